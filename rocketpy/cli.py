@@ -1,0 +1,50 @@
+"""The ``rocketpy`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+
+
+def _cmd_codes(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .codecs import codes
+
+    tables = {
+        "request": codes.RequestCode,
+        "response": codes.ResponseCode,
+        "language": codes.LanguageCode,
+        "version": codes.MQVersion,
+    }
+    table = Table(title=f"{args.table} codes (RocketMQ 4.9.8)")
+    table.add_column("code", justify="right")
+    table.add_column("name")
+    for member in tables[args.table]:
+        table.add_row(str(int(member)), member.name)
+    Console().print(table)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rocketpy", description="RocketMQ 4.x remoting protocol tools")
+    parser.add_argument("--version", action="version", version=f"rocketpy {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("codes", help="print a code table (request, response, language, version)")
+    p.add_argument("table", choices=["request", "response", "language", "version"])
+    p.set_defaults(func=_cmd_codes)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

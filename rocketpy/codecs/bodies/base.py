@@ -1,0 +1,243 @@
+"""Typed JSON bodies (RemotingSerializable subclasses) in fastjson's dialect.
+
+A body class is a dataclass whose fields are declared with :func:`bfield` and a
+value codec (``STR``, ``LONG``, ``list_of(...)``, ``map_of(...)``, ``obj(Cls)``...).
+fastjson writes a bean's properties sorted by name and skips nulls; maps keep the
+order they have (Java's HashMap order, or as parsed) unless MapSortField sorts them.
+Unknown properties are kept in ``extra`` so a body re-encodes to what was read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, TypeVar
+
+from .. import fastjson
+from ..errors import CodecError
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Codec(Generic[T]):
+    """Converts one JSON value to its Python view and back."""
+
+    name: str
+    load: Callable[[Any], T]
+    dump: Callable[[T], Any]
+
+
+def _expect(kind: type | tuple[type, ...], what: str) -> Callable[[Any], Any]:
+    def load(v: Any) -> Any:
+        if isinstance(v, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise CodecError(f"expected {what}, got a boolean")
+        if not isinstance(v, kind):
+            raise CodecError(f"expected {what}, got {type(v).__name__}")
+        return v
+
+    return load
+
+
+def _load_int(v: Any) -> int:
+    # fastjson reads numbers given as strings too (BrowserCompatible writes big longs quoted)
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            raise CodecError(f"expected an integer, got {v!r}") from None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise CodecError(f"expected an integer, got {type(v).__name__}")
+    return v
+
+
+def _load_float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise CodecError(f"expected a number, got {type(v).__name__}")
+    try:
+        return float(v)
+    except ValueError:
+        raise CodecError(f"expected a number, got {v!r}") from None
+
+
+def _load_bool(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    if v in ("true", "false"):
+        return v == "true"
+    if isinstance(v, int):
+        return v != 0
+    raise CodecError(f"expected a boolean, got {type(v).__name__}")
+
+
+def _ident(v: Any) -> Any:
+    return v
+
+
+STR: Codec[str] = Codec("String", _expect(str, "a string"), _ident)
+INT: Codec[int] = Codec("int", _load_int, _ident)
+LONG: Codec[int] = Codec("long", _load_int, _ident)
+BOOL: Codec[bool] = Codec("boolean", _load_bool, _ident)
+DOUBLE: Codec[float] = Codec("double", _load_float, _ident)
+ANY: Codec[Any] = Codec("Object", _ident, _ident)
+
+
+def enum_of(cls: type[enum.Enum]) -> Codec[Any]:
+    """A Java enum: fastjson writes its name (and reads a name or an ordinal)."""
+    members = list(cls)
+
+    def load(v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                return cls[v]
+            except KeyError:
+                raise CodecError(f"{v!r} is not a {cls.__name__}") from None
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < len(members):
+            return members[v]
+        raise CodecError(f"expected a {cls.__name__} name, got {v!r}")
+
+    return Codec(cls.__name__, load, lambda v: v.name)
+
+
+def list_of(item: Codec[Any]) -> Codec[list[Any]]:
+    def load(v: Any) -> list[Any]:
+        if not isinstance(v, list):
+            raise CodecError(f"expected a list of {item.name}, got {type(v).__name__}")
+        return [None if x is None else item.load(x) for x in v]
+
+    return Codec(f"List<{item.name}>", load, lambda v: [None if x is None else item.dump(x) for x in v])
+
+
+def set_of(item: Codec[Any]) -> Codec[list[Any]]:
+    """A Java Set: kept as an ordered list, since the order on the wire matters for identity."""
+    c = list_of(item)
+    return Codec(f"Set<{item.name}>", c.load, c.dump)
+
+
+def map_of(key: Codec[Any], value: Codec[Any]) -> Codec[dict[Any, Any]]:
+    def load(v: Any) -> dict[Any, Any]:
+        if not isinstance(v, dict):
+            raise CodecError(f"expected a map, got {type(v).__name__}")
+        return {key.load(k): (None if x is None else value.load(x)) for k, x in v.items()}
+
+    def dump(v: dict[Any, Any]) -> dict[Any, Any]:
+        return {key.dump(k): (None if x is None else value.dump(x)) for k, x in v.items()}
+
+    return Codec(f"Map<{key.name},{value.name}>", load, dump)
+
+
+def obj(cls: type[JsonBody] | Callable[[], type[JsonBody]]) -> Codec[Any]:
+    """A nested bean; pass a lambda for classes defined later."""
+
+    def resolve() -> type[JsonBody]:
+        return cls if isinstance(cls, type) else cls()
+
+    return Codec(
+        getattr(cls, "__name__", "Object"),
+        lambda v: resolve().from_json(v),
+        lambda v: v.to_json(),
+    )
+
+
+def bfield(codec: Codec[Any], *, java: str | None = None, default: Any = None, doc: str = "") -> Any:
+    """Declare a bean property: its value codec, wire name (camelCase of the attr by default)
+    and Java initializer (mutable defaults are copied per instance)."""
+    meta = {"rocketpy": (codec, java, doc)}
+    if isinstance(default, (list, dict, set)):
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+@dataclasses.dataclass(frozen=True)
+class PropSpec:
+    attr: str
+    java_name: str
+    codec: Codec[Any]
+    doc: str
+
+
+B = TypeVar("B", bound="JsonBody")
+
+
+class JsonBody:
+    """Base of every JSON body; subclasses become kw-only dataclasses."""
+
+    java_class: ClassVar[str] = ""
+    props: ClassVar[tuple[PropSpec, ...]] = ()
+    _by_java: ClassVar[dict[str, PropSpec]] = {}
+    extra: dict[str, Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "extra" not in cls.__dict__.get("__annotations__", {}):
+            cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), "extra": "dict[str, Any]"}
+            cls.extra = dataclasses.field(default_factory=dict, repr=False, compare=False)  # type: ignore[assignment]
+        dataclasses.dataclass(kw_only=True)(cls)
+        specs = []
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if f.name == "extra":
+                continue
+            meta = f.metadata.get("rocketpy")
+            if meta is None:
+                raise TypeError(f"{cls.__name__}.{f.name} must be declared with bfield()")
+            codec, java, doc = meta
+            specs.append(PropSpec(f.name, java or _camel(f.name), codec, doc))
+        cls.props = tuple(sorted(specs, key=lambda s: s.java_name))
+        cls._by_java = {s.java_name: s for s in specs}
+
+    @classmethod
+    def from_json(cls: type[B], data: Any) -> B:
+        if not isinstance(data, dict):
+            raise CodecError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, raw in data.items():
+            spec = cls._by_java.get(key) if isinstance(key, str) else None
+            if spec is None:
+                extra[key] = raw
+                continue
+            if raw is None:
+                values[spec.attr] = None
+                continue
+            try:
+                values[spec.attr] = spec.codec.load(raw)
+            except CodecError as exc:
+                raise CodecError(f"{cls.__name__}.{key}: {exc}") from None
+        return cls(**values, extra=extra)
+
+    def to_json(self) -> dict[str, Any]:
+        """Properties in fastjson's order (sorted by name), nulls left out."""
+        out: dict[str, Any] = {}
+        for spec in self.props:
+            value = getattr(self, spec.attr)
+            if value is not None:
+                out[spec.java_name] = spec.codec.dump(value)
+        if self.extra:
+            out.update(self.extra)
+            out = {k: out[k] for k in sorted(out, key=lambda k: str(k))}
+        return out
+
+    @classmethod
+    def decode(cls: type[B], data: bytes | str) -> B:
+        return cls.from_json(fastjson.loads(data))
+
+    def encode(
+        self,
+        *,
+        browser_compatible: bool = False,
+        non_string_keys_as_string: bool = False,
+        sort_map_keys: bool = False,
+    ) -> bytes:
+        """Bytes as RemotingSerializable.encode (fastjson defaults) or with the given features."""
+        return fastjson.dump_bytes(
+            self.to_json(),
+            browser_compatible=browser_compatible,
+            non_string_keys_as_string=non_string_keys_as_string,
+            sort_map_keys=sort_map_keys,
+        )

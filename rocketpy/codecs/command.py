@@ -1,0 +1,230 @@
+"""RemotingCommand: the one message type of the remoting protocol."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from . import fastjson
+from .codes import LanguageCode, MQVersion, SerializeType
+from .errors import CodecError
+from .frame import (
+    DEFAULT_MAX_FRAME,
+    check_length,
+    decode_rocketmq_header,
+    encode_rocketmq_header,
+    pack_frame,
+    split_header_info,
+)
+
+RESPONSE_FLAG = 1
+ONEWAY_FLAG = 2
+
+_LANG_BY_NAME = {m.name: m for m in LanguageCode}
+_LANG_BY_CODE = {m.value: m for m in LanguageCode}
+_INT_FIELDS = ("code", "version", "opaque", "flag")
+
+
+def _language(value: object) -> LanguageCode | int | str:
+    if isinstance(value, LanguageCode):
+        return value
+    if isinstance(value, str):
+        return _LANG_BY_NAME.get(value, value)
+    if isinstance(value, int):
+        return _LANG_BY_CODE.get(value, value)
+    raise CodecError(f"language {value!r} is neither a name nor a code")
+
+
+@dataclasses.dataclass(slots=True, eq=True)
+class RemotingCommand:
+    """One request or response. ``ext_fields`` keeps wire order; None and {} differ on the wire."""
+
+    code: int
+    language: LanguageCode | int | str = LanguageCode.JAVA
+    version: int = int(MQVersion.V4_9_8)
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] | None = None
+    body: bytes | None = None
+    serialize_type: SerializeType = SerializeType.JSON
+    #: for a response, the code of the request it answers (set by whoever pairs them)
+    request_code: int | None = dataclasses.field(default=None, compare=False)
+
+    # -- flags -------------------------------------------------------------
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RESPONSE_FLAG)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & ONEWAY_FLAG)
+
+    # -- constructors --------------------------------------------------------
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        header: Any = None,
+        body: bytes | None = None,
+        *,
+        opaque: int = 0,
+        oneway: bool = False,
+        serialize_type: SerializeType = SerializeType.JSON,
+        **kwargs: Any,
+    ) -> RemotingCommand:
+        """A request as Java's createRequestCommand builds it (extFields from the typed header)."""
+        ext = None
+        if header is not None:
+            ext = header.to_ext_fields(fast_order=serialize_type == SerializeType.ROCKETMQ)
+        return cls(
+            code=int(code),
+            opaque=opaque,
+            flag=ONEWAY_FLAG if oneway else 0,
+            ext_fields=ext,
+            body=body,
+            serialize_type=serialize_type,
+            **kwargs,
+        )
+
+    def response(
+        self,
+        code: int = 0,
+        header: Any = None,
+        body: bytes | None = None,
+        remark: str | None = None,
+        **kwargs: Any,
+    ) -> RemotingCommand:
+        """The response to this request: same opaque and serialize type, response flag set."""
+        ext = None
+        if header is not None:
+            ext = header.to_ext_fields(fast_order=self.serialize_type == SerializeType.ROCKETMQ)
+        return RemotingCommand(
+            code=int(code),
+            opaque=self.opaque,
+            flag=RESPONSE_FLAG,
+            remark=remark,
+            ext_fields=ext,
+            body=body,
+            serialize_type=self.serialize_type,
+            request_code=self.code,
+            **kwargs,
+        )
+
+    # -- wire ---------------------------------------------------------------
+    @classmethod
+    def decode(cls, frame: bytes | bytearray | memoryview, max_frame: int = DEFAULT_MAX_FRAME) -> RemotingCommand:
+        """Decode one whole frame, starting at its 4-byte length."""
+        view = memoryview(frame)
+        if len(view) < 8:
+            raise CodecError(f"frame of {len(view)} bytes is shorter than its 8-byte prefix")
+        length = int.from_bytes(view[0:4], "big", signed=True)
+        check_length(length, max_frame)
+        if length + 4 != len(view):
+            raise CodecError(f"frame length field says {length + 4} bytes, got {len(view)}")
+        stype, hlen = split_header_info(int.from_bytes(view[4:8], "big"))
+        if hlen > length - 4:
+            raise CodecError(f"header length {hlen} runs past the frame ({length - 4} bytes left)")
+        header = view[8 : 8 + hlen]
+        body = bytes(view[8 + hlen :]) or None
+        if stype == SerializeType.JSON:
+            cmd = cls._from_json_header(header)
+        elif stype == SerializeType.ROCKETMQ:
+            fields = decode_rocketmq_header(header)
+            fields["language"] = _language(fields["language"])
+            cmd = cls(**fields, serialize_type=SerializeType.ROCKETMQ)  # type: ignore[arg-type]
+        else:
+            raise CodecError(f"unknown serialize type {stype}")
+        cmd.body = body
+        return cmd
+
+    @classmethod
+    def _from_json_header(cls, header: memoryview) -> RemotingCommand:
+        try:
+            data = json.loads(bytes(header))
+        except (ValueError, RecursionError):
+            data = fastjson.loads(bytes(header))
+        if not isinstance(data, dict):
+            raise CodecError("JSON header is not an object")
+        values: dict[str, Any] = {}
+        for key in _INT_FIELDS:
+            v = data.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, int):
+                if isinstance(v, str) and v.lstrip("-").isdigit():
+                    v = int(v)
+                else:
+                    raise CodecError(f"JSON header field {key} is not an integer: {v!r}")
+            values[key] = v
+        if "code" not in data:
+            raise CodecError("JSON header has no code")
+        values["language"] = _language(data.get("language", "JAVA"))
+        remark = data.get("remark")
+        if remark is not None and not isinstance(remark, str):
+            remark = str(remark)
+        values["remark"] = remark
+        ext = data.get("extFields")
+        if ext is not None:
+            if not isinstance(ext, dict):
+                raise CodecError("JSON header extFields is not an object")
+            # fastjson reads any scalar into the String map; mirror that leniency
+            ext = {str(k): v if isinstance(v, str) else fastjson.dumps(v) for k, v in ext.items() if v is not None}
+        values["ext_fields"] = ext
+        return cls(**values)
+
+    def encode_header(self) -> bytes:
+        if self.serialize_type == SerializeType.ROCKETMQ:
+            lang = self.language
+            if isinstance(lang, str):
+                lang = _LANG_BY_NAME.get(lang, LanguageCode.OTHER)
+            return encode_rocketmq_header(
+                self.code, int(lang), self.version, self.opaque, self.flag, self.remark, self.ext_fields
+            )
+        lang = self.language.name if isinstance(self.language, LanguageCode) else str(self.language)
+        doc: dict[str, Any] = {"code": self.code}
+        if self.ext_fields is not None:
+            doc["extFields"] = self.ext_fields
+        doc["flag"] = self.flag
+        doc["language"] = lang
+        doc["opaque"] = self.opaque
+        if self.remark is not None:
+            doc["remark"] = self.remark
+        doc["serializeTypeCurrentRPC"] = "JSON"
+        doc["version"] = self.version
+        return fastjson.dump_bytes(doc)
+
+    def encode(self) -> bytes:
+        """The whole frame, length prefix included."""
+        return pack_frame(int(self.serialize_type), self.encode_header(), self.body)
+
+    # -- typed views ------------------------------------------------------------
+    @property
+    def header(self) -> Any:
+        """The typed header for this code and direction, or None when none is known."""
+        from .headers.base import header_class
+
+        code = self.request_code if self.is_response else self.code
+        if code is None:
+            return None
+        cls = header_class(code, self.is_response)
+        if cls is None:
+            return None
+        return cls.from_ext_fields(self.ext_fields)
+
+    def decode_header(self, cls: Any) -> Any:
+        """Decode ``ext_fields`` as the given header class."""
+        return cls.from_ext_fields(self.ext_fields)
+
+    def decode_body(self) -> Any:
+        """The typed body for this code and direction (see codecs.payload), or the raw bytes."""
+        from .payload import decode_body
+
+        return decode_body(self)
+
+    @property
+    def name(self) -> str:
+        from .codes import request_code_name, response_code_name
+
+        if self.is_response:
+            return response_code_name(self.code)
+        return request_code_name(self.code)

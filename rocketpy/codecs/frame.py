@@ -1,0 +1,198 @@
+"""The RemotingCommand frame: length-prefixed, a header in JSON or ROCKETMQ binary, a body.
+
+Layout (big-endian)::
+
+    int32 length            bytes after this field
+    int32 header_info       serializeType << 24 | headerLength
+    header                  headerLength bytes, JSON or ROCKETMQ binary
+    body                    the rest
+
+The ROCKETMQ binary header (RocketMQSerializable)::
+
+    int16 code, int8 language, int16 version, int32 opaque, int32 flag,
+    int32 remarkLength + remark (UTF-8), int32 extLength + ext entries,
+    ext entry = int16 keyLength + key, int32 valueLength + value
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import construct as cs
+
+from .errors import CodecError, FrameTooLarge
+
+#: Java's com.rocketmq.remoting.frameMaxLength default; it counts the length prefix too.
+DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+
+FRAME_PREFIX = cs.Struct(
+    "length" / cs.Int32sb,
+    "header_info" / cs.Int32ub,
+)
+
+_NullableUtf8 = cs.ExprAdapter(
+    cs.PascalString(cs.Int32ub, "utf8"),
+    lambda obj, ctx: obj or None,  # Java reads a zero-length string as null
+    lambda obj, ctx: obj or "",
+)
+
+EXT_FIELD = cs.Struct(
+    "key" / cs.PascalString(cs.Int16ub, "utf8"),
+    "value" / cs.PascalString(cs.Int32ub, "utf8"),
+)
+
+ROCKETMQ_HEADER = cs.Struct(
+    "code" / cs.Int16sb,
+    "language" / cs.Int8ub,
+    "version" / cs.Int16sb,
+    "opaque" / cs.Int32sb,
+    "flag" / cs.Int32sb,
+    "remark" / _NullableUtf8,
+    "ext_fields" / cs.Prefixed(cs.Int32ub, cs.GreedyRange(EXT_FIELD)),
+)
+
+_PREFIX = struct.Struct(">iI")
+_FIXED = struct.Struct(">hBhii")
+
+
+def split_header_info(header_info: int) -> tuple[int, int]:
+    """(serialize type, header length) from the second int of a frame."""
+    return (header_info >> 24) & 0xFF, header_info & 0xFFFFFF
+
+
+def check_length(length: int, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    """Refuse a length prefix before anything is allocated for it."""
+    if length < 4:
+        raise CodecError(f"frame length {length} is too small (a header length needs 4 bytes)")
+    if length + 4 > max_frame:
+        raise FrameTooLarge(length + 4, max_frame)
+
+
+def decode_rocketmq_header(data: bytes | memoryview) -> dict[str, object]:
+    """Parse a ROCKETMQ binary header (the construct definition above, with a fast path)."""
+    data = bytes(data)
+    try:
+        code, language, version, opaque, flag = _FIXED.unpack_from(data, 0)
+        pos = _FIXED.size
+        (rlen,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if rlen < 0 or pos + rlen > len(data):
+            raise CodecError(f"remark length {rlen} runs past the header")
+        remark = data[pos : pos + rlen].decode("utf-8") if rlen else None
+        pos += rlen
+        (elen,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if elen < 0 or pos + elen != len(data):
+            raise CodecError(f"extFields length {elen} does not match the header length")
+        ext: dict[str, str] | None = None
+        end = pos + elen
+        if elen:
+            ext = {}
+            while pos < end:
+                (klen,) = struct.unpack_from(">h", data, pos)
+                pos += 2
+                key = data[pos : pos + klen].decode("utf-8")
+                pos += klen
+                (vlen,) = struct.unpack_from(">i", data, pos)
+                pos += 4
+                if klen < 0 or vlen < 0 or pos + vlen > end:
+                    raise CodecError("extFields entry runs past the header")
+                ext[key] = data[pos : pos + vlen].decode("utf-8")
+                pos += vlen
+    except struct.error:
+        raise CodecError("ROCKETMQ header is truncated") from None
+    except UnicodeDecodeError as exc:
+        raise CodecError(f"ROCKETMQ header string is not UTF-8: {exc}") from None
+    return {
+        "code": code,
+        "language": language,
+        "version": version,
+        "opaque": opaque,
+        "flag": flag,
+        "remark": remark,
+        "ext_fields": ext,
+    }
+
+
+def encode_rocketmq_header(
+    code: int,
+    language: int,
+    version: int,
+    opaque: int,
+    flag: int,
+    remark: str | None,
+    ext_fields: dict[str, str] | None,
+) -> bytes:
+    parts = [_FIXED.pack(code, language, version, opaque, flag)]
+    r = remark.encode("utf-8") if remark else b""
+    parts.append(struct.pack(">i", len(r)))
+    parts.append(r)
+    ext = bytearray()
+    if ext_fields:
+        for k, v in ext_fields.items():
+            if k is None or v is None:
+                continue
+            kb, vb = k.encode("utf-8"), v.encode("utf-8")
+            ext += struct.pack(">h", len(kb)) + kb + struct.pack(">i", len(vb)) + vb
+    parts.append(struct.pack(">i", len(ext)))
+    parts.append(bytes(ext))
+    return b"".join(parts)
+
+
+def pack_frame(serialize_type: int, header: bytes, body: bytes | None) -> bytes:
+    body = body or b""
+    if len(header) > 0xFFFFFF:
+        raise CodecError(f"header of {len(header)} bytes does not fit in 24 bits")
+    return _PREFIX.pack(4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+
+
+class FrameSplitter:
+    """Incremental framing: feed bytes in any chunking, iterate whole frames.
+
+    Each frame is yielded with its 4-byte length prefix, ready for
+    RemotingCommand.decode. A bad length raises CodecError (FrameTooLarge for an
+    absurd one) before anything is buffered for it; the stream is then unusable.
+    """
+
+    __slots__ = ("_buf", "_pos", "max_frame")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self.max_frame = max_frame
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._pos and self._pos == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        self._buf += data
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held that do not yet form a whole frame."""
+        return len(self._buf) - self._pos
+
+    def next_frame(self) -> bytes | None:
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 4:
+            return None
+        (length,) = struct.unpack_from(">i", buf, pos)
+        check_length(length, self.max_frame)
+        end = pos + 4 + length
+        if len(buf) < end:
+            return None
+        frame = bytes(buf[pos:end])
+        if end == len(buf):
+            buf.clear()
+            self._pos = 0
+        elif end > 65536:
+            del buf[:end]
+            self._pos = 0
+        else:
+            self._pos = end
+        return frame
+
+    def __iter__(self) -> Iterator[bytes]:
+        while (frame := self.next_frame()) is not None:
+            yield frame

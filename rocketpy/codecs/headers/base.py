@@ -1,0 +1,183 @@
+"""Typed views of RemotingCommand ``extFields``: the CommandCustomHeader classes.
+
+Java turns a header object into string ``extFields`` by reflection: every non-null
+field goes in as ``String.valueOf(value)``; primitives are never null so always go
+in. Decoding parses each field by its Java type and refuses a missing @CFNotNull
+field. A header here is a dataclass whose fields carry that Java typing, declared
+once with :func:`jfield` and used by servers, clients, the sniffer and Spark alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal, TypeVar
+
+from ..errors import CodecError, MissingField
+from ..javalang import hashmap_order
+
+JavaKind = Literal["String", "int", "Integer", "long", "Long", "boolean", "Boolean", "double", "Double"]
+
+_INT_RANGE = (-(1 << 31), (1 << 31) - 1)
+_LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
+_JAVA_INT = re.compile(r"[-+]?[0-9]+\Z")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """How one header field travels: its Python name, wire name and Java type."""
+
+    attr: str
+    java_name: str
+    kind: JavaKind
+    required: bool
+    doc: str = ""
+
+    @property
+    def primitive(self) -> bool:
+        return self.kind[0].islower() and self.kind != "String"
+
+    def parse(self, text: str, header: str) -> Any:
+        kind = self.kind.lower()
+        if kind == "string":
+            return text
+        if kind == "boolean":
+            return text.lower() == "true"  # Boolean.parseBoolean: anything else is false
+        if kind == "double":
+            try:
+                return float(text)
+            except ValueError:
+                raise CodecError(f"{header}: field <{self.java_name}> is not a double: {text!r}") from None
+        lo, hi = _INT_RANGE if kind in ("int", "integer") else _LONG_RANGE
+        if not _JAVA_INT.match(text) or not lo <= int(text) <= hi:
+            raise CodecError(f"{header}: field <{self.java_name}> is not a Java {self.kind}: {text!r}")
+        return int(text)
+
+    def format(self, value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, float):
+            return _java_double(value)
+        return str(value)
+
+
+def _java_double(value: float) -> str:
+    # Double.toString keeps a fractional part; Python's repr agrees for ordinary values
+    text = repr(float(value))
+    if "e" in text:
+        mantissa, exp = text.split("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        text = f"{mantissa}E{int(exp)}"
+    return text
+
+
+_DEFAULTS: dict[str, Any] = {"int": 0, "long": 0, "boolean": False, "double": 0.0}
+
+
+def jfield(
+    kind: JavaKind,
+    *,
+    required: bool = False,
+    default: Any = dataclasses.MISSING,
+    java: str | None = None,
+    doc: str = "",
+) -> Any:
+    """Declare a header field of Java type ``kind``.
+
+    ``required`` is Java's @CFNotNull; ``default`` is the Java field initializer
+    (primitives default to 0/false, boxed types to null); ``java`` overrides the
+    wire name when it is not the camelCase of the Python name.
+    """
+    if default is dataclasses.MISSING:
+        default = _DEFAULTS.get(kind)
+    meta = {"rocketpy": (kind, required, java, doc)}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+H = TypeVar("H", bound="CommandHeader")
+
+
+class CommandHeader:
+    """Base of every typed header. Subclasses are made dataclasses by ``__init_subclass__``."""
+
+    java_class: ClassVar[str] = ""
+    #: FastCodesHeader classes write their fields in declared order in ROCKETMQ binary headers
+    fast_codes: ClassVar[bool] = False
+    fields_spec: ClassVar[tuple[FieldSpec, ...]] = ()
+    _by_java: ClassVar[dict[str, FieldSpec]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(kw_only=True)(cls)
+        specs = []
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            meta = f.metadata.get("rocketpy")
+            if meta is None:
+                raise TypeError(f"{cls.__name__}.{f.name} must be declared with jfield()")
+            kind, required, java, doc = meta
+            specs.append(FieldSpec(f.name, java or _camel(f.name), kind, required, doc))
+        cls.fields_spec = tuple(specs)
+        cls._by_java = {s.java_name: s for s in specs}
+
+    @classmethod
+    def from_ext_fields(cls: type[H], ext: Mapping[str, str] | None) -> H:
+        """Decode as Java's decodeCommandCustomHeader does; CodecError on bad values."""
+        ext = ext or {}
+        name = cls.__name__
+        values: dict[str, Any] = {}
+        for spec in cls.fields_spec:
+            text = ext.get(spec.java_name)
+            if text is None:
+                if spec.required:
+                    raise MissingField(name, spec.java_name)
+                continue
+            if not isinstance(text, str):
+                raise CodecError(f"{name}: field <{spec.java_name}> is not a string")
+            values[spec.attr] = spec.parse(text, name)
+        return cls(**values)
+
+    def to_ext_fields(self, *, fast_order: bool = False) -> dict[str, str]:
+        """The ``extFields`` Java would send for this header.
+
+        Keys come in java.util.HashMap order (what Java's JSON header carries), or in
+        declared order for FastCodesHeader classes in a ROCKETMQ binary header.
+        """
+        out = {}
+        for spec in self.fields_spec:
+            value = getattr(self, spec.attr)
+            if value is not None:
+                out[spec.java_name] = spec.format(value)
+        if fast_order and self.fast_codes:
+            return out
+        return {k: out[k] for k in hashmap_order(out)}
+
+    def check_required(self) -> None:
+        """Raise MissingField for a @CFNotNull field left as None."""
+        for spec in self.fields_spec:
+            if spec.required and getattr(self, spec.attr) is None:
+                raise MissingField(type(self).__name__, spec.java_name)
+
+
+HeaderType = type[CommandHeader]
+
+
+def header_registry() -> tuple[dict[int, HeaderType], dict[int, HeaderType]]:
+    """(request headers by request code, response headers by request code), filled by headers.registry."""
+    from . import registry
+
+    return registry.REQUEST_HEADERS, registry.RESPONSE_HEADERS
+
+
+def header_class(code: int, is_response: bool) -> HeaderType | None:
+    requests, responses = header_registry()
+    return (responses if is_response else requests).get(code)
+
+
+Decoder = Callable[[Mapping[str, str]], CommandHeader]

@@ -1,0 +1,1 @@
+"""Protocol sniffer: pcap reading, TCP reassembly, RemotingCommand pairing (sans-IO core)."""
