@@ -30,6 +30,24 @@ def _cmd_codes(args: argparse.Namespace) -> int:
     return 0
 
 
+#: packages that add subcommands: each has a ``cli`` module with ``add_parsers(subparsers)``
+_PROVIDERS = ("rocketpy.namesrv.cli", "rocketpy.store.cli", "rocketpy.sniffer.cli", "rocketpy.broker.cli",
+              "rocketpy.client.cli")
+
+
+def _add_providers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    import importlib
+
+    for name in _PROVIDERS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and name.startswith(exc.name):
+                continue  # that part is not built yet
+            raise
+        module.add_parsers(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rocketpy", description="RocketMQ 4.x remoting protocol tools")
     parser.add_argument("--version", action="version", version=f"rocketpy {__version__}")
@@ -37,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("codes", help="print a code table (request, response, language, version)")
     p.add_argument("table", choices=["request", "response", "language", "version"])
     p.set_defaults(func=_cmd_codes)
+    _add_providers(sub)
     return parser
 
 

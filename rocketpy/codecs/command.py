@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any
 
 from . import fastjson
@@ -24,6 +25,20 @@ ONEWAY_FLAG = 2
 _LANG_BY_NAME = {m.name: m for m in LanguageCode}
 _LANG_BY_CODE = {m.value: m for m in LanguageCode}
 _INT_FIELDS = ("code", "version", "opaque", "flag")
+
+
+# the stdlib writes \u001f where fastjson writes \u001F, and leaves DEL, C1 controls and
+# U+2028/9 raw; any of those sends the header through fastjson.py's writer instead
+_UNLIKE_FASTJSON = re.compile("\\\\u00[01][a-f]|[\x7f-\xa0\u2028\u2029]")
+_fast_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+
+
+def _dump_header(doc: dict[str, Any]) -> bytes:
+    """fastjson's bytes for a header; the stdlib encoder agrees unless rare control chars occur."""
+    text = _fast_dumps(doc)
+    if _UNLIKE_FASTJSON.search(text):
+        return fastjson.dump_bytes(doc)
+    return text.encode("utf-8")
 
 
 def _language(value: object) -> LanguageCode | int | str:
@@ -191,7 +206,7 @@ class RemotingCommand:
             doc["remark"] = self.remark
         doc["serializeTypeCurrentRPC"] = "JSON"
         doc["version"] = self.version
-        return fastjson.dump_bytes(doc)
+        return _dump_header(doc)
 
     def encode(self) -> bytes:
         """The whole frame, length prefix included."""

@@ -1,15 +1,19 @@
 """JSON in fastjson's dialect, the one every RocketMQ 4.x header and body speaks.
 
 Reading: everything fastjson emits, including its legacy non-string map keys
-written bare (``{0:"127.0.0.1:10911"}``); key order is kept so a parsed document
-re-encodes to the same bytes. Writing: compact, no spaces, fastjson's string
-escapes, bare integer map keys unless ``non_string_keys_as_string``, and
-``browser_compatible`` for the escaped-ASCII form brokers send to 4.9.4+ clients.
+written bare (``{0:"127.0.0.1:10911"}``) and bean keys written as objects
+(``{{"brokerName":"a","queueId":0,"topic":"t"}:5}``, kept as :class:`ObjectKey`);
+key order is kept so a parsed document re-encodes to the same bytes.
+Writing: compact, no spaces, fastjson's string escapes, Java's ``Double.toString``,
+bare non-string map keys unless ``non_string_keys_as_string``, ``browser_compatible``
+for the escaped-ASCII form brokers send to 4.9.4+ clients, and ``pretty`` for
+fastjson's PrettyFormat (tab indents) used by the broker's config files.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -23,7 +27,13 @@ JsonValue = Any
 _WS = re.compile(r"[ \t\n\r]*")
 _BARE_KEY = re.compile(r"-?[0-9A-Za-z_$.]+")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
-_decoder = json.JSONDecoder(object_pairs_hook=dict)
+
+
+def _no_constant(name: str) -> Any:
+    raise CodecError(f"{name} is not JSON")
+
+
+_decoder = json.JSONDecoder(object_pairs_hook=dict, parse_constant=_no_constant)
 _scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
@@ -38,12 +48,18 @@ def loads(data: bytes | str) -> JsonValue:
         text = data
     try:
         return _decoder.decode(text)
-    except (json.JSONDecodeError, RecursionError):
+    except CodecError:
+        raise
+    except (ValueError, RecursionError):  # JSONDecodeError, or a number too long for int()
         pass
     try:
         value, end = _Lenient(text).parse()
     except RecursionError:
         raise CodecError("JSON nested too deeply") from None
+    except CodecError:
+        raise
+    except ValueError as exc:
+        raise CodecError(f"bad JSON: {exc}") from None
     if _WS.match(text, end).end() != len(text):
         raise CodecError(f"trailing data after JSON at {end}")
     return value
@@ -93,9 +109,12 @@ class _Lenient:
             raise self.fail(pos, "unterminated string")
         return self.text[pos + 1 : end], end + 1
 
-    def key(self, pos: int) -> tuple[str | int, int]:
+    def key(self, pos: int) -> tuple[Any, int]:
         if self.text[pos] in "\"'":
             return self.string(pos)
+        if self.text[pos] in "{[":  # a bean or collection used as a map key
+            value, end = self.value(pos)
+            return freeze(value), end
         m = _BARE_KEY.match(self.text, pos)
         if not m:
             raise self.fail(pos, "expected a key")
@@ -145,21 +164,102 @@ class _Lenient:
             raise self.fail(pos, "expected ',' or ']'")
 
 
+# -- values that need a Java-side shape ---------------------------------------
+
+
+class ObjectKey(tuple):  # type: ignore[type-arg]
+    """A map key that is a JSON object: fastjson writes a bean key (e.g. MessageQueue in
+    ConsumeStats.offsetTable) as the bean itself. Hashable: a tuple of (name, value) pairs."""
+
+    __slots__ = ()
+
+    def as_dict(self) -> dict[Any, Any]:
+        return {k: thaw(v) for k, v in self}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.as_dict()!r})"
+
+
+class BeanKey(ObjectKey):
+    """An :class:`ObjectKey` made from a :class:`Bean` (thaws back to a Bean)."""
+
+    __slots__ = ()
+
+    def as_dict(self) -> dict[Any, Any]:
+        return Bean((k, thaw(v)) for k, v in self)
+
+
+class ArrayKey(tuple):  # type: ignore[type-arg]
+    """A map key that is a JSON array (a Java collection used as a key)."""
+
+    __slots__ = ()
+
+    def as_list(self) -> list[Any]:
+        return [thaw(v) for v in self]
+
+    def __repr__(self) -> str:
+        return f"ArrayKey({self.as_list()!r})"
+
+
+def freeze(value: JsonValue) -> Any:
+    """Make a parsed value usable as a dict key (objects and arrays become tuples)."""
+    if isinstance(value, dict):
+        kind = BeanKey if isinstance(value, Bean) else ObjectKey
+        return kind((k, freeze(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return ArrayKey(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> JsonValue:
+    """Inverse of :func:`freeze`."""
+    if isinstance(value, ObjectKey):
+        return value.as_dict()
+    if isinstance(value, ArrayKey):
+        return value.as_list()
+    return value
+
+
+class Bean(dict):  # type: ignore[type-arg]
+    """The properties of a Java bean (JavaBeanSerializer), as opposed to a Java Map.
+
+    Written like a map, except under PrettyFormat, where fastjson breaks the line after
+    ``{`` even for a bean with no non-null property."""
+
+    __slots__ = ()
+
+
+class CompactArray(list):  # type: ignore[type-arg]
+    """A JSON array from a Java Set or primitive array: PrettyFormat keeps it on one line
+    (only java.util.List goes through fastjson's line-breaking ListSerializer)."""
+
+    __slots__ = ()
+
+
 # -- writing -----------------------------------------------------------------
 
+# fastjson 1.2.69 SerializeWriter.writeStringWithDoubleQuote, default features: control
+# characters, '"' and '\\', DEL and the C1 controls (0x7F-0x9F), U+2028 and U+2029.
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-_ESCAPE: dict[int, str] = {c: f"\\u{c:04X}" for c in list(range(0x20)) + [0x7F]}
+_ESCAPE: dict[int, str] = {c: f"\\u{c:04X}" for c in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]}
 _ESCAPE.update({ord(k): v for k, v in _SHORT_ESCAPES.items()})
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f]')
-_NEEDS_ESCAPE_ASCII = re.compile(r'["\\\x00-\x1f\x7f-\U0010ffff]')
+_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\x7f-\x9f\u2028\u2029]')
+# BrowserCompatible: also '/' (as "\/") and everything from 0x7F up, one \\uXXXX per UTF-16 unit.
+_ESCAPE_BROWSER: dict[int, str] = {c: f"\\u{c:04X}" for c in range(0x20)}
+_ESCAPE_BROWSER.update({ord(k): v for k, v in _SHORT_ESCAPES.items()})
+_ESCAPE_BROWSER[ord("/")] = "\\/"
+_NEEDS_ESCAPE_BROWSER = re.compile('["\\\\/\x00-\x1f\x7f-\U0010ffff]')
 _JS_SAFE = (1 << 53) - 1
 
 
+def _escape_default(m: re.Match[str]) -> str:
+    return _ESCAPE[ord(m.group())]
+
+
 def _escape_browser(m: re.Match[str]) -> str:
-    ch = m.group()
-    code = ord(ch)
-    if code in _ESCAPE:
-        return _ESCAPE[code]
+    code = ord(m.group())
+    if code in _ESCAPE_BROWSER:
+        return _ESCAPE_BROWSER[code]
     if code > 0xFFFF:  # Java strings hold surrogate pairs; escape each unit
         code -= 0x10000
         return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}"
@@ -169,14 +269,40 @@ def _escape_browser(m: re.Match[str]) -> str:
 def quote(text: str, browser_compatible: bool = False) -> str:
     """A JSON string literal the way fastjson writes it."""
     if browser_compatible:
-        return '"' + _NEEDS_ESCAPE_ASCII.sub(_escape_browser, text) + '"'
-    return '"' + _NEEDS_ESCAPE.sub(lambda m: _ESCAPE[ord(m.group())], text) + '"'
+        return '"' + _NEEDS_ESCAPE_BROWSER.sub(_escape_browser, text) + '"'
+    return '"' + _NEEDS_ESCAPE.sub(_escape_default, text) + '"'
 
 
-def _float_text(value: float) -> str:
-    if value != value or value in (float("inf"), float("-inf")):
+def java_double(value: float) -> str:
+    """``Double.toString`` as fastjson's RyuDouble writes it (NaN and infinities: null).
+
+    Shortest round-trip digits; plain notation for 1E-3 <= |v| < 1E7, else ``d.dddE[-]n``
+    with at least two significant digits (Java prints Double.MIN_VALUE as 4.9E-324)."""
+    if math.isnan(value) or math.isinf(value):
         return "null"
-    return repr(value)
+    if value == 0.0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    mag = abs(value)
+    text = repr(mag)  # shortest round-trip digits, like Ryu
+    mantissa, _, exp_text = text.partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    all_digits = int_part + frac_part
+    digits = all_digits.lstrip("0")
+    # decimal exponent of the first significant digit
+    exp10 = len(int_part) - 1 - (len(all_digits) - len(digits)) + int(exp_text or "0")
+    digits = digits.rstrip("0") or "0"
+    if -3 <= exp10 < 7:
+        if exp10 < 0:
+            return f"{sign}0.{'0' * (-exp10 - 1)}{digits}"
+        if exp10 + 1 >= len(digits):
+            return f"{sign}{digits}{'0' * (exp10 + 1 - len(digits))}.0"
+        return f"{sign}{digits[: exp10 + 1]}.{digits[exp10 + 1 :]}"
+    if len(digits) == 1:  # Java keeps two significant digits in scientific notation
+        two = f"{mag:.1e}"
+        digits = two[0] + two[2]
+        exp10 = int(two[4:])
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp10}"
 
 
 def dumps(
@@ -185,16 +311,89 @@ def dumps(
     browser_compatible: bool = False,
     non_string_keys_as_string: bool = False,
     sort_map_keys: bool = False,
+    pretty: bool = False,
 ) -> str:
     """Serialise like fastjson's JSON.toJSONString with the given features.
 
     Dicts are written in their own order (callers order bean fields and Java maps);
-    ``sort_map_keys`` is fastjson's MapSortField.
+    ``sort_map_keys`` is fastjson's MapSortField; ``pretty`` is PrettyFormat (JSON.toJSONString
+    (obj, true)): beans and non-empty Lists break lines with tab indents, maps break before
+    string keys only, Sets and primitive arrays (:class:`CompactArray`) stay on one line.
     """
     parts: list[str] = []
     keys_as_str = non_string_keys_as_string or browser_compatible
 
-    def write(v: JsonValue) -> None:
+    def newline(level: int) -> None:
+        parts.append("\n" + "\t" * level)
+
+    def write_key(k: Any, level: int) -> None:
+        if isinstance(k, str):
+            parts.append(quote(k, browser_compatible))
+        elif keys_as_str:  # JSON.toJSONString(key) with default features, written as a string
+            parts.append(quote(dumps(thaw(k)), browser_compatible))
+        else:
+            write(thaw(k), level)
+
+    def write_map(v: Mapping[Any, Any], level: int) -> None:
+        items = list(v.items())
+        if sort_map_keys:
+            items = _sorted_items(items)
+        inner = level + 1
+        parts.append("{")
+        first = True
+        for k, item in items:
+            if item is None:
+                continue  # fastjson drops null map values by default
+            if not first:
+                parts.append(",")
+            first = False
+            if pretty and isinstance(k, str):
+                newline(inner)
+            write_key(k, inner)
+            parts.append(":")
+            write(item, inner)
+        if pretty and len(v) > 0:
+            newline(level)
+        parts.append("}")
+
+    def write_bean(v: Mapping[str, Any], level: int) -> None:
+        inner = level + 1
+        parts.append("{")
+        newline(inner)
+        first = True
+        for k, item in v.items():
+            if item is None:
+                continue
+            if not first:
+                parts.append(",")
+                newline(inner)
+            first = False
+            write_key(k, inner)
+            parts.append(":")
+            write(item, inner)
+        newline(level)
+        parts.append("}")
+
+    def write_list(v: Any, level: int) -> None:
+        if pretty and len(v) > 0 and not isinstance(v, CompactArray):
+            inner = level + 1
+            parts.append("[")
+            for i, item in enumerate(v):
+                if i:
+                    parts.append(",")
+                newline(inner)
+                write(item, inner)
+            newline(level)
+            parts.append("]")
+            return
+        parts.append("[")
+        for i, item in enumerate(v):
+            if i:
+                parts.append(",")
+            write(item, level)
+        parts.append("]")
+
+    def write(v: JsonValue, level: int) -> None:
         if v is None:
             parts.append("null")
         elif v is True:
@@ -207,54 +406,40 @@ def dumps(
             else:
                 parts.append(str(v))
         elif isinstance(v, float):
-            parts.append(_float_text(v))
+            parts.append(java_double(v))
         elif isinstance(v, str):
             parts.append(quote(v, browser_compatible))
+        elif isinstance(v, Bean) and pretty:
+            write_bean(v, level)
         elif isinstance(v, Mapping):
-            items = list(v.items())
-            if sort_map_keys:
-                items.sort(key=lambda kv: _sort_key(kv[0]))
-            parts.append("{")
-            first = True
-            for k, item in items:
-                if item is None:
-                    continue  # fastjson drops null map values by default
-                if not first:
-                    parts.append(",")
-                first = False
-                if isinstance(k, str):
-                    parts.append(quote(k, browser_compatible))
-                elif keys_as_str:
-                    parts.append(f'"{k}"')
-                else:
-                    write(k)
-                parts.append(":")
-                write(item)
-            parts.append("}")
-        elif isinstance(v, (list, tuple, set, frozenset)):
-            parts.append("[")
-            for i, item in enumerate(v):
-                if i:
-                    parts.append(",")
-                write(item)
-            parts.append("]")
+            write_map(v, level)
+        elif isinstance(v, (ObjectKey, ArrayKey)):
+            write(thaw(v), level)
+        elif isinstance(v, (list, tuple)):
+            write_list(v, level)
+        elif isinstance(v, (set, frozenset)):
+            write_list(CompactArray(v), level)
         elif hasattr(v, "to_json"):
-            write(v.to_json())
+            write(v.to_json(), level)
         elif hasattr(v, "value") and hasattr(v, "name"):  # Enum: fastjson writes the name
             parts.append(quote(v.name, browser_compatible))
         else:
             raise TypeError(f"cannot serialise {type(v).__name__} as fastjson")
 
-    write(value)
+    write(value, 0)
     return "".join(parts)
 
 
-def _sort_key(key: object) -> tuple[int, Any]:
-    # MapSortField orders comparable keys naturally; strings and numbers never mix in one map
-    if isinstance(key, str):
-        return (1, key.encode("utf-16-be"))
-    return (0, key)
+def _sorted_items(items: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """MapSortField: ``new TreeMap(map)``; keys that are not mutually comparable (mixed kinds,
+    beans) make Java keep the map's own order."""
+    if all(isinstance(k, str) for k, _ in items):
+        return sorted(items, key=lambda kv: kv[0].encode("utf-16-be"))
+    if all(isinstance(k, (int, float)) and not isinstance(k, bool) for k, _ in items):
+        return sorted(items, key=lambda kv: kv[0])
+    return items
 
 
 def dump_bytes(value: JsonValue, **features: bool) -> bytes:
-    return dumps(value, **features).encode("utf-8")
+    """:func:`dumps` as UTF-8, with lone surrogates written as '?' like Java's String.getBytes."""
+    return dumps(value, **features).encode("utf-8", errors="replace")

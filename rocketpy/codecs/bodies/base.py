@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -27,6 +28,11 @@ class Codec(Generic[T]):
     name: str
     load: Callable[[Any], T]
     dump: Callable[[T], Any]
+    #: what the codec is ("str", "int", "long", "bool", "double", "any", "enum", "list",
+    #: "set", "array", "map", "obj") and its parts, for tools that walk a body's shape
+    #: (test-data generators, docs)
+    kind: str = "any"
+    args: tuple[Any, ...] = ()
 
 
 def _expect(kind: type | tuple[type, ...], what: str) -> Callable[[Any], Any]:
@@ -40,16 +46,25 @@ def _expect(kind: type | tuple[type, ...], what: str) -> Callable[[Any], Any]:
     return load
 
 
-def _load_int(v: Any) -> int:
-    # fastjson reads numbers given as strings too (BrowserCompatible writes big longs quoted)
-    if isinstance(v, str):
-        try:
-            return int(v)
-        except ValueError:
-            raise CodecError(f"expected an integer, got {v!r}") from None
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise CodecError(f"expected an integer, got {type(v).__name__}")
-    return v
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
+
+
+def _int_loader(bits: int) -> Callable[[Any], int]:
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+    def load(v: Any) -> int:
+        # fastjson reads numbers given as strings too (BrowserCompatible writes big longs quoted)
+        if isinstance(v, str):
+            if not _JAVA_INTEGER.fullmatch(v):
+                raise CodecError(f"expected an integer, got {v[:40]!r}")
+            v = int(v)
+        elif isinstance(v, bool) or not isinstance(v, int):
+            raise CodecError(f"expected an integer, got {type(v).__name__}")
+        if not lo <= v <= hi:
+            raise CodecError(f"{v} does not fit a {bits}-bit Java integer")
+        return v
+
+    return load
 
 
 def _load_float(v: Any) -> float:
@@ -57,8 +72,8 @@ def _load_float(v: Any) -> float:
         raise CodecError(f"expected a number, got {type(v).__name__}")
     try:
         return float(v)
-    except ValueError:
-        raise CodecError(f"expected a number, got {v!r}") from None
+    except (ValueError, OverflowError):
+        raise CodecError(f"expected a number, got {str(v)[:40]!r}") from None
 
 
 def _load_bool(v: Any) -> bool:
@@ -75,12 +90,12 @@ def _ident(v: Any) -> Any:
     return v
 
 
-STR: Codec[str] = Codec("String", _expect(str, "a string"), _ident)
-INT: Codec[int] = Codec("int", _load_int, _ident)
-LONG: Codec[int] = Codec("long", _load_int, _ident)
-BOOL: Codec[bool] = Codec("boolean", _load_bool, _ident)
-DOUBLE: Codec[float] = Codec("double", _load_float, _ident)
-ANY: Codec[Any] = Codec("Object", _ident, _ident)
+STR: Codec[str] = Codec("String", _expect(str, "a string"), _ident, "str")
+INT: Codec[int] = Codec("int", _int_loader(32), _ident, "int")
+LONG: Codec[int] = Codec("long", _int_loader(64), _ident, "long")
+BOOL: Codec[bool] = Codec("boolean", _load_bool, _ident, "bool")
+DOUBLE: Codec[float] = Codec("double", _load_float, _ident, "double")
+ANY: Codec[Any] = Codec("Object", _ident, _ident, "any")
 
 
 def enum_of(cls: type[enum.Enum]) -> Codec[Any]:
@@ -97,7 +112,7 @@ def enum_of(cls: type[enum.Enum]) -> Codec[Any]:
             return members[v]
         raise CodecError(f"expected a {cls.__name__} name, got {v!r}")
 
-    return Codec(cls.__name__, load, lambda v: v.name)
+    return Codec(cls.__name__, load, lambda v: v.name, "enum", (cls,))
 
 
 def list_of(item: Codec[Any]) -> Codec[list[Any]]:
@@ -106,25 +121,49 @@ def list_of(item: Codec[Any]) -> Codec[list[Any]]:
             raise CodecError(f"expected a list of {item.name}, got {type(v).__name__}")
         return [None if x is None else item.load(x) for x in v]
 
-    return Codec(f"List<{item.name}>", load, lambda v: [None if x is None else item.dump(x) for x in v])
+    return Codec(
+        f"List<{item.name}>", load, lambda v: [None if x is None else item.dump(x) for x in v], "list", (item,)
+    )
 
 
 def set_of(item: Codec[Any]) -> Codec[list[Any]]:
-    """A Java Set: kept as an ordered list, since the order on the wire matters for identity."""
+    """A Java Set: kept as an ordered list, since the order on the wire matters for identity.
+    (PrettyFormat writes a Set on one line, unlike a List.)"""
     c = list_of(item)
-    return Codec(f"Set<{item.name}>", c.load, c.dump)
+    return Codec(f"Set<{item.name}>", c.load, lambda v: fastjson.CompactArray(c.dump(v)), "set", (item,))
+
+
+def array_of(item: Codec[Any]) -> Codec[list[Any]]:
+    """A Java primitive array (``int[]``): a list, written on one line even when pretty."""
+    c = list_of(item)
+    return Codec(f"{item.name}[]", c.load, lambda v: fastjson.CompactArray(c.dump(v)), "array", (item,))
 
 
 def map_of(key: Codec[Any], value: Codec[Any]) -> Codec[dict[Any, Any]]:
+    def load_key(k: Any) -> Any:
+        if k is None:
+            raise CodecError("null map key")
+        k = fastjson.thaw(k)
+        if isinstance(k, str) and key.kind == "obj":
+            # a bean key written as a string (WriteNonStringKeyAsString / BrowserCompatible)
+            k = fastjson.loads(k)
+        out = key.load(k)
+        try:
+            hash(out)
+        except TypeError:
+            raise CodecError(f"unusable map key {k!r}") from None
+        return out
+
     def load(v: Any) -> dict[Any, Any]:
         if not isinstance(v, dict):
             raise CodecError(f"expected a map, got {type(v).__name__}")
-        return {key.load(k): (None if x is None else value.load(x)) for k, x in v.items()}
+        return {load_key(k): (None if x is None else value.load(x)) for k, x in v.items()}
 
     def dump(v: dict[Any, Any]) -> dict[Any, Any]:
-        return {key.dump(k): (None if x is None else value.dump(x)) for k, x in v.items()}
+        # a bean key (MessageQueue...) becomes a hashable ObjectKey that is written as an object
+        return {fastjson.freeze(key.dump(k)): (None if x is None else value.dump(x)) for k, x in v.items()}
 
-    return Codec(f"Map<{key.name},{value.name}>", load, dump)
+    return Codec(f"Map<{key.name},{value.name}>", load, dump, "map", (key, value))
 
 
 def obj(cls: type[JsonBody] | Callable[[], type[JsonBody]]) -> Codec[Any]:
@@ -137,13 +176,29 @@ def obj(cls: type[JsonBody] | Callable[[], type[JsonBody]]) -> Codec[Any]:
         getattr(cls, "__name__", "Object"),
         lambda v: resolve().from_json(v),
         lambda v: v.to_json(),
+        "obj",
+        (resolve,),
     )
 
 
-def bfield(codec: Codec[Any], *, java: str | None = None, default: Any = None, doc: str = "") -> Any:
+def bfield(
+    codec: Codec[Any],
+    *,
+    java: str | None = None,
+    default: Any = None,
+    factory: Callable[[], Any] | None = None,
+    computed: Callable[[Any], Any] | None = None,
+    doc: str = "",
+) -> Any:
     """Declare a bean property: its value codec, wire name (camelCase of the attr by default)
-    and Java initializer (mutable defaults are copied per instance)."""
-    meta = {"rocketpy": (codec, java, doc)}
+    and Java initializer (mutable defaults are copied per instance; ``factory`` for
+    initializers computed at construction, like ``System.currentTimeMillis()``).
+
+    ``computed`` is for a getter with no field behind it (``isDead()``...): fastjson writes
+    what it returns, so when the attribute is None it is computed from the bean on encode."""
+    meta = {"rocketpy": (codec, java, doc, computed)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta)
     if isinstance(default, (list, dict, set)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -160,6 +215,7 @@ class PropSpec:
     java_name: str
     codec: Codec[Any]
     doc: str
+    computed: Callable[[Any], Any] | None = None
 
 
 B = TypeVar("B", bound="JsonBody")
@@ -186,8 +242,8 @@ class JsonBody:
             meta = f.metadata.get("rocketpy")
             if meta is None:
                 raise TypeError(f"{cls.__name__}.{f.name} must be declared with bfield()")
-            codec, java, doc = meta
-            specs.append(PropSpec(f.name, java or _camel(f.name), codec, doc))
+            codec, java, doc, computed = meta
+            specs.append(PropSpec(f.name, java or _camel(f.name), codec, doc, computed))
         cls.props = tuple(sorted(specs, key=lambda s: s.java_name))
         cls._by_java = {s.java_name: s for s in specs}
 
@@ -213,14 +269,16 @@ class JsonBody:
 
     def to_json(self) -> dict[str, Any]:
         """Properties in fastjson's order (sorted by name), nulls left out."""
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = fastjson.Bean()
         for spec in self.props:
             value = getattr(self, spec.attr)
+            if value is None and spec.computed is not None:
+                value = spec.computed(self)
             if value is not None:
                 out[spec.java_name] = spec.codec.dump(value)
         if self.extra:
             out.update(self.extra)
-            out = {k: out[k] for k in sorted(out, key=lambda k: str(k))}
+            out = fastjson.Bean((k, out[k]) for k in sorted(out, key=lambda k: str(k)))
         return out
 
     @classmethod
@@ -233,11 +291,14 @@ class JsonBody:
         browser_compatible: bool = False,
         non_string_keys_as_string: bool = False,
         sort_map_keys: bool = False,
+        pretty: bool = False,
     ) -> bytes:
-        """Bytes as RemotingSerializable.encode (fastjson defaults) or with the given features."""
+        """Bytes as RemotingSerializable.encode (fastjson defaults) or with the given features;
+        ``pretty`` is ``toJson(true)``, the form of the broker's config files."""
         return fastjson.dump_bytes(
             self.to_json(),
             browser_compatible=browser_compatible,
             non_string_keys_as_string=non_string_keys_as_string,
             sort_map_keys=sort_map_keys,
+            pretty=pretty,
         )

@@ -1,0 +1,260 @@
+"""Broker registration: RegisterBrokerBody (plain JSON or the compressed binary form),
+topic configs, data versions, and the CRC32 the request header carries."""
+
+from __future__ import annotations
+
+import re
+import struct
+import time
+import zlib
+from typing import ClassVar
+
+from .. import fastjson
+from ..codes import TopicFilterType
+from ..errors import CodecError
+from .base import BOOL, INT, LONG, STR, JsonBody, bfield, enum_of, list_of, map_of, obj
+from .route import KVTable
+
+PERM_READ_WRITE = 4 | 2  # PermName.PERM_READ | PermName.PERM_WRITE
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class DataVersion(JsonBody):
+    """Version stamp of a broker's topic (or subscription group) table."""
+
+    java_class = "org.apache.rocketmq.common.DataVersion"
+
+    timestamp: int = bfield(LONG, factory=_now_ms, doc="ms since the epoch, set at creation")
+    counter: int = bfield(LONG, default=0, doc="an AtomicLong in Java, written as a number")
+
+    def next_version(self) -> None:
+        """DataVersion.nextVersion: new timestamp, counter + 1."""
+        self.timestamp = _now_ms()
+        self.counter += 1
+
+
+class TopicConfig(JsonBody):
+    """A topic as a broker stores and registers it."""
+
+    java_class = "org.apache.rocketmq.common.TopicConfig"
+
+    topic_name: str | None = bfield(STR)
+    read_queue_nums: int = bfield(INT, default=16)
+    write_queue_nums: int = bfield(INT, default=16)
+    perm: int = bfield(INT, default=PERM_READ_WRITE, doc="PermName bits")
+    topic_filter_type: TopicFilterType | None = bfield(enum_of(TopicFilterType), default=TopicFilterType.SINGLE_TAG)
+    topic_sys_flag: int = bfield(INT, default=0, doc="TopicSysFlag bits")
+    order: bool = bfield(BOOL, default=False)
+
+    def to_line(self) -> str:
+        """TopicConfig.encode(): 'name read write perm filterType', the compressed-register form."""
+
+        def java(v: object) -> str:  # StringBuilder.append: null -> "null"
+            return "null" if v is None else str(v)
+
+        ftype = None if self.topic_filter_type is None else self.topic_filter_type.name
+        return " ".join(
+            java(v) for v in (self.topic_name, self.read_queue_nums, self.write_queue_nums, self.perm, ftype)
+        )
+
+    @classmethod
+    def from_line(cls, line: str) -> TopicConfig:
+        """TopicConfig.decode(String): five space-separated parts, or CodecError (where Java
+        ends with a null topic name that the register path cannot store)."""
+        parts = line.split(" ")
+        while parts and parts[-1] == "" and len(parts) > 1:  # String.split drops trailing empties
+            parts.pop()
+        if len(parts) != 5:
+            raise CodecError(f"topic config line needs 5 fields, got {len(parts)}: {line[:80]!r}")
+        name, read, write, perm, ftype = parts
+        try:
+            filter_type = TopicFilterType[ftype]
+        except KeyError:
+            raise CodecError(f"unknown topic filter type {ftype[:40]!r}") from None
+        return cls(
+            topic_name=name,
+            read_queue_nums=_java_int(read),
+            write_queue_nums=_java_int(write),
+            perm=_java_int(perm),
+            topic_filter_type=filter_type,
+        )
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _java_int(text: str) -> int:
+    """Integer.parseInt: optional sign, ASCII digits, 32-bit range."""
+    if not _JAVA_INT.fullmatch(text):
+        raise CodecError(f"not an int: {text[:40]!r}")
+    value = int(text)
+    if not -(1 << 31) <= value < (1 << 31):
+        raise CodecError(f"int out of range: {text[:40]!r}")
+    return value
+
+
+class TopicConfigSerializeWrapper(JsonBody):
+    """A broker's topic table with its version: GET_ALL_TOPIC_CONFIG, config/topics.json,
+    and the heart of RegisterBrokerBody."""
+
+    java_class = "org.apache.rocketmq.common.protocol.body.TopicConfigSerializeWrapper"
+
+    topic_config_table: dict[str, TopicConfig] = bfield(map_of(STR, obj(TopicConfig)), default={})
+    data_version: DataVersion | None = bfield(obj(DataVersion), factory=DataVersion)
+
+
+class RegisterBrokerBody(JsonBody):
+    """REGISTER_BROKER request body.
+
+    Plain form: fastjson JSON. Compressed form (header ``compressed=true``): a zlib stream
+    (Deflater BEST_COMPRESSION) of big-endian int32-length-prefixed parts: the data version
+    JSON, the topic count, each topic as ``TopicConfig.to_line()`` (so topicSysFlag and order
+    are not carried), and the filter server list as a JSON array.
+
+    :meth:`decode` accepts either form (a zlib stream never starts with ``{``) and remembers
+    which one it read, so :meth:`encode` gives the same form back unless told otherwise."""
+
+    java_class = "org.apache.rocketmq.common.protocol.body.RegisterBrokerBody"
+
+    topic_config_serialize_wrapper: TopicConfigSerializeWrapper | None = bfield(
+        obj(TopicConfigSerializeWrapper), factory=TopicConfigSerializeWrapper
+    )
+    filter_server_list: list[str] | None = bfield(list_of(STR), default=[])
+
+    #: the form this instance was decoded from; encode() defaults to it
+    compressed_form: ClassVar[bool] = False
+
+    @classmethod
+    def decode(cls, data: bytes | str, compressed: bool | None = None) -> RegisterBrokerBody:  # type: ignore[override]
+        """Either form; ``compressed`` as the request header says, or None to tell by the bytes."""
+        if compressed is None:
+            compressed = isinstance(data, (bytes, bytearray, memoryview)) and _looks_compressed(bytes(data))
+        if not compressed:
+            return cls.from_json(fastjson.loads(data))
+        if isinstance(data, str):
+            raise CodecError("a compressed RegisterBrokerBody is bytes")
+        return cls.decode_compressed(bytes(data))
+
+    @classmethod
+    def decode_body(cls, data: bytes, compressed: bool | None = None) -> RegisterBrokerBody:
+        """RegisterBrokerBody.decode(data, compressed), with ``compressed`` from the request
+        header (None: tell by the bytes)."""
+        return cls.decode(data, compressed)
+
+    @classmethod
+    def decode_compressed(cls, data: bytes) -> RegisterBrokerBody:
+        """RegisterBrokerBody.decode(data, true)."""
+        try:
+            raw = zlib.decompressobj().decompress(data)
+        except zlib.error as exc:
+            raise CodecError(f"RegisterBrokerBody: bad deflate stream: {exc}") from None
+        reader = _Reader(raw)
+        version = DataVersion.decode(reader.chunk())
+        table: dict[str, TopicConfig] = {}
+        count = reader.int32()
+        if count < 0:
+            raise CodecError(f"RegisterBrokerBody: negative topic count {count}")
+        for _ in range(count):
+            chunk = reader.chunk()
+            try:
+                line = chunk.decode("utf-8")
+            except UnicodeDecodeError:
+                raise CodecError("RegisterBrokerBody: topic config is not UTF-8") from None
+            config = TopicConfig.from_line(line)
+            table[config.topic_name or ""] = config
+        servers = fastjson.loads(reader.chunk())
+        if servers is not None and (not isinstance(servers, list) or not all(isinstance(s, str) for s in servers)):
+            raise CodecError("RegisterBrokerBody: filter server list is not a list of strings")
+        body = cls(
+            topic_config_serialize_wrapper=TopicConfigSerializeWrapper(topic_config_table=table, data_version=version),
+            filter_server_list=servers,
+        )
+        body.compressed_form = True  # type: ignore[misc]
+        return body
+
+    def encode(self, compress: bool | None = None, **features: bool) -> bytes:  # type: ignore[override]
+        """RegisterBrokerBody.encode(compress); ``compress`` defaults to the decoded form."""
+        if compress is None:
+            compress = self.compressed_form
+        if not compress:
+            return super().encode(**features)
+        return self.encode_compressed()
+
+    def encode_compressed(self) -> bytes:
+        """RegisterBrokerBody.encode(true)."""
+        wrapper = self.topic_config_serialize_wrapper or TopicConfigSerializeWrapper()
+        version = wrapper.data_version if wrapper.data_version is not None else DataVersion()
+        parts = [_chunk(version.encode()), struct.pack(">i", len(wrapper.topic_config_table))]
+        for config in wrapper.topic_config_table.values():
+            parts.append(_chunk(config.to_line().encode("utf-8")))
+        parts.append(_chunk(fastjson.dump_bytes(self.filter_server_list)))
+        return zlib.compress(b"".join(parts), 9)
+
+
+def _looks_compressed(data: bytes) -> bool:
+    # zlib header: CMF 0x78 for a 32K window, and (CMF*256 + FLG) % 31 == 0
+    return len(data) >= 2 and data[0] & 0x0F == 8 and ((data[0] << 8) | data[1]) % 31 == 0
+
+
+def _chunk(data: bytes) -> bytes:
+    return struct.pack(">i", len(data)) + data
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise CodecError("RegisterBrokerBody: end of compressed data has been reached")
+        out = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def int32(self) -> int:
+        value: int = struct.unpack(">i", self.take(4))[0]
+        return value
+
+    def chunk(self) -> bytes:
+        return self.take(self.int32())
+
+
+def body_crc32(body: bytes | None) -> int:
+    """UtilAll.crc32: CRC-32 of the body with the sign bit cleared (0 for no body), the
+    ``bodyCrc32`` field of RegisterBrokerRequestHeader."""
+    if body is None:
+        return 0
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+def check_body_crc32(body: bytes | None, expected: int | None) -> bool:
+    """The name server's check: a header value of 0 (or none) is not checked."""
+    if not expected:
+        return True
+    return body_crc32(body) == expected
+
+
+class RegisterBrokerResult(JsonBody):
+    """What RouteInfoManager.registerBroker returns (the reply's header carries the two
+    addresses; the reply body is the KV table alone)."""
+
+    java_class = "org.apache.rocketmq.common.namesrv.RegisterBrokerResult"
+
+    ha_server_addr: str | None = bfield(STR)
+    master_addr: str | None = bfield(STR)
+    kv_table: KVTable | None = bfield(obj(KVTable))
+
+
+__all__ = [
+    "DataVersion",
+    "RegisterBrokerBody",
+    "RegisterBrokerResult",
+    "TopicConfig",
+    "TopicConfigSerializeWrapper",
+    "body_crc32",
+    "check_body_crc32",
+]

@@ -1,0 +1,64 @@
+"""Which typed body a RemotingCommand carries, by request code and direction."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .codes import RequestCode, ResponseCode
+
+if TYPE_CHECKING:
+    from .command import RemotingCommand
+
+#: responses whose body is message records laid back to back (MessageDecoder format)
+MESSAGE_RECORD_RESPONSES = frozenset(
+    {RequestCode.PULL_MESSAGE, RequestCode.QUERY_MESSAGE, RequestCode.VIEW_MESSAGE_BY_ID}
+)
+#: broker-to-client requests carrying one message record
+MESSAGE_RECORD_REQUESTS = frozenset({RequestCode.CHECK_TRANSACTION_STATE, RequestCode.CONSUME_MESSAGE_DIRECTLY})
+#: requests whose body is the raw message body
+RAW_MESSAGE_BODY_REQUESTS = frozenset(
+    {
+        RequestCode.SEND_MESSAGE,
+        RequestCode.SEND_MESSAGE_V2,
+        RequestCode.SEND_REPLY_MESSAGE,
+        RequestCode.SEND_REPLY_MESSAGE_V2,
+        RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,
+    }
+)
+
+
+def decode_body(cmd: RemotingCommand) -> Any:
+    """The typed body of ``cmd``: a JsonBody, a list of messages, or the raw bytes.
+
+    Responses need ``cmd.request_code`` (set when pairing); error responses and
+    unknown codes give the raw bytes (None when there is no body).
+    """
+    from . import message
+    from .bodies import registry
+
+    body = cmd.body
+    if not body:
+        return None
+    if cmd.is_response:
+        code = cmd.request_code
+        if code is None or cmd.code != ResponseCode.SUCCESS:
+            return body
+        if code in MESSAGE_RECORD_RESPONSES:
+            return message.decode_messages(body)
+        cls = registry.RESPONSE_BODIES.get(code)
+        return cls.decode(body) if cls is not None else body
+    code = cmd.code
+    if code in RAW_MESSAGE_BODY_REQUESTS:
+        return body
+    if code == RequestCode.SEND_BATCH_MESSAGE:
+        topic = (cmd.ext_fields or {}).get("b") or (cmd.ext_fields or {}).get("topic") or ""
+        return message.decode_batch(body, topic)
+    if code in MESSAGE_RECORD_REQUESTS:
+        return message.decode_message(body)
+    if code == RequestCode.REGISTER_BROKER:
+        from .bodies.register import RegisterBrokerBody
+
+        compressed = (cmd.ext_fields or {}).get("compressed", "false").lower() == "true"
+        return RegisterBrokerBody.decode_body(body, compressed=compressed)
+    cls = registry.REQUEST_BODIES.get(code)
+    return cls.decode(body) if cls is not None else body

@@ -1,0 +1,168 @@
+"""RemotingCommand frames: round trips, both header encodings, framing, bad input."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from golden import PCAPS, frames
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketpy.codecs import CodecError, FrameSplitter, FrameTooLarge, LanguageCode, RemotingCommand, SerializeType
+from rocketpy.codecs.frame import ROCKETMQ_HEADER, decode_rocketmq_header, encode_rocketmq_header
+
+int16 = st.integers(-(1 << 15), (1 << 15) - 1)
+int32 = st.integers(-(1 << 31), (1 << 31) - 1)
+text = st.text(max_size=40)
+nonempty = st.text(min_size=1, max_size=20)
+
+commands = st.builds(
+    RemotingCommand,
+    code=int16,
+    language=st.sampled_from(list(LanguageCode)),
+    version=int16,
+    opaque=int32,
+    flag=st.integers(0, 3),
+    remark=st.none() | st.text(min_size=1, max_size=40),
+    ext_fields=st.none() | st.dictionaries(nonempty, text, min_size=1, max_size=6),
+    body=st.none() | st.binary(min_size=1, max_size=200),
+    serialize_type=st.sampled_from(list(SerializeType)),
+)
+
+
+@given(commands)
+def test_encode_decode_identity(cmd: RemotingCommand) -> None:
+    raw = cmd.encode()
+    again = RemotingCommand.decode(raw)
+    assert again == cmd
+    assert again.encode() == raw
+
+
+@given(st.builds(RemotingCommand, code=int16, ext_fields=st.just({}), serialize_type=st.just(SerializeType.JSON)))
+def test_json_keeps_empty_ext_fields_apart_from_none(cmd: RemotingCommand) -> None:
+    assert b'"extFields":{}' in cmd.encode()
+    assert RemotingCommand.decode(cmd.encode()).ext_fields == {}
+
+
+@given(commands.filter(lambda c: c.serialize_type == SerializeType.ROCKETMQ))
+def test_fast_binary_header_agrees_with_construct_definition(cmd: RemotingCommand) -> None:
+    header = cmd.encode_header()
+    parsed = ROCKETMQ_HEADER.parse(header)
+    fast = decode_rocketmq_header(header)
+    assert fast["code"] == parsed.code and fast["opaque"] == parsed.opaque and fast["flag"] == parsed.flag
+    assert fast["remark"] == parsed.remark
+    assert (fast["ext_fields"] or {}) == {e.key: e.value for e in parsed.ext_fields}
+    built = ROCKETMQ_HEADER.build(
+        dict(
+            parsed,
+            ext_fields=[{"key": k, "value": v} for k, v in (cmd.ext_fields or {}).items()],
+        )
+    )
+    assert built == header
+
+
+def test_java_json_header_layout() -> None:
+    cmd = RemotingCommand(code=105, opaque=2, ext_fields={"topic": "T"})
+    assert cmd.encode()[8:] == (
+        b'{"code":105,"extFields":{"topic":"T"},"flag":0,"language":"JAVA","opaque":2,'
+        b'"serializeTypeCurrentRPC":"JSON","version":409}'
+    )
+    resp = cmd.response(17, remark="No topic\nroute")
+    assert resp.is_response and resp.opaque == 2 and resp.request_code == 105
+    assert b'"remark":"No topic\\nroute"' in resp.encode()
+
+
+def test_flags() -> None:
+    assert RemotingCommand(code=1, flag=1).is_response
+    assert RemotingCommand(code=1, flag=2).is_oneway
+    assert not RemotingCommand(code=1).is_response
+
+
+@given(st.lists(commands, min_size=1, max_size=5), st.data())
+def test_splitter_any_chunking(cmds: list[RemotingCommand], data: st.DataObject) -> None:
+    stream = b"".join(c.encode() for c in cmds)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
+    splitter = FrameSplitter()
+    out = []
+    prev = 0
+    for cut in [*cuts, len(stream)]:
+        splitter.feed(stream[prev:cut])
+        prev = cut
+        out.extend(splitter)
+    assert [RemotingCommand.decode(f) for f in out] == cmds
+    assert splitter.buffered == 0
+
+
+def test_absurd_length_rejected_before_allocation() -> None:
+    splitter = FrameSplitter(max_frame=1024)
+    splitter.feed(struct.pack(">i", 0x7FFFFFF0) + b"\x00\x00\x00\x10")
+    with pytest.raises(FrameTooLarge):
+        list(splitter)
+    with pytest.raises(FrameTooLarge):
+        RemotingCommand.decode(struct.pack(">ii", 20 * 1024 * 1024, 0) + b"x" * 8)
+    splitter = FrameSplitter()
+    splitter.feed(struct.pack(">i", -5))
+    with pytest.raises(CodecError):
+        list(splitter)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"\x00\x00\x00\x04\x00\x00\x00\x00",  # JSON header of length 0
+        struct.pack(">ii", 6, 10) + b"{}",  # header longer than frame
+        struct.pack(">ii", 6, 2) + b"{}",  # JSON without code
+        struct.pack(">ii", 7, 3) + b"{x]",  # broken JSON
+        struct.pack(">ii", 6, (7 << 24) | 2) + b"{}",  # unknown serialize type
+        struct.pack(">ii", 9, (1 << 24) | 5) + b"\x00" * 5,  # truncated binary header
+        struct.pack(">ii", 14, 10) + b'{"code":"x"}',
+    ],
+)
+def test_bad_frames_raise_codec_error(raw: bytes) -> None:
+    with pytest.raises(CodecError):
+        RemotingCommand.decode(raw)
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=300))
+def test_random_bytes_only_raise_codec_error(raw: bytes) -> None:
+    try:
+        RemotingCommand.decode(raw)
+    except CodecError:
+        pass
+
+
+GOLDEN_FRAMES = [f.raw for p in PCAPS[:4] + PCAPS[9:11] for f in frames(p)][:400]
+
+
+@settings(max_examples=400)
+@given(st.sampled_from(GOLDEN_FRAMES), st.data())
+def test_mutated_golden_frames_only_raise_codec_error(raw: bytes, data: st.DataObject) -> None:
+    buf = bytearray(raw)
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(buf) - 1))
+        buf[i] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        del buf[data.draw(st.integers(0, len(buf))) :]
+    try:
+        cmd = RemotingCommand.decode(bytes(buf))
+        cmd.encode()
+    except CodecError:
+        pass
+
+
+def test_rocketmq_header_round_trip_keeps_ext_order() -> None:
+    header = encode_rocketmq_header(310, 0, 409, 7, 0, None, {"b": "1", "a": "2"})
+    assert list(decode_rocketmq_header(header)["ext_fields"]) == ["b", "a"]
+
+
+@given(st.text(max_size=30), st.dictionaries(st.text(max_size=8), st.text(max_size=20), max_size=4))
+def test_json_header_fast_path_writes_what_fastjson_writes(remark: str, ext: dict[str, str]) -> None:
+    from rocketpy.codecs import fastjson
+
+    cmd = RemotingCommand(code=10, remark=remark, ext_fields=ext)
+    doc = {"code": 10, "extFields": ext, "flag": 0, "language": "JAVA", "opaque": 0, "remark": remark,
+           "serializeTypeCurrentRPC": "JSON", "version": 409}
+    assert cmd.encode_header() == fastjson.dump_bytes(doc)
