@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 from ..codes import TopicFilterType
 from ..errors import CodecError
 from .base import CommandHeader, jfield
@@ -24,11 +21,6 @@ class CreateTopicRequestHeader(CommandHeader):
     topic_sys_flag: int | None = jfield("Integer")
     order: bool | None = jfield("Boolean", required=True, default=False)
 
-    @classmethod
-    def from_ext_fields(cls, ext: Mapping[str, str] | None) -> Self:
-        header = super().from_ext_fields(ext)
-        header.check_fields()
-        return header
 
     def check_fields(self) -> None:
         """Java's checkFields: topicFilterType must name a TopicFilterType constant."""

@@ -141,7 +141,12 @@ class CommandHeader:
             if not isinstance(text, str):
                 raise CodecError(f"{name}: field <{spec.java_name}> is not a string")
             values[spec.attr] = spec.parse(text, name)
-        return cls(**values)
+        header = cls(**values)
+        header.check_fields()
+        return header
+
+    def check_fields(self) -> None:
+        """Java's CommandCustomHeader.checkFields, run after decoding; raise CodecError to refuse."""
 
     def to_ext_fields(self, *, fast_order: bool = False) -> dict[str, str]:
         """The ``extFields`` Java would send for this header.

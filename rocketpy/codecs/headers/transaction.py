@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 from ..codes import MessageSysFlag
 from ..errors import CodecError
 from .base import CommandHeader, jfield
@@ -34,11 +31,6 @@ class EndTransactionRequestHeader(RpcRequestHeader):
     transaction_id: str | None = jfield("String")
     bname: str | None = jfield("String", doc="target broker name, inherited from RpcRequestHeader")
 
-    @classmethod
-    def from_ext_fields(cls, ext: Mapping[str, str] | None) -> Self:
-        header = super().from_ext_fields(ext)
-        header.check_fields()
-        return header
 
     def check_fields(self) -> None:
         """Java's checkFields: commitOrRollback must be NOT_TYPE, COMMIT or ROLLBACK."""
@@ -75,11 +67,6 @@ class CheckTransactionStateResponseHeader(CommandHeader):
     commit_log_offset: int | None = jfield("Long", required=True)
     commit_or_rollback: int | None = jfield("Integer", required=True)
 
-    @classmethod
-    def from_ext_fields(cls, ext: Mapping[str, str] | None) -> Self:
-        header = super().from_ext_fields(ext)
-        header.check_fields()
-        return header
 
     def check_fields(self) -> None:
         """Java's checkFields: commitOrRollback must be COMMIT or ROLLBACK."""
