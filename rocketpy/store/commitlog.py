@@ -1,0 +1,524 @@
+"""The CommitLog: every message of every topic, appended to one sequence of files.
+
+Records are built with the codec's MESSAGE_RECORD (codecs.message); this module
+decides their field values the way Java's CommitLog.asyncPutMessage(s) and
+DefaultAppendMessageCallback do: store timestamp taken under the put lock, body
+CRC computed here, queue offset from the topic-queue table, physical offset from
+the write position, IPv6 sys_flag bits from the hosts, the delay rewrite to
+SCHEDULE_TOPIC_XXXX, and an 8-byte blank record closing a file when the next
+record (plus room for a blank) does not fit.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+from collections.abc import Callable, Mapping
+
+import construct as cs
+
+from ..codecs.codes import MessageConst, MessageSysFlag, MixAll
+from ..codecs.errors import CodecError
+from ..codecs.javalang import hashmap_order
+from ..codecs.message import (
+    BATCH_ENTRY,
+    BLANK_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_RECORD,
+    PROPERTY_SEPARATOR,
+    MessageExt,
+    body_crc,
+    decode_message,
+    parse_host,
+    properties_to_string,
+    record_length,
+    string_to_properties,
+    tags_hash_code,
+)
+from ..codecs.store_records import build_blank_record
+from .config import DelayLevels, MessageStoreConfig
+from .mapped_file import MappedFile, MappedFileQueue, SyncHook
+from .types import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    DispatchRequest,
+    MessageExtBatch,
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+)
+
+__all__ = ["CommitLog", "dispatch_request_of", "END_FILE_MIN_BLANK_LENGTH"]
+
+log = logging.getLogger("rocketpy.store")
+
+END_FILE_MIN_BLANK_LENGTH = 8  # a file always keeps room for the blank record's size + magic
+_RECORD = MESSAGE_RECORD.compile()  # the codec's layout, compiled once for the hot path
+_BATCH_ENTRY = BATCH_ENTRY.compile()
+_INT32 = struct.Struct(">i")
+_V4_MAPPED = b"\x00" * 10 + b"\xff\xff"
+_BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
+_STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+_TRAN_NOT = int(MessageSysFlag.TRANSACTION_NOT_TYPE)
+_TRAN_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+_TRAN_COMMIT = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+_TRAN_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+_TRAN_MASK = _TRAN_ROLLBACK
+_SCHEDULE_TOPIC = MixAll.RMQ_SYS_SCHEDULE_TOPIC
+_MAX_BODY_EXTRA = 64 * 1024  # MessageExtEncoder reserves 64 KiB for the non-body fields
+_SEP = PROPERTY_SEPARATOR.encode()
+
+
+def _host(host: str) -> tuple[bytes, int]:
+    ip, port = parse_host(host)
+    # An IPv4-mapped IPv6 address is an Inet4Address in Java: stored as 4 bytes.
+    if len(ip) == 16 and ip[:12] == _V4_MAPPED:
+        ip = ip[12:]
+    return ip, port
+
+
+def _offset_msg_id(store_ip: bytes, store_port: int, offset: int) -> str:
+    return (store_ip + struct.pack(">iq", store_port, offset)).hex().upper()
+
+
+def dispatch_request_of(
+    topic: str,
+    queue_id: int,
+    commit_log_offset: int,
+    size: int,
+    store_timestamp: int,
+    queue_offset: int,
+    sys_flag: int,
+    prepared_transaction_offset: int,
+    props: Mapping[str, str],
+    delay_levels: DelayLevels,
+) -> DispatchRequest:
+    """The dispatch facts of a record (the tail of checkMessageAndReturnSize)."""
+    tags = props.get(MessageConst.PROPERTY_TAGS)
+    tags_code = tags_hash_code(tags) if tags else 0
+    if topic == _SCHEDULE_TOPIC:
+        level_text = props.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL)
+        if level_text is not None:
+            try:
+                level = min(int(level_text), delay_levels.max_level)
+            except ValueError:
+                level = 0
+            if level > 0:
+                # Scheduled records carry their deliver time where a tags hash would be.
+                tags_code = delay_levels.deliver_timestamp(level, store_timestamp)
+    return DispatchRequest(
+        topic=topic,
+        queue_id=queue_id,
+        commit_log_offset=commit_log_offset,
+        msg_size=size,
+        tags_code=tags_code,
+        store_timestamp=store_timestamp,
+        consume_queue_offset=queue_offset,
+        keys=props.get(MessageConst.PROPERTY_KEYS) or None,
+        uniq_key=props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+        sys_flag=sys_flag,
+        prepared_transaction_offset=prepared_transaction_offset,
+    )
+
+
+class CommitLog:
+    """Append, read and check CommitLog records."""
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        clock: Callable[[], int],
+        *,
+        sync_hook: SyncHook | None = None,
+    ) -> None:
+        self.config = config
+        self.file_size = config.mapped_file_size_commit_log
+        self.mfq = MappedFileQueue(config.commit_log_dir, self.file_size, sync_hook=sync_hook)
+        self.delay_levels = DelayLevels(config.message_delay_level)
+        self.clock = clock
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        self.lock = threading.Lock()  # the put lock: one append at a time
+        self.check_crc = config.check_crc_on_recover
+
+    # -- offsets -------------------------------------------------------------------
+
+    @property
+    def min_offset(self) -> int:
+        first = self.mfq.first_file()
+        if first is None:
+            return -1
+        return first.file_from_offset if first.is_available else self.roll_next_file(first.file_from_offset)
+
+    @property
+    def max_offset(self) -> int:
+        return self.mfq.max_offset
+
+    @property
+    def flushed_where(self) -> int:
+        return self.mfq.flushed_where
+
+    def roll_next_file(self, offset: int) -> int:
+        return offset + self.file_size - offset % self.file_size
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _writable_file(self) -> MappedFile:
+        mf = self.mfq.last_file()
+        if mf is None or mf.is_full():
+            mf = self.mfq.get_last_mapped_file(0)
+        assert mf is not None
+        return mf
+
+    def _close_file(self, mf: MappedFile, store_timestamp: int) -> None:
+        """Write the blank record that ends ``mf`` and mark it full."""
+        remaining = self.file_size - mf.wrote_position
+        mf.write_at(mf.wrote_position, build_blank_record(remaining))
+        mf.wrote_position = self.file_size
+        mf.store_timestamp = store_timestamp
+
+    def _apply_delay(self, msg: MessageExtBrokerInner) -> None:
+        """Java's CommitLog.asyncPutMessage delay rewrite (non-transactional or commit only)."""
+        level = msg.delay_time_level
+        if level <= 0:
+            return
+        if level > self.delay_levels.max_level:
+            level = self.delay_levels.max_level
+            msg.properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(level)
+        msg.properties[MessageConst.PROPERTY_REAL_TOPIC] = msg.topic
+        msg.properties[MessageConst.PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+        # Java's properties map is a HashMap: the stored string follows its bucket order.
+        msg.properties = {k: msg.properties[k] for k in hashmap_order(msg.properties)}
+        msg.properties_string = properties_to_string(msg.properties)
+        msg.topic = _SCHEDULE_TOPIC
+        msg.queue_id = DelayLevels.queue_id(level)
+
+    def put_message(self, msg: MessageExtBrokerInner) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """Append one message; returns the result and what to dispatch.
+
+        ``msg`` is updated like Java's MessageExtBrokerInner: store timestamp, body
+        CRC, sys_flag, queue and physical offsets, and topic/queue for delayed ones.
+        """
+        msg.body_crc = body_crc(msg.body)
+        tran = msg.sys_flag & _TRAN_MASK
+        if tran in (_TRAN_NOT, _TRAN_COMMIT):
+            try:
+                self._apply_delay(msg)
+            except CodecError:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        try:
+            born_ip, born_port = _host(msg.born_host)
+            store_ip, store_port = _host(msg.store_host)
+        except CodecError:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        sys_flag = msg.sys_flag & ~(_BORN_V6 | _STORE_V6)
+        if len(born_ip) == 16:
+            sys_flag |= _BORN_V6
+        if len(store_ip) == 16:
+            sys_flag |= _STORE_V6
+        msg.sys_flag = sys_flag
+        props_text = msg.stored_properties()
+        topic_b = msg.topic.encode("utf-8")
+        props_b = props_text.encode("utf-8")
+        if len(topic_b) > 127 or len(props_text) > 32767:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        if len(props_b) > 32767:
+            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED), []
+        body = msg.body
+        msg_len = record_length(sys_flag, len(body), len(topic_b), len(props_b))
+        max_size = self.config.max_message_size
+        if len(body) > max_size or msg_len > max_size + _MAX_BODY_EXTRA:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        if msg_len + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        key = (msg.topic, msg.queue_id)
+        with self.lock:
+            store_ts = self.clock()
+            msg.store_timestamp = store_ts
+            mf = self._writable_file()
+            if msg_len + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
+                self._close_file(mf, store_ts)
+                mf = self._writable_file()
+            queue_offset = self.topic_queue_table.setdefault(key, 0)
+            if tran in (_TRAN_PREPARED, _TRAN_ROLLBACK):
+                queue_offset = 0  # never consumed, never in a ConsumeQueue
+            pos = mf.wrote_position
+            phys = mf.file_from_offset + pos
+            record = _RECORD.build(
+                {
+                    "total_size": msg_len,
+                    "body_crc": msg.body_crc,
+                    "queue_id": msg.queue_id,
+                    "flag": msg.flag,
+                    "queue_offset": queue_offset,
+                    "physical_offset": phys,
+                    "sys_flag": sys_flag,
+                    "born_timestamp": msg.born_timestamp,
+                    "born_host": born_ip,
+                    "born_port": born_port,
+                    "store_timestamp": store_ts,
+                    "store_host": store_ip,
+                    "store_port": store_port,
+                    "reconsume_times": msg.reconsume_times,
+                    "prepared_transaction_offset": msg.prepared_transaction_offset,
+                    "body": body,
+                    "topic": topic_b,
+                    "properties": props_b,
+                }
+            )
+            mf.write_at(pos, record)
+            mf.wrote_position = pos + msg_len
+            mf.store_timestamp = store_ts
+            if tran in (_TRAN_NOT, _TRAN_COMMIT):
+                self.topic_queue_table[key] = queue_offset + 1
+        msg.queue_offset = queue_offset
+        msg.commit_log_offset = phys
+        msg.store_size = msg_len
+        result = AppendMessageResult(
+            AppendMessageStatus.PUT_OK,
+            wrote_offset=phys,
+            wrote_bytes=msg_len,
+            msg_id=_offset_msg_id(store_ip, store_port, phys),
+            store_timestamp=store_ts,
+            logics_offset=queue_offset,
+        )
+        props = msg.properties if msg.properties_string is None else string_to_properties(props_text)
+        req = dispatch_request_of(
+            msg.topic,
+            msg.queue_id,
+            phys,
+            msg_len,
+            store_ts,
+            queue_offset,
+            sys_flag,
+            msg.prepared_transaction_offset,
+            props,
+            self.delay_levels,
+        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, result), [req]
+
+    def put_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """Append a batch: one record per entry, consecutive queue offsets, one store timestamp."""
+        if batch.sys_flag & _TRAN_MASK != _TRAN_NOT:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        try:
+            if batch.delay_time_level > 0:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            born_ip, born_port = _host(batch.born_host)
+            store_ip, store_port = _host(batch.store_host)
+        except CodecError:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        sys_flag = batch.sys_flag & ~(_BORN_V6 | _STORE_V6)
+        if len(born_ip) == 16:
+            sys_flag |= _BORN_V6
+        if len(store_ip) == 16:
+            sys_flag |= _STORE_V6
+        batch.sys_flag = sys_flag
+        topic_b = batch.topic.encode("utf-8")
+        if len(topic_b) > 127 or len(batch.body) > self.config.max_message_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        # Java appends messageProperties2String(batch.getProperties()) to every entry.
+        batch_props = (
+            batch.properties_string if batch.properties_string is not None else properties_to_string(batch.properties)
+        ).encode("utf-8")
+        if len(batch_props) > 32767:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        entries: list[tuple[int, bytes, bytes, int, int]] = []  # flag, body, props, crc, length
+        body = batch.body
+        pos = 0
+        try:
+            while pos < len(body):
+                (size,) = _INT32.unpack_from(body, pos)
+                if size <= 0 or pos + size > len(body):
+                    raise CodecError(f"batch entry at {pos} declares size {size}")
+                entry = _BATCH_ENTRY.parse(body[pos : pos + size])
+                pos += size
+                props = entry.properties
+                if props and batch_props and props[-1:] != _SEP:
+                    props = props + _SEP
+                props += batch_props
+                if len(props) > 32767:
+                    return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+                length = record_length(sys_flag, len(entry.body), len(topic_b), len(props))
+                entries.append((entry.flag, entry.body, props, body_crc(entry.body), length))
+        except (CodecError, struct.error, cs.ConstructError) as exc:
+            log.warning("bad batch body: %s", exc)
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        if not entries:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        total = sum(e[4] for e in entries)
+        if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        key = (batch.topic, batch.queue_id)
+        parts: list[bytes] = []
+        reqs: list[DispatchRequest] = []
+        ids: list[str] = []
+        with self.lock:
+            store_ts = self.clock()
+            batch.store_timestamp = store_ts
+            mf = self._writable_file()
+            if total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
+                self._close_file(mf, store_ts)
+                mf = self._writable_file()
+            first_queue_offset = queue_offset = self.topic_queue_table.setdefault(key, 0)
+            start = mf.wrote_position
+            phys = mf.file_from_offset + start
+            first_phys = phys
+            for flag, ebody, props, crc, length in entries:
+                parts.append(
+                    _RECORD.build(
+                        {
+                            "total_size": length,
+                            "body_crc": crc,
+                            "queue_id": batch.queue_id,
+                            "flag": flag,
+                            "queue_offset": queue_offset,
+                            "physical_offset": phys,
+                            "sys_flag": sys_flag,
+                            "born_timestamp": batch.born_timestamp,
+                            "born_host": born_ip,
+                            "born_port": born_port,
+                            "store_timestamp": store_ts,
+                            "store_host": store_ip,
+                            "store_port": store_port,
+                            "reconsume_times": batch.reconsume_times,
+                            "prepared_transaction_offset": 0,
+                            "body": ebody,
+                            "topic": topic_b,
+                            "properties": props,
+                        }
+                    )
+                )
+                ids.append(_offset_msg_id(store_ip, store_port, phys))
+                reqs.append(
+                    dispatch_request_of(
+                        batch.topic,
+                        batch.queue_id,
+                        phys,
+                        length,
+                        store_ts,
+                        queue_offset,
+                        sys_flag,
+                        0,
+                        string_to_properties(props.decode("utf-8", "replace")),
+                        self.delay_levels,
+                    )
+                )
+                phys += length
+                queue_offset += 1
+            mf.write_at(start, b"".join(parts))
+            mf.wrote_position = start + total
+            mf.store_timestamp = store_ts
+            self.topic_queue_table[key] = queue_offset
+        batch.queue_offset = first_queue_offset
+        batch.commit_log_offset = first_phys
+        result = AppendMessageResult(
+            AppendMessageStatus.PUT_OK,
+            wrote_offset=first_phys,
+            wrote_bytes=total,
+            msg_id=",".join(ids),
+            store_timestamp=store_ts,
+            logics_offset=first_queue_offset,
+            msg_num=len(entries),
+        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, result), reqs
+
+    def append_data(self, start_offset: int, data: bytes) -> bool:
+        """Append raw CommitLog bytes at ``start_offset`` (a slave replicating its master)."""
+        with self.lock:
+            mf = self.mfq.get_last_mapped_file(start_offset)
+            if mf is None:
+                return False
+            return mf.append(data)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def get_message(self, offset: int, size: int) -> bytes | None:
+        """``size`` bytes at CommitLog ``offset`` (one record when size is its store size)."""
+        mf = self.mfq.find_by_offset(offset, offset == 0)
+        if mf is None:
+            return None
+        return mf.read(offset % self.file_size, size)
+
+    def get_data(self, offset: int, return_first_on_not_found: bool | None = None) -> tuple[int, bytes] | None:
+        """Everything from ``offset`` to the end of what is written in its file: (start, bytes)."""
+        if return_first_on_not_found is None:
+            return_first_on_not_found = offset == 0
+        mf = self.mfq.find_by_offset(offset, return_first_on_not_found)
+        if mf is None:
+            return None
+        pos = offset % self.file_size
+        data = mf.read_from(pos)
+        if data is None:
+            return None
+        return mf.file_from_offset + pos, data
+
+    def record_size_at(self, offset: int) -> int | None:
+        head = self.get_message(offset, 4)
+        if head is None:
+            return None
+        return _INT32.unpack(head)[0]
+
+    def read_record(self, offset: int) -> bytes | None:
+        size = self.record_size_at(offset)
+        if size is None or size <= 0:
+            return None
+        return self.get_message(offset, size)
+
+    def pickup_store_timestamp(self, offset: int, size: int) -> int:
+        """The store timestamp of the record at ``offset`` (-1 if unreadable)."""
+        if offset < self.min_offset:
+            return -1
+        data = self.get_message(offset, size)
+        if data is None or len(data) < 60:
+            return -1
+        (sys_flag,) = _INT32.unpack_from(data, 36)
+        born_len = 20 if sys_flag & _BORN_V6 else 8
+        return struct.unpack_from(">q", data, 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born_len)[0]
+
+    # -- checking (recovery and reput) -------------------------------------------------
+
+    def check_message(self, buf: bytes | memoryview, pos: int, check_crc: bool) -> tuple[int, MessageExt | None]:
+        """checkMessageAndReturnSize: (size, message) for a good record, (0, None) at a
+        blank or the end of the buffer, (-1, None) for anything that is not a valid record.
+        """
+        if pos + 8 > len(buf):
+            return (0, None) if pos == len(buf) else (-1, None)
+        size, magic = struct.unpack_from(">ii", buf, pos)
+        if magic == BLANK_MAGIC_CODE:
+            return 0, None
+        if magic != MESSAGE_MAGIC_CODE:
+            return -1, None
+        try:
+            msg = decode_message(buf, pos, check_crc=check_crc, decompress=False)
+        except CodecError as exc:
+            log.warning("CommitLog record at file position %d is not valid: %s", pos, exc)
+            return -1, None
+        return size, msg
+
+    def dispatch_request(self, msg: MessageExt) -> DispatchRequest:
+        return dispatch_request_of(
+            msg.topic,
+            msg.queue_id,
+            msg.commit_log_offset,
+            msg.store_size,
+            msg.store_timestamp,
+            msg.queue_offset,
+            msg.sys_flag,
+            msg.prepared_transaction_offset,
+            msg.properties,
+            self.delay_levels,
+        )
+
+    # -- flushing and retention --------------------------------------------------------
+
+    def flush(self, least_pages: int = 0) -> int:
+        self.mfq.flush(least_pages)
+        return self.mfq.flushed_where
+
+    def remove_queue_from_topic_queue_table(self, topic: str, queue_id: int) -> None:
+        with self.lock:
+            self.topic_queue_table.pop((topic, queue_id), None)
+
+    def close(self) -> None:
+        self.mfq.close()

@@ -1,0 +1,142 @@
+"""The broker's JSON config files under ``<storePathRootDir>/config/`` and their ``.bak`` copies.
+
+Java's ConfigManager.persist writes ``toJson(true)`` through MixAll.string2File:
+the new text goes to ``<name>.tmp``, the current file's text is copied to
+``<name>.bak``, then the old file is deleted and the ``.tmp`` renamed over it.
+ConfigManager.load reads the file and falls back to the ``.bak`` when the file is
+missing, empty or does not parse. Contents are the JSON bodies of
+codecs.bodies.store_config (TopicConfigSerializeWrapper, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from ..codecs.bodies.base import JsonBody
+from ..codecs.bodies.store_config import CONFIG_FILES, encode_config_file
+from ..codecs.errors import CodecError
+
+__all__ = [
+    "CONFIG_FILE_NAMES",
+    "BrokerConfigFiles",
+    "ConfigFile",
+    "file_to_string",
+    "string_to_file",
+]
+
+log = logging.getLogger("rocketpy.store")
+
+CONFIG_FILE_NAMES = (
+    "topics.json",
+    "subscriptionGroup.json",
+    "consumerOffset.json",
+    "delayOffset.json",
+    "consumerFilter.json",
+)
+
+
+def file_to_string(path: str) -> str | None:
+    """MixAll.file2String: the whole file as text, None when it does not exist."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+
+
+def _write(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        # Java's FileWriter does not fsync; we do, so the rename below never exposes an empty file.
+        os.fsync(f.fileno())
+
+
+def string_to_file(text: str | bytes, path: str) -> None:
+    """MixAll.string2File: write ``.tmp``, keep the previous content as ``.bak``, rename."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    tmp = path + ".tmp"
+    _write(tmp, data)
+    try:
+        with open(path, "rb") as f:
+            prev = f.read()
+    except FileNotFoundError:
+        prev = None
+    if prev is not None:
+        _write(path + ".bak", prev)
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    os.replace(tmp, path)
+
+
+class ConfigFile:
+    """One config file with its ``.bak``."""
+
+    def __init__(self, path: str, doc_class: type[JsonBody]) -> None:
+        self.path = path
+        self.doc_class = doc_class
+
+    @property
+    def bak_path(self) -> str:
+        return self.path + ".bak"
+
+    def exists(self) -> bool:
+        return os.path.exists(self.path) or os.path.exists(self.bak_path)
+
+    def load(self) -> JsonBody | None:
+        """The document, from the file or else its ``.bak``; None when neither holds one."""
+        text = file_to_string(self.path)
+        if text:
+            try:
+                return self.doc_class.decode(text)
+            except CodecError as exc:
+                log.error("load %s failed (%s), trying the backup", self.path, exc)
+        bak = file_to_string(self.bak_path)
+        if bak:
+            return self.doc_class.decode(bak)
+        return None
+
+    def persist(self, doc: JsonBody) -> None:
+        """ConfigManager.persist: pretty JSON, previous version kept as ``.bak``."""
+        string_to_file(encode_config_file(doc), self.path)
+
+    def persist_text(self, text: str | bytes) -> None:
+        string_to_file(text, self.path)
+
+
+class BrokerConfigFiles:
+    """The five config files of a store root, by their Java file names."""
+
+    def __init__(self, store_root: str) -> None:
+        self.dir = os.path.join(store_root, "config")
+        self.files = {name: ConfigFile(os.path.join(self.dir, name), CONFIG_FILES[name]) for name in CONFIG_FILE_NAMES}
+
+    def __getitem__(self, name: str) -> ConfigFile:
+        return self.files[name]
+
+    @property
+    def topics(self) -> ConfigFile:
+        return self.files["topics.json"]
+
+    @property
+    def subscription_group(self) -> ConfigFile:
+        return self.files["subscriptionGroup.json"]
+
+    @property
+    def consumer_offset(self) -> ConfigFile:
+        return self.files["consumerOffset.json"]
+
+    @property
+    def delay_offset(self) -> ConfigFile:
+        return self.files["delayOffset.json"]
+
+    @property
+    def consumer_filter(self) -> ConfigFile:
+        return self.files["consumerFilter.json"]
+
+    def load_all(self) -> dict[str, JsonBody | None]:
+        return {name: f.load() for name, f in self.files.items()}

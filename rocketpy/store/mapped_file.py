@@ -1,0 +1,436 @@
+"""Fixed-size memory-mapped files named by their start offset, and queues of them.
+
+This is the storage primitive under the CommitLog and every ConsumeQueue (Java's
+MappedFile / MappedFileQueue). A file is created at its full size (sparse, zero
+filled) and mapped whole; data is appended at ``wrote_position`` and made durable
+by ``flush`` (msync), which records ``flushed_position``.
+
+Threading: one writer appends (the store's caller, e.g. the trio thread) while a
+flush may run in a worker thread (trio.to_thread). Appends never take a lock;
+flush, close and destroy serialise on the file's lock so a file is never unmapped
+under an msync. Structural changes of a queue (new/removed files) take the
+queue's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from .config import OS_PAGE_SIZE
+from .types import StoreError
+
+__all__ = ["MappedFile", "MappedFileQueue", "SyncHook", "offset_to_file_name"]
+
+log = logging.getLogger("rocketpy.store")
+
+SyncHook = Callable[[str, int, int], None]
+"""Called after each msync with (path, from_position, to_position): tests record flushes with it."""
+
+
+def offset_to_file_name(offset: int) -> str:
+    """UtilAll.offset2FileName: the offset as 20 zero-padded digits."""
+    return f"{offset:020d}"
+
+
+class MappedFile:
+    """One mapped file of ``file_size`` bytes whose name is its start offset."""
+
+    def __init__(self, path: str, file_size: int, *, sync_hook: SyncHook | None = None) -> None:
+        self.path = path
+        self.file_name = os.path.basename(path)
+        self.file_size = file_size
+        self.file_from_offset = int(self.file_name)
+        self.wrote_position = 0
+        self.flushed_position = 0
+        self.store_timestamp = 0  # of the last record appended (CommitLog only)
+        self.first_create_in_queue = False
+        self._sync_hook = sync_hook
+        self._lock = threading.Lock()
+        self._closed = False
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size < file_size:
+                # Like RandomAccessFile + map: the file gets its full size, zero filled (sparse).
+                os.ftruncate(fd, file_size)
+            self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+
+    # -- state -----------------------------------------------------------------
+
+    @property
+    def read_position(self) -> int:
+        """How far readers may read (no transient store pool: the wrote position)."""
+        return self.wrote_position
+
+    def is_full(self) -> bool:
+        return self.wrote_position == self.file_size
+
+    @property
+    def is_available(self) -> bool:
+        return not self._closed
+
+    def set_positions(self, pos: int) -> None:
+        self.wrote_position = pos
+        self.flushed_position = pos
+
+    def last_modified_ms(self) -> int:
+        try:
+            return int(os.stat(self.path).st_mtime * 1000)
+        except OSError:
+            return 0
+
+    # -- writing -----------------------------------------------------------------
+
+    def append(self, data: bytes) -> bool:
+        """Append at the wrote position; False when it does not fit."""
+        pos = self.wrote_position
+        end = pos + len(data)
+        if end > self.file_size:
+            return False
+        self.mm[pos:end] = data
+        self.wrote_position = end
+        return True
+
+    def write_at(self, pos: int, data: bytes) -> None:
+        self.mm[pos : pos + len(data)] = data
+
+    def zero_from(self, pos: int) -> int:
+        """Zero the bytes after ``pos``, chunk by chunk, until a chunk is already all zero.
+
+        Recovery calls this past a truncation point so that stale records beyond it
+        can never be mistaken for valid ones by a later recovery. Data is written
+        front to back, so the first all-zero MiB marks the never-written tail.
+        Returns how many bytes after ``pos`` held data (up to the last non-zero byte).
+        """
+        chunk = 1 << 20
+        p = pos
+        extent = 0
+        while p < self.file_size:
+            n = min(chunk, self.file_size - p)
+            block = self.mm[p : p + n]
+            if block.count(0) == n:
+                break
+            extent = p + len(block.rstrip(b"\x00")) - pos
+            self.mm[p : p + n] = bytes(n)
+            p += n
+        return extent
+
+    # -- reading -----------------------------------------------------------------
+
+    def read(self, pos: int, size: int) -> bytes | None:
+        """``size`` bytes at ``pos`` if they lie below the read position."""
+        if pos < 0 or size < 0 or pos + size > self.read_position:
+            return None
+        return self.mm[pos : pos + size]
+
+    def read_from(self, pos: int) -> bytes | None:
+        """Everything from ``pos`` up to the read position."""
+        rp = self.read_position
+        if pos < 0 or pos >= rp:
+            return None
+        return self.mm[pos:rp]
+
+    def view(self) -> memoryview:
+        return memoryview(self.mm)
+
+    # -- flushing ------------------------------------------------------------------
+
+    def _able_to_flush(self, least_pages: int) -> bool:
+        flush, write = self.flushed_position, self.read_position
+        if self.is_full():
+            return write > flush
+        if least_pages > 0:
+            return write // OS_PAGE_SIZE - flush // OS_PAGE_SIZE >= least_pages
+        return write > flush
+
+    def flush(self, least_pages: int = 0) -> int:
+        """msync what was written since the last flush; returns the flushed position."""
+        if not self._able_to_flush(least_pages):
+            return self.flushed_position
+        with self._lock:
+            if self._closed:
+                return self.flushed_position
+            # Capture before msync: everything below it was fully written when read.
+            value = self.read_position
+            start = (self.flushed_position // mmap.PAGESIZE) * mmap.PAGESIZE
+            if value > start:
+                self.mm.flush(start, value - start)
+                if self._sync_hook is not None:
+                    self._sync_hook(self.path, start, value)
+            self.flushed_position = value
+        return value
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self.mm.close()
+
+    def destroy(self) -> bool:
+        """Unmap and delete the file."""
+        self.close()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("cannot delete %s: %s", self.path, exc)
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.path!r}, wrote={self.wrote_position}, flushed={self.flushed_position})"
+
+
+class MappedFileQueue:
+    """The files of one directory, contiguous by offset: a CommitLog or a ConsumeQueue."""
+
+    def __init__(self, store_path: str, mapped_file_size: int, *, sync_hook: SyncHook | None = None) -> None:
+        self.store_path = store_path
+        self.mapped_file_size = mapped_file_size
+        self.files: list[MappedFile] = []
+        self.flushed_where = 0
+        self.store_timestamp = 0  # of the last record covered by a full flush
+        self._sync_hook = sync_hook
+        self._lock = threading.RLock()
+
+    # -- loading ---------------------------------------------------------------------
+
+    def load(self, *, repair_short_last: bool = False) -> None:
+        """Map every file of the directory, positions at the file end (recovery sets them).
+
+        Java refuses to start when a file's length differs from the configured size;
+        so do we, except that ``repair_short_last`` lets a crashed store's last file be
+        extended (zero filled) instead.
+        """
+        try:
+            names = sorted(os.listdir(self.store_path))
+        except FileNotFoundError:
+            return
+        names = [n for n in names if n.isdigit() and os.path.isfile(os.path.join(self.store_path, n))]
+        for i, name in enumerate(names):
+            path = os.path.join(self.store_path, name)
+            size = os.path.getsize(path)
+            if size != self.mapped_file_size:
+                last = i == len(names) - 1
+                if not (repair_short_last and last and size < self.mapped_file_size):
+                    raise StoreError(
+                        f"{path} is {size} bytes, but the configured mapped file size is "
+                        f"{self.mapped_file_size}; check mappedFileSize* settings"
+                    )
+                log.warning("%s is short (%d bytes): extending it to %d", path, size, self.mapped_file_size)
+            mf = MappedFile(path, self.mapped_file_size, sync_hook=self._sync_hook)
+            mf.set_positions(self.mapped_file_size)
+            self.files.append(mf)
+
+    # -- lookup ------------------------------------------------------------------------
+
+    def first_file(self) -> MappedFile | None:
+        files = self.files
+        return files[0] if files else None
+
+    def last_file(self) -> MappedFile | None:
+        files = self.files
+        return files[-1] if files else None
+
+    def get_last_mapped_file(self, start_offset: int = 0, create: bool = True) -> MappedFile | None:
+        """The file to append to; a new one when the last is full or there is none."""
+        last = self.last_file()
+        create_offset = -1
+        if last is None:
+            create_offset = start_offset - start_offset % self.mapped_file_size
+        elif last.is_full():
+            create_offset = last.file_from_offset + self.mapped_file_size
+        if create_offset != -1 and create:
+            return self._create(create_offset)
+        return last
+
+    def _create(self, offset: int) -> MappedFile:
+        path = os.path.join(self.store_path, offset_to_file_name(offset))
+        mf = MappedFile(path, self.mapped_file_size, sync_hook=self._sync_hook)
+        with self._lock:
+            if not self.files:
+                mf.first_create_in_queue = True
+            self.files.append(mf)
+        return mf
+
+    def find_by_offset(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
+        files = self.files
+        if not files:
+            return None
+        first, last = files[0], files[-1]
+        if first.file_from_offset <= offset < last.file_from_offset + self.mapped_file_size:
+            index = offset // self.mapped_file_size - first.file_from_offset // self.mapped_file_size
+            if 0 <= index < len(files):
+                mf = files[index]
+                if mf.file_from_offset <= offset < mf.file_from_offset + self.mapped_file_size:
+                    return mf
+            for mf in files:
+                if mf.file_from_offset <= offset < mf.file_from_offset + self.mapped_file_size:
+                    return mf
+        return first if return_first_on_not_found else None
+
+    def get_mapped_file_by_time(self, timestamp: int) -> MappedFile | None:
+        """The first file modified at or after ``timestamp``, else the last."""
+        files = list(self.files)
+        if not files:
+            return None
+        for mf in files:
+            if mf.last_modified_ms() >= timestamp:
+                return mf
+        return files[-1]
+
+    @property
+    def min_offset(self) -> int:
+        first = self.first_file()
+        return first.file_from_offset if first is not None else -1
+
+    @property
+    def max_offset(self) -> int:
+        last = self.last_file()
+        return last.file_from_offset + last.read_position if last is not None else 0
+
+    def remain_to_flush(self) -> int:
+        return self.max_offset - self.flushed_where
+
+    # -- truncation and deletion --------------------------------------------------------
+
+    def truncate_dirty_files(self, offset: int, *, zero_tail: bool = False) -> int:
+        """Cut the queue at ``offset``: the file holding it ends there, later files go.
+
+        With ``zero_tail`` the cut file's bytes past ``offset`` are zeroed; returns how
+        many of them held data.
+        """
+        removed: list[MappedFile] = []
+        dropped = 0
+        for mf in list(self.files):
+            tail = mf.file_from_offset + self.mapped_file_size
+            if tail > offset:
+                if offset >= mf.file_from_offset:
+                    pos = offset % self.mapped_file_size
+                    if zero_tail:
+                        dropped += mf.zero_from(pos)
+                    mf.set_positions(pos)
+                else:
+                    mf.destroy()
+                    removed.append(mf)
+        if removed:
+            with self._lock:
+                self.files = [f for f in self.files if f not in removed]
+        return dropped
+
+    def delete_last_file(self) -> None:
+        last = self.last_file()
+        if last is not None:
+            last.destroy()
+            with self._lock:
+                self.files = [f for f in self.files if f is not last]
+
+    def _drop(self, gone: list[MappedFile]) -> None:
+        if gone:
+            with self._lock:
+                self.files = [f for f in self.files if f not in gone]
+
+    def delete_expired_by_time(
+        self, expired_ms: int, now_ms: int, *, clean_immediately: bool = False, batch_max: int = 10
+    ) -> list[str]:
+        """deleteExpiredFileByTime: oldest first, never the last file, stop at the first one kept."""
+        files = list(self.files)
+        gone: list[MappedFile] = []
+        for mf in files[:-1]:
+            if now_ms >= mf.last_modified_ms() + expired_ms or clean_immediately:
+                if not mf.destroy():
+                    break
+                gone.append(mf)
+                if len(gone) >= batch_max:
+                    break
+            else:
+                break  # never leave a hole in the middle of the queue
+        self._drop(gone)
+        return [mf.path for mf in gone]
+
+    def delete_expired_by_offset(self, offset: int, unit_size: int) -> list[str]:
+        """deleteExpiredFileByOffset: drop ConsumeQueue files whose last unit points below ``offset``."""
+        files = list(self.files)
+        gone: list[MappedFile] = []
+        for mf in files[:-1]:
+            last_unit = mf.read(self.mapped_file_size - unit_size, 8)
+            if last_unit is None:
+                if mf.is_available:
+                    break
+                destroy = True
+            else:
+                destroy = int.from_bytes(last_unit, "big", signed=True) < offset
+            if not destroy or not mf.destroy():
+                break
+            gone.append(mf)
+        self._drop(gone)
+        return [mf.path for mf in gone]
+
+    def reset_offset(self, offset: int) -> bool:
+        last = self.last_file()
+        if last is not None and last.file_from_offset + last.wrote_position - offset > self.mapped_file_size * 2:
+            return False
+        for mf in reversed(list(self.files)):
+            if offset >= mf.file_from_offset:
+                mf.set_positions(offset % self.mapped_file_size)
+                break
+            mf.destroy()
+            self._drop([mf])
+        return True
+
+    # -- flushing -----------------------------------------------------------------------
+
+    def flush(self, least_pages: int = 0) -> bool:
+        """Flush the file holding ``flushed_where``; True when nothing new was flushed."""
+        mf = self.find_by_offset(self.flushed_where, self.flushed_where == 0)
+        if mf is None:
+            return True
+        ts = mf.store_timestamp
+        where = mf.file_from_offset + mf.flush(least_pages)
+        unchanged = where == self.flushed_where
+        self.flushed_where = where
+        if least_pages == 0:
+            self.store_timestamp = ts
+        return unchanged
+
+    def flush_until(self, offset: int) -> bool:
+        """Flush until ``flushed_where >= offset`` (crossing into the next file if needed)."""
+        for _ in range(len(self.files) + 1):
+            if self.flushed_where >= offset:
+                return True
+            before = self.flushed_where
+            self.flush(0)
+            if self.flushed_where == before:
+                break
+        return self.flushed_where >= offset
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        for mf in list(self.files):
+            mf.close()
+
+    def destroy(self) -> None:
+        for mf in list(self.files):
+            mf.destroy()
+        with self._lock:
+            self.files = []
+        self.flushed_where = 0
+        try:
+            os.rmdir(self.store_path)
+        except OSError:
+            pass
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,94 @@
+"""``rocketpy store check`` / ``rocketpy store dump`` on the golden stores and damaged copies."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+from golden import STORE_DUMP, STORE_DUMP_CRASHED
+
+from rocketpy.cli import main
+
+MANIFEST = json.loads((STORE_DUMP / "manifest.json").read_text())
+
+
+def tree_digest(root: Path) -> dict[str, tuple[str, int]]:
+    return {
+        str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_check_golden_is_clean_and_read_only(capsys: pytest.CaptureFixture[str]) -> None:
+    before = tree_digest(STORE_DUMP)
+    assert main(["store", "check", str(STORE_DUMP)]) == 0
+    out = capsys.readouterr().out
+    assert "OK" in out and "clean shutdown" in out and "119" in out
+    assert tree_digest(STORE_DUMP) == before  # nothing written, not even the lock file
+
+
+def test_check_crashed_reports_abort(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["store", "check", "--json", str(STORE_DUMP_CRASHED)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and not report["cleanShutdown"]
+    assert report["sections"]["CommitLog"]["valid end (max offset)"] == "42878"
+
+
+def test_check_reports_damage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "store"
+    shutil.copytree(STORE_DUMP, root)
+    path = root / "commitlog" / "00000000000000000000"
+    data = bytearray(path.read_bytes())
+    # flip a body byte of the second record: its CRC breaks and valid records follow it
+    second = struct.unpack_from(">i", data, 0)[0]
+    data[second + 100] ^= 0x55
+    path.write_bytes(bytes(data))
+    cq = root / "consumequeue" / "Ordered_T_golden" / "0" / "00000000000000000000"
+    units = bytearray(cq.read_bytes())
+    struct.pack_into(">i", units, 8, 7)  # a unit with the wrong size
+    cq.write_bytes(bytes(units))
+    (root / "config" / "topics.json").write_text("{broken")
+    assert main(["store", "check", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "DAMAGED" in out and "CRC" in out and "Ordered_T_golden/0@0" in out and "topics.json" in out
+
+
+def test_dump_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["store", "dump", "--json", str(STORE_DUMP)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == MANIFEST["store"]["records"]
+    first = lines[0]
+    assert first["topic"] == "ProducerSync_T_golden" and first["commitLogOffset"] == 0
+    assert first["offsetMsgId"] == "7F00000100002A9F0000000000000000"
+    assert first["body"] == "Hello RocketMQ 0 from run golden" and first["bodyEncoding"] == "utf8"
+    assert first["keys"] == "key-0 order-golden-0 k0" and first["tags"] == "TagA"
+    assert first["uniqKey"] == "FD00000000000000000000000000000273F05FFD2B276BC71FE40000"
+    assert first["properties"]["scenario"] == "ProducerSync"
+    assert first["bornHost"] == "127.0.0.1:43610" and first["storeHost"] == "127.0.0.1:10911"
+    offsets = [r["commitLogOffset"] for r in lines]
+    assert offsets == sorted(offsets)
+    compressed = [r for r in lines if r["sysFlag"] & 1]
+    assert compressed and all(r["bodyEncoding"] == "base64" for r in compressed)
+    base64.b64decode(compressed[0]["body"])
+
+
+def test_dump_topic_filter_and_decompress(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["store", "dump", "--json", "--decompress", "--topic", "ProducerSync_T_golden", str(STORE_DUMP)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == MANIFEST["store"]["recordsPerTopic"]["ProducerSync_T_golden"]
+    assert all(r["topic"] == "ProducerSync_T_golden" for r in lines)
+    compressed = [r for r in lines if r["sysFlag"] & 1]
+    assert compressed and all(r["bodyEncoding"] == "utf8" for r in compressed)  # inflated to text
+
+
+def test_dump_table(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["store", "dump", "--limit", "3", str(STORE_DUMP / "commitlog")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ProducerSync_T_golden") == 3 and "Hello RocketMQ 0 from run golden" in out
