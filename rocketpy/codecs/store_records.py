@@ -206,8 +206,8 @@ CONSUME_QUEUE_ENTRY = Struct(
 
 # Walking a queue file is one tight loop over fixed 20-byte units; struct does it
 # without per-entry construct overhead. The construct Struct stays the definition.
-_CQ_FAST = struct.Struct(">qiq")
-assert _CQ_FAST.size == CONSUME_QUEUE_ENTRY.sizeof() == CQ_STORE_UNIT_SIZE
+CONSUME_QUEUE_UNIT = struct.Struct(">qiq")
+assert CONSUME_QUEUE_UNIT.size == CONSUME_QUEUE_ENTRY.sizeof() == CQ_STORE_UNIT_SIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,14 +233,14 @@ def parse_consumequeue_entry(buf: bytes | bytearray | memoryview, offset: int = 
     """The unit at byte ``offset``."""
     if offset < 0 or offset + CQ_STORE_UNIT_SIZE > len(buf):
         raise CodecError(f"no ConsumeQueue unit at offset {offset}")
-    return ConsumeQueueEntry(*_CQ_FAST.unpack_from(buf, offset))
+    return ConsumeQueueEntry(*CONSUME_QUEUE_UNIT.unpack_from(buf, offset))
 
 
 def build_consumequeue_entry(commit_log_offset: int, size: int, tags_code: int) -> bytes:
-    """The 20 bytes of one unit."""
+    """The 20 bytes of one unit (CONSUME_QUEUE_UNIT is the fast form of CONSUME_QUEUE_ENTRY)."""
     try:
-        return CONSUME_QUEUE_ENTRY.build({"commit_log_offset": commit_log_offset, "size": size, "tags_code": tags_code})
-    except _CONSTRUCT_ERRORS as exc:
+        return CONSUME_QUEUE_UNIT.pack(commit_log_offset, size, tags_code)
+    except struct.error as exc:
         raise CodecError(f"cannot encode ConsumeQueue unit: {exc}") from None
 
 
@@ -252,7 +252,7 @@ def iter_consumequeue(buf: bytes | bytearray | memoryview) -> Iterator[ConsumeQu
     :attr:`ConsumeQueueEntry.is_pre_blank`). A partial unit at the end is ignored.
     """
     end = len(buf) - len(buf) % CQ_STORE_UNIT_SIZE
-    for offset, size, tags_code in _CQ_FAST.iter_unpack(memoryview(buf)[:end]):
+    for offset, size, tags_code in CONSUME_QUEUE_UNIT.iter_unpack(memoryview(buf)[:end]):
         if offset < 0 or size <= 0:
             return
         yield ConsumeQueueEntry(offset, size, tags_code)
@@ -285,11 +285,11 @@ INDEX_ENTRY = Struct(
 )
 """One 20-byte IndexFile entry."""
 
-_INDEX_HEADER_FAST = struct.Struct(">qqqqii")
-_INDEX_ENTRY_FAST = struct.Struct(">iqii")
+INDEX_HEADER_UNIT = struct.Struct(">qqqqii")
+INDEX_ENTRY_UNIT = struct.Struct(">iqii")
 _INT32 = struct.Struct(">i")
-assert _INDEX_HEADER_FAST.size == INDEX_HEADER.sizeof() == INDEX_HEADER_SIZE
-assert _INDEX_ENTRY_FAST.size == INDEX_ENTRY.sizeof() == INDEX_ENTRY_SIZE
+assert INDEX_HEADER_UNIT.size == INDEX_HEADER.sizeof() == INDEX_HEADER_SIZE
+assert INDEX_ENTRY_UNIT.size == INDEX_ENTRY.sizeof() == INDEX_ENTRY_SIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +364,7 @@ class IndexFileView:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self._entries_at = INDEX_HEADER_SIZE + hash_slot_num * INDEX_HASH_SLOT_SIZE
-        self.header = IndexHeader(*_INDEX_HEADER_FAST.unpack_from(buf, 0))
+        self.header = IndexHeader(*INDEX_HEADER_UNIT.unpack_from(buf, 0))
 
     @property
     def index_count(self) -> int:
@@ -381,7 +381,7 @@ class IndexFileView:
         """Entry ``number`` (1-based in practice; the file never writes entry 0)."""
         if not 0 <= number < self.index_num:
             raise CodecError(f"index entry {number} out of range")
-        return IndexEntry(*_INDEX_ENTRY_FAST.unpack_from(self._buf, self._entries_at + number * INDEX_ENTRY_SIZE))
+        return IndexEntry(*INDEX_ENTRY_UNIT.unpack_from(self._buf, self._entries_at + number * INDEX_ENTRY_SIZE))
 
     def entries(self) -> Iterator[tuple[int, IndexEntry]]:
         """All written entries, as (number, entry), in write order."""
@@ -420,7 +420,7 @@ class IndexFileView:
                 break
             if current >= self.index_num:
                 break
-            hash_read, phy_offset, time_diff, prev = _INDEX_ENTRY_FAST.unpack_from(
+            hash_read, phy_offset, time_diff, prev = INDEX_ENTRY_UNIT.unpack_from(
                 self._buf, self._entries_at + current * INDEX_ENTRY_SIZE
             )
             if time_diff < 0:

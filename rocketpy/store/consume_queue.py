@@ -21,8 +21,8 @@ log = logging.getLogger("rocketpy.store")
 CQ_STORE_UNIT_SIZE = sr.CQ_STORE_UNIT_SIZE
 _UNIT = CQ_STORE_UNIT_SIZE
 _PRE_BLANK = sr.build_consumequeue_entry(0, 0x7FFFFFFF, 0)
-_unpack_unit = sr._CQ_FAST.unpack_from  # the codec's compiled form of CONSUME_QUEUE_ENTRY
-_pack_unit = sr._CQ_FAST.pack
+_unpack_unit = sr.CONSUME_QUEUE_UNIT.unpack_from  # the codec's compiled form of CONSUME_QUEUE_ENTRY
+_pack_unit = sr.CONSUME_QUEUE_UNIT.pack
 
 
 class ConsumeQueue:

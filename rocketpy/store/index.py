@@ -24,8 +24,8 @@ __all__ = ["IndexFile", "IndexService", "index_file_name"]
 
 log = logging.getLogger("rocketpy.store")
 
-_HEADER = sr._INDEX_HEADER_FAST  # the codec's compiled INDEX_HEADER / INDEX_ENTRY layouts
-_ENTRY = sr._INDEX_ENTRY_FAST
+_HEADER = sr.INDEX_HEADER_UNIT  # the codec's compiled INDEX_HEADER / INDEX_ENTRY layouts
+_ENTRY = sr.INDEX_ENTRY_UNIT
 _INT32 = sr._INT32
 _INT_MAX = 0x7FFFFFFF
 _TRAN_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)

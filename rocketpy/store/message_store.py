@@ -34,7 +34,7 @@ from ..codecs.codes import MixAll
 from ..codecs.errors import CodecError
 from ..codecs.javalang import java_string_hash, to_int32
 from ..codecs.message import MessageExt, decode_message, decode_offset_msg_id, parse_host
-from ..codecs.store_records import _CQ_FAST, CQ_STORE_UNIT_SIZE
+from ..codecs.store_records import CONSUME_QUEUE_UNIT, CQ_STORE_UNIT_SIZE
 from .checkpoint import StoreCheckpoint
 from .commitlog import CommitLog
 from .config import BrokerRole, FlushDiskType, MessageStoreConfig
@@ -555,7 +555,7 @@ class MessageStore:
             total = 0
             i = 0
             while i < len(units):
-                phy, size, tags_code = _CQ_FAST.unpack_from(units, i)
+                phy, size, tags_code = CONSUME_QUEUE_UNIT.unpack_from(units, i)
                 max_phy_pulling = phy
                 if next_phy_file_start is not None and phy < next_phy_file_start:
                     i += CQ_STORE_UNIT_SIZE
