@@ -589,3 +589,15 @@ def test_random_bytes_raise_codec_error_only(data: bytes) -> None:
 def test_wrong_shapes_raise_codec_error_only(value: Any) -> None:
     data = fastjson.dump_bytes({"offsetTable": value, "table": value, "topicList": value, "mqSet": value, "x": value})
     _decode_all(data)
+
+
+def test_compressed_register_body_refuses_a_decompression_bomb(monkeypatch) -> None:
+    import zlib
+
+    from rocketpy.codecs import CodecError
+    from rocketpy.codecs.bodies import register
+
+    monkeypatch.setattr(register, "MAX_INFLATED_REGISTER_BODY", 1024)
+    bomb = zlib.compress(b"\0" * 10_000, 9)
+    with pytest.raises(CodecError, match="inflates past"):
+        register.RegisterBrokerBody.decode_compressed(bomb)

@@ -106,6 +106,10 @@ class TopicConfigSerializeWrapper(JsonBody):
     data_version: DataVersion | None = bfield(obj(DataVersion), factory=DataVersion)
 
 
+#: a compressed body may not inflate beyond this (a frame of 16 MiB could otherwise expand to GiBs)
+MAX_INFLATED_REGISTER_BODY = 64 * 1024 * 1024
+
+
 class RegisterBrokerBody(JsonBody):
     """REGISTER_BROKER request body.
 
@@ -147,10 +151,13 @@ class RegisterBrokerBody(JsonBody):
     @classmethod
     def decode_compressed(cls, data: bytes) -> RegisterBrokerBody:
         """RegisterBrokerBody.decode(data, true)."""
+        inflater = zlib.decompressobj()
         try:
-            raw = zlib.decompressobj().decompress(data)
+            raw = inflater.decompress(data, MAX_INFLATED_REGISTER_BODY)
         except zlib.error as exc:
             raise CodecError(f"RegisterBrokerBody: bad deflate stream: {exc}") from None
+        if inflater.unconsumed_tail:
+            raise CodecError(f"RegisterBrokerBody: inflates past {MAX_INFLATED_REGISTER_BODY} bytes")
         reader = _Reader(raw)
         version = DataVersion.decode(reader.chunk())
         table: dict[str, TopicConfig] = {}

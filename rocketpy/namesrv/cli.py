@@ -1,0 +1,102 @@
+"""``rocketpy namesrv``: run a NameServer (options like Java's mqnamesrv, plus --listen)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+import trio
+
+from .config import NamesrvConfig
+from .kv_config import KVConfigError
+from .server import NameServer
+
+log = logging.getLogger("rocketpy.namesrv")
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    if not port.isdigit() or not 0 <= int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("-c", "--configFile", dest="config_file", help="NameServer config properties file (Java keys)")
+    p.add_argument(
+        "--listen",
+        type=_listen,
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:9876, or listenPort from the config file)",
+    )
+    p.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true", help="print all config items")
+    p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    p.set_defaults(func=run_cli)
+    return p
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    configure_parser(sub.add_parser("namesrv", help="run a NameServer compatible with RocketMQ 4.9.8"))
+
+
+def load_config(args: argparse.Namespace) -> NamesrvConfig:
+    config = NamesrvConfig.from_file(args.config_file) if args.config_file else NamesrvConfig()
+    if args.listen:
+        config.listen_host, config.listen_port = args.listen
+    return config
+
+
+async def serve_until_signal(server: NameServer) -> None:
+    """Run ``server`` until SIGINT or SIGTERM, then stop everything it started."""
+    async with trio.open_nursery() as nursery:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            await nursery.start(server.run)
+            print(f"The Name Server boot success. serializeType=JSON, listening on {server.address}", flush=True)
+            async for signum in signals:
+                log.info("signal %s: shutting down", signal.Signals(signum).name)
+                break
+        nursery.cancel_scope.cancel()
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    try:
+        config = load_config(args)
+    except OSError as exc:
+        print(f"cannot read config file: {exc}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        for key, value in config.to_properties().items():
+            print(f"{key}={value}")
+        return 0
+    server = NameServer(config)
+    try:
+        server.kv.load()
+    except KVConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 3
+    status = 0
+    try:
+        trio.run(serve_until_signal, server)
+    except* OSError as group:
+        print(f"cannot listen on {config.listen_host}:{config.listen_port}: {group.exceptions[0]}", file=sys.stderr)
+        status = 1
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = configure_parser(argparse.ArgumentParser(prog="rocketpy namesrv", description=__doc__))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

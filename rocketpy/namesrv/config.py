@@ -1,0 +1,136 @@
+"""NameServer configuration under Java's property keys (NamesrvConfig + NettyServerConfig).
+
+Files given with ``-c`` and UPDATE_NAMESRV_CONFIG bodies use the same ``key=value``
+format and keys as the Java NameServer 4.9.8; two rocketpy keys (marked below) make
+the liveness scan configurable. GET_NAMESRV_CONFIG prints every key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..codecs.javalang import concurrent_hashmap_order
+from . import properties
+
+log = logging.getLogger("rocketpy.namesrv")
+
+#: keys UPDATE_NAMESRV_CONFIG may never change, whatever configBlackList says
+ALWAYS_BLACK_LISTED = ("configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome")
+
+
+def _home_file(name: str) -> str:
+    return str(Path.home() / "namesrv" / name)
+
+
+@dataclasses.dataclass
+class NamesrvConfig:
+    """Every setting, named as the Java property it reads (camelCase -> snake_case)."""
+
+    # -- NamesrvConfig --------------------------------------------------------
+    rocketmq_home: str | None = dataclasses.field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME"))
+    kv_config_path: str = dataclasses.field(default_factory=lambda: _home_file("kvConfig.json"))
+    config_store_path: str = dataclasses.field(default_factory=lambda: _home_file("namesrv.properties"))
+    product_env_name: str = "center"
+    cluster_test: bool = False
+    order_message_enable: bool = False
+    config_black_list: str = "configBlackList;configStorePath;kvConfigPath"
+    # -- NettyServerConfig (NamesrvStartup sets listenPort 9876) -----------------
+    listen_port: int = 9876
+    server_worker_threads: int = 8
+    server_callback_executor_threads: int = 0
+    server_selector_threads: int = 3
+    server_oneway_semaphore_value: int = 256
+    server_async_semaphore_value: int = 64
+    server_channel_max_idle_time_seconds: int = 120
+    server_socket_snd_buf_size: int = 0
+    server_socket_rcv_buf_size: int = 0
+    write_buffer_high_water_mark: int = 0
+    write_buffer_low_water_mark: int = 0
+    server_socket_backlog: int = 1024
+    server_pooled_byte_buf_allocator_enable: bool = True
+    use_epoll_native_selector: bool = False
+    # -- rocketpy ---------------------------------------------------------------
+    #: address to bind (Java binds every interface; we default to loopback)
+    listen_host: str = "127.0.0.1"
+    #: ms between liveness scans (the key RocketMQ 5 uses; 4.9.8 hard-codes 10 s)
+    scan_not_active_broker_interval: int = 10_000
+    #: ms without a registration after which a broker leaves the routes (4.9.8: 120 s)
+    broker_channel_expired_time: int = 120_000
+
+    #: keys read from a file that matched no setting (kept and printed, as Java does)
+    extra: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    # -- property view --------------------------------------------------------------
+    @staticmethod
+    def java_key(attr: str) -> str:
+        head, *rest = attr.split("_")
+        return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+    @classmethod
+    def settings(cls) -> dict[str, dataclasses.Field[Any]]:
+        """Java key -> dataclass field, for every setting."""
+        return {cls.java_key(f.name): f for f in dataclasses.fields(cls) if f.name != "extra"}
+
+    def apply(self, props: Mapping[str, str], *, warn_unknown: bool = True) -> list[str]:
+        """Set what ``props`` names, parsing like MixAll.properties2Object; returns unknown keys.
+
+        A value that does not parse leaves the setting as it was (Java ignores it too).
+        """
+        settings = self.settings()
+        unknown = []
+        for key, text in props.items():
+            f = settings.get(key)
+            if f is None:
+                unknown.append(key)
+                self.extra[key] = text
+                continue
+            try:
+                setattr(self, f.name, _parse(text, f.type))
+            except ValueError:
+                log.warning("config %s: cannot use %r as %s; keeping %r", key, text, f.type, getattr(self, f.name))
+        if unknown and warn_unknown:
+            log.warning("unknown NameServer config keys (ignored): %s", ", ".join(sorted(unknown)))
+        return unknown
+
+    def to_properties(self) -> dict[str, str]:
+        """Every setting as Java's Configuration prints it (Properties order on JDK 9+)."""
+        values: dict[str, str] = {}
+        for key, f in self.settings().items():
+            value = getattr(self, f.name)
+            if value is not None:
+                values[key] = _format(value)
+        for key, text in self.extra.items():
+            values.setdefault(key, text)
+        return {k: values[k] for k in concurrent_hashmap_order(values, 8)}
+
+    def black_list(self) -> set[str]:
+        return set(ALWAYS_BLACK_LISTED) | {k for k in self.config_black_list.split(";")}
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> NamesrvConfig:
+        """A config read from a properties file (``configStorePath`` becomes that file, like Java)."""
+        text = Path(path).read_text(encoding="utf-8")
+        config = cls()
+        config.apply(properties.loads(text))
+        config.config_store_path = str(path)
+        return config
+
+
+def _parse(text: str, kind: Any) -> Any:
+    kind = str(kind)
+    if kind.startswith("bool"):
+        return text.strip().lower() == "true"  # Boolean.parseBoolean
+    if kind.startswith("int"):
+        return int(text.strip())
+    return text
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,117 @@
+"""KV config namespaces (KVConfigManager), persisted to kvConfig.json in Java's format.
+
+The file is the compact fastjson form of KVConfigSerializeWrapper,
+``{"configTable":{"namespace":{"key":"value"}}}``, written through ``.tmp`` with the
+previous content kept as ``.bak`` (MixAll.string2File), so a Java NameServer and
+ours can read each other's file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from ..codecs import CodecError, fastjson
+from .javamap import JavaHashMap
+
+log = logging.getLogger("rocketpy.namesrv")
+
+#: NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG
+NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+
+
+class KVConfigError(RuntimeError):
+    """kvConfig.json exists but cannot be read as a KV table."""
+
+
+class KVConfigManager:
+    """Namespace -> key -> value, in java.util.HashMap order; persisted after each change."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = Path(path) if path is not None else None
+        self.table: JavaHashMap[str, JavaHashMap[str, str]] = JavaHashMap()
+        #: bumped on every change, so cached answers that embed KV values can tell
+        self.version = 0
+        self.loaded = False
+
+    # -- disk ---------------------------------------------------------------------
+    def load(self) -> None:
+        """Read the file if present; a broken file is an error (Java's NameServer does not start)."""
+        self.loaded = True
+        if self.path is None or not self.path.exists():
+            return
+        try:
+            doc = fastjson.loads(self.path.read_bytes())
+        except (OSError, CodecError) as exc:
+            raise KVConfigError(f"cannot read KV config {self.path}: {exc}") from exc
+        if doc is None:
+            return
+        if not isinstance(doc, dict):
+            raise KVConfigError(f"KV config {self.path} is not a JSON object")
+        table = doc.get("configTable")
+        if table is None:
+            return
+        if not isinstance(table, dict):
+            raise KVConfigError(f"KV config {self.path}: configTable is not an object")
+        for namespace, entries in table.items():
+            if not isinstance(entries, dict):
+                raise KVConfigError(f"KV config {self.path}: namespace {namespace!r} is not an object")
+            kv: JavaHashMap[str, str] = JavaHashMap()
+            for key, value in entries.items():
+                kv[str(key)] = value if isinstance(value, str) or value is None else fastjson.dumps(value)
+            self.table[str(namespace)] = kv
+        self.version += 1
+        log.info("load KV config table OK: %s", self.path)
+
+    def to_json(self) -> bytes:
+        """KVConfigSerializeWrapper.toJson(): compact, maps in HashMap order."""
+        doc = {"configTable": {ns: self.table[ns].java_view() for ns in self.table.java_keys()}}
+        return fastjson.dump_bytes(doc)
+
+    def persist(self) -> None:
+        if self.path is None:
+            return
+        try:
+            write_file_safely(self.path, self.to_json())
+        except OSError as exc:
+            log.error("persist kvconfig Exception, %s: %s", self.path, exc)
+
+    # -- operations -----------------------------------------------------------------
+    def put(self, namespace: str, key: str, value: str | None) -> None:
+        kv = self.table.get(namespace)
+        if kv is None:
+            kv = self.table[namespace] = JavaHashMap()
+            log.info("putKVConfig create new Namespace %s", namespace)
+        kv[key] = value  # type: ignore[assignment]
+        self.version += 1
+        self.persist()
+
+    def delete(self, namespace: str, key: str) -> None:
+        kv = self.table.get(namespace)
+        if kv is not None:
+            value = kv.pop(key, None)
+            log.info("deleteKVConfig delete a config item, Namespace: %s Key: %s Value: %s", namespace, key, value)
+        self.version += 1
+        self.persist()
+
+    def get(self, namespace: str | None, key: str | None) -> str | None:
+        kv = self.table.get(namespace)  # type: ignore[arg-type]
+        return None if kv is None else kv.get(key)  # type: ignore[arg-type]
+
+    def list_namespace(self, namespace: str | None) -> bytes | None:
+        """KVTable JSON of one namespace, or None when it does not exist."""
+        kv = self.table.get(namespace)  # type: ignore[arg-type]
+        if kv is None:
+            return None
+        return fastjson.dump_bytes({"table": kv.java_view()})
+
+
+def write_file_safely(path: Path, data: bytes) -> None:
+    """MixAll.string2File: write ``.tmp``, keep the old content as ``.bak``, then replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    if path.exists():
+        path.with_name(path.name + ".bak").write_bytes(path.read_bytes())
+    os.replace(tmp, path)

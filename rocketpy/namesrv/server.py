@@ -1,0 +1,140 @@
+"""The NameServer process: remoting server, routing state, KV store and the liveness scan.
+
+Everything runs in one nursery owned by :meth:`NameServer.run`; cancelling it stops
+the listener, the connections and the scan together.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import trio
+
+from ..remoting.connection import Connection
+from ..remoting.server import RemotingServer
+from . import properties
+from .config import NamesrvConfig
+from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager, write_file_safely
+from .processor import build_dispatcher, route_body
+from .route_info import RouteInfoManager
+
+log = logging.getLogger("rocketpy.namesrv")
+
+#: distinct (topic, dialect) answers kept between two state changes
+ROUTE_CACHE_LIMIT = 4096
+
+
+class NameServer:
+    """State and behaviour of one NameServer; :meth:`run` serves it."""
+
+    def __init__(self, config: NamesrvConfig | None = None, *, routes: RouteInfoManager | None = None) -> None:
+        self.config = config or NamesrvConfig()
+        self.routes = routes or RouteInfoManager()
+        self.kv = KVConfigManager(self.config.kv_config_path)
+        self.dispatcher = build_dispatcher()
+        self.remoting: RemotingServer | None = None
+        self._route_cache: dict[tuple[str | None, bool], bytes | None] = {}
+        self._route_cache_key: tuple[int, int, bool] = (-1, -1, False)
+
+    @property
+    def address(self) -> str:
+        assert self.remoting is not None, "not serving"
+        return self.remoting.address
+
+    @property
+    def port(self) -> int:
+        assert self.remoting is not None and self.remoting.port is not None, "not serving"
+        return self.remoting.port
+
+    # -- answers -----------------------------------------------------------------------
+    def route_answer(self, topic: str | None, standard_json: bool) -> bytes | None:
+        """GET_ROUTEINFO_BY_TOPIC body for ``topic``, or None; cached until routes or KV change."""
+        with_order_conf = self.config.order_message_enable or self.config.cluster_test
+        key = (self.routes.version, self.kv.version, with_order_conf)
+        cache = self._route_cache
+        if key != self._route_cache_key or len(cache) > ROUTE_CACHE_LIMIT:
+            cache.clear()
+            self._route_cache_key = key
+        try:
+            return cache[(topic, standard_json)]
+        except KeyError:
+            pass
+        view = self.routes.pickup_topic_route_data(topic)
+        body = None
+        if view is not None:
+            order_conf = None
+            if with_order_conf:
+                order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
+            body = route_body(view, order_conf, standard_json)
+        cache[(topic, standard_json)] = body
+        return body
+
+    def update_config(self, props: dict[str, str]) -> None:
+        """UPDATE_NAMESRV_CONFIG: change known settings, then persist all to configStorePath."""
+        known = self.config.settings()
+        accepted = {k: v for k, v in props.items() if k in known or k in self.config.extra}
+        ignored = sorted(props.keys() - accepted.keys())
+        if ignored:
+            log.warning("updateConfig ignores unknown keys: %s", ", ".join(ignored))
+        self.config.apply(accepted, warn_unknown=False)
+        text = properties.dumps(self.config.to_properties())
+        try:
+            write_file_safely(Path(self.config.config_store_path), text.encode("utf-8"))
+        except OSError as exc:
+            log.error("persist string2File error, %s: %s", self.config.config_store_path, exc)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def on_connection_closed(self, conn: Connection) -> None:
+        """BrokerHousekeepingService: a closed, broken or idle connection takes its broker away."""
+        self.routes.on_channel_destroy(conn.remote_addr, conn)
+
+    async def scan_not_active_brokers(self) -> None:
+        """Every scan interval, drop brokers silent for longer than the expiry and close their connections."""
+        while True:
+            await trio.sleep(self.config.scan_not_active_broker_interval / 1000)
+            gone = self.routes.scan_not_active_broker(self.config.broker_channel_expired_time)
+            for _, channel in gone:
+                if isinstance(channel, Connection):
+                    await channel.aclose()
+
+    async def run(
+        self,
+        host: str | None = None,
+        port: int | None = None,
+        *,
+        task_status: trio.TaskStatus[NameServer] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Load the KV store, listen, scan; ``task_status.started(self)`` once listening."""
+        if not self.kv.loaded:
+            self.kv.load()
+        if self.config.cluster_test:
+            log.warning(
+                "clusterTest: routes carry orderTopicConf in the legacy dialect; unknown topics are not "
+                "looked up in the %s environment (not supported)",
+                self.config.product_env_name,
+            )
+        idle = self.config.server_channel_max_idle_time_seconds
+        self.remoting = RemotingServer(
+            self.dispatcher,
+            state=self,
+            on_close=self.on_connection_closed,
+            idle_timeout=idle if idle > 0 else math.inf,
+        )
+        host = self.config.listen_host if host is None else host
+        port = self.config.listen_port if port is None else port
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.remoting.serve, host, port)
+            nursery.start_soon(self.scan_not_active_brokers)
+            log.info("NameServer listening on %s", self.address)
+            task_status.started(self)
+
+
+async def run_namesrv(
+    config: NamesrvConfig | None = None,
+    *,
+    task_status: trio.TaskStatus[NameServer] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve a NameServer with ``config`` until cancelled; started with the NameServer."""
+    await NameServer(config).run(task_status=task_status)

@@ -1,0 +1,188 @@
+"""Outgoing remoting connections: a pool per address, request/response by opaque.
+
+Used by tests, the broker (registering with NameServers) and the Python client. A
+peer may also send requests down a connection we opened (a broker asks a producer
+to check a transaction); give the client a Dispatcher to answer them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from ..codecs import DEFAULT_MAX_FRAME, RemotingCommand
+from .connection import Connection, ResponseFuture
+from .dispatch import Dispatcher, RequestContext
+from .errors import RemotingConnectError, RemotingTimeoutError
+
+log = logging.getLogger("rocketpy.remoting")
+
+DEFAULT_TIMEOUT = 3.0
+
+
+def split_address(addr: str) -> tuple[str, int]:
+    """``host:port`` split at the last colon, like Java's RemotingHelper.string2SocketAddress."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RemotingConnectError(f"bad address {addr!r}, expected host:port")
+    return host.strip("[]"), int(port)
+
+
+class RemotingClient:
+    """Pooled outgoing connections; each one's reader runs in the client's nursery."""
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        dispatcher: Dispatcher | None = None,
+        state: Any = None,
+        connect_timeout: float = DEFAULT_TIMEOUT,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        close_on_timeout: bool = True,
+    ) -> None:
+        self.nursery = nursery
+        #: Java clients close a connection whose sync request timed out (clientCloseSocketIfTimeout)
+        self.close_on_timeout = close_on_timeout
+        self.dispatcher = dispatcher
+        self.state = state
+        self.connect_timeout = connect_timeout
+        self.max_frame = max_frame
+        self._opaques = itertools.count(1)
+        self._pool: dict[str, Connection] = {}
+        self._connecting: dict[str, trio.Lock] = {}
+        self.closed = False
+
+    # -- connections ----------------------------------------------------------
+    async def connection(self, addr: str, timeout: float | None = None) -> Connection:
+        """The pooled connection to ``addr``, opened on first use."""
+        conn = self._pool.get(addr)
+        if conn is not None and not conn.closed:
+            return conn
+        if self.closed:
+            raise RemotingConnectError("client is closed")
+        lock = self._connecting.setdefault(addr, trio.Lock())
+        async with lock:
+            conn = self._pool.get(addr)
+            if conn is not None and not conn.closed:
+                return conn
+            host, port = split_address(addr)
+            limit = self.connect_timeout if timeout is None else min(timeout, self.connect_timeout)
+            try:
+                with trio.fail_after(limit):
+                    stream = await trio.open_tcp_stream(host, port)
+            except (OSError, trio.TooSlowError) as exc:
+                raise RemotingConnectError(f"connect to {addr} failed: {exc or 'timeout'}") from exc
+            conn = Connection(stream, addr, max_frame=self.max_frame, opaques=self._opaques)
+            self._pool[addr] = conn
+            await self.nursery.start(self._run, addr, conn)
+            return conn
+
+    async def _run(self, addr: str, conn: Connection, *, task_status: trio.TaskStatus[None]) -> None:
+        ctx = RequestContext(connection=conn, remote_addr=addr, state=self.state)
+        task_status.started()
+        try:
+            # handlers run in their own tasks: one may invoke the peer over this same connection
+            await conn.serve(self.dispatcher, ctx, inline=False)
+        except Exception:
+            # one connection's failure must not take the client (and its other connections) down
+            log.exception("connection to %s failed", addr)
+        finally:
+            if self._pool.get(addr) is conn:
+                del self._pool[addr]
+
+    async def close_connection(self, addr: str) -> None:
+        conn = self._pool.pop(addr, None)
+        if conn is not None:
+            await conn.aclose()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        for addr in list(self._pool):
+            await self.close_connection(addr)
+
+    # -- invocations ----------------------------------------------------------
+    async def invoke(self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT) -> RemotingCommand:
+        """Send ``request`` to ``addr`` and return its response (the timeout covers connecting)."""
+        deadline = trio.current_time() + timeout
+        conn = await self.connection(addr, timeout)
+        remaining = deadline - trio.current_time()
+        if remaining <= 0:
+            raise RemotingTimeoutError(f"invoke to {addr}: connecting used the whole {timeout} s")
+        try:
+            return await conn.invoke(request, remaining)
+        except RemotingTimeoutError:
+            if self.close_on_timeout:
+                await self.close_connection(addr)
+            raise
+
+    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        conn = await self.connection(addr)
+        await conn.invoke_oneway(request)
+
+    async def invoke_async(
+        self,
+        addr: str,
+        request: RemotingCommand,
+        timeout: float = DEFAULT_TIMEOUT,
+        callback: Callable[[ResponseFuture], Any] | None = None,
+    ) -> ResponseFuture:
+        """Send ``request`` and return at once; ``await future.wait()`` or get ``callback(future)``.
+
+        The future ends with the response, a RemotingTimeoutError after ``timeout``, or
+        ConnectionClosedError.
+        """
+        conn = await self.connection(addr, timeout)
+        future = conn.start_request(request, timeout)
+        if callback is not None:
+            future.add_done_callback(callback)
+        try:
+            await conn.send_command(request)
+        except Exception as exc:
+            conn.forget(future)
+            future.set_error(exc)
+            return future
+        if timeout != math.inf:
+            self.nursery.start_soon(self._expire, conn, future, timeout)
+        return future
+
+    @staticmethod
+    async def _expire(conn: Connection, future: ResponseFuture, timeout: float) -> None:
+        with trio.move_on_after(timeout):
+            await future.settled()
+            return
+        conn.forget(future)
+        ms = int(timeout * 1000)
+        future.set_error(RemotingTimeoutError(f"wait response on the channel <{conn.remote_addr}> timeout, {ms}(ms)"))
+
+
+@asynccontextmanager
+async def open_remoting_client(
+    *,
+    dispatcher: Dispatcher | None = None,
+    state: Any = None,
+    connect_timeout: float = DEFAULT_TIMEOUT,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    close_on_timeout: bool = True,
+) -> AsyncIterator[RemotingClient]:
+    """A RemotingClient whose connections all close when the block ends."""
+    async with trio.open_nursery() as nursery:
+        client = RemotingClient(
+            nursery,
+            dispatcher=dispatcher,
+            state=state,
+            connect_timeout=connect_timeout,
+            max_frame=max_frame,
+            close_on_timeout=close_on_timeout,
+        )
+        try:
+            yield client
+        finally:
+            await client.aclose()
+            nursery.cancel_scope.cancel()

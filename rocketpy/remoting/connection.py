@@ -1,0 +1,335 @@
+"""One remoting connection over a trio Stream: frames in, commands out, batched writes.
+
+The byte-level work is sans-IO (:class:`CommandReader`); :class:`Connection` adds the
+trio edges: receiving, writing every response of one receive in one ``send_all``,
+and correlating responses to requests by opaque for the requests it sent itself.
+Servers and clients share it: a broker may invoke a client over the client's own
+connection, and a client answers broker-initiated requests on the connection it opened.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..codecs import DEFAULT_MAX_FRAME, CodecError, FrameSplitter, RemotingCommand, ResponseCode
+from ..codecs.command import ONEWAY_FLAG
+from .errors import ConnectionClosedError, RemotingSendRequestError, RemotingTimeoutError
+
+if TYPE_CHECKING:
+    from .dispatch import Dispatcher, RequestContext
+
+log = logging.getLogger("rocketpy.remoting")
+
+#: bytes asked of the stream per receive; several frames usually arrive in one
+RECEIVE_SIZE = 256 * 1024
+
+_connection_ids = itertools.count(1)
+
+
+class CommandReader:
+    """Sans-IO decoding: feed received bytes, get every whole command they complete."""
+
+    __slots__ = ("_splitter",)
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._splitter = FrameSplitter(max_frame)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
+        """Commands completed by ``data``; CodecError on a bad frame (the stream is then unusable)."""
+        self._splitter.feed(data)
+        max_frame = self._splitter.max_frame
+        return [RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
+
+    @property
+    def buffered(self) -> int:
+        return self._splitter.buffered
+
+
+def encode_batch(commands: Iterable[RemotingCommand]) -> bytes:
+    """All frames in one buffer; a command that cannot be encoded becomes a SYSTEM_ERROR answer."""
+    parts = []
+    for cmd in commands:
+        try:
+            parts.append(cmd.encode())
+        except Exception as exc:  # a bad header value must not take the other answers down
+            log.error("cannot encode %r: %s", cmd, exc)
+            if not cmd.is_response:
+                raise
+            fallback = RemotingCommand(
+                code=ResponseCode.SYSTEM_ERROR,
+                opaque=cmd.opaque,
+                flag=cmd.flag,
+                remark=f"response encoding failed: {exc}",
+            )
+            parts.append(fallback.encode())
+    return b"".join(parts)
+
+
+def peer_address(stream: trio.abc.Stream) -> str:
+    """``host:port`` of the peer as Java's RemotingHelper.parseChannelRemoteAddr prints it."""
+    sock = getattr(stream, "socket", None)
+    if sock is not None:
+        try:
+            name = sock.getpeername()
+            return f"{name[0]}:{name[1]}"
+        except OSError:
+            pass
+    return f"stream-{id(stream):x}"
+
+
+class ResponseFuture:
+    """A request sent on a connection and the response it is waiting for."""
+
+    __slots__ = ("opaque", "request", "timeout", "response", "error", "_event", "_callbacks")
+
+    def __init__(self, opaque: int, request: RemotingCommand | None = None, timeout: float = math.inf) -> None:
+        self.opaque = opaque
+        self.request = request
+        self.timeout = timeout
+        self.response: RemotingCommand | None = None
+        self.error: BaseException | None = None
+        self._event = trio.Event()
+        self._callbacks: list[Callable[[ResponseFuture], Any]] = []
+
+    @property
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def set_response(self, response: RemotingCommand) -> None:
+        if not self.done:
+            self.response = response
+            self._finish()
+
+    def set_error(self, error: BaseException) -> None:
+        if not self.done:
+            self.error = error
+            self._finish()
+
+    def add_done_callback(self, callback: Callable[[ResponseFuture], Any]) -> None:
+        if self.done:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    def _finish(self) -> None:
+        self._event.set()
+        for cb in self._callbacks:
+            try:
+                cb(self)
+            except Exception:
+                log.exception("response callback failed for opaque %d", self.opaque)
+        self._callbacks.clear()
+
+    async def settled(self) -> None:
+        """Wait until the future ends, whichever way."""
+        await self._event.wait()
+
+    async def wait(self) -> RemotingCommand:
+        """The response, or the error that ended the wait."""
+        await self._event.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.response is not None
+        return self.response
+
+
+class Connection:
+    """A remoting connection: commands in, batched frames out, responses matched by opaque."""
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        remote_addr: str | None = None,
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        opaques: Iterator[int] | None = None,
+        receive_size: int = RECEIVE_SIZE,
+    ) -> None:
+        self.id = next(_connection_ids)
+        self.stream = stream
+        self.remote_addr = remote_addr or peer_address(stream)
+        self.reader = CommandReader(max_frame)
+        self.receive_size = receive_size
+        self.closed = False
+        #: owner data (a NameServer keeps nothing here; a broker may keep client ids)
+        self.attributes: dict[str, Any] = {}
+        self._opaques = opaques if opaques is not None else itertools.count(1)
+        self._pending: dict[int, ResponseFuture] = {}
+        self._send_lock = trio.StrictFIFOLock()
+        self._eof = False
+        #: trio clock of the last byte received or sent (idle connections get closed)
+        self.last_active = trio.current_time()
+
+    def __repr__(self) -> str:
+        return f"<Connection #{self.id} {self.remote_addr}{' closed' if self.closed else ''}>"
+
+    # -- receiving ------------------------------------------------------------
+    async def receive_commands(self) -> list[RemotingCommand] | None:
+        """The commands completed by the next receive(s); None at end of stream.
+
+        Raises CodecError on a malformed frame; the caller closes the connection.
+        """
+        while not self._eof:
+            try:
+                data = await self.stream.receive_some(self.receive_size)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if not data:
+                self._eof = True
+                break
+            self.last_active = trio.current_time()
+            commands = self.reader.feed(data)
+            if commands:
+                return commands
+        return None
+
+    # -- sending --------------------------------------------------------------
+    async def send_bytes(self, data: bytes) -> None:
+        """Write raw frames; failures close the connection and raise RemotingSendRequestError."""
+        if self.closed:
+            raise RemotingSendRequestError(f"connection to {self.remote_addr} is closed")
+        lock = self._send_lock
+        try:
+            if lock.locked():
+                async with lock:
+                    await self.stream.send_all(data)
+            else:
+                # uncontended: skip the lock's extra scheduling round (send_all checkpoints anyway)
+                lock.acquire_nowait()
+                try:
+                    await self.stream.send_all(data)
+                finally:
+                    lock.release()
+            self.last_active = trio.current_time()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            await self.aclose()
+            raise RemotingSendRequestError(f"send to {self.remote_addr} failed: {exc}") from exc
+
+    async def send_commands(self, commands: Iterable[RemotingCommand]) -> None:
+        """Write commands with one ``send_all``."""
+        await self.send_bytes(encode_batch(commands))
+
+    async def send_command(self, command: RemotingCommand) -> None:
+        await self.send_bytes(encode_batch((command,)))
+
+    # -- requests we send -----------------------------------------------------
+    def next_opaque(self) -> int:
+        return next(self._opaques) & 0x7FFFFFFF
+
+    def start_request(self, request: RemotingCommand, timeout: float = math.inf) -> ResponseFuture:
+        """Give ``request`` a fresh opaque and register the wait for its response."""
+        request.opaque = self.next_opaque()
+        future = ResponseFuture(request.opaque, request, timeout)
+        self._pending[request.opaque] = future
+        return future
+
+    def forget(self, future: ResponseFuture) -> None:
+        self._pending.pop(future.opaque, None)
+
+    async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send ``request`` and wait up to ``timeout`` seconds for its response."""
+        future = self.start_request(request, timeout)
+        try:
+            await self.send_command(request)
+            with trio.move_on_after(timeout):
+                return await future.wait()
+            raise RemotingTimeoutError(
+                f"wait response on the channel <{self.remote_addr}> timeout, {int(timeout * 1000)}(ms)"
+            )
+        finally:
+            self.forget(future)
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        request.opaque = self.next_opaque()
+        request.flag |= ONEWAY_FLAG  # the peer answers nothing
+        await self.send_command(request)
+
+    def complete(self, response: RemotingCommand) -> None:
+        """Hand a received response to whoever waits for its opaque."""
+        future = self._pending.pop(response.opaque, None)
+        if future is None:
+            log.warning("response with opaque %d from %s matches no request", response.opaque, self.remote_addr)
+            return
+        if future.request is not None:
+            response.request_code = future.request.code
+        future.set_response(response)
+
+    def fail_pending(self, error: BaseException) -> None:
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            future.set_error(error)
+
+    # -- lifecycle ------------------------------------------------------------
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.fail_pending(ConnectionClosedError(f"connection to {self.remote_addr} closed"))
+        with trio.CancelScope(shield=True):
+            try:
+                await self.stream.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+
+    async def serve(
+        self,
+        dispatcher: Dispatcher | None,
+        context: RequestContext,
+        *,
+        inline: bool = True,
+    ) -> None:
+        """Read until the peer leaves: complete responses, dispatch requests, batch the answers.
+
+        ``inline`` handles each receive's requests before reading on (backpressure, no task
+        per batch: the server hot path); otherwise each batch runs in its own task so a
+        handler may itself wait on this connection (client side).
+        A malformed frame closes the connection.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                context.nursery = nursery
+                while True:
+                    try:
+                        commands = await self.receive_commands()
+                    except CodecError as exc:
+                        log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
+                        break
+                    if commands is None:
+                        break
+                    requests = []
+                    for cmd in commands:
+                        if cmd.is_response:
+                            self.complete(cmd)
+                        else:
+                            requests.append(cmd)
+                    if not requests:
+                        continue
+                    if dispatcher is None:
+                        log.warning("%s sent %d request(s) to a peer that serves none", self.remote_addr, len(requests))
+                    elif inline:
+                        await self.handle_batch(dispatcher, context, requests)
+                    else:
+                        nursery.start_soon(self.handle_batch, dispatcher, context, requests)
+                nursery.cancel_scope.cancel()
+        finally:
+            await self.aclose()
+
+    async def handle_batch(
+        self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand]
+    ) -> None:
+        responses = []
+        for request in requests:
+            response = await dispatcher.dispatch(context, request)
+            if response is not None:
+                responses.append(response)
+        if responses and not self.closed:
+            try:
+                await self.send_commands(responses)
+            except RemotingSendRequestError as exc:
+                log.warning("responses to %s lost: %s", self.remote_addr, exc)

@@ -1,0 +1,176 @@
+"""Request dispatch: one table per server, request code -> small handler.
+
+Answers follow Java's NettyRemotingAbstract.processRequestCommand: an unknown code
+gets REQUEST_CODE_NOT_SUPPORTED (even for a oneway request, as Java does), a handler
+that raises gets SYSTEM_ERROR with a one-line description, and a oneway request's
+answer is dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+import traceback
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import trio
+
+from ..codecs import RemotingCommand, ResponseCode, SerializeType
+from ..codecs.command import RESPONSE_FLAG
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+log = logging.getLogger("rocketpy.remoting")
+
+AsyncHandler = Callable[["RequestContext", RemotingCommand], Awaitable[RemotingCommand | None]]
+SyncHandler = Callable[["RequestContext", RemotingCommand], RemotingCommand | None]
+Handler = AsyncHandler | SyncHandler
+H = TypeVar("H", bound=Callable[..., Any])
+
+
+@dataclasses.dataclass(slots=True, eq=False)
+class RequestContext:
+    """What a handler may touch besides the request: its connection and the server state."""
+
+    connection: Connection
+    remote_addr: str
+    state: Any = None
+    #: the connection's nursery, for work that answers later (see :meth:`reply`)
+    nursery: trio.Nursery | None = None
+
+    async def reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        """Send a response produced outside the handler's return (deferred answers)."""
+        if request.is_oneway:
+            return
+        fix_response(request, response)
+        await self.connection.send_command(response)
+
+
+def fix_response(request: RemotingCommand, response: RemotingCommand) -> None:
+    """What Java sets on every answer: the request's opaque and serialize type, the response flag."""
+    response.opaque = request.opaque
+    response.flag |= RESPONSE_FLAG
+    response.serialize_type = request.serialize_type
+    response.request_code = request.code
+
+
+def not_supported(request: RemotingCommand) -> RemotingCommand:
+    # Java builds this one with createResponseCommand: default (JSON) serialize type
+    return RemotingCommand(
+        code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+        opaque=request.opaque,
+        flag=RESPONSE_FLAG,
+        remark=f" request type {request.code} not supported",
+        request_code=request.code,
+    )
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One line like Java's RemotingHelper.exceptionSimpleDesc: the error and where it was raised."""
+    text = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    if str(exc):
+        text += f": {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        f = frames[-1]
+        text += f", {f.name}({f.filename.rsplit('/', 1)[-1]}:{f.lineno})"
+    return text
+
+
+def system_error(request: RemotingCommand, exc: BaseException) -> RemotingCommand:
+    return RemotingCommand(
+        code=ResponseCode.SYSTEM_ERROR,
+        opaque=request.opaque,
+        flag=RESPONSE_FLAG,
+        remark=describe_exception(exc),
+        serialize_type=SerializeType.JSON,
+        request_code=request.code,
+    )
+
+
+class Dispatcher:
+    """Request code -> handler ``(ctx, request) -> response | None``, sync or async."""
+
+    def __init__(self, handlers: Mapping[int, Handler] | None = None, *, default: Handler | None = None) -> None:
+        self._handlers: dict[int, tuple[Handler, bool]] = {}
+        self._default: tuple[Handler, bool] | None = None
+        for code, handler in (handlers or {}).items():
+            self.register(code, handler)
+        if default is not None:
+            self.set_default(default)
+
+    @staticmethod
+    def _entry(handler: Handler) -> tuple[Handler, bool]:
+        return handler, inspect.iscoroutinefunction(handler)
+
+    def register(self, code: int, handler: Handler) -> None:
+        self._handlers[int(code)] = self._entry(handler)
+
+    def set_default(self, handler: Handler) -> None:
+        """The handler of codes with no entry (Java's registerDefaultProcessor)."""
+        self._default = self._entry(handler)
+
+    def route(self, *codes: int) -> Callable[[H], H]:
+        """Decorator form of :meth:`register`."""
+
+        def deco(handler: H) -> H:
+            for code in codes:
+                self.register(code, handler)
+            return handler
+
+        return deco
+
+    def __contains__(self, code: int) -> bool:
+        return int(code) in self._handlers
+
+    @property
+    def codes(self) -> list[int]:
+        return sorted(self._handlers)
+
+    async def dispatch(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        entry = self._handlers.get(request.code) or self._default
+        if entry is None:
+            log.error("%s request type %d not supported", ctx.remote_addr, request.code)
+            return not_supported(request)
+        handler, is_async = entry
+        try:
+            if is_async:
+                response = await handler(ctx, request)  # type: ignore[misc]
+            else:
+                response = handler(ctx, request)
+        except trio.Cancelled:
+            raise
+        except Exception as exc:
+            log.exception("process request exception: code %d from %s", request.code, ctx.remote_addr)
+            if request.is_oneway:
+                return None
+            return system_error(request, exc)
+        if response is None or request.is_oneway:
+            return None
+        fix_response(request, response)  # type: ignore[arg-type]
+        return response  # type: ignore[return-value]
+
+
+def java_decode_header(request: RemotingCommand, cls: type[Any]) -> Any:
+    """A typed header decoded as Java 4.9.8's decodeCommandCustomHeader does for reflective headers.
+
+    Java logs and skips a missing @CFNotNull field or an unparsable value (the field keeps
+    its initializer), and checks nothing when extFields is absent; servers must accept
+    what Java accepts, so this never raises for those cases.
+    """
+    header = cls()
+    ext = request.ext_fields
+    if not ext:
+        return header
+    for spec in cls.fields_spec:
+        text = ext.get(spec.java_name)
+        if text is None:
+            continue
+        try:
+            setattr(header, spec.attr, spec.parse(text, cls.__name__))
+        except (ValueError, TypeError) as exc:
+            log.warning("header %s field %s: %s", cls.__name__, spec.java_name, exc)
+    return header

@@ -1,0 +1,130 @@
+"""A remoting server on trio.serve_tcp: one Connection per accepted stream.
+
+Connection events mirror Java's ChannelEventListener: ``on_connect`` when a peer
+arrives, ``on_close`` whenever its connection ends (peer closed, reset, bad frame,
+idle); the NameServer drops the brokers registered through a closed connection.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from ..codecs import DEFAULT_MAX_FRAME
+from .connection import Connection
+from .dispatch import Dispatcher, RequestContext
+
+log = logging.getLogger("rocketpy.remoting")
+
+ConnectionHook = Callable[[Connection], Any]
+
+
+class RemotingServer:
+    """Serves a Dispatcher to every accepted connection; ``connections`` are the live ones."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        state: Any = None,
+        on_connect: ConnectionHook | None = None,
+        on_close: ConnectionHook | None = None,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        idle_timeout: float = math.inf,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.state = state
+        self.on_connect = on_connect
+        self.on_close = on_close
+        self.max_frame = max_frame
+        self.idle_timeout = idle_timeout
+        self.connections: set[Connection] = set()
+        self.listeners: list[trio.SocketListener] = []
+        self.host: str | None = None
+        self.port: int | None = None
+
+    @property
+    def address(self) -> str:
+        """``host:port`` that peers connect to."""
+        return f"{self.host}:{self.port}"
+
+    async def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Listen and serve until cancelled; ``task_status.started(self)`` once listening."""
+        async with trio.open_nursery() as nursery:
+            self.listeners = await nursery.start(functools.partial(trio.serve_tcp, self.handle_stream, port, host=host))
+            sockname = self.listeners[0].socket.getsockname()
+            self.host, self.port = sockname[0], sockname[1]
+            log.info("remoting server listening on %s", self.address)
+            if self.idle_timeout != math.inf:
+                nursery.start_soon(self.close_idle_connections)
+            task_status.started(self)
+
+    async def close_idle_connections(self) -> None:
+        """Close connections silent for ``idle_timeout`` (Java's IdleStateHandler); one check per quarter."""
+        period = min(self.idle_timeout / 4, 5.0)
+        while True:
+            await trio.sleep(period)
+            limit = trio.current_time() - self.idle_timeout
+            for conn in [c for c in self.connections if c.last_active < limit]:
+                log.info("closing %s: idle for %.0f s", conn.remote_addr, self.idle_timeout)
+                await conn.aclose()
+
+    async def handle_stream(self, stream: trio.abc.Stream, remote_addr: str | None = None) -> None:
+        """Serve one accepted stream until it ends (usable with in-memory streams too)."""
+        conn = Connection(stream, remote_addr, max_frame=self.max_frame)
+        ctx = RequestContext(connection=conn, remote_addr=conn.remote_addr, state=self.state)
+        self.connections.add(conn)
+        try:
+            self._fire(self.on_connect, conn)
+            await conn.serve(self.dispatcher, ctx, inline=True)
+        except Exception:
+            # one connection's failure must never stop the listener
+            log.exception("connection %s failed", conn.remote_addr)
+            await conn.aclose()
+        finally:
+            self.connections.discard(conn)
+            self._fire(self.on_close, conn)
+
+    @staticmethod
+    def _fire(hook: ConnectionHook | None, conn: Connection) -> None:
+        if hook is None:
+            return
+        try:
+            hook(conn)
+        except Exception:
+            log.exception("connection hook failed for %s", conn.remote_addr)
+
+
+async def serve_remoting(
+    dispatcher: Dispatcher,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    state: Any = None,
+    on_connect: ConnectionHook | None = None,
+    on_close: ConnectionHook | None = None,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    idle_timeout: float = math.inf,
+    task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``dispatcher`` on host:port until cancelled; started with the RemotingServer."""
+    server = RemotingServer(
+        dispatcher,
+        state=state,
+        on_connect=on_connect,
+        on_close=on_close,
+        max_frame=max_frame,
+        idle_timeout=idle_timeout,
+    )
+    await server.serve(host, port, task_status=task_status)
