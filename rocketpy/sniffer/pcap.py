@@ -1,109 +1,173 @@
-"""Read RemotingCommands out of pcap/pcapng captures (dpkt does the packet parsing)."""
+"""Read RemotingCommands out of pcap/pcapng captures, from files or pipes.
+
+The readers parse the file formats themselves, reading forward only, so
+``tcpdump -w - | rocketpy sniff -r -`` works for pcapng too (dpkt's
+UniversalReader seeks back to try the second format, which a pipe cannot do).
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import socket
+import struct
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
-import dpkt
+from .packet import Packet, parse_tcp
+from .pairing import Pairer
+from .reassembly import DEFAULT_PORTS, CapturedFrame, Endpoint, Tracker
 
-from ..codecs.command import RemotingCommand
-from ..codecs.errors import CodecError
-from ..codecs.frame import FrameSplitter
-from .reassembly import HalfStream
+__all__ = [
+    "DEFAULT_PORTS",
+    "CapturedFrame",
+    "Endpoint",
+    "CaptureFormatError",
+    "PacketReader",
+    "pair_responses",
+    "read_frames",
+    "read_packets",
+    "read_pcap",
+]
 
-DEFAULT_PORTS = frozenset({9876, 10911, 10909, 10912})
+_CHUNK = 1 << 20
 
-Endpoint = tuple[str, int]
-
-
-@dataclasses.dataclass
-class CapturedFrame:
-    """One whole RemotingCommand frame seen on the wire."""
-
-    ts: float
-    src: Endpoint
-    dst: Endpoint
-    raw: bytes
-    command: RemotingCommand | None
-    error: str | None = None
-
-    @property
-    def conn(self) -> tuple[Endpoint, Endpoint]:
-        """The connection, client side first (the side whose port is not a server port)."""
-        return (self.src, self.dst) if not self.from_server else (self.dst, self.src)
-
-    from_server: bool = False
+_PCAP_MAGIC = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
+    b"\xa1\xb2\xc3\xd4": (">", 1e-6),
+    b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
+    b"\xa1\xb2\x3c\x4d": (">", 1e-9),
+}
+_PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 
 
-def _addr(raw: bytes) -> str:
-    return socket.inet_ntop(socket.AF_INET6 if len(raw) == 16 else socket.AF_INET, raw)
+class CaptureFormatError(ValueError):
+    """The input is neither pcap nor pcapng, or is cut short in a header."""
 
 
-def _tcp_packets(stream: BinaryIO) -> Iterator[tuple[float, str, str, dpkt.tcp.TCP]]:
-    reader = dpkt.pcap.UniversalReader(stream)
-    datalink = reader.datalink()
-    for ts, buf in reader:
-        try:
-            if datalink == dpkt.pcap.DLT_EN10MB:
-                ip = dpkt.ethernet.Ethernet(buf).data
-            elif datalink == dpkt.pcap.DLT_LINUX_SLL:
-                ip = dpkt.sll.SLL(buf).data
-            elif datalink in (dpkt.pcap.DLT_RAW, 101, 228, 229):
-                ip = dpkt.ip.IP(buf) if buf[0] >> 4 == 4 else dpkt.ip6.IP6(buf)
-            elif datalink == dpkt.pcap.DLT_NULL or datalink == dpkt.pcap.DLT_LOOP:
-                ip = dpkt.loopback.Loopback(buf).data
-            else:
-                continue
-        except (dpkt.UnpackError, IndexError):
-            continue
-        if not isinstance(ip, (dpkt.ip.IP, dpkt.ip6.IP6)) or not isinstance(ip.data, dpkt.tcp.TCP):
-            continue
-        yield float(ts), _addr(ip.src), _addr(ip.dst), ip.data
+class PacketReader:
+    """Forward-only pcap/pcapng reader: iterate ``(ts, linktype, frame bytes)``.
+
+    ``bytes_read`` counts consumed input, for a progress bar.
+    """
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        # read1 returns what a pipe has now instead of blocking until the chunk is full,
+        # so `tcpdump -w - | rocketpy sniff -r -` prints as packets come
+        self._read = getattr(stream, "read1", stream.read)
+        self._buf = b""
+        self._pos = 0
+        self.bytes_read = 0
+        self.eof = False
+
+    # -- buffering: read big chunks, slice records out of memory -----------------
+    def _need(self, n: int) -> bool:
+        """Make ``n`` bytes available at the cursor; False at end of input."""
+        while len(self._buf) - self._pos < n:
+            chunk = self._read(max(_CHUNK, n))
+            if not chunk:
+                self.eof = True
+                return False
+            self._buf = self._buf[self._pos :] + chunk
+            self._pos = 0
+        return True
+
+    def _take(self, n: int) -> bytes:
+        data = self._buf[self._pos : self._pos + n]
+        self._pos += n
+        self.bytes_read += n
+        return data
+
+    def __iter__(self) -> Iterator[tuple[float, int, bytes]]:
+        if not self._need(4):
+            return
+        magic = self._buf[self._pos : self._pos + 4]
+        if magic in _PCAP_MAGIC:
+            yield from self._pcap()
+        elif magic == _PCAPNG_SHB:
+            yield from self._pcapng()
+        else:
+            raise CaptureFormatError(f"not a pcap or pcapng capture (magic {magic.hex()})")
+
+    def _pcap(self) -> Iterator[tuple[float, int, bytes]]:
+        if not self._need(24):
+            raise CaptureFormatError("pcap file header is cut short")
+        head = self._take(24)
+        endian, scale = _PCAP_MAGIC[head[:4]]
+        linktype = struct.unpack_from(endian + "I", head, 20)[0] & 0x0FFFFFFF
+        rec = struct.Struct(endian + "IIII")
+        while self._need(16):
+            sec, frac, caplen, _origlen = rec.unpack(self._take(16))
+            if not self._need(caplen):
+                return  # a capture cut off mid-record (tcpdump killed): keep what we have
+            yield sec + frac * scale, linktype, self._take(caplen)
+
+    def _pcapng(self) -> Iterator[tuple[float, int, bytes]]:
+        endian = "<"
+        # per section: interface id → (linktype, seconds per timestamp unit)
+        interfaces: list[tuple[int, float]] = []
+        while self._need(12):
+            head = self._buf[self._pos : self._pos + 12]
+            if head[:4] == _PCAPNG_SHB:
+                endian = "<" if head[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+                interfaces = []
+            btype, blen = struct.unpack_from(endian + "II", head)
+            if blen < 12 or blen % 4:
+                raise CaptureFormatError(f"pcapng block of length {blen}")
+            if not self._need(blen):
+                return
+            block = self._take(blen)
+            if btype == 1:  # interface description
+                linktype = struct.unpack_from(endian + "H", block, 8)[0]
+                interfaces.append((linktype, _if_tsresol(block[16 : blen - 4], endian)))
+            elif btype in (6, 2):  # enhanced packet, obsolete packet
+                if btype == 6:
+                    ifid, hi, lo, caplen = struct.unpack_from(endian + "IIII", block, 8)
+                else:
+                    ifid, _drops, hi, lo, caplen = struct.unpack_from(endian + "HHIII", block, 8)
+                if ifid >= len(interfaces):
+                    continue
+                linktype, unit = interfaces[ifid]
+                yield ((hi << 32) | lo) * unit, linktype, block[28 : 28 + caplen]
+            elif btype == 3 and interfaces:  # simple packet: no timestamp
+                origlen = struct.unpack_from(endian + "I", block, 8)[0]
+                yield 0.0, interfaces[0][0], block[12 : 12 + min(origlen, blen - 16)]
 
 
-class _Direction:
-    def __init__(self) -> None:
-        self.tcp = HalfStream()
-        self.frames = FrameSplitter()
-        self.broken = False
+def _if_tsresol(options: bytes, endian: str) -> float:
+    """Seconds per timestamp unit from an interface's if_tsresol option (default microseconds)."""
+    pos = 0
+    while pos + 4 <= len(options):
+        code, length = struct.unpack_from(endian + "HH", options, pos)
+        if code == 0:
+            break
+        if code == 9 and length >= 1:
+            v = options[pos + 4]
+            return 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0 ** -v
+        pos += 4 + (length + 3) // 4 * 4
+    return 1e-6
+
+
+def read_packets(stream: BinaryIO, reader: PacketReader | None = None) -> Iterator[Packet]:
+    """Every TCP segment of a capture, numbered like tshark numbers frames."""
+    reader = reader or PacketReader(stream)
+    for number, (ts, linktype, buf) in enumerate(reader, 1):
+        pkt = parse_tcp(ts, linktype, buf, number)
+        if pkt is not None:
+            yield pkt
 
 
 def read_frames(stream: BinaryIO, ports: Iterable[int] = DEFAULT_PORTS) -> Iterator[CapturedFrame]:
-    """Every whole frame in capture order of completion, per connection and direction."""
-    ports = frozenset(ports)
-    dirs: dict[tuple[Endpoint, Endpoint], _Direction] = {}
-    for ts, src_ip, dst_ip, tcp in _tcp_packets(stream):
-        if tcp.sport not in ports and tcp.dport not in ports:
-            continue
-        key = ((src_ip, tcp.sport), (dst_ip, tcp.dport))
-        d = dirs.get(key)
-        if d is None or (tcp.flags & dpkt.tcp.TH_SYN and d.tcp.next_seq is not None and not tcp.data):
-            d = dirs[key] = _Direction()
-        if tcp.flags & dpkt.tcp.TH_SYN:
-            d.tcp.syn(tcp.seq)
-            continue
-        data = d.tcp.add(tcp.seq, bytes(tcp.data))
-        if not data or d.broken:
-            continue
-        d.frames.feed(data)
-        try:
-            for raw in d.frames:
-                yield _frame(ts, key, raw, tcp.sport in ports)
-        except CodecError as exc:
-            d.broken = True
-            yield CapturedFrame(ts, key[0], key[1], b"", None, f"stream lost: {exc}", tcp.sport in ports)
+    """Every whole frame of a capture, in the order their last byte was captured.
 
-
-def _frame(ts: float, key: tuple[Endpoint, Endpoint], raw: bytes, from_server: bool) -> CapturedFrame:
-    try:
-        cmd: RemotingCommand | None = RemotingCommand.decode(raw)
-        err = None
-    except CodecError as exc:
-        cmd, err = None, str(exc)
-    return CapturedFrame(ts, key[0], key[1], raw, cmd, err, from_server)
+    Stream notes (gaps, resynchronisations) are dropped; use :class:`Tracker` for those.
+    """
+    tracker = Tracker(ports)
+    for pkt in read_packets(stream):
+        for event in tracker.packet(pkt):
+            if isinstance(event, CapturedFrame):
+                yield event
+    for event in tracker.finish():
+        if isinstance(event, CapturedFrame):
+            yield event
 
 
 def read_pcap(path: str, ports: Iterable[int] = DEFAULT_PORTS) -> list[CapturedFrame]:
@@ -112,25 +176,24 @@ def read_pcap(path: str, ports: Iterable[int] = DEFAULT_PORTS) -> list[CapturedF
 
 
 def pair_responses(frames: Iterable[CapturedFrame]) -> list[tuple[CapturedFrame, CapturedFrame | None]]:
-    """(request, response) pairs by connection and opaque; sets ``request_code`` on responses."""
-    pending: dict[tuple[object, int], CapturedFrame] = {}
+    """(request, response) pairs by connection and opaque; sets ``request_code`` on responses.
+
+    Requests come in capture order with their response or None (oneway, unanswered);
+    a response with no request comes as ``(response, None)`` where it was seen.
+    """
+    pairer = Pairer()
     pairs: list[tuple[CapturedFrame, CapturedFrame | None]] = []
     index: dict[int, int] = {}
     for fr in frames:
         cmd = fr.command
         if cmd is None:
             continue
-        # a request travels src→dst; its response dst→src
+        pairer.add(fr)
         if not cmd.is_response:
             index[id(fr)] = len(pairs)
             pairs.append((fr, None))
-            if not cmd.is_oneway:
-                pending[((fr.src, fr.dst), cmd.opaque)] = fr
+        elif fr.request is None:
+            pairs.append((fr, None))
         else:
-            req = pending.pop(((fr.dst, fr.src), cmd.opaque), None)
-            if req is None:
-                pairs.append((fr, None))
-                continue
-            cmd.request_code = req.command.code if req.command else None
-            pairs[index[id(req)]] = (req, fr)
+            pairs[index[id(fr.request)]] = (fr.request, fr)
     return pairs

@@ -1,0 +1,239 @@
+"""``rocketpy sniff`` and ``rocketpy proxy``: argparse wiring and the source loops."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, BinaryIO
+
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+from .pcap import CaptureFormatError, PacketReader, read_packets
+from .reassembly import DEFAULT_PORTS, Tracker
+from .render import JsonOutput, LineOutput, NullOutput, Output
+from .session import FrameFilter, Session, parse_codes
+from .stats import Stats
+
+#: progress is redrawn at most every this many packets (a redraw costs more than a packet)
+_PROGRESS_EVERY = 4096
+
+
+def _ports(values: list[str] | None) -> frozenset[int]:
+    if not values:
+        return DEFAULT_PORTS
+    ports = set()
+    for value in values:
+        for part in value.split(","):
+            if part.strip():
+                ports.add(int(part))
+    return frozenset(ports)
+
+
+def _output_arguments(p: argparse.ArgumentParser) -> None:
+    out = p.add_argument_group("output")
+    out.add_argument("-V", "--verbose", action="store_true", help="full typed header and decoded body")
+    out.add_argument("--json", action="store_true", help="JSON lines, one object per RemotingCommand")
+    out.add_argument("--stats", action="store_true", help="a summary at the end (counts, errors, latency, topics)")
+    out.add_argument("-q", "--quiet", action="store_true", help="no per-command output (use with --stats)")
+    out.add_argument("-c", "--count", type=int, metavar="N", help="stop after N shown commands")
+    out.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (live, proxy)")
+    flt = p.add_argument_group("filters (repeatable or comma-separated; a response follows its request)")
+    flt.add_argument("--code", action="append", metavar="CODE",
+                     help="request code number or name, or a response code name (e.g. TOPIC_NOT_EXIST)")
+    flt.add_argument("--topic", action="append", metavar="TOPIC")
+    flt.add_argument("--group", action="append", metavar="GROUP", help="producer or consumer group")
+
+
+def add_parsers(subparsers: Any) -> None:
+    """Register ``sniff`` and ``proxy`` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "sniff",
+        help="decode RemotingCommands from a capture file, stdin or a live interface",
+        description="Decode every RemotingCommand on the wire, pair responses with requests, time them.",
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("-r", "--read", metavar="FILE", help="pcap or pcapng file, - for stdin (tcpdump -w -)")
+    src.add_argument("-i", "--interface", metavar="IFACE", help="live capture (root or CAP_NET_RAW); any for all")
+    p.add_argument("--port", action="append", metavar="PORT",
+                   help=f"server ports (default {','.join(map(str, sorted(DEFAULT_PORTS)))})")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar while reading a file (default: when stderr is a terminal)")
+    _output_arguments(p)
+    p.set_defaults(func=cmd_sniff)
+
+    q = subparsers.add_parser(
+        "proxy",
+        help="decoding TCP proxy in front of a NameServer or broker (no privilege needed)",
+        description="Forward HOST:PORT to the upstream byte for byte and print every command both ways.",
+    )
+    q.add_argument("--listen", required=True, metavar="HOST:PORT")
+    q.add_argument("--upstream", required=True, metavar="HOST:PORT")
+    _output_arguments(q)
+    q.set_defaults(func=cmd_proxy)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry (``python -m rocketpy.sniffer.cli sniff ...``)."""
+    parser = argparse.ArgumentParser(prog="rocketpy")
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+def _session(args: argparse.Namespace) -> tuple[Session, Console]:
+    console = Console(soft_wrap=True, highlight=False)  # no file: follows sys.stdout (capsys, progress)
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    output: Output
+    if args.quiet:
+        output = NullOutput()
+    elif args.json:
+        output = JsonOutput(sys.stdout, args.verbose, errors)
+    else:
+        output = LineOutput(console, args.verbose)
+    requests, responses = parse_codes(args.code or [])
+    flt = FrameFilter(requests, responses, frozenset(args.topic or ()), frozenset(args.group or ()))
+    return Session(output, Stats() if args.stats else None, flt, args.count), console
+
+
+def _finish(session: Session, args: argparse.Namespace, console: Console) -> None:
+    session.finish()
+    if session.stats is not None:
+        if args.json:
+            sys.stdout.write(json.dumps({"stats": session.stats.as_dict()}, ensure_ascii=False) + "\n")
+        else:
+            if not console.is_terminal:
+                console.width = max(console.width, 160)  # tables in a file or pipe: do not squeeze names
+            session.stats.render(console)
+    sys.stdout.flush()
+
+
+def _fail(message: str) -> int:
+    Console(stderr=True, highlight=False).print(f"[bold red]rocketpy:[/] {message}")
+    return 2
+
+
+def cmd_sniff(args: argparse.Namespace) -> int:
+    try:
+        session, console = _session(args)
+        ports = _ports(args.port)
+    except ValueError as exc:
+        return _fail(str(exc))
+    try:
+        if args.read is not None:
+            _sniff_file(args, session, ports)
+        else:
+            _sniff_live(args, session, ports)
+    except (OSError, CaptureFormatError, RuntimeError) as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        pass
+    _finish(session, args, console)
+    return 0
+
+
+def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int]) -> None:
+    stream: BinaryIO
+    if args.read == "-":
+        stream, size = sys.stdin.buffer, None
+    else:
+        stream = open(args.read, "rb")  # noqa: SIM115 - closed below
+        size = os.fstat(stream.fileno()).st_size
+    show = args.progress if args.progress is not None else (size is not None and sys.stderr.isatty())
+    reader = PacketReader(stream)
+    tracker = Tracker(ports)
+    try:
+        if show and size:
+            with Progress(
+                TextColumn("[progress.description]{task.description}"),
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            ) as progress:
+                task = progress.add_task(os.path.basename(args.read), total=size)
+                for i, pkt in enumerate(read_packets(stream, reader)):
+                    session.events(tracker.packet(pkt))
+                    if session.done:
+                        break
+                    if i % _PROGRESS_EVERY == 0:
+                        progress.update(task, completed=reader.bytes_read)
+        else:
+            piped = size is None  # a pipe (tcpdump -w -): show each command as it comes
+            for pkt in read_packets(stream, reader):
+                events = tracker.packet(pkt)
+                if events:
+                    session.events(events)
+                    if piped:
+                        sys.stdout.flush()
+                if session.done:
+                    break
+        session.events(tracker.finish())
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def _sniff_live(args: argparse.Namespace, session: Session, ports: frozenset[int]) -> None:
+    from .live import capture
+
+    tracker = Tracker(ports)
+    deadline = time.monotonic() + args.duration if args.duration else None
+    Console(stderr=True, highlight=False).print(f"capturing on {args.interface} (ports {sorted(ports)}), Ctrl-C stops")
+    try:
+        for pkt in capture(args.interface):
+            if pkt is not None and (events := tracker.packet(pkt)):
+                session.events(events)
+                sys.stdout.flush()
+            if session.done or (deadline is not None and time.monotonic() >= deadline):
+                break
+    finally:
+        session.events(tracker.finish())
+
+
+def cmd_proxy(args: argparse.Namespace) -> int:
+    import trio
+
+    from .proxy import parse_hostport, serve_proxy
+
+    try:
+        session, console = _session(args)
+        listen = parse_hostport(args.listen)
+        upstream = parse_hostport(args.upstream)
+    except ValueError as exc:
+        return _fail(str(exc))
+
+    async def run() -> None:
+        with trio.move_on_after(args.duration if args.duration else float("inf")) as scope:
+
+            def on_event(ev: Any) -> None:
+                session.event(ev)
+                sys.stdout.flush()
+                if session.done:
+                    scope.cancel()
+
+            async with trio.open_nursery() as nursery:
+                listeners = await nursery.start(serve_proxy, listen, upstream, on_event)
+                bound = ", ".join(f"{s.socket.getsockname()[0]}:{s.socket.getsockname()[1]}" for s in listeners)
+                Console(stderr=True, highlight=False).print(
+                    f"proxying {bound} → {upstream[0]}:{upstream[1]}, Ctrl-C stops"
+                )
+
+    try:
+        trio.run(run)
+    except OSError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        pass
+    _finish(session, args, console)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Cutting one direction's bytes into frames, and finding frame starts again when lost.
+
+A stream whose start was not captured, or that lost bytes in a gap, is
+resynchronised by scanning for the next plausible frame: a sane length, a known
+serialize type and a header that actually decodes to believable values.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from ..codecs.command import RemotingCommand
+from ..codecs.errors import CodecError
+from ..codecs.frame import DEFAULT_MAX_FRAME, decode_rocketmq_header
+
+_PREFIX = struct.Struct(">iI")
+
+# A frame start: length, then header_info with serialize type 0 (JSON, header
+# opening with '{') or 1 (ROCKETMQ, header length below 16 MiB so its top byte is 0).
+_CANDIDATE = re.compile(rb"\x00[\x00-\xff]{3}\{|\x01\x00[\x00-\xff]{2}", re.S)
+#: a resync candidate whose header claims more than this is not believed
+_MAX_RESYNC_HEADER = 1 << 20
+_MIN_BINARY_HEADER = 2 + 1 + 2 + 4 + 4 + 4 + 4
+
+
+class StreamDecoder:
+    """Cut one direction's bytes into frames, resynchronising when the start is unknown.
+
+    ``feed`` returns ``(frames, skipped)``: whole frames with their length prefix,
+    and, when a frame start was just found again, how many bytes were thrown away
+    looking for it (one number per resync, however many feeds the search took).
+    """
+
+    def __init__(self, synced: bool = True, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.synced = synced
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._pos = 0
+        #: bytes thrown away by the resync in progress
+        self.searching = 0
+        self.skipped = 0
+        self.resyncs = 0
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf) - self._pos
+
+    def lose_sync(self) -> None:
+        """Bytes went missing: drop the partial frame and look for the next start."""
+        self.searching += self.buffered
+        self._buf.clear()
+        self._pos = 0
+        self.synced = False
+
+    def feed(self, data: bytes, final: bool = False) -> tuple[list[bytes], int]:
+        """Add bytes. ``final``: no more will come, so a frame start that cannot be told
+        from what is buffered is not one (keep scanning past it instead of waiting)."""
+        if self._pos and self._pos == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        self._buf += data
+        frames: list[bytes] = []
+        reported = 0
+        buf = self._buf
+        while True:
+            if not self.synced:
+                n, found = self._scan(final)
+                self.searching += n
+                if not found:
+                    break
+                reported += self.searching
+                self.skipped += self.searching
+                self.searching = 0
+            pos = self._pos
+            if len(buf) - pos < 8:
+                break
+            length, _info = _PREFIX.unpack_from(buf, pos)
+            if length < 4 or length + 4 > self.max_frame:
+                # not a frame boundary after all: the stream is out of step
+                self.synced = False
+                self._pos += 1
+                self.searching += 1
+                continue
+            end = pos + 4 + length
+            if len(buf) < end:
+                break
+            frames.append(bytes(buf[pos:end]))
+            self._pos = end
+        if self._pos > 65536:
+            del buf[: self._pos]
+            self._pos = 0
+        return frames, reported
+
+    def _scan(self, final: bool = False) -> tuple[int, bool]:
+        """Move the cursor to the next plausible frame start. (bytes skipped, found)."""
+        buf, start = self._buf, self._pos
+        pos = start
+        while True:
+            verdict = _plausible(buf, pos, self.max_frame)
+            if verdict is None and final and pos < len(buf):
+                verdict = False
+            if verdict is None:  # undecided: wait for more bytes
+                self._pos = pos
+                return pos - start, False
+            if verdict:
+                self._pos = pos
+                self.synced = True
+                self.resyncs += 1
+                return pos - start, True
+            m = _CANDIDATE.search(buf, pos + 5)
+            if m is None:
+                if final:
+                    self._pos = len(buf)
+                    return len(buf) - start, False
+                # keep the last 8 bytes: a start the pattern could not match yet (it needs
+                # 9 bytes) may straddle the next read
+                pos = max(pos + 1, len(buf) - 8)
+                self._pos = pos
+                return pos - start, False
+            pos = m.start() - 4
+
+
+#: resync accepts only values a real header has: request/response codes and MQVersion
+#: ordinals are far below these, LanguageCode has a dozen members
+_MAX_CODE = 4096
+_MAX_VERSION = 4096
+_MAX_LANGUAGE = 63
+_JSON_SECOND = frozenset(b'"} \t\r\n')
+_BINARY_FIXED = struct.Struct(">hBhii")
+_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*\Z")
+
+
+def _plausible(buf: bytearray, pos: int, max_frame: int) -> bool | None:
+    """Is a frame starting at ``pos``? None when more bytes are needed to tell.
+
+    Only used while resynchronising, so it can afford a full header decode: random
+    bytes inside a message body must not pass for a frame and swallow real ones.
+    """
+    if len(buf) - pos < 9:
+        return None
+    length, info = _PREFIX.unpack_from(buf, pos)
+    stype, hlen = info >> 24, info & 0xFFFFFF
+    if length < 4 or length + 4 > max_frame or hlen > length - 4 or hlen > _MAX_RESYNC_HEADER:
+        return False
+    avail = len(buf) - pos
+    if stype == 0:
+        if hlen < 2 or buf[pos + 8] != 0x7B:  # '{'
+            return False
+        if avail > 9 and buf[pos + 9] not in _JSON_SECOND:  # a key or the end must follow
+            return False
+    elif stype == 1:
+        if hlen < _MIN_BINARY_HEADER:
+            return False
+        if avail >= 8 + 13:  # judge the fixed fields before waiting for the whole header
+            code, language, version, _opaque, flag = _BINARY_FIXED.unpack_from(buf, pos + 8)
+            if flag & ~3 or not 0 <= code < _MAX_CODE or not 0 <= version < _MAX_VERSION or language > _MAX_LANGUAGE:
+                return False
+    else:
+        return False
+    if avail < 8 + hlen:
+        return None
+    header = bytes(buf[pos + 8 : pos + 8 + hlen])
+    try:
+        if stype == 0:
+            cmd = RemotingCommand.decode(_PREFIX.pack(4 + hlen, info) + header)
+            code, flag, version = cmd.code, cmd.flag, cmd.version
+            language = 0
+            keys = list(cmd.ext_fields or ())
+        else:
+            fields = decode_rocketmq_header(header)
+            code, flag, version, language = (int(fields[k]) for k in ("code", "flag", "version", "language"))  # type: ignore[call-overload]
+            keys = list(fields["ext_fields"] or ())  # type: ignore[call-overload]
+    except (CodecError, RecursionError):
+        return False
+    if flag & ~3 or not 0 <= code < _MAX_CODE or not 0 <= version < _MAX_VERSION or language > _MAX_LANGUAGE:
+        return False
+    return all(_KEY.match(k) for k in keys)  # header fields are Java identifiers

@@ -1,0 +1,157 @@
+"""``--stats``: per-code counts, error codes, latency percentiles, bytes per topic."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..codecs.codes import request_code_name, response_code_name
+from .describe import topic_of
+from .reassembly import CapturedFrame, StreamNote
+
+PERCENTILES = (50, 90, 99)
+
+
+def percentile(sorted_values: list[float], p: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.frames = 0
+        self.bytes = 0
+        self.undecodable = 0
+        self.requests: Counter[str] = Counter()
+        self.oneway: Counter[str] = Counter()
+        self.responses: Counter[tuple[str, str]] = Counter()
+        self.errors: Counter[tuple[str, str]] = Counter()
+        self.latencies: defaultdict[str, list[float]] = defaultdict(list)
+        #: topic → [frames, bytes]
+        self.topics: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.unpaired_responses = 0
+        self.unanswered: Counter[str] = Counter()
+        self.notes: Counter[str] = Counter()
+        self.note_bytes: Counter[str] = Counter()
+        self.first_ts: float | None = None
+        self.last_ts: float | None = None
+
+    def add(self, fr: CapturedFrame) -> None:
+        self.frames += 1
+        self.bytes += len(fr.raw)
+        if self.first_ts is None:
+            self.first_ts = fr.ts
+        self.last_ts = fr.ts
+        cmd = fr.command
+        if cmd is None:
+            self.undecodable += 1
+            return
+        if cmd.is_response:
+            req = fr.request.command if fr.request is not None else None
+            if req is None:
+                self.unpaired_responses += 1
+                rname = "(no request)"
+            else:
+                rname = request_code_name(req.code)
+                if fr.latency is not None:
+                    self.latencies[rname].append(fr.latency)
+            resp = response_code_name(cmd.code)
+            self.responses[(rname, resp)] += 1
+            if cmd.code != 0:
+                self.errors[(rname, f"{cmd.code} {resp}")] += 1
+        else:
+            self.requests[request_code_name(cmd.code)] += 1
+            if cmd.is_oneway:
+                self.oneway[request_code_name(cmd.code)] += 1
+        topic = topic_of(fr)
+        if topic is not None:
+            entry = self.topics[topic]
+            entry[0] += 1
+            entry[1] += len(fr.raw)
+
+    def note(self, note: StreamNote) -> None:
+        self.notes[note.kind] += 1
+        self.note_bytes[note.kind] += note.size
+
+    def finish(self, outstanding: list[CapturedFrame]) -> None:
+        """Requests never answered (still pending at the end)."""
+        for fr in outstanding:
+            if fr.command is not None:
+                self.unanswered[request_code_name(fr.command.code)] += 1
+
+    def latency_row(self, name: str) -> dict[str, float]:
+        values = sorted(self.latencies[name])
+        row = {f"p{p}": percentile(values, p) * 1000 for p in PERCENTILES}
+        row["max"] = values[-1] * 1000
+        row["mean"] = sum(values) / len(values) * 1000
+        return row
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "frames": self.frames,
+            "bytes": self.bytes,
+            "undecodable": self.undecodable,
+            "requests": dict(self.requests.most_common()),
+            "oneway": dict(self.oneway.most_common()),
+            "responses": {f"{r} {c}": n for (r, c), n in self.responses.most_common()},
+            "errors": {f"{r} {c}": n for (r, c), n in self.errors.most_common()},
+            "latency_ms": {
+                name: {"count": len(v), **{k: round(x, 3) for k, x in self.latency_row(name).items()}}
+                for name, v in sorted(self.latencies.items())
+            },
+            "topics": {t: {"frames": f, "bytes": b} for t, (f, b) in sorted(self.topics.items())},
+            "unpaired_responses": self.unpaired_responses,
+            "unanswered_requests": dict(self.unanswered.most_common()),
+            "notes": {k: {"count": n, "bytes": self.note_bytes[k]} for k, n in self.notes.items()},
+        }
+
+    def render(self, console: Console) -> None:
+        span = (self.last_ts or 0) - (self.first_ts or 0)
+        console.print(
+            f"[bold]{self.frames}[/] commands, {self.bytes} bytes over {span:.3f} s; "
+            f"{self.unpaired_responses} responses without request, {self.undecodable} undecodable"
+        )
+        t = Table(title="Requests by code")
+        for col in ("request", "count", "oneway", "unanswered", "p50 ms", "p90 ms", "p99 ms", "max ms"):
+            t.add_column(col, justify="left" if col == "request" else "right")
+        for name, n in self.requests.most_common():
+            lat = self.latency_row(name) if self.latencies.get(name) else {}
+            cells = [f"{lat[k]:.3f}" if k in lat else "" for k in ("p50", "p90", "p99", "max")]
+            t.add_row(name, str(n), str(self.oneway.get(name, "")), str(self.unanswered.get(name, "")), *cells)
+        console.print(t)
+        if self.responses:
+            t = Table(title="Responses")
+            t.add_column("request")
+            t.add_column("response code")
+            t.add_column("count", justify="right")
+            for (req, resp), n in sorted(self.responses.items()):
+                t.add_row(req, resp, str(n), style="red" if resp != "SUCCESS" else None)
+            console.print(t)
+        if self.errors:
+            t = Table(title="Error responses")
+            t.add_column("request")
+            t.add_column("code")
+            t.add_column("count", justify="right")
+            for (req, code), n in self.errors.most_common():
+                t.add_row(req, code, str(n))
+            console.print(t)
+        if self.topics:
+            t = Table(title="Bytes per topic")
+            t.add_column("topic")
+            t.add_column("commands", justify="right")
+            t.add_column("bytes", justify="right")
+            for topic, (f, b) in sorted(self.topics.items(), key=lambda kv: -kv[1][1]):
+                t.add_row(topic, str(f), str(b))
+            console.print(t)
+        if self.notes:
+            console.print(
+                "stream notes: " + ", ".join(f"{k} ×{n} ({self.note_bytes[k]} bytes)" for k, n in self.notes.items()),
+                style="yellow",
+            )
