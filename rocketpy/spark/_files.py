@@ -1,0 +1,164 @@
+"""Finding the files a data source reads, and opening them without reading them whole.
+
+Listing happens on the driver (``DataSourceReader.partitions``); executors open the
+files by path, so on a cluster the store or the captures must sit on a filesystem
+every executor mounts at the same path (NFS, a shared volume).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import mmap
+import os
+from collections.abc import Iterator, Mapping
+
+_DIGITS = frozenset("0123456789")
+
+
+def option_paths(options: Mapping[str, str]) -> list[str]:
+    """The paths given to ``load()``: ``path`` for one, ``paths`` (a JSON list) for several.
+
+    Spark passes several paths as a JSON array under ``paths``; a comma-separated
+    string is accepted too for ``.option("paths", "a,b")``.
+    """
+    out: list[str] = []
+    if options.get("path"):
+        out.append(options["path"])
+    raw = options.get("paths")
+    if raw:
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = [p for p in raw.split(",") if p]
+        out.extend([parsed] if isinstance(parsed, str) else parsed)
+    if not out:
+        raise ValueError("no path given: use .load(path) or .load([path, ...])")
+    return out
+
+
+def expand(paths: list[str]) -> list[str]:
+    """Glob each path (a pattern that matches nothing is an error, like Spark's file sources)."""
+    out: list[str] = []
+    for p in paths:
+        p = os.path.expanduser(p.removeprefix("file://"))
+        if glob.has_magic(p):
+            hits = sorted(glob.glob(p))
+            if not hits:
+                raise FileNotFoundError(f"no file matches {p}")
+            out.extend(hits)
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            raise FileNotFoundError(p)
+    return out
+
+
+def _is_offset_name(name: str) -> bool:
+    # MappedFileQueue names files by their first offset, 20 digits zero-padded.
+    return bool(name) and set(name) <= _DIGITS
+
+
+def _files_under(path: str) -> list[str]:
+    found: list[str] = []
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        found.extend(os.path.join(root, f) for f in sorted(files))
+    return found
+
+
+def store_subdir(path: str, name: str) -> str:
+    """``path/name`` when ``path`` is a store directory holding it, else ``path``."""
+    sub = os.path.join(path, name)
+    return sub if os.path.isdir(path) and os.path.isdir(sub) else path
+
+
+def commitlog_files(paths: list[str]) -> list[tuple[str, int]]:
+    """(file, first CommitLog offset) for a store dir, a commitlog dir or single files.
+
+    The offset comes from the file name as the broker names it; a file given
+    explicitly under another name is taken to start at offset 0.
+    """
+    out: list[tuple[str, int]] = []
+    for p in expand(paths):
+        p = store_subdir(p, "commitlog")
+        if os.path.isdir(p):
+            names = sorted(n for n in os.listdir(p) if _is_offset_name(n) and os.path.isfile(os.path.join(p, n)))
+            out.extend((os.path.join(p, n), int(n)) for n in names)
+        else:
+            name = os.path.basename(p)
+            out.append((p, int(name) if _is_offset_name(name) else 0))
+    return sorted(out, key=lambda t: (t[1], t[0]))
+
+
+def consumequeue_files(paths: list[str]) -> list[tuple[str, str, int, int]]:
+    """(file, topic, queue id, first byte offset in the queue) under ``consumequeue/<topic>/<queueId>/``.
+
+    Accepts a store dir, the consumequeue dir, a topic dir, a queue dir or a file;
+    the topic and queue id are read from the two directory names above each file.
+    """
+    out: list[tuple[str, str, int, int]] = []
+    for p in expand(paths):
+        p = store_subdir(p, "consumequeue")
+        files = _files_under(p) if os.path.isdir(p) else [p]
+        for f in files:
+            name = os.path.basename(f)
+            qdir = os.path.dirname(os.path.abspath(f))
+            qid = os.path.basename(qdir)
+            topic = os.path.basename(os.path.dirname(qdir))
+            if not _is_offset_name(name) or not qid.lstrip("-").isdigit():
+                continue
+            out.append((f, topic, int(qid), int(name)))
+    return sorted(out, key=lambda t: (t[1], t[2], t[3]))
+
+
+def index_files(paths: list[str]) -> list[str]:
+    """IndexFiles (named by creation time, 17 digits) in a store dir, the index dir, or given files."""
+    out: list[str] = []
+    for p in expand(paths):
+        p = store_subdir(p, "index")
+        if os.path.isdir(p):
+            out.extend(os.path.join(p, n) for n in sorted(os.listdir(p)) if _is_offset_name(n))
+        else:
+            out.append(p)
+    return out
+
+
+PCAP_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dump")
+
+
+def pcap_files(paths: list[str]) -> list[str]:
+    """Capture files: given files as they are, directories searched for pcap/pcapng files."""
+    out: list[str] = []
+    for p in expand(paths):
+        if os.path.isdir(p):
+            out.extend(f for f in _files_under(p) if f.endswith(PCAP_SUFFIXES))
+        else:
+            out.append(p)
+    return out
+
+
+@contextlib.contextmanager
+def mapped(path: str) -> Iterator[mmap.mmap | bytes]:
+    """The file mapped read-only: the OS pages it in as the walk advances, nothing is copied whole.
+
+    An empty file cannot be mapped; it reads as ``b""``.
+    """
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            yield b""
+            return
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            with contextlib.suppress(AttributeError, OSError):
+                mm.madvise(mmap.MADV_SEQUENTIAL)  # records are walked front to back
+            yield mm
+        finally:
+            try:
+                mm.close()
+            except BufferError:
+                # A view of it is still alive (an exception unwound past its release);
+                # the mapping goes when that view is collected.
+                pass

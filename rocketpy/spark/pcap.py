@@ -1,0 +1,356 @@
+"""Captures as rows: one per RemotingCommand, or one per message carried when exploded.
+
+Frames come from :func:`rocketpy.sniffer.pcap.read_frames`, which streams the capture.
+Pairing happens here, also streaming: a request's row is held until its response
+arrives, so both rows carry the latency and the request's row its outcome. Held
+requests are bounded: past ``pairTimeoutSeconds`` of capture time without an answer
+(a long-poll still parked, a lost response) the request is given up and emitted
+unpaired, so a capture of any length is read in bounded memory.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..codecs.codes import LanguageCode, MessageConst, RequestCode, ResponseCode, request_code_name, response_code_name
+from ..codecs.command import RemotingCommand
+from ..codecs.errors import CodecError
+from ..codecs.message import Message, MessageExt, decode_batch, decode_message, decode_messages, string_to_properties
+from ..codecs.payload import MESSAGE_RECORD_REQUESTS, MESSAGE_RECORD_RESPONSES, RAW_MESSAGE_BODY_REQUESTS
+from ..sniffer.pcap import DEFAULT_PORTS, CapturedFrame, read_frames
+from ._columns import BatchBuilder
+
+__all__ = ["PCAP_COLUMNS", "PcapOptions", "pcap_batches"]
+
+PCAP_COLUMNS: list[tuple[str, str]] = [
+    ("file", "string"),
+    ("frame_index", "long"),  # order in which frames completed in this capture
+    ("ts", "double"),  # capture time, epoch seconds
+    ("time", "timestamp"),
+    ("src", "string"),
+    ("dst", "string"),
+    ("client", "string"),  # the connection's client end (ip:port)
+    ("server", "string"),  # the connection's server end (name server or broker port)
+    ("from_server", "bool"),
+    ("direction", "string"),  # "to_server" or "to_client"
+    ("kind", "string"),  # "request", "response", or "error" for a frame that did not decode
+    ("code", "int"),  # as on the wire: a request code or a response code
+    ("code_name", "string"),
+    ("request_code", "int"),  # the request's code, on both rows of a pair
+    ("request_code_name", "string"),
+    ("response_code", "int"),  # the response's code, on both rows of a pair
+    ("response_code_name", "string"),
+    ("opaque", "int"),
+    ("flag", "int"),
+    ("oneway", "bool"),
+    ("language", "string"),
+    ("version", "int"),
+    ("serialize_type", "string"),
+    ("remark", "string"),
+    ("ext_fields", "map"),
+    ("topic", "string"),  # from the header; a response takes its request's
+    ("group", "string"),  # producer or consumer group, likewise
+    ("queue_id", "int"),
+    ("body_size", "int"),
+    ("frame_size", "int"),
+    ("paired", "bool"),
+    ("latency_ms", "double"),  # response time minus request time, on both rows
+    ("error", "string"),
+    # Filled when messages are exploded (option explodeMessages): one row per message.
+    ("msg_index", "int"),
+    ("msg_topic", "string"),
+    ("msg_queue_id", "int"),
+    ("msg_queue_offset", "long"),
+    ("msg_commit_log_offset", "long"),
+    ("msg_id", "string"),  # offset msg id of a stored record (PULL, QUERY, VIEW, CHECK)
+    ("msg_uniq_key", "string"),
+    ("msg_tags", "string"),
+    ("msg_keys", "strings"),
+    ("msg_properties", "map"),
+    ("msg_body_size", "int"),
+    ("msg_flag", "int"),
+    ("msg_sys_flag", "int"),
+    ("msg_reconsume_times", "int"),
+    ("msg_born_timestamp", "long"),
+    ("msg_store_timestamp", "long"),
+    ("msg_born_host", "string"),
+    ("msg_store_host", "string"),
+]
+
+# Header fields carrying the topic, group and queue. SendMessageRequestHeaderV2 (the
+# codes below) uses one-letter names: a = producerGroup, b = topic, e = queueId, i = properties.
+_V2_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2})
+_TOPIC_FIELDS = ("topic", "originTopic")
+_GROUP_FIELDS = ("consumerGroup", "producerGroup", "group")
+_QUEUE_FIELDS = ("queueId",)
+
+
+@dataclass(frozen=True, slots=True)
+class PcapOptions:
+    """Reader options (``.option(name, value)``, names case-insensitive)."""
+
+    explode_messages: bool = False  # explodeMessages
+    ports: frozenset[int] = DEFAULT_PORTS  # ports: comma-separated server ports
+    pair_timeout: float = 300.0  # pairTimeoutSeconds: give up on an unanswered request after this
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> PcapOptions:
+        lowered = {k.lower(): v for k, v in options.items()}
+        ports = lowered.get("ports")
+        return cls(
+            explode_messages=lowered.get("explodemessages", "false").strip().lower() in ("1", "true", "yes"),
+            ports=frozenset(int(p) for p in ports.split(",") if p.strip()) if ports else DEFAULT_PORTS,
+            pair_timeout=float(lowered.get("pairtimeoutseconds", "300")),
+        )
+
+
+def _endpoint(ep: tuple[str, int]) -> str:
+    return f"{ep[0]}:{ep[1]}"
+
+
+def _int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _first(ext: Mapping[str, str], names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = ext.get(name)
+        if value:
+            return value
+    return None
+
+
+def _where(cmd: RemotingCommand) -> tuple[str | None, str | None, int | None]:
+    """(topic, group, queue id) named in a command's header fields."""
+    ext = cmd.ext_fields or {}
+    if not cmd.is_response and cmd.code in _V2_CODES:
+        return ext.get("b"), ext.get("a"), _int(ext.get("e"))
+    return _first(ext, _TOPIC_FIELDS), _first(ext, _GROUP_FIELDS), _int(_first(ext, _QUEUE_FIELDS))
+
+
+def _message_values(msg: Message, index: int) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "msg_index": index,
+        "msg_topic": msg.topic,
+        "msg_uniq_key": msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+        "msg_tags": msg.tags,
+        "msg_keys": msg.keys,
+        "msg_properties": msg.properties,
+        "msg_body_size": len(msg.body),
+        "msg_flag": msg.flag,
+    }
+    if isinstance(msg, MessageExt):
+        try:
+            msg_id: str | None = msg.msg_id
+        except CodecError:
+            msg_id = None
+        values.update(
+            msg_queue_id=msg.queue_id,
+            msg_queue_offset=msg.queue_offset,
+            msg_commit_log_offset=msg.commit_log_offset,
+            msg_id=msg_id,
+            msg_sys_flag=msg.sys_flag,
+            msg_reconsume_times=msg.reconsume_times,
+            msg_born_timestamp=msg.born_timestamp,
+            msg_store_timestamp=msg.store_timestamp,
+            msg_born_host=msg.born_host,
+            msg_store_host=msg.store_host,
+        )
+    return values
+
+
+def _sent_message(cmd: RemotingCommand, topic: str | None, queue_id: int | None) -> dict[str, Any]:
+    """The one message of a SEND / reply request: body from the frame, the rest from the header."""
+    ext = cmd.ext_fields or {}
+    v2 = cmd.code in _V2_CODES
+    props = string_to_properties(ext.get("i") if v2 else ext.get("properties"))
+    flag = _int(ext.get("h" if v2 else "flag")) or 0
+    msg = Message(topic=topic or "", body=cmd.body or b"", flag=flag, properties=props)
+    values = _message_values(msg, 0)
+    values.update(
+        msg_queue_id=queue_id,
+        msg_sys_flag=_int(ext.get("f" if v2 else "sysFlag")),
+        msg_born_timestamp=_int(ext.get("g" if v2 else "bornTimestamp")),
+        msg_reconsume_times=_int(ext.get("j" if v2 else "reconsumeTimes")),
+        msg_born_host=ext.get("bornHost"),
+        msg_store_host=ext.get("storeHost"),
+        msg_store_timestamp=_int(ext.get("storeTimestamp")),
+    )
+    return values
+
+
+def carried_messages(cmd: RemotingCommand, topic: str | None, queue_id: int | None) -> list[dict[str, Any]]:
+    """Message columns for each message ``cmd`` carries (empty when it carries none).
+
+    Responses must have ``request_code`` set (pairing does it). Bodies are decoded
+    without decompressing: sizes are as they travelled.
+    """
+    if not cmd.body:
+        return []
+    if cmd.is_response:
+        if cmd.code == ResponseCode.SUCCESS and cmd.request_code in MESSAGE_RECORD_RESPONSES:
+            return [_message_values(m, i) for i, m in enumerate(decode_messages(cmd.body, decompress=False))]
+        return []
+    if cmd.code in RAW_MESSAGE_BODY_REQUESTS:
+        return [_sent_message(cmd, topic, queue_id)]
+    if cmd.code == RequestCode.SEND_BATCH_MESSAGE:
+        out = []
+        for i, m in enumerate(decode_batch(cmd.body, topic or "")):
+            values = _message_values(m, i)
+            values["msg_queue_id"] = queue_id
+            out.append(values)
+        return out
+    if cmd.code in MESSAGE_RECORD_REQUESTS:
+        return [_message_values(decode_message(cmd.body, decompress=False), 0)]
+    return []
+
+
+def _language(cmd: RemotingCommand) -> str:
+    lang = cmd.language
+    return lang.name if isinstance(lang, LanguageCode) else str(lang)
+
+
+class _Row:
+    """A frame's row while it waits for its pair."""
+
+    __slots__ = ("frame", "index", "values")
+
+    def __init__(self, frame: CapturedFrame, index: int, values: dict[str, Any]) -> None:
+        self.frame = frame
+        self.index = index
+        self.values = values
+
+
+def _base_values(path: str, index: int, fr: CapturedFrame) -> dict[str, Any]:
+    client, server = fr.conn
+    values: dict[str, Any] = {
+        "file": path,
+        "frame_index": index,
+        "ts": fr.ts,
+        "time": int(round(fr.ts * 1_000_000)),
+        "src": _endpoint(fr.src),
+        "dst": _endpoint(fr.dst),
+        "client": _endpoint(client),
+        "server": _endpoint(server),
+        "from_server": fr.from_server,
+        "direction": "to_client" if fr.from_server else "to_server",
+        "frame_size": len(fr.raw),
+        "paired": False,
+        "error": fr.error,
+    }
+    cmd = fr.command
+    if cmd is None:
+        values["kind"] = "error"
+        return values
+    topic, group, queue_id = _where(cmd)
+    values.update(
+        kind="response" if cmd.is_response else "request",
+        code=cmd.code,
+        code_name=response_code_name(cmd.code) if cmd.is_response else request_code_name(cmd.code),
+        opaque=cmd.opaque,
+        flag=cmd.flag,
+        oneway=cmd.is_oneway,
+        language=_language(cmd),
+        version=cmd.version,
+        serialize_type=cmd.serialize_type.name,
+        remark=cmd.remark,
+        ext_fields=cmd.ext_fields,
+        topic=topic,
+        group=group,
+        queue_id=queue_id,
+        body_size=len(cmd.body) if cmd.body else 0,
+    )
+    if cmd.is_response:
+        values.update(response_code=cmd.code, response_code_name=values["code_name"])
+    else:
+        values.update(request_code=cmd.code, request_code_name=values["code_name"])
+    return values
+
+
+class _Emitter:
+    """Turns finished rows into batches, exploding messages when asked."""
+
+    def __init__(self, explode: bool) -> None:
+        self.explode = explode
+        self.builder = BatchBuilder(PCAP_COLUMNS)
+
+    def emit(self, row: _Row) -> Iterator[pa.RecordBatch]:
+        values = row.values
+        cmd = row.frame.command
+        messages: list[dict[str, Any]] = []
+        if self.explode and cmd is not None:
+            try:
+                messages = carried_messages(cmd, values.get("topic"), values.get("queue_id"))
+            except CodecError as exc:
+                values["error"] = f"messages not decodable: {exc}"
+        for m in messages or [{}]:
+            batch = self.builder.add_dict({**values, **m}, payload_bytes=0)
+            if batch is not None:
+                yield batch
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        last = self.builder.flush()
+        if last is not None:
+            yield last
+
+
+def _pair(req: _Row, resp: _Row) -> None:
+    rq, rs = req.values, resp.values
+    latency = (resp.frame.ts - req.frame.ts) * 1000.0
+    rq.update(paired=True, latency_ms=latency, response_code=rs["code"], response_code_name=rs["code_name"])
+    rs.update(paired=True, latency_ms=latency, request_code=rq["code"], request_code_name=rq["code_name"])
+    # A response names no topic or group of its own (PULL, SEND): it answers for its request's.
+    for key in ("topic", "group", "queue_id"):
+        if rs.get(key) is None:
+            rs[key] = rq.get(key)
+
+
+def pcap_batches(path: str, options: PcapOptions | None = None) -> Iterator[pa.RecordBatch]:
+    """Batches of the rows of one capture file, read as a stream."""
+    opts = options or PcapOptions()
+    out = _Emitter(opts.explode_messages)
+    # Requests waiting for a response, oldest first: key = (src, dst, opaque), as the
+    # response comes back dst→src with the same opaque.
+    pending: OrderedDict[tuple[Any, Any, int], _Row] = OrderedDict()
+    with open(path, "rb") as stream:
+        for index, fr in enumerate(read_frames(stream, opts.ports)):
+            row = _Row(fr, index, _base_values(path, index, fr))
+            # Give up on requests older than the timeout: emit them unpaired.
+            while pending:
+                oldest = next(iter(pending.values()))
+                if fr.ts - oldest.frame.ts <= opts.pair_timeout:
+                    break
+                pending.popitem(last=False)
+                yield from out.emit(oldest)
+            cmd = fr.command
+            if cmd is None:
+                yield from out.emit(row)
+            elif not cmd.is_response:
+                if cmd.is_oneway:
+                    yield from out.emit(row)
+                else:
+                    key = (fr.src, fr.dst, cmd.opaque)
+                    stale = pending.pop(key, None)
+                    if stale is not None:  # opaque reused before an answer came: the old one had none
+                        yield from out.emit(stale)
+                    pending[key] = row
+            else:
+                req = pending.pop((fr.dst, fr.src, cmd.opaque), None)
+                if req is not None and req.frame.command is not None:
+                    cmd.request_code = req.frame.command.code
+                    _pair(req, row)
+                    yield from out.emit(req)
+                yield from out.emit(row)
+    for row in pending.values():
+        yield from out.emit(row)
+    yield from out.finish()

@@ -1,0 +1,42 @@
+"""Building the SparkSession the jobs run in: local by default, a cluster when spark-submit says so."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+
+def _is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def get_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
+    """A session with the rocketpy data sources registered.
+
+    ``master`` wins; else whatever spark-submit configured (``--master``); else
+    ``local[*]``. In local mode the Python workers are pointed at this interpreter:
+    they must import rocketpy and pyarrow, which a bare ``python3`` on the PATH may
+    lack. On a cluster the executors' interpreter is the cluster's business
+    (``spark.pyspark.python``, or rocketpy[spark] installed on the nodes).
+    """
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    from . import register
+
+    spark_conf = SparkConf()  # picks up spark-submit's settings
+    chosen = master or spark_conf.get("spark.master", None) or DEFAULT_MASTER
+    builder = SparkSession.builder.appName(app_name).master(chosen)
+    if _is_local(chosen) and not (os.environ.get("PYSPARK_PYTHON") or spark_conf.get("spark.pyspark.python", None)):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        builder = builder.config("spark.pyspark.python", sys.executable)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    return register(spark)

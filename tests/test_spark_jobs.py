@@ -1,0 +1,447 @@
+"""The Spark jobs (store audit, message trace, traffic report) in local mode.
+
+The audit runs on the golden store, on a copy with injected damage it must find
+exactly, and on stores written by rocketpy.store. One local[2] session for the module;
+skipped, with the reason, where pyspark or Java is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
+if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+    pytest.skip("no Java runtime: Spark needs java on PATH or JAVA_HOME", allow_module_level=True)
+
+from pyspark.sql import functions as F  # noqa: E402
+
+from rocketpy.codecs.store_records import CQ_STORE_UNIT_SIZE  # noqa: E402
+from rocketpy.spark.commitlog import CorruptRegion, walk_commitlog  # noqa: E402
+from rocketpy.spark.jobs import message_trace, store_audit, traffic_report  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "protocol" / "golden"
+CAPTURES = GOLDEN / "captures"
+STORE = GOLDEN / "store-dump"
+STORE_MANIFEST = json.loads((STORE / "manifest.json").read_text())
+CAPTURE_MANIFESTS = [json.loads(p.read_text()) for p in sorted(CAPTURES.glob("*.json"))]
+# The Admin scenario deleted its topic: its 6 records stay in the CommitLog with no queue.
+ADMIN_ORPHANS = STORE_MANIFEST["store"]["recordsPerTopic"]["Admin_T_golden"]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need pyarrow and rocketpy
+    from rocketpy.spark.session import get_session
+
+    session = get_session(
+        "rocketpy-test-jobs",
+        "local[2]",
+        {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+        },
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _key(f: dict) -> tuple:
+    return (f["kind"], f["topic"], f["queue_id"], f["queue_offset"], f["commit_log_offset"])
+
+
+# -- store audit ----------------------------------------------------------------------
+
+
+def test_audit_golden_store(spark, tmp_path):
+    result = store_audit.run(spark, str(STORE), str(tmp_path / "out"))
+    store = STORE_MANIFEST["store"]
+    assert result.summary["records"] == store["records"]
+    assert result.summary["commitlogEnd"] == store["commitlogMaxOffset"]
+    assert result.summary["corruptRegions"] == 0
+    assert result.summary["queueUnits"] == sum(q["entries"] for q in store["consumeQueues"].values())
+    # The only findings: the deleted Admin topic's records, flagged as such.
+    assert result.kinds() == {"orphan_record": ADMIN_ORPHANS}
+    assert {f["topic"] for f in result.findings} == {"Admin_T_golden"}
+    assert all("topics.json" in f["detail"] for f in result.findings)
+    topics = {t["topic"]: t for t in result.topics}
+    assert {t: v["records"] for t, v in topics.items()} == store["recordsPerTopic"]
+    units: Counter = Counter()
+    for q, v in store["consumeQueues"].items():
+        units[q.rsplit("/", 1)[0]] += v["entries"]
+    assert {t: v["queue_units"] for t, v in topics.items() if v["queue_units"]} == dict(units)
+    # Written as Parquet and summarised.
+    assert spark.read.parquet(str(tmp_path / "out" / "findings")).count() == ADMIN_ORPHANS
+    assert spark.read.parquet(str(tmp_path / "out" / "topics")).count() == len(store["recordsPerTopic"])
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["findingsByKind"] == {"orphan_record": ADMIN_ORPHANS}
+
+
+def test_audit_crashed_store(spark):
+    crashed = GOLDEN / "store-dump-crashed"
+    manifest = json.loads((crashed / "manifest.json").read_text())
+    result = store_audit.run(spark, str(crashed))
+    assert result.summary["records"] == manifest["store"]["records"]
+    assert result.summary["commitlogEnd"] == manifest["store"]["commitlogMaxOffset"]
+    # SIGKILL left no torn record and every acknowledged send dispatched: only the Admin orphans.
+    assert result.kinds() == {"orphan_record": ADMIN_ORPHANS}
+    acked = manifest["acknowledgedBeforeKill"]
+    found = (
+        spark.read.format("rocketmq-commitlog")
+        .option("includeBody", "false")
+        .load(str(crashed))
+        .filter(F.col("uniq_key").isin(*acked))
+        .count()
+    )
+    assert found == manifest["acknowledgedCount"] == len(acked)
+
+
+def _records(path: Path) -> list[tuple[int, object]]:
+    return [x for x in walk_commitlog(path.read_bytes(), 0) if not isinstance(x, CorruptRegion)]
+
+
+def _find(records, topic: str, queue_id: int, queue_offset: int):
+    for at, m in records:
+        if (m.topic, m.queue_id, m.queue_offset) == (topic, queue_id, queue_offset):
+            return at, m
+    raise LookupError((topic, queue_id, queue_offset))
+
+
+def _cq_file(store: Path, topic: str, queue_id: int) -> Path:
+    return store / "consumequeue" / topic / str(queue_id) / ("0" * 20)
+
+
+def test_audit_finds_injected_damage_exactly(spark, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(STORE, store)
+    log = store / "commitlog" / ("0" * 20)
+    recs = _records(log)
+    data = bytearray(log.read_bytes())
+    expected: set[tuple] = set()
+
+    # 1. One body byte flipped: a CRC failure, nothing else.
+    at, m = _find(recs, "ProducerSync_T_golden", 0, 0)
+    body_at = data.index(m.body, at)
+    data[body_at] ^= 0x01
+    expected.add(("crc_failure", m.topic, 0, 0, at))
+
+    # 2. A record zeroed: a corrupt region, its queue unit left dangling, a hole in the queue's numbering.
+    at, m = _find(recs, "LitePull_TAssign_golden", 0, 5)
+    data[at : at + m.store_size] = bytes(m.store_size)
+    next_in_queue, _ = _find(recs, "LitePull_TAssign_golden", 0, 6)
+    expected |= {
+        ("corrupt_region", None, None, None, at),
+        ("dangling_entry", m.topic, 0, 5, at),
+        ("message_offset_gap", m.topic, 0, 5, next_in_queue),  # reported at the record after the gap
+    }
+
+    # 3. A record's own offset field overwritten: misplaced.
+    at, m = _find(recs, "Trace_T_golden", 0, 0)
+    struct.pack_into(">q", data, at + 28, at + 7)
+    expected.add(("misplaced_record", m.topic, 0, 0, at))
+    log.write_bytes(bytes(data))
+
+    # 4. A queue unit zeroed mid-queue: a hole, and the record it pointed to orphaned.
+    cq = _cq_file(store, "Batch_T_golden", 3)
+    units = bytearray(cq.read_bytes())
+    units[4 * CQ_STORE_UNIT_SIZE : 5 * CQ_STORE_UNIT_SIZE] = bytes(CQ_STORE_UNIT_SIZE)
+    cq.write_bytes(bytes(units))
+    at, m = _find(recs, "Batch_T_golden", 3, 4)
+    expected |= {("queue_hole", m.topic, 3, 4, 0), ("orphan_record", m.topic, 3, 4, at)}
+
+    # 5. A queue unit pointed one past the end of the CommitLog: dangling, its record orphaned.
+    cq = _cq_file(store, "Ordered_T_golden", 0)
+    units = bytearray(cq.read_bytes())
+    end = STORE_MANIFEST["store"]["commitlogMaxOffset"]
+    struct.pack_into(">q", units, 2 * CQ_STORE_UNIT_SIZE, end)
+    cq.write_bytes(bytes(units))
+    at, m = _find(recs, "Ordered_T_golden", 0, 2)
+    expected |= {("dangling_entry", m.topic, 0, 2, end), ("orphan_record", m.topic, 0, 2, at)}
+
+    # 6. A queue file removed: its records orphaned (the topic is still configured).
+    _cq_file(store, "Broadcast_T_golden", 2).unlink()
+    for q in (0, 1):
+        at, m = _find(recs, "Broadcast_T_golden", 2, q)
+        expected.add(("orphan_record", m.topic, 2, q, at))
+
+    for at, m in recs:
+        if m.topic == "Admin_T_golden":
+            expected.add(("orphan_record", m.topic, m.queue_id, m.queue_offset, at))
+
+    result = store_audit.run(spark, str(store))
+    found = {_key(f) for f in result.findings}
+    assert found == expected
+    assert len(result.findings) == len(expected)
+    details = {_key(f): f["detail"] for f in result.findings}
+    assert "past the end" in details[("dangling_entry", "Ordered_T_golden", 0, 2, end)]
+    broadcast_at, _ = _find(recs, "Broadcast_T_golden", 2, 0)
+    orphan_detail = details[("orphan_record", "Broadcast_T_golden", 2, 0, broadcast_at)]
+    assert orphan_detail == "no consume queue for this topic/queue"  # the topic is still configured
+    assert result.summary["corruptRegions"] == 1
+    assert result.summary["records"] == STORE_MANIFEST["store"]["records"] - 1
+
+
+def _write_store(root: Path, messages: list[dict], file_size: int = 64 * 1024) -> None:
+    """A store written by rocketpy.store (small files, so the CommitLog spans several)."""
+    from rocketpy.store import MessageExtBrokerInner, MessageStore, MessageStoreConfig
+
+    cfg = MessageStoreConfig(
+        store_path_root_dir=str(root),
+        mapped_file_size_commit_log=file_size,
+        mapped_file_size_consume_queue=CQ_STORE_UNIT_SIZE * 50,
+        max_hash_slot_num=100,
+        max_index_num=400,
+    )
+    st = MessageStore(cfg)
+    st.open()
+    try:
+        for m in messages:
+            result = st.put_message(
+                MessageExtBrokerInner(
+                    topic=m["topic"],
+                    body=m["body"],
+                    queue_id=m.get("queue_id", 0),
+                    properties=m["properties"],
+                    born_host="127.0.0.1:50000",
+                    store_host="127.0.0.1:10911",
+                )
+            )
+            assert result.status.name == "PUT_OK"
+    finally:
+        st.close()
+
+
+def _synthetic_messages(n: int) -> list[dict]:
+    return [
+        {
+            "topic": f"W_T{i % 3}",
+            "queue_id": i % 2,
+            "body": bytes([65 + i % 26]) * (200 + i),
+            "properties": {"KEYS": f"k{i}", "TAGS": "T", "UNIQ_KEY": f"{i:032X}"},
+        }
+        for i in range(n)
+    ]
+
+
+def test_audit_store_written_by_rocketpy(spark, tmp_path):
+    pytest.importorskip("rocketpy.store", reason="rocketpy.store is not available")
+    store = tmp_path / "w"
+    _write_store(store, _synthetic_messages(300))
+    files = sorted((store / "commitlog").iterdir())
+    assert len(files) >= 3
+    result = store_audit.run(spark, str(store))
+    assert result.findings == []
+    assert result.summary["records"] == 300
+    assert result.summary["queueUnits"] == 300
+    assert {t["topic"]: t["records"] for t in result.topics} == {"W_T0": 100, "W_T1": 100, "W_T2": 100}
+    # Its IndexFiles read back too: UNIQ_KEY and KEYS of each message, across files.
+    assert spark.read.format("rocketmq-index").load(str(store)).count() == 600
+
+    # A CommitLog file lost from the middle: a file gap, and every unit into it dangling.
+    lost = _records(files[1])
+    files[1].unlink()
+    result = store_audit.run(spark, str(store))
+    kinds = result.kinds()
+    assert kinds["commitlog_file_gap"] == 1
+    assert kinds["dangling_entry"] == len(lost) > 0
+    assert result.summary["records"] == 300 - len(lost)
+
+
+# -- message trace --------------------------------------------------------------------------
+
+PUSH_RETRY = next(m for m in CAPTURE_MANIFESTS if m.get("scenario") == "PushRetry")
+RETRIED = next(p for p in PUSH_RETRY["produced"] if p["keys"] == "retry-me")
+
+
+@pytest.fixture(scope="module")
+def retry_trace(spark):
+    # Start from the offset msg id the producer was told: the trace must widen it to the UNIQ_KEY.
+    return message_trace.run(spark, [RETRIED["offsetMsgId"]], captures=[str(CAPTURES)], store=str(STORE))
+
+
+def test_trace_follows_a_retried_message(retry_trace):
+    t = retry_trace
+    assert RETRIED["uniqKey"] in t.uniq_keys
+    events = Counter(e["event"] for e in t.events)
+    # Sent once, stored, pulled three times (first delivery + two retries), sent back twice,
+    # each time parked in SCHEDULE_TOPIC_XXXX (delay level 1) then re-put into %RETRY%.
+    assert events == {
+        "sent": 1,
+        "send_result": 1,
+        "stored": 1,
+        "pulled": 3,
+        "sent_back": 2,
+        "scheduled": 2,
+        "retry": 2,
+    }
+    sent = t.of("sent")[0]
+    assert sent["group"] == "PushRetry_PG_golden" and sent["topic"] == RETRIED["topic"]
+    result = t.of("send_result")[0]
+    assert result["msg_id"] == RETRIED["offsetMsgId"] and result["queue_offset"] == RETRIED["queueOffset"]
+    stored = t.of("stored")[0]
+    assert stored["msg_id"] == RETRIED["offsetMsgId"] and stored["queue_id"] == RETRIED["queueId"]
+    pulled = t.of("pulled")
+    assert {e["group"] for e in pulled} == {"PushRetry_CG_golden"}
+    assert [e["topic"] for e in pulled] == [RETRIED["topic"], *["%RETRY%PushRetry_CG_golden"] * 2]
+    assert all(e["topic"] == "%RETRY%PushRetry_CG_golden" for e in t.of("retry"))
+    assert {e["commit_log_offset"] for e in t.of("sent_back")} == {e["commit_log_offset"] for e in pulled} - {
+        pulled[-1]["commit_log_offset"]
+    }
+    times = [e["time"] for e in t.events]
+    assert times == sorted(times)
+
+
+def test_trace_by_key_from_captures_alone(spark):
+    t = message_trace.run(spark, [], keys=["retry-me"], captures=[str(CAPTURES / "05-PushRetry.pcap")])
+    assert t.uniq_keys == [RETRIED["uniqKey"]]
+    assert Counter(e["event"] for e in t.events) == {"sent": 1, "send_result": 1, "pulled": 3, "sent_back": 2}
+
+
+def test_trace_transaction_rollback_and_check(spark):
+    tx = next(m for m in CAPTURE_MANIFESTS if m.get("scenario") == "Transaction")
+    unknown = next(p for p in tx["produced"] if p["keys"] == "tx-UNKNOW")
+    t = message_trace.run(
+        spark, [unknown["uniqKey"]], captures=[str(CAPTURES / "08-Transaction.pcap")], store=str(STORE)
+    )
+    kinds = [e["event"] for e in t.events]
+    assert kinds[0] == "sent" and "half" in kinds and "check_transaction" in kinds
+    ends = t.of("end_transaction")
+    assert [e["detail"] for e in ends] == ["unknown", "commit (from a broker check)"]
+    assert kinds.index("check_transaction") < kinds.index("stored")
+
+
+def test_trace_finds_dlq_copies(spark, tmp_path):
+    pytest.importorskip("rocketpy.store", reason="rocketpy.store is not available")
+    uniq = "AB" * 16
+    base = {"body": b"x", "properties": {"UNIQ_KEY": uniq, "KEYS": "dead-letter"}}
+    _write_store(
+        tmp_path / "s",
+        [
+            {**base, "topic": "Orders"},
+            {**base, "topic": "%RETRY%G", "properties": {**base["properties"], "RETRY_TOPIC": "Orders"}},
+            {**base, "topic": "%DLQ%G"},
+            {"topic": "Orders", "body": b"y", "properties": {"UNIQ_KEY": "CD" * 16}},
+        ],
+    )
+    t = message_trace.run(spark, [], keys=["dead-letter"], store=str(tmp_path / "s"), out=str(tmp_path / "out"))
+    assert [e["event"] for e in t.events] == ["stored", "retry", "dlq"]
+    assert spark.read.parquet(str(tmp_path / "out" / "events")).count() == 3
+
+
+# -- traffic report -------------------------------------------------------------------------
+
+
+def test_traffic_report_matches_manifests(spark, tmp_path):
+    r = traffic_report.run(spark, [str(CAPTURES)], str(tmp_path / "out"))
+    traffic = [m["traffic"] for m in CAPTURE_MANIFESTS]
+    assert r.summary["frames"] == sum(t["frames"] for t in traffic)
+    assert r.summary["requests"] == sum(t["requestFrames"] for t in traffic)
+    assert r.summary["captures"] == len(traffic)
+    assert r.summary["unanswered_requests"] == sum(sum(t["requestsWithoutResponse"].values()) for t in traffic)
+    assert r.summary["unpaired_responses"] == 0
+    # Latency: one sample per answered request, percentiles ordered.
+    answered: Counter = Counter()
+    failures: Counter = Counter()
+    for t in traffic:
+        for req, answers in t["responsesByRequest"].items():
+            answered[int(req.split()[0])] += sum(answers.values())
+            failures.update({code: n for code, n in answers.items() if not code.startswith("0 ")})
+    assert {row["request_code"]: row["count"] for row in r.latency} == dict(answered)
+    for row in r.latency:
+        assert 0 <= row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"] <= row["max_ms"]
+    # Errors over time add up to the non-success answers.
+    by_code: Counter = Counter()
+    for row in r.errors:
+        by_code[f"{row['response_code']} {row['response_code_name']}"] += row["count"]
+    assert by_code == failures
+    # Messages sent per topic: every produced message, batches counted entry by entry.
+    produced: Counter = Counter(p["topic"] for m in CAPTURE_MANIFESTS for p in m.get("produced", []))
+    topics = {t["topic"]: t for t in r.topics}
+    for topic, n in produced.items():
+        assert topics[topic]["messages_sent"] == n, topic
+    assert topics["Batch_T_golden"]["send_requests"] == 1
+    received: Counter = Counter(
+        rc["topic"] for m in CAPTURE_MANIFESTS if m.get("scenario") == "Broadcast" for rc in m["received"]
+    )
+    assert topics["Broadcast_T_golden"]["messages_pulled"] == received["Broadcast_T_golden"]
+    for name in ("topics", "clients", "latency", "errors"):
+        assert (tmp_path / "out" / name).is_dir()
+
+
+# -- the scripts --------------------------------------------------------------------------------
+
+JOBS = ["store_audit", "message_trace", "traffic_report"]
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_job_script_help(job):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "spark" / "jobs" / f"{job}.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--master" in out.stdout
+
+
+def test_spark_submit_runs_the_audit(tmp_path):
+    submit = shutil.which("spark-submit") or str(Path(sys.executable).parent / "spark-submit")
+    if not os.path.exists(submit):
+        pytest.skip("spark-submit is not installed next to this interpreter")
+    env = dict(os.environ)
+    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    out = subprocess.run(
+        [
+            submit,
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(ROOT / "spark" / "jobs" / "store_audit.py"),
+            str(STORE),
+            "--out",
+            str(tmp_path / "audit"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads((tmp_path / "audit" / "summary.json").read_text())
+    assert summary["records"] == STORE_MANIFEST["store"]["records"]
+    assert "findings: 6" in out.stdout
+
+
+def test_job_mains_in_process(spark, capsys, tmp_path):
+    # main() reuses the running session (getOrCreate), as a notebook or a test would.
+    pcap = str(CAPTURES / "05-PushRetry.pcap")
+    assert traffic_report.main([pcap, "--master", "local[2]", "--log-level", "ERROR"]) == 0
+    assert "latency by request code" in capsys.readouterr().out
+    assert message_trace.main(["--key", "retry-me", "--captures", pcap, "--json", "--log-level", "ERROR"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["uniqKeys"] == [RETRIED["uniqKey"]]
+    assert message_trace.main(["--key", "no-such-key", "--captures", pcap, "--log-level", "ERROR"]) == 1
+    assert "nothing found" in capsys.readouterr().out
+    store = tmp_path / "s"
+    shutil.copytree(STORE, store)
+    data = bytearray((store / "commitlog" / ("0" * 20)).read_bytes())
+    data[100] ^= 0xFF  # inside the first record's body
+    (store / "commitlog" / ("0" * 20)).write_bytes(bytes(data))
+    assert store_audit.main([str(store), "--fail-on-findings", "--log-level", "ERROR"]) == 2
+    assert "crc_failure" in capsys.readouterr().out

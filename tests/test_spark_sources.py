@@ -1,0 +1,351 @@
+"""The Spark data sources on the golden captures and store dump, in local mode.
+
+One local[2] session for the module. Skipped, with the reason, where pyspark or Java
+is missing (pip install -e '.[spark]'; a JRE 17).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
+if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+    pytest.skip("no Java runtime: Spark needs java on PATH or JAVA_HOME", allow_module_level=True)
+
+from rocketpy.codecs.store_records import index_key, index_key_hash  # noqa: E402
+from rocketpy.spark._columns import batches_to_rows  # noqa: E402
+from rocketpy.spark.commitlog import CorruptRegion, commitlog_batches, walk_commitlog  # noqa: E402
+
+GOLDEN = Path(__file__).resolve().parent.parent / "protocol" / "golden"
+CAPTURES = GOLDEN / "captures"
+STORE = GOLDEN / "store-dump"
+STORE_MANIFEST = json.loads((STORE / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def spark():
+    # Workers must run this interpreter: it has pyarrow and rocketpy.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from rocketpy.spark.session import get_session
+
+    session = get_session(
+        "rocketpy-test-sources",
+        "local[2]",
+        {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+        },
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+# -- CommitLog ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def records(spark):
+    rows = spark.read.format("rocketmq-commitlog").load(str(STORE)).collect()
+    return [r.asDict() for r in rows]
+
+
+def test_commitlog_counts_match_manifest(records):
+    store = STORE_MANIFEST["store"]
+    assert len(records) == store["records"]
+    assert {r["record_type"] for r in records} == {"message"}
+    assert Counter(r["topic"] for r in records) == store["recordsPerTopic"]
+    assert sum(1 for r in records if r["crc_ok"] is not True) == store["recordsWithBadBodyCrc"] == 0
+    assert max(r["commit_log_offset"] + r["store_size"] for r in records) == store["commitlogMaxOffset"]
+    # Records tile the file: each starts where the previous ended.
+    offsets = sorted((r["commit_log_offset"], r["store_size"]) for r in records)
+    assert offsets[0][0] == 0
+    assert all(a + n == b for (a, n), (b, _) in zip(offsets, offsets[1:]))
+    assert all(r["physical_offset"] == r["commit_log_offset"] for r in records)
+
+
+def test_commitlog_messages_are_where_the_manifest_says(records):
+    by_offset = {r["commit_log_offset"]: r for r in records}
+    checked = 0
+    for messages in STORE_MANIFEST["messagesByTopic"].values():
+        for m in messages:
+            for stored in m["storedRecords"]:
+                r = by_offset[stored["physicalOffset"]]
+                assert r["topic"] == stored["topic"]
+                assert r["queue_id"] == stored["queueId"]
+                assert r["queue_offset"] == stored["queueOffset"]
+                assert r["msg_id"] == stored["offsetMsgId"]
+                assert r["reconsume_times"] == stored["reconsumeTimes"]
+                assert r["uniq_key"] == m["msgId"]
+                assert (r["properties"] or {}).get("REAL_TOPIC") == stored["realTopic"]
+                checked += 1
+            if m.get("mustBePresent"):
+                assert m["storedRecords"], m["msgId"]
+            if m.get("tags") and m["storedRecords"]:
+                first = by_offset[m["storedRecords"][0]["physicalOffset"]]
+                assert first["tags"] == m["tags"]
+                assert first["keys"] == (m["keys"].split() if m.get("keys") else [])
+                for k, v in m["userProperties"].items():
+                    assert first["properties"][k] == v
+    assert checked >= STORE_MANIFEST["messagesThatMustBePresent"]
+
+
+def test_commitlog_bodies_and_decompression(spark, records):
+    manifest = {m["msgId"]: m for ms in STORE_MANIFEST["messagesByTopic"].values() for m in ms if m["msgId"]}
+    plain = [r for r in records if r["uniq_key"] in manifest and not r["compressed"]]
+    for r in plain:
+        m = manifest[r["uniq_key"]]
+        if m["bodyEncoding"] == "utf8" and r["topic"] == r["properties"].get("REAL_TOPIC", r["topic"]):
+            assert r["body"].decode() == m["body"]
+    compressed = [r for r in records if r["compressed"]]
+    assert compressed, "the golden store holds the 9 KB compressed body"
+    inflated = (
+        spark.read.format("rocketmq-commitlog")
+        .option("decompress", "true")
+        .load(str(STORE))
+        .filter("compressed")
+        .select("uniq_key", "body", "error")
+        .collect()
+    )
+    for row in inflated:
+        assert row["error"] is None
+        assert row["body"].decode() == manifest[row["uniq_key"]]["body"]
+
+
+def test_commitlog_single_process_matches_spark(records):
+    path = STORE / "commitlog" / "00000000000000000000"
+    local = list(batches_to_rows(commitlog_batches(str(path), 0)))
+    assert [r["msg_id"] for r in local] == [r["msg_id"] for r in sorted(records, key=lambda r: r["commit_log_offset"])]
+
+
+# -- walking damaged CommitLogs (pure Python, no Spark) ------------------------------
+
+
+def _golden_commitlog() -> bytes:
+    return (STORE / "commitlog" / "00000000000000000000").read_bytes()
+
+
+def test_walk_resyncs_after_bad_magic_and_zeroed_record():
+    data = bytearray(_golden_commitlog())
+    good = [x for x in walk_commitlog(bytes(data), 0) if not isinstance(x, CorruptRegion)]
+    (a, ma), (c, mc) = good[5], good[40]
+    data[a + 4] ^= 0xFF  # the magic code of record 5
+    data[c : c + mc.store_size] = bytes(mc.store_size)  # record 40 zeroed
+    out = list(walk_commitlog(bytes(data), 0))
+    regions = [x for x in out if isinstance(x, CorruptRegion)]
+    assert [(r.offset, r.length) for r in regions] == [(a, ma.store_size), (c, mc.store_size)]
+    assert "magic" in regions[0].reason and "zero" in regions[1].reason
+    assert len(out) - len(regions) == len(good) - 2
+
+
+def test_walk_reports_a_torn_last_record():
+    data = bytearray(_golden_commitlog())
+    good = [x for x in walk_commitlog(bytes(data), 0) if not isinstance(x, CorruptRegion)]
+    z, mz = good[-1]
+    data[z + 60 : z + mz.store_size] = bytes(mz.store_size - 60)
+    out = list(walk_commitlog(bytes(data), 0))
+    assert isinstance(out[-1], CorruptRegion) and out[-1].offset == z
+    assert len(out) == len(good)
+
+
+def test_walk_without_resync_stops_at_damage():
+    data = bytearray(_golden_commitlog())
+    good = [x for x in walk_commitlog(bytes(data), 0) if not isinstance(x, CorruptRegion)]
+    a, _ = good[3]
+    data[a + 4 : a + 8] = struct.pack(">i", 12345)
+    out = list(walk_commitlog(bytes(data), 0, resync=False))
+    assert len(out) == 4 and isinstance(out[-1], CorruptRegion)
+
+
+# -- ConsumeQueue ----------------------------------------------------------------------
+
+
+def test_consumequeue_matches_manifest(spark):
+    df = spark.read.format("rocketmq-consumequeue").load(str(STORE))
+    cq_files = [f for f in STORE_MANIFEST["files"] if f["path"].startswith("consumequeue/")]
+    assert df.rdd.getNumPartitions() == len(cq_files)  # one split per file
+    rows = [r.asDict() for r in df.collect()]
+    assert all(r["valid"] and not r["pre_blank"] for r in rows)
+    per_queue = Counter(f"{r['topic']}/{r['queue_id']}" for r in rows)
+    expected = STORE_MANIFEST["store"]["consumeQueues"]
+    assert per_queue == {q: v["entries"] for q, v in expected.items() if v["entries"]}
+    for q, v in expected.items():
+        offsets = sorted(r["queue_offset"] for r in rows if f"{r['topic']}/{r['queue_id']}" == q)
+        if offsets:
+            assert offsets == list(range(v["firstQueueOffset"], v["firstQueueOffset"] + v["entries"]))
+
+
+def test_consumequeue_topics_option_prunes_files(spark):
+    df = spark.read.format("rocketmq-consumequeue").option("topics", "Batch_T_golden").load(str(STORE))
+    assert df.rdd.getNumPartitions() == 1
+    assert df.count() == 10
+
+
+# -- IndexFile -------------------------------------------------------------------------
+
+
+def test_index_matches_manifest_and_finds_keys(spark, records):
+    info = STORE_MANIFEST["store"]["indexFiles"][0]
+    rows = [r.asDict() for r in spark.read.format("rocketmq-index").load(str(STORE)).collect()]
+    assert len(rows) == info["indexCount"] - 1
+    r0 = rows[0]
+    assert (r0["begin_timestamp"], r0["end_timestamp"]) == (info["beginTimestamp"], info["endTimestamp"])
+    assert (r0["begin_phy_offset"], r0["end_phy_offset"]) == (info["beginPhyOffset"], info["endPhyOffset"])
+    assert r0["hash_slot_count"] == info["hashSlotCount"]
+    assert sum(1 for r in rows if r["slot_head"]) == info["hashSlotCount"]
+    # Every indexed UNIQ_KEY of a record has an entry pointing at that record.
+    by_hash: dict[int, set[int]] = {}
+    for r in rows:
+        by_hash.setdefault(r["key_hash"], set()).add(r["phy_offset"])
+    for rec in records:
+        if rec["uniq_key"] and rec["commit_log_offset"] <= info["endPhyOffset"]:
+            h = index_key_hash(index_key(rec["topic"], rec["uniq_key"]))
+            assert rec["commit_log_offset"] in by_hash.get(h, set()), rec["msg_id"]
+
+
+# -- Captures ---------------------------------------------------------------------------
+
+
+def _code_key(code: int, name: str) -> str:
+    return f"{code} {name}"
+
+
+@pytest.fixture(scope="module")
+def frames(spark):
+    df = spark.read.format("rocketmq-pcap").load(str(CAPTURES))
+    return [r.asDict() for r in df.drop("ext_fields", "msg_properties").collect()]
+
+
+def test_pcap_one_split_per_capture(spark):
+    df = spark.read.format("rocketmq-pcap").load(str(CAPTURES))
+    assert df.rdd.getNumPartitions() == len(list(CAPTURES.glob("*.pcap")))
+
+
+@pytest.mark.parametrize("manifest_path", sorted(CAPTURES.glob("*.json")), ids=lambda p: p.stem)
+def test_pcap_traffic_matches_manifest(frames, manifest_path):
+    traffic = json.loads(manifest_path.read_text())["traffic"]
+    mine = [f for f in frames if os.path.basename(f["file"]) == traffic["pcap"]]
+    reqs = [f for f in mine if f["kind"] == "request"]
+    resps = [f for f in mine if f["kind"] == "response"]
+    assert not [f for f in mine if f["kind"] == "error"]
+    assert len(mine) == traffic["frames"]
+    assert len(reqs) == traffic["requestFrames"] and len(resps) == traffic["responseFrames"]
+    assert Counter(_code_key(f["code"], f["code_name"]) for f in reqs) == traffic["requests"]
+    assert Counter(_code_key(f["code"], f["code_name"]) for f in reqs if f["oneway"]) == traffic["onewayRequests"]
+    assert (
+        Counter(_code_key(f["code"], f["code_name"]) for f in reqs if f["from_server"])
+        == traffic["serverToClientRequests"]
+    )
+    by_request: dict[str, Counter] = {}
+    for f in resps:
+        if f["paired"]:
+            key = _code_key(f["request_code"], f["request_code_name"])
+            by_request.setdefault(key, Counter())[_code_key(f["code"], f["code_name"])] += 1
+    assert by_request == {k: Counter(v) for k, v in traffic["responsesByRequest"].items()}
+    assert sum(1 for f in resps if not f["paired"]) == traffic["unpairedResponses"]
+    unanswered = Counter(_code_key(f["code"], f["code_name"]) for f in reqs if not f["oneway"] and not f["paired"])
+    assert unanswered == traffic["requestsWithoutResponse"]
+    assert Counter(f["serialize_type"] for f in mine) == traffic["serializeTypes"]
+    sends = [f for f in reqs if f["code"] in (10, 310, 320, 324, 325)]
+    assert Counter(f["topic"] for f in sends) == traffic["sendRequestsByTopic"]
+    assert Counter(f["topic"] for f in reqs if f["code"] == 11) == traffic["pullRequestsByTopic"]
+    # Both rows of a pair carry the same latency, never negative.
+    assert all(f["latency_ms"] >= 0 for f in mine if f["paired"])
+
+
+def test_pcap_exploded_messages_match_produced_and_received(spark):
+    df = spark.read.format("rocketmq-pcap").option("explodeMessages", "true").load(str(CAPTURES))
+    rows = [
+        r.asDict()
+        for r in df.filter("msg_index is not null")
+        .select(
+            "file",
+            "kind",
+            "code",
+            "request_code",
+            "msg_topic",
+            "msg_uniq_key",
+            "msg_tags",
+            "msg_keys",
+            "msg_queue_offset",
+            "msg_body_size",
+        )
+        .collect()
+    ]
+    for manifest_path in sorted(CAPTURES.glob("*.json")):
+        manifest = json.loads(manifest_path.read_text())
+        pcap = manifest["traffic"]["pcap"]
+        mine = [r for r in rows if os.path.basename(r["file"]) == pcap]
+        sent = {r["msg_uniq_key"]: r for r in mine if r["kind"] == "request" and r["code"] in (10, 310, 320, 324, 325)}
+        for p in manifest.get("produced", []):
+            if not p.get("uniqKey"):
+                continue
+            r = sent[p["uniqKey"]]
+            assert r["msg_topic"] == p["topic"]
+            assert r["msg_tags"] == p.get("tags")
+            assert r["msg_keys"] == (p["keys"].split() if p.get("keys") else [])
+        delivered = {r["msg_uniq_key"] for r in mine if r["kind"] == "response" and r["request_code"] == 11}
+        for rcv in manifest.get("received", []):
+            assert rcv["msgId"] in delivered, (pcap, rcv["msgId"])
+
+
+def test_pcap_batch_is_exploded_entry_by_entry(spark):
+    df = (
+        spark.read.format("rocketmq-pcap")
+        .option("explodeMessages", "true")
+        .load(str(CAPTURES / "03-Batch.pcap"))
+        .filter("kind = 'request' and code = 320")
+    )
+    rows = df.select("msg_index", "msg_topic", "msg_uniq_key").collect()
+    produced = json.loads((CAPTURES / "03-Batch.json").read_text())["produced"]
+    assert sorted(r["msg_index"] for r in rows) == list(range(len(produced)))
+    assert {r["msg_uniq_key"] for r in rows} == {p["uniqKey"] for p in produced}
+
+
+def test_pcap_pairing_gives_up_after_the_timeout():
+    from rocketpy.spark.pcap import PcapOptions, pcap_batches
+
+    path = str(CAPTURES / "01-ProducerSync.pcap")
+    patient = list(batches_to_rows(pcap_batches(path)))
+    hasty = list(batches_to_rows(pcap_batches(path, PcapOptions(pair_timeout=0.005))))
+    assert len(hasty) == len(patient)  # nothing is lost, only left unpaired
+    slow = {r["frame_index"] for r in patient if r["paired"] and r["latency_ms"] > 5.0 + 1e-6}
+    assert slow
+    for r in hasty:
+        if r["frame_index"] in slow:
+            assert not r["paired"]
+        elif r["paired"]:
+            assert r["latency_ms"] <= 5.0 + 1e-6
+    assert [r["frame_index"] for r in sorted(hasty, key=lambda r: r["frame_index"])] == sorted(
+        r["frame_index"] for r in patient
+    )
+
+
+# -- paths --------------------------------------------------------------------------------
+
+
+def test_several_paths_and_globs(spark):
+    df = spark.read.format("rocketmq-pcap").load([str(CAPTURES / "01-ProducerSync.pcap"), str(CAPTURES / "03-*.pcap")])
+    assert df.rdd.getNumPartitions() == 2
+    assert df.count() == 99 + 61
+
+
+def test_empty_store_reads_as_no_rows(spark, tmp_path):
+    (tmp_path / "commitlog").mkdir()
+    assert spark.read.format("rocketmq-commitlog").load(str(tmp_path)).count() == 0
+
+
+def test_missing_path_is_an_error(spark, tmp_path):
+    with pytest.raises(Exception, match="nope"):
+        spark.read.format("rocketmq-commitlog").load(str(tmp_path / "nope")).count()
