@@ -1,0 +1,7 @@
+"""``python -m rocketpy``: the ``rocketpy`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,174 @@
+"""Broker settings under the Java property keys of a 4.9.8 ``broker.conf``.
+
+One text of ``key = value`` lines configures three Java beans at once (BrokerConfig,
+MessageStoreConfig, NettyServerConfig/NettyClientConfig). Here every key is kept as
+text in :attr:`BrokerConfig.props` (what GET_BROKER_CONFIG prints) and the settings
+the broker acts on are typed attributes; the store gets its own MessageStoreConfig
+built from the same text. Unknown keys are logged, not refused, as Java ignores them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from ..namesrv import properties
+from ..store.config import MessageStoreConfig
+from .java_defaults import JAVA_PROPERTIES, KNOWN_KEYS
+
+log = logging.getLogger("rocketpy.broker")
+
+#: keys of our own (not in Java): where to bind, and who may change the config remotely
+ROCKETPY_KEYS = frozenset({"listenHost", "adminCredential", "vipChannelEnable"})
+
+
+def _local_address() -> str:
+    """A non-loopback IPv4 address of this host, like RemotingUtil.getLocalAddress."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # TEST-NET: no packet is sent for a UDP connect
+            return str(s.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def _bool(text: str) -> bool:
+    return text.strip().lower() == "true"  # Boolean.parseBoolean
+
+
+@dataclasses.dataclass
+class BrokerConfig:
+    """The settings the broker reads; ``props`` holds every key as text."""
+
+    props: dict[str, str]
+    listen_host: str = "0.0.0.0"
+    listen_port: int = 10911
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = ""
+    broker_id: int = 0
+    broker_ip1: str = ""
+    broker_permission: int = 6
+    namesrv_addr: str = ""
+    default_topic_queue_nums: int = 8
+    auto_create_topic_enable: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    trace_topic_enable: bool = False
+    flush_consumer_offset_interval: int = 5000
+    reject_transaction_message: bool = False
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    notify_consumer_ids_changed_enable: bool = True
+    region_id: str = "DefaultRegion"
+    register_broker_timeout_mills: int = 6000
+    trace_on: bool = True
+    enable_property_filter: bool = False
+    compressed_register: bool = False
+    force_register: bool = True
+    register_name_server_period: int = 30000
+    transaction_time_out: int = 6000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60000
+    acl_enable: bool = False
+    store_reply_message_enable: bool = True
+    server_channel_max_idle_time_seconds: int = 120
+    channel_not_active_interval: int = 60000
+    admin_credential: str = ""
+    vip_channel_enable: bool = True
+    store: MessageStoreConfig = dataclasses.field(default_factory=MessageStoreConfig)
+
+    @classmethod
+    def from_properties(cls, given: Mapping[str, str] | None = None, **overrides: Any) -> BrokerConfig:
+        """Java defaults, then ``given`` (file keys), then ``overrides`` (snake_case attributes)."""
+        given = dict(given or {})
+        unknown = sorted(k for k in given if k not in KNOWN_KEYS and k not in ROCKETPY_KEYS)
+        for key in unknown:
+            log.warning("unknown broker config key %r ignored", key)
+        props = dict(JAVA_PROPERTIES)
+        props["brokerName"] = socket.gethostname().split(".")[0] or "DEFAULT_BROKER"
+        props["brokerIP1"] = props["brokerIP2"] = _local_address()
+        props["storePathRootDir"] = os.path.join(os.path.expanduser("~"), "store")
+        props["rocketmqHome"] = os.environ.get("ROCKETMQ_HOME", "")
+        props["namesrvAddr"] = os.environ.get("NAMESRV_ADDR", "")
+        props.update({k: v.strip() for k, v in given.items()})
+        # Java sets storePathCommitLog from the root only when the file leaves it out
+        if not given.get("storePathCommitLog"):
+            props["storePathCommitLog"] = os.path.join(props["storePathRootDir"], "commitlog")
+        for name, value in overrides.items():
+            if name == "store":
+                continue
+            props[_camel(name)] = _text(value)
+        cfg = cls(props=props)
+        for f in dataclasses.fields(cls):
+            if f.name in ("props", "store"):
+                continue
+            key = _JAVA_NAMES.get(f.name, _camel(f.name))
+            if key not in props:
+                continue
+            raw = props[key]
+            kind = str(f.type)
+            try:
+                if kind.startswith("bool"):
+                    value: Any = _bool(raw)
+                elif kind.startswith("int"):
+                    value = int(raw)
+                else:
+                    value = raw
+            except ValueError:
+                log.warning("broker config %s=%r is not a number; keeping %r", key, raw, getattr(cfg, f.name))
+                continue
+            setattr(cfg, f.name, value)
+        store_props = {k: v for k, v in props.items() if v != ""}
+        cfg.store = MessageStoreConfig.from_properties(store_props)
+        return cfg
+
+    @classmethod
+    def load(cls, path: str | None = None, **overrides: Any) -> BrokerConfig:
+        given: dict[str, str] = {}
+        if path:
+            with open(path, encoding="utf-8") as f:
+                given = properties.loads(f.read())
+        return cls.from_properties(given, **overrides)
+
+    # -- derived ---------------------------------------------------------------------
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def vip_port(self) -> int:
+        return self.listen_port - 2
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def config_dir(self) -> str:
+        return os.path.join(self.store.store_path_root_dir, "config")
+
+    def properties_text(self) -> str:
+        """GET_BROKER_CONFIG body: every Java key with its value, ``key=value`` lines."""
+        return properties.dumps({k: v for k, v in self.props.items() if k in KNOWN_KEYS})
+
+
+_JAVA_NAMES = {"broker_ip1": "brokerIP1", "listen_host": "listenHost"}
+
+
+def _camel(name: str) -> str:
+    if name in _JAVA_NAMES:
+        return _JAVA_NAMES[name]
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,289 @@
+"""BrokerController: the broker's state, its servers and every background task.
+
+:meth:`BrokerController.run` owns one nursery: the remoting servers (listenPort and
+the VIP port listenPort-2), the store services (flush, group commit, retention),
+NameServer registration every registerNameServerPeriod, offset persistence every
+flushConsumerOffsetInterval, the long-poll hold service, delay delivery, the
+transaction back-check and the client liveness scan. Cancelling the nursery stops
+them all; ``finally`` then persists the config files, unregisters and closes the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from ..codecs import RemotingCommand
+from ..codecs.codes import MessageConst, MixAll, RequestCode
+from ..codecs.headers import NotifyConsumerIdsChangedRequestHeader
+from ..codecs.message import tags_hash_code
+from ..remoting import Dispatcher, RemotingClient, RemotingServer
+from ..remoting.connection import Connection
+from ..store import MessageStore, PutMessageResult, PutMessageStatus
+from ..store.services import StoreServices
+from ..store.types import MessageExtBatch, MessageExtBrokerInner
+from .clients import ConsumerManager, ProducerManager
+from .config import BrokerConfig
+from .groups import ConsumerOffsetManager, SubscriptionGroupManager
+from .locks import RebalanceLockManager
+from .longpoll import PullRequestHoldService
+from .outer import BrokerOuterAPI
+from .persist import persist_json
+from .schedule import ScheduleMessageService
+from .topics import TopicConfigManager
+from .transaction import TransactionalMessageService
+
+log = logging.getLogger("rocketpy.broker")
+
+
+class BrokerController:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        cfg = config
+        self.store = MessageStore(cfg.store)
+        cdir = cfg.config_dir
+        self.topics = TopicConfigManager(
+            cdir,
+            cluster_name=cfg.broker_cluster_name,
+            broker_name=cfg.broker_name,
+            default_queue_nums=cfg.default_topic_queue_nums,
+            auto_create=cfg.auto_create_topic_enable,
+            cluster_topic_enable=cfg.cluster_topic_enable,
+            broker_topic_enable=cfg.broker_topic_enable,
+            trace_topic=cfg.msg_trace_topic_name if cfg.trace_topic_enable else None,
+        )
+        self.topics.on_created = lambda _tc: self.register_soon(oneway=True)
+        self.groups = SubscriptionGroupManager(cdir, auto_create=cfg.auto_create_subscription_group)
+        self.offsets = ConsumerOffsetManager(cdir)
+        self.consumers = ConsumerManager(on_change=self._consumer_ids_changed)
+        self.producers = ProducerManager()
+        self.locks = RebalanceLockManager()
+        self.hold = PullRequestHoldService(self)
+        self.schedule = ScheduleMessageService(self)
+        self.transactions = TransactionalMessageService(self)
+        self.outer = BrokerOuterAPI(self)
+        self.dispatcher = self._build_dispatcher()
+        self.store_services: StoreServices | None = None
+        self.nursery: trio.Nursery | None = None
+        self.client: RemotingClient | None = None
+        self.servers: list[RemotingServer] = []
+        self.started = trio.Event()
+        self.stats: dict[str, int] = {"put": 0, "get": 0}
+        self.boot_ms = 0
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def store_host(self) -> str:
+        return f"{self.config.broker_ip1}:{self.config.listen_port}"
+
+    @property
+    def broker_addr(self) -> str:
+        return self.store_host
+
+    @property
+    def address(self) -> str:
+        """Where clients reach us (the first listener's bound address)."""
+        srv = self.servers[0]
+        return f"{self.config.broker_ip1}:{srv.port}"
+
+    # -- dispatch ----------------------------------------------------------------------
+    def _build_dispatcher(self) -> Dispatcher:
+        from .processors import register_all
+
+        d = Dispatcher()
+        register_all(self, d)
+        return d
+
+    # -- helpers used by processors -------------------------------------------------------
+    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn`` in the broker's nursery (background sends); dropped when stopping."""
+        if self.nursery is None:
+            return
+        try:
+            self.nursery.start_soon(fn, *args)
+        except RuntimeError:  # nursery closing
+            pass
+
+    def put_now(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        """Append (and dispatch) now, wake long-polls on the queue; no flush wait."""
+        result = self.store.put_message(msg)
+        if result.is_ok:
+            self.stats["put"] += 1
+            if self.hold.table:
+                self.hold.notify_arrival(msg.topic, msg.queue_id, tags_hash_code(msg.tags) if msg.tags else 0)
+        return result
+
+    def put_batch_now(self, batch: MessageExtBatch) -> PutMessageResult:
+        result = self.store.put_messages(batch)
+        if result.is_ok:
+            self.stats["put"] += result.append.msg_num if result.append else 1
+            if self.hold.table:
+                self.hold.notify_arrival(batch.topic, batch.queue_id)
+        return result
+
+    def must_wait_flush(self, result: PutMessageResult, wait: bool) -> bool:
+        """SYNC_FLUSH and the producer asked to wait (WAIT not false): ack only once on disk."""
+        services = self.store_services
+        return result.is_ok and wait and services is not None and services.group_commit is not None
+
+    async def wait_flush(self, result: PutMessageResult) -> PutMessageResult:
+        services = self.store_services
+        assert services is not None and services.group_commit is not None
+        status = await services.group_commit.wait_flushed(result.flush_offset)
+        if status is not PutMessageStatus.PUT_OK:
+            result.status = status
+        return result
+
+    async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        """Append, wake long-polls, and for SYNC_FLUSH wait for the disk."""
+        result = self.put_now(msg)
+        if self.must_wait_flush(result, msg.wait_store_msg_ok):
+            await self.wait_flush(result)
+        return result
+
+    async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        result = self.put_batch_now(batch)
+        if self.must_wait_flush(result, batch.wait_store_msg_ok):
+            await self.wait_flush(result)
+        return result
+
+    def queue_id_random(self, nums: int) -> int:
+        return random.randrange(99999999) % max(nums, 1)
+
+    # -- notifications ---------------------------------------------------------------------
+    def _consumer_ids_changed(self, group: str, channels: list[Any]) -> None:
+        if not self.config.notify_consumer_ids_changed_enable:
+            return
+        for ch in channels:
+            self.spawn(self._notify_ids_changed, ch, group)
+
+    async def _notify_ids_changed(self, conn: Connection, group: str) -> None:
+        req = RemotingCommand.request(
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, NotifyConsumerIdsChangedRequestHeader(consumer_group=group)
+        )
+        try:
+            await conn.invoke_oneway(req)
+        except Exception as exc:
+            log.info("notifyConsumerIdsChanged to %s failed: %s", conn.remote_addr, exc)
+
+    def register_soon(self, oneway: bool = False) -> None:
+        """registerBrokerAll after a topic change (oneway, like Java's auto-create path)."""
+        self.spawn(self.outer.register_all, oneway)
+
+    # -- connection events --------------------------------------------------------------
+    def on_connection_closed(self, conn: Connection) -> None:
+        self.consumers.channel_closed(conn)
+        self.producers.channel_closed(conn)
+        self.hold.drop_channel(conn)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def load(self) -> None:
+        self.topics.load()
+        self.groups.load()
+        self.offsets.load()
+        self.schedule.load()
+        report = self.store.open()
+        log.info("store opened: %s", report)
+
+    def persist_all(self) -> None:
+        self.offsets.persist()
+        self.topics.persist()
+        self.groups.persist()
+        self.schedule.persist()
+
+    async def run(
+        self,
+        host: str | None = None,
+        *,
+        vip: bool | None = None,
+        task_status: trio.TaskStatus[BrokerController] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Load, serve until cancelled, then shut down cleanly."""
+        cfg = self.config
+        host = cfg.listen_host if host is None else host
+        vip = cfg.vip_channel_enable if vip is None else vip
+        self.load()
+        self.boot_ms = _now_ms()
+        try:
+            async with trio.open_nursery() as nursery:
+                self.nursery = nursery
+                self.client = RemotingClient(nursery, connect_timeout=3.0)
+                self.store_services = await StoreServices.start(self.store, nursery)
+                idle = cfg.server_channel_max_idle_time_seconds
+                ports = [cfg.listen_port]
+                if vip and cfg.listen_port > 2:
+                    ports.append(cfg.listen_port - 2)
+                for port in ports:
+                    srv = RemotingServer(
+                        self.dispatcher,
+                        state=self,
+                        on_close=self.on_connection_closed,
+                        idle_timeout=idle if idle > 0 else math.inf,
+                    )
+                    await nursery.start(srv.serve, host, port)
+                    self.servers.append(srv)
+                if cfg.listen_port == 0:
+                    # tests bind port 0: advertise the port we got
+                    cfg.listen_port = self.servers[0].port or 0
+                    cfg.props["listenPort"] = str(cfg.listen_port)
+                await nursery.start(self.hold.run)
+                await nursery.start(self.schedule.run)
+                await nursery.start(self.transactions.run_check)
+                nursery.start_soon(self._persist_offsets_loop)
+                nursery.start_soon(self._scan_clients_loop)
+                nursery.start_soon(self.outer.register_loop)
+                log.info("The broker[%s, %s] boot success.", cfg.broker_name, self.broker_addr)
+                self.started.set()
+                task_status.started(self)
+                await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        self.nursery = None
+        try:
+            with trio.move_on_after(3):
+                await self.outer.unregister_all()
+        except Exception:
+            log.exception("unregister failed")
+        if self.client is not None:
+            await self.client.aclose()
+        self.persist_all()
+        self.store.close()
+        log.info("broker %s stopped", self.config.broker_name)
+
+    async def _persist_offsets_loop(self) -> None:
+        while True:
+            await trio.sleep(self.config.flush_consumer_offset_interval / 1000)
+            if self.offsets.dirty and self.offsets.path is not None:
+                # snapshot on the trio thread (commits keep coming), write it from a worker
+                self.offsets.dirty = False
+                await trio.to_thread.run_sync(persist_json, self.offsets.path, self.offsets.wrapper())
+            self.schedule.persist()
+
+    async def _scan_clients_loop(self) -> None:
+        while True:
+            await trio.sleep(10)
+            for ch in self.consumers.scan_not_active() + self.producers.scan_not_active():
+                if isinstance(ch, Connection):
+                    await ch.aclose()
+
+    # -- lookup helpers --------------------------------------------------------------------
+    def retry_or_dlq_topic(self, topic: str) -> bool:
+        return topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(MixAll.DLQ_GROUP_TOPIC_PREFIX)
+
+    @staticmethod
+    def real_topic(props: dict[str, str]) -> str | None:
+        return props.get(MessageConst.PROPERTY_REAL_TOPIC)
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)

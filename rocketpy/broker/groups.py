@@ -1,0 +1,141 @@
+"""Subscription groups (SubscriptionGroupManager) and consumer offsets (ConsumerOffsetManager).
+
+Both are plain tables persisted as Java's config files: subscriptionGroup.json and
+consumerOffset.json (``{"offsetTable":{"topic@group":{queueId:offset}}}``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from ..codecs.bodies import (
+    ConsumerOffsetSerializeWrapper,
+    DataVersion,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+)
+from ..codecs.codes import MixAll
+from .persist import load_json, persist_json
+
+log = logging.getLogger("rocketpy.broker")
+
+_BUILTIN_GROUPS = (
+    MixAll.TOOLS_CONSUMER_GROUP,
+    MixAll.FILTERSRV_CONSUMER_GROUP,
+    MixAll.SELF_TEST_CONSUMER_GROUP,
+    MixAll.ONS_HTTP_PROXY_GROUP,
+    MixAll.CID_ONSAPI_PULL_GROUP,
+    MixAll.CID_ONSAPI_PERMISSION_GROUP,
+    MixAll.CID_ONSAPI_OWNER_GROUP,
+)
+
+
+class SubscriptionGroupManager:
+    def __init__(self, config_dir: str | None, *, auto_create: bool = True) -> None:
+        self.path = os.path.join(config_dir, "subscriptionGroup.json") if config_dir else None
+        self.auto_create = auto_create
+        self.table: dict[str, SubscriptionGroupConfig] = {
+            g: SubscriptionGroupConfig(group_name=g) for g in _BUILTIN_GROUPS
+        }
+        self.data_version = DataVersion()
+
+    def load(self) -> None:
+        if self.path is None:
+            return
+        doc = load_json(self.path, SubscriptionGroupWrapper)
+        if doc is not None:
+            self.table.update(doc.subscription_group_table)
+            if doc.data_version is not None:
+                self.data_version = doc.data_version
+
+    def wrapper(self) -> SubscriptionGroupWrapper:
+        return SubscriptionGroupWrapper(subscription_group_table=dict(self.table), data_version=self.data_version)
+
+    def persist(self) -> None:
+        if self.path is not None:
+            persist_json(self.path, self.wrapper())
+
+    def find(self, group: str) -> SubscriptionGroupConfig | None:
+        """findSubscriptionGroupConfig: auto-created when allowed (or a CID_RMQ_SYS_ group)."""
+        cfg = self.table.get(group)
+        if cfg is None and (self.auto_create or MixAll.is_sys_consumer_group(group)):
+            cfg = SubscriptionGroupConfig(group_name=group)
+            self.table[group] = cfg
+            log.info("auto create a subscription group, %s", group)
+            self.data_version.next_version()
+            self.persist()
+        return cfg
+
+    def update(self, cfg: SubscriptionGroupConfig) -> None:
+        self.table[cfg.group_name or ""] = cfg
+        self.data_version.next_version()
+        self.persist()
+
+    def delete(self, group: str) -> bool:
+        if self.table.pop(group, None) is None:
+            return False
+        self.data_version.next_version()
+        self.persist()
+        return True
+
+
+class ConsumerOffsetManager:
+    """Committed offsets by ``topic@group`` and queue id; persisted every flush interval."""
+
+    SEPARATOR = "@"
+
+    def __init__(self, config_dir: str | None) -> None:
+        self.path = os.path.join(config_dir, "consumerOffset.json") if config_dir else None
+        self.table: dict[str, dict[int, int]] = {}
+        self.dirty = False
+
+    def load(self) -> None:
+        if self.path is None:
+            return
+        doc = load_json(self.path, ConsumerOffsetSerializeWrapper)
+        if doc is not None:
+            self.table = {k: dict(v) for k, v in doc.offset_table.items()}
+
+    def wrapper(self) -> ConsumerOffsetSerializeWrapper:
+        return ConsumerOffsetSerializeWrapper(offset_table={k: dict(v) for k, v in self.table.items()})
+
+    def persist(self) -> None:
+        if self.path is not None:
+            persist_json(self.path, self.wrapper())
+            self.dirty = False
+
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.table.setdefault(topic + self.SEPARATOR + group, {})[queue_id] = offset
+        self.dirty = True
+
+    def query(self, group: str, topic: str, queue_id: int) -> int:
+        """The committed offset, or -1."""
+        m = self.table.get(topic + self.SEPARATOR + group)
+        if m is None:
+            return -1
+        return m.get(queue_id, -1)
+
+    def offsets_of(self, group: str, topic: str) -> dict[int, int]:
+        return dict(self.table.get(topic + self.SEPARATOR + group, {}))
+
+    def topics_of_group(self, group: str) -> set[str]:
+        out = set()
+        for key in self.table:
+            topic, _, g = key.partition(self.SEPARATOR)
+            if g == group:
+                out.add(topic)
+        return out
+
+    def groups_of_topic(self, topic: str) -> set[str]:
+        out = set()
+        for key in self.table:
+            t, _, g = key.partition(self.SEPARATOR)
+            if t == topic:
+                out.add(g)
+        return out
+
+    def remove_group(self, group: str) -> None:
+        for key in [k for k in self.table if k.partition(self.SEPARATOR)[2] == group]:
+            del self.table[key]
+        self.dirty = True

@@ -1,0 +1,145 @@
+"""Long polling (PullRequestHoldService + NotifyMessageArrivingListener).
+
+A PULL that finds nothing, with the suspend flag set, is held per ``topic@queueId``
+until a matching message arrives (the send path calls :meth:`notify_arrival`) or its
+suspend timeout passes (shortPollingTimeMills when longPollingEnable=false). Then the
+pull runs again without suspending and its answer is sent on the held connection.
+Unlike Java's 5 s check period, the timer task sleeps exactly until the nearest deadline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..codecs import RemotingCommand
+from ..remoting.dispatch import fix_response
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("rocketpy.broker")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclasses.dataclass(eq=False)
+class HeldPull:
+    request: RemotingCommand
+    ctx: Any  # RequestContext of the connection to answer on
+    timeout_ms: int
+    suspend_ts: int
+    pull_from_offset: int
+    message_filter: Any
+
+    @property
+    def deadline_ms(self) -> int:
+        return self.suspend_ts + self.timeout_ms
+
+
+class PullRequestHoldService:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self.table: dict[tuple[str, int], list[HeldPull]] = {}
+        self._wakeup = trio.Event()
+        self._next_check_ms = 0
+
+    @property
+    def held_count(self) -> int:
+        return sum(len(v) for v in self.table.values())
+
+    def suspend(self, topic: str, queue_id: int, held: HeldPull) -> None:
+        # a message may have landed between the pull's read and now: answer at once then
+        if self.broker.store.get_max_offset_in_queue(topic, queue_id) > held.pull_from_offset:
+            self._wake(held)
+            return
+        self.table.setdefault((topic, queue_id), []).append(held)
+        if held.deadline_ms < self._next_check_ms:
+            self._wakeup.set()  # the timer sleeps past this one's deadline: re-arm it
+
+    def notify_arrival(self, topic: str, queue_id: int, tags_code: int | None = None) -> None:
+        """A message reached ``topic``/``queue_id``: wake the held pulls it satisfies."""
+        waiting = self.table.get((topic, queue_id))
+        if not waiting:
+            return
+        max_offset = self.broker.store.get_max_offset_in_queue(topic, queue_id)
+        keep = []
+        for held in waiting:
+            if max_offset > held.pull_from_offset:
+                flt = held.message_filter
+                if tags_code is None or flt is None or flt.is_matched_by_consume_queue(tags_code):
+                    self._wake(held)
+                    continue
+            keep.append(held)
+        if keep:
+            self.table[(topic, queue_id)] = keep
+        else:
+            del self.table[(topic, queue_id)]
+
+    def drop_channel(self, conn: Any) -> None:
+        for key, waiting in list(self.table.items()):
+            left = [h for h in waiting if h.ctx.connection is not conn]
+            if left:
+                self.table[key] = left
+            else:
+                del self.table[key]
+
+    def _wake(self, held: HeldPull) -> None:
+        from .processors.pull import process_pull
+
+        try:
+            response = process_pull(self.broker, held.ctx, held.request, allow_suspend=False)
+        except Exception:
+            log.exception("execute request when wakeup failed")
+            return
+        if response is None:
+            return
+        fix_response(held.request, response)
+        self.broker.spawn(self._send, held, response)
+
+    @staticmethod
+    async def _send(held: HeldPull, response: RemotingCommand) -> None:
+        conn = held.ctx.connection
+        if conn.closed:
+            return
+        try:
+            await conn.send_command(response)
+        except Exception as exc:
+            log.warning("held pull answer to %s lost: %s", conn.remote_addr, exc)
+
+    def check_all(self) -> None:
+        """Re-check every held pull: new messages (missed notifications) and deadlines."""
+        now = now_ms()
+        store = self.broker.store
+        for key in list(self.table):
+            waiting = self.table.pop(key)
+            max_offset = store.get_max_offset_in_queue(*key)
+            keep = []
+            for held in waiting:
+                if max_offset > held.pull_from_offset or now >= held.deadline_ms:
+                    self._wake(held)
+                else:
+                    keep.append(held)
+            if keep:
+                self.table.setdefault(key, []).extend(keep)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            # sleep until the nearest deadline, and re-check at least every 5 s like Java
+            # (covers a notification that could not be matched)
+            next_check = now_ms() + 5000
+            for waiting in self.table.values():
+                for h in waiting:
+                    next_check = min(next_check, h.deadline_ms)
+            self._next_check_ms = next_check
+            with trio.move_on_after(max(0.0, (next_check - now_ms()) / 1000)):
+                await self._wakeup.wait()
+            self._wakeup = trio.Event()
+            self.check_all()

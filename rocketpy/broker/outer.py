@@ -1,0 +1,106 @@
+"""Talking to NameServers (BrokerOuterAPI): REGISTER_BROKER at start and every
+registerNameServerPeriod (clamped to 10-60 s like Java), oneway re-registration after a
+topic is auto-created, UNREGISTER_BROKER at shutdown."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from ..codecs import RemotingCommand
+from ..codecs.bodies import RegisterBrokerBody, TopicConfigSerializeWrapper, body_crc32
+from ..codecs.codes import PermName, RequestCode
+from ..codecs.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from ..remoting import open_remoting_client
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("rocketpy.broker")
+
+
+class BrokerOuterAPI:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self.registrations = 0  # successful REGISTER_BROKER answers, for tests and logs
+
+    def _wrapper(self) -> TopicConfigSerializeWrapper:
+        cfg = self.broker.config
+        wrapper = self.broker.topics.wrapper()
+        if not PermName.is_writeable(cfg.broker_permission) or not PermName.is_readable(cfg.broker_permission):
+            # a broker without read or write permission advertises its topics that way
+            table = {}
+            for name, tc in wrapper.topic_config_table.items():
+                copy = type(tc).from_json(tc.to_json())
+                copy.perm = tc.perm & cfg.broker_permission
+                table[name] = copy
+            wrapper = TopicConfigSerializeWrapper(topic_config_table=table, data_version=wrapper.data_version)
+        return wrapper
+
+    def _request(self) -> RemotingCommand:
+        cfg = self.broker.config
+        body = RegisterBrokerBody(topic_config_serialize_wrapper=self._wrapper(), filter_server_list=[])
+        data = body.encode(compress=cfg.compressed_register)
+        ha_port = cfg.props.get("haListenPort", "10912")
+        header = RegisterBrokerRequestHeader(
+            broker_name=cfg.broker_name,
+            broker_addr=self.broker.broker_addr,
+            cluster_name=cfg.broker_cluster_name,
+            ha_server_addr=f"{cfg.props.get('brokerIP2') or cfg.broker_ip1}:{ha_port}",
+            broker_id=cfg.broker_id,
+            compressed=cfg.compressed_register,
+            body_crc32=body_crc32(data),
+        )
+        return RemotingCommand.request(RequestCode.REGISTER_BROKER, header, data)
+
+    async def register_all(self, oneway: bool = False) -> None:
+        client = self.broker.client
+        addrs = self.broker.config.namesrv_addrs
+        if client is None or not addrs:
+            return
+        timeout = self.broker.config.register_broker_timeout_mills / 1000
+
+        async def one(addr: str) -> None:
+            try:
+                if oneway:
+                    await client.invoke_oneway(addr, self._request())
+                    return
+                answer = await client.invoke(addr, self._request(), timeout)
+                if answer.code == 0:
+                    self.registrations += 1
+                else:
+                    log.warning("register broker to name server %s failed: %d %s", addr, answer.code, answer.remark)
+            except Exception as exc:
+                log.warning("register broker to name server %s failed: %s", addr, exc)
+
+        async with trio.open_nursery() as nursery:
+            for addr in addrs:
+                nursery.start_soon(one, addr)
+
+    async def register_loop(self) -> None:
+        await self.register_all()
+        period = max(10_000, min(self.broker.config.register_name_server_period, 60_000)) / 1000
+        while True:
+            await trio.sleep(period)
+            await self.register_all()
+
+    async def unregister_all(self) -> None:
+        """UNREGISTER_BROKER to every NameServer, on connections of its own: it runs at
+        shutdown, after the broker's nursery (and the client living in it) is gone."""
+        cfg = self.broker.config
+        if not cfg.namesrv_addrs:
+            return
+        header = UnRegisterBrokerRequestHeader(
+            broker_name=cfg.broker_name,
+            broker_addr=self.broker.broker_addr,
+            cluster_name=cfg.broker_cluster_name,
+            broker_id=cfg.broker_id,
+        )
+        async with open_remoting_client() as client:
+            for addr in cfg.namesrv_addrs:
+                try:
+                    await client.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header), 3.0)
+                except Exception as exc:
+                    log.warning("unregister broker from name server %s failed: %s", addr, exc)

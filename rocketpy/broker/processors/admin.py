@@ -1,0 +1,418 @@
+"""Administration codes (AdminBrokerProcessor): topics, subscription groups, stats,
+connections, config, and the requests relayed to a consumer client."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from ...codecs import RemotingCommand, ResponseCode
+from ...codecs.bodies import (
+    Connection,
+    ConsumerConnection,
+    ConsumeStats,
+    DelayOffsetSerializeWrapper,
+    GroupList,
+    KVTable,
+    MessageQueue,
+    MessageQueueForC,
+    OffsetWrapper,
+    ProducerConnection,
+    ResetOffsetBody,
+    ResetOffsetBodyForC,
+    SubscriptionGroupConfig,
+    TopicOffset,
+    TopicStatsTable,
+)
+from ...codecs.codes import LanguageCode, MixAll, MQVersion, RequestCode, TopicFilterType, version_desc
+from ...codecs.headers import (
+    CloneGroupOffsetRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from ...codecs.message import decode_offset_msg_id
+from ...remoting import RemotingTimeoutError, java_decode_header
+from ...remoting.dispatch import describe_exception
+from ..responses import NOT_SET_REMARK, error, respond
+from ..topics import new_topic
+from .send import validate_topic
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+log = logging.getLogger("rocketpy.broker")
+
+
+def _check_topic_name(request: RemotingCommand, topic: str) -> RemotingCommand | None:
+    bad = validate_topic(topic)
+    if bad is not None:
+        return error(request, ResponseCode.SYSTEM_ERROR, bad)
+    if MixAll.is_system_topic(topic):
+        return error(request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+    return None
+
+
+def update_and_create_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, CreateTopicRequestHeader)
+    topic = h.topic or ""
+    err = _check_topic_name(request, topic)
+    if err is not None:
+        return err
+    tc = new_topic(topic, h.read_queue_nums or 0, h.write_queue_nums or 0, h.perm or 0, h.topic_sys_flag or 0)
+    try:
+        tc.topic_filter_type = TopicFilterType[h.topic_filter_type or "SINGLE_TAG"]
+    except KeyError:
+        tc.topic_filter_type = TopicFilterType.SINGLE_TAG
+    tc.order = bool(h.order)
+    broker.topics.update(tc)
+    broker.register_soon()
+    # Java leaves the default remark of createResponseCommand(null) on this success
+    return respond(request, remark=NOT_SET_REMARK)
+
+
+def delete_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, DeleteTopicRequestHeader)
+    topic = h.topic or ""
+    err = _check_topic_name(request, topic)
+    if err is not None:
+        return err
+    broker.topics.delete(topic)
+    broker.store.clean_unused_topic(broker.topics.table.keys())
+    return respond(request)
+
+
+def get_all_topic_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    return respond(request, header={}, body=broker.topics.wrapper().encode())
+
+
+def update_and_create_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    if request.body:
+        broker.groups.update(SubscriptionGroupConfig.decode(request.body))
+    return respond(request)
+
+
+def delete_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, DeleteSubscriptionGroupRequestHeader)
+    broker.groups.delete(h.group_name or "")
+    if h.remove_offset:
+        broker.offsets.remove_group(h.group_name or "")
+    return respond(request)
+
+
+def get_all_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    return respond(request, body=ctx.state.groups.wrapper().encode())
+
+
+def clone_group_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, CloneGroupOffsetRequestHeader)
+    src, dest = h.src_group or "", h.dest_group or ""
+    topics = {h.topic} if (h.topic or "").strip() else broker.offsets.topics_of_group(src)
+    info = broker.consumers.get(src)
+    for topic in topics:
+        if broker.topics.get(topic) is None:
+            log.warning("[cloneGroupOffset], topic config not exist, %s", topic)
+            continue
+        if not h.offline and info is not None and info.subscriptions and topic not in info.subscriptions:
+            continue
+        offsets = broker.offsets.offsets_of(src, topic)
+        if offsets:
+            for qid, off in offsets.items():
+                broker.offsets.commit(dest, topic, qid, off)
+    return respond(request)
+
+
+def get_all_consumer_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    return respond(request, body=ctx.state.offsets.wrapper().encode())
+
+
+def get_all_delay_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    return respond(request, body=DelayOffsetSerializeWrapper(offset_table=dict(broker.schedule.offsets)).encode())
+
+
+def get_broker_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    version = f'{{"counter":0,"timestamp":{broker.boot_ms}}}'
+    return respond(request, header={"version": version}, body=broker.config.properties_text().encode())
+
+
+def update_broker_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    """Refused unless an admin credential is configured and presented: remote config
+    changes were the way into CVE-2023-33246 (remote code execution) on Java brokers."""
+    broker: BrokerController = ctx.state
+    secret = broker.config.admin_credential
+    given = (request.ext_fields or {}).get("adminCredential", "")
+    if not secret or not hmac.compare_digest(secret.encode(), given.encode()):
+        return error(
+            request,
+            ResponseCode.NO_PERMISSION,
+            "UPDATE_BROKER_CONFIG is disabled: set adminCredential in the broker config and send it as the "
+            "adminCredential ext field to change settings remotely",
+        )
+    from ...namesrv import properties
+
+    text = (request.body or b"").decode("utf-8", "replace")
+    changes = properties.loads(text)
+    blocked = {
+        "brokerConfigPath",
+        "configBlackList",
+        "storePathRootDir",
+        "storePathCommitLog",
+        "rocketmqHome",
+        "adminCredential",
+    }
+    for key, value in changes.items():
+        if key in blocked:
+            log.warning("updateBrokerConfig refuses to change %s", key)
+            continue
+        broker.config.props[key] = value
+    return respond(request)
+
+
+def get_broker_runtime_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    store = broker.store
+    up = max(0, int(time.time() * 1000) - broker.boot_ms) // 1000
+    table = {
+        "brokerVersionDesc": version_desc(int(MQVersion.V4_9_8)),
+        "brokerVersion": str(int(MQVersion.V4_9_8)),
+        "msgPutTotalTodayNow": str(broker.stats["put"]),
+        "msgGetTotalTodayNow": str(broker.stats["get"]),
+        "msgPutTotalYesterdayMorning": "0",
+        "msgGetTotalYesterdayMorning": "0",
+        "msgPutTotalTodayMorning": "0",
+        "msgGetTotalTodayMorning": "0",
+        "bootTimestamp": str(broker.boot_ms),
+        "runtime": f"[ {up // 86400} days, {up % 86400 // 3600} hours, {up % 3600 // 60} minutes, {up % 60} seconds ]",
+        "commitLogMinOffset": str(max(store.min_phy_offset, 0)),
+        "commitLogMaxOffset": str(store.max_phy_offset),
+        "earliestMessageTimeStamp": str(store.get_earliest_message_time()),
+        "dispatchBehindBytes": "0",
+        "remainHowManyDataToFlush": f"{max(0, store.max_phy_offset - store.flushed_offset)} B",
+        "startAcceptSendRequestTimeStamp": "0",
+        "pullThreadPoolQueueSize": "0",
+        "sendThreadPoolQueueSize": "0",
+        "queryThreadPoolQueueSize": "0",
+        "EndTransactionQueueSize": "0",
+    }
+    for level, offset in sorted(broker.schedule.offsets.items()):
+        table[f"scheduleMessageOffset_{level}"] = (
+            f"{offset},{store.get_max_offset_in_queue(MixAll.RMQ_SYS_SCHEDULE_TOPIC, level - 1)}"
+        )
+    return respond(request, body=KVTable(table=table).encode())
+
+
+def get_consume_stats(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, GetConsumeStatsRequestHeader)
+    group = h.consumer_group or ""
+    topics = broker.offsets.topics_of_group(group) if not (h.topic or "").strip() else {h.topic}
+    stats = ConsumeStats()
+    info = broker.consumers.get(group)
+    for topic in topics:
+        tc = broker.topics.get(topic)
+        if tc is None:
+            continue
+        if info is not None and info.subscriptions and topic not in info.subscriptions:
+            continue
+        for qid in range(tc.read_queue_nums):
+            mq = MessageQueue(topic=topic, broker_name=broker.config.broker_name, queue_id=qid)
+            broker_off = max(0, broker.store.get_max_offset_in_queue(topic, qid))
+            consumer_off = max(0, broker.offsets.query(group, topic, qid))
+            w = OffsetWrapper(broker_offset=broker_off, consumer_offset=consumer_off)
+            if consumer_off - 1 >= 0:
+                ts = broker.store.get_message_store_timestamp(topic, qid, consumer_off - 1)
+                if ts > 0:
+                    w.last_timestamp = ts
+            stats.offset_table[mq] = w
+    return respond(request, body=stats.encode())
+
+
+def _connection(info: Any) -> Connection:
+    return Connection(client_id=info.client_id, client_addr=info.addr, language=info.language, version=info.version)
+
+
+def get_consumer_connection_list(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, GetConsumerConnectionListRequestHeader)
+    info = broker.consumers.get(h.consumer_group or "")
+    if info is None:
+        return error(request, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{h.consumer_group}] not online")
+    body = ConsumerConnection(
+        connection_set=[_connection(c) for c in info.channels.values()],
+        subscription_table=dict(info.subscriptions),
+        consume_type=info.consume_type,
+        message_model=info.message_model,
+        consume_from_where=info.consume_from_where,
+    )
+    return respond(request, body=body.encode())
+
+
+def get_producer_connection_list(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, GetProducerConnectionListRequestHeader)
+    table = broker.producers.groups.get(h.producer_group or "")
+    if table is None:
+        return error(request, ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producer_group}] not exist")
+    body = ProducerConnection(connection_set=[_connection(c) for c in table.values()])
+    return respond(request, body=body.encode())
+
+
+def get_topic_stats_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, GetTopicStatsInfoRequestHeader)
+    topic = h.topic or ""
+    tc = broker.topics.get(topic)
+    if tc is None:
+        return error(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+    stats = TopicStatsTable()
+    for qid in range(tc.write_queue_nums):
+        mq = MessageQueue(topic=topic, broker_name=broker.config.broker_name, queue_id=qid)
+        lo = max(0, broker.store.get_min_offset_in_queue(topic, qid))
+        hi = max(0, broker.store.get_max_offset_in_queue(topic, qid))
+        ts = broker.store.get_message_store_timestamp(topic, qid, hi - 1) if hi > 0 else 0
+        stats.offset_table[mq] = TopicOffset(min_offset=lo, max_offset=hi, last_update_timestamp=ts)
+    return respond(request, body=stats.encode())
+
+
+def query_topic_consume_by_who(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, QueryTopicConsumeByWhoRequestHeader)
+    groups = set(broker.consumers.groups_of_topic(h.topic or "")) | broker.offsets.groups_of_topic(h.topic or "")
+    return respond(request, body=GroupList(group_list=sorted(groups)).encode())
+
+
+async def _call_consumer(
+    broker: BrokerController, code: int, request: RemotingCommand, group: str, client_id: str
+) -> RemotingCommand:
+    info = broker.consumers.get(group)
+    ch = info.find_by_client_id(client_id) if info is not None else None
+    if ch is None:
+        return error(request, ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
+    if ch.version < MQVersion.V3_1_8_SNAPSHOT:
+        return error(
+            request,
+            ResponseCode.SYSTEM_ERROR,
+            f"The Consumer <{client_id}> Version <{version_desc(ch.version)}> too low to finish, please "
+            "upgrade it to V3_1_8_SNAPSHOT",
+        )
+    relay = RemotingCommand(code=code, ext_fields=dict(request.ext_fields or {}), body=request.body)
+    try:
+        answer = await ch.channel.invoke(relay, 10.0)
+    except RemotingTimeoutError as exc:
+        return error(
+            request,
+            ResponseCode.CONSUME_MSG_TIMEOUT,
+            f"consumer <{group}> <{client_id}> Timeout: {describe_exception(exc)}",
+        )
+    except Exception as exc:
+        return error(
+            request,
+            ResponseCode.SYSTEM_ERROR,
+            f"invoke consumer <{group}> <{client_id}> Exception: {describe_exception(exc)}",
+        )
+    answer.opaque = request.opaque
+    return answer
+
+
+async def get_consumer_running_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    h = java_decode_header(request, GetConsumerRunningInfoRequestHeader)
+    return await _call_consumer(
+        ctx.state, RequestCode.GET_CONSUMER_RUNNING_INFO, request, h.consumer_group or "", h.client_id or ""
+    )
+
+
+async def consume_message_directly(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, ConsumeMessageDirectlyResultRequestHeader)
+    ext = dict(request.ext_fields or {})
+    ext["brokerName"] = broker.config.broker_name
+    body = request.body
+    try:
+        _ip, _port, offset = decode_offset_msg_id(h.msg_id or "")
+        body = broker.store.select_one_message_by_offset(offset) or body
+    except Exception:
+        pass
+    relay = RemotingCommand(
+        code=request.code, ext_fields=ext, body=body, opaque=request.opaque, serialize_type=request.serialize_type
+    )
+    return await _call_consumer(
+        broker, RequestCode.CONSUME_MESSAGE_DIRECTLY, relay, h.consumer_group or "", h.client_id or ""
+    )
+
+
+async def invoke_broker_to_reset_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    """Broker2Client.resetOffset: new offsets by timestamp, pushed oneway to every consumer of the group."""
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, ResetOffsetRequestHeader)
+    topic, group = h.topic or "", h.group or ""
+    tc = broker.topics.get(topic)
+    if tc is None:
+        return error(
+            request,
+            ResponseCode.SYSTEM_ERROR,
+            f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}",
+        )
+    table: dict[MessageQueue, int] = {}
+    for qid in range(tc.write_queue_nums):
+        consumer_off = broker.offsets.query(group, topic, qid)
+        if consumer_off == -1:
+            return error(request, ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
+        if h.timestamp == -1:
+            ts_off = broker.store.get_max_offset_in_queue(topic, qid)
+        else:
+            ts_off = broker.store.get_offset_in_queue_by_time(topic, qid, h.timestamp)
+        ts_off = max(ts_off, 0)
+        mq = MessageQueue(topic=topic, broker_name=broker.config.broker_name, queue_id=qid)
+        table[mq] = ts_off if (h.is_force or ts_off < consumer_off) else consumer_off
+    body = ResetOffsetBody(offset_table=table)
+    if request.language == LanguageCode.CPP:
+        push_body = ResetOffsetBodyForC(
+            offset_table=[
+                MessageQueueForC(topic=mq.topic, broker_name=mq.broker_name, queue_id=mq.queue_id, offset=off)
+                for mq, off in table.items()
+            ]
+        ).encode()
+    else:
+        push_body = body.encode()
+    info = broker.consumers.get(group)
+    if info is None or not info.channels:
+        return error(
+            request,
+            ResponseCode.CONSUMER_NOT_ONLINE,
+            f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {h.timestamp}",
+        )
+    for ch in list(info.channels.values()):
+        if ch.version < MQVersion.V3_0_7_SNAPSHOT:
+            return error(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"the client does not support this feature. version={version_desc(ch.version)}",
+            )
+        push = RemotingCommand.request(
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+            ResetOffsetRequestHeader(topic=topic, group=group, timestamp=h.timestamp, is_force=False),
+            push_body,
+        )
+        try:
+            await ch.channel.invoke_oneway(push)
+        except Exception as exc:
+            log.error("[reset-offset] reset offset exception. topic=%s, group=%s: %s", topic, group, exc)
+    return respond(request, body=body.encode())

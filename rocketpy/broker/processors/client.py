@@ -1,0 +1,152 @@
+"""Client management and consumer offsets: HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG,
+GET_CONSUMER_LIST_BY_GROUP, QUERY/UPDATE_CONSUMER_OFFSET, LOCK/UNLOCK_BATCH_MQ
+(ClientManageProcessor, ConsumerManageProcessor, AdminBrokerProcessor's lock codes)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ...codecs import RemotingCommand, ResponseCode
+from ...codecs.bodies import (
+    GetConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    UnlockBatchRequestBody,
+)
+from ...codecs.codes import ExpressionType, MixAll, PermName, TopicSysFlag
+from ...codecs.headers import (
+    GetConsumerListByGroupRequestHeader,
+    UnregisterClientRequestHeader,
+)
+from ...remoting import java_decode_header
+from ..clients import ClientChannelInfo
+from ..responses import error, respond
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+log = logging.getLogger("rocketpy.broker")
+
+_QUERY_NOT_FOUND_REMARK = "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
+
+
+def heart_beat(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    data = HeartbeatData.decode(request.body or b"{}")
+    conn = ctx.connection
+    cid = data.client_id or ""
+    for cd in data.consumer_data_set:
+        group = cd.group_name or ""
+        sub_cfg = broker.groups.find(group)
+        notify = True
+        if sub_cfg is not None:
+            notify = sub_cfg.notify_consumer_ids_changed_enable
+            sys_flag = TopicSysFlag.build_sys_flag(False, True) if cd.unit_mode else 0
+            broker.topics.create_in_send_back(
+                MixAll.get_retry_topic(group),
+                sub_cfg.retry_queue_nums,
+                int(PermName.PERM_WRITE | PermName.PERM_READ),
+                sys_flag,
+            )
+        info = ClientChannelInfo(conn, cid, request.language, request.version)
+        changed = broker.consumers.register(
+            group,
+            info,
+            cd.consume_type,
+            cd.message_model,
+            cd.consume_from_where,
+            list(cd.subscription_data_set),
+            notify,
+        )
+        if changed:
+            log.info("registerConsumer info changed %s %s", group, cid)
+    for pd in data.producer_data_set:
+        broker.producers.register(pd.group_name or "", ClientChannelInfo(conn, cid, request.language, request.version))
+    return respond(request)
+
+
+def unregister_client(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, UnregisterClientRequestHeader)
+    conn = ctx.connection
+    if h.producer_group:
+        broker.producers.unregister(h.producer_group, conn)
+    if h.consumer_group:
+        sub_cfg = broker.groups.find(h.consumer_group)
+        notify = sub_cfg.notify_consumer_ids_changed_enable if sub_cfg is not None else True
+        broker.consumers.unregister(h.consumer_group, conn, notify)
+    return respond(request, header={})
+
+
+def check_client_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    from ...codecs.bodies import CheckClientRequestBody
+
+    body = CheckClientRequestBody.decode(request.body or b"{}")
+    sub = body.subscription_data
+    if (
+        sub is not None
+        and not ExpressionType.is_tag_type(sub.expression_type)
+        and not broker.config.enable_property_filter
+    ):
+        return error(
+            request,
+            ResponseCode.SYSTEM_ERROR,
+            f"The broker does not support consumer to filter message by {sub.expression_type}",
+        )
+    return respond(request)
+
+
+def get_consumer_list_by_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, GetConsumerListByGroupRequestHeader)
+    info = broker.consumers.get(h.consumer_group or "")
+    if info is not None:
+        ids = info.client_ids
+        if ids:
+            body = GetConsumerListByGroupResponseBody(consumer_id_list=ids).encode()
+            return respond(request, header={}, body=body)
+    return respond(request, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {h.consumer_group}", header={})
+
+
+def query_consumer_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    ext = request.ext_fields or {}
+    group, topic, queue_id = ext.get("consumerGroup", ""), ext.get("topic", ""), int(ext.get("queueId", "0"))
+    offset = broker.offsets.query(group, topic, queue_id)
+    if offset >= 0:
+        return respond(request, header={"offset": str(offset)})
+    # a new group starts at 0 while the queue's first message is still in memory
+    store = broker.store
+    min_offset = store.get_min_offset_in_queue(topic, queue_id)
+    if min_offset <= 0 and not store.check_in_disk_by_consume_offset(topic, queue_id, 0):
+        return respond(request, header={"offset": "0"})
+    return respond(request, ResponseCode.QUERY_NOT_FOUND, _QUERY_NOT_FOUND_REMARK, header={})
+
+
+def update_consumer_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    ext = request.ext_fields or {}
+    broker.offsets.commit(
+        ext.get("consumerGroup", ""),
+        ext.get("topic", ""),
+        int(ext.get("queueId", "0")),
+        int(ext.get("commitOffset", "0")),
+    )
+    return respond(request, header={})
+
+
+def lock_batch_mq(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    body = LockBatchRequestBody.decode(request.body or b"{}")
+    locked = broker.locks.try_lock_batch(body.consumer_group or "", body.mq_set, body.client_id or "")
+    return respond(request, body=LockBatchResponseBody(lock_ok_mq_set=list(locked)).encode())
+
+
+def unlock_batch_mq(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+    broker: BrokerController = ctx.state
+    body = UnlockBatchRequestBody.decode(request.body or b"{}")
+    broker.locks.unlock_batch(body.consumer_group or "", body.mq_set, body.client_id or "")
+    return respond(request)

@@ -1,0 +1,64 @@
+"""END_TRANSACTION (EndTransactionProcessor): commit or roll back a half message."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ...codecs import RemotingCommand, ResponseCode
+from ...codecs.codes import BrokerRole, MessageConst, MessageSysFlag
+from ...codecs.headers import EndTransactionRequestHeader
+from ...remoting import java_decode_header
+from ..responses import error, respond
+from .send import put_error
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+log = logging.getLogger("rocketpy.broker")
+
+_NOT = int(MessageSysFlag.TRANSACTION_NOT_TYPE)
+_COMMIT = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+
+
+def _check_prepare(request: RemotingCommand, half: Any, h: EndTransactionRequestHeader) -> RemotingCommand | None:
+    if half is None:
+        return error(request, ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
+    if half.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP) != h.producer_group:
+        return error(request, ResponseCode.SYSTEM_ERROR, "The producer group wrong")
+    if half.queue_offset != h.tran_state_table_offset:
+        return error(request, ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong")
+    if half.commit_log_offset != h.commit_log_offset:
+        return error(request, ResponseCode.SYSTEM_ERROR, "The commit log offset wrong")
+    return None
+
+
+async def end_transaction(ctx: Any, request: RemotingCommand) -> RemotingCommand | None:
+    broker: BrokerController = ctx.state
+    h = java_decode_header(request, EndTransactionRequestHeader)
+    if broker.config.store.broker_role == BrokerRole.SLAVE:
+        return respond(request, ResponseCode.SLAVE_NOT_AVAILABLE)
+    kind = h.commit_or_rollback
+    if kind == _NOT or kind not in (_COMMIT, _ROLLBACK):
+        # UNKNOWN from the producer: nothing to do, the back-check will ask again
+        log.info("transaction %s left unknown by %s", h.transaction_id, ctx.remote_addr)
+        return None
+    txs = broker.transactions
+    half = txs.half_message(h.commit_log_offset or 0)
+    err = _check_prepare(request, half, h)
+    if err is not None:
+        return err
+    assert half is not None
+    if kind == _COMMIT:
+        msg = txs.end_message(half)
+        msg.sys_flag = (msg.sys_flag & ~_ROLLBACK) | _COMMIT
+        msg.prepared_transaction_offset = h.commit_log_offset or 0
+        result = await broker.put_message(msg)
+        code, remark, ok = put_error(result)
+        if code == ResponseCode.SUCCESS:
+            await txs.write_op(half)
+            return respond(request)
+        return error(request, code, remark or "")
+    await txs.write_op(half)
+    return respond(request)

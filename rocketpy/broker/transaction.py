@@ -1,0 +1,302 @@
+"""Transactional messages (TransactionalMessageServiceImpl + the check service).
+
+A prepared message is stored as a *half* message in RMQ_SYS_TRANS_HALF_TOPIC queue 0,
+its real topic and queue kept in properties. END_TRANSACTION commit stores the real
+message and writes an *op* record (tag ``d``, body = the half message's queue offset)
+to RMQ_SYS_TRANS_OP_HALF_TOPIC; rollback writes only the op record. Every
+transactionCheckInterval the check walks the half queue from the CID_RMQ_SYS_TRANS
+offset: resolved halves are skipped, halves younger than transactionTimeOut stop the
+walk, others are appended again (TRANSACTION_CHECK_TIMES + 1) and the producer group
+gets CHECK_TRANSACTION_STATE; after transactionCheckMax checks a half is discarded
+to TRANS_CHECK_MAX_TIME_TOPIC.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..codecs import RemotingCommand
+from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, PermName, RequestCode
+from ..codecs.headers import CheckTransactionStateRequestHeader
+from ..codecs.message import MessageExt, UniqIdGenerator, encode_message
+from ..store.types import MessageExtBrokerInner, PutMessageResult
+from .responses import hashmap_dict
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("rocketpy.broker")
+
+HALF = MixAll.RMQ_SYS_TRANS_HALF_TOPIC
+OP = MixAll.RMQ_SYS_TRANS_OP_HALF_TOPIC
+CHECK_GROUP = MixAll.CID_SYS_RMQ_TRANS
+REMOVE_TAG = MixAll.REMOVETAG
+_TRAN_MASK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+_RW = int(PermName.PERM_WRITE | PermName.PERM_READ)
+MAX_PROCESS_TIME_LIMIT_MS = 60_000
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _props_string(props: dict[str, str]) -> str:
+    from ..codecs.message import properties_to_string
+
+    return properties_to_string(hashmap_dict(props))
+
+
+class TransactionalMessageService:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self._uniq = UniqIdGenerator()
+        self.checks_sent = 0
+
+    # -- prepare / end -------------------------------------------------------------------
+    async def prepare_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        """parseHalfMessageInner + store: the half message goes to the half topic, queue 0."""
+        props = msg.properties
+        props[MessageConst.PROPERTY_REAL_TOPIC] = msg.topic
+        props[MessageConst.PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+        msg.sys_flag &= ~_TRAN_MASK
+        msg.topic = HALF
+        msg.queue_id = 0
+        # unlike a plain send, the half keeps WAIT in its stored string (Java rebuilds it from the map)
+        msg.properties_string = _props_string(props)
+        return await self.broker.put_message(msg)
+
+    def half_message(self, commit_log_offset: int) -> MessageExt | None:
+        return self.broker.store.look_message_by_offset(commit_log_offset)
+
+    async def write_op(self, half: MessageExt) -> None:
+        """Mark ``half`` resolved: an op record pointing at its half-queue offset."""
+        props = {
+            MessageConst.PROPERTY_TAGS: REMOVE_TAG,
+            MessageConst.PROPERTY_WAIT_STORE_MSG_OK: "false",
+            MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: self._uniq.next_id(),
+        }
+        props = hashmap_dict(props)
+        op = MessageExtBrokerInner(
+            topic=OP,
+            body=str(half.queue_offset).encode(),
+            properties=props,
+            properties_string=_props_string(
+                {k: v for k, v in props.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK}
+            ),
+            queue_id=half.queue_id,
+            born_timestamp=now_ms(),
+            born_host=self.broker.store_host,
+            store_host=self.broker.store_host,
+        )
+        result = await self.broker.put_message(op)
+        if not result.is_ok:
+            log.error("transaction op message put failed: %s", result.status)
+
+    def end_message(self, half: MessageExt) -> MessageExtBrokerInner:
+        """endMessageTransaction: the real message back from its half (stored string keeps REAL_*)."""
+        props = dict(half.properties)
+        stored = _props_string(props)
+        topic = props.pop(MessageConst.PROPERTY_REAL_TOPIC, "")
+        qid = int(props.pop(MessageConst.PROPERTY_REAL_QUEUE_ID, "0"))
+        props.pop(MessageConst.PROPERTY_TRANSACTION_PREPARED, None)
+        props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
+        return MessageExtBrokerInner(
+            topic=topic,
+            body=half.body,
+            flag=half.flag,
+            properties=props,
+            properties_string=stored,
+            queue_id=qid,
+            sys_flag=half.sys_flag,
+            born_timestamp=half.born_timestamp,
+            born_host=half.born_host,
+            store_host=half.store_host,
+            reconsume_times=half.reconsume_times,
+        )
+
+    # -- back-check ----------------------------------------------------------------------
+    async def run_check(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        cfg = self.broker.config
+        while True:
+            await trio.sleep(cfg.transaction_check_interval / 1000)
+            try:
+                await self.check(cfg.transaction_time_out, cfg.transaction_check_max)
+            except Exception:
+                log.exception("transaction check failed")
+
+    def _consume_offset(self, topic: str) -> int:
+        off = self.broker.offsets.query(CHECK_GROUP, topic, 0)
+        if off < 0:
+            off = self.broker.store.get_min_offset_in_queue(topic, 0)
+            self.broker.offsets.commit(CHECK_GROUP, topic, 0, off)
+        return off
+
+    def _read(self, topic: str, offset: int) -> MessageExt | None:
+        cq = self.broker.store.find_consume_queue(topic, 0)
+        unit = cq.get_unit(offset) if cq is not None else None
+        if unit is None:
+            return None
+        msg = self.broker.store.look_message_by_offset(unit.commit_log_offset, unit.size)
+        return msg
+
+    async def check(self, timeout_ms: int, check_max: int) -> None:
+        store = self.broker.store
+        if store.find_consume_queue(HALF, 0) is None:
+            return
+        self.broker.topics.create_in_send_back(HALF, 1, _RW, 0)
+        start = now_ms()
+        half_offset = self._consume_offset(HALF)
+        op_offset = self._consume_offset(OP)
+        # op records: which halves are resolved
+        removed: dict[int, int] = {}
+        done_ops: list[int] = []
+        op_max = store.get_max_offset_in_queue(OP, 0)
+        for o in range(op_offset, op_max):
+            op = self._read(OP, o)
+            if op is None:
+                continue
+            if op.tags != REMOVE_TAG:
+                done_ops.append(o)
+                continue
+            try:
+                ref = int(op.body.decode())
+            except ValueError:
+                done_ops.append(o)
+                continue
+            if ref < half_offset:
+                done_ops.append(o)
+            else:
+                removed[ref] = o
+        half_max = store.get_max_offset_in_queue(HALF, 0)
+        i = half_offset
+        while i < half_max:
+            if now_ms() - start > MAX_PROCESS_TIME_LIMIT_MS:
+                break
+            if i in removed:
+                done_ops.append(removed.pop(i))
+                i += 1
+                continue
+            msg = self._read(HALF, i)
+            if msg is None:
+                i += 1
+                continue
+            times = int(msg.properties.get(MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES, "0") or 0)
+            if times >= check_max:
+                await self._discard(msg)
+                i += 1
+                continue
+            if msg.store_timestamp >= start:
+                break
+            age = now_ms() - msg.born_timestamp
+            immunity = timeout_ms
+            custom = msg.properties.get(MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
+            if custom is not None:
+                try:
+                    immunity = int(custom) * 1000
+                except ValueError:
+                    pass
+            if 0 <= age < immunity:
+                break
+            msg.properties[MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES] = str(times + 1)
+            if not await self._put_back(msg):
+                break
+            await self._send_check(msg)
+            i += 1
+        if i != half_offset:
+            self.broker.offsets.commit(CHECK_GROUP, HALF, 0, i)
+        new_op = op_offset
+        done = set(done_ops)
+        while new_op in done:
+            new_op += 1
+        if new_op != op_offset:
+            self.broker.offsets.commit(CHECK_GROUP, OP, 0, new_op)
+
+    async def _put_back(self, msg: MessageExt) -> bool:
+        """Append the half again (renewHalfMessageInner); ``msg`` takes the copy's offsets."""
+        inner = MessageExtBrokerInner(
+            topic=msg.topic,
+            body=msg.body,
+            flag=msg.flag,
+            properties=dict(msg.properties),
+            properties_string=_props_string(msg.properties),
+            queue_id=msg.queue_id,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_host=msg.store_host,
+            reconsume_times=msg.reconsume_times,
+        )
+        inner.properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
+        result = await self.broker.put_message(inner)
+        if not result.is_ok or result.append is None:
+            log.error("PutBackToHalfQueueReturnResult write failed, topic: %s, queueId: %d", msg.topic, msg.queue_id)
+            return False
+        msg.queue_offset = result.append.logics_offset
+        msg.commit_log_offset = result.append.wrote_offset
+        msg.store_timestamp = result.append.store_timestamp
+        return True
+
+    async def _discard(self, msg: MessageExt) -> None:
+        topic = MixAll.RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
+        self.broker.topics.create_in_send_back(topic, 1, _RW, 0)
+        props = dict(msg.properties)
+        inner = MessageExtBrokerInner(
+            topic=topic,
+            body=msg.body,
+            flag=msg.flag,
+            properties=props,
+            properties_string=_props_string(props),
+            queue_id=0,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_host=msg.store_host,
+            reconsume_times=msg.reconsume_times,
+        )
+        inner.properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
+        await self.broker.put_message(inner)
+        log.info("half message discarded after too many checks: %s", msg.uniq_key)
+
+    async def _send_check(self, msg: MessageExt) -> None:
+        group = msg.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP, "")
+        channel: Any = self.broker.producers.available_channel(group)
+        if channel is None:
+            log.warning("Check transaction failed, channel is null. groupId=%s", group)
+            return
+        offset_msg_id = msg.msg_id
+        uniq = msg.uniq_key
+        view = MessageExt(
+            topic=msg.properties.get(MessageConst.PROPERTY_REAL_TOPIC, msg.topic),
+            body=msg.body,
+            flag=msg.flag,
+            properties=dict(msg.properties),
+            queue_id=int(msg.properties.get(MessageConst.PROPERTY_REAL_QUEUE_ID, "0")),
+            queue_offset=msg.queue_offset,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_timestamp=msg.store_timestamp,
+            store_host=msg.store_host,
+            commit_log_offset=msg.commit_log_offset,
+            body_crc=msg.body_crc,
+            reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=msg.prepared_transaction_offset,
+        )
+        header = CheckTransactionStateRequestHeader(
+            tran_state_table_offset=msg.queue_offset,
+            commit_log_offset=msg.commit_log_offset,
+            msg_id=uniq,
+            transaction_id=uniq,
+            offset_msg_id=offset_msg_id,
+        )
+        request = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header, encode_message(view))
+        try:
+            await channel.invoke_oneway(request)
+            self.checks_sent += 1
+        except Exception as exc:
+            log.warning("Check transaction failed, %s: %s", group, exc)

@@ -1,0 +1,261 @@
+"""Broker flows over real sockets: retry and DLQ, delayed delivery, transactions,
+request-reply, NameServer registration and ``rocketpy serve``."""
+
+from __future__ import annotations
+
+import trio
+
+from rocketpy.broker.testing import broker_client, running_broker
+from rocketpy.codecs import RemotingCommand, ResponseCode
+from rocketpy.codecs.codes import MessageConst, MessageSysFlag, RequestCode
+from rocketpy.codecs.headers import EndTransactionRequestHeader
+from rocketpy.codecs.message import decode_message
+from rocketpy.remoting import Dispatcher
+
+FAST_DELAYS = "100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 1s 1s 1s 1s 1s 1s 1s 1s 1s"
+
+
+async def _pull_until(c, group, topic, qid, offset=0, count=1, timeout=10.0, **kw):
+    msgs = []
+    with trio.fail_after(timeout):
+        while len(msgs) < count:
+            resp, got = await c.pull(group, topic, qid, offset + len(msgs), **kw)
+            msgs.extend(got)
+            if not got:
+                await trio.sleep(0.05)
+    return msgs
+
+
+async def test_delay_retry_and_dlq(tmp_path):
+    async with running_broker(str(tmp_path), messageDelayLevel=FAST_DELAYS) as broker:
+        async with broker_client(broker.address) as c:
+            await c.heartbeat(consumer_groups={"RG": ["TR"]})
+            # a delayed send comes out after its level's delay
+            t0 = trio.current_time()
+            r = await c.send("TR", b"later", props={"DELAY": "2"}, queue_id=0)
+            assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueId"] == "0"
+            (msg,) = await _pull_until(c, "RG", "TR", 0)
+            assert msg.body == b"later" and trio.current_time() - t0 >= 0.15
+            # give it back: %RETRY%RG after delay level 1
+            r = await c.send_back("RG", msg, delay_level=1)
+            assert r.code == ResponseCode.SUCCESS
+            (retry,) = await _pull_until(c, "RG", "%RETRY%RG", 0)
+            assert retry.body == b"later" and retry.reconsume_times == 1
+            assert retry.properties[MessageConst.PROPERTY_RETRY_TOPIC] == "TR"
+            assert retry.properties[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID] == msg.msg_id
+            # past maxReconsumeTimes: straight to the DLQ
+            r = await c.send_back("RG", retry, delay_level=0, max_times=1)
+            assert r.code == ResponseCode.SUCCESS
+            (dead,) = await _pull_until(c, "RG", "%DLQ%RG", 0)
+            assert dead.body == b"later" and dead.reconsume_times == 2
+            assert broker.topics.get("%DLQ%RG") is not None
+            # a client resending to the retry topic past its max also lands in the DLQ
+            r = await c.send("%RETRY%RG", b"resent", queue_id=0, reconsume_times=5, max_reconsume_times=3)
+            assert r.code == ResponseCode.SUCCESS
+            dead2 = await _pull_until(c, "RG", "%DLQ%RG", 0, count=2)
+            assert dead2[1].body == b"resent"
+            assert broker.schedule.offsets  # delayOffset table advanced
+
+
+async def test_delay_offsets_persist(tmp_path):
+    store = str(tmp_path)
+    async with running_broker(store, messageDelayLevel=FAST_DELAYS) as broker:
+        async with broker_client(broker.address) as c:
+            await c.send("TD", b"d", props={"DELAY": "1"})
+            await _pull_until(c, "G", "TD", 0)
+    async with running_broker(store, messageDelayLevel=FAST_DELAYS) as broker:
+        assert broker.schedule.offsets.get(1) == 1
+        await trio.sleep(0.3)
+        async with broker_client(broker.address) as c:
+            resp, msgs = await c.pull("G", "TD", 0, 0)
+            assert len(msgs) == 1  # not delivered twice
+
+
+def _tx_props(group: str) -> dict[str, str]:
+    return {MessageConst.PROPERTY_TRANSACTION_PREPARED: "true", MessageConst.PROPERTY_PRODUCER_GROUP: group}
+
+
+async def test_transactions_commit_rollback_and_check(tmp_path):
+    prepared = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+    commit = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+    rollback = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+    checks: list[RemotingCommand] = []
+    disp = Dispatcher()
+
+    @disp.route(RequestCode.CHECK_TRANSACTION_STATE)
+    def on_check(ctx, request):
+        checks.append(request)
+
+    async with running_broker(str(tmp_path), transactionCheckInterval="200", transactionTimeOut="300") as broker:
+        async with broker_client(broker.address, dispatcher=disp, client_id="127.0.0.1@txp") as c:
+            await c.heartbeat(producer_groups=["TXG"])
+            r1 = await c.send("TTx", b"commit me", props=_tx_props("TXG"), sys_flag=prepared, group="TXG")
+            r2 = await c.send("TTx", b"roll me back", props=_tx_props("TXG"), sys_flag=prepared, group="TXG")
+            assert r1.code == r2.code == ResponseCode.SUCCESS
+            resp, msgs = await c.pull("G", "TTx", 0, 0)
+            assert msgs == []  # half messages are invisible
+            await c.end_transaction("TXG", r1, commit)
+            await c.end_transaction("TXG", r2, rollback)
+            (msg,) = await _pull_until(c, "G", "TTx", 0)
+            # like Java, the committed message keeps the half's properties string (REAL_TOPIC, TRAN_MSG...)
+            assert msg.body == b"commit me" and msg.properties["REAL_TOPIC"] == "TTx"
+            assert msg.transaction_type == commit
+            # an unresolved one gets checked back, then committed from the check
+            r3 = await c.send("TTx", b"ask me", props=_tx_props("TXG"), sys_flag=prepared, group="TXG")
+            assert r3.code == ResponseCode.SUCCESS
+            with trio.fail_after(10):
+                while not checks:
+                    await trio.sleep(0.05)
+            check = checks[0]
+            half = decode_message(check.body)
+            assert half.body == b"ask me" and half.topic == "TTx"
+            assert half.properties["TRANSACTION_CHECK_TIMES"] == "1"
+            ext = check.ext_fields
+            assert ext["msgId"] == ext["transactionId"] == half.uniq_key
+            header = EndTransactionRequestHeader(
+                producer_group="TXG",
+                tran_state_table_offset=int(ext["tranStateTableOffset"]),
+                commit_log_offset=int(ext["commitLogOffset"]),
+                commit_or_rollback=commit,
+                from_transaction_check=True,
+                msg_id=ext["msgId"],
+                transaction_id=ext["transactionId"],
+            )
+            await c.oneway(RequestCode.END_TRANSACTION, header)
+            msgs = await _pull_until(c, "G", "TTx", 0, count=2)
+            assert [m.body for m in msgs] == [b"commit me", b"ask me"]
+            # resolved halves are not checked again
+            n = len(checks)
+            await trio.sleep(0.8)
+            assert len(checks) == n
+            # a wrong commit is refused
+            bad = EndTransactionRequestHeader(
+                producer_group="OTHER",
+                tran_state_table_offset=0,
+                commit_log_offset=int(ext["commitLogOffset"]),
+                commit_or_rollback=commit,
+                msg_id="x",
+            )
+            resp = await c.invoke(RequestCode.END_TRANSACTION, bad)
+            assert resp.code == ResponseCode.SYSTEM_ERROR and resp.remark == "The producer group wrong"
+
+
+async def test_request_reply(tmp_path):
+    pushed: list[RemotingCommand] = []
+    disp = Dispatcher()
+
+    @disp.route(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT)
+    def on_push(ctx, request):
+        pushed.append(request)
+        return request.response(ResponseCode.SUCCESS)
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with (
+            broker_client(broker.address, dispatcher=disp, client_id="127.0.0.1@req") as requester,
+            broker_client(broker.address, client_id="127.0.0.1@resp") as responder,
+        ):
+            await requester.heartbeat(producer_groups=["REQG"])
+            props = {
+                MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT: "127.0.0.1@req",
+                MessageConst.PROPERTY_CORRELATION_ID: "corr-1",
+                MessageConst.PROPERTY_MESSAGE_TYPE: "reply",
+            }
+            r = await responder.send(
+                "DefaultCluster_REPLY_TOPIC", b"pong", props=props, code=RequestCode.SEND_REPLY_MESSAGE_V2
+            )
+            assert r.code == ResponseCode.SUCCESS
+            assert list(r.ext_fields) == ["queueId", "TRACE_ON", "MSG_REGION", "msgId", "queueOffset"]
+            (push,) = pushed
+            assert push.body == b"pong" and push.ext_fields["topic"] == "DefaultCluster_REPLY_TOPIC"
+            assert "PUSH_REPLY_TIME" in push.ext_fields["properties"]
+            props[MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT] = "127.0.0.1@gone"
+            r = await responder.send(
+                "DefaultCluster_REPLY_TOPIC", b"pong", props=props, code=RequestCode.SEND_REPLY_MESSAGE_V2
+            )
+            assert r.code == ResponseCode.SYSTEM_ERROR
+            assert r.remark == "push reply message fail, channel of <127.0.0.1@gone> not found."
+
+
+async def test_trace_topic_messages(tmp_path):
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            r = await c.send("RMQ_SYS_TRACE_TOPIC", b"Pub\x01trace", queue_id=0)
+            assert r.code == ResponseCode.SUCCESS
+            _, msgs = await c.pull("G", "RMQ_SYS_TRACE_TOPIC", 0, 0)
+            assert msgs[0].body == b"Pub\x01trace"
+
+
+async def test_registration_with_namesrv_and_serve(tmp_path):
+    from rocketpy.broker.cli import serve_configs
+    from rocketpy.broker.controller import BrokerController
+    from rocketpy.namesrv.server import NameServer
+
+    class Args:
+        host = "127.0.0.1"
+        namesrv_port = 0
+        broker_port = 0
+        store = str(tmp_path / "store")
+        config = None
+        no_vip = True
+
+    ns_cfg, broker_cfg = serve_configs(Args)
+    async with trio.open_nursery() as nursery:
+        namesrv = NameServer(ns_cfg)
+        await nursery.start(namesrv.run)
+        broker_cfg.namesrv_addr = namesrv.address
+        broker_cfg.compressed_register = True
+        broker = BrokerController(broker_cfg)
+        scope = trio.CancelScope()
+
+        async def run_broker(task_status=trio.TASK_STATUS_IGNORED):
+            with scope:
+                await broker.run(task_status=task_status)
+
+        await nursery.start(run_broker)
+        with trio.fail_after(5):
+            while broker.outer.registrations == 0:
+                await trio.sleep(0.01)
+        view = namesrv.routes.pickup_topic_route_data("TBW102")
+        assert view is not None
+        # auto-creating a topic re-registers it (oneway)
+        async with broker_client(broker.address) as c:
+            await c.send("TAuto", b"x")
+        with trio.fail_after(5):
+            while namesrv.routes.pickup_topic_route_data("TAuto") is None:
+                await trio.sleep(0.01)
+        scope.cancel()
+        with trio.fail_after(5):
+            while namesrv.routes.pickup_topic_route_data("TBW102") is not None:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+
+
+async def test_transaction_discarded_after_check_max(tmp_path):
+    prepared = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+    checks: list[RemotingCommand] = []
+    disp = Dispatcher()
+
+    @disp.route(RequestCode.CHECK_TRANSACTION_STATE)
+    def on_check(ctx, request):
+        checks.append(request)  # never answers: the broker asks again, then gives up
+
+    conf = {"transactionCheckInterval": "150", "transactionTimeOut": "100", "transactionCheckMax": "2"}
+    async with running_broker(str(tmp_path), **conf) as broker:
+        async with broker_client(broker.address, dispatcher=disp) as c:
+            await c.heartbeat(producer_groups=["TXD"])
+            r = await c.send("TTxD", b"never", props=_tx_props("TXD"), sys_flag=prepared, group="TXD")
+            assert r.code == ResponseCode.SUCCESS
+            with trio.fail_after(10):
+                while broker.store.get_max_offset_in_queue("TRANS_CHECK_MAX_TIME_TOPIC", 0) < 1:
+                    await trio.sleep(0.05)
+            assert len(checks) == 2
+            assert [decode_message(x.body).properties["TRANSACTION_CHECK_TIMES"] for x in checks] == ["1", "2"]
+            # the Java broker's CHECK_TRANSACTION_STATE lists its header fields in this order
+            assert list(checks[0].ext_fields) == [
+                "commitLogOffset",
+                "msgId",
+                "tranStateTableOffset",
+                "offsetMsgId",
+                "transactionId",
+            ]
+            assert checks[0].is_oneway
