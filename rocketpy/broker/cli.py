@@ -7,9 +7,12 @@ import argparse
 import logging
 import os
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
 
 log = logging.getLogger("rocketpy.broker")
 
@@ -52,10 +55,12 @@ def _given(path: str | None) -> dict[str, str]:
         return properties.loads(f.read())
 
 
-async def _until_signal(cancel_scope: trio.CancelScope) -> None:
+async def _until_signal(cancel_scope: trio.CancelScope, broker: BrokerController | None = None) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             log.info("signal %s: shutting down", signal.Signals(signum).name)
+            if broker is not None:
+                await broker.stop()  # unregister first, on the broker's live connections
             cancel_scope.cancel()
             return
 
@@ -82,7 +87,7 @@ def run_broker(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_until_signal, nursery.cancel_scope)
+            nursery.start_soon(_until_signal, nursery.cancel_scope, broker)
             await nursery.start(broker.run, None)
             print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}", flush=True)
 
@@ -133,7 +138,7 @@ def run_serve(args: argparse.Namespace) -> int:
             broker = BrokerController(broker_cfg)
             # the broker stops first, so it can still unregister from the NameServer
             async with trio.open_nursery() as inner:
-                inner.start_soon(_until_signal, inner.cancel_scope)
+                inner.start_soon(_until_signal, inner.cancel_scope, broker)
                 await inner.start(broker.run, None)
                 print(
                     f"rocketpy serve: NameServer {ns_cfg.listen_host}:{ns_cfg.listen_port}, "

@@ -209,6 +209,7 @@ class BrokerController:
         vip = cfg.vip_channel_enable if vip is None else vip
         self.load()
         self.boot_ms = _now_ms()
+        self._unregistered = False
         try:
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
@@ -245,13 +246,26 @@ class BrokerController:
             with trio.CancelScope(shield=True):
                 await self._shutdown()
 
-    async def _shutdown(self) -> None:
-        self.nursery = None
+    async def stop(self) -> None:
+        """Unregister from the NameServers while the broker's connections still work, then stop."""
+        if self.nursery is None:
+            return
+        await self._unregister()
+        self.nursery.cancel_scope.cancel()
+
+    async def _unregister(self) -> None:
+        if self._unregistered:
+            return
+        self._unregistered = True
         try:
             with trio.move_on_after(3):
                 await self.outer.unregister_all()
         except Exception:
             log.exception("unregister failed")
+
+    async def _shutdown(self) -> None:
+        self.nursery = None
+        await self._unregister()
         if self.client is not None:
             await self.client.aclose()
         self.persist_all()

@@ -43,7 +43,7 @@ class BrokerOuterAPI:
         cfg = self.broker.config
         body = RegisterBrokerBody(topic_config_serialize_wrapper=self._wrapper(), filter_server_list=[])
         data = body.encode(compress=cfg.compressed_register)
-        ha_port = cfg.props.get("haListenPort", "10912")
+        ha_port = cfg.listen_port + 1  # BrokerStartup always puts the HA port right above listenPort
         header = RegisterBrokerRequestHeader(
             broker_name=cfg.broker_name,
             broker_addr=self.broker.broker_addr,

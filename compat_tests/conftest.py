@@ -1,0 +1,124 @@
+"""Fixtures of the compat tests: the third-party clients, our servers, a stub broker, a capture proxy.
+
+Our servers bind 127.0.0.1 on free ports and stop with the test that started them:
+the NameServer runs in the test's trio loop; the broker runs as ``rocketpy serve``
+in a subprocess (skipped with "broker not built yet" while ``rocketpy.broker`` is absent).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+import trio
+
+from rocketpy.namesrv.config import NamesrvConfig
+from rocketpy.namesrv.server import NameServer
+
+from .capture import RecordingProxy
+from .harness import ClientEnv, client_env
+from .servers import BrokerProcess, broker_skip_reason, start_broker_process
+from .stub_broker import StubBroker
+
+CLIENT_NAMES = ("cpp1", "cpp2", "node")
+
+
+def require_client(name: str) -> ClientEnv:
+    env = client_env(name)
+    if not env.available:
+        pytest.skip(env.skip_reason or f"{name} unavailable")
+    return env
+
+
+@pytest.fixture(params=CLIENT_NAMES)
+def client(request: pytest.FixtureRequest) -> ClientEnv:
+    """Each third-party client in turn (skipped where it cannot run)."""
+    return require_client(request.param)
+
+
+@pytest.fixture
+def cpp1() -> ClientEnv:
+    return require_client("cpp1")
+
+
+@pytest.fixture
+def cpp2() -> ClientEnv:
+    return require_client("cpp2")
+
+
+@pytest.fixture
+def node() -> ClientEnv:
+    return require_client("node")
+
+
+@pytest.fixture
+def run_id() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def client_home(tmp_path: Path) -> Path:
+    """A HOME for client processes (the C++ clients write logs and offsets under it)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+async def namesrv(nursery: trio.Nursery, tmp_path: Path) -> NameServer:
+    """Our NameServer, in-process on 127.0.0.1:<free port>."""
+
+    config = NamesrvConfig(
+        kv_config_path=str(tmp_path / "namesrv" / "kvConfig.json"),
+        config_store_path=str(tmp_path / "namesrv" / "namesrv.properties"),
+    )
+    server = NameServer(config)
+    await nursery.start(server.run, "127.0.0.1", 0)
+    return server
+
+
+@pytest.fixture
+def start_stub(nursery: trio.Nursery) -> Callable[..., Awaitable[StubBroker]]:
+    """``await start_stub(namesrv_addr, topic, queues=4)``: a stub broker registered there."""
+
+    async def start(namesrv_addr: str, topic: str, **kwargs: object) -> StubBroker:
+        stub = StubBroker(topic, **kwargs)  # type: ignore[arg-type]
+        await nursery.start(stub.run, namesrv_addr)
+        return stub
+
+    return start
+
+
+@pytest.fixture
+def start_proxy(nursery: trio.Nursery) -> Callable[[str], Awaitable[RecordingProxy]]:
+    """``await start_proxy(upstream)``: a recording proxy in front of ``upstream``."""
+
+    async def start(upstream: str) -> RecordingProxy:
+        proxy = RecordingProxy(upstream)
+        await nursery.start(proxy.run)
+        return proxy
+
+    return start
+
+
+@pytest.fixture
+def broker_built() -> None:
+    """Skips (sync, so the reason shows) while ``rocketpy serve`` does not exist."""
+    reason = broker_skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+async def rocketpy_server(broker_built: None, nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[BrokerProcess]:
+    """``rocketpy serve`` (NameServer + broker) in a subprocess on 127.0.0.1, store under tmp_path."""
+    server = await start_broker_process(nursery, tmp_path / "server")
+    try:
+        yield server
+    finally:
+        await server.stop()
+    # whatever the clients saw, the server must not have logged an error or a traceback
+    problems = server.log_problems()
+    assert not problems, "rocketpy serve logged errors:\n" + "\n".join(problems[:40])

@@ -1,0 +1,226 @@
+"""Our broker for the compat tests: ``rocketpy serve`` in a subprocess, and its admin calls.
+
+The broker is started as a separate process (a crash or a hang there cannot take the
+test runner with it) on free 127.0.0.1 ports, with its store in a temporary directory;
+it is stopped (SIGTERM, then SIGKILL) when the test ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode
+
+BROKER_NOT_BUILT = "broker not built yet"
+#: how long ``rocketpy serve`` may take to listen and register its broker
+STARTUP_TIMEOUT = 30.0
+#: broker.conf of the test broker: Java keys. Short delay levels make a consumer's retry
+#: (level 3 + reconsumeTimes) come back within seconds instead of 10 s.
+TEST_BROKER_CONF = {
+    "messageDelayLevel": "1s 1s 1s 1s 1s 2s 2s 2s 2s 2s 3s 3s 3s 3s 3s 4s 4s 4s",
+}
+
+
+def _serve_parser() -> Any:
+    from rocketpy.cli import build_parser
+
+    parser = build_parser()
+    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        choices = getattr(action, "choices", None) or {}
+        if "serve" in choices:
+            return choices["serve"]
+    return None
+
+
+@functools.cache
+def broker_skip_reason() -> str | None:
+    """None when ``rocketpy serve`` exists with the options the fixture uses, else why not."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("rocketpy.broker.cli") is None:
+            return f"{BROKER_NOT_BUILT} (no rocketpy.broker.cli)"
+        serve = _serve_parser()
+    except Exception as exc:  # a half-written broker package
+        return f"{BROKER_NOT_BUILT} (rocketpy CLI does not load: {type(exc).__name__}: {exc})"
+    if serve is None:
+        return f"{BROKER_NOT_BUILT} (no `rocketpy serve` command)"
+    options = {opt for action in serve._actions for opt in action.option_strings}
+    missing = {"--host", "--namesrv-port", "--broker-port", "--store"} - options
+    if missing:
+        return f"{BROKER_NOT_BUILT} (`rocketpy serve` lacks {', '.join(sorted(missing))})"
+    return None
+
+
+def _bindable(port: int) -> bool:
+    if not 1024 <= port < 65536:
+        return False
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def broker_ports() -> tuple[int, int]:
+    """Free ports for the NameServer and the broker; the broker's VIP port (port - 2, where
+    the Java client sends) and HA port (port + 1) are free too."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as ns_sock:
+        ns_sock.bind(("127.0.0.1", 0))
+        namesrv_port = int(ns_sock.getsockname()[1])
+        for _ in range(100):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+            if namesrv_port not in (port - 2, port + 1) and _bindable(port - 2) and _bindable(port + 1):
+                return namesrv_port, port
+    raise RuntimeError("no free port with free neighbours for the broker")
+
+
+@dataclasses.dataclass
+class BrokerProcess:
+    """A running ``rocketpy serve``."""
+
+    process: trio.Process
+    namesrv_addr: str
+    broker_addr: str
+    store: Path
+    log_path: Path
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def log_problems(self) -> list[str]:
+        """ERROR/CRITICAL lines and tracebacks in the server's output."""
+        try:
+            lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return []
+        return [line for line in lines if " ERROR " in line or " CRITICAL " in line or line.startswith("Traceback")]
+
+    async def stop(self) -> None:
+        if self.process.returncode is not None:
+            return
+        self.process.terminate()
+        with trio.move_on_after(10) as scope:
+            await self.process.wait()
+        if scope.cancelled_caught:
+            self.process.kill()
+            await self.process.wait()
+
+
+async def invoke(addr: str, request: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
+    from rocketpy.remoting import open_remoting_client
+
+    async with open_remoting_client() as client:
+        return await client.invoke(addr, request, timeout=timeout)
+
+
+async def broker_addresses(namesrv_addr: str) -> list[str]:
+    """Every broker address the NameServer knows (GET_BROKER_CLUSTER_INFO)."""
+    from rocketpy.codecs.bodies.route import ClusterInfo
+
+    response = await invoke(namesrv_addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+    if response.code != ResponseCode.SUCCESS or not response.body:
+        return []
+    info = ClusterInfo.decode(response.body)
+    addrs: list[str] = []
+    for data in (info.broker_addr_table or {}).values():
+        addrs.extend((data.broker_addrs or {}).values())
+    return addrs
+
+
+async def start_broker_process(
+    nursery: trio.Nursery, workdir: Path, conf: dict[str, str] | None = None
+) -> BrokerProcess:
+    """Start ``rocketpy serve`` and wait until its broker is registered with its NameServer."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    conf_path = workdir / "broker.conf"
+    settings = dict(TEST_BROKER_CONF, **(conf or {}))
+    conf_path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()), encoding="utf-8")
+    store = workdir / "store"
+    log_path = workdir / "serve.log"
+    namesrv_port, broker_port = broker_ports()
+    cmd = [
+        sys.executable, "-m", "rocketpy.cli", "serve",
+        "--host", "127.0.0.1",
+        "--namesrv-port", str(namesrv_port),
+        "--broker-port", str(broker_port),
+        "--store", str(store),
+        "-c", str(conf_path),
+    ]  # fmt: skip
+    log_file = log_path.open("wb")
+    process: trio.Process = await nursery.start(
+        functools.partial(
+            trio.run_process, cmd, check=False, stdin=subprocess.DEVNULL, stdout=log_file,
+            stderr=subprocess.STDOUT, cwd=str(workdir),
+        )
+    )
+    log_file.close()
+    server = BrokerProcess(process, f"127.0.0.1:{namesrv_port}", f"127.0.0.1:{broker_port}", store, log_path)
+    last_error = "no answer yet"
+    with trio.move_on_after(STARTUP_TIMEOUT):
+        while process.returncode is None:
+            try:
+                addrs = await broker_addresses(server.namesrv_addr)
+                if addrs:
+                    if server.broker_addr not in addrs:
+                        last_error = f"NameServer lists {addrs}, not {server.broker_addr}"
+                    return server
+                last_error = "NameServer lists no broker"
+            except Exception as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+            await trio.sleep(0.2)
+    await server.stop()
+    raise RuntimeError(
+        f"`{' '.join(cmd)}` did not come up ({last_error}; exit {process.returncode})\n{server.log_tail()}"
+    )
+
+
+async def create_topic(broker_addr: str, topic: str, queues: int = 4) -> RemotingCommand:
+    """UPDATE_AND_CREATE_TOPIC through the admin path, as mqadmin updateTopic does."""
+    from rocketpy.codecs.headers.admin import CreateTopicRequestHeader
+
+    header = CreateTopicRequestHeader(
+        topic=topic,
+        default_topic="TBW102",
+        read_queue_nums=queues,
+        write_queue_nums=queues,
+        perm=6,
+        topic_filter_type="SINGLE_TAG",
+        topic_sys_flag=0,
+        order=False,
+    )
+    return await invoke(broker_addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header))
+
+
+async def wait_for_route(namesrv_addr: str, topic: str, timeout: float = 15.0) -> RemotingCommand:
+    """Poll GET_ROUTEINFO_BY_TOPIC until the NameServer knows ``topic`` (the broker re-registers it)."""
+    from rocketpy.codecs.headers.namesrv import GetRouteInfoRequestHeader
+
+    response: RemotingCommand | None = None
+    with trio.move_on_after(timeout):
+        while True:
+            header = GetRouteInfoRequestHeader(topic=topic)
+            request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, header)
+            response = await invoke(namesrv_addr, request)
+            if response.code == ResponseCode.SUCCESS:
+                return response
+            await trio.sleep(0.2)
+    raise AssertionError(
+        f"the NameServer has no route for {topic} after {timeout} s: "
+        f"{None if response is None else (response.code, response.remark)}"
+    )
