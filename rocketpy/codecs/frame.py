@@ -71,7 +71,65 @@ def check_length(length: int, max_frame: int = DEFAULT_MAX_FRAME) -> None:
 
 def decode_rocketmq_header(data: bytes | memoryview) -> dict[str, object]:
     """Parse a ROCKETMQ binary header (the construct definition above, with a fast path)."""
-    data = bytes(data)
+    code, language, version, opaque, flag, remark, ext = parse_rocketmq_header(bytes(data))
+    return {
+        "code": code,
+        "language": language,
+        "version": version,
+        "opaque": opaque,
+        "flag": flag,
+        "remark": remark,
+        "ext_fields": ext,
+    }
+
+
+_HEAD_AND_REMARK_LEN = struct.Struct(">hBhiii")  # the fixed fields, then the remark length
+_INT32 = struct.Struct(">i")
+
+
+def parse_rocketmq_header(data: bytes) -> tuple[int, int, int, int, int, str | None, dict[str, str] | None]:
+    """(code, language, version, opaque, flag, remark, ext_fields) of a ROCKETMQ binary header.
+
+    The hot path of every binary frame: a tight loop for the plain case (lengths that
+    add up, valid UTF-8); anything else goes through :func:`_parse_rocketmq_header_checked`,
+    which decides what is an error and how it is worded.
+    """
+    n = len(data)
+    if n < 21:
+        return _parse_rocketmq_header_checked(data)
+    code, language, version, opaque, flag, rlen = _HEAD_AND_REMARK_LEN.unpack_from(data, 0)
+    pos = 17 + rlen
+    if rlen < 0 or pos + 4 > n:
+        return _parse_rocketmq_header_checked(data)
+    (elen,) = _INT32.unpack_from(data, pos)
+    pos += 4
+    if pos + elen != n or elen < 0:
+        return _parse_rocketmq_header_checked(data)
+    try:
+        remark = data[17 : 17 + rlen].decode() if rlen else None
+        if not elen:
+            return code, language, version, opaque, flag, remark, None
+        ext = {}
+        unpack = _INT32.unpack_from
+        while pos < n:
+            kstart = pos + 2
+            hi = data[pos]
+            if hi & 0x80:  # a negative key length
+                return _parse_rocketmq_header_checked(data)
+            kend = kstart + ((hi << 8) | data[pos + 1])
+            (vlen,) = unpack(data, kend)
+            if vlen < 0:
+                return _parse_rocketmq_header_checked(data)
+            pos = kend + 4 + vlen
+            ext[data[kstart:kend].decode()] = data[kend + 4 : pos].decode()
+    except (UnicodeDecodeError, IndexError, struct.error):
+        return _parse_rocketmq_header_checked(data)
+    if pos != n:  # the last value runs past the header
+        return _parse_rocketmq_header_checked(data)
+    return code, language, version, opaque, flag, remark, ext
+
+
+def _parse_rocketmq_header_checked(data: bytes) -> tuple[int, int, int, int, int, str | None, dict[str, str] | None]:
     try:
         code, language, version, opaque, flag = _FIXED.unpack_from(data, 0)
         pos = _FIXED.size
@@ -104,15 +162,11 @@ def decode_rocketmq_header(data: bytes | memoryview) -> dict[str, object]:
         raise CodecError("ROCKETMQ header is truncated") from None
     except UnicodeDecodeError as exc:
         raise CodecError(f"ROCKETMQ header string is not UTF-8: {exc}") from None
-    return {
-        "code": code,
-        "language": language,
-        "version": version,
-        "opaque": opaque,
-        "flag": flag,
-        "remark": remark,
-        "ext_fields": ext,
-    }
+    return code, language, version, opaque, flag, remark, ext
+
+
+#: ext field name -> its int16 length prefix and UTF-8 bytes (the same few names recur)
+_KEY_ENTRIES: dict[str, bytes] = {}
 
 
 def encode_rocketmq_header(
@@ -124,27 +178,40 @@ def encode_rocketmq_header(
     remark: str | None,
     ext_fields: dict[str, str] | None,
 ) -> bytes:
-    parts = [_FIXED.pack(code, language, version, opaque, flag)]
+    head = _FIXED.pack(code, language, version, opaque, flag)
     r = remark.encode("utf-8") if remark else b""
-    parts.append(struct.pack(">i", len(r)))
-    parts.append(r)
-    ext = bytearray()
-    if ext_fields:
-        for k, v in ext_fields.items():
-            if k is None or v is None:
-                continue
+    if not ext_fields:
+        return b"".join((head, _INT32.pack(len(r)), r, b"\x00\x00\x00\x00"))
+    parts = [head, _INT32.pack(len(r)), r, b""]
+    pack32 = _INT32.pack
+    entries = _KEY_ENTRIES
+    for k, v in ext_fields.items():
+        if k is None or v is None:
+            continue
+        entry = entries.get(k)
+        if entry is None:
             kb, vb = k.encode("utf-8"), v.encode("utf-8")
-            ext += struct.pack(">h", len(kb)) + kb + struct.pack(">i", len(vb)) + vb
-    parts.append(struct.pack(">i", len(ext)))
-    parts.append(bytes(ext))
+            entry = struct.pack(">h", len(kb)) + kb
+            if len(entries) < 4096:
+                entries[k] = entry
+        else:
+            vb = v.encode("utf-8")
+        parts += (entry, pack32(len(vb)), vb)
+    parts[3] = pack32(sum(map(len, parts)) - len(r) - 17)
     return b"".join(parts)
 
 
 def pack_frame(serialize_type: int, header: bytes, body: bytes | None) -> bytes:
-    body = body or b""
+    return b"".join(frame_parts(serialize_type, header, body))
+
+
+def frame_parts(serialize_type: int, header: bytes, body: bytes | None) -> tuple[bytes, ...]:
+    """A frame as (prefix + header, body) pieces: a batch of frames is joined once, bodies copied once."""
     if len(header) > 0xFFFFFF:
         raise CodecError(f"header of {len(header)} bytes does not fit in 24 bits")
-    return _PREFIX.pack(4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+    if not body:
+        return (_PREFIX.pack(4 + len(header), (serialize_type << 24) | len(header)) + header,)
+    return (_PREFIX.pack(4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header, body)
 
 
 class FrameSplitter:

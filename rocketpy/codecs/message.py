@@ -67,6 +67,7 @@ __all__ = [
     "MessageExt",
     "UniqIdGenerator",
     "body_crc",
+    "build_record",
     "compress_body",
     "create_offset_msg_id",
     "decode_batch",
@@ -78,6 +79,7 @@ __all__ = [
     "encode_message",
     "format_host",
     "parse_host",
+    "parse_record_fields",
     "properties_to_string",
     "record_length",
     "string_to_properties",
@@ -161,6 +163,168 @@ def record_length(sys_flag: int, body_len: int, topic_len: int, properties_len: 
 
 
 # ---------------------------------------------------------------------------
+# Fast paths: MESSAGE_RECORD with precompiled struct formats
+# ---------------------------------------------------------------------------
+# The hot paths (CommitLog appends, PULL bodies) pack and unpack records with one
+# struct per host-width combination: everything from total_size to the body length.
+# MESSAGE_RECORD stays the declared layout: anything the fast path does not handle
+# plainly (a value out of range, inconsistent lengths) goes through construct, so
+# results and errors are construct's; tests check both agree on random records.
+
+
+def _record_head(born_v6: bool, store_v6: bool) -> struct.Struct:
+    born = "16s" if born_v6 else "4s"
+    store = "16s" if store_v6 else "4s"
+    # total_size magic body_crc queue_id flag queue_offset physical_offset sys_flag born_timestamp
+    # born_host born_port store_timestamp store_host store_port reconsume_times prepared_tx_offset body_len
+    return struct.Struct(f">iiiiiqqiq{born}iq{store}iiqi")
+
+
+#: indexed by (1 if born host is IPv6) | (2 if store host is IPv6)
+_RECORD_HEADS = tuple(_record_head(bool(v & 1), bool(v & 2)) for v in range(4))
+_HOST_LENS = ((4, 4), (16, 4), (4, 16), (16, 16))
+_SYS_FLAG_AT = 36  # byte offset of sys_flag in a record
+_INT16 = struct.Struct(">h")
+_INT8_PREFIX = tuple(struct.pack(">b", n) for n in range(128))
+
+
+def _host_variant(sys_flag: int) -> int:
+    return (1 if sys_flag & _BORN_V6 else 0) | (2 if sys_flag & _STORE_V6 else 0)
+
+
+def build_record(
+    total_size: int,
+    body_crc: int,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    physical_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    born_port: int,
+    store_timestamp: int,
+    store_host: bytes,
+    store_port: int,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body: bytes,
+    topic: bytes,
+    properties: bytes,
+) -> bytes:
+    """MESSAGE_RECORD.build of these fields, with struct (construct decides whatever is unusual)."""
+    v = _host_variant(sys_flag)
+    born_len, store_len = _HOST_LENS[v]
+    tlen = len(topic)
+    if len(born_host) == born_len and len(store_host) == store_len and tlen < 128:
+        try:
+            return b"".join(
+                (
+                    _RECORD_HEADS[v].pack(
+                        total_size,
+                        MESSAGE_MAGIC_CODE,
+                        body_crc,
+                        queue_id,
+                        flag,
+                        queue_offset,
+                        physical_offset,
+                        sys_flag,
+                        born_timestamp,
+                        born_host,
+                        born_port,
+                        store_timestamp,
+                        store_host,
+                        store_port,
+                        reconsume_times,
+                        prepared_transaction_offset,
+                        len(body),
+                    ),
+                    body,
+                    _INT8_PREFIX[tlen],
+                    topic,
+                    _INT16.pack(len(properties)),
+                    properties,
+                )
+            )
+        except (struct.error, TypeError):
+            pass
+    return _RECORD_C.build(
+        {
+            "total_size": total_size,
+            "body_crc": body_crc,
+            "queue_id": queue_id,
+            "flag": flag,
+            "queue_offset": queue_offset,
+            "physical_offset": physical_offset,
+            "sys_flag": sys_flag,
+            "born_timestamp": born_timestamp,
+            "born_host": born_host,
+            "born_port": born_port,
+            "store_timestamp": store_timestamp,
+            "store_host": store_host,
+            "store_port": store_port,
+            "reconsume_times": reconsume_times,
+            "prepared_transaction_offset": prepared_transaction_offset,
+            "body": body,
+            "topic": topic,
+            "properties": properties,
+        }
+    )
+
+
+def parse_record_fields(rec: bytes) -> tuple[Any, ...] | None:
+    """The MESSAGE_RECORD fields of one whole record, in declared order (magic left out).
+
+    ``(total_size, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
+    born_timestamp, born_host, born_port, store_timestamp, store_host, store_port,
+    reconsume_times, prepared_transaction_offset, body, topic, properties)``, or None
+    when the bytes are not a plainly consistent record (the caller asks construct).
+    """
+    end = len(rec)
+    if end < _SYS_FLAG_AT + 4:
+        return None
+    (sys_flag,) = _INT32.unpack_from(rec, _SYS_FLAG_AT)
+    head = _RECORD_HEADS[_host_variant(sys_flag)]
+    pos = head.size
+    if end < pos:
+        return None
+    f = head.unpack_from(rec, 0)
+    if f[1] != MESSAGE_MAGIC_CODE:
+        return None
+    blen = f[16]
+    bend = pos + blen
+    if blen < 0 or bend >= end:
+        return None
+    tlen = rec[bend]
+    tend = bend + 1 + tlen
+    if tlen > 127 or tend + 2 > end:
+        return None
+    (plen,) = _INT16.unpack_from(rec, tend)
+    if plen < 0 or tend + 2 + plen != end:
+        return None
+    return (
+        f[0],
+        f[2],
+        f[3],
+        f[4],
+        f[5],
+        f[6],
+        f[7],
+        f[8],
+        f[9],
+        f[10],
+        f[11],
+        f[12],
+        f[13],
+        f[14],
+        f[15],
+        rec[pos:bend],
+        rec[bend + 1 : tend],
+        rec[tend + 2 :],
+    )
+
+
+# ---------------------------------------------------------------------------
 # Small helpers: CRC, compression, tags hash
 # ---------------------------------------------------------------------------
 
@@ -230,7 +394,7 @@ def properties_to_string(properties: Mapping[str, str | None] | None) -> str:
     """
     if not properties:
         return ""
-    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None)
+    return PROPERTY_SEPARATOR.join([f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None])
 
 
 def string_to_properties(text: str | None) -> dict[str, str]:
@@ -244,10 +408,10 @@ def string_to_properties(text: str | None) -> dict[str, str]:
     if not text:
         return result
     for entry in text.split(PROPERTY_SEPARATOR):
-        sep = entry.find(NAME_VALUE_SEPARATOR)
-        # sep > 0: the name is not empty; sep < len - 1: the value is not empty.
-        if 0 < sep < len(entry) - 1:
-            result[entry[:sep]] = entry[sep + 1 :]
+        name, _, value = entry.partition(NAME_VALUE_SEPARATOR)
+        # no separator leaves the value empty: dropped like an empty name or value
+        if name and value:
+            result[name] = value
     return result
 
 
@@ -512,9 +676,9 @@ def _record_view(c: Any, raw_props: bytes) -> MessageExt:
         queue_offset=c.queue_offset,
         sys_flag=c.sys_flag,
         born_timestamp=c.born_timestamp,
-        born_host=format_host(c.born_host, c.born_port),
+        born_host=_host_text(c.born_host, c.born_port),
         store_timestamp=c.store_timestamp,
-        store_host=format_host(c.store_host, c.store_port),
+        store_host=_host_text(c.store_host, c.store_port),
         commit_log_offset=c.physical_offset,
         body_crc=c.body_crc,
         reconsume_times=c.reconsume_times,
@@ -522,8 +686,38 @@ def _record_view(c: Any, raw_props: bytes) -> MessageExt:
     )
 
 
-def _parse_record(buf: bytes | bytearray | memoryview, offset: int) -> tuple[Any, int]:
-    """Parse the record at ``offset``; returns the construct Container and its size."""
+def _fields_view(f: tuple[Any, ...]) -> MessageExt:
+    """_record_view of parse_record_fields' tuple."""
+    raw_props = f[17]
+    return MessageExt(
+        topic=f[16].decode("utf-8", "replace"),
+        body=f[15],
+        flag=f[3],
+        properties=string_to_properties(raw_props.decode("utf-8", "replace")) if raw_props else {},
+        _raw_properties=raw_props,
+        queue_id=f[2],
+        store_size=f[0],
+        queue_offset=f[4],
+        sys_flag=f[6],
+        born_timestamp=f[7],
+        born_host=_host_text(f[8], f[9]),
+        store_timestamp=f[10],
+        store_host=_host_text(f[11], f[12]),
+        commit_log_offset=f[5],
+        body_crc=f[1],
+        reconsume_times=f[13],
+        prepared_transaction_offset=f[14],
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_text(ip: bytes, port: int) -> str:
+    # records repeat a few hosts: format each once
+    return format_host(ip, port)
+
+
+def _check_record_at(buf: bytes | bytearray | memoryview, offset: int) -> int:
+    """The size of the record at ``offset`` once its size and magic code are plausible."""
     if offset < 0 or offset + 8 > len(buf):
         raise CodecError(f"no message record header at offset {offset} (buffer is {len(buf)} bytes)")
     (size,) = _INT32.unpack_from(buf, offset)
@@ -533,11 +727,27 @@ def _parse_record(buf: bytes | bytearray | memoryview, offset: int) -> tuple[Any
         raise CodecError(f"{kind} at offset {offset}, not a message")
     if size < _FIXED_LEN + 8 or offset + size > len(buf):
         raise CodecError(f"record at offset {offset} declares an impossible size {size}")
-    try:
-        c = _RECORD_C.parse(bytes(buf[offset : offset + size]))
-    except _CONSTRUCT_ERRORS as exc:
-        raise CodecError(f"malformed message record at offset {offset}: {exc}") from None
-    return c, size
+    return size
+
+
+def _decode_record(buf: bytes | bytearray | memoryview, offset: int, check_crc: bool) -> MessageExt:
+    size = _check_record_at(buf, offset)
+    rec = buf[offset : offset + size]
+    if type(rec) is not bytes:
+        rec = bytes(rec)
+    f = parse_record_fields(rec)
+    if f is None:
+        # not plainly consistent: construct decides (and words the error)
+        try:
+            c = _RECORD_C.parse(rec)
+        except _CONSTRUCT_ERRORS as exc:
+            raise CodecError(f"malformed message record at offset {offset}: {exc}") from None
+        if check_crc and c.body and body_crc(c.body) != c.body_crc:
+            raise CodecError(f"body CRC mismatch at offset {offset}: stored {c.body_crc}, computed {body_crc(c.body)}")
+        return _record_view(c, c.properties)
+    if check_crc and f[15] and body_crc(f[15]) != f[1]:
+        raise CodecError(f"body CRC mismatch at offset {offset}: stored {f[1]}, computed {body_crc(f[15])}")
+    return _fields_view(f)
 
 
 def decode_message(
@@ -553,10 +763,7 @@ def decode_message(
     inflates a compressed body now (cached for :meth:`MessageExt.decompressed_body`)
     so corruption surfaces here. ``body`` stays the stored bytes either way.
     """
-    c, _ = _parse_record(buf, offset)
-    if check_crc and c.body and body_crc(c.body) != c.body_crc:
-        raise CodecError(f"body CRC mismatch at offset {offset}: stored {c.body_crc}, computed {body_crc(c.body)}")
-    msg = _record_view(c, c.properties)
+    msg = _decode_record(buf, offset, check_crc)
     if decompress and msg.sys_flag & _COMPRESSED and msg.body:
         msg.decompressed_body()
     return msg
@@ -592,27 +799,25 @@ def encode_message(msg: MessageExt) -> bytes:
     store_ip, store_port = _host_bytes(msg.store_host, bool(sys_flag & _STORE_V6))
     size = record_length(sys_flag, len(msg.body), len(topic), len(props))
     try:
-        return _RECORD_C.build(
-            {
-                "total_size": size,
-                "body_crc": msg.body_crc,
-                "queue_id": msg.queue_id,
-                "flag": msg.flag,
-                "queue_offset": msg.queue_offset,
-                "physical_offset": msg.commit_log_offset,
-                "sys_flag": sys_flag,
-                "born_timestamp": msg.born_timestamp,
-                "born_host": born_ip,
-                "born_port": born_port,
-                "store_timestamp": msg.store_timestamp,
-                "store_host": store_ip,
-                "store_port": store_port,
-                "reconsume_times": msg.reconsume_times,
-                "prepared_transaction_offset": msg.prepared_transaction_offset,
-                "body": msg.body,
-                "topic": topic,
-                "properties": props,
-            }
+        return build_record(
+            size,
+            msg.body_crc,
+            msg.queue_id,
+            msg.flag,
+            msg.queue_offset,
+            msg.commit_log_offset,
+            sys_flag,
+            msg.born_timestamp,
+            born_ip,
+            born_port,
+            msg.store_timestamp,
+            store_ip,
+            store_port,
+            msg.reconsume_times,
+            msg.prepared_transaction_offset,
+            msg.body,
+            topic,
+            props,
         )
     except _CONSTRUCT_ERRORS as exc:
         raise CodecError(f"cannot encode message: {exc}") from None

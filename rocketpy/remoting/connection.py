@@ -53,10 +53,10 @@ class CommandReader:
 
 def encode_batch(commands: Iterable[RemotingCommand]) -> bytes:
     """All frames in one buffer; a command that cannot be encoded becomes a SYSTEM_ERROR answer."""
-    parts = []
+    parts: list[bytes] = []
     for cmd in commands:
         try:
-            parts.append(cmd.encode())
+            parts += cmd.encode_parts()
         except Exception as exc:  # a bad header value must not take the other answers down
             log.error("cannot encode %r: %s", cmd, exc)
             if not cmd.is_response:
@@ -67,7 +67,7 @@ def encode_batch(commands: Iterable[RemotingCommand]) -> bytes:
                 flag=cmd.flag,
                 remark=f"response encoding failed: {exc}",
             )
-            parts.append(fallback.encode())
+            parts += fallback.encode_parts()
     return b"".join(parts)
 
 
@@ -330,6 +330,6 @@ class Connection:
                 responses.append(response)
         if responses and not self.closed:
             try:
-                await self.send_commands(responses)
+                await self.send_bytes(encode_batch(responses))  # every answer of the receive, one write
             except RemotingSendRequestError as exc:
                 log.warning("responses to %s lost: %s", self.remote_addr, exc)

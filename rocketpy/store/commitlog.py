@@ -1,6 +1,7 @@
 """The CommitLog: every message of every topic, appended to one sequence of files.
 
-Records are built with the codec's MESSAGE_RECORD (codecs.message); this module
+Records are built with the codec's MESSAGE_RECORD (codecs.message: ``build_record``,
+its struct fast path checked against the construct definition); this module
 decides their field values the way Java's CommitLog.asyncPutMessage(s) and
 DefaultAppendMessageCallback do: store timestamp taken under the put lock, body
 CRC computed here, queue offset from the topic-queue table, physical offset from
@@ -11,6 +12,7 @@ record (plus room for a blank) does not fit.
 
 from __future__ import annotations
 
+import functools
 import logging
 import struct
 import threading
@@ -25,10 +27,10 @@ from ..codecs.message import (
     BATCH_ENTRY,
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
-    MESSAGE_RECORD,
     PROPERTY_SEPARATOR,
     MessageExt,
     body_crc,
+    build_record,
     decode_message,
     parse_host,
     properties_to_string,
@@ -54,7 +56,6 @@ __all__ = ["CommitLog", "dispatch_request_of", "END_FILE_MIN_BLANK_LENGTH"]
 log = logging.getLogger("rocketpy.store")
 
 END_FILE_MIN_BLANK_LENGTH = 8  # a file always keeps room for the blank record's size + magic
-_RECORD = MESSAGE_RECORD.compile()  # the codec's layout, compiled once for the hot path
 _BATCH_ENTRY = BATCH_ENTRY.compile()
 _INT32 = struct.Struct(">i")
 _V4_MAPPED = b"\x00" * 10 + b"\xff\xff"
@@ -66,10 +67,12 @@ _TRAN_COMMIT = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 _TRAN_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 _TRAN_MASK = _TRAN_ROLLBACK
 _SCHEDULE_TOPIC = MixAll.RMQ_SYS_SCHEDULE_TOPIC
+_DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _MAX_BODY_EXTRA = 64 * 1024  # MessageExtEncoder reserves 64 KiB for the non-body fields
 _SEP = PROPERTY_SEPARATOR.encode()
 
 
+@functools.lru_cache(maxsize=4096)
 def _host(host: str) -> tuple[bytes, int]:
     ip, port = parse_host(host)
     # An IPv4-mapped IPv6 address is an Inet4Address in Java: stored as 4 bytes.
@@ -78,7 +81,14 @@ def _host(host: str) -> tuple[bytes, int]:
     return ip, port
 
 
+@functools.lru_cache(maxsize=64)
+def _msg_id_prefix(store_ip: bytes, store_port: int) -> str:
+    return (store_ip + struct.pack(">i", store_port)).hex().upper()
+
+
 def _offset_msg_id(store_ip: bytes, store_port: int, offset: int) -> str:
+    if 0 <= offset < 1 << 63:  # CommitLog offsets always are; struct.pack(">q") writes the same 16 digits
+        return f"{_msg_id_prefix(store_ip, store_port)}{offset:016X}"
     return (store_ip + struct.pack(">iq", store_port, offset)).hex().upper()
 
 
@@ -201,7 +211,8 @@ class CommitLog:
         """
         msg.body_crc = body_crc(msg.body)
         tran = msg.sys_flag & _TRAN_MASK
-        if tran in (_TRAN_NOT, _TRAN_COMMIT):
+        # (no DELAY property: delay_time_level is 0 and _apply_delay does nothing)
+        if (tran == _TRAN_NOT or tran == _TRAN_COMMIT) and _DELAY in msg.properties:
             try:
                 self._apply_delay(msg)
             except CodecError:
@@ -244,27 +255,25 @@ class CommitLog:
                 queue_offset = 0  # never consumed, never in a ConsumeQueue
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
-            record = _RECORD.build(
-                {
-                    "total_size": msg_len,
-                    "body_crc": msg.body_crc,
-                    "queue_id": msg.queue_id,
-                    "flag": msg.flag,
-                    "queue_offset": queue_offset,
-                    "physical_offset": phys,
-                    "sys_flag": sys_flag,
-                    "born_timestamp": msg.born_timestamp,
-                    "born_host": born_ip,
-                    "born_port": born_port,
-                    "store_timestamp": store_ts,
-                    "store_host": store_ip,
-                    "store_port": store_port,
-                    "reconsume_times": msg.reconsume_times,
-                    "prepared_transaction_offset": msg.prepared_transaction_offset,
-                    "body": body,
-                    "topic": topic_b,
-                    "properties": props_b,
-                }
+            record = build_record(
+                msg_len,
+                msg.body_crc,
+                msg.queue_id,
+                msg.flag,
+                queue_offset,
+                phys,
+                sys_flag,
+                msg.born_timestamp,
+                born_ip,
+                born_port,
+                store_ts,
+                store_ip,
+                store_port,
+                msg.reconsume_times,
+                msg.prepared_transaction_offset,
+                body,
+                topic_b,
+                props_b,
             )
             mf.write_at(pos, record)
             mf.wrote_position = pos + msg_len
@@ -366,27 +375,25 @@ class CommitLog:
             first_phys = phys
             for flag, ebody, props, crc, length in entries:
                 parts.append(
-                    _RECORD.build(
-                        {
-                            "total_size": length,
-                            "body_crc": crc,
-                            "queue_id": batch.queue_id,
-                            "flag": flag,
-                            "queue_offset": queue_offset,
-                            "physical_offset": phys,
-                            "sys_flag": sys_flag,
-                            "born_timestamp": batch.born_timestamp,
-                            "born_host": born_ip,
-                            "born_port": born_port,
-                            "store_timestamp": store_ts,
-                            "store_host": store_ip,
-                            "store_port": store_port,
-                            "reconsume_times": batch.reconsume_times,
-                            "prepared_transaction_offset": 0,
-                            "body": ebody,
-                            "topic": topic_b,
-                            "properties": props,
-                        }
+                    build_record(
+                        length,
+                        crc,
+                        batch.queue_id,
+                        flag,
+                        queue_offset,
+                        phys,
+                        sys_flag,
+                        batch.born_timestamp,
+                        born_ip,
+                        born_port,
+                        store_ts,
+                        store_ip,
+                        store_port,
+                        batch.reconsume_times,
+                        0,
+                        ebody,
+                        topic_b,
+                        props,
                     )
                 )
                 ids.append(_offset_msg_id(store_ip, store_port, phys))

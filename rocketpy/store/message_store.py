@@ -554,25 +554,46 @@ class MessageStore:
             max_phy_pulling = 0
             total = 0
             i = 0
-            while i < len(units):
-                phy, size, tags_code = CONSUME_QUEUE_UNIT.unpack_from(units, i)
+            # the hot loop of every pull: locals, and the CommitLog file of the last record
+            # kept (nothing can change the file list during this synchronous call)
+            commitlog = self.commitlog
+            file_size = commitlog.file_size
+            find_file = commitlog.mfq.find_by_offset
+            mf = None
+            mf_lo = mf_hi = 0
+            memory = self._memory
+            unpack_unit = CONSUME_QUEUE_UNIT.unpack_from
+            messages = result.messages
+            queue_offsets = result.queue_offsets
+            batch_full = self._batch_full
+            n_units = len(units)
+            while i < n_units:
+                phy, size, tags_code = unpack_unit(units, i)
                 max_phy_pulling = phy
                 if next_phy_file_start is not None and phy < next_phy_file_start:
                     i += CQ_STORE_UNIT_SIZE
                     continue
-                in_disk = max_offset_py - phy > self._memory
-                if self._batch_full(size, max_msg_nums, total, len(result.messages), in_disk, max_total_size):
+                in_disk = max_offset_py - phy > memory
+                if total and batch_full(size, max_msg_nums, total, len(messages), in_disk, max_total_size):
                     break
                 if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code):
                     if total == 0:
                         status = GetMessageStatus.NO_MATCHED_MESSAGE
                     i += CQ_STORE_UNIT_SIZE
                     continue
-                data = self.commitlog.get_message(phy, size)
+                # commitlog.get_message(phy, size), without looking the file up again
+                if not mf_lo <= phy < mf_hi:
+                    mf = find_file(phy, phy == 0)
+                    if mf is not None:
+                        mf_lo = mf.file_from_offset
+                        mf_hi = mf_lo + file_size
+                    else:
+                        mf_lo = mf_hi = 0
+                data = mf.read(phy % file_size, size) if mf is not None else None
                 if data is None:
                     if total == 0:
                         status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                    next_phy_file_start = self.commitlog.roll_next_file(phy)
+                    next_phy_file_start = commitlog.roll_next_file(phy)
                     i += CQ_STORE_UNIT_SIZE
                     continue
                 if message_filter is not None and not message_filter.is_matched_by_commit_log(data):
@@ -580,8 +601,8 @@ class MessageStore:
                         status = GetMessageStatus.NO_MATCHED_MESSAGE
                     i += CQ_STORE_UNIT_SIZE
                     continue
-                result.messages.append(data)
-                result.queue_offsets.append(offset + i // CQ_STORE_UNIT_SIZE)
+                messages.append(data)
+                queue_offsets.append(offset + i // CQ_STORE_UNIT_SIZE)
                 total += len(data)
                 status = GetMessageStatus.FOUND
                 next_phy_file_start = None

@@ -110,7 +110,7 @@ _V2_NAMES = tuple(_V2[n] for n in _FIELDS)
 
 def props_string(props: dict[str, str]) -> str:
     """messageProperties2String of a Java HashMap holding ``props``."""
-    return properties_to_string({k: props[k] for k in java_order(tuple(props))})
+    return "\x02".join([f"{k}\x01{v}" for k in java_order(tuple(props)) if (v := props[k]) is not None])
 
 
 def send_extra(broker: BrokerController) -> dict[str, str]:
