@@ -166,3 +166,20 @@ def test_json_header_fast_path_writes_what_fastjson_writes(remark: str, ext: dic
     doc = {"code": 10, "extFields": ext, "flag": 0, "language": "JAVA", "opaque": 0, "remark": remark,
            "serializeTypeCurrentRPC": "JSON", "version": 409}
     assert cmd.encode_header() == fastjson.dump_bytes(doc)
+
+
+def test_added_ext_fields_share_the_java_hashmap_with_header_fields() -> None:
+    from rocketpy.codecs.headers import SendMessageResponseHeader
+
+    req = RemotingCommand(code=310, opaque=6)
+    header = SendMessageResponseHeader(msg_id="7F00000100002A9F0000000000000000", queue_id=3, queue_offset=0)
+    extra = {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+    resp = req.response(0, header, ext_fields=extra)
+    # the order the Java broker's SEND_MESSAGE_V2 answers carry in the golden captures
+    assert list(resp.ext_fields) == ["queueId", "TRACE_ON", "MSG_REGION", "msgId", "queueOffset"]
+    binary = RemotingCommand(code=310, opaque=6, serialize_type=SerializeType.ROCKETMQ)
+    resp = binary.response(0, header, ext_fields=extra)
+    assert list(resp.ext_fields)[:3] == ["msgId", "queueId", "queueOffset"]
+    assert set(list(resp.ext_fields)[3:]) == {"TRACE_ON", "MSG_REGION"}
+    plain = RemotingCommand.request(105, None, ext_fields={"topic": "T"})
+    assert plain.ext_fields == {"topic": "T"}

@@ -10,27 +10,11 @@ from __future__ import annotations
 
 from ..codecs import RemotingCommand, ResponseCode, SerializeType
 from ..codecs.command import RESPONSE_FLAG
-from ..codecs.javalang import hashmap_order
-
-_ORDER_CACHE: dict[tuple[str, ...], tuple[str, ...]] = {}
-_CACHE_LIMIT = 4096
+from ..codecs.javalang import hashmap_dict, hashmap_key_order
 
 NOT_SET_REMARK = "not set any response code"
 
-
-def java_order(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """HashMap iteration order of ``keys`` (cached: the same few key sets recur)."""
-    order = _ORDER_CACHE.get(keys)
-    if order is None:
-        order = tuple(hashmap_order(keys))
-        if len(_ORDER_CACHE) < _CACHE_LIMIT:
-            _ORDER_CACHE[keys] = order
-    return order
-
-
-def hashmap_dict(d: dict[str, str]) -> dict[str, str]:
-    order = java_order(tuple(d))
-    return {k: d[k] for k in order}
+java_order = hashmap_key_order
 
 
 def respond(

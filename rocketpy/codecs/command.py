@@ -11,13 +11,15 @@ from . import fastjson
 from .codes import LanguageCode, MQVersion, SerializeType
 from .errors import CodecError
 from .frame import (
+    _PREFIX,
     DEFAULT_MAX_FRAME,
     check_length,
-    decode_rocketmq_header,
     encode_rocketmq_header,
+    frame_parts,
     pack_frame,
-    split_header_info,
+    parse_rocketmq_header,
 )
+from .javalang import hashmap_dict
 
 RESPONSE_FLAG = 1
 ONEWAY_FLAG = 2
@@ -39,6 +41,20 @@ def _dump_header(doc: dict[str, Any]) -> bytes:
     if _UNLIKE_FASTJSON.search(text):
         return fastjson.dump_bytes(doc)
     return text.encode("utf-8")
+
+
+def _ext_fields(header: Any, extra: dict[str, str] | None, serialize_type: int) -> dict[str, str] | None:
+    """extFields as Java fills them: header fields and added fields share one HashMap, except that
+    a FastCodesHeader in a ROCKETMQ binary header writes its own fields first, in declared order."""
+    if header is None:
+        return hashmap_dict(extra) if extra else None
+    fast = serialize_type == SerializeType.ROCKETMQ and header.fast_codes
+    ext = header.to_ext_fields(fast_order=fast)
+    if not extra:
+        return ext
+    if fast:
+        return {**ext, **hashmap_dict(extra)}
+    return hashmap_dict({**extra, **ext})
 
 
 def _language(value: object) -> LanguageCode | int | str:
@@ -87,12 +103,14 @@ class RemotingCommand:
         opaque: int = 0,
         oneway: bool = False,
         serialize_type: SerializeType = SerializeType.JSON,
+        ext_fields: dict[str, str] | None = None,
         **kwargs: Any,
     ) -> RemotingCommand:
-        """A request as Java's createRequestCommand builds it (extFields from the typed header)."""
-        ext = None
-        if header is not None:
-            ext = header.to_ext_fields(fast_order=serialize_type == SerializeType.ROCKETMQ)
+        """A request as Java's createRequestCommand builds it (extFields from the typed header).
+
+        ``ext_fields`` adds fields the way Java's addExtField does (AccessKey, ReqT...).
+        """
+        ext = _ext_fields(header, ext_fields, serialize_type)
         return cls(
             code=int(code),
             opaque=opaque,
@@ -109,12 +127,14 @@ class RemotingCommand:
         header: Any = None,
         body: bytes | None = None,
         remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
         **kwargs: Any,
     ) -> RemotingCommand:
-        """The response to this request: same opaque and serialize type, response flag set."""
-        ext = None
-        if header is not None:
-            ext = header.to_ext_fields(fast_order=self.serialize_type == SerializeType.ROCKETMQ)
+        """The response to this request: same opaque and serialize type, response flag set.
+
+        ``ext_fields`` adds fields beside the header's, as Java's addExtField does.
+        """
+        ext = _ext_fields(header, ext_fields, self.serialize_type)
         return RemotingCommand(
             code=int(code),
             opaque=self.opaque,
@@ -131,24 +151,35 @@ class RemotingCommand:
     @classmethod
     def decode(cls, frame: bytes | bytearray | memoryview, max_frame: int = DEFAULT_MAX_FRAME) -> RemotingCommand:
         """Decode one whole frame, starting at its 4-byte length."""
-        view = memoryview(frame)
-        if len(view) < 8:
-            raise CodecError(f"frame of {len(view)} bytes is shorter than its 8-byte prefix")
-        length = int.from_bytes(view[0:4], "big", signed=True)
+        if type(frame) is not bytes:
+            frame = bytes(frame)
+        n = len(frame)
+        if n < 8:
+            raise CodecError(f"frame of {n} bytes is shorter than its 8-byte prefix")
+        length, header_info = _PREFIX.unpack_from(frame, 0)
         check_length(length, max_frame)
-        if length + 4 != len(view):
-            raise CodecError(f"frame length field says {length + 4} bytes, got {len(view)}")
-        stype, hlen = split_header_info(int.from_bytes(view[4:8], "big"))
+        if length + 4 != n:
+            raise CodecError(f"frame length field says {length + 4} bytes, got {n}")
+        stype, hlen = header_info >> 24, header_info & 0xFFFFFF
         if hlen > length - 4:
             raise CodecError(f"header length {hlen} runs past the frame ({length - 4} bytes left)")
-        header = view[8 : 8 + hlen]
-        body = bytes(view[8 + hlen :]) or None
+        end = 8 + hlen
+        body = frame[end:] if end < n else None
+        if stype == 1:  # SerializeType.ROCKETMQ: the hot path
+            code, language, version, opaque, flag, remark, ext = parse_rocketmq_header(frame[8:end])
+            return cls(
+                code,
+                _LANG_BY_CODE.get(language, language),
+                version,
+                opaque,
+                flag,
+                remark,
+                ext,
+                body,
+                SerializeType.ROCKETMQ,
+            )
         if stype == SerializeType.JSON:
-            cmd = cls._from_json_header(header)
-        elif stype == SerializeType.ROCKETMQ:
-            fields = decode_rocketmq_header(header)
-            fields["language"] = _language(fields["language"])
-            cmd = cls(**fields, serialize_type=SerializeType.ROCKETMQ)  # type: ignore[arg-type]
+            cmd = cls._from_json_header(memoryview(frame)[8:end])
         else:
             raise CodecError(f"unknown serialize type {stype}")
         cmd.body = body
@@ -162,30 +193,33 @@ class RemotingCommand:
             data = fastjson.loads(bytes(header))
         if not isinstance(data, dict):
             raise CodecError("JSON header is not an object")
-        values: dict[str, Any] = {}
-        for key in _INT_FIELDS:
-            v = data.get(key, 0)
-            if isinstance(v, bool) or not isinstance(v, int):
-                if isinstance(v, str) and v.lstrip("-").isdigit():
-                    v = int(v)
-                else:
-                    raise CodecError(f"JSON header field {key} is not an integer: {v!r}")
-            values[key] = v
-        if "code" not in data:
-            raise CodecError("JSON header has no code")
-        values["language"] = _language(data.get("language", "JAVA"))
-        remark = data.get("remark")
+        get = data.get
+        code, version, opaque, flag = get("code"), get("version", 0), get("opaque", 0), get("flag", 0)
+        if not (type(code) is int and type(version) is int and type(opaque) is int and type(flag) is int):
+            # something unusual (a missing code, numbers as strings ...): the careful way
+            values: dict[str, Any] = {}
+            for key in _INT_FIELDS:
+                v = get(key, 0)
+                if isinstance(v, bool) or not isinstance(v, int):
+                    if isinstance(v, str) and v.lstrip("-").isdigit():
+                        v = int(v)
+                    else:
+                        raise CodecError(f"JSON header field {key} is not an integer: {v!r}")
+                values[key] = v
+            if "code" not in data:
+                raise CodecError("JSON header has no code")
+            code, version, opaque, flag = values["code"], values["version"], values["opaque"], values["flag"]
+        language = _language(get("language", "JAVA"))
+        remark = get("remark")
         if remark is not None and not isinstance(remark, str):
             remark = str(remark)
-        values["remark"] = remark
-        ext = data.get("extFields")
+        ext = get("extFields")
         if ext is not None:
             if not isinstance(ext, dict):
                 raise CodecError("JSON header extFields is not an object")
             # fastjson reads any scalar into the String map; mirror that leniency
             ext = {str(k): v if isinstance(v, str) else fastjson.dumps(v) for k, v in ext.items() if v is not None}
-        values["ext_fields"] = ext
-        return cls(**values)
+        return cls(code, language, version, opaque, flag, remark, ext)
 
     def encode_header(self) -> bytes:
         if self.serialize_type == SerializeType.ROCKETMQ:
@@ -211,6 +245,10 @@ class RemotingCommand:
     def encode(self) -> bytes:
         """The whole frame, length prefix included."""
         return pack_frame(int(self.serialize_type), self.encode_header(), self.body)
+
+    def encode_parts(self) -> tuple[bytes, ...]:
+        """:meth:`encode` as pieces to join (the body is not copied into a frame of its own)."""
+        return frame_parts(int(self.serialize_type), self.encode_header(), self.body)
 
     # -- typed views ------------------------------------------------------------
     @property

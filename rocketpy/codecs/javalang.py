@@ -7,8 +7,11 @@ emit the very bytes a Java server would.
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Hashable, Iterable
-from typing import TypeVar
+from operator import mul
+from typing import Any, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -21,16 +24,45 @@ def to_int32(value: int) -> int:
     return value - (1 << 32) if value & 0x80000000 else value
 
 
+_HASH_CHUNK = 256
+#: _HASH_POW[i] = 31 ** (_HASH_CHUNK - 1 - i) mod 2**32: a whole polynomial in one C-level sum
+_HASH_POW = [pow(31, _HASH_CHUNK - 1 - i, 1 << 32) for i in range(_HASH_CHUNK)]
+_NATIVE_UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+
+
 def java_string_hash(text: str) -> int:
-    """Java's String.hashCode: 31-polynomial over UTF-16 code units, signed 32-bit."""
-    h = 0
+    """Java's String.hashCode: 31-polynomial over UTF-16 code units, signed 32-bit.
+
+    The sum of unit * 31**(n-1-i), taken mod 2**32 at the end (the Horner loop in
+    :func:`java_string_hash_reference` wraps at every step; the result is the same).
+    """
     if text.isascii():
-        for ch in text.encode("ascii"):
-            h = (31 * h + ch) & _MASK32
+        units: Any = text.encode("ascii")
+        n = len(units)
+        if n < 12:  # short strings: the plain loop is quicker
+            h = 0
+            for ch in units:
+                h = 31 * h + ch
+            return to_int32(h)
     else:
-        units = text.encode("utf-16-be")
-        for i in range(0, len(units), 2):
-            h = (31 * h + ((units[i] << 8) | units[i + 1])) & _MASK32
+        units = memoryview(text.encode(_NATIVE_UTF16)).cast("H")
+        n = len(units)
+    if n <= _HASH_CHUNK:
+        return to_int32(sum(map(mul, units, _HASH_POW[_HASH_CHUNK - n :])))
+    h = 0
+    for start in range(0, n, _HASH_CHUNK):
+        chunk = units[start : start + _HASH_CHUNK]
+        m = len(chunk)
+        h = (h * pow(31, m, 1 << 32) + sum(map(mul, chunk, _HASH_POW[_HASH_CHUNK - m :]))) & _MASK32
+    return to_int32(h)
+
+
+def java_string_hash_reference(text: str) -> int:
+    """String.hashCode exactly as Java computes it (the checked reference of the fast one)."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & _MASK32
     return to_int32(h)
 
 
@@ -73,6 +105,17 @@ def hashmap_order(keys: Iterable[K], initial_capacity: int = 16) -> list[K]:
     mask = capacity - 1
     slots = sorted(range(len(ordered)), key=lambda i: (_spread(java_hash(ordered[i])) & mask, i))
     return [ordered[i] for i in slots]
+
+
+@functools.lru_cache(maxsize=4096)
+def hashmap_key_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """hashmap_order for a tuple of keys, cached: servers see the same few key sets again and again."""
+    return tuple(hashmap_order(keys))
+
+
+def hashmap_dict(d: dict[str, str]) -> dict[str, str]:
+    """``d`` reordered as a java.util.HashMap holding its items would iterate them."""
+    return {k: d[k] for k in hashmap_key_order(tuple(d))}
 
 
 def concurrent_hashmap_order(keys: Iterable[K], initial_capacity: int = 16) -> list[K]:
