@@ -22,8 +22,9 @@ from .java_defaults import JAVA_PROPERTIES, KNOWN_KEYS
 
 log = logging.getLogger("rocketpy.broker")
 
-#: keys of our own (not in Java): where to bind, and who may change the config remotely
-ROCKETPY_KEYS = frozenset({"listenHost", "adminCredential", "vipChannelEnable"})
+#: keys of our own (not in Java): where to bind, who may change the config remotely, and
+#: the ACL file (Java's -Drocketmq.acl.plain.file; relative to rocketmqHome or absolute)
+ROCKETPY_KEYS = frozenset({"listenHost", "adminCredential", "vipChannelEnable", "aclPlainFile"})
 
 
 def _local_address() -> str:

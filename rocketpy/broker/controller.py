@@ -27,14 +27,17 @@ from ..remoting.connection import Connection
 from ..store import MessageStore, PutMessageResult, PutMessageStatus
 from ..store.services import StoreServices
 from ..store.types import MessageExtBatch, MessageExtBrokerInner
+from .acl import PlainAccessValidator
 from .clients import ConsumerManager, ProducerManager
 from .config import BrokerConfig
+from .filter import ConsumerFilterManager
 from .groups import ConsumerOffsetManager, SubscriptionGroupManager
 from .locks import RebalanceLockManager
 from .longpoll import PullRequestHoldService
 from .outer import BrokerOuterAPI
 from .persist import persist_json
 from .schedule import ScheduleMessageService
+from .stats import BrokerStatsManager
 from .topics import TopicConfigManager
 from .transaction import TransactionalMessageService
 
@@ -67,7 +70,18 @@ class BrokerController:
         self.schedule = ScheduleMessageService(self)
         self.transactions = TransactionalMessageService(self)
         self.outer = BrokerOuterAPI(self)
+        # SQL92 filtering: the groups' compiled selectors follow their heartbeats
+        self.filters = ConsumerFilterManager()
+        self.filter_support_retry = cfg.props.get("filterSupportRetry", "false").strip().lower() == "true"
+        self.consumers.on_register = self.filters.register_group
+        self.consumers.on_unregister = self.filters.unregister
+        self.stats_manager = BrokerStatsManager()
         self.dispatcher = self._build_dispatcher()
+        # ACL: one check in front of every request (Java's server RPC hook)
+        self.acl: PlainAccessValidator | None = None
+        if cfg.acl_enable:
+            self.acl = PlainAccessValidator.for_home(cfg.props.get("rocketmqHome"), cfg.props.get("aclPlainFile"))
+            self.dispatcher.add_before_hook(self.acl)
         self.store_services: StoreServices | None = None
         self.nursery: trio.Nursery | None = None
         self.client: RemotingClient | None = None
@@ -282,11 +296,14 @@ class BrokerController:
             self.schedule.persist()
 
     async def _scan_clients_loop(self) -> None:
+        keep_dead_ms = int(self.config.props.get("filterDataCleanTimeSpan", "86400000") or 86400000)
         while True:
+            self.stats_manager.sample(self)
             await trio.sleep(10)
             for ch in self.consumers.scan_not_active() + self.producers.scan_not_active():
                 if isinstance(ch, Connection):
                     await ch.aclose()
+            self.filters.clean(keep_dead_ms)
 
     # -- lookup helpers --------------------------------------------------------------------
     def retry_or_dlq_topic(self, topic: str) -> bool:

@@ -28,6 +28,7 @@ log = logging.getLogger("rocketpy.remoting")
 AsyncHandler = Callable[["RequestContext", RemotingCommand], Awaitable[RemotingCommand | None]]
 SyncHandler = Callable[["RequestContext", RemotingCommand], RemotingCommand | None]
 Handler = AsyncHandler | SyncHandler
+RequestHook = Callable[["RequestContext", RemotingCommand], None]
 H = TypeVar("H", bound=Callable[..., Any])
 
 
@@ -69,7 +70,12 @@ def not_supported(request: RemotingCommand) -> RemotingCommand:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """One line like Java's RemotingHelper.exceptionSimpleDesc: the error and where it was raised."""
+    """One line like Java's RemotingHelper.exceptionSimpleDesc: the error and where it was raised.
+
+    An exception standing for a Java one may carry that line itself (``remote_desc``)."""
+    desc = getattr(exc, "remote_desc", None)
+    if isinstance(desc, str):
+        return desc
     text = f"{type(exc).__module__}.{type(exc).__qualname__}"
     if str(exc):
         text += f": {exc}"
@@ -97,6 +103,9 @@ class Dispatcher:
     def __init__(self, handlers: Mapping[int, Handler] | None = None, *, default: Handler | None = None) -> None:
         self._handlers: dict[int, tuple[Handler, bool]] = {}
         self._default: tuple[Handler, bool] | None = None
+        #: checks run before every request, known code or not (Java's server RPC hooks);
+        #: one that raises refuses the request with SYSTEM_ERROR
+        self.before: list[RequestHook] = []
         for code, handler in (handlers or {}).items():
             self.register(code, handler)
         if default is not None:
@@ -108,6 +117,10 @@ class Dispatcher:
 
     def register(self, code: int, handler: Handler) -> None:
         self._handlers[int(code)] = self._entry(handler)
+
+    def add_before_hook(self, hook: RequestHook) -> None:
+        """Run ``hook(ctx, request)`` before each request (RPCHook.doBeforeRequest)."""
+        self.before.append(hook)
 
     def set_default(self, handler: Handler) -> None:
         """The handler of codes with no entry (Java's registerDefaultProcessor)."""
@@ -131,6 +144,13 @@ class Dispatcher:
         return sorted(self._handlers)
 
     async def dispatch(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        if self.before:
+            try:
+                for hook in self.before:
+                    hook(ctx, request)
+            except Exception as exc:
+                log.error("request code %d from %s refused: %s", request.code, ctx.remote_addr, describe_exception(exc))
+                return None if request.is_oneway else system_error(request, exc)
         entry = self._handlers.get(request.code) or self._default
         if entry is None:
             log.error("%s request type %d not supported", ctx.remote_addr, request.code)

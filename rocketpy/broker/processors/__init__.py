@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ...codecs.codes import RequestCode as R
 from ...remoting import Dispatcher
-from . import admin, client, pull, query, reply, send, transaction
+from . import acl, admin, admin_extra, client, pull, query, reply, send, transaction
 from .common import deferred
 
 if TYPE_CHECKING:
@@ -57,6 +57,22 @@ def register_all(broker: BrokerController, d: Dispatcher) -> None:
         R.GET_CONSUMER_RUNNING_INFO: deferred(admin.get_consumer_running_info),
         R.CONSUME_MESSAGE_DIRECTLY: deferred(admin.consume_message_directly),
         R.INVOKE_BROKER_TO_RESET_OFFSET: deferred(admin.invoke_broker_to_reset_offset),
+        R.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: deferred(admin_extra.get_consumer_status),
+        R.GET_ALL_PRODUCER_INFO: admin_extra.get_all_producer_info,
+        R.QUERY_CONSUME_TIME_SPAN: admin_extra.query_consume_time_span,
+        R.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: admin_extra.get_system_topic_list_from_broker,
+        R.CLEAN_EXPIRED_CONSUMEQUEUE: admin_extra.clean_expired_consume_queue,
+        R.DELETE_EXPIRED_COMMITLOG: admin_extra.delete_expired_commit_log,
+        R.CLEAN_UNUSED_TOPIC: admin_extra.clean_unused_topic,
+        R.QUERY_CORRECTION_OFFSET: admin_extra.query_correction_offset,
+        R.VIEW_BROKER_STATS_DATA: admin_extra.view_broker_stats_data,
+        R.GET_BROKER_CONSUME_STATS: admin_extra.get_broker_consume_stats,
+        R.QUERY_CONSUME_QUEUE: admin_extra.query_consume_queue,
+        R.RESUME_CHECK_HALF_MESSAGE: deferred(admin_extra.resume_check_half_message),
+        R.UPDATE_AND_CREATE_ACL_CONFIG: acl.update_and_create_acl_config,
+        R.DELETE_ACL_CONFIG: acl.delete_acl_config,
+        R.GET_BROKER_CLUSTER_ACL_INFO: acl.get_broker_cluster_acl_info,
+        R.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: acl.update_global_white_addrs_config,
     }
     for code, handler in table.items():
         d.register(code, handler)

@@ -15,14 +15,15 @@ from ...codecs.bodies import (
     LockBatchResponseBody,
     UnlockBatchRequestBody,
 )
-from ...codecs.codes import ExpressionType, MixAll, PermName, TopicSysFlag
+from ...codecs.codes import MixAll, PermName, TopicSysFlag
 from ...codecs.headers import (
     GetConsumerListByGroupRequestHeader,
     UnregisterClientRequestHeader,
 )
 from ...remoting import java_decode_header
 from ..clients import ClientChannelInfo
-from ..responses import error, respond
+from ..filter import check_client_config as filter_verdict
+from ..responses import respond
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -85,17 +86,9 @@ def check_client_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     from ...codecs.bodies import CheckClientRequestBody
 
     body = CheckClientRequestBody.decode(request.body or b"{}")
-    sub = body.subscription_data
-    if (
-        sub is not None
-        and not ExpressionType.is_tag_type(sub.expression_type)
-        and not broker.config.enable_property_filter
-    ):
-        return error(
-            request,
-            ResponseCode.SYSTEM_ERROR,
-            f"The broker does not support consumer to filter message by {sub.expression_type}",
-        )
+    code, remark = filter_verdict(body.subscription_data, broker.config.enable_property_filter)
+    if code != ResponseCode.SUCCESS:
+        return respond(request, code, remark)
     return respond(request)
 
 

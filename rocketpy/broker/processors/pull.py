@@ -12,6 +12,7 @@ from ...codecs.javalang import to_int32
 from ...codecs.message import properties_to_string
 from ...store import GetMessageStatus
 from ...store.types import MessageExtBrokerInner
+from ..filter import pull_filter
 from ..longpoll import HeldPull, now_ms
 from ..responses import error, respond
 from .common import SUGGEST_TODO
@@ -119,13 +120,17 @@ def process_pull(
         if found.sub_version < sub_version:
             return _pull_error(request, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         sub = found
+    flt: Any = SubscriptionFilter(sub)
+    if broker.filter_support_retry or not ExpressionType.is_tag_type(sub.expression_type):  # SQL92 (filter.py)
+        flt = pull_filter(broker, request, sub, group, topic, sub_version, bool(sys_flag & _SUBSCRIPTION), flt)
+        if isinstance(flt, RemotingCommand):
+            return flt
     if not ExpressionType.is_tag_type(sub.expression_type) and not cfg.enable_property_filter:
         return _pull_error(
             request,
             ResponseCode.SYSTEM_ERROR,
             f"The broker does not support consumer to filter message by {sub.expression_type}",
         )
-    flt = SubscriptionFilter(sub)
     result = broker.store.get_message(topic, queue_id, queue_offset, max_nums, flt)
     if result is None:
         return _pull_error(request, ResponseCode.SYSTEM_ERROR, "store getMessage return null")
