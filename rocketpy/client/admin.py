@@ -1,0 +1,285 @@
+"""Administration requests (a subset of Java's MQAdminExt / DefaultMQAdminExtImpl).
+
+An ``Admin`` is a client instance without producers or consumers: it asks the name
+server for routes and cluster membership and the brokers for topics, groups, stats,
+messages and offsets, with the same requests mqadmin sends.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..codecs import RemotingCommand, RequestCode, ResponseCode
+from ..codecs.bodies import (
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumeStats,
+    KVTable,
+    MessageQueue,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+)
+from ..codecs.codes import MixAll, PullStatus, PullSysFlag
+from ..codecs.headers import (
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    PullMessageRequestHeader,
+    QueryMessageRequestHeader,
+    ResetOffsetRequestHeader,
+    ViewMessageRequestHeader,
+)
+from ..codecs.message import MessageExt, decode_message, decode_messages, decode_offset_msg_id
+from ..remoting import RemotingError
+from .api import check
+from .config import ClientConfig
+from .errors import MQBrokerError, MQClientError
+from .instance import ClientInstance
+from .route import MASTER_ID
+
+
+class Admin:
+    """``async with Admin(namesrv="127.0.0.1:9876") as admin: await admin.cluster_info()``."""
+
+    def __init__(self, namesrv: str | None = None, *, config: ClientConfig | None = None,
+                 timeout: float = 5.0) -> None:
+        if config is None:
+            config = ClientConfig(namesrv_addr=namesrv) if namesrv else ClientConfig()
+            config.instance_name = str(time.time_ns() // 1_000_000)
+        self.client = ClientInstance(config)
+        self.timeout = timeout
+
+    async def __aenter__(self) -> Admin:
+        await self.client.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.aclose()
+
+    async def _ns(self, code: int, header: Any = None) -> RemotingCommand:
+        req = RemotingCommand.request(code, header)
+
+        async def call(addr: str) -> RemotingCommand:
+            return check(await self.client.api.invoke(addr, req, self.timeout), addr)
+
+        return await self.client.namesrv_invoke(call)  # type: ignore[no-any-return]
+
+    async def _broker(self, addr: str, code: int, header: Any = None, body: bytes | None = None,
+                      ok: tuple[int, ...] = ()) -> RemotingCommand:
+        req = RemotingCommand.request(code, header, body)
+        return check(await self.client.api.invoke(addr, req, self.timeout), addr, *ok)
+
+    # -- name server views ---------------------------------------------------------------------
+    async def cluster_info(self) -> ClusterInfo:
+        return ClusterInfo.decode((await self._ns(RequestCode.GET_BROKER_CLUSTER_INFO)).body or b"{}")
+
+    async def topic_list(self) -> list[str]:
+        return TopicList.decode((await self._ns(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).body or b"{}"
+                                ).topic_list
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        route = await self.client.fetch_route(topic)
+        if route is None:
+            raise MQClientError(f"No topic route info in name server for the topic: {topic}",
+                                ResponseCode.TOPIC_NOT_EXIST)
+        return route
+
+    async def master_addrs(self, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        """``-b addr`` as given, else every master of ``cluster`` (mqadmin's -b / -c)."""
+        if broker_addr:
+            return [broker_addr]
+        info = await self.cluster_info()
+        out = []
+        for name in sorted((info.cluster_addr_table or {}).get(cluster or "", []) if cluster else
+                           (info.broker_addr_table or {})):
+            bd = (info.broker_addr_table or {}).get(name)
+            if bd is not None and bd.master_addr():
+                out.append(bd.master_addr())
+        if not out:
+            raise MQClientError(f"no master broker found (cluster {cluster!r})")
+        return out
+
+    async def _topic_masters(self, topic: str) -> list[tuple[str, str]]:
+        route = await self.topic_route(topic)
+        return [(bd.broker_name or "", bd.master_addr() or "") for bd in route.broker_datas or [] if bd.master_addr()]
+
+    # -- topics --------------------------------------------------------------------------------------
+    async def create_topic(self, addr: str, config: TopicConfig) -> None:
+        h = CreateTopicRequestHeader(
+            topic=config.topic_name, default_topic=MixAll.AUTO_CREATE_TOPIC_KEY_TOPIC,
+            read_queue_nums=config.read_queue_nums, write_queue_nums=config.write_queue_nums, perm=config.perm,
+            topic_filter_type=str(config.topic_filter_type or "SINGLE_TAG"), topic_sys_flag=config.topic_sys_flag,
+            order=config.order)
+        await self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, h)
+
+    async def delete_topic(self, topic: str, cluster: str | None = None) -> None:
+        for addr in await self.master_addrs(cluster):
+            await self._broker(addr, RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic=topic))
+        h = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster)
+        for ns in self.client.config.namesrv_list:
+            req = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, h)
+            check(await self.client.api.invoke(ns, req, self.timeout), ns)
+
+    async def topic_stats(self, topic: str) -> TopicStatsTable:
+        merged = TopicStatsTable()
+        for _, addr in await self._topic_masters(topic):
+            h = GetTopicStatsInfoRequestHeader(topic=topic)
+            resp = await self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, h)
+            merged.offset_table.update(TopicStatsTable.decode(resp.body or b"{}").offset_table)
+        return merged
+
+    # -- brokers ----------------------------------------------------------------------------------------
+    async def broker_runtime_info(self, addr: str) -> dict[str, str]:
+        return KVTable.decode((await self._broker(addr, RequestCode.GET_BROKER_RUNTIME_INFO)).body or b"{}").table
+
+    async def broker_config(self, addr: str) -> dict[str, str]:
+        text = ((await self._broker(addr, RequestCode.GET_BROKER_CONFIG)).body or b"").decode("utf-8")
+        out = {}
+        for line in text.splitlines():
+            if "=" in line and not line.lstrip().startswith("#"):
+                k, _, v = line.partition("=")
+                out[k.strip()] = v.strip()
+        return out
+
+    # -- groups ------------------------------------------------------------------------------------------
+    async def update_sub_group(self, addr: str, config: SubscriptionGroupConfig) -> None:
+        await self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode())
+
+    async def delete_sub_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
+        h = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offset)
+        await self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, h)
+
+    async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        merged = ConsumeStats()
+        for _, addr in await self._topic_masters(MixAll.get_retry_topic(group)):
+            h = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+            stats = ConsumeStats.decode((await self._broker(addr, RequestCode.GET_CONSUME_STATS, h)).body or b"{}")
+            merged.offset_table.update(stats.offset_table)
+            merged.consume_tps += stats.consume_tps
+        return merged
+
+    async def consumer_connection(self, group: str) -> ConsumerConnection:
+        for _, addr in await self._topic_masters(MixAll.get_retry_topic(group)):
+            h = GetConsumerConnectionListRequestHeader(consumer_group=group)
+            resp = await self._broker(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, h)
+            return ConsumerConnection.decode(resp.body or b"{}")
+        raise MQClientError(f"Not found the consumer group connection, {group}")
+
+    async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
+        for _, addr in await self._topic_masters(topic):
+            h = GetProducerConnectionListRequestHeader(producer_group=group)
+            resp = await self._broker(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, h)
+            return ProducerConnection.decode(resp.body or b"{}")
+        raise MQClientError(f"Not found the producer group connection, {group}")
+
+    # -- messages ------------------------------------------------------------------------------------------
+    async def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        """By offset msg id (store host + commit log offset); with ``topic``, a client (UNIQ_KEY) id works too."""
+        try:
+            ip, port, offset = decode_offset_msg_id(msg_id)
+            if not 0 < port < 65536:
+                raise ValueError(f"port {port}")
+        except Exception:
+            ip, port, offset = "", 0, -1
+        if offset >= 0:
+            try:
+                resp = await self._broker(f"{ip}:{port}", RequestCode.VIEW_MESSAGE_BY_ID,
+                                          ViewMessageRequestHeader(offset=offset))
+                return decode_message(resp.body or b"")
+            except (MQClientError, RemotingError):
+                if topic is None:
+                    raise
+        if topic is None:
+            raise MQClientError(f"{msg_id} is not an offset msg id; give the topic to look up a client id")
+        found = await self.query_messages(topic, msg_id, 32, 0, 2**63 - 1, unique=True)
+        if not found:
+            raise MQClientError(f"query message by id finished, but no message. {msg_id}")
+        return found[0]
+
+    async def query_messages(self, topic: str, key: str, max_num: int = 64, begin: int = 0,
+                             end: int = 2**63 - 1, unique: bool = False) -> list[MessageExt]:
+        out: list[MessageExt] = []
+        for _, addr in await self._topic_masters(topic):
+            h = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin,
+                                          end_timestamp=end)
+            req = RemotingCommand.request(RequestCode.QUERY_MESSAGE, h)
+            if unique:
+                req.ext_fields = {**(req.ext_fields or {}), MixAll.UNIQUE_MSG_QUERY_FLAG: "true"}
+            resp = await self.client.api.invoke(addr, req, self.timeout)
+            if resp.code == ResponseCode.QUERY_NOT_FOUND:
+                continue
+            check(resp, addr)
+            for m in decode_messages(resp.body or b""):
+                if (unique and m.uniq_key == key) or (not unique and key in m.keys):
+                    out.append(m)
+        return out
+
+    async def pull(self, mq: MessageQueue, offset: int, max_nums: int = 32) -> tuple[list[MessageExt], int]:
+        """Read messages at ``offset`` without a group position (queryMsgByOffset, printMsg)."""
+        await self.client.update_topic_route(mq.topic or "")
+        addr = self.client.find_broker(mq.broker_name or "", MASTER_ID)
+        if addr is None:
+            route = await self.topic_route(mq.topic or "")
+            addr = next((bd.master_addr() for bd in route.broker_datas or [] if bd.broker_name == mq.broker_name),
+                        None)
+        if addr is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        h = PullMessageRequestHeader(
+            consumer_group=MixAll.TOOLS_CONSUMER_GROUP, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
+            max_msg_nums=max_nums, sys_flag=PullSysFlag.build_sys_flag(False, False, True, False),
+            commit_offset=0, suspend_timeout_millis=0, subscription="*", sub_version=0, expression_type="TAG",
+            bname=mq.broker_name)
+        result, body = await self.client.api.pull(addr, h, self.timeout)
+        if result.pull_status != PullStatus.FOUND:
+            return [], result.next_begin_offset
+        return decode_messages(body), result.next_begin_offset
+
+    async def queue_bounds(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
+        stats = await self.topic_stats(topic)
+        return {mq: (o.min_offset, o.max_offset) for mq, o in stats.offset_table.items()}
+
+    async def reset_offset_by_time(self, group: str, topic: str, timestamp: int,
+                                   force: bool = True) -> dict[MessageQueue, int]:
+        table: dict[MessageQueue, int] = {}
+        for name, addr in await self._topic_masters(topic):
+            h = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=force)
+            try:
+                resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h)
+            except MQBrokerError as exc:
+                if exc.response_code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    raise
+                # nobody online to tell: write the offsets on the broker directly (mqadmin's old way)
+                table.update(await self._reset_offline(name, addr, group, topic, timestamp, force))
+                continue
+            if resp.body:
+                table.update(ResetOffsetBody.decode(resp.body).offset_table or {})
+        return table
+
+    async def _reset_offline(self, broker_name: str, addr: str, group: str, topic: str, timestamp: int,
+                             force: bool) -> dict[MessageQueue, int]:
+        api = self.client.api
+        stats = await self.consume_stats(group, topic)
+        out = {}
+        for mq, bounds in (await self.topic_stats(topic)).offset_table.items():
+            if mq.broker_name != broker_name:
+                continue
+            target = bounds.max_offset if timestamp == -1 else await api.search_offset(addr, mq, timestamp)
+            current = stats.offset_table.get(mq)
+            if force or current is None or target <= current.consumer_offset:
+                await api.update_consumer_offset(addr, group, mq, target)
+                out[mq] = target
+        return out
+
+
+__all__ = ["Admin", "MQBrokerError"]

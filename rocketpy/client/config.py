@@ -1,0 +1,68 @@
+"""Client settings shared by producers and consumers (Java's ClientConfig), and the client id."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import socket
+import time
+
+from ..codecs.codes import LanguageCode
+
+#: where the name-server list comes from when none is given, in this order
+NAMESRV_ENV = ("ROCKETMQ_NAMESRV", "NAMESRV_ADDR")
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+
+
+def default_namesrv() -> str:
+    for name in NAMESRV_ENV:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return DEFAULT_NAMESRV
+
+
+def local_ip() -> str:
+    """A non-loopback IPv4 address of this host when one exists (RemotingUtil.getLocalAddress)."""
+    try:
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            ip = ipaddress.ip_address(info[4][0])
+            if not ip.is_loopback:
+                return str(ip)
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+@dataclasses.dataclass(slots=True)
+class ClientConfig:
+    """Settings of one client instance; times are seconds (Java keeps milliseconds)."""
+
+    namesrv_addr: str = dataclasses.field(default_factory=default_namesrv)
+    client_ip: str = dataclasses.field(default_factory=local_ip)
+    #: "DEFAULT" becomes pid#nanotime, so every client gets its own id and instance, as in Java 4.9.8
+    instance_name: str = "DEFAULT"
+    unit_name: str | None = None
+    poll_name_server_interval: float = 30.0
+    heartbeat_broker_interval: float = 30.0
+    persist_consumer_offset_interval: float = 5.0
+    rebalance_interval: float = 20.0
+    mq_client_api_timeout: float = 3.0
+    vip_channel_enabled: bool = False
+    language: LanguageCode = LanguageCode.JAVA
+
+    def __post_init__(self) -> None:
+        if self.instance_name == "DEFAULT":
+            self.instance_name = f"{os.getpid()}#{time.monotonic_ns()}"
+
+    @property
+    def namesrv_list(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    def client_id(self) -> str:
+        """ip@instanceName[@unitName], the id brokers know this client by."""
+        cid = f"{self.client_ip}@{self.instance_name}"
+        if self.unit_name:
+            cid += f"@{self.unit_name}"
+        return cid

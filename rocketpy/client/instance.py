@@ -1,0 +1,336 @@
+"""The client instance (Java's MQClientInstance): routes, heartbeats, broker connections.
+
+One instance serves any number of producers and consumers that share a client id.
+Its background work (route refresh, heartbeats, rebalance, offset persistence) runs
+in a nursery the instance owns; leaving ``async with`` stops all of it and tells
+the brokers this client is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, Protocol
+
+import trio
+
+from ..codecs import RemotingCommand, ResponseCode
+from ..codecs.bodies import ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData
+from ..codecs.codes import MixAll
+from ..remoting import Dispatcher, RemotingClient, RemotingError
+from .api import ClientAPI
+from .config import ClientConfig
+from .errors import MQClientError
+from .route import MASTER_ID, TopicPublishInfo, broker_addrs, publish_info, route_equal, subscribe_queues
+
+if TYPE_CHECKING:
+    from .producer import Producer
+
+log = logging.getLogger("rocketpy.client")
+
+
+class ConsumerHandle(Protocol):
+    """What the instance needs from a consumer (push or lite pull)."""
+
+    group: str
+
+    def consumer_data(self) -> ConsumerData: ...
+    def subscribed_topics(self) -> list[str]: ...
+    def update_subscribe_info(self, topic: str, queues: list[MessageQueue]) -> None: ...
+    async def do_rebalance(self) -> None: ...
+    async def persist_offsets(self) -> None: ...
+
+
+class ClientInstance:
+    """Shared state and background tasks of producers and consumers with one client id."""
+
+    def __init__(self, config: ClientConfig | None = None, **settings: Any) -> None:
+        self.config = config or ClientConfig(**settings)
+        self.client_id = self.config.client_id()
+        self.producers: dict[str, Producer] = {}
+        self.consumers: dict[str, ConsumerHandle] = {}
+        self.routes: dict[str, TopicRouteData] = {}
+        self.broker_addr_table: dict[str, dict[int, str]] = {}
+        self.broker_versions: dict[str, int] = {}
+        #: correlation id -> callback for request-reply answers pushed by brokers
+        self.reply_waiters: dict[str, Callable[[Any], None]] = {}
+        self._route_lock = trio.Lock()
+        self._heartbeat_lock = trio.Lock()
+        self._rebalance_wakeup = trio.Event()
+        self._ns_index = random.randrange(1 << 16)
+        self._stack: AsyncExitStack | None = None
+        self.nursery: trio.Nursery | None = None
+        self.remoting: RemotingClient | None = None
+        self._api: ClientAPI | None = None
+        self.running = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def __aenter__(self) -> ClientInstance:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        stack = AsyncExitStack()
+        self.nursery = await stack.enter_async_context(trio.open_nursery())
+        self.remoting = RemotingClient(self.nursery, dispatcher=self._build_dispatcher(), state=self,
+                                       connect_timeout=self.config.mq_client_api_timeout)
+        self._api = ClientAPI(self.remoting, self.config.mq_client_api_timeout)
+        self._stack = stack
+        self.running = True
+        self.nursery.start_soon(self._route_loop)
+        self.nursery.start_soon(self._heartbeat_loop)
+        self.nursery.start_soon(self._persist_loop)
+        self.nursery.start_soon(self._rebalance_loop)
+
+    async def aclose(self) -> None:
+        if not self.running:
+            return
+        self.running = False
+        assert self._stack is not None and self.nursery is not None and self.remoting is not None
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + self.config.mq_client_api_timeout
+            await self._unregister(MixAll.CLIENT_INNER_PRODUCER_GROUP, None)
+        # stop the background loops before their connections go, so none fails half way
+        self.nursery.cancel_scope.cancel()
+        with trio.CancelScope(shield=True):
+            await self.remoting.aclose()
+        # the nursery was entered by start(): leave it outside any scope opened since
+        await self._stack.aclose()
+
+    @property
+    def api(self) -> ClientAPI:
+        if self._api is None:
+            raise MQClientError("the client instance is not started")
+        return self._api
+
+    # -- registration ----------------------------------------------------------------------
+    def register_producer(self, group: str, producer: Producer) -> None:
+        if group in self.producers:
+            raise MQClientError(f"The producer group[{group}] has been created before, specify another name please.")
+        self.producers[group] = producer
+
+    async def unregister_producer(self, group: str) -> None:
+        if self.producers.pop(group, None) is not None:
+            await self._unregister(group, None)
+
+    def register_consumer(self, group: str, consumer: ConsumerHandle) -> None:
+        if group in self.consumers:
+            raise MQClientError(f"The consumer group[{group}] has been created before, specify another name please.")
+        self.consumers[group] = consumer
+
+    async def unregister_consumer(self, group: str) -> None:
+        if self.consumers.pop(group, None) is not None:
+            await self._unregister(None, group)
+
+    async def _unregister(self, producer_group: str | None, consumer_group: str | None) -> None:
+        for addrs in list(self.broker_addr_table.values()):
+            for addr in addrs.values():
+                try:
+                    await self.api.unregister_client(addr, self.client_id, producer_group, consumer_group)
+                except (RemotingError, MQClientError) as exc:
+                    log.warning("unregister client from %s failed: %s", addr, exc)
+
+    async def inner_producer(self) -> Producer:
+        """The instance's own producer (CLIENT_INNER_PRODUCER), used to re-send messages for retry."""
+        producer = self.producers.get(MixAll.CLIENT_INNER_PRODUCER_GROUP)
+        if producer is None:
+            from .producer import Producer
+
+            producer = Producer(MixAll.CLIENT_INNER_PRODUCER_GROUP, client=self)
+            await producer.start()
+        return producer
+
+    # -- name servers and routes ------------------------------------------------------------
+    async def namesrv_invoke(self, call: Callable[[str], Any]) -> Any:
+        """Run ``call(addr)`` on the current name server, moving to the next on transport errors."""
+        servers = self.config.namesrv_list
+        if not servers:
+            raise MQClientError("No name server address, please set it.")
+        last: Exception | None = None
+        for i in range(len(servers)):
+            addr = servers[(self._ns_index + i) % len(servers)]
+            try:
+                result = await call(addr)
+            except RemotingError as exc:
+                last = exc
+                log.info("name server %s failed: %s", addr, exc)
+                continue
+            self._ns_index = (self._ns_index + i) % len(servers)
+            return result
+        raise MQClientError(f"no name server answered: {last}")
+
+    async def fetch_route(self, topic: str) -> TopicRouteData | None:
+        return await self.namesrv_invoke(lambda addr: self.api.get_topic_route(addr, topic))
+
+    async def update_topic_route(self, topic: str, default_topic: str | None = None,
+                                 default_queue_nums: int = 4) -> bool:
+        """Refresh ``topic`` from the name server; with ``default_topic``, borrow that route (auto-creation)."""
+        async with self._route_lock:
+            try:
+                if default_topic is not None:
+                    route = await self.fetch_route(default_topic)
+                    if route is not None:
+                        for qd in route.queue_datas or []:
+                            nums = min(default_queue_nums, qd.read_queue_nums)
+                            qd.read_queue_nums = qd.write_queue_nums = nums
+                else:
+                    route = await self.fetch_route(topic)
+            except MQClientError as exc:
+                if self.running:
+                    log.warning("updateTopicRouteInfoFromNameServer for %s failed: %s", topic, exc)
+                return False
+            if route is None:
+                return False
+            old = self.routes.get(topic)
+            changed = not route_equal(old, route) or self._needs_update(topic)
+            if not changed:
+                return False
+            new_addrs = broker_addrs(route)
+            known = {a for addrs in self.broker_addr_table.values() for a in addrs.values()}
+            self.broker_addr_table.update(new_addrs)
+            if self.nursery is not None and any(a not in known for addrs in new_addrs.values() for a in addrs.values()):
+                # tell a newly seen broker about us now rather than at the next 30 s heartbeat, so its
+                # transaction checks and connection lists find this client
+                self.nursery.start_soon(self._guard, "heartbeat", self.send_heartbeat_to_all_brokers)
+            self.routes[topic] = route
+            info = publish_info(topic, route)
+            info.have_route = True
+            for producer in self.producers.values():
+                producer.update_publish_info(topic, info)
+            queues = subscribe_queues(topic, route)
+            for consumer in self.consumers.values():
+                consumer.update_subscribe_info(topic, queues)
+            log.info("topic route of %s changed: %s", topic, route)
+            return True
+
+    def _needs_update(self, topic: str) -> bool:
+        return any(p.needs_route(topic) for p in self.producers.values()) or any(
+            topic in c.subscribed_topics() and getattr(c, "needs_route", lambda t: False)(topic)
+            for c in self.consumers.values())
+
+    def topics_in_use(self) -> set[str]:
+        topics: set[str] = set()
+        for p in self.producers.values():
+            topics.update(p.publish_topics())
+        for c in self.consumers.values():
+            topics.update(c.subscribed_topics())
+        return topics
+
+    async def update_all_routes(self) -> None:
+        for topic in sorted(self.topics_in_use()):
+            await self.update_topic_route(topic)
+
+    # -- broker addresses ---------------------------------------------------------------------
+    def master_addr(self, broker_name: str) -> str | None:
+        return self.broker_addr_table.get(broker_name, {}).get(MASTER_ID)
+
+    def find_broker(self, broker_name: str, broker_id: int = MASTER_ID, only_this: bool = False) -> str | None:
+        """FindBrokerResult: the wanted broker id, else any member unless ``only_this``."""
+        addrs = self.broker_addr_table.get(broker_name) or {}
+        addr = addrs.get(broker_id)
+        if addr is None and not only_this and addrs:
+            addr = next(iter(addrs.values()))
+        return addr
+
+    def any_broker_of_topic(self, topic: str) -> str | None:
+        """A broker that serves ``topic`` (Java picks one at random for consumer id queries)."""
+        route = self.routes.get(topic)
+        if route is None or not route.broker_datas:
+            return None
+        bd = random.choice(route.broker_datas)
+        addrs = bd.broker_addrs or {}
+        return addrs.get(MASTER_ID) or next(iter(addrs.values()), None)
+
+    async def find_consumer_ids(self, topic: str, group: str) -> list[str]:
+        addr = self.any_broker_of_topic(topic)
+        if addr is None:
+            await self.update_topic_route(topic)
+            addr = self.any_broker_of_topic(topic)
+        if addr is None:
+            return []
+        try:
+            return await self.api.get_consumer_ids(addr, group)
+        except (RemotingError, MQClientError) as exc:
+            log.warning("getConsumerIdListByGroup from %s failed: %s", addr, exc)
+            return []
+
+    # -- heartbeats ------------------------------------------------------------------------------
+    def heartbeat_data(self) -> HeartbeatData:
+        producers = [ProducerData(group_name=MixAll.CLIENT_INNER_PRODUCER_GROUP)]
+        producers += [ProducerData(group_name=g) for g in self.producers if g != MixAll.CLIENT_INNER_PRODUCER_GROUP]
+        return HeartbeatData(client_id=self.client_id, producer_data_set=producers,
+                             consumer_data_set=[c.consumer_data() for c in self.consumers.values()])
+
+    async def send_heartbeat_to_all_brokers(self) -> None:
+        async with self._heartbeat_lock:
+            data = self.heartbeat_data()
+            only_masters = not data.consumer_data_set
+            for name, addrs in list(self.broker_addr_table.items()):
+                for broker_id, addr in list(addrs.items()):
+                    if only_masters and broker_id != MASTER_ID:
+                        continue
+                    try:
+                        self.broker_versions[addr] = await self.api.heartbeat(addr, data)
+                    except (RemotingError, MQClientError) as exc:
+                        log.info("send heart beat to broker[%s %d %s] failed: %s", name, broker_id, addr, exc)
+
+    # -- background loops -------------------------------------------------------------------------
+    def rebalance_immediately(self) -> None:
+        self._rebalance_wakeup.set()
+
+    async def _guard(self, what: str, fn: Callable[[], Any]) -> None:
+        try:
+            await fn()
+        except (RemotingError, MQClientError, OSError) as exc:
+            log.warning("%s failed: %s", what, exc)
+        except Exception:
+            log.exception("%s failed", what)
+
+    async def _route_loop(self) -> None:
+        await trio.sleep(0.01)
+        while True:
+            await self._guard("route refresh", self.update_all_routes)
+            await trio.sleep(self.config.poll_name_server_interval)
+
+    async def _heartbeat_loop(self) -> None:
+        await trio.sleep(1.0)
+        while True:
+            await self._guard("heartbeat", self.send_heartbeat_to_all_brokers)
+            await trio.sleep(self.config.heartbeat_broker_interval)
+
+    async def _persist_loop(self) -> None:
+        while True:
+            await trio.sleep(self.config.persist_consumer_offset_interval)
+            for consumer in list(self.consumers.values()):
+                await self._guard("persist offsets", consumer.persist_offsets)
+
+    async def _rebalance_loop(self) -> None:
+        while True:
+            with trio.move_on_after(self.config.rebalance_interval):
+                await self._rebalance_wakeup.wait()
+            self._rebalance_wakeup = trio.Event()
+            await self.do_rebalance()
+
+    async def do_rebalance(self) -> None:
+        for consumer in list(self.consumers.values()):
+            await self._guard("rebalance", consumer.do_rebalance)
+
+    # -- requests from brokers -------------------------------------------------------------------------
+    def _build_dispatcher(self) -> Dispatcher:
+        from . import processor
+
+        return processor.build_dispatcher(self)
+
+
+def ok(request: RemotingCommand, body: bytes | None = None) -> RemotingCommand:
+    return request.response(ResponseCode.SUCCESS, body=body)
+
+
+__all__ = ["ClientInstance", "ConsumerHandle", "TopicPublishInfo", "ok"]

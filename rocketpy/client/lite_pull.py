@@ -1,0 +1,288 @@
+"""The lite pull consumer (Java's DefaultLitePullConsumer): subscribe or assign, then poll.
+
+Pull tasks fetch ahead into a bounded buffer; ``poll`` hands out what arrived. Each
+queue remembers the next offset to pull and the offset after the last message
+polled; ``seek`` moves both and discards what was fetched before it. Offsets are
+committed automatically every ``auto_commit_interval`` or by ``commit``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from ..codecs.bodies import MessageQueue, build_subscription
+from ..codecs.codes import ConsumeType, MessageModel, PullStatus, PullSysFlag
+from ..codecs.headers import PullMessageRequestHeader
+from ..codecs.message import MessageExt
+from ..remoting import RemotingError
+from .api import decode_pulled
+from .consumer_base import ConsumerBase, reset_retry_topic
+from .errors import MQClientError
+from .offset_store import ReadOffsetType
+from .process_queue import ProcessQueue
+
+log = logging.getLogger("rocketpy.client")
+
+
+@dataclass
+class Assigned:
+    pq: ProcessQueue
+    pull_offset: int = -1
+    consume_offset: int = -1
+    paused: bool = False
+    generation: int = 0
+    scope: trio.CancelScope | None = None
+    buffered: list[Any] = field(default_factory=list)
+
+
+class LitePullConsumer(ConsumerBase):
+    consume_type = ConsumeType.CONSUME_ACTIVELY
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        pull_batch_size: int = 10,
+        pull_threshold_for_all: int = 10000,
+        pull_threshold_for_queue: int = 1000,
+        auto_commit: bool = True,
+        auto_commit_interval: float = 5.0,
+        poll_timeout: float = 5.0,
+        broker_suspend_max: float = 20.0,
+        consumer_timeout_when_suspend: float = 30.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(group, **kwargs)
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_all = pull_threshold_for_all
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.auto_commit = auto_commit
+        self.auto_commit_interval = auto_commit_interval
+        self.poll_timeout = poll_timeout
+        self.broker_suspend_max = broker_suspend_max
+        self.consumer_timeout_when_suspend = consumer_timeout_when_suspend
+        self.assigned: dict[MessageQueue, Assigned] = {}
+        self._manual = False
+        self._send, self._recv = trio.open_memory_channel[tuple[MessageQueue, int, list[MessageExt]]](10**6)
+        self._buffered = 0
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def __aenter__(self) -> LitePullConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        await self._start_common()
+        assert self.nursery is not None
+        if self.auto_commit:
+            self.nursery.start_soon(self._auto_commit_loop)
+        for mq in list(self.assigned):
+            await self._start_queue(mq)
+        await self.client.send_heartbeat_to_all_brokers()
+        if not self._manual:
+            self.client.rebalance_immediately()
+
+    async def shutdown(self) -> None:
+        if not self.running:
+            return
+        if self.auto_commit:
+            await self.commit()
+        self.running = False
+        await self._stop_common()
+
+    # -- subscribe / assign ----------------------------------------------------------------------
+    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+        if self._manual:
+            raise MQClientError("Subscribe and assign are mutually exclusive.")
+        super().subscribe(topic, expression)
+
+    async def assign(self, queues: list[MessageQueue]) -> None:
+        """Consume exactly these queues (no rebalance)."""
+        if self.subscriptions and not self._manual:
+            raise MQClientError("Subscribe and assign are mutually exclusive.")
+        self._manual = True
+        for mq in queues:
+            self.subscriptions.setdefault(mq.topic or "", build_subscription(mq.topic or "", "*"))
+        for mq in [mq for mq in self.assigned if mq not in queues]:
+            self._stop_queue(mq)
+        for mq in queues:
+            if mq not in self.assigned:
+                self.assigned[mq] = Assigned(ProcessQueue())
+                self.pq_table[mq] = self.assigned[mq].pq
+                if self.running:
+                    await self._start_queue(mq)
+
+    async def fetch_queues(self, topic: str) -> list[MessageQueue]:
+        """The readable queues of a topic (fetchMessageQueues)."""
+        from .route import broker_addrs, subscribe_queues
+
+        route = await self.client.fetch_route(topic)
+        if route is None:
+            raise MQClientError(f"Can not find Message Queue for this topic, {topic}")
+        self.client.broker_addr_table.update(broker_addrs(route))
+        return subscribe_queues(topic, route)
+
+    async def do_rebalance(self) -> None:
+        if not self._manual:
+            await super().do_rebalance()
+
+    async def _on_queue_added(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
+        self.assigned[mq] = Assigned(pq, pull_offset=next_offset, consume_offset=next_offset)
+        await self._start_queue(mq)
+
+    async def _on_queue_removed(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        self._stop_queue(mq)
+
+    def _stop_queue(self, mq: MessageQueue) -> None:
+        a = self.assigned.pop(mq, None)
+        if self._manual:
+            self.pq_table.pop(mq, None)
+        if a is not None:
+            a.pq.dropped = True
+            a.generation += 1
+            if a.scope is not None:
+                a.scope.cancel()
+
+    async def _start_queue(self, mq: MessageQueue) -> None:
+        assert self.nursery is not None
+        await self.nursery.start(self._pull_loop, mq)
+
+    # -- pulling ------------------------------------------------------------------------------------
+    async def _next_offset(self, mq: MessageQueue, a: Assigned) -> int:
+        if a.pull_offset >= 0:
+            return a.pull_offset
+        assert self.offset_store is not None
+        off = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        if off < 0:
+            off = await self.compute_pull_from_where(mq)
+        a.pull_offset = a.consume_offset = off
+        return off
+
+    async def _pull_loop(self, mq: MessageQueue, *, task_status: trio.TaskStatus[None]) -> None:
+        a = self.assigned[mq]
+        with trio.CancelScope() as scope:
+            a.scope = scope
+            task_status.started()
+            while self.running and not a.pq.dropped:
+                if a.paused or self._buffered > self.pull_threshold_for_all or \
+                        a.pq.msg_count > self.pull_threshold_for_queue:
+                    await trio.sleep(0.05)
+                    continue
+                try:
+                    await self._pull_once(mq, a)
+                except (RemotingError, MQClientError) as exc:
+                    log.warning("lite pull %s failed: %s", mq, exc)
+                    await trio.sleep(3.0)
+
+    async def _pull_once(self, mq: MessageQueue, a: Assigned) -> None:
+        generation = a.generation
+        offset = await self._next_offset(mq, a)
+        sd = self.subscriptions.get(mq.topic or "") or build_subscription(mq.topic or "", "*")
+        header = PullMessageRequestHeader(
+            consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
+            max_msg_nums=self.pull_batch_size, sys_flag=PullSysFlag.build_sys_flag(False, True, True, False, True),
+            commit_offset=0, suspend_timeout_millis=int(self.broker_suspend_max * 1000), subscription=sd.sub_string,
+            sub_version=0, expression_type=sd.expression_type, bname=mq.broker_name)
+        addr = await self._broker_of(mq)
+        result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
+        if generation != a.generation:
+            return  # a seek moved the queue while we waited
+        if result.pull_status == PullStatus.OFFSET_ILLEGAL:
+            log.warning("lite pull offset illegal, %s: %d -> %d", mq, offset, result.next_begin_offset)
+        a.pull_offset = result.next_begin_offset
+        if result.pull_status == PullStatus.FOUND:
+            msgs = decode_pulled(body, sd.tags_set)
+            if msgs:
+                reset_retry_topic(msgs, self.group)
+                a.pq.put_messages(msgs)
+                self._buffered += len(msgs)
+                await self._send.send((mq, generation, msgs))
+
+    # -- consuming ----------------------------------------------------------------------------------
+    async def poll(self, timeout: float | None = None) -> list[MessageExt]:
+        """The next fetched batch, or [] after ``timeout`` seconds (default ``poll_timeout``)."""
+        if not self.running:
+            raise MQClientError("The consumer not running, please start it first.")
+        with trio.move_on_after(self.poll_timeout if timeout is None else timeout):
+            while True:
+                mq, generation, msgs = await self._recv.receive()
+                self._buffered -= len(msgs)
+                a = self.assigned.get(mq)
+                if a is None or a.generation != generation:
+                    continue
+                a.pq.remove_messages(msgs)
+                a.consume_offset = msgs[-1].queue_offset + 1
+                if self.auto_commit:
+                    assert self.offset_store is not None
+                    self.offset_store.update_offset(mq, a.consume_offset, False)
+                return msgs
+        return []
+
+    async def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Make ``offset`` the next message polled from ``mq``."""
+        a = self.assigned.get(mq)
+        if a is None:
+            raise MQClientError(f"The message queue is not in assigned list, message queue: {mq}")
+        a.generation += 1
+        a.pq.clear()
+        a.pull_offset = a.consume_offset = offset
+        if a.scope is not None:
+            a.scope.cancel()
+        if self.running:
+            await self._start_queue(mq)
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await self.client.api.get_min_offset(await self._broker_of(mq), mq))
+
+    async def seek_to_end(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await self.client.api.get_max_offset(await self._broker_of(mq), mq))
+
+    def pause(self, queues: list[MessageQueue]) -> None:
+        for mq in queues:
+            if mq in self.assigned:
+                self.assigned[mq].paused = True
+
+    def resume(self, queues: list[MessageQueue]) -> None:
+        for mq in queues:
+            if mq in self.assigned:
+                self.assigned[mq].paused = False
+
+    async def commit(self) -> None:
+        """Commit the offsets after the last polled messages (commitSync)."""
+        assert self.offset_store is not None
+        for mq, a in self.assigned.items():
+            if a.consume_offset >= 0:
+                self.offset_store.update_offset(mq, a.consume_offset, False)
+        await self.offset_store.persist_all(list(self.assigned))
+
+    async def committed(self, mq: MessageQueue) -> int:
+        assert self.offset_store is not None
+        return await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+
+    async def persist_offsets(self) -> None:
+        if self.offset_store is not None:
+            await self.offset_store.persist_all(list(self.assigned))
+
+    async def _auto_commit_loop(self) -> None:
+        while True:
+            await trio.sleep(self.auto_commit_interval)
+            try:
+                await self.commit()
+            except (RemotingError, MQClientError) as exc:
+                log.warning("auto commit failed: %s", exc)
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def is_broadcast(self) -> bool:
+        return str(self.message_model) == MessageModel.BROADCASTING

@@ -1,0 +1,506 @@
+"""The producer (Java's DefaultMQProducer): sync, async, oneway, batch, ordered sends and request-reply.
+
+Sends go through the client instance's route table and connections. A synchronous
+send is tried up to ``1 + retry_times`` times, each on a queue chosen by the fault
+strategy away from the broker that just failed, within one overall timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import trio
+
+from ..codecs.bodies import MessageQueue
+from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus
+from ..codecs.headers import SendMessageRequestHeader
+from ..codecs.javalang import hashmap_order, java_hash
+from ..codecs.message import (
+    DEFAULT_COMPRESS_LEVEL,
+    Message,
+    MessageExt,
+    UniqIdGenerator,
+    compress_body,
+    encode_batch,
+    properties_to_string,
+)
+from ..remoting import RemotingError
+from .api import ClientAPI
+from .config import ClientConfig
+from .errors import MQBrokerError, MQClientError, RequestTimeoutError
+from .fault import FaultStrategy
+from .instance import ClientInstance
+from .results import SendResult
+from .route import TopicPublishInfo
+
+log = logging.getLogger("rocketpy.client")
+
+MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
+
+#: response codes after which a synchronous send moves on to another broker
+RETRY_RESPONSE_CODES = frozenset({
+    ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR,
+    ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID, ResponseCode.NOT_IN_CURRENT_UNIT,
+})
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+_uniq_ids: UniqIdGenerator | None = None
+
+
+def next_uniq_id() -> str:
+    """A process-wide UNIQ_KEY generator, made on first use (MessageClientIDSetter)."""
+    global _uniq_ids
+    if _uniq_ids is None:
+        _uniq_ids = UniqIdGenerator()
+    return _uniq_ids.next_id()
+
+
+def select_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
+    """SelectMessageQueueByHash: ``abs(arg.hashCode() % n)`` with Java's hashCode of the argument."""
+    value = java_hash(arg)
+    n = len(mqs)
+    rem = abs(value) % n  # Java's % keeps the dividend's sign, then takes the absolute value
+    return mqs[rem]
+
+
+def select_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
+    """SelectMessageQueueByRandom."""
+    return mqs[random.randrange(len(mqs))]
+
+
+def check_topic(topic: str) -> None:
+    if not topic or not topic.strip():
+        raise MQClientError("The specified topic is blank", ResponseCode.MESSAGE_ILLEGAL)
+    if len(topic) > MixAll.TOPIC_MAX_LENGTH:
+        raise MQClientError(f"The specified topic is longer than topic max length {MixAll.TOPIC_MAX_LENGTH}.",
+                            ResponseCode.MESSAGE_ILLEGAL)
+    if not _TOPIC_RE.match(topic):
+        raise MQClientError(f"The specified topic[{topic}] contains illegal characters, allowing only "
+                            "^[%|a-zA-Z0-9_-]+$", ResponseCode.MESSAGE_ILLEGAL)
+    if MixAll.is_not_allowed_send_topic(topic):
+        raise MQClientError(f"Sending message to topic[{topic}] is forbidden.", ResponseCode.MESSAGE_ILLEGAL)
+
+
+def check_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
+    """Validators.checkMessage."""
+    if msg is None:
+        raise MQClientError("the message is null", ResponseCode.MESSAGE_ILLEGAL)
+    check_topic(msg.topic)
+    if msg.body is None:
+        raise MQClientError("the message body is null", ResponseCode.MESSAGE_ILLEGAL)
+    if len(msg.body) == 0:
+        raise MQClientError("the message body length is zero", ResponseCode.MESSAGE_ILLEGAL)
+    if len(msg.body) > max_size:
+        raise MQClientError(f"the message body size over max value, MAX: {max_size}", ResponseCode.MESSAGE_ILLEGAL)
+
+
+def wire_properties(props: dict[str, str]) -> str:
+    """The properties string in java.util.HashMap order, byte for byte what Java sends."""
+    return properties_to_string({k: props[k] for k in hashmap_order(list(props))})
+
+
+class SendFuture:
+    """An asynchronous send in flight: ``await future.result()`` or use the callbacks."""
+
+    def __init__(self) -> None:
+        self._done = trio.Event()
+        self.value: SendResult | None = None
+        self.error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def _finish(self, value: SendResult | None, error: BaseException | None) -> None:
+        self.value, self.error = value, error
+        self._done.set()
+
+    async def result(self) -> SendResult:
+        await self._done.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
+
+
+class Producer:
+    """Sends messages of one producer group.
+
+    ``async with Producer("group", namesrv="127.0.0.1:9876") as p: await p.send(msg)``.
+    Pass ``client=`` to share a started ClientInstance with other producers and consumers.
+    """
+
+    def __init__(
+        self,
+        group: str = MixAll.DEFAULT_PRODUCER_GROUP,
+        *,
+        namesrv: str | None = None,
+        client: ClientInstance | None = None,
+        config: ClientConfig | None = None,
+        send_timeout: float = 3.0,
+        retry_times: int = 2,
+        retry_times_async: int = 2,
+        retry_another_broker_when_not_store_ok: bool = False,
+        compress_over: int = 4096,
+        compress_level: int = DEFAULT_COMPRESS_LEVEL,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        create_topic_key: str = MixAll.AUTO_CREATE_TOPIC_KEY_TOPIC,
+        default_topic_queue_nums: int = 4,
+        send_latency_fault_enable: bool = False,
+    ) -> None:
+        self.group = group
+        self._own_client = client is None
+        if client is None:
+            if config is None:
+                config = ClientConfig(namesrv_addr=namesrv) if namesrv else ClientConfig()
+            client = ClientInstance(config)
+        self.client = client
+        self.send_timeout = send_timeout
+        self.retry_times = retry_times
+        self.retry_times_async = retry_times_async
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
+        self.compress_over = compress_over
+        self.compress_level = compress_level
+        self.max_message_size = max_message_size
+        self.create_topic_key = create_topic_key
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.fault = FaultStrategy(send_latency_fault_enable)
+        self.publish_info: dict[str, TopicPublishInfo] = {}
+        self.started = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def start(self) -> None:
+        if self.started:
+            return
+        if self._own_client:
+            await self.client.start()
+        self.client.register_producer(self.group, self)
+        self.publish_info.setdefault(self.create_topic_key, TopicPublishInfo())
+        self.started = True
+        with trio.move_on_after(self.client.config.mq_client_api_timeout):
+            await self.client.send_heartbeat_to_all_brokers()
+
+    async def shutdown(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        with trio.CancelScope(shield=True):
+            await self.client.unregister_producer(self.group)
+        if self._own_client:
+            await self.client.aclose()
+
+    @property
+    def api(self) -> ClientAPI:
+        return self.client.api
+
+    # -- routes (called by the instance) -------------------------------------------------------
+    def update_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
+        if topic in self.publish_info:
+            old = self.publish_info[topic]
+            info.counter = old.counter  # keep the round-robin position across refreshes
+            self.publish_info[topic] = info
+
+    def needs_route(self, topic: str) -> bool:
+        info = self.publish_info.get(topic)
+        return info is None or not info.ok
+
+    def publish_topics(self) -> list[str]:
+        return list(self.publish_info)
+
+    async def find_publish_info(self, topic: str) -> TopicPublishInfo:
+        """tryToFindTopicPublishInfo: the topic's own route, else the auto-create topic's."""
+        info = self.publish_info.get(topic)
+        if info is None or not info.ok:
+            self.publish_info.setdefault(topic, TopicPublishInfo())
+            await self.client.update_topic_route(topic)
+            info = self.publish_info[topic]
+        if info.have_route or info.ok:
+            return info
+        await self.client.update_topic_route(topic, self.create_topic_key, self.default_topic_queue_nums)
+        return self.publish_info[topic]
+
+    async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        info = await self.find_publish_info(topic)
+        if not info.ok:
+            raise MQClientError(f"No route info of this topic: {topic}", ResponseCode.TOPIC_NOT_EXIST)
+        return list(info.queues)
+
+    # -- the kernel: one attempt on one queue ----------------------------------------------------
+    def _prepare(self, msg: Message, batch: bool) -> tuple[bytes, int, dict[str, str], str | None]:
+        props = dict(msg.properties)
+        if MessageConst.PROPERTY_WAIT_STORE_MSG_OK not in props and not batch:
+            props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "true"
+        uniq = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if not batch and uniq is None:
+            uniq = next_uniq_id()
+            props[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
+            msg.properties[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
+        body = msg.body
+        sys_flag = 0
+        if not batch and len(body) > self.compress_over:
+            body = compress_body(body, self.compress_level)
+            sys_flag |= MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE
+        if props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) == "true":
+            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+        return body, int(sys_flag), props, uniq
+
+    async def _send_kernel(
+        self, msg: Message, mq: MessageQueue, timeout: float, *, oneway: bool = False,
+        batch_msgs: Sequence[Message] | None = None,
+    ) -> SendResult | None:
+        addr = self.client.master_addr(mq.broker_name or "")
+        if addr is None:
+            await self.find_publish_info(mq.topic or msg.topic)
+            addr = self.client.master_addr(mq.broker_name or "")
+        if addr is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist", ResponseCode.SYSTEM_ERROR)
+        batch = batch_msgs is not None
+        body, sys_flag, props, uniq = self._prepare(msg, batch)
+        header = SendMessageRequestHeader(
+            producer_group=self.group, topic=msg.topic, default_topic=self.create_topic_key,
+            default_topic_queue_nums=self.default_topic_queue_nums, queue_id=mq.queue_id, sys_flag=sys_flag,
+            born_timestamp=time.time_ns() // 1_000_000, flag=msg.flag, reconsume_times=0, unit_mode=False,
+            batch=batch, bname=mq.broker_name,
+        )
+        if msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
+            reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
+            if reconsume is not None:
+                header.reconsume_times = int(reconsume)
+            max_times = props.pop(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, None)
+            if max_times is not None:
+                header.max_reconsume_times = int(max_times)
+        header.properties = wire_properties(props)
+        reply = props.get(MessageConst.PROPERTY_MESSAGE_TYPE) == MixAll.REPLY_MESSAGE_FLAG
+        request = ClientAPI.send_request(header, body, batch=batch, reply=reply)
+        if oneway:
+            await self.api.invoke_oneway(addr, request)
+            return None
+        response = await self.api.invoke(addr, request, timeout)
+        if batch_msgs is not None:
+            uniq = ",".join(m.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
+                            for m in batch_msgs)
+        return ClientAPI.send_result(response, addr, mq, uniq)
+
+    # -- the retry loop -------------------------------------------------------------------------
+    async def _send_default(self, msg: Message, timeout: float, times_total: int, *, oneway: bool = False,
+                            batch_msgs: Sequence[Message] | None = None) -> SendResult | None:
+        begin = trio.current_time()
+        info = await self.find_publish_info(msg.topic)
+        if not info.ok:
+            raise MQClientError(f"No route info of this topic: {msg.topic}", ResponseCode.TOPIC_NOT_EXIST)
+        last_broker: str | None = None
+        last_error: Exception | None = None
+        result: SendResult | None = None
+        brokers_sent: list[str] = []
+        for _ in range(times_total):
+            mq = self.fault.select(info, last_broker)
+            last_broker = mq.broker_name
+            brokers_sent.append(mq.broker_name or "")
+            remaining = timeout - (trio.current_time() - begin)
+            if remaining <= 0:
+                raise MQClientError("sendDefaultImpl call timeout")
+            start = trio.current_time()
+            try:
+                result = await self._send_kernel(msg, mq, remaining, oneway=oneway, batch_msgs=batch_msgs)
+                self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), False)
+            except (RemotingError, MQClientError) as exc:
+                self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), True)
+                last_error = exc
+                log.warning("send to %s failed, retry on another broker: %s", mq.broker_name, exc)
+                if isinstance(exc, MQBrokerError) and exc.response_code not in RETRY_RESPONSE_CODES:
+                    raise
+                continue
+            if oneway or result is None:
+                return result
+            if result.send_status != SendStatus.SEND_OK and self.retry_another_broker_when_not_store_ok:
+                continue
+            return result
+        if result is not None:
+            return result
+        raise MQClientError(f"Send [{times_total}] times, still failed, cost "
+                            f"[{int((trio.current_time() - begin) * 1000)}]ms, Topic: {msg.topic}, "
+                            f"BrokersSent: {brokers_sent}: {last_error}",
+                            getattr(last_error, "response_code", -1)) from last_error
+
+    # -- public API --------------------------------------------------------------------------------
+    def _need_started(self) -> None:
+        if not self.started:
+            raise MQClientError("The producer service state not OK, maybe started once, RUNNING")
+
+    async def send(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        timeout: float | None = None,
+    ) -> SendResult:
+        """Send and wait for the broker's answer; ``queue`` or ``selector`` pins the queue (ordered sends)."""
+        self._need_started()
+        check_message(msg, self.max_message_size)
+        timeout = self.send_timeout if timeout is None else timeout
+        if queue is not None or selector is not None:
+            mq = await self._pick(msg, queue, selector, arg)
+            result = await self._send_kernel(msg, mq, timeout)
+        else:
+            result = await self._send_default(msg, timeout, 1 + self.retry_times)
+        assert result is not None
+        return result
+
+    async def _pick(self, msg: Message, queue: MessageQueue | None, selector: MessageQueueSelector | None,
+                    arg: Any) -> MessageQueue:
+        if queue is not None:
+            if queue.topic != msg.topic:
+                raise MQClientError(f"message's topic not equal mq's topic: {msg.topic} != {queue.topic}")
+            return queue
+        queues = await self.fetch_publish_queues(msg.topic)
+        assert selector is not None
+        mq = selector(queues, msg, arg)
+        if mq is None:
+            raise MQClientError("select message queue return null.")
+        return mq
+
+    async def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None,
+                          selector: MessageQueueSelector | None = None, arg: Any = None) -> None:
+        """Send without waiting for any answer."""
+        self._need_started()
+        check_message(msg, self.max_message_size)
+        if queue is not None or selector is not None:
+            mq = await self._pick(msg, queue, selector, arg)
+            await self._send_kernel(msg, mq, self.send_timeout, oneway=True)
+        else:
+            await self._send_default(msg, self.send_timeout, 1, oneway=True)
+
+    def send_async(
+        self,
+        msg: Message,
+        on_success: Callable[[SendResult], Any] | None = None,
+        on_exception: Callable[[BaseException], Any] | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        timeout: float | None = None,
+    ) -> SendFuture:
+        """Start a send in the client's nursery and return at once.
+
+        The callbacks (plain or async functions) get the result or the error; the
+        returned future can be awaited instead. Failures are retried
+        ``retry_times_async`` times on other brokers.
+        """
+        self._need_started()
+        future = SendFuture()
+        timeout = self.send_timeout if timeout is None else timeout
+
+        async def run() -> None:
+            try:
+                check_message(msg, self.max_message_size)
+                if queue is not None or selector is not None:
+                    mq = await self._pick(msg, queue, selector, arg)
+                    result = await self._send_kernel(msg, mq, timeout)
+                else:
+                    result = await self._send_default(msg, timeout, 1 + self.retry_times_async)
+                assert result is not None
+            except (RemotingError, MQClientError, trio.TooSlowError) as exc:
+                future._finish(None, exc)
+                await _call(on_exception, exc)
+                return
+            future._finish(result, None)
+            await _call(on_success, result)
+
+        assert self.client.nursery is not None
+        self.client.nursery.start_soon(run)
+        return future
+
+    async def send_batch(self, msgs: Sequence[Message], *, queue: MessageQueue | None = None,
+                         timeout: float | None = None) -> SendResult:
+        """Send messages of one topic as one SEND_BATCH_MESSAGE (MessageBatch.generateFromList)."""
+        self._need_started()
+        batch = self.batch(msgs)
+        timeout = self.send_timeout if timeout is None else timeout
+        if queue is not None:
+            result = await self._send_kernel(batch, queue, timeout, batch_msgs=msgs)
+        else:
+            result = await self._send_default(batch, timeout, 1 + self.retry_times, batch_msgs=msgs)
+        assert result is not None
+        return result
+
+    def batch(self, msgs: Sequence[Message]) -> Message:
+        """The one message a batch travels as; each member gets its UNIQ_KEY here."""
+        if not msgs:
+            raise MQClientError("the message list is empty")
+        first = msgs[0]
+        for m in msgs:
+            if m.delay_time_level > 0:
+                raise MQClientError("TimeDelayLevel is not supported for batching")
+            if m.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
+                raise MQClientError("Retry Group is not supported for batching")
+            if m.topic != first.topic:
+                raise MQClientError("The topic of the messages in one batch should be the same")
+            if m.wait_store_msg_ok != first.wait_store_msg_ok:
+                raise MQClientError("The waitStoreMsgOK of the messages in one batch should the same")
+            check_message(m, self.max_message_size)
+            if MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in m.properties:
+                m.properties[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = next_uniq_id()
+        body = encode_batch(msgs)
+        if len(body) > self.max_message_size:
+            raise MQClientError(f"the message body size over max value, MAX: {self.max_message_size}",
+                                ResponseCode.MESSAGE_ILLEGAL)
+        return Message(topic=first.topic, body=body, properties={
+            MessageConst.PROPERTY_WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"})
+
+    # -- request-reply ---------------------------------------------------------------------------------
+    async def request(self, msg: Message, timeout: float = 3.0, *, selector: MessageQueueSelector | None = None,
+                      arg: Any = None, queue: MessageQueue | None = None) -> MessageExt:
+        """Send a request message and wait for the reply a consumer sends back through the broker."""
+        self._need_started()
+        begin = trio.current_time()
+        correlation_id = str(uuid.uuid4())
+        msg.properties[MessageConst.PROPERTY_CORRELATION_ID] = correlation_id
+        msg.properties[MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT] = self.client.client_id
+        msg.properties[MessageConst.PROPERTY_MESSAGE_TTL] = str(int(timeout * 1000))
+        got = trio.Event()
+        box: list[MessageExt] = []
+
+        def arrive(reply: MessageExt) -> None:
+            box.append(reply)
+            got.set()
+
+        self.client.reply_waiters[correlation_id] = arrive
+        try:
+            await self.send(msg, queue=queue, selector=selector, arg=arg, timeout=timeout)
+            remaining = timeout - (trio.current_time() - begin)
+            with trio.move_on_after(max(remaining, 0)):
+                await got.wait()
+            if not box:
+                raise RequestTimeoutError(f"send request message to <{msg.topic}> OK, but wait reply message "
+                                          f"timeout, {int(timeout * 1000)} ms.")
+            return box[0]
+        finally:
+            self.client.reply_waiters.pop(correlation_id, None)
+
+
+async def _call(cb: Callable[[Any], Any] | None, value: Any) -> None:
+    if cb is None:
+        return
+    try:
+        out = cb(value)
+        if isinstance(out, Awaitable):
+            await out
+    except Exception:
+        log.exception("send callback failed")

@@ -1,0 +1,580 @@
+"""The push consumer (Java's DefaultMQPushConsumer): long-polling pull loops feeding a listener.
+
+Each owned queue has a pull task in the consumer's nursery; pulled messages wait in
+the queue's ProcessQueue and are handed to the listener concurrently (bounded by
+``consume_concurrency``) or in order, one batch at a time per queue, under a broker
+lock (``orderly=True``). Failed messages go back to the broker for retry; consumed
+offsets are committed to the broker (clustering) or a local file (broadcasting).
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import logging
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from ..codecs.bodies import ConsumeMessageDirectlyResult, ConsumerRunningInfo, MessageQueue
+from ..codecs.codes import CMResult, MessageConst, MessageModel, MixAll, PullStatus, PullSysFlag
+from ..codecs.headers import PullMessageRequestHeader
+from ..codecs.message import Message, MessageExt
+from ..remoting import RemotingError
+from .api import decode_pulled
+from .consumer_base import ConsumerBase, reset_retry_topic
+from .errors import MQClientError
+from .offset_store import ReadOffsetType
+from .process_queue import LOCK_INTERVAL, ProcessQueue
+
+log = logging.getLogger("rocketpy.client")
+
+PULL_DELAY_ON_EXCEPTION = 3.0
+PULL_DELAY_ON_FLOW_CONTROL = 0.05
+CONSUME_LATER_ON_SEND_BACK_FAILURE = 5.0
+MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
+
+
+class ConsumeStatus(enum.Enum):
+    """Answer of a concurrent listener (ConsumeConcurrentlyStatus)."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class OrderlyStatus(enum.Enum):
+    """Answer of an orderly listener (ConsumeOrderlyStatus)."""
+
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@dataclass
+class ConsumeContext:
+    """What a listener learns about, and may change for, the batch it is given."""
+
+    message_queue: MessageQueue
+    #: concurrent: 0 lets the broker pick the retry delay (3 + reconsume times), -1 sends straight to the DLQ
+    delay_level_when_next_consume: int = 0
+    #: orderly: how long to pause the queue after SUSPEND (seconds, -1 for the consumer's default)
+    suspend_current_queue_time: float = -1.0
+
+
+Listener = Callable[[list[MessageExt], ConsumeContext], Any]
+
+
+class PushConsumer(ConsumerBase):
+    """``consumer.subscribe(topic, "TagA || TagB")``, then ``async with consumer:`` until done.
+
+    The listener gets ``(msgs, context)``; it may be a plain function (run in a worker
+    thread, like Java's consume thread pool, unless ``listener_in_thread=False``) or an
+    async function. Returning None or CONSUME_SUCCESS/SUCCESS acknowledges the batch;
+    RECONSUME_LATER/SUSPEND_CURRENT_QUEUE_A_MOMENT or raising asks for redelivery.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        listener: Listener | None = None,
+        *,
+        orderly: bool = False,
+        pull_batch_size: int = 32,
+        consume_batch_size: int = 1,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100,
+        consume_concurrently_max_span: int = 2000,
+        consume_concurrency: int = 20,
+        max_reconsume_times: int = -1,
+        suspend_current_queue_time: float = 1.0,
+        pull_interval: float = 0.0,
+        broker_suspend_max: float = 15.0,
+        consumer_timeout_when_suspend: float = 30.0,
+        post_subscription_when_pull: bool = False,
+        listener_in_thread: bool = True,
+        await_termination: float = 5.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(group, **kwargs)
+        self.listener = listener
+        self.orderly = orderly
+        self.pull_batch_size = pull_batch_size
+        self.consume_batch_size = consume_batch_size
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.consume_concurrency = consume_concurrency
+        self.max_reconsume_times = max_reconsume_times
+        self.suspend_current_queue_time = suspend_current_queue_time
+        self.pull_interval = pull_interval
+        self.broker_suspend_max = broker_suspend_max
+        self.consumer_timeout_when_suspend = consumer_timeout_when_suspend
+        self.post_subscription_when_pull = post_subscription_when_pull
+        self.listener_in_thread = listener_in_thread
+        self.await_termination = await_termination
+        self._limiter = trio.CapacityLimiter(consume_concurrency)
+        self._pull_scopes: dict[MessageQueue, trio.CancelScope] = {}
+        self._mq_locks: dict[MessageQueue, trio.Lock] = {}
+        self._inflight = 0
+        self._idle = trio.Event()
+        self._idle.set()
+        self.consumed_ok = 0
+        self.consumed_failed = 0
+
+    def register_listener(self, listener: Listener, *, orderly: bool | None = None) -> None:
+        self.listener = listener
+        if orderly is not None:
+            self.orderly = orderly
+
+    @property
+    def max_reconsume(self) -> int:
+        if self.max_reconsume_times == -1:
+            return 2**31 - 1 if self.orderly else 16
+        return self.max_reconsume_times
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        if self.listener is None:
+            raise MQClientError("messageListener is null")
+        if str(self.message_model) == MessageModel.CLUSTERING:
+            retry = MixAll.get_retry_topic(self.group)
+            self.subscriptions.setdefault(retry, self._retry_subscription(retry))
+        await self._start_common()
+        assert self.nursery is not None
+        if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
+            self.nursery.start_soon(self._lock_loop)
+        await self.client.send_heartbeat_to_all_brokers()
+        self.client.rebalance_immediately()
+
+    @staticmethod
+    def _retry_subscription(topic: str) -> Any:
+        from ..codecs.bodies import build_subscription
+
+        return build_subscription(topic, "*")
+
+    async def shutdown(self) -> None:
+        if not self.running:
+            return
+        self.running = False
+        for scope in self._pull_scopes.values():
+            scope.cancel()
+        with trio.move_on_after(self.await_termination):
+            await self._idle.wait()
+        if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
+            with trio.CancelScope(shield=True), trio.move_on_after(3):
+                await self._unlock_all()
+        await self._stop_common()
+
+    # -- queue ownership --------------------------------------------------------------------------
+    async def _before_add(self, mq: MessageQueue) -> bool:
+        if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
+            return await self.lock(mq)
+        return True
+
+    async def _on_queue_added(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
+        if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
+            pq.locked = True
+            pq.last_lock_time = time.monotonic()
+        assert self.nursery is not None
+        await self.nursery.start(self._pull_loop, mq, pq, next_offset)
+
+    async def _on_queue_removed(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        scope = self._pull_scopes.pop(mq, None)
+        if scope is not None:
+            scope.cancel()
+
+    async def _remove_unnecessary(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        await self._on_queue_removed(mq, pq)
+        assert self.offset_store is not None
+        await self.offset_store.persist(mq)
+        self.offset_store.remove_offset(mq)
+        if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
+            # wait (a little) for the batch in flight, so the next owner starts after our commit
+            lock = self._mq_locks.setdefault(mq, trio.Lock())
+            with trio.move_on_after(1.0) as waited:
+                async with lock:
+                    await self._unlock(mq)
+            if waited.cancelled_caught:
+                pq.try_unlock_times += 1
+                return False
+        return True
+
+    # -- pulling -------------------------------------------------------------------------------------
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int, *,
+                         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            self._pull_scopes[mq] = scope
+            task_status.started()
+            offset = next_offset
+            previously_locked = False
+            while self.running and not pq.dropped:
+                try:
+                    delay, offset, previously_locked = await self._pull_once(mq, pq, offset, previously_locked)
+                except (RemotingError, MQClientError) as exc:
+                    log.warning("pull message from %s failed: %s", mq, exc)
+                    delay = PULL_DELAY_ON_EXCEPTION
+                except trio.TooSlowError:
+                    delay = 0
+                if delay:
+                    await trio.sleep(delay)
+
+    async def _pull_once(self, mq: MessageQueue, pq: ProcessQueue, offset: int,
+                         previously_locked: bool) -> tuple[float, int, bool]:
+        pq.last_pull_time = time.monotonic()
+        if pq.msg_count > self.pull_threshold_for_queue or \
+                pq.msg_size > self.pull_threshold_size_for_queue * 1024 * 1024:
+            return PULL_DELAY_ON_FLOW_CONTROL, offset, previously_locked
+        if not self.orderly:
+            if pq.max_span() > self.consume_concurrently_max_span:
+                return PULL_DELAY_ON_FLOW_CONTROL, offset, previously_locked
+        elif str(self.message_model) == MessageModel.CLUSTERING:
+            if not pq.locked:
+                return PULL_DELAY_ON_EXCEPTION, offset, previously_locked
+            if not previously_locked:
+                # the queue just became ours: start from the committed offset (the last owner's progress)
+                offset = await self.compute_pull_from_where(mq)
+                previously_locked = True
+        sd = self.subscriptions.get(mq.topic or "")
+        if sd is None:
+            return PULL_DELAY_ON_EXCEPTION, offset, previously_locked
+        assert self.offset_store is not None
+        commit_offset = 0
+        if str(self.message_model) == MessageModel.CLUSTERING:
+            commit_offset = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+        expression = sd.sub_string if self.post_subscription_when_pull and not sd.class_filter_mode else None
+        header = PullMessageRequestHeader(
+            consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
+            max_msg_nums=self.pull_batch_size,
+            sys_flag=PullSysFlag.build_sys_flag(commit_offset > 0, True, expression is not None, False),
+            commit_offset=max(commit_offset, 0), suspend_timeout_millis=int(self.broker_suspend_max * 1000),
+            subscription=expression, sub_version=sd.sub_version, expression_type=sd.expression_type,
+            bname=mq.broker_name)
+        addr = await self._broker_of(mq)
+        result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
+        if pq.dropped:
+            return 0, offset, previously_locked
+        if result.pull_status == PullStatus.FOUND:
+            msgs = decode_pulled(body, sd.tags_set, sd.class_filter_mode)
+            for m in msgs:
+                m.properties[MessageConst.PROPERTY_MIN_OFFSET] = str(result.min_offset)
+                m.properties[MessageConst.PROPERTY_MAX_OFFSET] = str(result.max_offset)
+            offset = result.next_begin_offset
+            if msgs:
+                dispatch = pq.put_messages(msgs)
+                self._submit(msgs, pq, mq, dispatch)
+                return self.pull_interval, offset, previously_locked
+            return 0, offset, previously_locked
+        if result.pull_status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            offset = result.next_begin_offset
+            if pq.msg_count == 0:
+                self.offset_store.update_offset(mq, offset, True)
+            return 0, offset, previously_locked
+        # OFFSET_ILLEGAL: adopt the broker's offset, and let the next rebalance rebuild the queue
+        log.warning("the pull request offset illegal, %s offset %d, next %d", mq, offset, result.next_begin_offset)
+        pq.dropped = True
+        self.offset_store.update_offset(mq, result.next_begin_offset, False)
+        await self.offset_store.persist(mq)
+        if self.pq_table.get(mq) is pq:
+            del self.pq_table[mq]
+        self._pull_scopes.pop(mq, None)
+        self.client.rebalance_immediately()
+        return 0, offset, previously_locked
+
+    # -- consuming ------------------------------------------------------------------------------------
+    def _submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> None:
+        assert self.nursery is not None
+        if self.orderly:
+            if dispatch:
+                self._track(self.nursery, self._consume_orderly, mq, pq)
+            return
+        for i in range(0, len(msgs), self.consume_batch_size):
+            self._track(self.nursery, self._consume_concurrently, msgs[i:i + self.consume_batch_size], pq, mq, 0.0)
+
+    def _track(self, nursery: trio.Nursery, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        self._inflight += 1
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+
+        async def run() -> None:
+            try:
+                await fn(*args)
+            finally:
+                self._inflight -= 1
+                if self._inflight == 0:
+                    self._idle.set()
+
+        nursery.start_soon(run)
+
+    async def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeContext) -> Any:
+        listener = self.listener
+        assert listener is not None
+        if inspect.iscoroutinefunction(listener):
+            return await listener(msgs, ctx)
+        if self.listener_in_thread:
+            return await trio.to_thread.run_sync(listener, msgs, ctx)
+        return listener(msgs, ctx)
+
+    async def _consume_concurrently(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+                                    delay: float) -> None:
+        if delay:
+            await trio.sleep(delay)
+        if pq.dropped or not self.running:
+            return
+        async with self._limiter:
+            if pq.dropped:
+                return
+            reset_retry_topic(msgs, self.group)
+            now = str(time.time_ns() // 1_000_000)
+            for m in msgs:
+                m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
+            ctx = ConsumeContext(mq)
+            try:
+                status = await self._call_listener(msgs, ctx)
+            except Exception:
+                log.exception("consumeMessage exception, Group: %s %s", self.group, mq)
+                status = ConsumeStatus.RECONSUME_LATER
+        if status is None:
+            status = ConsumeStatus.CONSUME_SUCCESS
+        if pq.dropped:
+            log.warning("processQueue is dropped without process consume result. %s", mq)
+            return
+        ok = status == ConsumeStatus.CONSUME_SUCCESS
+        self.consumed_ok += len(msgs) if ok else 0
+        self.consumed_failed += 0 if ok else len(msgs)
+        done = list(msgs)
+        if not ok:
+            if str(self.message_model) == MessageModel.BROADCASTING:
+                for m in msgs:
+                    log.warning("BROADCASTING, the message consume failed, drop it, %s", m.client_msg_id)
+            else:
+                retry_later = []
+                for m in msgs:
+                    if not await self.send_message_back(m, ctx.delay_level_when_next_consume, mq.broker_name):
+                        m.reconsume_times += 1
+                        retry_later.append(m)
+                if retry_later:
+                    done = [m for m in msgs if m not in retry_later]
+                    assert self.nursery is not None
+                    self._track(self.nursery, self._consume_concurrently, retry_later, pq, mq,
+                                CONSUME_LATER_ON_SEND_BACK_FAILURE)
+        offset = pq.remove_messages(done)
+        if offset >= 0 and not pq.dropped:
+            assert self.offset_store is not None
+            self.offset_store.update_offset(mq, offset, True)
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
+        """CONSUMER_SEND_MSG_BACK, or a re-send to the retry topic when the broker cannot be asked."""
+        try:
+            addr = self.client.master_addr(broker_name) if broker_name else msg.store_host
+            if addr is None:
+                addr = msg.store_host
+            await self.client.api.send_message_back(addr, msg, self.group, delay_level, self.max_reconsume,
+                                                    broker_name)
+            return True
+        except (RemotingError, MQClientError) as exc:
+            log.warning("sendMessageBack to broker failed, resend to the retry topic: %s", exc)
+        try:
+            producer = await self.client.inner_producer()
+            await producer.send(self._retry_message(msg))
+            return True
+        except (RemotingError, MQClientError) as exc:
+            log.warning("sendMessageBack exception, group: %s msg: %s: %s", self.group, msg.client_msg_id, exc)
+            return False
+
+    def _retry_message(self, msg: MessageExt) -> Message:
+        props = dict(msg.properties)
+        origin = props.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID)
+        props[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID] = origin or msg.client_msg_id
+        props[MessageConst.PROPERTY_RETRY_TOPIC] = msg.topic
+        props[MessageConst.PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
+        props[MessageConst.PROPERTY_MAX_RECONSUME_TIMES] = str(self.max_reconsume)
+        props.pop(MessageConst.PROPERTY_TRANSACTION_PREPARED, None)
+        props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
+        return Message(topic=MixAll.get_retry_topic(self.group), body=msg.decompressed_body(), flag=msg.flag,
+                       properties=props)
+
+    # -- orderly --------------------------------------------------------------------------------------------
+    async def _consume_orderly(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        lock = self._mq_locks.setdefault(mq, trio.Lock())
+        async with lock:
+            started = trio.current_time()
+            while True:
+                if pq.dropped or not self.running:
+                    return
+                clustering = str(self.message_model) == MessageModel.CLUSTERING
+                if clustering and (not pq.locked or pq.is_lock_expired()):
+                    await trio.sleep(0.01)
+                    if not await self.lock(mq):
+                        await trio.sleep(PULL_DELAY_ON_EXCEPTION)
+                    continue
+                if trio.current_time() - started > MAX_TIME_CONSUME_CONTINUOUSLY:
+                    await trio.sleep(0.01)  # let other queues have a turn
+                    started = trio.current_time()
+                msgs = pq.take_messages(self.consume_batch_size)
+                if not msgs:
+                    return
+                reset_retry_topic(msgs, self.group)
+                ctx = ConsumeContext(mq)
+                try:
+                    async with self._limiter:
+                        status = await self._call_listener(msgs, ctx)
+                except Exception:
+                    log.exception("consumeMessage exception, Group: %s %s", self.group, mq)
+                    status = OrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                if status is None:
+                    status = OrderlyStatus.SUCCESS
+                commit = -1
+                if status == OrderlyStatus.SUCCESS:
+                    self.consumed_ok += len(msgs)
+                    commit = pq.commit()
+                else:
+                    self.consumed_failed += len(msgs)
+                    if await self._check_reconsume_times(msgs):
+                        pq.make_message_to_consume_again(msgs)
+                        pause = ctx.suspend_current_queue_time
+                        await trio.sleep(pause if pause >= 0 else self.suspend_current_queue_time)
+                        continue
+                    commit = pq.commit()
+                if commit >= 0 and not pq.dropped:
+                    assert self.offset_store is not None
+                    self.offset_store.update_offset(mq, commit, False)
+
+    async def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
+        """True to suspend and retry locally; messages past the limit go to the DLQ instead."""
+        suspend = False
+        for m in msgs:
+            if m.reconsume_times >= self.max_reconsume:
+                m.properties[MessageConst.PROPERTY_RECONSUME_TIME] = str(m.reconsume_times)
+                try:
+                    producer = await self.client.inner_producer()
+                    await producer.send(self._retry_message(m))
+                except (RemotingError, MQClientError):
+                    suspend = True
+                    m.reconsume_times += 1
+            else:
+                suspend = True
+                m.reconsume_times += 1
+        return suspend
+
+    # -- broker locks ----------------------------------------------------------------------------------------
+    async def lock(self, mq: MessageQueue) -> bool:
+        try:
+            addr = await self._broker_of(mq)
+            locked = await self.client.api.lock_batch(addr, self.group, self.client.client_id, [mq])
+        except (RemotingError, MQClientError) as exc:
+            log.warning("lockBatchMQ %s failed: %s", mq, exc)
+            return False
+        ok = mq in locked
+        pq = self.pq_table.get(mq)
+        if pq is not None and ok:
+            pq.locked = True
+            pq.last_lock_time = time.monotonic()
+        return ok
+
+    async def _unlock(self, mq: MessageQueue) -> None:
+        try:
+            addr = await self._broker_of(mq)
+            await self.client.api.unlock_batch(addr, self.group, self.client.client_id, [mq], oneway=True)
+        except (RemotingError, MQClientError) as exc:
+            log.warning("unlockBatchMQ %s failed: %s", mq, exc)
+
+    def _by_broker(self) -> dict[str, list[MessageQueue]]:
+        out: dict[str, list[MessageQueue]] = {}
+        for mq in self.pq_table:
+            out.setdefault(mq.broker_name or "", []).append(mq)
+        return out
+
+    async def lock_all(self) -> None:
+        for broker, mqs in self._by_broker().items():
+            addr = self.client.master_addr(broker)
+            if addr is None:
+                continue
+            try:
+                locked = set(await self.client.api.lock_batch(addr, self.group, self.client.client_id, mqs))
+            except (RemotingError, MQClientError) as exc:
+                log.warning("lockBatchMQ on %s failed: %s", broker, exc)
+                continue
+            now = time.monotonic()
+            for mq in mqs:
+                pq = self.pq_table.get(mq)
+                if pq is None:
+                    continue
+                if mq in locked:
+                    pq.locked, pq.last_lock_time = True, now
+                else:
+                    pq.locked = False
+
+    async def _unlock_all(self) -> None:
+        for broker, mqs in self._by_broker().items():
+            addr = self.client.master_addr(broker)
+            if addr is None:
+                continue
+            try:
+                # at shutdown Java waits for the answer (unlockAll(false))
+                await self.client.api.unlock_batch(addr, self.group, self.client.client_id, mqs)
+            except (RemotingError, MQClientError):
+                pass
+
+    async def _lock_loop(self) -> None:
+        while True:
+            await trio.sleep(LOCK_INTERVAL)
+            await self.lock_all()
+
+    # -- admin hooks ---------------------------------------------------------------------------------------------
+    async def reset_offset(self, topic: str | None, table: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET from the broker: drop the topic's queues, take the new offsets."""
+        assert self.offset_store is not None
+        for mq, pq in list(self.pq_table.items()):
+            if mq.topic == topic and mq in table:
+                pq.dropped = True
+                pq.clear()
+                await self._on_queue_removed(mq, pq)
+        for mq, off in table.items():
+            if mq in self.pq_table:
+                self.offset_store.update_offset(mq, off, False)
+                await self.offset_store.persist(mq)
+                del self.pq_table[mq]
+        self.client.rebalance_immediately()
+
+    def running_info(self) -> ConsumerRunningInfo:
+        info = ConsumerRunningInfo()
+        info.properties = {
+            "PROP_CONSUMEORDERLY": str(self.orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(self.consume_concurrency),
+            "PROP_CONSUME_TYPE": str(self.consume_type),
+            "PROP_CONSUMER_START_TIMESTAMP": str(self.start_time),
+            "consumerGroup": self.group,
+            "messageModel": str(self.message_model),
+            "consumeFromWhere": str(self.consume_from_where),
+        }
+        info.subscription_set = list(self.subscriptions.values())
+        offsets = self.offset_store.table if self.offset_store else {}
+        info.mq_table = {mq: pq.info(offsets.get(mq, 0)) for mq, pq in self.pq_table.items()}
+        return info
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
+        mq = MessageQueue(topic=msg.topic, broker_name=broker_name, queue_id=msg.queue_id)
+        reset_retry_topic([msg], self.group)
+        start = time.monotonic()
+        result = ConsumeMessageDirectlyResult(order=self.orderly, auto_commit=True)
+        try:
+            status = await self._call_listener([msg], ConsumeContext(mq))
+        except Exception as exc:
+            result.consume_result = CMResult.CR_THROW_EXCEPTION
+            result.remark = "".join(traceback.format_exception_only(exc)).strip()
+        else:
+            good = status in (None, ConsumeStatus.CONSUME_SUCCESS, OrderlyStatus.SUCCESS)
+            result.consume_result = CMResult.CR_SUCCESS if good else CMResult.CR_LATER
+        result.spent_time_mills = int((time.monotonic() - start) * 1000)
+        return result

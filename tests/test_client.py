@@ -1,0 +1,458 @@
+"""The Python client against our NameServer and a broker: sends, consumers, transactions, request-reply.
+
+Each test says what it ran against (``server`` property: "fake" is tests/client_fakes.py,
+"rocketpy" would be rocketpy.broker once it serves these requests).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import trio
+from client_fakes import Cluster, fake_cluster, real_broker_available, real_cluster
+
+from rocketpy.client import (
+    ClientConfig,
+    ConsumeStatus,
+    LitePullConsumer,
+    OrderlyStatus,
+    Producer,
+    PushConsumer,
+    TransactionProducer,
+    create_reply_message,
+    make_message,
+    select_by_hash,
+)
+from rocketpy.codecs import RequestCode
+from rocketpy.codecs.bodies import MessageQueue
+from rocketpy.codecs.bodies.store_config import OffsetSerializeWrapper
+from rocketpy.codecs.codes import ConsumeFromWhere, LocalTransactionState, MessageModel, SendStatus
+from rocketpy.codecs.message import decompress_body
+
+
+def fast(c: Cluster, **kw: object) -> ClientConfig:
+    """Client settings that make tests quick: frequent rebalance and offset persistence."""
+    return ClientConfig(namesrv_addr=c.namesrv, rebalance_interval=1.0, persist_consumer_offset_interval=0.5,
+                        poll_name_server_interval=1.0, **kw)  # type: ignore[arg-type]
+
+
+async def wait_for(pred, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    with trio.fail_after(timeout):
+        while not pred():
+            await trio.sleep(0.02)
+
+
+@pytest.fixture
+def server(record_property):  # type: ignore[no-untyped-def]
+    def mark(c: Cluster) -> Cluster:
+        record_property("server", c.kind)
+        return c
+
+    return mark
+
+
+@pytest.fixture(params=["fake", "rocketpy"])
+def cluster_of(request, record_property):  # type: ignore[no-untyped-def]
+    """Open a cluster of the parametrized kind: the in-process fake or our real broker."""
+    if request.param == "rocketpy" and not real_broker_available():
+        pytest.skip("rocketpy.broker is not available")
+    record_property("server", request.param)
+    return real_cluster if request.param == "rocketpy" else fake_cluster
+
+
+async def make_topic(c: Cluster, topic: str, queues: int) -> None:
+    """Create a topic through the admin API (both kinds of broker answer UPDATE_AND_CREATE_TOPIC)."""
+    from rocketpy.client.admin import Admin
+    from rocketpy.codecs.bodies import TopicConfig
+
+    async with Admin(c.namesrv) as admin:
+        for addr in await admin.master_addrs("DefaultCluster"):
+            await admin.create_topic(addr, TopicConfig(topic_name=topic, read_queue_nums=queues,
+                                                       write_queue_nums=queues, perm=6))
+        with trio.fail_after(10):
+            while True:
+                route = await admin.client.fetch_route(topic)
+                if route is not None and len(route.queue_datas or []) == len(c.brokers):
+                    return
+                await trio.sleep(0.05)
+
+
+async def test_send_modes_and_wire_format(server) -> None:  # type: ignore[no-untyped-def]
+    async with fake_cluster() as c:
+        server(c)
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            r = await p.send(make_message("TopicA", "hello", tags="TagA", keys=["k1", "k2"],
+                                          properties={"color": "red"}))
+            assert r.send_status == SendStatus.SEND_OK and r.msg_id and len(r.msg_id) == 32
+            big = make_message("TopicA", b"x" * 5000)
+            r2 = await p.send(big)
+            await p.send_oneway(make_message("TopicA", "oneway"))
+            got = []
+            fut = p.send_async(make_message("TopicA", "async"), on_success=got.append)
+            r3 = await fut.result()
+            assert got == [r3]
+            rb = await p.send_batch([make_message("TopicA", f"b{i}", tags="B") for i in range(3)])
+            assert len(rb.msg_id.split(",")) == 3
+            await wait_for(lambda: sum(len(q) for (t, _), q in c.broker.queues.items() if t == "TopicA") == 7)
+        sends = [r for r in c.broker.requests if r.code == RequestCode.SEND_MESSAGE_V2]
+        first = sends[0].ext_fields
+        # the V2 short header, properties in Java HashMap order, WAIT and UNIQ_KEY added, as Java sends them
+        assert first["a"] == "PG" and first["b"] == "TopicA" and first["c"] == "TBW102" and first["d"] == "4"
+        assert first["i"].split("\x02")[0].split("\x01")[0] in {"KEYS", "color", "UNIQ_KEY", "WAIT", "TAGS"}
+        assert "KEYS\x01k1 k2" in first["i"] and f"UNIQ_KEY\x01{r.msg_id}" in first["i"]
+        stored = c.broker.queues[("TopicA", r2.message_queue.queue_id)][r2.queue_offset]
+        assert stored.sys_flag == 0x301 and decompress_body(stored.body) == b"x" * 5000
+        assert any(r.code == RequestCode.SEND_BATCH_MESSAGE for r in c.broker.requests)
+
+
+async def test_ordered_send_by_hash(cluster_of) -> None:  # type: ignore[no-untyped-def]
+    async with cluster_of() as c:
+        await make_topic(c, "TopicO", 4)
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            results = [await p.send(make_message("TopicO", f"o{i}"), selector=select_by_hash, arg=i % 3)
+                       for i in range(9)]
+        # Java: abs(Integer.hashCode() % 4); order id 0,1,2 -> queues 0,1,2
+        assert [r.message_queue.queue_id for r in results] == [0, 1, 2] * 3
+
+
+async def test_retry_on_another_broker_after_failure(server) -> None:  # type: ignore[no-untyped-def]
+    async with fake_cluster(("broker-a", "broker-b")) as c:
+        server(c)
+        for b in c.brokers:
+            b.create_topic("TopicR", 2)
+        async with Producer("PG", client=None, config=fast(c), send_latency_fault_enable=True) as p:
+            await p.send(make_message("TopicR", "warm"))
+            c.brokers[0].fail_sends = 100
+            results = [await p.send(make_message("TopicR", f"r{i}")) for i in range(6)]
+            assert {r.message_queue.broker_name for r in results} == {"broker-b"}
+            # the failed broker is in quarantine: later sends do not even try it
+            tried_a = c.brokers[0].fail_sends
+            for i in range(4):
+                await p.send(make_message("TopicR", f"s{i}"))
+            assert c.brokers[0].fail_sends == tried_a
+
+
+async def test_send_fails_after_retries(server) -> None:  # type: ignore[no-untyped-def]
+    from rocketpy.client import MQClientError
+
+    async with fake_cluster() as c:
+        server(c)
+        c.broker.fail_sends = 10
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            with pytest.raises(MQClientError, match="Send \\[3\\] times"):
+                await p.send(make_message("TopicF", "x"))
+
+
+async def test_push_consumer_with_retry(cluster_of) -> None:  # type: ignore[no-untyped-def]
+    async with cluster_of() as c:
+        await make_topic(c, "TopicP", 4)
+        seen: list[tuple[bytes, int]] = []
+
+        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+            for m in msgs:
+                seen.append((m.body, m.reconsume_times))
+                assert m.topic == "TopicP"
+                if m.body == b"m3" and m.reconsume_times < 2:
+                    return ConsumeStatus.RECONSUME_LATER
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            for i in range(8):
+                await p.send(make_message("TopicP", f"m{i}", tags="TagA" if i % 4 else "TagB"))
+            consumer = PushConsumer("CG", listener, config=fast(c),
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe("TopicP", "TagA")
+            async with consumer:
+                await wait_for(lambda: len(seen) >= 8)
+        bodies = Counter(b for b, _ in seen)
+        assert set(bodies) == {b"m1", b"m2", b"m3", b"m5", b"m6", b"m7"}
+        assert bodies[b"m3"] == 3 and sorted(t for b, t in seen if b == b"m3") == [0, 1, 2]
+        if c.kind != "fake":
+            return
+        back = [r for r in c.broker.requests if r.code == RequestCode.CONSUMER_SEND_MSG_BACK]
+        assert len(back) == 2 and back[0].ext_fields["group"] == "CG" and back[0].ext_fields["delayLevel"] == "0"
+        # offsets committed to the broker for every queue of the topic
+        assert sum(off for (g, t, _), off in c.broker.offsets.items() if g == "CG" and t == "TopicP") == 8
+
+
+async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of) -> None:  # type: ignore[no-untyped-def]
+    async with cluster_of() as c:
+        await make_topic(c, "TopicRb", 8)
+        got: dict[str, list[bytes]] = {"A": [], "B": []}
+
+        def listener_for(name):  # type: ignore[no-untyped-def]
+            async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+                got[name].extend(m.body for m in msgs)
+            return listener
+
+        def total() -> int:
+            return len(got["A"]) + len(got["B"])
+
+        async def settle(consumers) -> None:  # type: ignore[no-untyped-def]
+            # the group agrees on a split: every queue owned exactly once
+            def split_ok() -> bool:
+                owned = [mq for cons in consumers for mq in cons.pq_table if mq.topic == "TopicRb"]
+                return len(owned) == 8 and len(set(owned)) == 8
+            await wait_for(split_ok)
+            await trio.sleep(0.3)
+
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            async def send(n: int, start: int) -> None:
+                for i in range(start, start + n):
+                    await p.send(make_message("TopicRb", f"x{i}"))
+
+            a = PushConsumer("CGR", listener_for("A"), config=fast(c))
+            a.subscribe("TopicRb")
+            async with a:
+                await settle([a])
+                await send(40, 0)
+                await wait_for(lambda: total() == 40)
+                await trio.sleep(1.2)  # offsets reach the broker before the split changes
+                b = PushConsumer("CGR", listener_for("B"), config=fast(c))
+                b.subscribe("TopicRb")
+                async with b:
+                    await settle([a, b])
+                    assert len(a.pq_table) and len(b.pq_table)
+                    await send(40, 40)
+                    await wait_for(lambda: total() == 80)
+                    assert got["B"], "the new consumer got its share"
+                    await trio.sleep(1.2)
+                # b left: a takes every queue back
+                await settle([a])
+                await send(40, 80)
+                await wait_for(lambda: total() == 120)
+        everything = got["A"] + got["B"]
+        assert len(everything) == 120 and len(set(everything)) == 120
+
+
+async def test_orderly_consumer_locks_and_order(cluster_of) -> None:  # type: ignore[no-untyped-def]
+    async with cluster_of() as c:
+        await make_topic(c, "TopicOrd", 4)
+        per_order: dict[int, list[int]] = {}
+        failed_once: set[int] = set()
+
+        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+            for m in msgs:
+                order, seq = (int(x) for x in m.body.split(b":"))
+                if seq == 2 and order not in failed_once:
+                    failed_once.add(order)
+                    ctx.suspend_current_queue_time = 0.05
+                    return OrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                per_order.setdefault(order, []).append(seq)
+            return OrderlyStatus.SUCCESS
+
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            for seq in range(5):
+                for order in range(6):
+                    await p.send(make_message("TopicOrd", f"{order}:{seq}"), selector=select_by_hash, arg=order)
+            consumer = PushConsumer("CGO", listener, orderly=True, config=fast(c),
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe("TopicOrd")
+            async with consumer:
+                await wait_for(lambda: sum(len(v) for v in per_order.values()) == 30)
+                mine = {mq: pq for mq, pq in consumer.pq_table.items() if mq.topic == "TopicOrd"}
+                assert len(mine) == 4 and all(pq.locked for pq in mine.values())
+                if c.kind == "fake":
+                    locks = {mq.queue_id for (g, mq), (cid, _) in c.broker.locks.items() if g == "CGO"}
+                    assert locks == {0, 1, 2, 3}
+        assert all(v == [0, 1, 2, 3, 4] for v in per_order.values())
+        if c.kind != "fake":
+            return
+        assert not any(g == "CGO" for g, _ in c.broker.locks), "locks released at shutdown"
+        assert any(r.code == RequestCode.LOCK_BATCH_MQ for r in c.broker.requests)
+
+
+async def test_broadcast_offsets_on_disk(cluster_of, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    async with cluster_of() as c:
+        await make_topic(c, "TopicBc", 2)
+        counts = [0, 0]
+
+        def listener_for(i):  # type: ignore[no-untyped-def]
+            async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+                counts[i] += len(msgs)
+            return listener
+
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            for i in range(6):
+                await p.send(make_message("TopicBc", f"b{i}"))
+            cons = [PushConsumer("CGB", listener_for(i), config=fast(c, instance_name=f"bc{i}"),
+                                 message_model=MessageModel.BROADCASTING, offset_store_dir=str(tmp_path),
+                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+                    for i in range(2)]
+            for x in cons:
+                x.subscribe("TopicBc")
+            async with cons[0], cons[1]:
+                await wait_for(lambda: counts == [6, 6])
+            client_id = cons[0].client.client_id
+        path = tmp_path / client_id / "CGB" / "offsets.json"
+        text = path.read_text()
+        # Java's format: pretty fastjson with MessageQueue objects as keys (not standard JSON)
+        assert text.startswith('{\n\t"offsetTable":{{\n\t\t\t"brokerName":"broker-a",')
+        table = OffsetSerializeWrapper.decode(text).offset_table
+        assert sum(table.values()) == 6 and {mq.queue_id for mq in table} == {0, 1}
+        if c.kind != "fake":
+            return
+        assert not any(r.code == RequestCode.UPDATE_CONSUMER_OFFSET and r.ext_fields.get("consumerGroup") == "CGB"
+                       for r in c.broker.requests)
+
+
+async def test_lite_pull_assign_seek_commit(cluster_of) -> None:  # type: ignore[no-untyped-def]
+    async with cluster_of() as c:
+        await make_topic(c, "TopicLp", 1)
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            for i in range(10):
+                await p.send(make_message("TopicLp", f"l{i}"))
+        mq = MessageQueue(topic="TopicLp", broker_name="broker-a", queue_id=0)
+        async with LitePullConsumer("CGL", config=fast(c), auto_commit=False,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET") as lp:
+            await lp.assign([mq])
+            got: list[bytes] = []
+            while len(got) < 10:
+                got += [m.body for m in await lp.poll(2.0)]
+            assert got == [f"l{i}".encode() for i in range(10)]
+            await lp.seek(mq, 7)
+            again = await lp.poll(2.0)
+            assert [m.body for m in again][:1] == [b"l7"]
+            await lp.commit()
+            assert await lp.committed(mq) == again[-1].queue_offset + 1
+        if c.kind != "fake":
+            return
+        pulls = [r for r in c.broker.requests if r.code == RequestCode.PULL_MESSAGE]
+        assert pulls[0].ext_fields["sysFlag"] == "22"
+
+
+async def test_lite_pull_subscribe(cluster_of) -> None:  # type: ignore[no-untyped-def]
+    async with cluster_of() as c:
+        await make_topic(c, "TopicLs", 2)
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            for i in range(6):
+                await p.send(make_message("TopicLs", f"s{i}", tags="T"))
+        lp = LitePullConsumer("CGLS", config=fast(c), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        lp.subscribe("TopicLs", "T")
+        async with lp:
+            got: list[bytes] = []
+            with trio.fail_after(10):
+                while len(got) < 6:
+                    got += [m.body for m in await lp.poll(1.0)]
+        assert sorted(got) == [f"s{i}".encode() for i in range(6)]
+        if c.kind != "fake":
+            return
+        assert sum(off for (g, t, _), off in c.broker.offsets.items() if g == "CGLS") == 6
+
+
+async def test_transactions_commit_rollback_and_check(cluster_of) -> None:  # type: ignore[no-untyped-def]
+    opts = {"check_interval": 0.1} if cluster_of is fake_cluster else {}
+    async with cluster_of(**opts) as c:
+        await make_topic(c, "TopicTx", 4)
+        checks: list[str] = []
+
+        def execute(msg, arg):  # type: ignore[no-untyped-def]
+            return arg
+
+        def check(msg):  # type: ignore[no-untyped-def]
+            checks.append(msg.properties["KEYS"])
+            return LocalTransactionState.COMMIT_MESSAGE
+
+        async with TransactionProducer("TPG", execute, check, namesrv=c.namesrv) as tp:
+            for state in ("COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW"):
+                r, s = await tp.send_in_transaction(make_message("TopicTx", state, keys=f"tx-{state}"), state)
+                assert r.send_status == SendStatus.SEND_OK and s == state
+            await wait_for(lambda: checks == ["tx-UNKNOW"])
+            got: list[bytes] = []
+
+            async def collect(msgs, ctx):  # type: ignore[no-untyped-def]
+                got.extend(m.body for m in msgs)
+
+            consumer = PushConsumer("CGTx", collect, config=fast(c),
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe("TopicTx")
+            async with consumer:
+                await wait_for(lambda: len(got) >= 2)
+                await trio.sleep(0.3)
+        # consumers see the committed and the checked-then-committed message, never the rolled back one
+        assert sorted(got) == [b"COMMIT_MESSAGE", b"UNKNOW"]
+        if c.kind != "fake":
+            return
+        stored = sorted(m.body for (t, _), q in c.broker.queues.items() if t == "TopicTx" for m in q)
+        assert stored == [b"COMMIT_MESSAGE", b"UNKNOW"]
+        assert checks == ["tx-UNKNOW"]
+        ends = [r.ext_fields for r in c.broker.requests if r.code == RequestCode.END_TRANSACTION]
+        assert [e["commitOrRollback"] for e in ends] == ["8", "12", "0", "8"]
+        assert [e["fromTransactionCheck"] for e in ends] == ["false", "false", "false", "true"]
+
+
+async def test_request_reply(cluster_of) -> None:  # type: ignore[no-untyped-def]
+    async with cluster_of() as c:
+        await make_topic(c, "TopicReq", 1)
+        async with Producer("PG", namesrv=c.namesrv) as requester, Producer("RPG", namesrv=c.namesrv) as responder:
+            async def serve(msgs, ctx):  # type: ignore[no-untyped-def]
+                for m in msgs:
+                    await responder.send(create_reply_message(m, b"pong:" + m.body))
+
+            consumer = PushConsumer("CGReq", serve, config=fast(c))
+            consumer.subscribe("TopicReq")
+            async with consumer:
+                reply = await requester.request(make_message("TopicReq", "ping"), timeout=5.0)
+        assert reply.body == b"pong:ping"
+        if c.kind == "fake":
+            assert any(r.code == RequestCode.SEND_REPLY_MESSAGE_V2 for r in c.broker.requests)
+
+
+async def test_request_timeout(server) -> None:  # type: ignore[no-untyped-def]
+    from rocketpy.client import RequestTimeoutError
+
+    async with fake_cluster() as c:
+        server(c)
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            with pytest.raises(RequestTimeoutError):
+                await p.request(make_message("TopicNobody", "ping"), timeout=0.3)
+
+
+async def test_broker_initiated_requests(server) -> None:  # type: ignore[no-untyped-def]
+    """GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY and RESET_CONSUMER_CLIENT_OFFSET reach the consumer."""
+    from rocketpy.codecs import RemotingCommand
+    from rocketpy.codecs.bodies import ConsumeMessageDirectlyResult, ConsumerRunningInfo
+    from rocketpy.codecs.headers import (
+        ConsumeMessageDirectlyResultRequestHeader,
+        GetConsumerRunningInfoRequestHeader,
+        ResetOffsetRequestHeader,
+    )
+    from rocketpy.codecs.message import encode_message
+
+    async with fake_cluster() as c:
+        server(c)
+        c.broker.create_topic("TopicBi", 2)
+        seen: list[bytes] = []
+
+        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+            seen.extend(m.body for m in msgs)
+
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            for i in range(4):
+                await p.send(make_message("TopicBi", f"bi{i}"))
+            consumer = PushConsumer("CGBi", listener, config=fast(c),
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe("TopicBi")
+            async with consumer:
+                await wait_for(lambda: len(seen) == 4)
+                entry = c.broker.consumers["CGBi"][consumer.client.client_id]
+                h = GetConsumerRunningInfoRequestHeader(consumer_group="CGBi", client_id=consumer.client.client_id)
+                resp = await entry.conn.invoke(RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h), 3)
+                info = ConsumerRunningInfo.decode(resp.body)
+                assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+                assert {mq.topic for mq in info.mq_table} == {"TopicBi", "%RETRY%CGBi"}
+                stored = c.broker.queues[("TopicBi", 0)][0]
+                h2 = ConsumeMessageDirectlyResultRequestHeader(consumer_group="CGBi", client_id="x",
+                                                               msg_id=stored.msg_id, broker_name="broker-a")
+                req = RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h2, encode_message(stored))
+                result = ConsumeMessageDirectlyResult.decode((await entry.conn.invoke(req, 3)).body)
+                assert str(result.consume_result) == "CR_SUCCESS" and len(seen) == 5
+                # reset to 0: everything is consumed again
+                body = (await c.broker.admin_reset_offset(
+                    None, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,  # type: ignore[arg-type]
+                                                  ResetOffsetRequestHeader(topic="TopicBi", group="CGBi",
+                                                                           timestamp=0, is_force=True)))).body
+                assert body
+                await wait_for(lambda: len(seen) == 9)
