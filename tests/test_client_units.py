@@ -144,3 +144,20 @@ async def test_local_offset_store_file(tmp_path: Path) -> None:
 
 def test_topic_publish_info_empty() -> None:
     assert not TopicPublishInfo().ok
+
+
+def test_pulled_bodies_arrive_inflated_like_java_getbody() -> None:
+    from rocketpy.client.api import decode_pulled
+    from rocketpy.codecs.codes import MessageSysFlag
+    from rocketpy.codecs.message import MessageExt, compress_body, encode_message
+
+    payload = ("line of a big body\n" * 400).encode()
+    stored = MessageExt(topic="T", body=compress_body(payload), sys_flag=int(MessageSysFlag.COMPRESSED_FLAG),
+                        properties={"TAGS": "A"}, born_host="127.0.0.1:1", store_host="127.0.0.1:10911")
+    plain = MessageExt(topic="T", body=b"small", properties={"TAGS": "B"},
+                       born_host="127.0.0.1:1", store_host="127.0.0.1:10911")
+    big, small = decode_pulled(encode_message(stored) + encode_message(plain), None)
+    assert big.body == payload and not big.sys_flag & MessageSysFlag.COMPRESSED_FLAG
+    assert big.decompressed_body() == payload
+    assert small.body == b"small"
+    assert [m.tags for m in decode_pulled(encode_message(stored) + encode_message(plain), ["B"])] == ["B"]

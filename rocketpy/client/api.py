@@ -230,8 +230,16 @@ class ClientAPI:
 
 
 def decode_pulled(body: bytes, tags: Sequence[str] | None, class_filter: bool = False) -> list[MessageExt]:
-    """The messages of a FOUND answer, kept only when their tag matches (PullAPIWrapper.processPullResult)."""
+    """The messages of a FOUND answer, kept only when their tag matches (PullAPIWrapper.processPullResult).
+
+    Bodies come inflated, as Java's client decodes them (getBody() is the payload); the
+    compression bit is cleared so ``decompressed_body()`` stays consistent.
+    """
     msgs = decode_messages(body)
+    for m in msgs:
+        if m.sys_flag & MessageSysFlag.COMPRESSED_FLAG:
+            m.body = m.decompressed_body()
+            m.sys_flag = MessageSysFlag.clear_compressed_flag(m.sys_flag)
     if tags and not class_filter:
         wanted = set(tags)
         msgs = [m for m in msgs if m.tags is not None and m.tags in wanted]
