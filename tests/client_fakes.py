@@ -743,11 +743,15 @@ FAST_BROKER = {
 
 
 def real_broker_available() -> bool:
-    try:
-        from rocketpy.broker.controller import BrokerController  # noqa: F401
-        from rocketpy.broker.testing import broker_test_config  # noqa: F401
-    except ImportError:
+    """Whether rocketpy.broker exists. Once it does, a broken import must fail the tests that
+    use it (an ImportError swallowed here used to turn them into silent skips)."""
+    import importlib.util
+
+    if importlib.util.find_spec("rocketpy.broker") is None:
         return False
+    from rocketpy.broker.controller import BrokerController  # noqa: F401
+    from rocketpy.broker.testing import broker_test_config  # noqa: F401
+
     return True
 
 

@@ -319,9 +319,21 @@ def test_topic_config_line() -> None:
     assert config.to_line() == "T 4 2 6 SINGLE_TAG"
     assert TopicConfig.from_line("T 4 2 6 SINGLE_TAG") == config
     assert TopicConfig.from_line("T 4 2 6 MULTI_TAG ").topic_filter_type is TopicFilterType.MULTI_TAG
-    for bad in ("T 4 2 6", "T x 2 6 SINGLE_TAG", "T 4 2 6 SINGLE_TAG x", "T 99999999999 2 6 SINGLE_TAG"):
+    # Integer.parseInt takes leading zeros, not a non-ASCII digit nor more digits than int() will read
+    assert TopicConfig.from_line("T " + "0" * 5000 + "4 2 6 SINGLE_TAG") == config
+    many = "9" * 5000
+    for bad in ("T 4 2 6", "T x 2 6 SINGLE_TAG", "T 4 2 6 SINGLE_TAG x", "T 99999999999 2 6 SINGLE_TAG",
+                f"T {many} 2 6 SINGLE_TAG", "T \u00b2 2 6 SINGLE_TAG"):
         with pytest.raises(CodecError):
             TopicConfig.from_line(bad)
+
+
+def test_long_given_as_a_string_parses_like_java() -> None:
+    """fastjson reads a quoted long (BrowserCompatible writes them so): Long.parseLong's rules."""
+    assert DataVersion.decode(b'{"counter":"+0007","timestamp":"-5"}') == DataVersion(timestamp=-5, counter=7)
+    for bad in ('"' + "9" * 5000 + '"', '"9223372036854775808"', '"\u00b2"', '"1e3"'):
+        with pytest.raises(CodecError):
+            DataVersion.decode(b'{"counter":%s,"timestamp":1}' % bad.encode())
 
 
 # ---------------------------------------------------------------------------

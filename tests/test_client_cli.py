@@ -119,7 +119,12 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
 
     with BlockingProducer("AdmPG", namesrv=ns) as producer:
         producer.send(make_message("AdmTopic", "live producer"))
-        code, out = run(capsys, "admin", "producerConnection", "-n", ns, "-g", "AdmPG", "-t", "AdmTopic")
+        # the producer's heartbeat travels beside the send: the broker knows it a moment later
+        for _ in range(100):
+            code, out = run(capsys, "admin", "producerConnection", "-n", ns, "-g", "AdmPG", "-t", "AdmTopic")
+            if code == 0:
+                break
+            time.sleep(0.05)
     assert code == 0 and producer.producer.client.client_id in out
     code, out = run(capsys, "admin", "deleteTopic", "-n", ns, "-c", "DefaultCluster", "-t", "AdmTopic")
     assert code == 0 and "success" in out

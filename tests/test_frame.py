@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketpy.codecs import CodecError, FrameSplitter, FrameTooLarge, LanguageCode, RemotingCommand, SerializeType
-from rocketpy.codecs.frame import ROCKETMQ_HEADER, decode_rocketmq_header, encode_rocketmq_header
+from rocketpy.codecs.frame import (
+    FRAME_PREFIX,
+    FRAME_PREFIX_UNIT,
+    ROCKETMQ_FIXED_UNIT,
+    ROCKETMQ_HEADER,
+    ROCKETMQ_HEADER_MIN,
+    decode_rocketmq_header,
+    encode_rocketmq_header,
+)
 
 int16 = st.integers(-(1 << 15), (1 << 15) - 1)
 int32 = st.integers(-(1 << 31), (1 << 31) - 1)
@@ -60,6 +68,22 @@ def test_fast_binary_header_agrees_with_construct_definition(cmd: RemotingComman
         )
     )
     assert built == header
+    # the struct forms the hot paths and the sniffer's resync read: the same fields, the same bytes
+    prefix = FRAME_PREFIX.parse(cmd.encode()[:8])
+    assert FRAME_PREFIX_UNIT.unpack(cmd.encode()[:8]) == (prefix.length, prefix.header_info)
+    assert ROCKETMQ_FIXED_UNIT.unpack_from(header) == (
+        parsed.code, parsed.language, parsed.version, parsed.opaque, parsed.flag
+    )
+
+
+def test_smallest_binary_header() -> None:
+    empty = ROCKETMQ_HEADER.build(
+        {"code": 0, "language": 0, "version": 0, "opaque": 0, "flag": 0, "remark": None, "ext_fields": []}
+    )
+    assert len(empty) == ROCKETMQ_HEADER_MIN
+    assert decode_rocketmq_header(empty)["ext_fields"] is None
+    with pytest.raises(CodecError):
+        decode_rocketmq_header(empty[:-1])
 
 
 def test_java_json_header_layout() -> None:
@@ -123,6 +147,30 @@ def test_absurd_length_rejected_before_allocation() -> None:
 def test_bad_frames_raise_codec_error(raw: bytes) -> None:
     with pytest.raises(CodecError):
         RemotingCommand.decode(raw)
+
+
+def _json_frame(header: str) -> bytes:
+    h = header.encode()
+    return struct.pack(">ii", 4 + len(h), len(h)) + h
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        '{"code":"\u00b2"}',  # isdigit() says yes, int() says no (found by fuzzing)
+        '{"code":"' + "9" * 5000 + '"}',  # past int()'s 4300-digit limit
+        '{"code":10,"opaque":1099511627776}',  # not a Java int: fastjson refuses it
+        '{"code":10,"flag":"-2147483649"}',
+    ],
+)
+def test_json_header_ints_must_be_java_ints(header: str) -> None:
+    with pytest.raises(CodecError, match="JSON header field"):
+        RemotingCommand.decode(_json_frame(header))
+
+
+def test_json_header_ints_given_as_strings_parse_like_java() -> None:
+    cmd = RemotingCommand.decode(_json_frame('{"code":"+10","opaque":"-0007","flag":"2147483647"}'))
+    assert (cmd.code, cmd.opaque, cmd.flag) == (10, -7, 2147483647)
 
 
 @settings(max_examples=300)

@@ -10,6 +10,7 @@ from rocketpy.codecs.bodies.base import JsonBody
 from rocketpy.codecs.bodies.registry import route_data_features
 from rocketpy.codecs.headers.base import header_class
 from rocketpy.codecs.message import Message, MessageExt
+from rocketpy.codecs.payload import sent_message
 from rocketpy.sniffer.pcap import pair_responses
 
 ids = [p.stem for p in PCAPS]
@@ -76,19 +77,11 @@ def test_produced_messages_are_on_the_wire(pcap) -> None:
         cmd = f.command
         if cmd.is_response or cmd.code not in SEND_CODES:
             continue
-        header = cmd.header
-        topic = getattr(header, "b", None) or getattr(header, "topic", None)
-        body = cmd.decode_body()
-        if isinstance(body, list):
-            sent.extend((topic, m) for m in body)
-        else:
-            from rocketpy.codecs.message import decompress_body, string_to_properties
-
-            props = string_to_properties(getattr(header, "i", None) or getattr(header, "properties", None))
-            sys_flag = getattr(header, "f", None) if hasattr(header, "f") else getattr(header, "sys_flag", 0)
-            if sys_flag & 1:  # compressed by the producer
-                body = decompress_body(body)
-            sent.append((topic, Message(topic=topic, body=body, properties=props)))
+        if cmd.code == RequestCode.SEND_BATCH_MESSAGE:
+            sent.extend((cmd.header.topic, m) for m in cmd.decode_body())
+        else:  # one message: what the producer sent, inflated if it compressed the body
+            msg = sent_message(cmd, decompress=True)
+            sent.append((msg.topic, msg))
     by_uniq = {m.properties.get("UNIQ_KEY"): (t, m) for t, m in sent}
     for p in manifest(pcap).get("produced", []):
         if p.get("sendStatus") not in (None, "SEND_OK") or not p.get("uniqKey"):

@@ -203,6 +203,10 @@ def test_bad_number(cls: type[CommandHeader], spec: FieldSpec) -> None:
         bad += ["2147483648", "-2147483649", "1.0"]
     elif spec.kind.lower() == "long":
         bad += ["9223372036854775808", "1e3"]
+    if spec.kind.lower() != "double":
+        # int() refuses over 4300 digits with a ValueError of its own (found by fuzzing); a
+        # non-ASCII digit is no Java digit either
+        bad += ["9" * 5000, "\u00b2"]
     for text in bad:
         ext[spec.java_name] = text
         with pytest.raises(CodecError, match=f"<{spec.java_name}>"):
@@ -215,6 +219,9 @@ def test_numbers_parse_like_java() -> None:
     assert (h.queue_id, h.timestamp) == (3, 0)
     h = headers.SearchOffsetRequestHeader.from_ext_fields({**base, "timestamp": str(INT64[0])})
     assert h.timestamp == INT64[0]
+    # Long.parseLong takes any number of leading zeros
+    h = headers.SearchOffsetRequestHeader.from_ext_fields({**base, "timestamp": "-" + "0" * 5000 + "42"})
+    assert h.timestamp == -42
 
 
 @pytest.mark.parametrize(
@@ -372,18 +379,15 @@ def test_inherited_bname_order() -> None:
 
 
 def _golden_frames() -> list[Any]:
-    try:
-        from golden import PCAPS, frames
-    except ImportError:  # pragma: no cover - the corpus reader is missing
-        return []
+    from golden import PCAPS, frames  # the corpus is part of the repository: no reason to skip
+
     return [f for p in PCAPS for f in frames(p) if f.command is not None]
 
 
 def test_captured_headers() -> None:
     """Every header Java sent in the reference captures decodes, and re-encodes to the same fields in the same order."""
     frames = _golden_frames()
-    if not frames:
-        pytest.skip("no reference captures")
+    assert frames
     seen: set[str] = set()
     for f in frames:
         cmd = f.command

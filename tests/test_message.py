@@ -46,6 +46,7 @@ from rocketpy.codecs.message import (
     uniq_id_pid,
     uniq_id_time,
 )
+from rocketpy.codecs.store_records import BlankRecord, iter_commitlog
 
 GOLDEN = Path(__file__).parent.parent / "protocol" / "golden"
 STORE = GOLDEN / "store-dump"
@@ -329,8 +330,10 @@ def test_properties_accessors() -> None:
     assert Message().delay_time_level == 0
     assert Message().keys == []
     assert Message(properties={"DELAY": "x"}).properties["DELAY"] == "x"
-    with pytest.raises(CodecError):
-        _ = Message(properties={"DELAY": "x"}).delay_time_level
+    assert Message(properties={"DELAY": "0" * 5000 + "2"}).delay_time_level == 2  # Integer.parseInt
+    for bad in ("x", "9" * 5000, "\u00b2", "2147483648"):  # 5000 digits: int()'s own limit, found by fuzzing
+        with pytest.raises(CodecError):
+            _ = Message(properties={"DELAY": bad}).delay_time_level
 
 
 def test_changed_properties_are_reencoded() -> None:
@@ -410,9 +413,17 @@ def test_java_string_hash() -> None:
     assert tags_hash_code(None) == 0 and tags_hash_code("") == 0
 
 
-def test_magic_codes() -> None:
-    assert MESSAGE_MAGIC_CODE & 0xFFFFFFFF == 0xDAA320A7
-    assert BLANK_MAGIC_CODE & 0xFFFFFFFF == 0xCBD43194
+def test_magic_codes_are_what_the_java_broker_writes() -> None:
+    """Every record the Java broker wrote carries MESSAGE_MAGIC_CODE; a blank with BLANK_MAGIC_CODE
+    ends a walk, as Java's recovery does."""
+    data = commitlog()
+    offset = 0
+    for rec in golden_records():
+        assert struct.unpack_from(">i", data, offset + 4)[0] == MESSAGE_MAGIC_CODE
+        offset += rec.store_size
+    rec = encode_message(golden_records()[0])
+    walked = list(iter_commitlog(rec + struct.pack(">ii", 100, BLANK_MAGIC_CODE) + bytes(92)))
+    assert isinstance(walked[-1], BlankRecord) and walked[-1].size == 100 and len(walked) == 2
 
 
 def test_decode_rejects() -> None:

@@ -166,3 +166,57 @@ def test_ack_beyond_captured_bytes_reports_the_gap_at_once() -> None:
     assert [(e.kind, e.size) for e in ev if isinstance(e, StreamNote)] == [("gap", len(a) - 20)]
     ev = t.packet(_pkt(CLIENT, SERVER, 100 + len(a), b))
     assert [e.raw for e in ev if isinstance(e, CapturedFrame)] == [b]
+
+
+def _captured(ts: float, src: tuple[str, int], dst: tuple[str, int], cmd: RemotingCommand) -> CapturedFrame:
+    return CapturedFrame(ts, src, dst, cmd.encode(), cmd, from_server=src == SERVER)
+
+
+def test_pairer_hands_back_the_requests_it_gives_up() -> None:
+    """What a streaming consumer (the Spark pcap source) needs: requests held, then released."""
+    pairer = Pairer(timeout=5.0)
+    first = _captured(0.0, CLIENT, SERVER, RemotingCommand(code=11, opaque=1))
+    assert pairer.add(first) == [] and pairer.waiting(first)
+    oneway = _captured(0.5, CLIENT, SERVER, RemotingCommand(code=10, opaque=2, flag=2))
+    assert pairer.add(oneway) == [] and not pairer.waiting(oneway)
+    reused = _captured(1.0, CLIENT, SERVER, RemotingCommand(code=11, opaque=1))
+    assert pairer.add(reused) == [first]  # the opaque came round again: the old one had no answer
+    answer = _captured(1.5, SERVER, CLIENT, RemotingCommand(code=0, opaque=1, flag=1))
+    assert pairer.add(answer) == []
+    assert answer.request is reused and answer.command.request_code == 11 and answer.latency == pytest.approx(0.5)
+    old = _captured(2.0, CLIENT, SERVER, RemotingCommand(code=11, opaque=3))
+    pairer.add(old)
+    late = _captured(7.5, CLIENT, SERVER, RemotingCommand(code=11, opaque=4))
+    assert pairer.add(late) == [old]  # 5.5 s of capture time without an answer
+    assert pairer.drain() == [late] and pairer.outstanding() == []
+    bounded = Pairer(max_pending=1)
+    a = _captured(0.0, CLIENT, SERVER, RemotingCommand(code=11, opaque=5))
+    bounded.add(a)
+    assert bounded.add(_captured(0.1, CLIENT, SERVER, RemotingCommand(code=11, opaque=6))) == [a]
+    assert bounded.forgotten == 1
+
+
+def test_truncated_ipv6_header_is_no_segment() -> None:
+    """Found by fuzzing: an IPv6 header cut inside its addresses raised ValueError from inet_ntop."""
+    from rocketpy.sniffer.packet import LINKTYPE_IPV6, parse_tcp
+
+    packet = bytes([0x60, 0, 0, 0, 0, 20, 6, 64]) + bytes(range(32)) + bytes(20)  # IPv6 + a bare TCP header
+    for cut in range(1, 40 + 14):  # short of the TCP fields the sniffer reads
+        assert parse_tcp(0.0, LINKTYPE_IPV6, packet[:cut]) is None
+    whole = parse_tcp(0.0, LINKTYPE_IPV6, packet)
+    assert whole is not None and whole.src[0] == "1:203:405:607:809:a0b:c0d:e0f"
+
+
+def test_pcapng_block_too_short_for_its_type_is_a_format_error() -> None:
+    """Found by fuzzing: an Enhanced Packet Block shorter than its fixed fields raised struct.error."""
+    import io
+    import struct
+
+    from rocketpy.sniffer.pcap import CaptureFormatError, PacketReader
+
+    shb = struct.pack("<II", 0x0A0D0D0A, 28) + b"\x4d\x3c\x2b\x1a" + struct.pack("<HHqI", 1, 0, -1, 28)
+    idb = struct.pack("<IIHHII", 1, 20, 1, 0, 0, 20)
+    for btype in (1, 2, 6):
+        short = struct.pack("<III", btype, 16, 0) + struct.pack("<I", 16)
+        with pytest.raises(CaptureFormatError, match="cut short"):
+            list(PacketReader(io.BytesIO(shb + idb + short)))

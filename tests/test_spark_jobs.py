@@ -237,7 +237,6 @@ def _synthetic_messages(n: int) -> list[dict]:
 
 
 def test_audit_store_written_by_rocketpy(spark, tmp_path):
-    pytest.importorskip("rocketpy.store", reason="rocketpy.store is not available")
     store = tmp_path / "w"
     _write_store(store, _synthetic_messages(300))
     files = sorted((store / "commitlog").iterdir())
@@ -324,7 +323,6 @@ def test_trace_transaction_rollback_and_check(spark):
 
 
 def test_trace_finds_dlq_copies(spark, tmp_path):
-    pytest.importorskip("rocketpy.store", reason="rocketpy.store is not available")
     uniq = "AB" * 16
     base = {"body": b"x", "properties": {"UNIQ_KEY": uniq, "KEYS": "dead-letter"}}
     _write_store(

@@ -332,6 +332,57 @@ def test_pcap_pairing_gives_up_after_the_timeout():
     )
 
 
+def _write_pcap(path: Path, payloads: list[bytes]) -> None:
+    """A classic pcap of client -> 10911 TCP segments carrying ``payloads`` back to back."""
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)]
+    seq = 1000
+    for i, data in enumerate(payloads):
+        tcp = struct.pack(">HHIIBBHHH", 40000, 10911, seq, 0, 5 << 4, 0x18, 65535, 0, 0)
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(data), 0, 0, 64, 6, 0,
+                         bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+        frame = b"\x00" * 12 + b"\x08\x00" + ip + tcp + data
+        out.append(struct.pack("<IIII", 1_700_000_000 + i, 0, len(frame), len(frame)) + frame)
+        seq += len(data)
+    path.write_bytes(b"".join(out))
+
+
+def test_pcap_header_numbers_are_read_as_java_does(tmp_path):
+    """queueId and friends parse like Integer.parseInt: out of range is null, not an Arrow overflow."""
+    from rocketpy.codecs import RemotingCommand
+    from rocketpy.codecs.headers import SendMessageRequestHeaderV2
+    from rocketpy.spark.pcap import PcapOptions, pcap_batches
+
+    header = SendMessageRequestHeaderV2(
+        producer_group="P", topic="T", default_topic="TBW102", default_topic_queue_nums=4, queue_id=1,
+        sys_flag=0, born_timestamp=1, flag=0, properties="TAGS\x01a",
+    )
+    ok = RemotingCommand.request(310, header, b"body", opaque=1)
+    bad = RemotingCommand.request(310, header, b"body", opaque=2)
+    assert bad.ext_fields is not None
+    bad.ext_fields["e"] = "99999999999"  # no Java int: the broker would refuse the header
+    _write_pcap(tmp_path / "c.pcap", [ok.encode(), bad.encode()])
+    rows = list(batches_to_rows(pcap_batches(str(tmp_path / "c.pcap"), PcapOptions(explode_messages=True))))
+    assert [r["queue_id"] for r in rows] == [1, None]
+    assert rows[0]["msg_tags"] == "a" and rows[0]["msg_body_size"] == 4 and rows[0]["error"] is None
+    assert rows[1]["msg_index"] is None and "not decodable" in rows[1]["error"]
+
+
+def test_commitlog_clock_fields_out_of_timestamp_range_read_as_null_times(tmp_path):
+    """A damaged record's timestamps can say anything: the long columns keep it, the time columns go null."""
+    from rocketpy.codecs.message import MessageExt, encode_message
+
+    records = b""
+    for born, stored in ((1 << 62, -(1 << 62)), (1_700_000_000_000, 1_700_000_000_001)):
+        msg = MessageExt(topic="T", body=b"x", born_timestamp=born, store_timestamp=stored,
+                         commit_log_offset=len(records))
+        records += encode_message(msg)
+    (tmp_path / "00000000000000000000").write_bytes(records)
+    rows = list(batches_to_rows(commitlog_batches(str(tmp_path / "00000000000000000000"), 0)))
+    assert [(r["born_timestamp"], r["born_time"]) for r in rows][0] == (1 << 62, None)
+    assert rows[0]["store_time"] is None
+    assert rows[1]["born_time"].timestamp() == 1_700_000_000.0
+
+
 # -- paths --------------------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -11,8 +12,11 @@ TARGET = Path(__file__).resolve().parent.parent / "codecs" / "rocketmq.lua"
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=f"Write {TARGET.name} (the Wireshark dissector) from rocketpy.codecs.")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file is stale")
+    args = parser.parse_args(argv)
     text = render()
-    if "--check" in argv:
+    if args.check:
         if not TARGET.exists() or TARGET.read_text() != text:
             print(f"{TARGET} is stale: run python tools/gen_dissector.py", file=sys.stderr)
             return 1

@@ -7,6 +7,7 @@ import argparse
 import logging
 import os
 import signal
+import sys
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -51,8 +52,38 @@ def _given(path: str | None) -> dict[str, str]:
 
     if not path:
         return {}
-    with open(path, encoding="utf-8") as f:
-        return properties.loads(f.read())
+    try:
+        with open(path, encoding="utf-8") as f:
+            return properties.loads(f.read())
+    except UnicodeDecodeError as exc:
+        raise properties.ConfigError(f"{path} is not UTF-8 text: {exc}") from None
+
+
+def _check_store_dirs(cfg: Any) -> None:
+    """ConfigError unless the store directories can be created and written (before anything starts)."""
+    import tempfile
+
+    from ..namesrv.properties import ConfigError
+
+    store = cfg.store
+    for key, path in (("storePathRootDir", store.store_path_root_dir), ("storePathCommitLog", store.commit_log_dir)):
+        try:
+            os.makedirs(path, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path):
+                pass
+        except OSError as exc:
+            raise ConfigError(f"{key} {path} is not a writable directory: {exc.strerror or exc}") from None
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"rocketpy {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def _config_errors() -> tuple[type[BaseException], ...]:
+    from ..namesrv.properties import ConfigError
+
+    return (ConfigError, OSError)
 
 
 async def _until_signal(cancel_scope: trio.CancelScope, broker: BrokerController | None = None) -> None:
@@ -70,7 +101,10 @@ def run_broker(args: argparse.Namespace) -> int:
     from .controller import BrokerController
 
     _logging(args.verbose)
-    given = _given(args.config)
+    try:
+        given = _given(args.config)
+    except _config_errors() as exc:
+        return _fail("broker", f"bad config file {args.config}: {exc}")
     if args.namesrv_addr:
         given["namesrvAddr"] = args.namesrv_addr
     if args.port is not None:
@@ -82,8 +116,12 @@ def run_broker(args: argparse.Namespace) -> int:
         given["listenHost"] = args.host
     if args.no_vip:
         given["vipChannelEnable"] = "false"
-    cfg = BrokerConfig.from_properties(given)
-    broker = BrokerController(cfg)
+    try:
+        cfg = BrokerConfig.from_properties(given, strict=True)
+        _check_store_dirs(cfg)
+        broker = BrokerController(cfg)
+    except _config_errors() as exc:
+        return _fail("broker", f"bad config: {exc}")
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
@@ -91,7 +129,21 @@ def run_broker(args: argparse.Namespace) -> int:
             await nursery.start(broker.run, None)
             print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}", flush=True)
 
-    trio.run(main)
+    return _run(main, "broker", f"cannot run on {cfg.listen_host}:{cfg.listen_port}")
+
+
+def _run(main: Any, command: str, what: str) -> int:
+    """trio.run(main); an OSError (the port is taken, the store cannot be opened ...) is one line, status 1."""
+    failure: BaseException | None = None
+    try:
+        trio.run(main)
+    except* OSError as group:
+        failure = group
+        while isinstance(failure, BaseExceptionGroup):
+            failure = failure.exceptions[0]
+    if failure is not None:
+        print(f"rocketpy {command}: {what}: {failure}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -106,7 +158,7 @@ def serve_configs(args: Any) -> tuple[Any, Any]:
     ns.listen_port = args.namesrv_port
     ns.kv_config_path = os.path.join(store, "namesrv", "kvConfig.json")
     ns.config_store_path = os.path.join(store, "namesrv", "namesrv.properties")
-    given = _given(getattr(args, "config", None))
+    given = _given(getattr(args, "config", None))  # ConfigError / OSError for run_serve to report
     ip = args.host if args.host not in ("0.0.0.0", "::", "") else None
     ns_host = "127.0.0.1" if ip is None else ip
     given.setdefault("brokerName", "broker-a")
@@ -120,7 +172,7 @@ def serve_configs(args: Any) -> tuple[Any, Any]:
         given.setdefault("brokerIP2", ip)
     if getattr(args, "no_vip", False):
         given["vipChannelEnable"] = "false"
-    return ns, BrokerConfig.from_properties(given)
+    return ns, BrokerConfig.from_properties(given, strict=True)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -128,8 +180,11 @@ def run_serve(args: argparse.Namespace) -> int:
     from .controller import BrokerController
 
     _logging(args.verbose)
-    ns_cfg, broker_cfg = serve_configs(args)
-    os.makedirs(broker_cfg.store.store_path_root_dir, exist_ok=True)
+    try:
+        ns_cfg, broker_cfg = serve_configs(args)
+        _check_store_dirs(broker_cfg)
+    except _config_errors() as exc:
+        return _fail("serve", f"bad config: {exc}")
 
     async def main() -> None:
         async with trio.open_nursery() as outer:
@@ -148,5 +203,4 @@ def run_serve(args: argparse.Namespace) -> int:
                 )
             outer.cancel_scope.cancel()
 
-    trio.run(main)
-    return 0
+    return _run(main, "serve", "cannot run")

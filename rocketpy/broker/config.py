@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..namesrv import properties
-from ..store.config import MessageStoreConfig
+from ..namesrv.properties import ConfigError
+from ..store.config import DelayLevels, MessageStoreConfig
 from .java_defaults import JAVA_PROPERTIES, KNOWN_KEYS
 
 log = logging.getLogger("rocketpy.broker")
@@ -85,8 +86,15 @@ class BrokerConfig:
     store: MessageStoreConfig = dataclasses.field(default_factory=MessageStoreConfig)
 
     @classmethod
-    def from_properties(cls, given: Mapping[str, str] | None = None, **overrides: Any) -> BrokerConfig:
-        """Java defaults, then ``given`` (file keys), then ``overrides`` (snake_case attributes)."""
+    def from_properties(
+        cls, given: Mapping[str, str] | None = None, *, strict: bool = False, **overrides: Any
+    ) -> BrokerConfig:
+        """Java defaults, then ``given`` (file keys), then ``overrides`` (snake_case attributes).
+
+        Java ignores a value it cannot parse; ``strict`` (a config file given to the CLI)
+        raises ConfigError for it instead, and for periods a scheduler would refuse, so a
+        typo cannot silently start a broker on defaults or kill it minutes later.
+        """
         given = dict(given or {})
         unknown = sorted(k for k in given if k not in KNOWN_KEYS and k not in ROCKETPY_KEYS)
         for key in unknown:
@@ -122,20 +130,49 @@ class BrokerConfig:
                 else:
                     value = raw
             except ValueError:
+                if strict:
+                    raise ConfigError(f"{key}={raw!r} is not an integer") from None
                 log.warning("broker config %s=%r is not a number; keeping %r", key, raw, getattr(cfg, f.name))
                 continue
             setattr(cfg, f.name, value)
         store_props = {k: v for k, v in props.items() if v != ""}
-        cfg.store = MessageStoreConfig.from_properties(store_props)
+        try:
+            cfg.store = MessageStoreConfig.from_properties(store_props)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if strict:
+            cfg.check()
         return cfg
 
+    def check(self) -> None:
+        """ConfigError for settings the broker cannot run with (see :meth:`from_properties`)."""
+        if not 0 <= self.listen_port < 65536:
+            raise ConfigError(f"listenPort={self.listen_port} is not a port number (0-65535)")
+        store = self.store
+        periods = {
+            "flushConsumerOffsetInterval": self.flush_consumer_offset_interval,
+            "transactionCheckInterval": self.transaction_check_interval,
+            "flushIntervalCommitLog": store.flush_interval_commit_log,
+            "flushIntervalConsumeQueue": store.flush_interval_consume_queue,
+            "cleanResourceInterval": store.clean_resource_interval,
+        }
+        for key, value in periods.items():
+            if value <= 0:
+                raise ConfigError(f"{key}={value} must be a positive number of milliseconds")
+        try:
+            DelayLevels(store.message_delay_level)
+        except (ValueError, KeyError, IndexError) as exc:
+            raise ConfigError(
+                f"messageDelayLevel={store.message_delay_level!r} is malformed (levels look like '1s 5m 2h')"
+            ) from exc
+
     @classmethod
-    def load(cls, path: str | None = None, **overrides: Any) -> BrokerConfig:
+    def load(cls, path: str | None = None, *, strict: bool = False, **overrides: Any) -> BrokerConfig:
         given: dict[str, str] = {}
         if path:
             with open(path, encoding="utf-8") as f:
                 given = properties.loads(f.read())
-        return cls.from_properties(given, **overrides)
+        return cls.from_properties(given, strict=strict, **overrides)
 
     # -- derived ---------------------------------------------------------------------
     @property

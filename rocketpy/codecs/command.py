@@ -11,15 +11,15 @@ from . import fastjson
 from .codes import LanguageCode, MQVersion, SerializeType
 from .errors import CodecError
 from .frame import (
-    _PREFIX,
     DEFAULT_MAX_FRAME,
+    FRAME_PREFIX_UNIT,
     check_length,
     encode_rocketmq_header,
     frame_parts,
     pack_frame,
     parse_rocketmq_header,
 )
-from .javalang import hashmap_dict
+from .javalang import hashmap_dict, parse_java_int
 
 RESPONSE_FLAG = 1
 ONEWAY_FLAG = 2
@@ -27,6 +27,7 @@ ONEWAY_FLAG = 2
 _LANG_BY_NAME = {m.name: m for m in LanguageCode}
 _LANG_BY_CODE = {m.value: m for m in LanguageCode}
 _INT_FIELDS = ("code", "version", "opaque", "flag")
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
 # the stdlib writes \u001f where fastjson writes \u001F, and leaves DEL, C1 controls and
@@ -156,7 +157,7 @@ class RemotingCommand:
         n = len(frame)
         if n < 8:
             raise CodecError(f"frame of {n} bytes is shorter than its 8-byte prefix")
-        length, header_info = _PREFIX.unpack_from(frame, 0)
+        length, header_info = FRAME_PREFIX_UNIT.unpack_from(frame, 0)
         check_length(length, max_frame)
         if length + 4 != n:
             raise CodecError(f"frame length field says {length + 4} bytes, got {n}")
@@ -195,17 +196,28 @@ class RemotingCommand:
             raise CodecError("JSON header is not an object")
         get = data.get
         code, version, opaque, flag = get("code"), get("version", 0), get("opaque", 0), get("flag", 0)
-        if not (type(code) is int and type(version) is int and type(opaque) is int and type(flag) is int):
-            # something unusual (a missing code, numbers as strings ...): the careful way
+        if not (
+            type(code) is int
+            and type(version) is int
+            and type(opaque) is int
+            and type(flag) is int
+            and _INT_MIN <= code <= _INT_MAX
+            and _INT_MIN <= version <= _INT_MAX
+            and _INT_MIN <= opaque <= _INT_MAX
+            and _INT_MIN <= flag <= _INT_MAX
+        ):
+            # something unusual (a missing code, numbers as strings ...): the careful way;
+            # the fields are Java ints, and fastjson refuses what does not fit one
             values: dict[str, Any] = {}
             for key in _INT_FIELDS:
                 v = get(key, 0)
-                if isinstance(v, bool) or not isinstance(v, int):
-                    if isinstance(v, str) and v.lstrip("-").isdigit():
-                        v = int(v)
-                    else:
-                        raise CodecError(f"JSON header field {key} is not an integer: {v!r}")
-                values[key] = v
+                if type(v) is int:
+                    parsed = v if _INT_MIN <= v <= _INT_MAX else None
+                else:
+                    parsed = parse_java_int(v) if isinstance(v, str) else None
+                if parsed is None:
+                    raise CodecError(f"JSON header field {key} is not an integer: {v!r}")
+                values[key] = parsed
             if "code" not in data:
                 raise CodecError("JSON header has no code")
             code, version, opaque, flag = values["code"], values["version"], values["opaque"], values["flag"]

@@ -52,8 +52,12 @@ ROCKETMQ_HEADER = cs.Struct(
     "ext_fields" / cs.Prefixed(cs.Int32ub, cs.GreedyRange(EXT_FIELD)),
 )
 
-_PREFIX = struct.Struct(">iI")
-_FIXED = struct.Struct(">hBhii")
+# Fast struct forms of the definitions above, for the hot paths (and the sniffer's resync).
+FRAME_PREFIX_UNIT = struct.Struct(">iI")
+ROCKETMQ_FIXED_UNIT = struct.Struct(">hBhii")  # code, language, version, opaque, flag
+#: the smallest ROCKETMQ header: the fixed fields, then empty remark and extFields lengths
+ROCKETMQ_HEADER_MIN = ROCKETMQ_FIXED_UNIT.size + 4 + 4
+assert FRAME_PREFIX_UNIT.size == FRAME_PREFIX.sizeof()
 
 
 def split_header_info(header_info: int) -> tuple[int, int]:
@@ -95,7 +99,7 @@ def parse_rocketmq_header(data: bytes) -> tuple[int, int, int, int, int, str | N
     which decides what is an error and how it is worded.
     """
     n = len(data)
-    if n < 21:
+    if n < ROCKETMQ_HEADER_MIN:
         return _parse_rocketmq_header_checked(data)
     code, language, version, opaque, flag, rlen = _HEAD_AND_REMARK_LEN.unpack_from(data, 0)
     pos = 17 + rlen
@@ -131,8 +135,8 @@ def parse_rocketmq_header(data: bytes) -> tuple[int, int, int, int, int, str | N
 
 def _parse_rocketmq_header_checked(data: bytes) -> tuple[int, int, int, int, int, str | None, dict[str, str] | None]:
     try:
-        code, language, version, opaque, flag = _FIXED.unpack_from(data, 0)
-        pos = _FIXED.size
+        code, language, version, opaque, flag = ROCKETMQ_FIXED_UNIT.unpack_from(data, 0)
+        pos = ROCKETMQ_FIXED_UNIT.size
         (rlen,) = struct.unpack_from(">i", data, pos)
         pos += 4
         if rlen < 0 or pos + rlen > len(data):
@@ -178,7 +182,7 @@ def encode_rocketmq_header(
     remark: str | None,
     ext_fields: dict[str, str] | None,
 ) -> bytes:
-    head = _FIXED.pack(code, language, version, opaque, flag)
+    head = ROCKETMQ_FIXED_UNIT.pack(code, language, version, opaque, flag)
     r = remark.encode("utf-8") if remark else b""
     if not ext_fields:
         return b"".join((head, _INT32.pack(len(r)), r, b"\x00\x00\x00\x00"))
@@ -210,8 +214,8 @@ def frame_parts(serialize_type: int, header: bytes, body: bytes | None) -> tuple
     if len(header) > 0xFFFFFF:
         raise CodecError(f"header of {len(header)} bytes does not fit in 24 bits")
     if not body:
-        return (_PREFIX.pack(4 + len(header), (serialize_type << 24) | len(header)) + header,)
-    return (_PREFIX.pack(4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header, body)
+        return (FRAME_PREFIX_UNIT.pack(4 + len(header), (serialize_type << 24) | len(header)) + header,)
+    return (FRAME_PREFIX_UNIT.pack(4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header, body)
 
 
 class FrameSplitter:

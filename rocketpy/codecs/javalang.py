@@ -1,4 +1,4 @@
-"""Java semantics the wire depends on: String.hashCode and HashMap iteration order.
+"""Java semantics the wire depends on: integer parsing and overflow, String.hashCode, HashMap order.
 
 Java puts header fields and many body maps into a HashMap before serialising them,
 so the order on the wire is the map's bucket order. Reproducing it lets our servers
@@ -8,6 +8,7 @@ emit the very bytes a Java server would.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from collections.abc import Hashable, Iterable
 from operator import mul
@@ -22,6 +23,30 @@ def to_int32(value: int) -> int:
     """Wrap an integer to Java's signed 32-bit range."""
     value &= _MASK32
     return value - (1 << 32) if value & 0x80000000 else value
+
+
+def to_int64(value: int) -> int:
+    """Wrap an integer to Java's signed 64-bit range (long arithmetic overflows silently)."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    return value - (1 << 64) if value & (1 << 63) else value
+
+
+# sign, leading zeros, then at most 19 significant digits: a Java long never needs more, and
+# int() refuses strings of over 4300 digits with a ValueError of its own
+_JAVA_INTEGER = re.compile(r"([-+]?)0*([0-9]{1,19})\Z")
+
+
+def parse_java_int(text: str, bits: int = 32) -> int | None:
+    """Integer.parseInt (``bits=32``) or Long.parseLong (64) of ``text``; None where Java throws.
+
+    An optional sign and ASCII digits, in range; any number of leading zeros.
+    """
+    m = _JAVA_INTEGER.match(text)
+    if m is None:
+        return None
+    value = int(m.group(1) + m.group(2))
+    limit = 1 << (bits - 1)
+    return value if -limit <= value < limit else None
 
 
 _HASH_CHUNK = 256

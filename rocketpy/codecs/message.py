@@ -54,7 +54,7 @@ from construct import (
 
 from .codes import CompressionType, MessageConst, MessageSysFlag
 from .errors import CodecError
-from .javalang import java_string_hash
+from .javalang import java_string_hash, parse_java_int
 
 __all__ = [
     "BATCH_ENTRY",
@@ -517,8 +517,6 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
 # Typed views
 # ---------------------------------------------------------------------------
 
-_JAVA_INT = re.compile(r"[-+]?[0-9]+\Z")
-
 
 @dataclass(slots=True)
 class Message:
@@ -570,8 +568,9 @@ class Message:
         raw = self.properties.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL)
         if raw is None:
             return 0
-        if not _JAVA_INT.match(raw) or not -(1 << 31) <= (level := int(raw)) < (1 << 31):
-            raise CodecError(f"DELAY is not an int: {raw!r}")
+        level = parse_java_int(raw)
+        if level is None:
+            raise CodecError(f"DELAY is not an int: {raw[:40]!r}")
         return level
 
     @property

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .codes import RequestCode, ResponseCode
+from .codes import MessageSysFlag, RequestCode, ResponseCode
+from .errors import CodecError
 
 if TYPE_CHECKING:
     from .command import RemotingCommand
+    from .headers.send import ReplyMessageRequestHeader, SendMessageRequestHeader
+    from .message import Message
 
 #: responses whose body is message records laid back to back (MessageDecoder format)
 MESSAGE_RECORD_RESPONSES = frozenset(
@@ -62,3 +65,46 @@ def decode_body(cmd: RemotingCommand) -> Any:
         return RegisterBrokerBody.decode_body(body, compressed=compressed)
     cls = registry.REQUEST_BODIES.get(code)
     return cls.decode(body) if cls is not None else body
+
+
+def send_header(cmd: RemotingCommand) -> SendMessageRequestHeader | ReplyMessageRequestHeader:
+    """The typed header of a request in RAW_MESSAGE_BODY_REQUESTS, the one-letter V2 form turned
+    long-named as the broker does; CodecError when it does not decode."""
+    from .headers.send import ReplyMessageRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2
+
+    if cmd.is_response or cmd.code not in RAW_MESSAGE_BODY_REQUESTS:
+        raise CodecError(f"request code {cmd.code} does not carry a message body")
+    header = cmd.header
+    if isinstance(header, SendMessageRequestHeaderV2):
+        return header.to_v1()
+    if not isinstance(header, (SendMessageRequestHeader, ReplyMessageRequestHeader)):
+        raise CodecError(f"request code {cmd.code} has no send header")  # the registry maps every code above
+    return header
+
+
+def sent_message(
+    cmd: RemotingCommand,
+    header: SendMessageRequestHeader | ReplyMessageRequestHeader | None = None,
+    *,
+    decompress: bool = False,
+    max_size: int | None = None,
+) -> Message:
+    """The message a request in RAW_MESSAGE_BODY_REQUESTS carries: the body from the frame, topic,
+    flag and properties from its typed header (``header``, or :func:`send_header` of ``cmd``).
+
+    ``decompress`` inflates a body the header's sysFlag marks compressed (the application's
+    payload; ``max_size`` bounds it); CodecError when the header or the body does not decode.
+    """
+    from .message import Message, decompress_body, string_to_properties
+
+    if header is None:
+        header = send_header(cmd)
+    body = cmd.body or b""
+    if decompress and body and (header.sys_flag or 0) & MessageSysFlag.COMPRESSED_FLAG:
+        body = decompress_body(body, max_size=max_size)
+    return Message(
+        topic=header.topic or "",
+        body=body,
+        flag=header.flag or 0,
+        properties=string_to_properties(header.properties),
+    )

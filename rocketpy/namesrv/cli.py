@@ -12,6 +12,7 @@ import trio
 
 from .config import NamesrvConfig
 from .kv_config import KVConfigError
+from .properties import ConfigError
 from .server import NameServer
 
 log = logging.getLogger("rocketpy.namesrv")
@@ -45,7 +46,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def load_config(args: argparse.Namespace) -> NamesrvConfig:
-    config = NamesrvConfig.from_file(args.config_file) if args.config_file else NamesrvConfig()
+    config = NamesrvConfig.from_file(args.config_file, strict=True) if args.config_file else NamesrvConfig()
     if args.listen:
         config.listen_host, config.listen_port = args.listen
     return config
@@ -73,6 +74,9 @@ def run_cli(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"cannot read config file: {exc}", file=sys.stderr)
         return 2
+    except ConfigError as exc:
+        print(f"bad config file {args.config_file}: {exc}", file=sys.stderr)
+        return 2
     if args.print_config:
         for key, value in config.to_properties().items():
             print(f"{key}={value}")
@@ -87,7 +91,10 @@ def run_cli(args: argparse.Namespace) -> int:
     try:
         trio.run(serve_until_signal, server)
     except* OSError as group:
-        print(f"cannot listen on {config.listen_host}:{config.listen_port}: {group.exceptions[0]}", file=sys.stderr)
+        first: BaseException = group
+        while isinstance(first, BaseExceptionGroup):  # nurseries nest: name the OSError itself
+            first = first.exceptions[0]
+        print(f"cannot listen on {config.listen_host}:{config.listen_port}: {first}", file=sys.stderr)
         status = 1
     return status
 

@@ -76,10 +76,12 @@ class NamesrvConfig:
         """Java key -> dataclass field, for every setting."""
         return {cls.java_key(f.name): f for f in dataclasses.fields(cls) if f.name != "extra"}
 
-    def apply(self, props: Mapping[str, str], *, warn_unknown: bool = True) -> list[str]:
+    def apply(self, props: Mapping[str, str], *, warn_unknown: bool = True, strict: bool = False) -> list[str]:
         """Set what ``props`` names, parsing like MixAll.properties2Object; returns unknown keys.
 
-        A value that does not parse leaves the setting as it was (Java ignores it too).
+        A value that does not parse leaves the setting as it was (Java ignores it too, and
+        UPDATE_NAMESRV_CONFIG must stay that lenient); ``strict`` (a config file given to the
+        CLI) raises ConfigError instead, so a typo cannot silently start the default server.
         """
         settings = self.settings()
         unknown = []
@@ -90,9 +92,15 @@ class NamesrvConfig:
                 self.extra[key] = text
                 continue
             try:
-                setattr(self, f.name, _parse(text, f.type))
+                value = _parse(text, f.type)
             except ValueError:
+                if strict:
+                    raise properties.ConfigError(f"{key}={text!r} is not {_kind_name(f.type)}") from None
                 log.warning("config %s: cannot use %r as %s; keeping %r", key, text, f.type, getattr(self, f.name))
+                continue
+            if strict and key == "listenPort" and not 0 <= value < 65536:
+                raise properties.ConfigError(f"listenPort={text!r} is not a port number (0-65535)")
+            setattr(self, f.name, value)
         if unknown and warn_unknown:
             log.warning("unknown NameServer config keys (ignored): %s", ", ".join(sorted(unknown)))
         return unknown
@@ -112,11 +120,16 @@ class NamesrvConfig:
         return set(ALWAYS_BLACK_LISTED) | {k for k in self.config_black_list.split(";")}
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> NamesrvConfig:
-        """A config read from a properties file (``configStorePath`` becomes that file, like Java)."""
-        text = Path(path).read_text(encoding="utf-8")
+    def from_file(cls, path: str | os.PathLike[str], *, strict: bool = False) -> NamesrvConfig:
+        """A config read from a properties file (``configStorePath`` becomes that file, like Java).
+
+        ``strict``: a value that does not parse raises ConfigError (see :meth:`apply`)."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise properties.ConfigError(f"{path} is not UTF-8 text: {exc}") from None
         config = cls()
-        config.apply(properties.loads(text))
+        config.apply(properties.loads(text), strict=strict)
         config.config_store_path = str(path)
         return config
 
@@ -128,6 +141,10 @@ def _parse(text: str, kind: Any) -> Any:
     if kind.startswith("int"):
         return int(text.strip())
     return text
+
+
+def _kind_name(kind: Any) -> str:
+    return "an integer" if str(kind).startswith("int") else str(kind)
 
 
 def _format(value: Any) -> str:

@@ -7,7 +7,11 @@ import re
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
-class PropertiesError(ValueError):
+class ConfigError(ValueError):
+    """A config file or setting a server cannot start with; the CLIs print it on one line and exit."""
+
+
+class PropertiesError(ConfigError):
     """Text that Properties.load refuses (a malformed \\uXXXX escape)."""
 
 

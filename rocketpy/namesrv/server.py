@@ -93,7 +93,9 @@ class NameServer:
     async def scan_not_active_brokers(self) -> None:
         """Every scan interval, drop brokers silent for longer than the expiry and close their connections."""
         while True:
-            await trio.sleep(self.config.scan_not_active_broker_interval / 1000)
+            # re-read each round (UPDATE_NAMESRV_CONFIG may change it); a value <= 0 must neither
+            # crash the server (trio.sleep refuses negatives) nor spin
+            await trio.sleep(max(self.config.scan_not_active_broker_interval, 10) / 1000)
             gone = self.routes.scan_not_active_broker(self.config.broker_channel_expired_time)
             for _, channel in gone:
                 if isinstance(channel, Connection):

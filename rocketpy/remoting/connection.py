@@ -182,6 +182,9 @@ class Connection:
                 data = b""
             if not data:
                 self._eof = True
+                if self.reader.buffered:
+                    # the peer left mid-frame: say so, or the dropped request vanishes without a trace
+                    log.warning("%s closed mid-frame; %d bytes dropped", self.remote_addr, self.reader.buffered)
                 break
             self.last_active = trio.current_time()
             commands = self.reader.feed(data)

@@ -179,11 +179,13 @@ def java_decode_header(request: RemotingCommand, cls: type[Any]) -> Any:
 
     Java logs and skips a missing @CFNotNull field or an unparsable value (the field keeps
     its initializer), and checks nothing when extFields is absent; servers must accept
-    what Java accepts, so this never raises for those cases.
+    what Java accepts, so this never raises for those cases. When extFields is present
+    (even empty) Java then runs the header's checkFields, whose CodecError the dispatcher
+    answers with SYSTEM_ERROR as Java answers its RemotingCommandException.
     """
     header = cls()
     ext = request.ext_fields
-    if not ext:
+    if ext is None:
         return header
     for spec in cls.fields_spec:
         text = ext.get(spec.java_name)
@@ -193,4 +195,5 @@ def java_decode_header(request: RemotingCommand, cls: type[Any]) -> Any:
             setattr(header, spec.attr, spec.parse(text, cls.__name__))
         except (ValueError, TypeError) as exc:
             log.warning("header %s field %s: %s", cls.__name__, spec.java_name, exc)
+    header.check_fields()
     return header

@@ -7,7 +7,7 @@ import dataclasses
 import enum
 from typing import Any
 
-from ..codecs.codes import MessageSysFlag, RequestCode, SerializeType, request_code_name
+from ..codecs.codes import RequestCode, SerializeType, request_code_name
 from ..codecs.command import RemotingCommand
 from ..codecs.errors import CodecError
 from .reassembly import CapturedFrame, Endpoint
@@ -124,7 +124,7 @@ def typed_header(cmd: RemotingCommand) -> tuple[str | None, list[tuple[str, str,
         return None, raw  # error responses carry no typed header, only what the remark says
     try:
         header = cmd.header
-    except Exception as exc:  # a header that does not decode is shown raw, with why
+    except CodecError as exc:  # a header that does not decode is shown raw, with why
         return f"undecodable: {exc}", raw
     if header is None:
         return None, raw
@@ -150,36 +150,21 @@ def _properties(text: str) -> dict[str, str]:
 
 
 def decoded_body(cmd: RemotingCommand) -> Any:
-    """The typed body; SEND requests become a Message built from header properties and body."""
+    """The typed body; SEND requests become a Message built from the typed header and the body
+    (inflated when compressed: what the application sent, not the deflate stream)."""
     from ..codecs import payload
-    from ..codecs.message import Message
 
     if not cmd.body:
         return None
     if not cmd.is_response and cmd.code in payload.RAW_MESSAGE_BODY_REQUESTS:
-        ext = cmd.ext_fields or {}
-        v2 = cmd.code in _V2_CODES or "b" in ext
-        props = _properties(ext.get("i" if v2 else "properties", ""))
-        topic = ext.get("b" if v2 else "topic", "")
-        flag = ext.get("h" if v2 else "flag", "0")
-        sys_flag = ext.get("f" if v2 else "sysFlag", "0")
-        body = cmd.body
-        if sys_flag.isdigit() and int(sys_flag) & MessageSysFlag.COMPRESSED_FLAG:
-            from ..codecs.message import decompress_body
-
-            try:  # show what the application sent, not the deflate stream
-                body = decompress_body(body, max_size=64 << 20)
-            except CodecError:
-                pass
-        return Message(topic=topic, body=body, flag=int(flag) if flag.lstrip("-").isdigit() else 0,
-                       properties=props)
+        return payload.sent_message(cmd, decompress=True, max_size=64 << 20)
     return cmd.decode_body()
 
 
 def body_json(cmd: RemotingCommand) -> Any:
     try:
         return jsonable(decoded_body(cmd))
-    except Exception as exc:  # any decoder failure: still show the bytes
+    except CodecError as exc:  # a body that does not decode: still show the bytes
         return {"undecodable": str(exc), "raw": jsonable(cmd.body)}
 
 
@@ -189,7 +174,7 @@ def message_extras(msg: Any) -> dict[str, Any]:
     for attr in ("msg_id", "uniq_key"):
         try:
             value = getattr(msg, attr, None)
-        except Exception:  # a record with a malformed store host has no msg id
+        except CodecError:  # a record with a malformed store host has no msg id
             value = None
         if value is not None:
             out[attr] = value

@@ -8,20 +8,22 @@ serialize type and a header that actually decodes to believable values.
 from __future__ import annotations
 
 import re
-import struct
 
 from ..codecs.command import RemotingCommand
 from ..codecs.errors import CodecError
-from ..codecs.frame import DEFAULT_MAX_FRAME, decode_rocketmq_header
-
-_PREFIX = struct.Struct(">iI")
+from ..codecs.frame import (
+    DEFAULT_MAX_FRAME,
+    FRAME_PREFIX_UNIT,
+    ROCKETMQ_FIXED_UNIT,
+    ROCKETMQ_HEADER_MIN,
+    parse_rocketmq_header,
+)
 
 # A frame start: length, then header_info with serialize type 0 (JSON, header
 # opening with '{') or 1 (ROCKETMQ, header length below 16 MiB so its top byte is 0).
 _CANDIDATE = re.compile(rb"\x00[\x00-\xff]{3}\{|\x01\x00[\x00-\xff]{2}", re.S)
 #: a resync candidate whose header claims more than this is not believed
 _MAX_RESYNC_HEADER = 1 << 20
-_MIN_BINARY_HEADER = 2 + 1 + 2 + 4 + 4 + 4 + 4
 
 
 class StreamDecoder:
@@ -75,7 +77,7 @@ class StreamDecoder:
             pos = self._pos
             if len(buf) - pos < 8:
                 break
-            length, _info = _PREFIX.unpack_from(buf, pos)
+            length, _info = FRAME_PREFIX_UNIT.unpack_from(buf, pos)
             if length < 4 or length + 4 > self.max_frame:
                 # not a frame boundary after all: the stream is out of step
                 self.synced = False
@@ -127,7 +129,6 @@ _MAX_CODE = 4096
 _MAX_VERSION = 4096
 _MAX_LANGUAGE = 63
 _JSON_SECOND = frozenset(b'"} \t\r\n')
-_BINARY_FIXED = struct.Struct(">hBhii")
 _KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*\Z")
 
 
@@ -139,7 +140,7 @@ def _plausible(buf: bytearray, pos: int, max_frame: int) -> bool | None:
     """
     if len(buf) - pos < 9:
         return None
-    length, info = _PREFIX.unpack_from(buf, pos)
+    length, info = FRAME_PREFIX_UNIT.unpack_from(buf, pos)
     stype, hlen = info >> 24, info & 0xFFFFFF
     if length < 4 or length + 4 > max_frame or hlen > length - 4 or hlen > _MAX_RESYNC_HEADER:
         return False
@@ -150,10 +151,10 @@ def _plausible(buf: bytearray, pos: int, max_frame: int) -> bool | None:
         if avail > 9 and buf[pos + 9] not in _JSON_SECOND:  # a key or the end must follow
             return False
     elif stype == 1:
-        if hlen < _MIN_BINARY_HEADER:
+        if hlen < ROCKETMQ_HEADER_MIN:
             return False
-        if avail >= 8 + 13:  # judge the fixed fields before waiting for the whole header
-            code, language, version, _opaque, flag = _BINARY_FIXED.unpack_from(buf, pos + 8)
+        if avail >= 8 + ROCKETMQ_FIXED_UNIT.size:  # judge the fixed fields before the whole header is in
+            code, language, version, _opaque, flag = ROCKETMQ_FIXED_UNIT.unpack_from(buf, pos + 8)
             if flag & ~3 or not 0 <= code < _MAX_CODE or not 0 <= version < _MAX_VERSION or language > _MAX_LANGUAGE:
                 return False
     else:
@@ -163,14 +164,13 @@ def _plausible(buf: bytearray, pos: int, max_frame: int) -> bool | None:
     header = bytes(buf[pos + 8 : pos + 8 + hlen])
     try:
         if stype == 0:
-            cmd = RemotingCommand.decode(_PREFIX.pack(4 + hlen, info) + header)
+            cmd = RemotingCommand.decode(FRAME_PREFIX_UNIT.pack(4 + hlen, info) + header)
             code, flag, version = cmd.code, cmd.flag, cmd.version
             language = 0
             keys = list(cmd.ext_fields or ())
         else:
-            fields = decode_rocketmq_header(header)
-            code, flag, version, language = (int(fields[k]) for k in ("code", "flag", "version", "language"))  # type: ignore[call-overload]
-            keys = list(fields["ext_fields"] or ())  # type: ignore[call-overload]
+            code, language, version, _opaque, flag, _remark, ext = parse_rocketmq_header(header)
+            keys = list(ext or ())
     except (CodecError, RecursionError):
         return False
     if flag & ~3 or not 0 <= code < _MAX_CODE or not 0 <= version < _MAX_VERSION or language > _MAX_LANGUAGE:

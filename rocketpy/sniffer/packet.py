@@ -121,7 +121,7 @@ def parse_tcp(ts: float, linktype: int, buf: bytes, number: int = 0) -> Packet |
             end = off + total if total else len(buf)
             off += ihl
         else:
-            if buf[off] >> 4 != 6:
+            if buf[off] >> 4 != 6 or len(buf) < off + 40:  # inet_ntop wants whole addresses
                 return None
             plen = _U16.unpack_from(buf, off + 4)[0]
             nxt = buf[off + 6]

@@ -36,6 +36,8 @@ _PCAP_MAGIC = {
     b"\xa1\xb2\x3c\x4d": (">", 1e-9),
 }
 _PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+#: the smallest length of the blocks read here: type, length, fixed fields, trailing length
+_PCAPNG_MIN_BLOCK = {1: 20, 2: 32, 3: 16, 6: 32}
 
 
 class CaptureFormatError(ValueError):
@@ -115,6 +117,8 @@ class PacketReader:
             if not self._need(blen):
                 return
             block = self._take(blen)
+            if blen < _PCAPNG_MIN_BLOCK.get(btype, 12):
+                raise CaptureFormatError(f"pcapng block of type {btype} cut short ({blen} bytes)")
             if btype == 1:  # interface description
                 linktype = struct.unpack_from(endian + "H", block, 8)[0]
                 interfaces.append((linktype, _if_tsresol(block[16 : blen - 4], endian)))

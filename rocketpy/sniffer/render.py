@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..codecs.codes import request_code_name
+from ..codecs.errors import CodecError
 from .describe import (
     PROPERTY_KEYS,
     decoded_body,
@@ -136,7 +137,7 @@ def _body_lines(cmd: Any) -> list[Text]:
 
     try:
         body = decoded_body(cmd)
-    except Exception as exc:  # show why, then the bytes
+    except CodecError as exc:  # show why, then the bytes
         return [Text(f"    body ({len(cmd.body)} bytes, undecodable: {exc})", "red"), _preview(cmd.body)]
     if isinstance(body, Message):
         body = [body]
@@ -169,7 +170,7 @@ def _message_lines(i: int, msg: Any) -> list[Text]:
         out.append(Text(f"          {k}={v}", "dim"))
     try:
         body = msg.decompressed_body()
-    except Exception:  # a compressed body that does not inflate: show it as stored
+    except CodecError:  # a compressed body that does not inflate: show it as stored
         body = msg.body
     out.append(_preview(body, indent=10))
     return out

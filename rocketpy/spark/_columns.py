@@ -39,9 +39,25 @@ def arrow_schema(columns: Columns) -> pa.Schema:
     return pa.schema([(name, _KINDS[kind][1]) for name, kind in columns])
 
 
+# What a timestamp column can hold: years 1 to 9999, Spark's range and Python's datetime's
+# (a damaged record's clock field can say anything; the raw long column keeps it).
+_MIN_US = -62_135_596_800_000_000
+_MAX_US = 253_402_300_800_000_000 - 1
+
+
 def ms_to_us(ms: int | None) -> int | None:
-    """Epoch millis (RocketMQ's clock unit) as the microseconds a timestamp column holds."""
-    return None if ms is None else ms * 1000
+    """Epoch millis (RocketMQ's clock unit) as the microseconds a timestamp column holds;
+    None for a time outside the years 1 to 9999."""
+    if ms is None:
+        return None
+    us = ms * 1000
+    return us if _MIN_US <= us <= _MAX_US else None
+
+
+def seconds_to_us(seconds: float) -> int | None:
+    """Epoch seconds (a capture's clock) as timestamp-column microseconds, like :func:`ms_to_us`."""
+    us = round(seconds * 1_000_000)
+    return us if _MIN_US <= us <= _MAX_US else None
 
 
 class BatchBuilder:

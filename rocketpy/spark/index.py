@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 
+from ..codecs.javalang import to_int64
 from ..codecs.store_records import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE, IndexFileView
 from ._columns import BatchBuilder, ms_to_us
 from ._files import mapped
@@ -75,7 +76,7 @@ def index_batches(path: str, options: Mapping[str, str], max_rows: int = 8192) -
         view = IndexFileView(buf, slots, entries)
         h = view.header
         for number, e in view.entries():
-            ts = h.begin_timestamp + e.time_diff * 1000
+            ts = to_int64(h.begin_timestamp + e.time_diff * 1000)  # Java's long arithmetic
             slot = e.key_hash % slots
             batch = builder.add(
                 (

@@ -1,16 +1,15 @@
 """Captures as rows: one per RemotingCommand, or one per message carried when exploded.
 
-Frames come from :func:`rocketpy.sniffer.pcap.read_frames`, which streams the capture.
-Pairing happens here, also streaming: a request's row is held until its response
-arrives, so both rows carry the latency and the request's row its outcome. Held
-requests are bounded: past ``pairTimeoutSeconds`` of capture time without an answer
-(a long-poll still parked, a lost response) the request is given up and emitted
-unpaired, so a capture of any length is read in bounded memory.
+Frames come from :func:`rocketpy.sniffer.pcap.read_frames`, which streams the capture,
+and are paired by the sniffer's :class:`~rocketpy.sniffer.pairing.Pairer`, also streaming:
+a request's row is held until its response arrives, so both rows carry the latency and
+the request's row its outcome. Held requests are bounded: past ``pairTimeoutSeconds`` of
+capture time without an answer (a long-poll still parked, a lost response) the request
+is given up and emitted unpaired, so a capture of any length is read in bounded memory.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +19,18 @@ import pyarrow as pa
 from ..codecs.codes import LanguageCode, MessageConst, RequestCode, ResponseCode, request_code_name, response_code_name
 from ..codecs.command import RemotingCommand
 from ..codecs.errors import CodecError
-from ..codecs.message import Message, MessageExt, decode_batch, decode_message, decode_messages, string_to_properties
-from ..codecs.payload import MESSAGE_RECORD_REQUESTS, MESSAGE_RECORD_RESPONSES, RAW_MESSAGE_BODY_REQUESTS
+from ..codecs.javalang import parse_java_int
+from ..codecs.message import Message, MessageExt, decode_batch, decode_message, decode_messages
+from ..codecs.payload import (
+    MESSAGE_RECORD_REQUESTS,
+    MESSAGE_RECORD_RESPONSES,
+    RAW_MESSAGE_BODY_REQUESTS,
+    send_header,
+    sent_message,
+)
+from ..sniffer.pairing import Pairer
 from ..sniffer.pcap import DEFAULT_PORTS, CapturedFrame, read_frames
-from ._columns import BatchBuilder
+from ._columns import BatchBuilder, seconds_to_us
 
 __all__ = ["PCAP_COLUMNS", "PcapOptions", "pcap_batches"]
 
@@ -114,12 +121,8 @@ def _endpoint(ep: tuple[str, int]) -> str:
 
 
 def _int(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
+    """A header field as Integer.parseInt reads it; None when absent or not an int."""
+    return None if text is None else parse_java_int(text)
 
 
 def _first(ext: Mapping[str, str], names: tuple[str, ...]) -> str | None:
@@ -169,22 +172,19 @@ def _message_values(msg: Message, index: int) -> dict[str, Any]:
     return values
 
 
-def _sent_message(cmd: RemotingCommand, topic: str | None, queue_id: int | None) -> dict[str, Any]:
-    """The one message of a SEND / reply request: body from the frame, the rest from the header."""
-    ext = cmd.ext_fields or {}
-    v2 = cmd.code in _V2_CODES
-    props = string_to_properties(ext.get("i") if v2 else ext.get("properties"))
-    flag = _int(ext.get("h" if v2 else "flag")) or 0
-    msg = Message(topic=topic or "", body=cmd.body or b"", flag=flag, properties=props)
-    values = _message_values(msg, 0)
+def _sent_message(cmd: RemotingCommand, queue_id: int | None) -> dict[str, Any]:
+    """The one message of a SEND / reply request: body from the frame, the rest from the typed header."""
+    header = send_header(cmd)
+    values = _message_values(sent_message(cmd, header), 0)
     values.update(
         msg_queue_id=queue_id,
-        msg_sys_flag=_int(ext.get("f" if v2 else "sysFlag")),
-        msg_born_timestamp=_int(ext.get("g" if v2 else "bornTimestamp")),
-        msg_reconsume_times=_int(ext.get("j" if v2 else "reconsumeTimes")),
-        msg_born_host=ext.get("bornHost"),
-        msg_store_host=ext.get("storeHost"),
-        msg_store_timestamp=_int(ext.get("storeTimestamp")),
+        msg_sys_flag=header.sys_flag,
+        msg_born_timestamp=header.born_timestamp,
+        msg_reconsume_times=header.reconsume_times,
+        # a reply the broker pushes (ReplyMessageRequestHeader) says where it was stored
+        msg_born_host=getattr(header, "born_host", None),
+        msg_store_host=getattr(header, "store_host", None),
+        msg_store_timestamp=getattr(header, "store_timestamp", None),
     )
     return values
 
@@ -202,7 +202,7 @@ def carried_messages(cmd: RemotingCommand, topic: str | None, queue_id: int | No
             return [_message_values(m, i) for i, m in enumerate(decode_messages(cmd.body, decompress=False))]
         return []
     if cmd.code in RAW_MESSAGE_BODY_REQUESTS:
-        return [_sent_message(cmd, topic, queue_id)]
+        return [_sent_message(cmd, queue_id)]
     if cmd.code == RequestCode.SEND_BATCH_MESSAGE:
         out = []
         for i, m in enumerate(decode_batch(cmd.body, topic or "")):
@@ -237,7 +237,7 @@ def _base_values(path: str, index: int, fr: CapturedFrame) -> dict[str, Any]:
         "file": path,
         "frame_index": index,
         "ts": fr.ts,
-        "time": int(round(fr.ts * 1_000_000)),
+        "time": seconds_to_us(fr.ts),
         "src": _endpoint(fr.src),
         "dst": _endpoint(fr.dst),
         "client": _endpoint(client),
@@ -319,38 +319,21 @@ def pcap_batches(path: str, options: PcapOptions | None = None) -> Iterator[pa.R
     """Batches of the rows of one capture file, read as a stream."""
     opts = options or PcapOptions()
     out = _Emitter(opts.explode_messages)
-    # Requests waiting for a response, oldest first: key = (src, dst, opaque), as the
-    # response comes back dst→src with the same opaque.
-    pending: OrderedDict[tuple[Any, Any, int], _Row] = OrderedDict()
+    pairer = Pairer(timeout=opts.pair_timeout)
+    held: dict[int, _Row] = {}  # rows of the requests the pairer holds, by id of their frame
     with open(path, "rb") as stream:
         for index, fr in enumerate(read_frames(stream, opts.ports)):
             row = _Row(fr, index, _base_values(path, index, fr))
-            # Give up on requests older than the timeout: emit them unpaired.
-            while pending:
-                oldest = next(iter(pending.values()))
-                if fr.ts - oldest.frame.ts <= opts.pair_timeout:
-                    break
-                pending.popitem(last=False)
-                yield from out.emit(oldest)
-            cmd = fr.command
-            if cmd is None:
-                yield from out.emit(row)
-            elif not cmd.is_response:
-                if cmd.is_oneway:
-                    yield from out.emit(row)
-                else:
-                    key = (fr.src, fr.dst, cmd.opaque)
-                    stale = pending.pop(key, None)
-                    if stale is not None:  # opaque reused before an answer came: the old one had none
-                        yield from out.emit(stale)
-                    pending[key] = row
-            else:
-                req = pending.pop((fr.dst, fr.src, cmd.opaque), None)
-                if req is not None and req.frame.command is not None:
-                    cmd.request_code = req.frame.command.code
-                    _pair(req, row)
-                    yield from out.emit(req)
-                yield from out.emit(row)
-    for row in pending.values():
-        yield from out.emit(row)
+            for given_up in pairer.add(fr):  # unanswered in time, or the opaque reused: emitted unpaired
+                yield from out.emit(held.pop(id(given_up)))
+            if pairer.waiting(fr):
+                held[id(fr)] = row
+                continue
+            if fr.request is not None:  # a response: its request's row goes out first
+                req = held.pop(id(fr.request))
+                _pair(req, row)
+                yield from out.emit(req)
+            yield from out.emit(row)
+    for fr in pairer.drain():
+        yield from out.emit(held.pop(id(fr)))
     yield from out.finish()

@@ -132,7 +132,11 @@ class MessageStoreConfig:
             f = kinds.get(_norm(key.strip()))
             if f is None:
                 continue
-            values[f.name] = _convert(f.type, raw.strip())
+            try:
+                values[f.name] = _convert(f.type, raw.strip())
+            except ValueError as exc:
+                # name the key: this ends up as the one line a bad broker.conf is refused with
+                raise ValueError(f"{key.strip()}={raw.strip()!r}: {exc}") from None
         values.update(overrides)
         return cls(**values)
 

@@ -70,7 +70,11 @@ def update_and_create_topic(ctx: Any, request: RemotingCommand) -> RemotingComma
     err = _check_topic_name(request, topic)
     if err is not None:
         return err
-    tc = new_topic(topic, h.read_queue_nums or 0, h.write_queue_nums or 0, h.perm or 0, h.topic_sys_flag or 0)
+    for name, value in (("readQueueNums", h.read_queue_nums), ("writeQueueNums", h.write_queue_nums), ("perm", h.perm)):
+        if value is None:
+            # Java unboxes these Integers: a missing or unparsable one fails the request, no topic is made
+            raise ValueError(f"the custom field <{name}> is null")
+    tc = new_topic(topic, h.read_queue_nums, h.write_queue_nums, h.perm, h.topic_sys_flag or 0)
     try:
         tc.topic_filter_type = TopicFilterType[h.topic_filter_type or "SINGLE_TAG"]
     except KeyError:
@@ -102,7 +106,11 @@ def get_all_topic_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
 def update_and_create_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     broker: BrokerController = ctx.state
     if request.body:
-        broker.groups.update(SubscriptionGroupConfig.decode(request.body))
+        cfg = SubscriptionGroupConfig.decode(request.body)
+        if cfg.group_name is None:
+            # Java's table.put(null, ...) throws; a nameless group must not reach subscriptionGroup.json
+            raise ValueError("SubscriptionGroupConfig has no groupName")
+        broker.groups.update(cfg)
     return respond(request)
 
 

@@ -131,9 +131,16 @@ def update_consumer_offset(ctx: Any, request: RemotingCommand) -> RemotingComman
     return respond(request, header={})
 
 
+def _check_queues(mqs: Any) -> None:
+    # a null queue makes Java's ConcurrentHashMap throw; it must not become a lock table key
+    if any(mq is None for mq in mqs or ()):
+        raise ValueError("mqSet holds a null MessageQueue")
+
+
 def lock_batch_mq(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     broker: BrokerController = ctx.state
     body = LockBatchRequestBody.decode(request.body or b"{}")
+    _check_queues(body.mq_set)
     locked = broker.locks.try_lock_batch(body.consumer_group or "", body.mq_set, body.client_id or "")
     return respond(request, body=LockBatchResponseBody(lock_ok_mq_set=list(locked)).encode())
 
@@ -141,5 +148,6 @@ def lock_batch_mq(ctx: Any, request: RemotingCommand) -> RemotingCommand:
 def unlock_batch_mq(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     broker: BrokerController = ctx.state
     body = UnlockBatchRequestBody.decode(request.body or b"{}")
+    _check_queues(body.mq_set)
     broker.locks.unlock_batch(body.consumer_group or "", body.mq_set, body.client_id or "")
     return respond(request)

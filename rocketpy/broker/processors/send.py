@@ -7,6 +7,7 @@ one-letter names or V1 long names) instead of building a typed header.
 from __future__ import annotations
 
 import logging
+import struct
 from typing import TYPE_CHECKING, Any
 
 from ...codecs import RemotingCommand, ResponseCode
@@ -351,6 +352,26 @@ async def _answer_after_flush(
         log.warning("send answer to %s lost: %s", ctx.remote_addr, exc)
 
 
+def batch_body_error(body: bytes) -> str | None:
+    """Why Java's batch encoder would throw reading ``body`` (an entry running past its end), else None.
+
+    Each entry: TOTALSIZE, MAGICCODE, BODYCRC, FLAG (int32 each), BODYLEN + body, PROPLEN (int16) + properties.
+    """
+    pos, end = 0, len(body)
+    while pos < end:
+        if end - pos < 20:
+            return f"entry at {pos} is truncated"
+        (body_len,) = struct.unpack_from(">i", body, pos + 16)
+        props_at = pos + 20 + body_len
+        if body_len < 0 or props_at + 2 > end:
+            return f"entry at {pos}: body length {body_len} runs past the batch"
+        (props_len,) = struct.unpack_from(">h", body, props_at)
+        if props_len < 0 or props_at + 2 + props_len > end:
+            return f"entry at {pos}: properties length {props_len} runs past the batch"
+        pos = props_at + 2 + props_len
+    return None
+
+
 async def _send_batch(broker: BrokerController, ctx: Any, request: RemotingCommand, h: SendHeader) -> RemotingCommand:
     tc, err = msg_check(broker, ctx, request, h)
     if err is not None:
@@ -364,6 +385,10 @@ async def _send_batch(broker: BrokerController, ctx: Any, request: RemotingComma
         return _send_error(
             broker, request, ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {h.topic}"
         )
+    bad = batch_body_error(request.body or b"")
+    if bad is not None:
+        # Java's encoder throws (BufferUnderflow / IndexOutOfBounds): the answer is SYSTEM_ERROR
+        raise ValueError(f"corrupt batch body: {bad}")
     props = string_to_properties(h.properties)
     props[_CLUSTER] = broker.config.broker_cluster_name
     batch = MessageExtBatch(

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import re
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from .. import fastjson
 from ..errors import CodecError
+from ..javalang import parse_java_int
 
 T = TypeVar("T")
 
@@ -46,19 +46,17 @@ def _expect(kind: type | tuple[type, ...], what: str) -> Callable[[Any], Any]:
     return load
 
 
-_JAVA_INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
-
-
 def _int_loader(bits: int) -> Callable[[Any], int]:
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
     def load(v: Any) -> int:
         # fastjson reads numbers given as strings too (BrowserCompatible writes big longs quoted)
         if isinstance(v, str):
-            if not _JAVA_INTEGER.fullmatch(v):
-                raise CodecError(f"expected an integer, got {v[:40]!r}")
-            v = int(v)
-        elif isinstance(v, bool) or not isinstance(v, int):
+            parsed = parse_java_int(v, bits)
+            if parsed is None:
+                raise CodecError(f"expected a {bits}-bit Java integer, got {v[:40]!r}")
+            return parsed
+        if isinstance(v, bool) or not isinstance(v, int):
             raise CodecError(f"expected an integer, got {type(v).__name__}")
         if not lo <= v <= hi:
             raise CodecError(f"{v} does not fit a {bits}-bit Java integer")

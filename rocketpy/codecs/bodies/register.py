@@ -3,7 +3,6 @@ topic configs, data versions, and the CRC32 the request header carries."""
 
 from __future__ import annotations
 
-import re
 import struct
 import time
 import zlib
@@ -12,6 +11,7 @@ from typing import ClassVar
 from .. import fastjson
 from ..codes import TopicFilterType
 from ..errors import CodecError
+from ..javalang import parse_java_int
 from .base import BOOL, INT, LONG, STR, JsonBody, bfield, enum_of, list_of, map_of, obj
 from .route import KVTable
 
@@ -83,16 +83,11 @@ class TopicConfig(JsonBody):
         )
 
 
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-
-
 def _java_int(text: str) -> int:
     """Integer.parseInt: optional sign, ASCII digits, 32-bit range."""
-    if not _JAVA_INT.fullmatch(text):
+    value = parse_java_int(text)
+    if value is None:
         raise CodecError(f"not an int: {text[:40]!r}")
-    value = int(text)
-    if not -(1 << 31) <= value < (1 << 31):
-        raise CodecError(f"int out of range: {text[:40]!r}")
     return value
 
 

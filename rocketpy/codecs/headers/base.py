@@ -10,18 +10,13 @@ once with :func:`jfield` and used by servers, clients, the sniffer and Spark ali
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
 from ..errors import CodecError, MissingField
-from ..javalang import hashmap_order
+from ..javalang import hashmap_order, parse_java_int
 
 JavaKind = Literal["String", "int", "Integer", "long", "Long", "boolean", "Boolean", "double", "Double"]
-
-_INT_RANGE = (-(1 << 31), (1 << 31) - 1)
-_LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
-_JAVA_INT = re.compile(r"[-+]?[0-9]+\Z")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -49,10 +44,10 @@ class FieldSpec:
                 return float(text)
             except ValueError:
                 raise CodecError(f"{header}: field <{self.java_name}> is not a double: {text!r}") from None
-        lo, hi = _INT_RANGE if kind in ("int", "integer") else _LONG_RANGE
-        if not _JAVA_INT.match(text) or not lo <= int(text) <= hi:
-            raise CodecError(f"{header}: field <{self.java_name}> is not a Java {self.kind}: {text!r}")
-        return int(text)
+        value = parse_java_int(text, 32 if kind in ("int", "integer") else 64)
+        if value is None:
+            raise CodecError(f"{header}: field <{self.java_name}> is not a Java {self.kind}: {text[:40]!r}")
+        return value
 
     def format(self, value: Any) -> str:
         if isinstance(value, bool):
