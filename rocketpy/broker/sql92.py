@@ -950,21 +950,14 @@ def compile_cached(text: str) -> Expr:
 
 _I32 = struct.Struct(">i")
 _U16 = struct.Struct(">H")
-_SYS_FLAG_AT = 36
-_BORN_HOST_AT = 48
-_BORNHOST_V6_FLAG = 0x1 << 4
-_STOREHOST_V6_FLAG = 0x1 << 5
 
 
 def record_properties(record: bytes | bytearray | memoryview) -> dict[str, str]:
     """The properties of one CommitLog record, read without decoding the rest."""
-    from ..codecs.message import string_to_properties
+    from ..codecs.message import RECORD_SYS_FLAG_AT, record_field_at, string_to_properties
 
-    (sys_flag,) = _I32.unpack_from(record, _SYS_FLAG_AT)
-    pos = _BORN_HOST_AT + (20 if sys_flag & _BORNHOST_V6_FLAG else 8)  # born host + port
-    pos += 8  # store timestamp
-    pos += 20 if sys_flag & _STOREHOST_V6_FLAG else 8
-    pos += 4 + 8  # reconsume times, prepared transaction offset
+    (sys_flag,) = _I32.unpack_from(record, RECORD_SYS_FLAG_AT)
+    pos = record_field_at("body", sys_flag)  # where the body length sits
     (body_len,) = _I32.unpack_from(record, pos)
     pos += 4 + max(body_len, 0)
     topic_len = record[pos]

@@ -63,6 +63,8 @@ __all__ = [
     "MESSAGE_RECORD",
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_SEPARATOR",
+    "RECORD_MAGIC_AT",
+    "RECORD_SYS_FLAG_AT",
     "Message",
     "MessageExt",
     "UniqIdGenerator",
@@ -80,7 +82,10 @@ __all__ = [
     "format_host",
     "parse_host",
     "parse_record_fields",
+    "peek_size_magic",
+    "peek_store_timestamp",
     "properties_to_string",
+    "record_field_at",
     "record_length",
     "string_to_properties",
     "tags_hash_code",
@@ -155,6 +160,43 @@ _CONSTRUCT_ERRORS = (cs.ConstructError, ValueError, OverflowError, struct.error,
 _FIXED_LEN = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 4 + 8 + 4 + 4 + 8 + 4 + 1 + 2
 
 
+@functools.cache
+def _field_at(name: str, host_flags: int) -> int:
+    ctx = cs.Container(sys_flag=host_flags)
+    pos = 0
+    for sub in MESSAGE_RECORD.subcons:
+        if sub.name == name:
+            return pos
+        pos += sub._sizeof(ctx, "")  # raises past the fixed-size fields: only names before body work
+    raise KeyError(name)
+
+
+def record_field_at(name: str, sys_flag: int = 0) -> int:
+    """Byte offset of field ``name`` (up to ``body``, whose length prefix sits there) in a
+    MESSAGE_RECORD with this ``sys_flag``, computed from the declaration."""
+    return _field_at(name, sys_flag & (_BORN_V6 | _STORE_V6))
+
+
+RECORD_MAGIC_AT = record_field_at("magic_code")
+RECORD_SYS_FLAG_AT = record_field_at("sys_flag")
+#: offset of store_timestamp, indexed by 1 if the born host is IPv6
+_STORE_TIMESTAMP_AT = (record_field_at("store_timestamp"), record_field_at("store_timestamp", _BORN_V6))
+_SIZE_MAGIC = struct.Struct(">ii")
+_INT64 = struct.Struct(">q")
+
+
+def peek_size_magic(buf: bytes | bytearray | memoryview | Any, offset: int = 0) -> tuple[int, int]:
+    """``(total_size, magic_code)`` of the record at ``offset``, read without checking either
+    (struct.error when fewer than 8 bytes are there)."""
+    return _SIZE_MAGIC.unpack_from(buf, offset)  # type: ignore[return-value]
+
+
+def peek_store_timestamp(buf: bytes | bytearray | memoryview | Any, offset: int = 0) -> int:
+    """store_timestamp of the record at ``offset`` (struct.error when the buffer is too short)."""
+    (sys_flag,) = _INT32.unpack_from(buf, offset + RECORD_SYS_FLAG_AT)
+    return _INT64.unpack_from(buf, offset + _STORE_TIMESTAMP_AT[1 if sys_flag & _BORN_V6 else 0])[0]
+
+
 def record_length(sys_flag: int, body_len: int, topic_len: int, properties_len: int) -> int:
     """Total size of a record (CommitLog.calMsgLength); hosts are 4 or 16 bytes per sys_flag."""
     born = 16 if sys_flag & _BORN_V6 else 4
@@ -183,7 +225,6 @@ def _record_head(born_v6: bool, store_v6: bool) -> struct.Struct:
 #: indexed by (1 if born host is IPv6) | (2 if store host is IPv6)
 _RECORD_HEADS = tuple(_record_head(bool(v & 1), bool(v & 2)) for v in range(4))
 _HOST_LENS = ((4, 4), (16, 4), (4, 16), (16, 16))
-_SYS_FLAG_AT = 36  # byte offset of sys_flag in a record
 _INT16 = struct.Struct(">h")
 _INT8_PREFIX = tuple(struct.pack(">b", n) for n in range(128))
 
@@ -281,9 +322,9 @@ def parse_record_fields(rec: bytes) -> tuple[Any, ...] | None:
     when the bytes are not a plainly consistent record (the caller asks construct).
     """
     end = len(rec)
-    if end < _SYS_FLAG_AT + 4:
+    if end < RECORD_SYS_FLAG_AT + 4:
         return None
-    (sys_flag,) = _INT32.unpack_from(rec, _SYS_FLAG_AT)
+    (sys_flag,) = _INT32.unpack_from(rec, RECORD_SYS_FLAG_AT)
     head = _RECORD_HEADS[_host_variant(sys_flag)]
     pos = head.size
     if end < pos:
@@ -719,8 +760,7 @@ def _check_record_at(buf: bytes | bytearray | memoryview, offset: int) -> int:
     """The size of the record at ``offset`` once its size and magic code are plausible."""
     if offset < 0 or offset + 8 > len(buf):
         raise CodecError(f"no message record header at offset {offset} (buffer is {len(buf)} bytes)")
-    (size,) = _INT32.unpack_from(buf, offset)
-    (magic,) = _INT32.unpack_from(buf, offset + 4)
+    size, magic = _SIZE_MAGIC.unpack_from(buf, offset)
     if magic != MESSAGE_MAGIC_CODE:
         kind = "blank end-of-file record" if magic == BLANK_MAGIC_CODE else f"bad magic code 0x{magic & 0xFFFFFFFF:08X}"
         raise CodecError(f"{kind} at offset {offset}, not a message")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import mmap
 import os
-import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from ..codecs import store_records as sr
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll
 from ..codecs.errors import CodecError
-from ..codecs.message import MESSAGE_MAGIC_CODE, MessageExt, tags_hash_code
+from ..codecs.message import MESSAGE_MAGIC_CODE, MessageExt, peek_size_magic, tags_hash_code
 from .config import DelayLevels, MessageStoreConfig
 from .config_files import BrokerConfigFiles
 
@@ -252,11 +251,11 @@ def _records_follow(buf: mmap.mmap | bytes, pos: int) -> bool:
     """Does a message record start right after the bad one (so it is damage, not a torn end)?"""
     if pos + 8 > len(buf):
         return False
-    (size,) = struct.unpack_from(">i", buf, pos)
+    size, _ = peek_size_magic(buf, pos)
     nxt = pos + size
     if size <= 0 or nxt + 8 > len(buf):
         return False
-    return struct.unpack_from(">i", buf, nxt + 4)[0] == MESSAGE_MAGIC_CODE
+    return peek_size_magic(buf, nxt)[1] == MESSAGE_MAGIC_CODE
 
 
 def _has_data_after(buf: mmap.mmap | bytes, pos: int) -> bool:

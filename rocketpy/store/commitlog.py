@@ -33,6 +33,8 @@ from ..codecs.message import (
     build_record,
     decode_message,
     parse_host,
+    peek_size_magic,
+    peek_store_timestamp,
     properties_to_string,
     record_length,
     string_to_properties,
@@ -479,9 +481,7 @@ class CommitLog:
         data = self.get_message(offset, size)
         if data is None or len(data) < 60:
             return -1
-        (sys_flag,) = _INT32.unpack_from(data, 36)
-        born_len = 20 if sys_flag & _BORN_V6 else 8
-        return struct.unpack_from(">q", data, 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born_len)[0]
+        return peek_store_timestamp(data)
 
     # -- checking (recovery and reput) -------------------------------------------------
 
@@ -491,7 +491,7 @@ class CommitLog:
         """
         if pos + 8 > len(buf):
             return (0, None) if pos == len(buf) else (-1, None)
-        size, magic = struct.unpack_from(">ii", buf, pos)
+        size, magic = peek_size_magic(buf, pos)
         if magic == BLANK_MAGIC_CODE:
             return 0, None
         if magic != MESSAGE_MAGIC_CODE:

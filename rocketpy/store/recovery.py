@@ -13,12 +13,10 @@ highest CommitLog offset the ConsumeQueues know).
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..codecs.codes import MessageSysFlag
-from ..codecs.message import MESSAGE_MAGIC_CODE, MessageExt
+from ..codecs.message import MESSAGE_MAGIC_CODE, MessageExt, peek_size_magic, peek_store_timestamp
 from .commitlog import CommitLog
 from .mapped_file import MappedFile
 from .types import DispatchRequest
@@ -26,8 +24,6 @@ from .types import DispatchRequest
 __all__ = ["RecoveryReport", "recover_commitlog", "reput"]
 
 log = logging.getLogger("rocketpy.store")
-
-_BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
 
 
 @dataclass
@@ -48,13 +44,9 @@ class RecoveryReport:
 def _first_store_timestamp(mf: MappedFile) -> int | None:
     """The first record's store time, or None when the file does not start with a message."""
     mm = mf.mm
-    (magic,) = struct.unpack_from(">i", mm, 4)
-    if magic != MESSAGE_MAGIC_CODE:
+    if peek_size_magic(mm)[1] != MESSAGE_MAGIC_CODE:
         return None
-    (sys_flag,) = struct.unpack_from(">i", mm, 36)
-    born_len = 20 if sys_flag & _BORN_V6 else 8
-    (ts,) = struct.unpack_from(">q", mm, 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born_len)
-    return ts
+    return peek_store_timestamp(mm)
 
 
 def _scan(
