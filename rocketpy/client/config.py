@@ -13,6 +13,7 @@ from ..codecs.codes import LanguageCode
 #: where the name-server list comes from when none is given, in this order
 NAMESRV_ENV = ("ROCKETMQ_NAMESRV", "NAMESRV_ADDR")
 DEFAULT_NAMESRV = "127.0.0.1:9876"
+DEFAULT_INSTANCE_NAME = "DEFAULT"
 
 
 def default_namesrv() -> str:
@@ -41,8 +42,10 @@ class ClientConfig:
 
     namesrv_addr: str = dataclasses.field(default_factory=default_namesrv)
     client_ip: str = dataclasses.field(default_factory=local_ip)
-    #: "DEFAULT" becomes pid#nanotime, so every client gets its own id and instance, as in Java 4.9.8
-    instance_name: str = "DEFAULT"
+    #: producers and consumers of one trio run whose settings are equal (name servers, instance name, ...) share
+    #: one ClientInstance; with "DEFAULT" that instance's id gets pid#nanotime as in Java 4.9.8, and a group already
+    #: on it moves to another instance. An explicit name is the client id: its groups must differ.
+    instance_name: str = DEFAULT_INSTANCE_NAME
     unit_name: str | None = None
     poll_name_server_interval: float = 30.0
     heartbeat_broker_interval: float = 30.0
@@ -52,9 +55,16 @@ class ClientConfig:
     vip_channel_enabled: bool = False
     language: LanguageCode = LanguageCode.JAVA
 
-    def __post_init__(self) -> None:
-        if self.instance_name == "DEFAULT":
-            self.instance_name = f"{os.getpid()}#{time.monotonic_ns()}"
+    def resolved(self) -> ClientConfig:
+        """A copy whose default instance name became pid#nanotime (Java's changeInstanceNameToPID)."""
+        if self.instance_name != DEFAULT_INSTANCE_NAME:
+            return self
+        return dataclasses.replace(self, instance_name=f"{os.getpid()}#{time.monotonic_ns()}")
+
+    def sharing_key(self) -> tuple[object, ...]:
+        """Clients whose configs give equal keys share one instance (in one trio run)."""
+        fields = dataclasses.astuple(self)
+        return (tuple(self.namesrv_list), *fields[1:])
 
     @property
     def namesrv_list(self) -> list[str]:

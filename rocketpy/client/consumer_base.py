@@ -17,7 +17,7 @@ from ..remoting import RemotingError
 from .allocate import AllocateAveragely, AllocateStrategy
 from .config import ClientConfig
 from .errors import MQClientError
-from .instance import ClientInstance
+from .instance import ClientInstance, acquire_instance, release_instance
 from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .rebalance import allocate_for, plan
@@ -65,7 +65,9 @@ class ConsumerBase:
         if client is None:
             if config is None:
                 config = ClientConfig(namesrv_addr=namesrv) if namesrv else ClientConfig()
+            # not started: start swaps in the instance shared with equal configs of the trio run
             client = ClientInstance(config)
+        self._config = config if config is not None else client.config
         self.client = client
         self.message_model = message_model
         self.consume_from_where = consume_from_where
@@ -87,7 +89,7 @@ class ConsumerBase:
         """Subscribe by tag expression: '*' for all, or 'TagA || TagB'."""
         self.subscriptions[topic] = build_subscription(topic, expression or "*")
         if self.running:
-            self.client.nursery.start_soon(self._after_subscribe, topic)  # type: ignore[union-attr]
+            self.client.spawn("subscribe", self._after_subscribe, topic)
 
     async def _after_subscribe(self, topic: str) -> None:
         await self.client.update_topic_route(topic)
@@ -129,10 +131,15 @@ class ConsumerBase:
 
     async def _start_common(self) -> None:
         if self._own_client:
-            await self.client.start()
-        self.offset_store = self._make_offset_store()
-        await self.offset_store.load()
-        self.client.register_consumer(self.group, self)  # type: ignore[arg-type]
+            self.client = await acquire_instance(self._config, "consumer", self.group, self.client)
+        try:
+            self.offset_store = self._make_offset_store()
+            await self.offset_store.load()
+            self.client.register_consumer(self.group, self)  # type: ignore[arg-type]
+        except BaseException:
+            if self._own_client:
+                await release_instance(self.client, "consumer", self.group)
+            raise
         stack = AsyncExitStack()
         self.nursery = await stack.enter_async_context(trio.open_nursery())
         self._stack = stack
@@ -154,7 +161,7 @@ class ConsumerBase:
         if self._stack is not None:
             await self._stack.aclose()
         if self._own_client:
-            await self.client.aclose()
+            await release_instance(self.client, "consumer", self.group)
 
     # -- rebalance ---------------------------------------------------------------------------------
     async def do_rebalance(self) -> None:
@@ -215,6 +222,8 @@ class ConsumerBase:
             if next_offset < 0:
                 log.warning("doRebalance, %s, add new mq failed, %s", self.group, mq)
                 continue
+            if not self.running:  # shut down meanwhile: its nursery takes no pull loops
+                break
             pq = ProcessQueue()
             self.pq_table[mq] = pq
             await self._on_queue_added(mq, pq, next_offset)

@@ -4,10 +4,17 @@ One instance serves any number of producers and consumers that share a client id
 Its background work (route refresh, heartbeats, rebalance, offset persistence) runs
 in a nursery the instance owns; leaving ``async with`` stops all of it and tells
 the brokers this client is gone.
+
+Producers and consumers given no ``client=`` share instances through a registry kept
+per trio run (MQClientManager): :func:`acquire_instance` hands out the instance for a
+config, hosted in a trio system task that owns its nursery, so it does not depend on
+the scope of whoever opened it first; :func:`release_instance` counts users down and
+the last one stops the instance and waits for its tasks to end.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Callable
@@ -15,13 +22,14 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
+from trio.lowlevel import RunVar
 
 from ..codecs import RemotingCommand, ResponseCode
 from ..codecs.bodies import ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData
 from ..codecs.codes import MixAll
 from ..remoting import Dispatcher, RemotingClient, RemotingError
 from .api import ClientAPI
-from .config import ClientConfig
+from .config import DEFAULT_INSTANCE_NAME, ClientConfig
 from .errors import MQClientError
 from .route import MASTER_ID, TopicPublishInfo, broker_addrs, publish_info, route_equal, subscribe_queues
 
@@ -47,7 +55,7 @@ class ClientInstance:
     """Shared state and background tasks of producers and consumers with one client id."""
 
     def __init__(self, config: ClientConfig | None = None, **settings: Any) -> None:
-        self.config = config or ClientConfig(**settings)
+        self.config = (config or ClientConfig(**settings)).resolved()
         self.client_id = self.config.client_id()
         self.producers: dict[str, Producer] = {}
         self.consumers: dict[str, ConsumerHandle] = {}
@@ -65,6 +73,8 @@ class ClientInstance:
         self.remoting: RemotingClient | None = None
         self._api: ClientAPI | None = None
         self.running = False
+        #: set while (and after) the per-run registry hosts this instance
+        self.hosted: _Hosted | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     async def __aenter__(self) -> ClientInstance:
@@ -285,6 +295,13 @@ class ClientInstance:
     def rebalance_immediately(self) -> None:
         self._rebalance_wakeup.set()
 
+    def spawn(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` in the instance's nursery; its errors are logged, since they must not
+        stop an instance that other producers and consumers share."""
+        if self.nursery is None:
+            raise MQClientError("the client instance is not started")
+        self.nursery.start_soon(self._guard, what, functools.partial(fn, *args))
+
     async def _guard(self, what: str, fn: Callable[[], Any]) -> None:
         try:
             await fn()
@@ -329,8 +346,107 @@ class ClientInstance:
         return processor.build_dispatcher(self)
 
 
+# -- one instance per trio run and config (MQClientManager) --------------------------------------------
+_INSTANCES: RunVar[dict[tuple[object, ...], list[_Hosted]]] = RunVar("rocketpy_client_instances")
+
+
+def _registry() -> dict[tuple[object, ...], list[_Hosted]]:
+    try:
+        return _INSTANCES.get()
+    except LookupError:
+        table: dict[tuple[object, ...], list[_Hosted]] = {}
+        _INSTANCES.set(table)
+        return table
+
+
+class _Hosted:
+    """A shared instance, its users and the system task that keeps it running."""
+
+    def __init__(self, key: tuple[object, ...], instance: ClientInstance) -> None:
+        self.key = key
+        self.instance = instance
+        self.users = 0
+        #: (kind, group) of every user, so a default-named instance never takes a group twice
+        self.groups: set[tuple[str, str]] = set()
+        self.ready = trio.Event()
+        self.stop = trio.Event()
+        self.done = trio.Event()
+        self.error: BaseException | None = None
+
+    async def run(self) -> None:
+        try:
+            async with self.instance:
+                self.ready.set()
+                await self.stop.wait()
+        except Exception as exc:  # an error escaping a system task would end the whole trio run
+            self.error = exc
+            log.exception("client instance %s failed", self.instance.client_id)
+        finally:
+            self.forget()
+            self.ready.set()
+            self.done.set()
+
+    def forget(self) -> None:
+        self.stop.set()
+        table = _registry()
+        entries = table.get(self.key, [])
+        if self in entries:
+            entries.remove(self)
+        if not entries:
+            table.pop(self.key, None)
+
+
+async def acquire_instance(config: ClientConfig, kind: str, group: str,
+                           candidate: ClientInstance | None = None) -> ClientInstance:
+    """The started instance shared by ``config``'s equals in this trio run, opened if none is.
+
+    ``candidate`` (an instance never started) becomes the shared one when a new one is needed.
+    """
+    key = config.sharing_key()
+    table = _registry()
+    hosted = None
+    for entry in table.get(key, []):
+        if entry.stop.is_set():
+            continue
+        if config.instance_name == DEFAULT_INSTANCE_NAME and (kind, group) in entry.groups:
+            continue  # Java gives each default-named client its own pid#nanotime id: same here for a group
+        hosted = entry
+        break
+    if hosted is None:
+        if candidate is None or candidate.hosted is not None or candidate.running:
+            candidate = ClientInstance(config)
+        hosted = _Hosted(key, candidate)
+        candidate.hosted = hosted
+        table.setdefault(key, []).append(hosted)
+        trio.lowlevel.spawn_system_task(hosted.run, name=f"rocketpy client instance {candidate.client_id}")
+    hosted.users += 1
+    hosted.groups.add((kind, group))
+    try:
+        await hosted.ready.wait()
+        if hosted.error is not None or not hosted.instance.running:
+            raise MQClientError(f"client instance {hosted.instance.client_id} failed: {hosted.error}")
+    except BaseException:
+        await release_instance(hosted.instance, kind, group)
+        raise
+    return hosted.instance
+
+
+async def release_instance(instance: ClientInstance, kind: str, group: str) -> None:
+    """One user of a shared instance left; the last one stops it and waits until its tasks are gone."""
+    hosted = instance.hosted
+    if hosted is None:
+        return
+    hosted.groups.discard((kind, group))
+    hosted.users -= 1
+    if hosted.users > 0:
+        return
+    hosted.forget()
+    with trio.CancelScope(shield=True):
+        await hosted.done.wait()
+
+
 def ok(request: RemotingCommand, body: bytes | None = None) -> RemotingCommand:
     return request.response(ResponseCode.SUCCESS, body=body)
 
 
-__all__ = ["ClientInstance", "ConsumerHandle", "TopicPublishInfo", "ok"]
+__all__ = ["ClientInstance", "acquire_instance", "release_instance", "ConsumerHandle", "TopicPublishInfo", "ok"]

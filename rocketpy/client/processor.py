@@ -51,9 +51,8 @@ def build_dispatcher(instance: ClientInstance) -> Dispatcher:
         if check is None:
             log.debug("checkTransactionState, pick producer by group[%s] failed", group)
             return None
-        assert instance.nursery is not None
         # answered later with END_TRANSACTION; the check may take its time
-        instance.nursery.start_soon(check, ctx.remote_addr, msg, h)
+        instance.spawn("check transaction state", check, ctx.remote_addr, msg, h)
         return None
 
     @d.route(RequestCode.RESET_CONSUMER_CLIENT_OFFSET)

@@ -35,7 +35,7 @@ from .api import ClientAPI
 from .config import ClientConfig
 from .errors import MQBrokerError, MQClientError, RequestTimeoutError
 from .fault import FaultStrategy
-from .instance import ClientInstance
+from .instance import ClientInstance, acquire_instance, release_instance
 from .results import SendResult
 from .route import TopicPublishInfo
 
@@ -134,7 +134,8 @@ class Producer:
     """Sends messages of one producer group.
 
     ``async with Producer("group", namesrv="127.0.0.1:9876") as p: await p.send(msg)``.
-    Pass ``client=`` to share a started ClientInstance with other producers and consumers.
+    Producers and consumers of one trio run with equal client configs share one ClientInstance;
+    pass ``client=`` to use a started ClientInstance of your own instead.
     """
 
     def __init__(
@@ -160,7 +161,9 @@ class Producer:
         if client is None:
             if config is None:
                 config = ClientConfig(namesrv_addr=namesrv) if namesrv else ClientConfig()
+            # not started: start() swaps in the instance shared with equal configs of the trio run
             client = ClientInstance(config)
+        self._config = config if config is not None else client.config
         self.client = client
         self.send_timeout = send_timeout
         self.retry_times = retry_times
@@ -187,8 +190,14 @@ class Producer:
         if self.started:
             return
         if self._own_client:
-            await self.client.start()
-        self.client.register_producer(self.group, self)
+            self.client = await acquire_instance(self._config, "producer", self.group, self.client)
+            try:
+                self.client.register_producer(self.group, self)
+            except BaseException:
+                await release_instance(self.client, "producer", self.group)
+                raise
+        else:
+            self.client.register_producer(self.group, self)
         self.publish_info.setdefault(self.create_topic_key, TopicPublishInfo())
         self.started = True
         with trio.move_on_after(self.client.config.mq_client_api_timeout):
@@ -201,7 +210,7 @@ class Producer:
         with trio.CancelScope(shield=True):
             await self.client.unregister_producer(self.group)
         if self._own_client:
-            await self.client.aclose()
+            await release_instance(self.client, "producer", self.group)
 
     @property
     def api(self) -> ClientAPI:
@@ -423,8 +432,7 @@ class Producer:
             future._finish(result, None)
             await _call(on_success, result)
 
-        assert self.client.nursery is not None
-        self.client.nursery.start_soon(run)
+        self.client.spawn("async send", run)
         return future
 
     async def send_batch(self, msgs: Sequence[Message], *, queue: MessageQueue | None = None,
