@@ -35,7 +35,7 @@ import math
 import re
 import struct
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from ..codecs.fastjson import java_double
 
@@ -447,51 +447,44 @@ class In(Expr):
 
 
 @dataclasses.dataclass(frozen=True)
-class And(Expr):
+class _Junction(Expr):
+    """AND / OR with SQL's three-valued logic: ``dominant`` decides alone, NULL beats the other value."""
+
     left: Expr
     right: Expr
     is_boolean = True
+    dominant: ClassVar[bool]
+    java_sym: ClassVar[str]
+    sql_sym: ClassVar[str]
 
     def evaluate(self, props: Mapping[str, str]) -> Any:
         lv = _as_bool(self.left.evaluate(props))
-        if lv is False:
-            return False
+        if lv is self.dominant:
+            return self.dominant
         rv = _as_bool(self.right.evaluate(props))
-        if rv is False:
-            return False
+        if rv is self.dominant:
+            return self.dominant
         if lv is None or rv is None:
             return None
-        return True
+        return not self.dominant
 
     def java_str(self) -> str:
-        return f"({self.left.java_str()} && {self.right.java_str()})"
+        return f"({self.left.java_str()} {self.java_sym} {self.right.java_str()})"
 
     def to_sql(self) -> str:
-        return f"({self.left.to_sql()} AND {self.right.to_sql()})"
+        return f"({self.left.to_sql()} {self.sql_sym} {self.right.to_sql()})"
 
 
-@dataclasses.dataclass(frozen=True)
-class Or(Expr):
-    left: Expr
-    right: Expr
-    is_boolean = True
+class And(_Junction):
+    dominant = False
+    java_sym = "&&"
+    sql_sym = "AND"
 
-    def evaluate(self, props: Mapping[str, str]) -> Any:
-        lv = _as_bool(self.left.evaluate(props))
-        if lv is True:
-            return True
-        rv = _as_bool(self.right.evaluate(props))
-        if rv is True:
-            return True
-        if lv is None or rv is None:
-            return None
-        return False
 
-    def java_str(self) -> str:
-        return f"({self.left.java_str()} || {self.right.java_str()})"
-
-    def to_sql(self) -> str:
-        return f"({self.left.to_sql()} OR {self.right.to_sql()})"
+class Or(_Junction):
+    dominant = True
+    java_sym = "||"
+    sql_sym = "OR"
 
 
 def _as_bool(v: Any) -> bool | None:
