@@ -949,7 +949,16 @@ def _now_ms() -> int:
 
 def _default_ip() -> bytes:
     # UtilAll.getIP prefers a non-loopback address; failing that Java makes a fake
-    # one from the clock (createFakeIP), and so do we.
+    # one from the clock (createFakeIP), and so do we. Connecting a UDP socket sends
+    # nothing: it only asks the kernel which local address its default route uses.
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))
+            ip = ipaddress.ip_address(probe.getsockname()[0])
+            if not ip.is_loopback and not ip.is_unspecified:
+                return ip.packed
+    except OSError:
+        pass
     try:
         for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
             ip = ipaddress.ip_address(info[4][0])
