@@ -175,25 +175,7 @@ class Dispatcher:
 
 
 def java_decode_header(request: RemotingCommand, cls: type[Any]) -> Any:
-    """A typed header decoded as Java 4.9.8's decodeCommandCustomHeader does for reflective headers.
-
-    Java logs and skips a missing @CFNotNull field or an unparsable value (the field keeps
-    its initializer), and checks nothing when extFields is absent; servers must accept
-    what Java accepts, so this never raises for those cases. When extFields is present
-    (even empty) Java then runs the header's checkFields, whose CodecError the dispatcher
-    answers with SYSTEM_ERROR as Java answers its RemotingCommandException.
-    """
-    header = cls()
-    ext = request.ext_fields
-    if ext is None:
-        return header
-    for spec in cls.fields_spec:
-        text = ext.get(spec.java_name)
-        if text is None:
-            continue
-        try:
-            setattr(header, spec.attr, spec.parse(text, cls.__name__))
-        except (ValueError, TypeError) as exc:
-            log.warning("header %s field %s: %s", cls.__name__, spec.java_name, exc)
-    header.check_fields()
-    return header
+    """A typed header decoded as Java 4.9.8's decodeCommandCustomHeader does on a server
+    (lenient: see CommandHeader.from_ext_fields); a checkFields CodecError is answered by the
+    dispatcher with SYSTEM_ERROR, as Java answers its RemotingCommandException."""
+    return cls.from_ext_fields(request.ext_fields, lenient=True)

@@ -10,11 +10,14 @@ once with :func:`jfield` and used by servers, clients, the sniffer and Spark ali
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
 from ..errors import CodecError, MissingField
 from ..javalang import hashmap_order, parse_java_int
+
+log = logging.getLogger("rocketpy.codecs")
 
 JavaKind = Literal["String", "int", "Integer", "long", "Long", "boolean", "Boolean", "double", "Double"]
 
@@ -122,20 +125,35 @@ class CommandHeader:
         cls._by_java = {s.java_name: s for s in specs}
 
     @classmethod
-    def from_ext_fields(cls: type[H], ext: Mapping[str, str] | None) -> H:
-        """Decode as Java's decodeCommandCustomHeader does; CodecError on bad values."""
-        ext = ext or {}
+    def from_ext_fields(cls: type[H], ext: Mapping[str, str] | None, *, lenient: bool = False) -> H:
+        """Decode ``extFields``; CodecError on bad values.
+
+        ``lenient`` is what Java 4.9.8's decodeCommandCustomHeader really does on a server:
+        a missing @CFNotNull field or an unparsable value is logged and the field keeps its
+        initializer, and nothing (not even checkFields) runs when extFields is absent.
+        """
         name = cls.__name__
+        if ext is None and lenient:
+            return cls()
+        ext = ext or {}
         values: dict[str, Any] = {}
         for spec in cls.fields_spec:
             text = ext.get(spec.java_name)
-            if text is None:
-                if spec.required:
-                    raise MissingField(name, spec.java_name)
-                continue
-            if not isinstance(text, str):
-                raise CodecError(f"{name}: field <{spec.java_name}> is not a string")
-            values[spec.attr] = spec.parse(text, name)
+            try:
+                if text is None:
+                    if spec.required:
+                        raise MissingField(name, spec.java_name)
+                    continue
+                if not isinstance(text, str):
+                    raise CodecError(f"{name}: field <{spec.java_name}> is not a string")
+                values[spec.attr] = spec.parse(text, name)
+            except MissingField:
+                if not lenient:
+                    raise
+            except CodecError as exc:
+                if not lenient:
+                    raise
+                log.warning("header %s field %s: %s", name, spec.java_name, exc)
         header = cls(**values)
         header.check_fields()
         return header
