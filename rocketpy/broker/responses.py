@@ -9,12 +9,9 @@ responses) writes its own fields first in declared order, then the HashMap entri
 from __future__ import annotations
 
 from ..codecs import RemotingCommand, ResponseCode, SerializeType
-from ..codecs.command import RESPONSE_FLAG
-from ..codecs.javalang import hashmap_dict, hashmap_key_order
+from ..codecs.command import RESPONSE_FLAG, merge_ext_fields
 
 NOT_SET_REMARK = "not set any response code"
-
-java_order = hashmap_key_order
 
 
 def respond(
@@ -33,18 +30,7 @@ def respond(
     when Java builds the response without a header class (extFields stays null).
     ``extra``: fields Java adds with addExtField. ``fast``: the header is a FastCodesHeader.
     """
-    ext: dict[str, str] | None
-    if header is None and not extra:
-        ext = None
-    elif fast and request.serialize_type == SerializeType.ROCKETMQ:
-        ext = dict(header or {})
-        if extra:
-            ext.update(hashmap_dict(extra))
-    else:
-        merged = dict(extra or {})
-        if header:
-            merged.update(header)
-        ext = hashmap_dict(merged)
+    ext = merge_ext_fields(header, extra, fast=fast and request.serialize_type == SerializeType.ROCKETMQ)
     return RemotingCommand(
         code=int(code),
         opaque=request.opaque,

@@ -22,9 +22,9 @@ import trio
 from ..codecs import RemotingCommand
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, PermName, RequestCode
 from ..codecs.headers import CheckTransactionStateRequestHeader
+from ..codecs.javalang import hashmap_dict
 from ..codecs.message import MessageExt, UniqIdGenerator, encode_message
 from ..store.types import MessageExtBrokerInner, PutMessageResult
-from .responses import hashmap_dict
 
 if TYPE_CHECKING:
     from .controller import BrokerController

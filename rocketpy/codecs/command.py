@@ -44,18 +44,24 @@ def _dump_header(doc: dict[str, Any]) -> bytes:
     return text.encode("utf-8")
 
 
-def _ext_fields(header: Any, extra: dict[str, str] | None, serialize_type: int) -> dict[str, str] | None:
-    """extFields as Java fills them: header fields and added fields share one HashMap, except that
-    a FastCodesHeader in a ROCKETMQ binary header writes its own fields first, in declared order."""
-    if header is None:
+def merge_ext_fields(
+    header_fields: dict[str, str] | None, extra: dict[str, str] | None, *, fast: bool
+) -> dict[str, str] | None:
+    """extFields as Java fills them: a header's fields and addExtField's share one HashMap,
+    except that a FastCodesHeader in a ROCKETMQ binary header (``fast``) writes its own
+    fields first, in declared order. ``header_fields`` None: no header class (null map)."""
+    if header_fields is None:
         return hashmap_dict(extra) if extra else None
-    fast = serialize_type == SerializeType.ROCKETMQ and header.fast_codes
-    ext = header.to_ext_fields(fast_order=fast)
-    if not extra:
-        return ext
     if fast:
-        return {**ext, **hashmap_dict(extra)}
-    return hashmap_dict({**extra, **ext})
+        return {**header_fields, **hashmap_dict(extra)} if extra else dict(header_fields)
+    return hashmap_dict({**extra, **header_fields}) if extra else hashmap_dict(header_fields)
+
+
+def _ext_fields(header: Any, extra: dict[str, str] | None, serialize_type: int) -> dict[str, str] | None:
+    if header is None:
+        return merge_ext_fields(None, extra, fast=False)
+    fast = serialize_type == SerializeType.ROCKETMQ and header.fast_codes
+    return merge_ext_fields(header.to_ext_fields(fast_order=fast), extra, fast=fast)
 
 
 def _language(value: object) -> LanguageCode | int | str:

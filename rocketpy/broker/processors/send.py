@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, MQVersion, PermName, TopicSysFlag
 from ...codecs.headers import ConsumerSendMsgBackRequestHeader
+from ...codecs.javalang import hashmap_dict, hashmap_key_order
 from ...codecs.message import properties_to_string, string_to_properties
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
-from ..responses import error, hashmap_dict, java_order, respond
+from ..responses import error, respond
 from .common import SUGGEST_TODO, host_of
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ _V2_NAMES = tuple(_V2[n] for n in _FIELDS)
 
 def props_string(props: dict[str, str]) -> str:
     """messageProperties2String of a Java HashMap holding ``props``."""
-    return "\x02".join([f"{k}\x01{v}" for k in java_order(tuple(props)) if (v := props[k]) is not None])
+    return "\x02".join([f"{k}\x01{v}" for k in hashmap_key_order(tuple(props)) if (v := props[k]) is not None])
 
 
 def send_extra(broker: BrokerController) -> dict[str, str]:
