@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..codecs.codes import RequestCode as R
+from ..codecs.javalang import hashmap_order
 from . import miniyaml
 
 log = logging.getLogger("rocketpy.broker.acl")
@@ -635,12 +636,6 @@ def _heartbeat_resources(req: AccessRequest, body: bytes | None) -> None:
             req.need(sub.get("topic"), SUB)
 
 
-def _java_order(keys: list[str]) -> list[str]:
-    from ..codecs.javalang import hashmap_order
-
-    return hashmap_order(keys)
-
-
 def check_perm(needed: AccessRequest, owned: OwnedAccess) -> None:
     """PlainPermissionManager.checkPerm."""
     if needed.request_code in ADMIN_CODES and not owned.admin:
@@ -654,7 +649,7 @@ def check_perm(needed: AccessRequest, owned: OwnedAccess) -> None:
     have = owned.resource_perms
     if have is None and owned.admin:
         return
-    for resource in _java_order(list(wanted)):
+    for resource in hashmap_order(list(wanted)):
         perm = wanted[resource]
         is_group = _is_retry(resource)
         shown = f"group:{resource[len(RETRY_PREFIX) :]}" if is_group else f"topic:{resource}"
@@ -931,7 +926,7 @@ class PlainPermissionManager:
 
     def all_versions_json(self) -> str:
         """JSON of file -> DataVersion (GET_BROKER_CLUSTER_ACL_INFO's allAclFileVersion)."""
-        order = _java_order(list(self.data_versions))
+        order = hashmap_order(list(self.data_versions))
         doc = {
             p: {"counter": self.data_versions[p]["counter"], "timestamp": self.data_versions[p]["timestamp"]}
             for p in order
