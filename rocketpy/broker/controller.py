@@ -82,6 +82,11 @@ class BrokerController:
         if cfg.acl_enable:
             self.acl = PlainAccessValidator.for_home(cfg.props.get("rocketmqHome"), cfg.props.get("aclPlainFile"))
             self.dispatcher.add_before_hook(self.acl)
+        # the send hot path (the dispatcher skips it while before-hooks such as ACL are set)
+        from .processors.send_fast import FastSend
+
+        self.fast_send = FastSend(self)
+        self.dispatcher.fast_lane = self.fast_send
         self.store_services: StoreServices | None = None
         self.nursery: trio.Nursery | None = None
         self.client: RemotingClient | None = None
@@ -139,6 +144,17 @@ class BrokerController:
             if self.hold.table:
                 self.hold.notify_arrival(batch.topic, batch.queue_id)
         return result
+
+    def answers_after_store(self) -> bool:
+        """Whether a send that waits (WAIT not false) is answered only once stored durably (SYNC_FLUSH)."""
+        services = self.store_services
+        return services is not None and services.group_commit is not None
+
+    async def wait_stored(self, offset: int) -> PutMessageStatus:
+        """Wait until the CommitLog up to ``offset`` is stored as answers_after_store asks (the disk)."""
+        services = self.store_services
+        assert services is not None and services.group_commit is not None
+        return await services.group_commit.wait_flushed(offset)
 
     def must_wait_flush(self, result: PutMessageResult, wait: bool) -> bool:
         """SYNC_FLUSH and the producer asked to wait (WAIT not false): ack only once on disk."""

@@ -16,11 +16,13 @@ The ROCKETMQ binary header (RocketMQSerializable)::
 
 from __future__ import annotations
 
+import functools
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import construct as cs
 
+from .accel import compiled
 from .errors import CodecError, FrameTooLarge
 
 #: Java's com.rocketmq.remoting.frameMaxLength default; it counts the length prefix too.
@@ -91,7 +93,7 @@ _HEAD_AND_REMARK_LEN = struct.Struct(">hBhiii")  # the fixed fields, then the re
 _INT32 = struct.Struct(">i")
 
 
-def parse_rocketmq_header(data: bytes) -> tuple[int, int, int, int, int, str | None, dict[str, str] | None]:
+def parse_rocketmq_header_py(data: bytes) -> tuple[int, int, int, int, int, str | None, dict[str, str] | None]:
     """(code, language, version, opaque, flag, remark, ext_fields) of a ROCKETMQ binary header.
 
     The hot path of every binary frame: a tight loop for the plain case (lengths that
@@ -168,6 +170,14 @@ def _parse_rocketmq_header_checked(data: bytes) -> tuple[int, int, int, int, int
         raise CodecError(f"ROCKETMQ header string is not UTF-8: {exc}") from None
     return code, language, version, opaque, flag, remark, ext
 
+
+_compiled_parse = compiled("parse_rocketmq_header")
+#: the compiled twin when built (accel), else the pure function above; both leave the unusual to the checked parser
+parse_rocketmq_header: Callable[[bytes], tuple[int, int, int, int, int, str | None, dict[str, str] | None]] = (
+    functools.partial(_compiled_parse, fallback=_parse_rocketmq_header_checked)
+    if _compiled_parse is not None
+    else parse_rocketmq_header_py
+)
 
 #: ext field name -> its int16 length prefix and UTF-8 bytes (the same few names recur)
 _KEY_ENTRIES: dict[str, bytes] = {}

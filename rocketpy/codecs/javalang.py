@@ -10,9 +10,11 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from operator import mul
 from typing import Any, TypeVar
+
+from .accel import compiled
 
 K = TypeVar("K", bound=Hashable)
 
@@ -55,7 +57,7 @@ _HASH_POW = [pow(31, _HASH_CHUNK - 1 - i, 1 << 32) for i in range(_HASH_CHUNK)]
 _NATIVE_UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
 
 
-def java_string_hash(text: str) -> int:
+def java_string_hash_py(text: str) -> int:
     """Java's String.hashCode: 31-polynomial over UTF-16 code units, signed 32-bit.
 
     The sum of unit * 31**(n-1-i), taken mod 2**32 at the end (the Horner loop in
@@ -80,6 +82,10 @@ def java_string_hash(text: str) -> int:
         m = len(chunk)
         h = (h * pow(31, m, 1 << 32) + sum(map(mul, chunk, _HASH_POW[_HASH_CHUNK - m :]))) & _MASK32
     return to_int32(h)
+
+
+#: String.hashCode: the compiled twin when built (accel), else the pure function above
+java_string_hash: Callable[[str], int] = compiled("java_string_hash") or java_string_hash_py
 
 
 def java_string_hash_reference(text: str) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,10 @@ log = logging.getLogger("rocketpy.remoting")
 
 #: bytes asked of the stream per receive; several frames usually arrive in one
 RECEIVE_SIZE = 256 * 1024
+#: reads more that a server receive takes in before answering, while more frames are already there
+COALESCE_READS = 8
+#: busy rounds (data always waiting) a server connection runs before letting other tasks run
+FAIR_ROUNDS = 16
 
 _connection_ids = itertools.count(1)
 
@@ -51,10 +56,15 @@ class CommandReader:
         return self._splitter.buffered
 
 
-def encode_batch(commands: Iterable[RemotingCommand]) -> bytes:
-    """All frames in one buffer; a command that cannot be encoded becomes a SYSTEM_ERROR answer."""
+def encode_batch(commands: Iterable[RemotingCommand | bytes]) -> bytes:
+    """All frames in one buffer (items already encoded pass as they are); a command that cannot be
+    encoded becomes a SYSTEM_ERROR answer."""
     parts: list[bytes] = []
     for cmd in commands:
+        if type(cmd) is bytes:
+            parts.append(cmd)
+            continue
+        assert isinstance(cmd, RemotingCommand)
         try:
             parts += cmd.encode_parts()
         except Exception as exc:  # a bad header value must not take the other answers down
@@ -294,6 +304,9 @@ class Connection:
         handler may itself wait on this connection (client side).
         A malformed frame closes the connection.
         """
+        if inline and dispatcher is not None and isinstance(self.stream, trio.SocketStream):
+            await self._serve_socket(dispatcher, context)
+            return
         try:
             async with trio.open_nursery() as nursery:
                 context.nursery = nursery
@@ -323,16 +336,140 @@ class Connection:
         finally:
             await self.aclose()
 
+    async def _serve_socket(self, dispatcher: Dispatcher, context: RequestContext) -> None:
+        """The server hot path on a TCP socket: :meth:`serve` without trio's stream layers.
+
+        Non-blocking reads on the socket itself; frames that arrived while a receive was being handled
+        join it (up to COALESCE_READS more reads), so one write answers them all; the answers go out
+        with one send when the socket takes them (else through :meth:`send_bytes`). The task parks only
+        when nothing is readable, and yields every FAIR_ROUNDS busy rounds so other tasks still run.
+        """
+        stream = self.stream
+        assert isinstance(stream, trio.SocketStream)
+        # a second Python object on the stream's own descriptor (already non-blocking); detached, not closed
+        raw = socket.socket(fileno=stream.socket.fileno())
+        recv = raw.recv
+        size = self.receive_size
+        feed = self.reader.feed
+        busy = 0
+        try:
+            async with trio.open_nursery() as nursery:
+                context.nursery = nursery
+                while not self.closed:
+                    try:
+                        data = recv(size)
+                    except BlockingIOError:
+                        busy = 0
+                        await trio.lowlevel.wait_readable(raw)
+                        continue
+                    except OSError:
+                        data = b""
+                    if not data:
+                        if self.reader.buffered:
+                            log.warning("%s closed mid-frame; %d bytes dropped", self.remote_addr, self.reader.buffered)
+                        break
+                    try:
+                        commands = feed(data)
+                        eof = False
+                        for _ in range(COALESCE_READS):
+                            try:
+                                more = recv(size)
+                            except (BlockingIOError, InterruptedError):
+                                break
+                            except OSError:
+                                more = b""
+                            if not more:
+                                eof = True
+                                break
+                            commands += feed(more)
+                    except CodecError as exc:
+                        log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
+                        break
+                    self.last_active = trio.current_time()
+                    requests = []
+                    for cmd in commands:
+                        if cmd.flag & 1:
+                            self.complete(cmd)
+                        else:
+                            requests.append(cmd)
+                    if requests:
+                        answer = await self.answers(dispatcher, context, requests)
+                        if answer and not self.closed:
+                            await self._write(raw, answer)
+                    if eof:
+                        break
+                    busy += 1
+                    if busy >= FAIR_ROUNDS:
+                        busy = 0
+                        await trio.lowlevel.checkpoint()
+                nursery.cancel_scope.cancel()
+        finally:
+            raw.detach()
+            await self.aclose()
+
+    async def _write(self, raw: socket.socket, data: bytes) -> None:
+        """Send ``data`` on the socket now; what it does not take goes out under the send lock, so no other
+        writer's frames can land inside ours."""
+        lock = self._send_lock
+        if lock.locked():
+            try:
+                await self.send_bytes(data)
+            except RemotingSendRequestError as exc:
+                log.warning("responses to %s lost: %s", self.remote_addr, exc)
+            return
+        lock.acquire_nowait()
+        failed: BaseException | None = None
+        try:
+            try:
+                sent = raw.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            if sent < len(data):
+                await self.stream.send_all(memoryview(data)[sent:])
+            self.last_active = trio.current_time()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            failed = exc
+        finally:
+            lock.release()
+        if failed is not None:
+            log.warning("responses to %s lost: %s", self.remote_addr, failed)
+            await self.aclose()
+
     async def handle_batch(
         self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand]
     ) -> None:
-        responses = []
-        for request in requests:
-            response = await dispatcher.dispatch(context, request)
-            if response is not None:
-                responses.append(response)
-        if responses and not self.closed:
+        answer = await self.answers(dispatcher, context, requests)
+        if answer and not self.closed:
             try:
-                await self.send_bytes(encode_batch(responses))  # every answer of the receive, one write
+                await self.send_bytes(answer)  # every answer of the receive, one write
             except RemotingSendRequestError as exc:
                 log.warning("responses to %s lost: %s", self.remote_addr, exc)
+
+    async def answers(self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand]) -> bytes:
+        """The encoded answers to ``requests``, in order (the fast lane first, see FastLane)."""
+        responses: list[RemotingCommand | bytes] = []
+        lane = dispatcher.fast_lane if not dispatcher.before else None
+        if lane is None:
+            for request in requests:
+                response = await dispatcher.dispatch(context, request)
+                if response is not None:
+                    responses.append(response)
+        else:
+            codes = lane.codes
+            for request in requests:
+                if request.code in codes:
+                    try:
+                        answer = lane.handle(context, request)
+                    except Exception:
+                        log.exception("fast lane failed on code %d from %s", request.code, self.remote_addr)
+                        answer = None
+                    if answer is not None:
+                        if answer:
+                            responses.append(answer)
+                        continue
+                lane.settle()  # what the lane deferred is done before any handler looks
+                response = await dispatcher.dispatch(context, request)
+                if response is not None:
+                    responses.append(response)
+            lane.settle()
+        return encode_batch(responses) if responses else b""

@@ -13,7 +13,7 @@ import inspect
 import logging
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import trio
 
@@ -97,6 +97,19 @@ def system_error(request: RemotingCommand, exc: BaseException) -> RemotingComman
     )
 
 
+class FastLane(Protocol):
+    """A server's hot path beside its handlers: requests whose code is in ``codes`` are offered to
+    ``handle`` first, which answers with the encoded response (b"" for none) or None to pass the request
+    to the handlers. ``settle`` finishes what the lane deferred; the connection calls it before any
+    handler runs and once per receive, before answering."""
+
+    codes: frozenset[int]
+
+    def handle(self, ctx: RequestContext, request: RemotingCommand) -> bytes | None: ...
+
+    def settle(self) -> None: ...
+
+
 class Dispatcher:
     """Request code -> handler ``(ctx, request) -> response | None``, sync or async."""
 
@@ -106,6 +119,8 @@ class Dispatcher:
         #: checks run before every request, known code or not (Java's server RPC hooks);
         #: one that raises refuses the request with SYSTEM_ERROR
         self.before: list[RequestHook] = []
+        #: offered each request first while no before-hook is set (see FastLane)
+        self.fast_lane: FastLane | None = None
         for code, handler in (handlers or {}).items():
             self.register(code, handler)
         if default is not None:

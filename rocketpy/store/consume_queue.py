@@ -120,10 +120,14 @@ class ConsumeQueue:
         if offset + size <= self.max_physic_offset:
             return True
         expect = cq_offset * _UNIT
-        mf = self.mfq.get_last_mapped_file(expect)
-        if mf is None:
-            return False
-        if mf.first_create_in_queue and cq_offset != 0 and mf.wrote_position == 0:
+        files = self.mfq.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote_position >= mf.file_size or mf.wrote_position == 0:
+            # no file yet, the last one full, or a fresh one: the careful way
+            mf = self.mfq.get_last_mapped_file(expect)
+            if mf is None:
+                return False
+        if mf.wrote_position == 0 and mf.first_create_in_queue and cq_offset != 0:
             # A queue whose first file starts mid-file: pad it with filler units.
             self.min_logic_offset = expect
             self.mfq.flushed_where = expect

@@ -101,7 +101,11 @@ class IndexFile:
             time_diff = 0
         else:
             # Java truncates toward zero, we floor: both land on 0 after the clamp when negative.
-            time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), _INT_MAX)
+            time_diff = (store_timestamp - self.begin_timestamp) // 1000
+            if time_diff < 0:
+                time_diff = 0
+            elif time_diff > _INT_MAX:
+                time_diff = _INT_MAX
         abs_index = self._entries_at + self.index_count * sr.INDEX_ENTRY_SIZE
         _ENTRY.pack_into(mm, abs_index, key_hash, phy_offset, time_diff, slot_value)
         _INT32.pack_into(mm, abs_slot, self.index_count)
@@ -219,15 +223,26 @@ class IndexService:
             return  # already indexed (re-dispatch after recovery)
         if req.sys_flag & _TRAN_ROLLBACK == _TRAN_ROLLBACK:
             return
-        if req.uniq_key:
-            f = self._put(f, sr.index_key(req.topic, req.uniq_key), req)
-        if req.keys:
-            for key in req.keys.split(MessageConst.KEY_SEPARATOR):
-                if key:
-                    f = self._put(f, sr.index_key(req.topic, key), req)
+        self._put_keys(f, req.topic, req.uniq_key, req.keys, req.commit_log_offset, req.store_timestamp)
 
-    def _put(self, f: IndexFile, key: str, req: DispatchRequest) -> IndexFile:
-        while not f.put_key(key, req.commit_log_offset, req.store_timestamp):
+    def put_keys(self, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_ts: int) -> None:
+        """build_index for a plain message appended in order (the send hot path's dispatch)."""
+        f = self._last_file()
+        if phy_offset >= f.end_phy_offset:
+            self._put_keys(f, topic, uniq_key, keys, phy_offset, store_ts)
+
+    def _put_keys(
+        self, f: IndexFile, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_ts: int
+    ) -> None:
+        if uniq_key:
+            f = self._put(f, sr.index_key(topic, uniq_key), phy_offset, store_ts)
+        if keys:
+            for key in keys.split(MessageConst.KEY_SEPARATOR):
+                if key:
+                    f = self._put(f, sr.index_key(topic, key), phy_offset, store_ts)
+
+    def _put(self, f: IndexFile, key: str, phy_offset: int, store_ts: int) -> IndexFile:
+        while not f.put_key(key, phy_offset, store_ts):
             f = self._last_file()
         return f
 

@@ -175,6 +175,8 @@ class MessageStore:
         self._last_physical_min_offset = 0
         self._last_cq_thorough_flush = 0
         self._last_cl_thorough_flush = 0
+        #: appended by append_plain, not yet in the ConsumeQueues and index (see settle)
+        self.pending: list[tuple[str, int, int, int, int, int, int, str | None, str | None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -238,6 +240,8 @@ class MessageStore:
 
     def close(self) -> None:
         """Flush everything, write the checkpoint, remove the abort file, unlock."""
+        if self.pending:
+            self.settle()
         if not self._open:
             self._release()
             return
@@ -378,8 +382,73 @@ class MessageStore:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         return PutMessageStatus.PUT_OK
 
+    def append_plain(
+        self,
+        topic: str,
+        topic_b: bytes,
+        queue_id: int,
+        flag: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_ip: bytes,
+        born_port: int,
+        store_ip: bytes,
+        store_port: int,
+        reconsume_times: int,
+        body: bytes,
+        props_b: bytes,
+        tags_code: int,
+        keys: str | None,
+        uniq_key: str | None,
+    ) -> tuple[int, int, int] | None:
+        """The send hot path's put: append a plain message (see CommitLog.append_plain) and queue its
+        dispatch for :meth:`settle`, which must run before anything reads the ConsumeQueues again.
+
+        Returns (physical offset, queue offset, store timestamp), or None: use :meth:`put_message`.
+        """
+        if not self._open or not self._writable or self._disk_full or self.config.broker_role == BrokerRole.SLAVE:
+            return None
+        done = self.commitlog.append_plain(
+            topic, topic_b, queue_id, flag, sys_flag, born_timestamp, born_ip, born_port,
+            store_ip, store_port, reconsume_times, body, props_b,
+        )  # fmt: skip
+        if done is None:
+            return None
+        phys, queue_offset, store_ts, size = done
+        self.pending.append((topic, queue_id, phys, size, tags_code, store_ts, queue_offset, keys, uniq_key))
+        return phys, queue_offset, store_ts
+
+    def settle(self) -> list[tuple[str, int, int, int, int, int, int, str | None, str | None]]:
+        """Dispatch what :meth:`append_plain` queued (ConsumeQueue units, index keys), in order; returns it
+        (topic, queue id, offset, size, tags code, store timestamp, queue offset, keys, UNIQ_KEY)."""
+        pending = self.pending
+        if not pending:
+            return pending
+        self.pending = []
+        queues = self.consume_queues
+        index = self.index if self.config.message_index_enable else None
+        last_ts = 0
+        for topic, queue_id, phys, size, tags_code, store_ts, queue_offset, keys, uniq in pending:
+            per_topic = queues.get(topic)
+            cq = per_topic.get(queue_id) if per_topic else None
+            if cq is None:
+                cq = self.find_consume_queue(topic, queue_id, create=True)
+                assert cq is not None
+            if cq.put(phys, size, tags_code, queue_offset):
+                last_ts = store_ts
+            else:
+                log.error("[BUG] consume queue can not write, %s %d", topic, queue_id)
+                self._writable = False
+            if index is not None and (uniq or keys):
+                index.put_keys(topic, uniq, keys, phys, store_ts)
+        if last_ts and self.checkpoint is not None:
+            self.checkpoint.logics_msg_timestamp = last_ts
+        return pending
+
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Append one message and dispatch it. Not yet durable: see :meth:`flush_until`."""
+        if self.pending:
+            self.settle()
         status = self._check_store_status()
         if status is not PutMessageStatus.PUT_OK:
             return PutMessageResult(status)
@@ -390,6 +459,8 @@ class MessageStore:
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """Append a batch (one record per entry, consecutive queue offsets) and dispatch it."""
+        if self.pending:
+            self.settle()
         status = self._check_store_status()
         if status is not PutMessageStatus.PUT_OK:
             return PutMessageResult(status)
@@ -416,6 +487,8 @@ class MessageStore:
 
     def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
         """Append replicated CommitLog bytes and dispatch them (a slave's HA path)."""
+        if self.pending:
+            self.settle()
         if not self._open:
             return False
         before = self.commitlog.max_offset
@@ -522,6 +595,8 @@ class MessageStore:
         ``max_total_size`` caps the bytes returned on top of Java's transfer limits.
         None when the store is closed.
         """
+        if self.pending:
+            self.settle()
         if not self._open:
             return None
         max_offset_py = self.commitlog.max_offset
@@ -613,10 +688,14 @@ class MessageStore:
         return result
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        if self.pending:
+            self.settle()
         cq = self.find_consume_queue(topic, queue_id)
         return cq.max_offset_in_queue if cq is not None else 0
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        if self.pending:
+            self.settle()
         cq = self.find_consume_queue(topic, queue_id)
         return cq.min_offset_in_queue if cq is not None else 0
 
@@ -625,11 +704,15 @@ class MessageStore:
         return cq.message_total if cq is not None else 0
 
     def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        if self.pending:
+            self.settle()
         cq = self.find_consume_queue(topic, queue_id)
         unit = cq.get_unit(cq_offset) if cq is not None else None
         return unit.commit_log_offset if unit is not None else 0
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        if self.pending:
+            self.settle()
         cq = self.find_consume_queue(topic, queue_id)
         if cq is None:
             return 0
@@ -696,6 +779,8 @@ class MessageStore:
 
         Like Java, hash collisions are not filtered out here; callers compare keys.
         """
+        if self.pending:
+            self.settle()
         result = QueryMessageResult()
         if self.index is None:
             return result

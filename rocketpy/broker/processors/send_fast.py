@@ -1,0 +1,344 @@
+"""The send hot path: a plain SEND_MESSAGE(_V2) from its header fields to the mapped CommitLog and back
+to an encoded answer, with no message object.
+
+Only the common case is taken here; anything else (a new or unknown topic, retry topics, delay,
+transactions, batches, SYNC_FLUSH waits, a full file, odd properties) returns None and goes through
+:func:`send.send_message`, which decides it exactly as Java does. Every record and answer made here is
+the one the general path makes (``tests/test_send_fast.py`` checks them against each other).
+
+ConsumeQueue and IndexFile dispatch is deferred to :meth:`FastSend.settle` (Java's
+ReputMessageService dispatches behind the CommitLog too); the connection calls it once per receive,
+before answering and before any other handler can look at the queues.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import TYPE_CHECKING, Any
+
+from ...codecs import CodecError, RemotingCommand, ResponseCode, SerializeType
+from ...codecs.accel import compiled
+from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, PermName
+from ...codecs.frame import ROCKETMQ_FIXED_UNIT
+from ...codecs.javalang import hashmap_dict, hashmap_key_order
+from ...codecs.message import tags_hash_code
+from ...store.commitlog import _host, _msg_id_prefix
+from ...store.types import PutMessageStatus
+from ..responses import respond
+from .common import host_of
+from .send import _V1_NAMES, _V2_NAMES, send_extra, validate_topic
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+_SEND_V1 = 10
+_SEND_V2 = 310
+_BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
+_STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+_TRAN_MASK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+_INT32 = struct.Struct(">i")
+_CODE = struct.Struct(">h")
+log = logging.getLogger("rocketpy.broker")
+_PREFIX = struct.Struct(">iI")
+_RESPONSE_FIXED = ROCKETMQ_FIXED_UNIT
+_ROCKETMQ = int(SerializeType.ROCKETMQ)
+_TAGS = MessageConst.PROPERTY_TAGS
+_KEYS = MessageConst.PROPERTY_KEYS
+_UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+_CLUSTER = MessageConst.PROPERTY_CLUSTER
+_WAIT_FALSE = f"{_WAIT.lower()}\x01false"
+#: properties that send the message down the general path (delay rewrite, transactions, retry bookkeeping)
+_GENERAL_PATH_PROPS = frozenset(
+    {
+        MessageConst.PROPERTY_DELAY_TIME_LEVEL,
+        MessageConst.PROPERTY_TRANSACTION_PREPARED,
+        MessageConst.PROPERTY_RETRY_TOPIC,
+        MessageConst.PROPERTY_REAL_TOPIC,
+    }
+)
+_MAX_CACHE = 4096
+#: the version answers carry (RemotingCommand's default: the broker's own, V4_9_8)
+_VERSION = int(RemotingCommand(code=0).version)
+#: the compiled answer builder (accel), else FastSend.binary_answer
+_send_answer = compiled("send_answer")
+
+
+class _PropsPlan:
+    """How one sequence of property names becomes the stored properties string.
+
+    Java reads the client's string into a HashMap, puts CLUSTER, drops WAIT, and writes the map
+    back in bucket order; for a given name sequence that is a fixed permutation of the entries.
+    """
+
+    __slots__ = ("order", "tags", "keys", "uniq", "wait_at")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        where = {n: i for i, n in enumerate(names)}
+        cluster_at = len(names)  # the CLUSTER entry is appended after the client's ones
+        with_cluster = {**where, _CLUSTER: cluster_at}
+        with_cluster.pop(_WAIT, None)
+        self.order = tuple(with_cluster[n] for n in hashmap_key_order(tuple(with_cluster)))
+        self.tags = where.get(_TAGS)
+        self.keys = where.get(_KEYS)
+        self.uniq = where.get(_UNIQ)
+        self.wait_at = where.get(_WAIT)
+
+
+def _plan_for(names: tuple[str, ...]) -> _PropsPlan | None:
+    if _CLUSTER in names or "" in names or len(set(names)) != len(names) or not _GENERAL_PATH_PROPS.isdisjoint(names):
+        return None
+    return _PropsPlan(names)
+
+
+class FastSend:
+    """The broker's fast lane for SEND_MESSAGE and SEND_MESSAGE_V2 (see the module docstring)."""
+
+    codes = frozenset({_SEND_V1, _SEND_V2})
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self.store = broker.store
+        self._plans: dict[tuple[str, ...], _PropsPlan | None] = {}
+        self._topics: dict[str, bytes] = {}
+        self._tags: dict[str, int] = {}
+        self._binary_tail = b""
+        self._cluster_entry = ""
+        self._store_host = ""
+        self._store_ip = b""
+        self._store_port = 0
+        self._msg_id_prefix = ""
+        self._msg_id_prefix_b = b""
+        self.pending_puts = 0
+        #: SYNC_FLUSH answers of the current receive, held until the disk has them (see settle)
+        self._held: list[bytes] = []
+        self._held_ctx: Any = None
+        self._held_until = 0
+
+    # -- the answer ----------------------------------------------------------------------------
+    def _identity(self) -> None:
+        """Refresh what derives from the broker's config (cheap check; the config may change at run time)."""
+        broker = self.broker
+        host = broker.store_host
+        if host != self._store_host:
+            self._store_host = host
+            self._store_ip, self._store_port = _host(host)
+            self._msg_id_prefix = _msg_id_prefix(self._store_ip, self._store_port)
+            self._msg_id_prefix_b = self._msg_id_prefix.encode()
+        cluster_entry = f"{_CLUSTER}\x01{broker.config.broker_cluster_name}"
+        extra = send_extra(broker)
+        # Java adds these with addExtField: they follow the header's fields in HashMap order
+        tail = b"".join(_entry(k, v) for k, v in hashmap_dict(extra).items() if v is not None)
+        if cluster_entry != self._cluster_entry or tail != self._binary_tail:
+            self._cluster_entry = cluster_entry
+            self._binary_tail = tail
+            self._plans.clear()
+
+    # -- the lane ------------------------------------------------------------------------------
+    def handle(self, ctx: Any, request: RemotingCommand) -> bytes | None:
+        """The encoded answer to ``request`` (b"" for a oneway one), or None: take the general path."""
+        ext = request.ext_fields
+        if ext is None:
+            return None
+        names = _V2_NAMES if request.code == _SEND_V2 else _V1_NAMES
+        (group, topic, dtopic, dnums, qid, sflag, born, flag, props, rt, unit, _mrt, batch) = map(ext.get, names)
+        if (
+            group is None
+            or topic is None
+            or dtopic is None
+            or dnums is None
+            or qid is None
+            or sflag is None
+            or born is None
+            or flag is None
+            or not props
+            or (batch is not None and batch.lower() == "true")
+            or (unit is not None and unit.lower() == "true")
+        ):
+            return None
+        broker = self.broker
+        topic_b = self._topics.get(topic)
+        if topic_b is None:
+            topic_b = self._first_sight(topic)
+            if topic_b is None:
+                return None
+        tc = broker.topics.table.get(topic)
+        if tc is None or not PermName.is_writeable(broker.config.broker_permission):
+            return None
+        try:
+            queue_id = int(qid)
+            sys_flag = int(sflag)
+            born_ts = int(born)
+            msg_flag = int(flag)
+            reconsume = int(rt) if rt else 0
+        except ValueError:
+            return None
+        if queue_id < 0 or queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
+            return None
+        if sys_flag & _TRAN_MASK:
+            return None
+        # the client's properties: split once, plan by the sequence of names
+        if props[-1] == "\x02":
+            props = props[:-1]
+        entries = props.split("\x02")
+        names = tuple([e.partition("\x01")[0] for e in entries])
+        plan = self._plans.get(names, False)
+        if plan is False:
+            self._identity()
+            plan = _plan_for(names) if len(self._plans) < _MAX_CACHE else None
+            self._plans[names] = plan
+        if (
+            plan is None
+            or props.count("\x01") != len(entries)
+            or "\x01\x02" in props
+            or props[-1] == "\x01"
+            or "\x02\x01" in props
+            or props[0] == "\x01"
+        ):
+            return None  # entries without a name, a value or a separator: Java drops them, so does the general path
+        hold = False
+        if broker.answers_after_store():
+            wait_at = plan.wait_at
+            if wait_at is None or entries[wait_at].lower() != _WAIT_FALSE:
+                # the producer waits for the disk: the answer is held until the group commit covers it
+                if request.serialize_type != _ROCKETMQ or ctx.nursery is None or request.flag & 2:
+                    return None
+                hold = True
+        entries.append(self._cluster_entry)
+        stored = "\x02".join([entries[i] for i in plan.order]).encode()
+        body = request.body or b""
+        if len(stored) > 32767 or len(body) > broker.config.store.max_message_size:
+            return None
+        attributes = ctx.connection.attributes
+        born_host = attributes.get("born_host")
+        if born_host is None:
+            try:
+                born_host = attributes["born_host"] = _host(host_of(ctx))
+            except CodecError:
+                return None
+        born_ip, born_port = born_host
+        sys_flag &= ~(_BORN_V6 | _STORE_V6)
+        if len(born_ip) == 16:
+            sys_flag |= _BORN_V6
+        if len(self._store_ip) == 16:
+            sys_flag |= _STORE_V6
+        tags_code = 0
+        if plan.tags is not None:
+            tags = entries[plan.tags][5:]
+            tags_code = self._tags.get(tags, None) if tags else 0
+            if tags_code is None:
+                tags_code = tags_hash_code(tags)
+                if len(self._tags) < _MAX_CACHE:
+                    self._tags[tags] = tags_code
+        keys = entries[plan.keys][5:] if plan.keys is not None else None
+        uniq = entries[plan.uniq][9:] if plan.uniq is not None else None
+        done = self.store.append_plain(
+            topic, topic_b, queue_id, msg_flag, sys_flag, born_ts, born_ip, born_port,
+            self._store_ip, self._store_port, reconsume, body, stored, tags_code, keys, uniq,
+        )  # fmt: skip
+        if done is None:
+            return None
+        self.pending_puts += 1
+        if request.flag & 2:  # oneway: nothing to answer
+            return b""
+        phys, queue_offset, _ts = done
+        if request.serialize_type == _ROCKETMQ:
+            if _send_answer is not None:
+                answer: bytes = _send_answer(
+                    _VERSION, request.opaque, self._msg_id_prefix_b, phys, queue_id, queue_offset, self._binary_tail
+                )
+            else:
+                answer = self.binary_answer(request.opaque, phys, queue_id, queue_offset)
+            if hold:
+                self._held.append(answer)
+                self._held_ctx = ctx
+                self._held_until = self.store.commitlog.max_offset
+                return b""
+            return answer
+        msg_id = f"{self._msg_id_prefix}{phys:016X}"
+        header = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
+        return respond(request, 0, None, header=header, extra=send_extra(broker), fast=True).encode()
+
+    def _first_sight(self, topic: str) -> bytes | None:
+        """A topic not yet seen here: valid and existing, it takes the fast lane from now on; otherwise
+        the general path answers (and may create it)."""
+        if (
+            topic not in self.broker.topics.table
+            or MixAll.is_not_allowed_send_topic(topic)
+            or topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX)
+            or validate_topic(topic) is not None
+            or len(self._topics) >= _MAX_CACHE
+        ):
+            return None
+        topic_b = topic.encode()
+        if len(topic_b) > 127:
+            return None
+        self._identity()
+        self._topics[topic] = topic_b
+        return topic_b
+
+    def binary_answer(self, opaque: int, phys: int, queue_id: int, queue_offset: int) -> bytes:
+        """The answer with a ROCKETMQ header (the pure twin of the compiled ``send_answer``)."""
+        # SendMessageResponseHeader is a FastCodesHeader: msgId, queueId, queueOffset first, then the
+        # broker's added fields; the remark is null
+        tail = self._binary_tail
+        mid = f"{self._msg_id_prefix}{phys:016X}".encode()
+        qid = str(queue_id).encode()
+        qoff = str(queue_offset).encode()
+        ext_len = 41 + len(mid) + len(qid) + len(qoff) + len(tail)
+        hlen = 21 + ext_len
+        return b"".join(
+            (
+                _PREFIX.pack(4 + hlen, (_ROCKETMQ << 24) | hlen),
+                _RESPONSE_FIXED.pack(0, 0, _VERSION, opaque, 1),
+                b"\x00\x00\x00\x00",
+                _INT32.pack(ext_len),
+                b"\x00\x05msgId",
+                _INT32.pack(len(mid)),
+                mid,
+                b"\x00\x07queueId",
+                _INT32.pack(len(qid)),
+                qid,
+                b"\x00\x0bqueueOffset",
+                _INT32.pack(len(qoff)),
+                qoff,
+                tail,
+            )
+        )
+
+    def settle(self) -> None:
+        """Dispatch the appended messages and wake the long polls waiting for them; answers held for the
+        disk go out from one task once the group commit covers them."""
+        if self._held:
+            held, self._held = self._held, []
+            ctx, self._held_ctx = self._held_ctx, None
+            assert ctx is not None and ctx.nursery is not None
+            ctx.nursery.start_soon(self._answer_when_flushed, ctx, held, self._held_until)
+        if not self.pending_puts:
+            return
+        broker = self.broker
+        broker.stats["put"] += self.pending_puts
+        self.pending_puts = 0
+        done = self.store.settle()
+        hold = broker.hold
+        if hold.table:
+            # one wake-up per queue and tags hash of the receive (the held pulls read the queue again anyway)
+            for topic, queue_id, tags_code in {(d[0], d[1], d[4]): None for d in done}:
+                hold.notify_arrival(topic, queue_id, tags_code)
+
+
+    async def _answer_when_flushed(self, ctx: Any, answers: list[bytes], offset: int) -> None:
+        status = await self.broker.wait_stored(offset)
+        if status is not PutMessageStatus.PUT_OK:
+            # FLUSH_DISK_TIMEOUT, with the same header (what put_error and send_response answer)
+            answers = [a[:8] + _CODE.pack(int(ResponseCode.FLUSH_DISK_TIMEOUT)) + a[10:] for a in answers]
+        try:
+            await ctx.connection.send_bytes(b"".join(answers))
+        except Exception as exc:
+            log.warning("send answers to %s lost: %s", ctx.remote_addr, exc)
+
+
+def _entry(key: str, value: str) -> bytes:
+    kb, vb = key.encode(), value.encode()
+    return struct.pack(">h", len(kb)) + kb + _INT32.pack(len(vb)) + vb

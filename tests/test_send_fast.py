@@ -1,0 +1,260 @@
+"""The send hot path (broker/processors/send_fast.py) against the general send path: for any sequence of
+sends, the same answers byte for byte and the same CommitLog, ConsumeQueue and IndexFile bytes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocketpy.broker.controller import BrokerController
+from rocketpy.broker.processors.send import send_message
+from rocketpy.broker.testing import broker_client, broker_test_config, running_broker
+from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
+from rocketpy.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketpy.remoting.dispatch import RequestContext, fix_response
+
+STORE_TS = 1_700_000_000_123
+_TAKEN: list[int] = []
+
+
+class _Conn:
+    def __init__(self) -> None:
+        self.attributes: dict[str, Any] = {}
+
+
+@contextmanager
+def _broker(path: Path) -> Iterator[BrokerController]:
+    broker = BrokerController(broker_test_config(str(path)))
+    broker.config.listen_port = 10911
+    broker.load()
+    broker.store.clock = broker.store.commitlog.clock = lambda: STORE_TS
+    broker.queue_id_random = lambda nums: 1 % max(nums, 1)  # type: ignore[method-assign]
+    try:
+        yield broker
+    finally:
+        broker.store.close()
+
+
+def _ctx(broker: BrokerController) -> RequestContext:
+    return RequestContext(connection=_Conn(), remote_addr="127.0.0.1:40123", state=broker)  # type: ignore[arg-type]
+
+
+_names = st.sampled_from(["TAGS", "KEYS", "a", "userKey", "DELAY", "WAIT", "TRAN_MSG", "UNIQ_KEY", "CLUSTER", ""])
+_values = st.sampled_from(["", "TagA", "k1 k2", "true", "false", "FALSE", "3", "x\x01y", "é€𝄞"])
+
+
+@st.composite
+def _properties(draw: st.DrawFn) -> str:
+    entries = [f"{n}\x01{v}" for n, v in draw(st.lists(st.tuples(_names, _values), max_size=6))]
+    if draw(st.booleans()):
+        entries.insert(0, f"UNIQ_KEY\x01{draw(st.uuids()).hex.upper()}")
+    text = "\x02".join(entries)
+    if draw(st.booleans()):
+        text += "\x02"
+    return text
+
+
+@st.composite
+def _sends(draw: st.DrawFn) -> dict[str, Any]:
+    return {
+        "topic": draw(st.sampled_from(["FastT", "FastT", "FastT2", "SCHEDULE_TOPIC_XXXX", "%RETRY%g", "bad topic"])),
+        "queue_id": draw(st.sampled_from([0, 1, 3, 7, -1])),
+        "sys_flag": draw(st.sampled_from([0, 0, 4, 8, 1])),
+        "flag": draw(st.integers(-5, 5)),
+        "properties": draw(_properties()),
+        "body": draw(st.binary(max_size=200)),
+        "v2": draw(st.booleans()),
+        "binary": draw(st.booleans()),
+        "oneway": draw(st.integers(0, 9)) == 0,
+    }
+
+
+def _request(send: dict[str, Any], opaque: int) -> RemotingCommand:
+    fields: dict[str, Any] = dict(
+        producer_group="PG",
+        topic=send["topic"],
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=send["queue_id"],
+        sys_flag=send["sys_flag"],
+        born_timestamp=1_699_999_999_000,
+        flag=send["flag"],
+        properties=send["properties"],
+        reconsume_times=0,
+        unit_mode=False,
+    )
+    if send["v2"]:
+        header: Any = SendMessageRequestHeaderV2(**fields, batch=False)
+        code = RequestCode.SEND_MESSAGE_V2
+    else:
+        header = SendMessageRequestHeader(**fields, batch=False)
+        code = RequestCode.SEND_MESSAGE
+    st_ = SerializeType.ROCKETMQ if send["binary"] else SerializeType.JSON
+    req = RemotingCommand.request(code, header, send["body"], serialize_type=st_, oneway=send["oneway"])
+    req.opaque = opaque
+    # what the wire gives the broker: decode(encode) (ext values as strings)
+    return RemotingCommand.decode(req.encode())
+
+
+async def _general(broker: BrokerController, ctx: RequestContext, req: RemotingCommand) -> bytes:
+    resp = await send_message(ctx, req)
+    if resp is None or req.is_oneway:
+        return b""
+    fix_response(req, resp)
+    return resp.encode()
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            p = Path(dirpath) / f
+            rel = p.relative_to(root)
+            if rel.parts[0] in ("commitlog", "consumequeue"):
+                out[str(rel)] = p.read_bytes()
+            elif rel.parts[0] == "index":
+                out["index"] = p.read_bytes()  # named by creation time: compare the content
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_sends(), min_size=1, max_size=25))
+def test_fast_path_equals_general_path(tmp_path_factory: pytest.TempPathFactory, sends: list[dict[str, Any]]) -> None:
+    root = tmp_path_factory.mktemp("fast")
+
+    async def run() -> tuple[int, int]:
+        fast_answers, general_answers, taken = [], [], 0
+        with _broker(root / "fast") as fast, _broker(root / "general") as general:
+            fctx, gctx = _ctx(fast), _ctx(general)
+            lane = fast.fast_send
+            for i, send in enumerate(sends):
+                req = _request(send, i + 1)
+                answer = lane.handle(fctx, req) if req.code in lane.codes else None
+                if answer is None:
+                    lane.settle()
+                    answer = await _general(fast, fctx, req)
+                else:
+                    taken += 1
+                fast_answers.append(answer)
+                general_answers.append(await _general(general, gctx, _request(send, i + 1)))
+            lane.settle()
+            assert fast_answers == general_answers
+            assert fast.stats["put"] == general.stats["put"]
+            fast.store.flush()
+            general.store.flush()
+            for b in (fast, general):
+                for queues in b.store.consume_queues.values():
+                    for cq in queues.values():
+                        cq.flush(0)
+                assert b.store.index is not None
+                b.store.index.flush()
+        f, g = _files(root / "fast"), _files(root / "general")
+        assert f.keys() == g.keys()
+        for name in f:
+            assert f[name] == g[name], name
+        return taken, len(sends)
+
+    taken, total = trio.run(run)
+    _TAKEN.append(taken)
+
+
+def test_the_equivalence_examples_took_the_fast_lane() -> None:
+    # runs after the property test (file order): the comparison means something only if the lane was used
+    if not _TAKEN:
+        pytest.skip("the property test did not run")
+    assert sum(_TAKEN) > 0
+
+
+async def test_fast_path_serves_clients_over_tcp(tmp_path: Path) -> None:
+    """Sends over a real connection take the fast lane (after the first of a topic) and read back in order."""
+    with trio.fail_after(30):
+        async with running_broker(str(tmp_path / "s")) as broker:
+            lane = broker.fast_send
+            taken = []
+            handle = lane.handle
+
+            def counting(ctx: Any, req: RemotingCommand) -> bytes | None:
+                answer = handle(ctx, req)
+                taken.append(answer is not None)
+                return answer
+
+            lane.handle = counting  # type: ignore[method-assign]
+            async with broker_client(broker.address, serialize_type=SerializeType.ROCKETMQ) as c:
+                first = await c.send("FastTcp", b"m0", tags="T", keys="k0")
+                assert first is not None and first.code == ResponseCode.SUCCESS
+                async with trio.open_nursery() as n:
+                    for i in range(1, 50):
+                        n.start_soon(c.send, "FastTcp", f"m{i}".encode())
+                assert broker.stats["put"] == 50
+                assert broker.store.get_max_offset_in_queue("FastTcp", 0) == 50
+                resp, msgs = await c.pull("G", "FastTcp", 0, 0, max_nums=32)
+                assert resp.code == ResponseCode.SUCCESS and msgs[0].body == b"m0"
+                assert msgs[0].tags == "T" and msgs[0].keys == ["k0"]
+                assert len(msgs) == 32
+                assert taken == [False] + [True] * 49
+
+
+async def test_sync_flush_answers_once_the_disk_has_the_batch(tmp_path: Path) -> None:
+    """SYNC_FLUSH: fast-lane answers are held until the group commit covers them, one write per batch."""
+    with trio.fail_after(30):
+        async with running_broker(str(tmp_path / "s"), flushDiskType="SYNC_FLUSH") as broker:
+            assert broker.answers_after_store()
+            services = broker.store_services
+            assert services is not None and services.group_commit is not None
+            seen: list[tuple[int, int]] = []  # (flushed offset, CommitLog end) when each answer arrives
+            async with broker_client(broker.address, serialize_type=SerializeType.ROCKETMQ) as c:
+                await c.send("SyncT", b"first")  # creates the topic (general path)
+
+                async def one(i: int) -> None:
+                    r = await c.send("SyncT", f"m{i}".encode())
+                    assert r is not None and r.code == ResponseCode.SUCCESS and r.ext_fields is not None
+                    seen.append((broker.store.flushed_offset, int(r.ext_fields["queueOffset"])))
+
+                async with trio.open_nursery() as n:
+                    for i in range(40):
+                        n.start_soon(one, i)
+            assert len(seen) == 40
+            # every answer came after the disk had the CommitLog up to the end of its own record
+            for flushed, queue_offset in seen:
+                offset = broker.store.get_commit_log_offset_in_queue("SyncT", 0, queue_offset)
+                size = broker.store.commitlog.record_size_at(offset)
+                assert size is not None and flushed >= offset + size
+            assert services.group_commit.rounds >= 1
+
+
+async def test_sync_flush_timeout_answers_flush_disk_timeout(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with running_broker(str(tmp_path / "s"), flushDiskType="SYNC_FLUSH", syncFlushTimeout=300) as broker:
+            async with broker_client(broker.address, serialize_type=SerializeType.ROCKETMQ) as c:
+                await c.send("SyncT2", b"first")
+                broker.store.flush_until = lambda offset: False  # type: ignore[method-assign]
+                r = await c.send("SyncT2", b"never on disk")
+                assert r is not None and r.code == ResponseCode.FLUSH_DISK_TIMEOUT
+                assert r.ext_fields is not None and r.ext_fields["queueOffset"] == "1" and "msgId" in r.ext_fields
+
+
+def test_the_pure_python_lane_gives_the_same_store(tmp_path: Path) -> None:
+    """The same comparison with the accelerated build switched off (ROCKETPY_PURE): the pure twins agree too."""
+    import subprocess
+    import sys
+
+    if os.environ.get("ROCKETPY_PURE"):
+        pytest.skip("this run is the pure one already")
+    env = dict(os.environ, ROCKETPY_PURE="1", HYPOTHESIS_STORAGE_DIRECTORY=str(tmp_path / "hyp"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "equals or took or sync"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "passed" in proc.stdout
