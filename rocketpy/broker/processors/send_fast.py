@@ -311,10 +311,18 @@ class FastSend:
         """Dispatch the appended messages and wake the long polls waiting for them; answers held for the
         disk go out from one task once the group commit covers them."""
         if self._held:
-            held, self._held = self._held, []
             ctx, self._held_ctx = self._held_ctx, None
             assert ctx is not None and ctx.nursery is not None
-            ctx.nursery.start_soon(self._answer_when_flushed, ctx, held, self._held_until)
+            # one waiter per connection: what arrives while it waits goes with its next round
+            box = ctx.connection.attributes.get("held_answers")
+            if box is None:
+                box = ctx.connection.attributes["held_answers"] = _HeldAnswers()
+            box.answers += self._held
+            box.until = self._held_until
+            self._held = []
+            if not box.waiting:
+                box.waiting = True
+                ctx.nursery.start_soon(self._answer_when_stored, ctx, box)
         if not self.pending_puts:
             return
         broker = self.broker
@@ -328,15 +336,33 @@ class FastSend:
                 hold.notify_arrival(topic, queue_id, tags_code)
 
 
-    async def _answer_when_flushed(self, ctx: Any, answers: list[bytes], offset: int) -> None:
-        status = await self.broker.wait_stored(offset)
-        if status is not PutMessageStatus.PUT_OK:
-            # FLUSH_DISK_TIMEOUT, with the same header (what put_error and send_response answer)
-            answers = [a[:8] + _CODE.pack(int(ResponseCode.FLUSH_DISK_TIMEOUT)) + a[10:] for a in answers]
+    async def _answer_when_stored(self, ctx: Any, box: _HeldAnswers) -> None:
         try:
-            await ctx.connection.send_bytes(b"".join(answers))
-        except Exception as exc:
-            log.warning("send answers to %s lost: %s", ctx.remote_addr, exc)
+            while box.answers:
+                answers, box.answers = box.answers, []
+                status = await self.broker.wait_stored(box.until)
+                if status is not PutMessageStatus.PUT_OK:
+                    # FLUSH_DISK_TIMEOUT, with the same header (what put_error and send_response answer)
+                    code = _CODE.pack(int(ResponseCode.FLUSH_DISK_TIMEOUT))
+                    answers = [a[:8] + code + a[10:] for a in answers]
+                try:
+                    await ctx.connection.send_bytes(b"".join(answers))
+                except Exception as exc:
+                    log.warning("send answers to %s lost: %s", ctx.remote_addr, exc)
+                    return
+        finally:
+            box.waiting = False
+
+
+class _HeldAnswers:
+    """A connection's SYNC_FLUSH answers not yet sent, and the CommitLog offset they wait for."""
+
+    __slots__ = ("answers", "until", "waiting")
+
+    def __init__(self) -> None:
+        self.answers: list[bytes] = []
+        self.until = 0
+        self.waiting = False
 
 
 def _entry(key: str, value: str) -> bytes:
