@@ -315,8 +315,8 @@ class CommitLog:
     def append_plain(
         self,
         topic: str,
-        topic_b: bytes,
         queue_id: int,
+        topic_b: bytes,
         flag: int,
         sys_flag: int,
         born_timestamp: int,

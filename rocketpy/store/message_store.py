@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..codecs.codes import MixAll
 from ..codecs.errors import CodecError
@@ -383,35 +383,17 @@ class MessageStore:
         return PutMessageStatus.PUT_OK
 
     def append_plain(
-        self,
-        topic: str,
-        topic_b: bytes,
-        queue_id: int,
-        flag: int,
-        sys_flag: int,
-        born_timestamp: int,
-        born_ip: bytes,
-        born_port: int,
-        store_ip: bytes,
-        store_port: int,
-        reconsume_times: int,
-        body: bytes,
-        props_b: bytes,
-        tags_code: int,
-        keys: str | None,
-        uniq_key: str | None,
+        self, tags_code: int, keys: str | None, uniq_key: str | None, topic: str, queue_id: int, *record: Any
     ) -> tuple[int, int, int] | None:
-        """The send hot path's put: append a plain message (see CommitLog.append_plain) and queue its
-        dispatch for :meth:`settle`, which must run before anything reads the ConsumeQueues again.
+        """The send hot path's put: append a plain message (``topic, queue_id, *record`` are
+        CommitLog.append_plain's arguments) and queue its dispatch for :meth:`settle`, which must run
+        before anything reads the ConsumeQueues again.
 
         Returns (physical offset, queue offset, store timestamp), or None: use :meth:`put_message`.
         """
         if not self._open or not self._writable or self._disk_full or self.config.broker_role == BrokerRole.SLAVE:
             return None
-        done = self.commitlog.append_plain(
-            topic, topic_b, queue_id, flag, sys_flag, born_timestamp, born_ip, born_port,
-            store_ip, store_port, reconsume_times, body, props_b,
-        )  # fmt: skip
+        done = self.commitlog.append_plain(topic, queue_id, *record)
         if done is None:
             return None
         phys, queue_offset, store_ts, size = done

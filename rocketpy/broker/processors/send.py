@@ -68,25 +68,14 @@ class SendHeader:
     )
 
     def __init__(self, request: RemotingCommand) -> None:
-        ext = request.ext_fields or {}
-        # one tuple of wire names per header form, in _FIELDS order
-        names = _V2_NAMES if request.code in V2_CODES else _V1_NAMES
-        (group, topic, dtopic, dnums, qid, sflag, born, flag, props, rt, unit, mrt, batch) = map(ext.get, names)
-        if (
-            group is None
-            or topic is None
-            or dtopic is None
-            or dnums is None
-            or qid is None
-            or sflag is None
-            or born is None
-            or flag is None
-        ):
-            missing = next(
-                n for n, v in zip(_FIELDS, (group, topic, dtopic, dnums, qid, sflag, born, flag)) if v is None
-            )
+        values = send_header_values(request)
+        if values is None:
+            ext = request.ext_fields or {}
+            names = _V2_NAMES if request.code in V2_CODES else _V1_NAMES
+            missing = next(n for n, wire in zip(_FIELDS[:8], names) if ext.get(wire) is None)
             # what Java's decodeCommandCustomHeader throws, answered as SYSTEM_ERROR
             raise ValueError(f"the custom field <{missing}> is null")
+        (group, topic, dtopic, dnums, qid, sflag, born, flag, props, rt, unit, mrt, batch) = values
         self.producer_group = group
         self.topic = topic
         self.default_topic = dtopic
@@ -100,6 +89,14 @@ class SendHeader:
         self.unit_mode = unit is not None and unit.lower() == "true"
         self.max_reconsume_times = int(mrt) if mrt else None
         self.batch = batch is not None and batch.lower() == "true"
+
+
+def send_header_values(request: RemotingCommand) -> tuple[str, ...] | None:
+    """The send header's wire values in _FIELDS order (V2 one-letter or V1 names; absent optional ones
+    None), or None when one of the eight @CFNotNull fields is missing."""
+    ext = request.ext_fields or {}
+    values = tuple(map(ext.get, _V2_NAMES if request.code in V2_CODES else _V1_NAMES))
+    return None if None in values[:8] else values  # type: ignore[return-value]
 
 
 _FIELDS = (

@@ -27,7 +27,7 @@ from ...store.commitlog import _host, _msg_id_prefix
 from ...store.types import PutMessageStatus
 from ..responses import respond
 from .common import host_of
-from .send import _V1_NAMES, _V2_NAMES, send_extra, validate_topic
+from .send import send_extra, send_header_values, validate_topic
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -138,21 +138,12 @@ class FastSend:
     # -- the lane ------------------------------------------------------------------------------
     def handle(self, ctx: Any, request: RemotingCommand) -> bytes | None:
         """The encoded answer to ``request`` (b"" for a oneway one), or None: take the general path."""
-        ext = request.ext_fields
-        if ext is None:
+        values = send_header_values(request)
+        if values is None:
             return None
-        names = _V2_NAMES if request.code == _SEND_V2 else _V1_NAMES
-        (group, topic, dtopic, dnums, qid, sflag, born, flag, props, rt, unit, _mrt, batch) = map(ext.get, names)
+        (_group, topic, _dtopic, _dnums, qid, sflag, born, flag, props, rt, unit, _mrt, batch) = values
         if (
-            group is None
-            or topic is None
-            or dtopic is None
-            or dnums is None
-            or qid is None
-            or sflag is None
-            or born is None
-            or flag is None
-            or not props
+            not props
             or (batch is not None and batch.lower() == "true")
             or (unit is not None and unit.lower() == "true")
         ):
@@ -234,8 +225,8 @@ class FastSend:
         keys = entries[plan.keys][5:] if plan.keys is not None else None
         uniq = entries[plan.uniq][9:] if plan.uniq is not None else None
         done = self.store.append_plain(
-            topic, topic_b, queue_id, msg_flag, sys_flag, born_ts, born_ip, born_port,
-            self._store_ip, self._store_port, reconsume, body, stored, tags_code, keys, uniq,
+            tags_code, keys, uniq, topic, queue_id, topic_b, msg_flag, sys_flag, born_ts, born_ip, born_port,
+            self._store_ip, self._store_port, reconsume, body, stored,
         )  # fmt: skip
         if done is None:
             return None
@@ -334,7 +325,6 @@ class FastSend:
             # one wake-up per queue and tags hash of the receive (the held pulls read the queue again anyway)
             for topic, queue_id, tags_code in {(d[0], d[1], d[4]): None for d in done}:
                 hold.notify_arrival(topic, queue_id, tags_code)
-
 
     async def _answer_when_stored(self, ctx: Any, box: _HeldAnswers) -> None:
         try:
