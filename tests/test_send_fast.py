@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import trio
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rocketpy.broker.controller import BrokerController
@@ -125,8 +125,22 @@ def _files(root: Path) -> dict[str, bytes]:
     return out
 
 
+_PLAIN = {
+    "topic": "FastT",
+    "queue_id": 1,
+    "sys_flag": 0,
+    "flag": 0,
+    "properties": "UNIQ_KEY\x01C0A8000100002A9F0000000000000001\x02WAIT\x01true\x02TAGS\x01TagA\x02",
+    "body": b"plain",
+    "v2": True,
+    "binary": True,
+    "oneway": False,
+}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_sends(), min_size=1, max_size=25))
+@example([_PLAIN, {**_PLAIN, "body": b"second"}, {**_PLAIN, "binary": False, "properties": "KEYS\x01k1 k2"}])
 def test_fast_path_equals_general_path(tmp_path_factory: pytest.TempPathFactory, sends: list[dict[str, Any]]) -> None:
     root = tmp_path_factory.mktemp("fast")
 

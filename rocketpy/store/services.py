@@ -3,8 +3,9 @@
 Java runs these as threads (FlushRealTimeService, GroupCommitService,
 FlushConsumeQueueService, CleanCommitLogService...). Here the broker starts them
 in its nursery; msync calls run in worker threads (trio.to_thread) so the event
-loop keeps serving while the disk works, and everything else stays on the trio
-thread. Start them after ``MessageStore.open()``, cancel them before ``close()``.
+loop keeps serving while the disk works (the group commit has one flush thread of
+its own, like Java's), and everything else stays on the trio thread. Start them
+after ``MessageStore.open()``, cancel them before ``close()``.
 
     async with trio.open_nursery() as nursery:
         services = await StoreServices.start(store, nursery)
@@ -17,6 +18,7 @@ thread. Start them after ``MessageStore.open()``, cancel them before ``close()``
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 import trio
@@ -41,55 +43,85 @@ class GroupCommitService:
 
     ``wait_flushed(offset)`` returns PUT_OK once the CommitLog is on disk up to
     ``offset`` and FLUSH_DISK_TIMEOUT after syncFlushTimeout (Java's
-    FlushDiskWatcher). Requests that arrive while a flush runs are served by the
-    next one: that is the group commit.
+    FlushDiskWatcher). The msyncs run in one flush thread (Java's GroupCommitService
+    thread), owned by :meth:`run`: a round flushes everything asked for when it starts;
+    what is asked meanwhile is served by the next round, which the thread starts as soon
+    as the last one ends, without a trip through the event loop. Each finished round wakes
+    the waiters it covers on the trio thread.
     """
 
     def __init__(self, store: MessageStore, *, timeout: float | None = None) -> None:
         self.store = store
         self.timeout = store.config.sync_flush_timeout / 1000 if timeout is None else timeout
-        self._pending: list[tuple[int, trio.Event, list[PutMessageStatus]]] = []
-        self._wakeup = trio.Event()
+        self._waiters: list[tuple[int, trio.Event]] = []
+        self._cond = threading.Condition()
+        self._wanted = 0  # the highest offset asked for (under _cond)
+        self._stop = False
+        self._token: trio.lowlevel.TrioToken | None = None
         self.rounds = 0  # flushes done, for observability and tests
 
     async def wait_flushed(self, offset: int) -> PutMessageStatus:
         if self.store.flushed_offset >= offset:
             return PutMessageStatus.PUT_OK
         done = trio.Event()
-        box: list[PutMessageStatus] = []
-        self._pending.append((offset, done, box))
-        self._wakeup.set()
+        self._waiters.append((offset, done))
+        with self._cond:
+            if offset > self._wanted:
+                self._wanted = offset
+                self._cond.notify()
         with trio.move_on_after(self.timeout):
             await done.wait()
-        return box[0] if box else PutMessageStatus.FLUSH_DISK_TIMEOUT
+        if not done.is_set():
+            self._waiters = [w for w in self._waiters if w[1] is not done]
+        return PutMessageStatus.PUT_OK if self.store.flushed_offset >= offset else PutMessageStatus.FLUSH_DISK_TIMEOUT
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        thread = threading.Thread(target=self._loop, name="GroupCommitService", daemon=True)
+        thread.start()
         task_status.started()
         try:
-            while True:
-                await self._wakeup.wait()
-                self._wakeup = trio.Event()
-                await self._round()
+            await trio.sleep_forever()
         finally:
-            # Shutting down: answer everyone still waiting with what is on disk now.
+            # Shutting down: the thread does a last round for whoever still waits, then ends.
+            with self._cond:
+                self._stop = True
+                self._cond.notify()
             with trio.CancelScope(shield=True):
-                if self._pending and self.store.is_open:
-                    await self._round()
+                await trio.to_thread.run_sync(thread.join)
+                self._wake_covered()
 
-    async def _round(self) -> None:
-        batch, self._pending = self._pending, []
-        if not batch:
-            return
-        target = max(offset for offset, _, _ in batch)
-        try:
-            await trio.to_thread.run_sync(self.store.flush_until, target)
-        except Exception:  # an I/O error: the waiters time out rather than hear PUT_OK
-            log.exception("group commit flush failed")
-        self.rounds += 1
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stop and self._wanted <= self.store.flushed_offset:
+                    self._cond.wait()
+                target, stop = self._wanted, self._stop
+            before = self.store.flushed_offset
+            if target > before and self.store.is_open:
+                try:
+                    self.store.flush_until(target)
+                except Exception:  # an I/O error: the waiters time out rather than hear PUT_OK
+                    log.exception("group commit flush failed")
+                self.rounds += 1
+                if self.store.flushed_offset == before and not stop:
+                    with self._cond:
+                        self._cond.wait(0.01)  # the disk did not move: no busy loop
+                if not stop and self._token is not None:
+                    try:
+                        self._token.run_sync_soon(self._wake_covered)
+                    except trio.RunFinishedError:
+                        return
+            if stop:
+                return
+
+    def _wake_covered(self) -> None:
         flushed = self.store.flushed_offset
-        for offset, done, box in batch:
-            box.append(PutMessageStatus.PUT_OK if flushed >= offset else PutMessageStatus.FLUSH_DISK_TIMEOUT)
-            done.set()
+        waiting = [w for w in self._waiters if w[0] > flushed]
+        for offset, done in self._waiters:
+            if offset <= flushed:
+                done.set()
+        self._waiters = waiting
 
 
 async def flush_commitlog_service(
