@@ -31,8 +31,6 @@ log = logging.getLogger("rocketpy.remoting")
 RECEIVE_SIZE = 256 * 1024
 #: reads more that a server receive takes in before answering, while more frames are already there
 COALESCE_READS = 8
-#: busy rounds (data always waiting) a server connection runs before letting other tasks run
-FAIR_ROUNDS = 16
 
 _connection_ids = itertools.count(1)
 
@@ -342,7 +340,8 @@ class Connection:
         Non-blocking reads on the socket itself; frames that arrived while a receive was being handled
         join it (up to COALESCE_READS more reads), so one write answers them all; the answers go out
         with one send when the socket takes them (else through :meth:`send_bytes`). The task parks only
-        when nothing is readable, and yields every FAIR_ROUNDS busy rounds so other tasks still run.
+                when nothing is readable, and yields after every busy round (data already waiting) so that what
+        this receive woke (a held pull, another connection) runs before the next one.
         """
         stream = self.stream
         assert isinstance(stream, trio.SocketStream)
@@ -351,7 +350,6 @@ class Connection:
         recv = raw.recv
         size = self.receive_size
         feed = self.reader.feed
-        busy = 0
         try:
             async with trio.open_nursery() as nursery:
                 context.nursery = nursery
@@ -359,7 +357,6 @@ class Connection:
                     try:
                         data = recv(size)
                     except BlockingIOError:
-                        busy = 0
                         await trio.lowlevel.wait_readable(raw)
                         continue
                     except OSError:
@@ -398,10 +395,7 @@ class Connection:
                             await self._write(raw, answer)
                     if eof:
                         break
-                    busy += 1
-                    if busy >= FAIR_ROUNDS:
-                        busy = 0
-                        await trio.lowlevel.checkpoint()
+                    await trio.lowlevel.checkpoint()
                 nursery.cancel_scope.cancel()
         finally:
             raw.detach()
