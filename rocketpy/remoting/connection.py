@@ -32,19 +32,30 @@ RECEIVE_SIZE = 256 * 1024
 _connection_ids = itertools.count(1)
 
 
+#: a server's shortcut: a whole request frame -> its encoded answer frame, or None to decode
+#: and dispatch the frame as usual (a NameServer answers repeated route lookups this way)
+Shortcut = Callable[[bytes], bytes | None]
+
+
 class CommandReader:
-    """Sans-IO decoding: feed received bytes, get every whole command they complete."""
+    """Sans-IO decoding: feed received bytes, get every whole command they complete.
 
-    __slots__ = ("_splitter",)
+    With a ``shortcut``, a frame it answers comes out as that answer's bytes instead."""
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    __slots__ = ("_shortcut", "_splitter")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, shortcut: Shortcut | None = None) -> None:
         self._splitter = FrameSplitter(max_frame)
+        self._shortcut = shortcut
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         """Commands completed by ``data``; CodecError on a bad frame (the stream is then unusable)."""
         self._splitter.feed(data)
         max_frame = self._splitter.max_frame
-        return [RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
+        shortcut = self._shortcut
+        if shortcut is None:
+            return [RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
+        return [shortcut(frame) or RemotingCommand.decode(frame, max_frame) for frame in self._splitter]  # type: ignore[misc]
 
     @property
     def buffered(self) -> int:
@@ -55,6 +66,9 @@ def encode_batch(commands: Iterable[RemotingCommand]) -> bytes:
     """All frames in one buffer; a command that cannot be encoded becomes a SYSTEM_ERROR answer."""
     parts: list[bytes] = []
     for cmd in commands:
+        if type(cmd) is bytes:  # answered by a shortcut: already encoded
+            parts.append(cmd)
+            continue
         try:
             parts += cmd.encode_parts()
         except Exception as exc:  # a bad header value must not take the other answers down
@@ -150,11 +164,12 @@ class Connection:
         max_frame: int = DEFAULT_MAX_FRAME,
         opaques: Iterator[int] | None = None,
         receive_size: int = RECEIVE_SIZE,
+        shortcut: Shortcut | None = None,
     ) -> None:
         self.id = next(_connection_ids)
         self.stream = stream
         self.remote_addr = remote_addr or peer_address(stream)
-        self.reader = CommandReader(max_frame)
+        self.reader = CommandReader(max_frame, shortcut)
         self.receive_size = receive_size
         self.closed = False
         #: owner data (a NameServer keeps nothing here; a broker may keep client ids)
@@ -307,7 +322,9 @@ class Connection:
                         break
                     requests = []
                     for cmd in commands:
-                        if cmd.is_response:
+                        if type(cmd) is bytes:  # a request the shortcut answered
+                            requests.append(cmd)
+                        elif cmd.is_response:
                             self.complete(cmd)
                         else:
                             requests.append(cmd)
@@ -328,6 +345,9 @@ class Connection:
     ) -> None:
         responses = []
         for request in requests:
+            if type(request) is bytes:  # the shortcut's answer
+                responses.append(request)
+                continue
             response = await dispatcher.dispatch(context, request)
             if response is not None:
                 responses.append(response)
