@@ -66,6 +66,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocketpy.codecs import CodecError, RemotingCommand, RequestCode, ResponseCode
+
 HERE = Path(__file__).resolve().parent
 JAVA_TOOLS = HERE / "java"
 DEFAULT_REF = Path("~/.cache/rocketmq-java-4.9.8").expanduser()
@@ -269,6 +271,23 @@ def free_port(span: tuple[int, ...] = (0,)) -> int:
     raise StartError("no free port")
 
 
+def route_lookup(addr: str, topic: str, timeout: float = 3.0) -> int:
+    """One GET_ROUTEINFO_BY_TOPIC over a fresh connection: the response code."""
+    from rocketpy.codecs.headers.namesrv import GetRouteInfoRequestHeader
+
+    req = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic))
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(req.encode())
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + int.from_bytes(buf[:4], "big"):
+            chunk = s.recv(65536)
+            if not chunk:
+                raise OSError("connection closed")
+            buf += chunk
+    return RemotingCommand.decode(buf[: 4 + int.from_bytes(buf[:4], "big")]).code
+
+
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -383,10 +402,17 @@ class Bench:
             raise
         return pair
 
-    def _wait_registered(self, pair: Pair) -> None:
-        time.sleep(2.0)  # first registration happens right after the broker starts listening
-        if pair.broker.poll() is not None:
-            raise StartError(f"{pair.kind} broker exited with code {pair.broker.returncode}{log_tail(pair.broker)}")
+    def _wait_registered(self, pair: Pair, timeout: float = 60.0) -> None:
+        """Until the NameServer has a route for TBW102 (what a producer auto-creating a topic asks for)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pair.broker.poll() is not None:
+                raise StartError(f"{pair.kind} broker exited with code {pair.broker.returncode}{log_tail(pair.broker)}")
+            with contextlib.suppress(OSError, CodecError):
+                if route_lookup(pair.namesrv_addr, "TBW102") == ResponseCode.SUCCESS:
+                    return
+            time.sleep(0.5)
+        raise StartError(f"{pair.kind} broker did not register with its NameServer within {timeout:.0f} s")
 
     # -- phases
     def run_producer(self, pair: Pair, rnd: int) -> dict[str, float]:
@@ -479,7 +505,8 @@ class Bench:
             stop(proc, grace=5)
         if i0 is None or i1 is None or i2 is None:
             err = (pair.tmp / f"{tool}.err").read_text(errors="replace").strip().splitlines()
-            raise StartError(f"{tool} against {pair.kind} gave no result" + (f": {err[-1]}" if err else ""))
+            why = next((ln for ln in err if "Exception" in ln), err[-1] if err else "")
+            raise StartError(f"{tool} against {pair.kind} gave no result" + (f": {why.strip()[:300]}" if why else ""))
         res = parse_kv_line(reader.lines[i2][2], tool)
         assert res is not None
         cpu = reader.lines[i1][1] - reader.lines[i0][1]
