@@ -682,6 +682,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except StartError as exc:
         print(f"bench_vs_java: {exc}", file=sys.stderr)
+        if results["java"] or results["ours"]:
+            print("median (min..max) over the rounds done:")
+            for line in summarize(results):
+                print(line)
         return 1
     except KeyboardInterrupt:
         print("bench_vs_java: interrupted", file=sys.stderr)

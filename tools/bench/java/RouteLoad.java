@@ -52,10 +52,20 @@ public class RouteLoad {
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("RouteLoad" + System.nanoTime());
         producer.start();
-        producer.send(new Message(topic, "route".getBytes("UTF-8")));
+        long giveUp = System.nanoTime() + 60_000_000_000L;
+        while (true) { // a broker just started may time out the first sends
+            try {
+                producer.send(new Message(topic, "route".getBytes("UTF-8")));
+                break;
+            } catch (Exception e) {
+                if (System.nanoTime() > giveUp) {
+                    throw e;
+                }
+                Thread.sleep(500);
+            }
+        }
         MQClientAPIImpl api = producer.getDefaultMQProducerImpl().getmQClientFactory().getMQClientAPIImpl();
         TopicRouteData route = null;
-        long giveUp = System.nanoTime() + 30_000_000_000L;
         while (route == null) {
             try {
                 route = api.getTopicRouteInfoFromNameServer(topic, 3000);
