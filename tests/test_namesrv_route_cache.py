@@ -265,3 +265,17 @@ def test_shortcut_memo_is_used_and_declines_the_unusual(ns: NameServer) -> None:
     # a hook on the dispatcher (an RPC hook may refuse requests): no shortcut at all
     ns.dispatcher.add_before_hook(lambda ctx, req: None)
     assert sc(request("T1", MQVersion.V4_9_8, None).encode()) is None
+
+
+def test_remoting_shortcut_keeps_frame_order() -> None:
+    """CommandReader hands out the shortcut's answers in place; encode_batch writes them as they are."""
+    from rocketpy.remoting.connection import CommandReader, encode_batch
+
+    a = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic="A"), opaque=1)
+    b = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, None, opaque=2)
+    reader = CommandReader(shortcut=lambda frame: b"ANSWER" if frame == a.encode() else None)
+    got = reader.feed(a.encode() + b.encode() + a.encode())
+    assert got[0] == b"ANSWER" and got[2] == b"ANSWER"
+    assert isinstance(got[1], RemotingCommand) and got[1].opaque == 2
+    resp = b.response(ResponseCode.SUCCESS)
+    assert encode_batch([b"ANSWER", resp, b"X"]) == b"ANSWER" + resp.encode() + b"X"
