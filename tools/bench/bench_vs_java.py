@@ -32,8 +32,11 @@ Send comparison (default), per server and round, two measured phases:
    * ``cpu us/msg (L)``: broker CPU between its MEASURE_START/MEASURE_END lines divided by the exact
      number of acknowledged sends in the window (the more precise CPU figure).
 
-``--e2e``: the official benchmark Consumer (``-t TOPIC -g GROUP``) runs beside the Producer (phase 1)
-and ``consume/s`` is the mean of its TPS lines in the Producer's measured span.
+``--e2e``: the topic is created first (one send by RouteLoad), then the official benchmark Consumer
+(``-t TOPIC -g GROUP``) starts, then the Producer (phase 1); ``consume/s`` is the mean of the
+Consumer's TPS lines (without its first) up to the end of the Producer's measured span, ``B2C ms`` the
+mean of its average born-to-consume latency. ``cpu us/msg (P)`` then
+includes the broker's work of delivering each message to the Consumer.
 
 ``--namesrv``: instead of the send phases, ``tools/bench/java/RouteLoad.java`` (ours) sends one message
 (the broker auto-creates the topic and registers it), then THREADS threads call
@@ -423,12 +426,28 @@ class Bench:
             pargs += ["-q", str(a.messages)]
         echo = "producer" if a.verbose else None
         consumer = creader = None
+        if a.e2e:
+            # the topic first (RouteLoad --seconds 0 sends one message and waits for its route), so
+            # the Consumer, started before the Producer, finds its queues at once with no backlog
+            self.create_topic(pair, topic)
+            consumer = spawn(
+                self.java_cmd(
+                    "org.apache.rocketmq.example.benchmark.Consumer",
+                    ["-n", pair.namesrv_addr, "-t", topic, "-g", f"BenchVsJavaCG{rnd}"],
+                ),
+                log=pair.tmp / "consumer.err",
+            )
+            creader = LineReader(consumer, echo="consumer" if a.verbose else None)
+            if creader.wait_for(lambda s: "Consumer Started" in s, 90) is None:
+                stop(consumer, grace=5)
+                raise StartError(f"the benchmark Consumer did not start against {pair.kind}")
+            time.sleep(3)  # first rebalance
         prod = spawn(
             self.java_cmd("org.apache.rocketmq.example.benchmark.Producer", pargs), log=pair.tmp / "producer.err"
         )
         reader = LineReader(prod, cpu_pid=pair.broker.pid, echo=echo)
         try:
-            warm_lines = max(1, round(a.warmup / 10)) + (1 if a.e2e else 0)
+            warm_lines = max(1, round(a.warmup / 10))
             want = warm_lines + max(1, round(a.seconds / 10)) if not a.messages else None
             stats: list[tuple[float, float, dict[str, float]]] = []
             idx = 0
@@ -446,17 +465,6 @@ class Bench:
                     break  # a -q run ended; its last window overlaps the previous line
                 stats.append((t, cpu, parsed))
                 idx = i + 1
-                if a.e2e and consumer is None:
-                    # the topic exists now (so the Consumer gets its route when it starts);
-                    # one more Producer line is dropped while the Consumer warms up
-                    consumer = spawn(
-                        self.java_cmd(
-                            "org.apache.rocketmq.example.benchmark.Consumer",
-                            ["-n", pair.namesrv_addr, "-t", topic, "-g", f"BenchVsJavaCG{rnd}"],
-                        ),
-                        log=pair.tmp / "consumer.err",
-                    )
-                    creader = LineReader(consumer, echo="consumer" if a.verbose else None)
                 if parsed["complete"]:
                     break
             if pair.broker.poll() is not None:
@@ -512,6 +520,19 @@ class Bench:
         cpu = reader.lines[i1][1] - reader.lines[i0][1]
         res["cpu_s"] = cpu
         return res
+
+    def create_topic(self, pair: Pair, topic: str) -> None:
+        proc = spawn(
+            self.java_cmd("RouteLoad", ["-n", pair.namesrv_addr, "-t", topic, "--seconds", "0"], str(self.classes)),
+            log=pair.tmp / "create-topic.err",
+        )
+        reader = LineReader(proc)
+        try:
+            done = reader.wait_for(lambda s: s.startswith("RouteLoad created"), 120)
+        finally:
+            stop(proc, grace=5)
+        if done is None:
+            raise StartError(f"could not create topic {topic} on the {pair.kind} broker")
 
     def run_latency(self, pair: Pair, rnd: int) -> dict[str, float]:
         a = self.args

@@ -5,7 +5,8 @@
 //   java -cp "$(bin/java-cp.sh):CLASSES" RouteLoad -n NAMESRV -t TOPIC [-w 32] [--warmup 5] [--seconds 15]
 //
 // First sends one message to TOPIC (so a broker with autoCreateTopicEnable creates it and registers
-// it with the NameServer) and waits until the NameServer answers a route for it. Prints
+// it with the NameServer) and waits until the NameServer answers a route for it (--seconds 0: then
+// prints "RouteLoad created topic=..." and exits). Prints
 // "MEASURE_START" / "MEASURE_END" around the measured window, then one result line:
 //   RouteLoad count=N errors=E seconds=S rps=R p50_ms=.. p99_ms=.. max_ms=.. brokers=B queues=Q
 // Header serialization is the client default (JSON) unless -Drocketmq.serialize.type=ROCKETMQ.
@@ -78,6 +79,12 @@ public class RouteLoad {
         }
         int brokers = route.getBrokerDatas().size();
         int queues = route.getQueueDatas().size();
+        if (seconds <= 0) { // --seconds 0: only create the topic
+            System.out.printf("RouteLoad created topic=%s brokers=%d queues=%d%n", topic, brokers, queues);
+            System.out.flush();
+            producer.shutdown();
+            System.exit(0);
+        }
 
         Recorder[] recs = new Recorder[threads];
         Thread[] ts = new Thread[threads];
