@@ -16,6 +16,7 @@ from ..remoting.connection import Connection
 from ..remoting.server import RemotingServer
 from . import properties
 from .config import NamesrvConfig
+from .fastpath import RouteShortcut
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager, write_file_safely
 from .processor import build_dispatcher, route_body
 from .route_info import RouteInfoManager
@@ -35,6 +36,8 @@ class NameServer:
         self.kv = KVConfigManager(self.config.kv_config_path)
         self.dispatcher = build_dispatcher()
         self.remoting: RemotingServer | None = None
+        #: answers repeated route lookups from bytes (same answers as the dispatcher's)
+        self.route_shortcut = RouteShortcut(self)
         self._route_cache: dict[tuple[str | None, bool], bytes | None] = {}
         self._route_cache_key: tuple[int, int, bool] = (-1, -1, False)
 
@@ -123,6 +126,7 @@ class NameServer:
             state=self,
             on_close=self.on_connection_closed,
             idle_timeout=idle if idle > 0 else math.inf,
+            shortcut=self.route_shortcut,
         )
         host = self.config.listen_host if host is None else host
         port = self.config.listen_port if port is None else port

@@ -35,19 +35,30 @@ COALESCE_READS = 8
 _connection_ids = itertools.count(1)
 
 
+#: a server's shortcut: a whole request frame -> its encoded answer frame, or None to decode
+#: and dispatch the frame as usual (a NameServer answers repeated route lookups this way)
+Shortcut = Callable[[bytes], bytes | None]
+
+
 class CommandReader:
-    """Sans-IO decoding: feed received bytes, get every whole command they complete."""
+    """Sans-IO decoding: feed received bytes, get every whole command they complete.
 
-    __slots__ = ("_splitter",)
+    With a ``shortcut``, a frame it answers comes out as that answer's bytes instead."""
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    __slots__ = ("_shortcut", "_splitter")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, shortcut: Shortcut | None = None) -> None:
         self._splitter = FrameSplitter(max_frame)
+        self._shortcut = shortcut
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         """Commands completed by ``data``; CodecError on a bad frame (the stream is then unusable)."""
         self._splitter.feed(data)
         max_frame = self._splitter.max_frame
-        return [RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
+        shortcut = self._shortcut
+        if shortcut is None:
+            return [RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
+        return [shortcut(frame) or RemotingCommand.decode(frame, max_frame) for frame in self._splitter]  # type: ignore[misc]
 
     @property
     def buffered(self) -> int:
@@ -59,7 +70,7 @@ def encode_batch(commands: Iterable[RemotingCommand | bytes]) -> bytes:
     encoded becomes a SYSTEM_ERROR answer."""
     parts: list[bytes] = []
     for cmd in commands:
-        if type(cmd) is bytes:
+        if type(cmd) is bytes:  # a fast lane's or a shortcut's answer: already encoded
             parts.append(cmd)
             continue
         assert isinstance(cmd, RemotingCommand)
@@ -158,11 +169,12 @@ class Connection:
         max_frame: int = DEFAULT_MAX_FRAME,
         opaques: Iterator[int] | None = None,
         receive_size: int = RECEIVE_SIZE,
+        shortcut: Shortcut | None = None,
     ) -> None:
         self.id = next(_connection_ids)
         self.stream = stream
         self.remote_addr = remote_addr or peer_address(stream)
-        self.reader = CommandReader(max_frame)
+        self.reader = CommandReader(max_frame, shortcut)
         self.receive_size = receive_size
         self.closed = False
         #: owner data (a NameServer keeps nothing here; a broker may keep client ids)
@@ -318,7 +330,9 @@ class Connection:
                         break
                     requests = []
                     for cmd in commands:
-                        if cmd.is_response:
+                        if type(cmd) is bytes:  # a request the shortcut answered
+                            requests.append(cmd)
+                        elif cmd.is_response:
                             self.complete(cmd)
                         else:
                             requests.append(cmd)
@@ -383,10 +397,12 @@ class Connection:
                         log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
                         break
                     self.last_active = trio.current_time()
-                    requests = []
+                    requests: list[RemotingCommand | bytes] = []
                     for cmd in commands:
-                        if cmd.flag & 1:
-                            self.complete(cmd)
+                        if type(cmd) is bytes:  # a request the shortcut answered
+                            requests.append(cmd)
+                        elif cmd.flag & 1:  # type: ignore[union-attr]
+                            self.complete(cmd)  # type: ignore[arg-type]
                         else:
                             requests.append(cmd)
                     if requests:
@@ -430,7 +446,7 @@ class Connection:
             await self.aclose()
 
     async def handle_batch(
-        self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand]
+        self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand | bytes]
     ) -> None:
         answer = await self.answers(dispatcher, context, requests)
         if answer and not self.closed:
@@ -439,18 +455,28 @@ class Connection:
             except RemotingSendRequestError as exc:
                 log.warning("responses to %s lost: %s", self.remote_addr, exc)
 
-    async def answers(self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand]) -> bytes:
-        """The encoded answers to ``requests``, in order (the fast lane first, see FastLane)."""
+    async def answers(
+        self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand | bytes]
+    ) -> bytes:
+        """The encoded answers to ``requests``, in order: a shortcut's answers (bytes) as they are,
+        then the fast lane's (see FastLane), then the dispatcher's."""
         responses: list[RemotingCommand | bytes] = []
         lane = dispatcher.fast_lane if not dispatcher.before else None
         if lane is None:
             for request in requests:
-                response = await dispatcher.dispatch(context, request)
+                if type(request) is bytes:
+                    responses.append(request)
+                    continue
+                response = await dispatcher.dispatch(context, request)  # type: ignore[arg-type]
                 if response is not None:
                     responses.append(response)
         else:
             codes = lane.codes
             for request in requests:
+                if type(request) is bytes:
+                    responses.append(request)
+                    continue
+                assert isinstance(request, RemotingCommand)
                 if request.code in codes:
                     try:
                         answer = lane.handle(context, request)

@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from ..codecs import DEFAULT_MAX_FRAME
-from .connection import Connection
+from .connection import Connection, Shortcut
 from .dispatch import Dispatcher, RequestContext
 
 log = logging.getLogger("rocketpy.remoting")
@@ -36,8 +36,11 @@ class RemotingServer:
         on_close: ConnectionHook | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
         idle_timeout: float = math.inf,
+        shortcut: Shortcut | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        #: answers some request frames without decoding them (see connection.Shortcut)
+        self.shortcut = shortcut
         self.state = state
         self.on_connect = on_connect
         self.on_close = on_close
@@ -82,7 +85,7 @@ class RemotingServer:
 
     async def handle_stream(self, stream: trio.abc.Stream, remote_addr: str | None = None) -> None:
         """Serve one accepted stream until it ends (usable with in-memory streams too)."""
-        conn = Connection(stream, remote_addr, max_frame=self.max_frame)
+        conn = Connection(stream, remote_addr, max_frame=self.max_frame, shortcut=self.shortcut)
         ctx = RequestContext(connection=conn, remote_addr=conn.remote_addr, state=self.state)
         self.connections.add(conn)
         try:
