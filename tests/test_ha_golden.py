@@ -248,3 +248,36 @@ def test_topic_filter_keeps_the_transfers_of_the_topic(capsys: pytest.CaptureFix
     out = run(capsys, "--topic", "HaTopic")
     assert out.count("HA transfer") == 20 and "HA report" not in out
     assert "HA " not in run(capsys, "--code", "SEND_MESSAGE_V2")
+
+
+def test_spark_source_rows() -> None:
+    """rocketmq-pcap: the 335 RemotingCommands by default; with haStream the 50 HA units, paired, and
+    with explodeMessages one row per CommitLog record a transfer carries."""
+    import pyarrow as pa
+
+    from rocketpy.spark.pcap import PcapOptions, pcap_batches
+
+    def rows(**opts: object) -> list[dict]:
+        return pa.Table.from_batches(list(pcap_batches(str(HA_PCAP), PcapOptions(**opts)))).to_pylist()  # type: ignore[arg-type]
+
+    plain = rows()
+    assert len(plain) == 335 and {r["kind"] for r in plain} == {"request", "response"}
+    ha = [r for r in rows(ha_stream=True) if r["kind"].startswith("ha_")]
+    assert len(ha) == 50
+    assert Counter((r["kind"], r["ha_role"]) for r in ha) == {
+        ("ha_report", "initial"): 1,
+        ("ha_report", "ack"): 20,
+        ("ha_report", "keepalive"): 4,
+        ("ha_transfer", "data"): 20,
+        ("ha_transfer", "heartbeat"): 5,
+    }
+    assert {(r["client"], r["server"]) for r in ha} == {("127.0.0.1:39776", "127.0.0.1:10912")}
+    data = [r for r in ha if r["ha_role"] == "data"]
+    assert all(r["paired"] and r["ha_records"] == 1 and 0 < r["latency_ms"] < 5 for r in data)
+    assert sum(r["ha_size"] for r in data) == 5656
+    exploded = [r for r in rows(ha_stream=True, explode_messages=True) if r["kind"] == "ha_transfer" and r["msg_topic"]]
+    produced = [p for p in manifest(HA_PCAP)["produced"] if p.get("sendStatus") == "SEND_OK"]
+    assert [
+        (r["msg_topic"], r["msg_queue_id"], r["msg_queue_offset"], r["msg_commit_log_offset"], r["msg_id"])
+        for r in exploded
+    ] == [(p["topic"], p["queueId"], p["queueOffset"], p["physicalOffset"], p["offsetMsgId"]) for p in produced]
