@@ -178,6 +178,24 @@ def _plausible(buf: bytearray, pos: int, max_frame: int) -> bool | None:
     return all(_KEY.match(k) for k in keys)  # header fields are Java identifiers
 
 
+def quick_frame_start(data: bytes | bytearray) -> bool:
+    """A cheap look at a stream's first bytes: a sane length, then a JSON header opening (``{`` and a
+    quote or the end) or a binary one with believable fixed fields. Enough, on a port said to be
+    RocketMQ, to tell remoting from an HA stream (whose first four bytes read as a length below 4)."""
+    if len(data) < 10:
+        return False
+    length, info = FRAME_PREFIX_UNIT.unpack_from(data, 0)
+    stype, hlen = info >> 24, info & 0xFFFFFF
+    if length < 4 or length + 4 > DEFAULT_MAX_FRAME or hlen > length - 4:
+        return False
+    if stype == 0:
+        return hlen >= 2 and data[8] == 0x7B and data[9] in _JSON_SECOND
+    if stype == 1 and hlen >= ROCKETMQ_HEADER_MIN and len(data) >= 8 + ROCKETMQ_FIXED_UNIT.size:
+        code, language, version, _opaque, flag = ROCKETMQ_FIXED_UNIT.unpack_from(data, 8)
+        return not flag & ~3 and 0 <= code < _MAX_CODE and 0 <= version < _MAX_VERSION and language <= _MAX_LANGUAGE
+    return False
+
+
 #: bytes a mid-stream direction is searched for a frame start before it is judged not remoting
 _VERDICT_SCAN = 64 * 1024
 

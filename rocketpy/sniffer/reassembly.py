@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from ..codecs.command import RemotingCommand
 from ..codecs.errors import CodecError
 from ..codecs.ha import looks_like_ha
-from .framing import StreamDecoder, remoting_verdict
+from .framing import StreamDecoder, quick_frame_start, remoting_verdict
 from .hastream import HaDecoder, HaUnit
 from .packet import TH_RST, Endpoint, Packet
 
@@ -366,6 +366,12 @@ class Tracker:
             self._ha(d, pkt, data, events)
         elif kind == _PENDING:
             conn = d.conn
+            if conn.listed and d.probe_synced and not conn.held and quick_frame_start(data):
+                conn.kind = _REMOTING  # the common case, decided without holding anything back
+                for other in conn.dirs:
+                    other.probe = bytearray()
+                self._decode(d, pkt, data, events)
+                return
             conn.held.append((d, pkt, data))
             conn.held_bytes += len(data)
             if len(d.probe) < _PROBE_MAX:
