@@ -281,3 +281,26 @@ def test_spark_source_rows() -> None:
         (r["msg_topic"], r["msg_queue_id"], r["msg_queue_offset"], r["msg_commit_log_offset"], r["msg_id"])
         for r in exploded
     ] == [(p["topic"], p["queueId"], p["queueOffset"], p["physicalOffset"], p["offsetMsgId"]) for p in produced]
+
+
+@pytest.mark.parametrize("cuts", [(100, 1000, 1001, 2900, 5000), (7, 290, 291, 4000), tuple(range(97, 5656, 97))])
+def test_records_cut_between_transfers(cuts: tuple[int, ...]) -> None:
+    """Transfers are byte ranges of the CommitLog (a batch may end mid-record): each record is listed
+    once, by the transfer that completes it; a decoder joining mid-record finds the next record start."""
+    from rocketpy.codecs.ha import build_transfer_header
+    from rocketpy.sniffer.hastream import HaDecoder
+
+    master = commitlog("master")[:5656]
+    bounds = [0, *cuts, 5656]
+    stream = b"".join(build_transfer_header(a, b - a) + master[a:b] for a, b in zip(bounds, bounds[1:], strict=False))
+    decoder = HaDecoder(from_master=True)
+    got = decoder.feed(0.0, ("127.0.0.1", 10912), ("127.0.0.1", 40000), stream)
+    records = [r for t in got for r in t.records or []]
+    assert [r.commit_log_offset for r in records] == [m.commit_log_offset for m in iter_commitlog(master)]
+    # joined after the first cut: the first transfer starts mid-record
+    late = HaDecoder(from_master=True)
+    tail = stream[12 + cuts[0] :]
+    units = late.feed(0.0, ("127.0.0.1", 10912), ("127.0.0.1", 40000), tail)
+    seen = [r.commit_log_offset for t in units for r in t.records or []]
+    expected = [m.commit_log_offset for m in iter_commitlog(master) if m.commit_log_offset >= cuts[0]]
+    assert seen == expected

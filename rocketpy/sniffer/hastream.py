@@ -21,6 +21,9 @@ from .packet import Endpoint
 __all__ = ["HaDecoder", "HaPairer", "HaUnit"]
 
 _SIZE_MAGIC = struct.Struct(">ii")
+_PHYSICAL = struct.Struct(">q")
+#: a record start is checked against its physical offset field, which ends 36 bytes in
+_JUDGE_MIN = 36
 #: bytes of a record cut between transfers kept waiting for the rest
 _MAX_CARRY = 8 << 20
 
@@ -36,7 +39,8 @@ class HaUnit:
     offset: int  # the reported max offset, or the CommitLog offset the transfer's bytes start at
     data: bytes = b""  # a transfer's CommitLog bytes
     number: int = 0
-    #: whole CommitLog records finished by this transfer (None: its bytes are not at a record boundary)
+    #: whole CommitLog records finished by this transfer (a record cut between transfers counts in the one
+    #: that ends it; None: joined mid-record and no record starts in these bytes)
     records: list[MessageExt] | None = None
     #: set by :class:`HaPairer`: "initial", "ack" or "keepalive" for a report; "data" or "heartbeat"
     role: str = ""
@@ -66,13 +70,14 @@ class HaUnit:
 class HaDecoder:
     """One direction of an HA connection: bytes in, units out (CodecError on bytes no peer sends)."""
 
-    __slots__ = ("_carry", "_carry_at", "_reader", "kind")
+    __slots__ = ("_carry", "_carry_aligned", "_carry_at", "_reader", "kind")
 
     def __init__(self, from_master: bool) -> None:
         self.kind = "transfer" if from_master else "report"
         self._reader: HaOffsetReader | HaTransferReader = HaTransferReader() if from_master else HaOffsetReader()
         self._carry = b""
         self._carry_at = -1  # CommitLog offset the carried bytes end at
+        self._carry_aligned = False  # whether they start at a record
 
     @property
     def buffered(self) -> int:
@@ -91,26 +96,47 @@ class HaDecoder:
         return out
 
     def _records(self, offset: int, data: bytes) -> list[MessageExt] | None:
+        aligned = False
         if self._carry and self._carry_at == offset:
-            data, offset = self._carry + data, offset - len(self._carry)
+            data, offset, aligned = self._carry + data, offset - len(self._carry), self._carry_aligned
         self._carry = b""
+        start = 0 if aligned else _record_start(data, offset)
+        if start is None:  # joined mid-record: a record may start in the last bytes, judged with the next ones
+            tail = data[-(_JUDGE_MIN - 1) :]
+            self._carry, self._carry_at, self._carry_aligned = tail, offset + len(data), False
+            return None
         records: list[MessageExt] = []
-        pos = 0
+        pos = start
         while len(data) - pos >= 8:
             size, magic = _SIZE_MAGIC.unpack_from(data, pos)
             if magic != MESSAGE_MAGIC_CODE or size < 8:
-                # a file's blank filler, its zeroed tail, or bytes that start mid-record: nothing to list
-                return records if records or pos else None
+                return records  # a file's blank filler or its zeroed tail: nothing more to list
             if size > len(data) - pos:
                 break
             try:
                 records.append(decode_message(data, pos, decompress=False))
             except CodecError:
-                return records if records or pos else None
+                return records
             pos += size
         if pos < len(data) and len(data) - pos <= _MAX_CARRY:
-            self._carry, self._carry_at = data[pos:], offset + len(data)
+            self._carry, self._carry_at, self._carry_aligned = data[pos:], offset + len(data), True
         return records
+
+
+def _record_start(data: bytes, offset: int) -> int | None:
+    """Where the first record starts in CommitLog bytes from ``offset`` (0 unless they begin mid-record):
+    a record says where it sits (its physical offset field), so a start is found without guessing."""
+    if len(data) >= 36 and _SIZE_MAGIC.unpack_from(data, 0)[1] == MESSAGE_MAGIC_CODE:
+        if _PHYSICAL.unpack_from(data, 28)[0] == offset:
+            return 0
+    marker = struct.pack(">i", MESSAGE_MAGIC_CODE)
+    pos = data.find(marker, 4)
+    while pos != -1:
+        start = pos - 4
+        if len(data) - start >= 36 and _PHYSICAL.unpack_from(data, start + 28)[0] == offset + start:
+            return start
+        pos = data.find(marker, pos + 1)
+    return None
 
 
 class HaPairer:
