@@ -216,24 +216,37 @@ async def cluster_list(admin: Admin, args: argparse.Namespace) -> int:
     info = await admin.cluster_info()
     rows = cluster_rows(info, args.cluster)
     if args.more:
-        t = _table("#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday",
-                   "#OutTotalToday")
+        t = _table("#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday")
         for cluster, name, _bid, addr in rows:
             totals = [0, 0, 0, 0]
             try:
                 rt = await admin.broker_runtime_info(addr)
-                put = [_java_long(rt.get(k)) for k in
-                       ("msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgPutTotalTodayNow")]
-                get = [_java_long(rt.get(k)) for k in
-                       ("msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning", "msgGetTotalTodayNow")]
+                put = [
+                    _java_long(rt.get(k))
+                    for k in ("msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgPutTotalTodayNow")
+                ]
+                get = [
+                    _java_long(rt.get(k))
+                    for k in ("msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning", "msgGetTotalTodayNow")
+                ]
                 totals = [put[1] - put[0], get[1] - get[0], put[2] - put[1], get[2] - get[1]]
             except Exception:  # noqa: BLE001 - mqadmin prints zeros for a broker it cannot read
                 pass
             t.add_row(*(Text(c) for c in (cluster, name, *map(str, totals))))
         console.print(t)
         return 0
-    t = _table("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)",
-               "#PCWait(ms)", "#Hour", "#SPACE")
+    t = _table(
+        "#Cluster Name",
+        "#Broker Name",
+        "#BID",
+        "#Addr",
+        "#Version",
+        "#InTPS(LOAD)",
+        "#OutTPS(LOAD)",
+        "#PCWait(ms)",
+        "#Hour",
+        "#SPACE",
+    )
     now = time.time_ns() // 1_000_000
     for cluster, name, bid, addr in rows:
         tps_in = tps_out = hour = space = 0.0
@@ -254,8 +267,18 @@ async def cluster_list(admin: Admin, args: argparse.Namespace) -> int:
             tps_out = float((rt.get("getTransferedTps") or "0").split(" ")[0])
         except Exception:  # noqa: BLE001 - mqadmin prints the row with what it has
             pass
-        cells = (cluster, name, str(bid), addr, version, f"{tps_in:.2f}({send_q},{send_wait}ms)",
-                 f"{tps_out:.2f}({pull_q},{pull_wait}ms)", pc_wait, f"{hour:.2f}", f"{space:.4f}")
+        cells = (
+            cluster,
+            name,
+            str(bid),
+            addr,
+            version,
+            f"{tps_in:.2f}({send_q},{send_wait}ms)",
+            f"{tps_out:.2f}({pull_q},{pull_wait}ms)",
+            pc_wait,
+            f"{hour:.2f}",
+            f"{space:.4f}",
+        )
         t.add_row(*(Text(c) for c in cells))  # data, not markup (an IPv6 address reads as a tag)
     console.print(t)
     return 0
