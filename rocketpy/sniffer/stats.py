@@ -164,7 +164,8 @@ class Stats:
             lat = self.latency_row(name) if self.latencies.get(name) else {}
             cells = [f"{lat[k]:.3f}" if k in lat else "" for k in ("p50", "p90", "p99", "max")]
             t.add_row(name, str(n), str(self.oneway.get(name, "")), str(self.unanswered.get(name, "")), *cells)
-        console.print(t)
+        if self.requests or not self.ha_units:  # an HA stream alone (--port 10912) has no request table
+            console.print(t)
         if self.responses:
             t = Table(title="Responses")
             t.add_column("request")
