@@ -64,8 +64,22 @@ def tshark_pdus(pcap: Path, *options: str) -> list[dict[str, Any]]:
     assert TSHARK is not None
     # Wireshark's Lua refuses to run user scripts as root unless init.lua allows it (Debian's does);
     # -o lua settings are not preferences in 4.0, so the script is handed over with -X only.
-    cmd = [TSHARK, "-n", "-r", str(pcap), "-X", f"lua_script:{LUA}", "-Y", "rocketmq", "-T", "json",
-           "--no-duplicate-keys", "-J", "frame rocketmq", *options]
+    cmd = [
+        TSHARK,
+        "-n",
+        "-r",
+        str(pcap),
+        "-X",
+        f"lua_script:{LUA}",
+        "-Y",
+        "rocketmq",
+        "-T",
+        "json",
+        "--no-duplicate-keys",
+        "-J",
+        "frame rocketmq",
+        *options,
+    ]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Lua: Error" not in result.stderr, result.stderr  # the script failed to load
@@ -110,10 +124,74 @@ def _pdu_facts(number: int, pdu: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def sniff_json(pcap: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+def sniff_json(pcap: Path, capsys: pytest.CaptureFixture[str], ha: bool = False) -> list[dict[str, Any]]:
+    """The RemotingCommands ``sniff --json`` reads (or, with ``ha``, its HA units)."""
     capsys.readouterr()
     assert sniff_main(["sniff", "-r", str(pcap), "--json", "--no-progress"]) == 0
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return [o for o in objs if ("ha" in o) == ha]
+
+
+def tshark_ha_units(pcap: Path) -> list[dict[str, Any]]:
+    """Every HA unit tshark decodes with the dissector, in order, as plain facts."""
+    assert TSHARK is not None
+    cmd = [
+        TSHARK,
+        "-n",
+        "-r",
+        str(pcap),
+        "-X",
+        f"lua_script:{LUA}",
+        "-Y",
+        "rocketmq_ha",
+        "-T",
+        "json",
+        "--no-duplicate-keys",
+        "-J",
+        "frame rocketmq_ha",
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Lua: Error" not in result.stderr, result.stderr
+    assert "_ws.lua.error" not in result.stdout, "the dissector raised a Lua error on a packet"
+    out = []
+    for packet in json.loads(result.stdout or "[]"):
+        layers = packet["_source"]["layers"]
+        number = int(layers["frame"]["frame.number"])
+        for unit in _as_list(layers["rocketmq_ha"]):
+            if "rocketmq_ha.report_offset" in unit:
+                out.append({"frame": number, "ha": "report", "offset": int(unit["rocketmq_ha.report_offset"])})
+                continue
+            records = None
+            if int(unit["rocketmq_ha.size"]):
+                tree = unit.get("rocketmq_ha.records_tree", {})
+                records = [str(r) for r in _as_list(tree.get("rocketmq_ha.record", []))]
+            out.append(
+                {
+                    "frame": number,
+                    "ha": "transfer",
+                    "offset": int(unit["rocketmq_ha.offset"]),
+                    "size": int(unit["rocketmq_ha.size"]),
+                    "records": records,
+                }
+            )
+    return out
+
+
+def sniff_ha_facts(pcap: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    out = []
+    for o in sniff_json(pcap, capsys, ha=True):
+        facts = {"frame": o["frame"], "ha": o["ha"], "offset": o["offset"]}
+        if o["ha"] == "transfer":
+            records = o["records"]
+            facts.update(
+                size=o["size"],
+                records=None
+                if not o["size"]
+                else [f"{r['topic']}/{r['queue_id']}@{r['queue_offset']}" for r in records or []],
+            )
+        out.append(facts)
+    return out
 
 
 @needs_tshark
@@ -122,8 +200,18 @@ def test_tshark_with_the_dissector_agrees_with_sniff(pcap: Path, capsys: pytest.
     theirs = tshark_pdus(pcap)
     ours = sniff_json(pcap, capsys)
     assert theirs, f"tshark decoded no RocketMQ PDU with {LUA} (is Lua enabled? {_tshark_version()[:200]})"
-    keys = ("frame", "code", "opaque", "flag", "serialize_type", "remark", "ext_fields", "language", "version",
-            "body_len")
+    keys = (
+        "frame",
+        "code",
+        "opaque",
+        "flag",
+        "serialize_type",
+        "remark",
+        "ext_fields",
+        "language",
+        "version",
+        "body_len",
+    )
     mine = [{k: o[k] for k in keys} for o in ours]
     assert [{k: t[k] for k in keys} for t in theirs] == mine
     # and both paired the same responses with the same requests
@@ -133,8 +221,9 @@ def test_tshark_with_the_dissector_agrees_with_sniff(pcap: Path, capsys: pytest.
 @needs_tshark
 @pytest.mark.parametrize("pcap", [PCAPS[1], PCAPS[3], PCAPS[10], PCAPS[13]], ids=lambda p: p.stem)
 @pytest.mark.parametrize("shuffle", [False, True], ids=["resegmented", "reordered"])
-def test_desegmentation_agrees_with_sniff(pcap: Path, shuffle: bool, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_desegmentation_agrees_with_sniff(
+    pcap: Path, shuffle: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Frames cut over several segments (dissect_tcp_pdus), and reordered ones
     (with tshark's tcp.reassemble_out_of_order), decode as in rocketpy."""
     import random
@@ -162,3 +251,33 @@ def test_desegmentation_agrees_with_sniff(pcap: Path, shuffle: bool, tmp_path: P
     ours = sniff_json(damaged, capsys)
     keys = ("frame", "code", "opaque", "flag", "serialize_type", "remark", "ext_fields", "body_len")
     assert [{k: t[k] for k in keys} for t in theirs] == [{k: o[k] for k in keys} for o in ours]
+
+
+@needs_tshark
+def test_tshark_decodes_the_ha_stream_as_sniff_does(capsys: pytest.CaptureFixture[str]) -> None:
+    pcap = next(p for p in PCAPS if p.stem == "15-ha-master-slave")
+    theirs = tshark_ha_units(pcap)
+    assert len(theirs) == 50
+    assert theirs == sniff_ha_facts(pcap, capsys)
+    assert theirs[2] == {"frame": 70, "ha": "transfer", "offset": 0, "size": 290, "records": ["HaTopic/0@0"]}
+
+
+@needs_tshark
+def test_heuristic_finds_rocketmq_on_any_port(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The master/slave capture moved to ports no preference names, mixed with other traffic:
+    the heuristic dissector finds every frame and HA unit that rocketpy finds, and nothing else."""
+    import random
+
+    from test_sniffer_flows import MOVED, moved, other_traffic
+    from test_sniffer_golden import load, write
+
+    pcap = next(p for p in PCAPS if p.stem == "15-ha-master-slave")
+    linktype, packets = load(pcap)
+    noise = other_traffic(random.Random(5), packets[0][0])
+    path = write(tmp_path / "moved.pcap", linktype, sorted(moved(packets, MOVED) + noise, key=lambda p: p[0]))
+    theirs = tshark_pdus(path)
+    ours = sniff_json(path, capsys)
+    assert len(theirs) == len(ours) == 335
+    keys = ("frame", "code", "opaque", "flag", "remark", "ext_fields", "body_len")
+    assert [{k: t[k] for k in keys} for t in theirs] == [{k: o[k] for k in keys} for o in ours]
+    assert tshark_ha_units(path) == sniff_ha_facts(path, capsys)

@@ -15,7 +15,7 @@ ids = [p.stem for p in PCAPS]
 
 
 def test_corpus_present() -> None:
-    assert len(PCAPS) == 16
+    assert len(PCAPS) == 17
 
 
 @pytest.mark.parametrize("pcap", PCAPS, ids=ids)

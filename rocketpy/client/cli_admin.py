@@ -13,6 +13,7 @@ from typing import Any
 import trio
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
 from ..codecs.codes import PermName
@@ -186,23 +187,99 @@ def _cluster_list_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--clusterName", dest="cluster")
 
 
+def _java_str(value: str | None) -> str:
+    return "null" if value is None else value  # String.format("%s", null)
+
+
+def _java_long(text: str | None) -> int:
+    if text is None:
+        raise ValueError("absent")
+    return int(text)
+
+
+def cluster_rows(info: Any, cluster: str | None = None) -> list[tuple[str, str, int, str]]:
+    """(cluster, broker name, broker id, address) in mqadmin's order: broker names sorted, then each
+    name's addresses by broker id (0 is the master, the others its slaves: the only role clusterList shows)."""
+    rows = []
+    for name_of_cluster in sorted(info.cluster_addr_table or {}):
+        if cluster and name_of_cluster != cluster:
+            continue
+        for name in sorted((info.cluster_addr_table or {})[name_of_cluster]):
+            bd = (info.broker_addr_table or {}).get(name)
+            for bid, addr in sorted(((int(k), v) for k, v in (bd.broker_addrs or {}).items()) if bd else []):
+                rows.append((name_of_cluster, name, bid, addr))
+    return rows
+
+
 @command("clusterList", "List cluster infos", _cluster_list_opts)
 async def cluster_list(admin: Admin, args: argparse.Namespace) -> int:
     info = await admin.cluster_info()
-    t = _table("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)")
-    for cluster in sorted(info.cluster_addr_table or {}):
-        if args.cluster and cluster != args.cluster:
-            continue
-        for name in sorted((info.cluster_addr_table or {})[cluster]):
-            bd = (info.broker_addr_table or {}).get(name)
-            for bid, addr in sorted((bd.broker_addrs or {}).items() if bd else []):
-                try:
-                    rt = await admin.broker_runtime_info(addr)
-                except (MQClientError, Exception):
-                    rt = {}
-                in_tps = (rt.get("putTps") or "0").split(" ")[0]
-                out_tps = (rt.get("getTransferedTps") or "0").split(" ")[0]
-                t.add_row(cluster, name, str(bid), addr, rt.get("brokerVersionDesc", ""), in_tps, out_tps)
+    rows = cluster_rows(info, args.cluster)
+    if args.more:
+        t = _table("#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday")
+        for cluster, name, _bid, addr in rows:
+            totals = [0, 0, 0, 0]
+            try:
+                rt = await admin.broker_runtime_info(addr)
+                put = [
+                    _java_long(rt.get(k))
+                    for k in ("msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgPutTotalTodayNow")
+                ]
+                get = [
+                    _java_long(rt.get(k))
+                    for k in ("msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning", "msgGetTotalTodayNow")
+                ]
+                totals = [put[1] - put[0], get[1] - get[0], put[2] - put[1], get[2] - get[1]]
+            except Exception:  # noqa: BLE001 - mqadmin prints zeros for a broker it cannot read
+                pass
+            t.add_row(*(Text(c) for c in (cluster, name, *map(str, totals))))
+        console.print(t)
+        return 0
+    t = _table(
+        "#Cluster Name",
+        "#Broker Name",
+        "#BID",
+        "#Addr",
+        "#Version",
+        "#InTPS(LOAD)",
+        "#OutTPS(LOAD)",
+        "#PCWait(ms)",
+        "#Hour",
+        "#SPACE",
+    )
+    now = time.time_ns() // 1_000_000
+    for cluster, name, bid, addr in rows:
+        tps_in = tps_out = hour = space = 0.0
+        version = send_q = pull_q = send_wait = pull_wait = pc_wait = ""
+        try:
+            rt = await admin.broker_runtime_info(addr)
+            send_q, pull_q = _java_str(rt.get("sendThreadPoolQueueSize")), _java_str(rt.get("pullThreadPoolQueueSize"))
+            send_wait = _java_str(rt.get("sendThreadPoolQueueHeadWaitTimeMills"))
+            pull_wait = _java_str(rt.get("pullThreadPoolQueueHeadWaitTimeMills"))
+            pc_wait = _java_str(rt.get("pageCacheLockTimeMills"))
+            version = _java_str(rt.get("brokerVersionDesc"))
+            earliest, ratio = rt.get("earliestMessageTimeStamp"), rt.get("commitLogDiskRatio")
+            if earliest:
+                hour = (now - int(earliest)) / 1000.0 / 60.0 / 60.0
+            if ratio:
+                space = float(ratio)
+            tps_in = float((rt.get("putTps") or "0").split(" ")[0])
+            tps_out = float((rt.get("getTransferedTps") or "0").split(" ")[0])
+        except Exception:  # noqa: BLE001 - mqadmin prints the row with what it has
+            pass
+        cells = (
+            cluster,
+            name,
+            str(bid),
+            addr,
+            version,
+            f"{tps_in:.2f}({send_q},{send_wait}ms)",
+            f"{tps_out:.2f}({pull_q},{pull_wait}ms)",
+            pc_wait,
+            f"{hour:.2f}",
+            f"{space:.4f}",
+        )
+        t.add_row(*(Text(c) for c in cells))  # data, not markup (an IPv6 address reads as a tag)
     console.print(t)
     return 0
 

@@ -13,7 +13,7 @@ with struct fast paths checked against them in the tests.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import construct as cs
@@ -32,6 +32,9 @@ __all__ = [
     "build_offset_report",
     "build_transfer_header",
     "iter_transfers",
+    "looks_like_ha",
+    "reports_verdict",
+    "transfers_verdict",
 ]
 
 HA_OFFSET_REPORT = cs.Struct("max_offset" / cs.Int64sb)
@@ -141,3 +144,110 @@ def iter_transfers(data: bytes) -> Iterator[HaTransfer]:
             return
         yield HaTransfer(unit.phy_offset, bytes(unit.data))
         pos += HA_TRANSFER_HEADER_SIZE + unit.body_size
+
+
+# -- recognising an HA connection by its content ------------------------------------------------
+
+#: a CommitLog offset at or past this (a pebibyte) is not one: random bytes and text read as huge numbers
+MAX_PLAUSIBLE_OFFSET = 1 << 50
+#: units looked at when judging a stream (the verdict never needs more)
+_JUDGE_UNITS = 64
+#: a master that starts from a slave reporting 0 begins at a mapped file's start: a multiple of this
+_FILE_ALIGNMENT = 4096
+
+
+def reports_verdict(data: bytes | bytearray | memoryview) -> bool | None:
+    """Could ``data``, from its first byte, be a slave's offset reports? None: shorter than one report.
+
+    Reports are non-negative, non-decreasing, and far below :data:`MAX_PLAUSIBLE_OFFSET`; a partial
+    last report is not judged.
+    """
+    n = min(len(data) // HA_REPORT_SIZE, _JUDGE_UNITS)
+    if not n:
+        return None
+    prev = 0
+    for (value,) in _REPORT.iter_unpack(memoryview(data)[: n * HA_REPORT_SIZE]):
+        if value < prev or value >= MAX_PLAUSIBLE_OFFSET:
+            return False
+        prev = value
+    return True
+
+
+def transfers_verdict(
+    data: bytes | bytearray | memoryview, max_transfer: int = DEFAULT_MAX_TRANSFER
+) -> tuple[bool | None, int | None]:
+    """Could ``data``, from its first byte, be a master's transfers? ``(verdict, first offset)``.
+
+    True once a second header follows the first at the first's end offset (transfers chain: each
+    starts where the previous one's bytes end); False on a header no master writes (negative or
+    absurd offset or size) or a broken chain; None while too little has been seen. The first
+    offset is given once the first header is whole.
+    """
+    pos, units, first = 0, 0, None
+    expected: int | None = None
+    while len(data) - pos >= HA_TRANSFER_HEADER_SIZE and units < _JUDGE_UNITS:
+        offset, size = _HEADER.unpack_from(data, pos)
+        if not 0 <= offset < MAX_PLAUSIBLE_OFFSET or not 0 <= size <= max_transfer:
+            return False, first
+        if expected is not None and offset != expected:
+            return False, first
+        if first is None:
+            first = offset
+        units += 1
+        if units >= 2:
+            return True, first
+        expected = offset + size
+        pos += HA_TRANSFER_HEADER_SIZE + size
+    return None, first
+
+
+def _cuts_on_boundaries(data: bytes | bytearray | memoryview, cuts: Sequence[int]) -> bool:
+    """Does every cut fall on a transfer's header or body start (as far as headers can be read)?"""
+    bounds = {0}
+    pos = 0
+    while len(data) - pos >= HA_TRANSFER_HEADER_SIZE:
+        _offset, size = _HEADER.unpack_from(data, pos)
+        if size < 0:
+            return False
+        bounds.add(pos + HA_TRANSFER_HEADER_SIZE)
+        pos += HA_TRANSFER_HEADER_SIZE + size
+        bounds.add(pos)
+    return all(c in bounds for c in cuts if c < pos)
+
+
+def looks_like_ha(
+    to_master: bytes | bytearray | memoryview,
+    to_slave: bytes | bytearray | memoryview,
+    final: bool = False,
+    cuts_to_master: Sequence[int] | None = None,
+    cuts_to_slave: Sequence[int] | None = None,
+) -> bool | None:
+    """Are these the first bytes of an HA connection's two directions? None: cannot tell yet.
+
+    Either the master's side alone proves it (two chained transfers, and the slave's side is not
+    contradicting), or both sides agree: the slave reported offsets and the master's first transfer
+    starts where the slave asked (or, the slave having nothing, at a mapped file's start). With
+    ``final`` (the connection is over) a slave side of reports and a silent master is enough.
+
+    ``cuts_*``: where segments began in each side's bytes, for a capture that joined the connection
+    mid-stream (its first byte is a guess at a unit start): every segment must then begin on a unit
+    boundary, as peers that write each unit at once produce; bytes read out of step do not.
+    """
+    if cuts_to_master and any(c % HA_REPORT_SIZE for c in cuts_to_master if c < len(to_master)):
+        return False
+    if cuts_to_slave and not _cuts_on_boundaries(to_slave, cuts_to_slave):
+        return False
+    reports = reports_verdict(to_master) if to_master else None
+    if reports is False:
+        return False
+    transfers, first = transfers_verdict(to_slave) if to_slave else (None, None)
+    if transfers is False:
+        return False
+    if transfers:
+        return True
+    if reports and first is not None:
+        asked = _REPORT.unpack_from(to_master)[0]
+        return first == asked or (asked == 0 and first % _FILE_ALIGNMENT == 0)
+    if final:
+        return bool(reports) and not to_slave
+    return None

@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.text import Text
 
 from .pcap import CaptureFormatError, PacketReader, read_packets
 from .reassembly import DEFAULT_PORTS, Tracker
@@ -23,9 +24,9 @@ from .stats import Stats
 _PROGRESS_EVERY = 4096
 
 
-def _ports(values: list[str] | None) -> frozenset[int]:
+def _ports(values: list[str] | None) -> frozenset[int] | None:
     if not values:
-        return DEFAULT_PORTS
+        return None
     ports = set()
     for value in values:
         for part in value.split(","):
@@ -37,14 +38,22 @@ def _ports(values: list[str] | None) -> frozenset[int]:
 def _output_arguments(p: argparse.ArgumentParser) -> None:
     out = p.add_argument_group("output")
     out.add_argument("-V", "--verbose", action="store_true", help="full typed header and decoded body")
-    out.add_argument("--json", action="store_true", help="JSON lines, one object per RemotingCommand")
+    out.add_argument(
+        "--json",
+        action="store_true",
+        help='JSON lines, one object per RemotingCommand or HA unit (these have an "ha" key)',
+    )
     out.add_argument("--stats", action="store_true", help="a summary at the end (counts, errors, latency, topics)")
     out.add_argument("-q", "--quiet", action="store_true", help="no per-command output (use with --stats)")
     out.add_argument("-c", "--count", type=int, metavar="N", help="stop after N shown commands")
     out.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (live, proxy)")
     flt = p.add_argument_group("filters (repeatable or comma-separated; a response follows its request)")
-    flt.add_argument("--code", action="append", metavar="CODE",
-                     help="request code number or name, or a response code name (e.g. TOPIC_NOT_EXIST)")
+    flt.add_argument(
+        "--code",
+        action="append",
+        metavar="CODE",
+        help="request code number or name, or a response code name (e.g. TOPIC_NOT_EXIST)",
+    )
     flt.add_argument("--topic", action="append", metavar="TOPIC")
     flt.add_argument("--group", action="append", metavar="GROUP", help="producer or consumer group")
 
@@ -59,10 +68,20 @@ def add_parsers(subparsers: Any) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("-r", "--read", metavar="FILE", help="pcap or pcapng file, - for stdin (tcpdump -w -)")
     src.add_argument("-i", "--interface", metavar="IFACE", help="live capture (root or CAP_NET_RAW); any for all")
-    p.add_argument("--port", action="append", metavar="PORT",
-                   help=f"server ports (default {','.join(map(str, sorted(DEFAULT_PORTS)))})")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar while reading a file (default: when stderr is a terminal)")
+    p.add_argument(
+        "--port",
+        action="append",
+        metavar="PORT",
+        help="only connections with one of these ports at either end (repeatable or comma-separated); "
+        "default: every connection whose bytes are RocketMQ remoting frames or an HA stream, "
+        f"and whatever is on {','.join(map(str, sorted(DEFAULT_PORTS)))}",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar while reading a file (default: when stderr is a terminal)",
+    )
     _output_arguments(p)
     p.set_defaults(func=cmd_sniff)
 
@@ -136,7 +155,7 @@ def cmd_sniff(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int]) -> None:
+def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int] | None) -> None:
     stream: BinaryIO
     if args.read == "-":
         stream, size = sys.stdin.buffer, None
@@ -180,12 +199,13 @@ def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int
             stream.close()
 
 
-def _sniff_live(args: argparse.Namespace, session: Session, ports: frozenset[int]) -> None:
+def _sniff_live(args: argparse.Namespace, session: Session, ports: frozenset[int] | None) -> None:
     from .live import capture
 
     tracker = Tracker(ports)
     deadline = time.monotonic() + args.duration if args.duration else None
-    Console(stderr=True, highlight=False).print(f"capturing on {args.interface} (ports {sorted(ports)}), Ctrl-C stops")
+    which = f"ports {sorted(ports)}" if ports is not None else "any port"
+    Console(stderr=True, highlight=False).print(Text(f"capturing on {args.interface} ({which}), Ctrl-C stops"))
     try:
         for pkt in capture(args.interface):
             if pkt is not None and (events := tracker.packet(pkt)):

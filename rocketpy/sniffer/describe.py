@@ -10,7 +10,7 @@ from typing import Any
 from ..codecs.codes import RequestCode, SerializeType, request_code_name
 from ..codecs.command import RemotingCommand
 from ..codecs.errors import CodecError
-from .reassembly import CapturedFrame, Endpoint
+from .reassembly import CapturedFrame, Endpoint, HaUnit
 
 # SendMessageRequestHeaderV2 (and its batch/reply users) name fields a, b, ...
 _V2_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2})
@@ -216,3 +216,55 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple, set, frozenset)):
         return [jsonable(v) for v in obj]
     return repr(obj)
+
+
+def record_json(msg: Any, verbose: bool = False) -> dict[str, Any]:
+    """A CommitLog record an HA transfer carries: where it sits (and with ``verbose`` what it says)."""
+    facts = message_extras(msg)
+    out: dict[str, Any] = {
+        "topic": msg.topic,
+        "queue_id": msg.queue_id,
+        "queue_offset": msg.queue_offset,
+        "commit_log_offset": msg.commit_log_offset,
+        "store_size": msg.store_size,
+        "msg_id": facts.get("msg_id"),
+    }
+    if verbose:
+        out.update(
+            uniq_key=facts.get("uniq_key"),
+            keys=facts["keys"],
+            tags=facts["tags"],
+            properties=dict(msg.properties),
+            body_len=len(msg.body),
+            store_timestamp=msg.store_timestamp,
+        )
+    return out
+
+
+def ha_json(unit: HaUnit, verbose: bool = False) -> dict[str, Any]:
+    """The ``--json`` object of one HA unit (``"ha"`` tells it from a RemotingCommand's)."""
+    out: dict[str, Any] = {
+        "ts": round(unit.ts, 6),
+        "frame": unit.number or None,
+        "src": endpoint(unit.src),
+        "dst": endpoint(unit.dst),
+        "ha": unit.kind,
+        "role": unit.role or None,
+        "offset": unit.offset,
+    }
+    if unit.kind == "transfer":
+        out["size"] = unit.size
+        out["end"] = unit.end
+        out["records"] = None if unit.records is None else [record_json(m, verbose) for m in unit.records]
+    else:  # an acknowledgement names the transfer it answers (a transfer is written before its answer comes)
+        out["acks_offset"] = unit.peer.offset if unit.peer is not None else None
+        out["latency_ms"] = round(unit.latency * 1000, 3) if unit.latency is not None else None
+        out["paired"] = unit.peer is not None
+    return out
+
+
+def ha_records_summary(unit: HaUnit) -> str:
+    """``HaTopic/1@4`` for each record of a transfer (topic/queue@queue offset)."""
+    if unit.records is None:
+        return "not at a record boundary"
+    return " ".join(f"{m.topic}/{m.queue_id}@{m.queue_offset}" for m in unit.records)

@@ -176,3 +176,64 @@ def _plausible(buf: bytearray, pos: int, max_frame: int) -> bool | None:
     if flag & ~3 or not 0 <= code < _MAX_CODE or not 0 <= version < _MAX_VERSION or language > _MAX_LANGUAGE:
         return False
     return all(_KEY.match(k) for k in keys)  # header fields are Java identifiers
+
+
+def quick_frame_start(data: bytes | bytearray) -> bool:
+    """A cheap look at a stream's first bytes: a sane length, then a JSON header opening (``{`` and a
+    quote or the end) or a binary one with believable fixed fields. Enough, on a port said to be
+    RocketMQ, to tell remoting from an HA stream (whose first four bytes read as a length below 4)."""
+    if len(data) < 10:
+        return False
+    length, info = FRAME_PREFIX_UNIT.unpack_from(data, 0)
+    stype, hlen = info >> 24, info & 0xFFFFFF
+    if length < 4 or length + 4 > DEFAULT_MAX_FRAME or hlen > length - 4:
+        return False
+    if stype == 0:
+        return hlen >= 2 and data[8] == 0x7B and data[9] in _JSON_SECOND
+    if stype == 1 and hlen >= ROCKETMQ_HEADER_MIN and len(data) >= 8 + ROCKETMQ_FIXED_UNIT.size:
+        code, language, version, _opaque, flag = ROCKETMQ_FIXED_UNIT.unpack_from(data, 8)
+        return not flag & ~3 and 0 <= code < _MAX_CODE and 0 <= version < _MAX_VERSION and language <= _MAX_LANGUAGE
+    return False
+
+
+#: bytes a mid-stream direction is searched for a frame start before it is judged not remoting
+_VERDICT_SCAN = 64 * 1024
+
+
+def remoting_verdict(
+    buf: bytes | bytearray, synced: bool, final: bool = False, strict: bool = True, max_frame: int = DEFAULT_MAX_FRAME
+) -> bool | None:
+    """Do these first bytes of one direction carry RemotingCommand frames? None: cannot tell yet.
+
+    ``synced``: ``buf`` starts where the stream starts (its SYN was seen), so a frame must start at
+    byte 0. Otherwise the capture joined mid-stream and a frame start is searched for; with
+    ``strict`` (a port nobody said is RocketMQ) a found start only counts when the next frame
+    starts right after it, so that a lucky run of bytes in other traffic is not taken for one.
+    ``final``: nothing more will come.
+    """
+    data = bytearray(buf) if not isinstance(buf, bytearray) else buf
+    if synced:
+        verdict = _plausible(data, 0, max_frame)
+        return False if verdict is None and final else verdict
+    limit = min(len(data), _VERDICT_SCAN)
+    pos = 0
+    while pos < limit:
+        verdict = _plausible(data, pos, max_frame)
+        if verdict is None and not final:
+            return None
+        if verdict:
+            if not strict:
+                return True
+            end = pos + 4 + FRAME_PREFIX_UNIT.unpack_from(data, pos)[0]
+            following = _plausible(data, end, max_frame) if end < len(data) else None
+            if following:
+                return True
+            if following is None and not final:
+                return None
+        m = _CANDIDATE.search(data, pos + 5)
+        if m is None:
+            break
+        pos = m.start() - 4
+    if final or len(data) >= _VERDICT_SCAN:
+        return False
+    return None

@@ -97,6 +97,11 @@ _TEMPLATE = r"""-- Wireshark dissector for the Apache RocketMQ 4.x remoting prot
 -- Use:   tshark -X lua_script:codecs/rocketmq.lua -r capture.pcap -Y rocketmq -V
 --  or:   copy it into ~/.local/lib/wireshark/plugins/ for Wireshark.
 -- Ports: Edit > Preferences > Protocols > ROCKETMQ (default @PORTS@), or -o rocketmq.ports:...
+--        On any other TCP port a heuristic recognises a connection by its first bytes (preference
+--        "heuristic", on by default): a RemotingCommand frame start, or a master/slave HA stream.
+-- HA:    the replication connection (HAService/HAConnection) is shown as ROCKETMQ_HA (filter rocketmq_ha):
+--        slave -> master int64 offset reports; master -> slave int64 offset | int32 size | CommitLog bytes,
+--        with the topic/queue@queue offset of each whole message record the bytes carry.
 --
 -- Frame: int32 length | int32 header_info (serializeType << 24 | headerLength) | header | body.
 -- The header is JSON (fastjson RemotingCommand) or ROCKETMQ binary (RocketMQSerializable).
@@ -155,6 +160,29 @@ local ef_error = ProtoExpert.new("rocketmq.error_response", "Error response",
 rocketmq.experts = { ef_bad_header, ef_error }
 
 rocketmq.prefs.ports = Pref.range("Ports", "@PORTS@", "TCP ports of NameServers and brokers", 65535)
+rocketmq.prefs.heuristic = Pref.bool("Recognise on any port", true,
+                                     "Look at TCP connections on other ports for RocketMQ frames and HA streams")
+
+local rocketmq_ha = Proto("rocketmq_ha", "Apache RocketMQ HA replication")
+local hf = {
+  report = ProtoField.uint64("rocketmq_ha.report_offset", "Slave max offset", base.DEC),
+  offset = ProtoField.uint64("rocketmq_ha.offset", "CommitLog offset", base.DEC),
+  size = ProtoField.uint32("rocketmq_ha.size", "Size", base.DEC),
+  heartbeat = ProtoField.bool("rocketmq_ha.heartbeat", "Heartbeat"),
+  data = ProtoField.bytes("rocketmq_ha.data", "CommitLog bytes"),
+  records = ProtoField.uint32("rocketmq_ha.records", "Whole records", base.DEC),
+  record = ProtoField.string("rocketmq_ha.record", "Record"),
+  topic = ProtoField.string("rocketmq_ha.record.topic", "Topic"),
+  queue_id = ProtoField.int32("rocketmq_ha.record.queue_id", "Queue id", base.DEC),
+  queue_offset = ProtoField.int64("rocketmq_ha.record.queue_offset", "Queue offset", base.DEC),
+  commit_log_offset = ProtoField.int64("rocketmq_ha.record.commit_log_offset", "CommitLog offset", base.DEC),
+  store_size = ProtoField.int32("rocketmq_ha.record.store_size", "Store size", base.DEC),
+}
+do
+  local all = {}
+  for _, f in pairs(hf) do all[#all + 1] = f end
+  rocketmq_ha.fields = all
+end
 
 ---------------------------------------------------------------------------
 -- A small JSON scanner that keeps where every value is, so fields point at bytes.
@@ -324,9 +352,12 @@ end
 local pending = {}   -- "src>dst#opaque" -> { frame, code, ts }
 local pairs_by_pdu = {}  -- "frame#opaque#is_response" -> { request frame, request code, ts, response frame }
 
+local conversations = {}  -- "endpoint|endpoint" -> { kind = "pending"|"remoting"|"ha"|"other", slave, seen }
+
 function rocketmq.init()
   pending = {}
   pairs_by_pdu = {}
+  conversations = {}
 end
 
 local function endpoint(addr, port)
@@ -615,10 +646,209 @@ local function dissect_pdu(tvb, pinfo, tree)
   return tvb:len()
 end
 
-function rocketmq.dissector(tvb, pinfo, tree)
+---------------------------------------------------------------------------
+-- The HA stream: offset reports and transfers of CommitLog bytes.
+---------------------------------------------------------------------------
+
+local MESSAGE_MAGIC = 0xDAA320A7
+local MAX_TRANSFER = 64 * 1024 * 1024
+local function offset_at(tvb, pos)  -- an int64 below 2^48 as a Lua number (exact)
+  return tvb(pos + 2, 2):uint() * 4294967296 + tvb(pos + 4, 4):uint()
+end
+local function plausible_offset(tvb, pos)  -- 0 <= int64 < 2^48: a CommitLog offset, not text or noise
+  return tvb(pos, 2):uint() == 0
+end
+local function number(v) return string.format("%.0f", v) end
+
+local function set_info(pinfo, text)
+  if pinfo.private.rocketmq_ha_seen == "1" then
+    pinfo.cols.info:append(", " .. text)
+  else
+    pinfo.private.rocketmq_ha_seen = "1"
+    pinfo.cols.info:set(text)
+  end
+end
+
+local function dissect_ha_report(tvb, pinfo, tree)
+  pinfo.cols.protocol = "RocketMQ HA"
+  local item = tree:add(rocketmq_ha, tvb(0, 8))
+  item:add(hf.report, tvb(0, 8))
+  local text = "HA report offset=" .. number(offset_at(tvb, 0))
+  item:append_text(", " .. text)
+  set_info(pinfo, text)
+  return 8
+end
+
+-- one CommitLog message record at pos (4.9.8 layout), or nil
+local function ha_record(tvb, pos, stop)
+  local total = tvb(pos, 4):int()
+  if total < 8 or pos + total > stop or tvb(pos + 4, 4):uint() ~= MESSAGE_MAGIC then return nil end
+  local sys_flag = tvb(pos + 36, 4):uint()
+  local p = pos + 48 + ((math.floor(sys_flag / 16) % 2 == 1) and 20 or 8)  -- born host (v6: 16 + port)
+  p = p + 8 + ((math.floor(sys_flag / 32) % 2 == 1) and 20 or 8)  -- store timestamp, store host
+  p = p + 4 + 8  -- reconsume times, prepared transaction offset
+  local body_len = tvb(p, 4):int()
+  p = p + 4 + body_len
+  local topic_len = tvb(p, 1):uint()
+  local topic = tvb(p + 1, topic_len):string()
+  return {
+    total = total, queue_id = tvb(pos + 12, 4):int(), queue_offset = offset_at(tvb, pos + 20),
+    commit_log_offset = offset_at(tvb, pos + 28), topic = topic, topic_range = tvb(p + 1, topic_len),
+    range = tvb(pos, total),
+  }
+end
+
+local function dissect_ha_transfer(tvb, pinfo, tree)
+  pinfo.cols.protocol = "RocketMQ HA"
+  local size = tvb(8, 4):int()
+  local item = tree:add(rocketmq_ha, tvb(0, 12 + size))
+  item:add(hf.offset, tvb(0, 8))
+  item:add(hf.size, tvb(8, 4))
+  local offset = offset_at(tvb, 0)
+  local text
+  if size == 0 then
+    item:add(hf.heartbeat, true):set_generated()
+    text = "HA heartbeat offset=" .. number(offset)
+  else
+    item:add(hf.data, tvb(12, size))
+    local summary, records = {}, {}
+    local pos, stop = 12, 12 + size
+    while pos + 8 <= stop do
+      local ok, r = pcall(ha_record, tvb, pos, stop)
+      if not ok or r == nil then break end
+      records[#records + 1] = r
+      summary[#summary + 1] = r.topic .. "/" .. r.queue_id .. "@" .. number(r.queue_offset)
+      pos = pos + r.total
+    end
+    local rtree = item:add(hf.records, #records):set_generated()
+    for i, r in ipairs(records) do
+      local rec = rtree:add(hf.record, r.range, summary[i])
+      local at = r.range:offset()
+      rec:add(hf.topic, r.topic_range, r.topic)
+      rec:add(hf.queue_id, tvb(at + 12, 4))
+      rec:add(hf.queue_offset, tvb(at + 20, 8))
+      rec:add(hf.commit_log_offset, tvb(at + 28, 8))
+      rec:add(hf.store_size, tvb(at, 4))
+    end
+    text = "HA transfer offset=" .. number(offset) .. " size=" .. size .. " [" .. table.concat(summary, " ") .. "]"
+  end
+  item:append_text(", " .. text)
+  set_info(pinfo, text)
+  return 12 + size
+end
+
+local function transfer_length(tvb, pinfo, offset)
+  local size = tvb(offset + 8, 4):int()
+  if size < 0 or size > MAX_TRANSFER then return tvb:len() - offset end
+  return 12 + size
+end
+
+local function report_length() return 8 end
+
+---------------------------------------------------------------------------
+-- What a connection carries, judged once from its first bytes.
+---------------------------------------------------------------------------
+
+local function looks_remoting(tvb)
+  local n = tvb:len()
+  if n < 9 then return false end
+  local length = tvb(0, 4):int()
+  if length < 4 or length + 4 > MAX_FRAME then return false end
+  local stype, hlen = tvb(4, 1):uint(), tvb(5, 3):uint()
+  if hlen > length - 4 then return false end
+  if stype == 0 then
+    if hlen < 2 or tvb(8, 1):uint() ~= 0x7B then return false end  -- '{'
+    if n == 9 then return true end
+    local second = tvb(9, 1):uint()  -- a key's quote or the end must follow
+    return second == 0x22 or second == 0x7D or second == 0x20 or second == 0x09 or second == 0x0A or second == 0x0D
+  elseif stype == 1 then
+    if hlen < 21 or n < 21 then return false end
+    local code, language, version, flag = tvb(8, 2):int(), tvb(10, 1):uint(), tvb(11, 2):int(), tvb(17, 4):int()
+    return code >= 0 and code < 4096 and version >= 0 and version < 4096 and language <= 63 and flag >= 0 and flag < 4
+  end
+  return false
+end
+
+local function looks_reports(tvb)  -- the slave: 8-byte offsets, never going back
+  local n = tvb:len()
+  if n < 8 or n % 8 ~= 0 then return false end
+  local prev = -1
+  for pos = 0, n - 8, 8 do
+    if not plausible_offset(tvb, pos) then return false end
+    local v = offset_at(tvb, pos)
+    if v < prev then return false end
+    prev = v
+  end
+  return true
+end
+
+local function looks_transfers(tvb)  -- the master: headers whose offsets chain, the segment ending on a unit
+  local n = tvb:len()
+  if n < 12 then return false end
+  local pos, expected = 0, nil
+  while pos + 12 <= n do
+    if not plausible_offset(tvb, pos) then return false end
+    local offset, size = offset_at(tvb, pos), tvb(pos + 8, 4):int()
+    if size < 0 or size > MAX_TRANSFER or (expected ~= nil and offset ~= expected) then return false end
+    expected = offset + size
+    pos = pos + 12 + size
+  end
+  return pos >= n
+end
+
+local function conversation_of(tvb, pinfo, listed)
+  local here, there = endpoint(pinfo.src, pinfo.src_port), endpoint(pinfo.dst, pinfo.dst_port)
+  local key = here < there and (here .. "|" .. there) or (there .. "|" .. here)
+  local st = conversations[key]
+  if st == nil then
+    st = { kind = "pending", seen = 0 }
+    conversations[key] = st
+  end
+  if st.kind ~= "pending" or tvb:len() == 0 or pinfo.visited then return st end
+  st.seen = st.seen + 1
+  if looks_remoting(tvb) then
+    st.kind = "remoting"
+  elseif looks_reports(tvb) then
+    st.kind, st.slave = "ha", here
+  elseif looks_transfers(tvb) then
+    st.kind, st.slave = "ha", there
+  elseif listed then
+    st.kind = "remoting"  -- a RocketMQ port: frames, even broken ones
+  elseif st.seen >= 8 then
+    st.kind = "other"
+  end
+  return st
+end
+
+local function dissect_ha(tvb, pinfo, tree, st)
+  pinfo.private.rocketmq_ha_seen = "0"
+  if endpoint(pinfo.src, pinfo.src_port) == st.slave then
+    dissect_tcp_pdus(tvb, tree, 8, report_length, dissect_ha_report, true)
+  else
+    dissect_tcp_pdus(tvb, tree, 12, transfer_length, dissect_ha_transfer, true)
+  end
+  return tvb:len()
+end
+
+local function dissect_any(tvb, pinfo, tree, st)
+  if st.kind == "ha" then return dissect_ha(tvb, pinfo, tree, st) end
+  if st.kind ~= "remoting" then return 0 end
   pinfo.private.rocketmq_seen = "0"
   dissect_tcp_pdus(tvb, tree, 4, frame_length, dissect_pdu, true)
   return tvb:len()
+end
+
+function rocketmq.dissector(tvb, pinfo, tree)
+  return dissect_any(tvb, pinfo, tree, conversation_of(tvb, pinfo, true))
+end
+
+local function heuristic(tvb, pinfo, tree)
+  if not rocketmq.prefs.heuristic then return false end
+  local st = conversation_of(tvb, pinfo, false)
+  if st.kind ~= "remoting" and st.kind ~= "ha" then return false end
+  pinfo.conversation = rocketmq  -- the rest of the connection comes straight here
+  dissect_any(tvb, pinfo, tree, st)
+  return true
 end
 
 local function register_ports()
@@ -632,4 +862,5 @@ function rocketmq.prefs_changed()
 end
 
 register_ports()
+rocketmq:register_heuristic("tcp", heuristic)
 """

@@ -13,15 +13,17 @@ from typing import BinaryIO
 
 from .packet import Packet, parse_tcp
 from .pairing import Pairer
-from .reassembly import DEFAULT_PORTS, CapturedFrame, Endpoint, Tracker
+from .reassembly import DEFAULT_PORTS, CapturedFrame, Endpoint, HaUnit, StreamNote, Tracker
 
 __all__ = [
     "DEFAULT_PORTS",
     "CapturedFrame",
     "Endpoint",
     "CaptureFormatError",
+    "HaUnit",
     "PacketReader",
     "pair_responses",
+    "read_events",
     "read_frames",
     "read_packets",
     "read_pcap",
@@ -145,7 +147,7 @@ def _if_tsresol(options: bytes, endian: str) -> float:
             break
         if code == 9 and length >= 1:
             v = options[pos + 4]
-            return 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0 ** -v
+            return 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0**-v
         pos += 4 + (length + 3) // 4 * 4
     return 1e-6
 
@@ -159,22 +161,30 @@ def read_packets(stream: BinaryIO, reader: PacketReader | None = None) -> Iterat
             yield pkt
 
 
-def read_frames(stream: BinaryIO, ports: Iterable[int] = DEFAULT_PORTS) -> Iterator[CapturedFrame]:
-    """Every whole frame of a capture, in the order their last byte was captured.
+def read_events(stream: BinaryIO, ports: Iterable[int] | None = None) -> Iterator[CapturedFrame | HaUnit]:
+    """Every whole frame and HA unit of a capture, in the order their last byte was captured.
 
+    Connections are recognised by content on any port (``ports`` narrows it, see :class:`Tracker`).
     Stream notes (gaps, resynchronisations) are dropped; use :class:`Tracker` for those.
     """
     tracker = Tracker(ports)
     for pkt in read_packets(stream):
         for event in tracker.packet(pkt):
-            if isinstance(event, CapturedFrame):
+            if not isinstance(event, StreamNote):
                 yield event
     for event in tracker.finish():
+        if not isinstance(event, StreamNote):
+            yield event
+
+
+def read_frames(stream: BinaryIO, ports: Iterable[int] | None = None) -> Iterator[CapturedFrame]:
+    """Every whole RemotingCommand frame of a capture (:func:`read_events` without the HA units)."""
+    for event in read_events(stream, ports):
         if isinstance(event, CapturedFrame):
             yield event
 
 
-def read_pcap(path: str, ports: Iterable[int] = DEFAULT_PORTS) -> list[CapturedFrame]:
+def read_pcap(path: str, ports: Iterable[int] | None = None) -> list[CapturedFrame]:
     with open(path, "rb") as f:
         return list(read_frames(f, ports))
 

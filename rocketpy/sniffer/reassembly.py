@@ -18,7 +18,9 @@ from collections.abc import Iterable
 
 from ..codecs.command import RemotingCommand
 from ..codecs.errors import CodecError
-from .framing import StreamDecoder
+from ..codecs.ha import looks_like_ha
+from .framing import StreamDecoder, quick_frame_start, remoting_verdict
+from .hastream import HaDecoder, HaUnit
 from .packet import TH_RST, Endpoint, Packet
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "CapturedFrame",
     "Event",
     "Gap",
+    "HaUnit",
     "HalfStream",
     "StreamDecoder",
     "StreamNote",
@@ -202,12 +205,15 @@ class StreamNote:
         if self.kind == "gap":
             return f"{self.size} bytes not captured"
         if self.kind == "resync":
-            return f"skipped {self.size} bytes: {self.detail}" if self.detail else (
-                f"skipped {self.size} bytes to the next frame start")
+            return (
+                f"skipped {self.size} bytes: {self.detail}"
+                if self.detail
+                else (f"skipped {self.size} bytes to the next frame start")
+            )
         return self.detail
 
 
-Event = CapturedFrame | StreamNote
+Event = CapturedFrame | StreamNote | HaUnit
 
 
 def decode_frame(
@@ -221,20 +227,65 @@ def decode_frame(
     return CapturedFrame(ts, src, dst, raw, cmd, err, from_server, number)
 
 
-class _Direction:
-    __slots__ = ("tcp", "decoder", "from_server")
+#: what a connection turned out to carry
+_PENDING, _REMOTING, _HA, _OTHER = 0, 1, 2, 3
+#: first bytes of each direction kept to judge a connection by; and how much a connection may hold
+#: back (in bytes, in segments) while its kind is undecided before giving up on it
+_PROBE_MAX = 160 * 1024
+_HOLD_MAX_BYTES = 256 * 1024
+_HOLD_MAX_SEGMENTS = 512
 
-    def __init__(self, synced: bool, from_server: bool, max_pending: int) -> None:
+
+class _Conn:
+    """Both directions of one connection, and what it was found to carry."""
+
+    __slots__ = ("dirs", "held", "held_bytes", "kind", "listed", "master")
+
+    def __init__(self, listed: bool) -> None:
+        self.kind = _PENDING
+        self.listed = listed  # on a port given (or a default one): RocketMQ unless shown otherwise
+        self.dirs: list[_Direction] = []
+        #: while undecided: (direction, packet, contiguous bytes or None for "bytes were lost here")
+        self.held: list[tuple[_Direction, Packet, bytes | None]] = []
+        self.held_bytes = 0
+        self.master: Endpoint | None = None  # an HA connection's master side
+
+
+class _Direction:
+    __slots__ = ("conn", "cuts", "decoder", "dst", "from_server", "ha", "probe", "probe_synced", "src", "tcp")
+
+    def __init__(
+        self, synced: bool, from_server: bool, max_pending: int, conn: _Conn, src: Endpoint, dst: Endpoint
+    ) -> None:
         self.tcp = HalfStream(max_pending)
         self.decoder = StreamDecoder(synced)
         self.from_server = from_server
+        self.conn = conn
+        self.src = src
+        self.dst = dst
+        self.probe = bytearray()
+        self.probe_synced = synced
+        #: where segments began in ``probe`` (judged when the stream was joined mid-way)
+        self.cuts: list[int] = []
+        self.ha: HaDecoder | None = None
+        conn.dirs.append(self)
 
 
 class Tracker:
-    """Both directions of every connection: packets in, frames and notes out."""
+    """Both directions of every connection: packets in, frames, HA units and notes out.
 
-    def __init__(self, ports: Iterable[int] = DEFAULT_PORTS, max_pending: int = DEFAULT_MAX_PENDING) -> None:
-        self.ports = frozenset(ports)
+    A connection is recognised by what it carries, on any port: RemotingCommand frames (a
+    plausible length, serialize type and header), or a master/slave HA stream (transfers that
+    chain, non-decreasing offset reports). ``ports`` narrows that to connections with one of
+    these ports at either end; without it every TCP connection is looked at. A connection on a
+    given port (or, without ``ports``, on a default one) that is not recognisably HA is decoded
+    as remoting whatever it holds, with resynchronisation and notes; on any other port traffic
+    that is neither is left alone.
+    """
+
+    def __init__(self, ports: Iterable[int] | None = None, max_pending: int = DEFAULT_MAX_PENDING) -> None:
+        self.ports: frozenset[int] | None = frozenset(ports) if ports is not None else None
+        self.listed = self.ports if self.ports is not None else DEFAULT_PORTS
         self.max_pending = max_pending
         self._dirs: dict[tuple[Endpoint, Endpoint], _Direction] = {}
         #: client side of connections whose SYN was seen
@@ -242,15 +293,29 @@ class Tracker:
         self.last_ts = 0.0
 
     def wants(self, pkt: Packet) -> bool:
-        return pkt.src[1] in self.ports or pkt.dst[1] in self.ports
+        return self.ports is None or pkt.src[1] in self.ports or pkt.dst[1] in self.ports
 
     def _from_server(self, src: Endpoint, dst: Endpoint) -> bool:
         client = self._clients.get((src, dst) if src < dst else (dst, src))
         if client is not None:
             return client == dst
-        if dst[1] in self.ports:
+        if dst[1] in self.listed:
             return False
-        return src[1] in self.ports
+        if src[1] in self.listed:
+            return True
+        return src[1] < dst[1]  # no handshake seen: the server is the end not on an ephemeral port
+
+    def _direction(self, key: tuple[Endpoint, Endpoint], synced: bool, opening: bool) -> _Direction:
+        src, dst = key
+        rev = None if opening else self._dirs.get((dst, src))
+        if rev is not None:
+            conn = rev.conn
+        else:
+            conn = _Conn(src[1] in self.listed or dst[1] in self.listed)
+        d = self._dirs[key] = _Direction(synced, self._from_server(src, dst), self.max_pending, conn, src, dst)
+        if conn.kind == _HA:
+            d.ha = HaDecoder(from_master=src == conn.master)
+        return d
 
     def packet(self, pkt: Packet) -> list[Event]:
         if not self.wants(pkt):
@@ -266,10 +331,14 @@ class Tracker:
                 self._clients[conn] = pkt.src
             if d is None or d.tcp.next_seq != (pkt.seq + 1) % _SEQ_MOD:
                 # a new connection (or the 4-tuple reused): start afresh, in step
-                d = self._dirs[key] = _Direction(True, self._from_server(pkt.src, pkt.dst), self.max_pending)
+                d = self._direction(key, True, not pkt.ack)
                 d.tcp.syn(pkt.seq)
             if not pkt.payload:
                 return []
+        elif d is not None and d.conn.kind == _OTHER:
+            if pkt.fin_or_rst:
+                self._forget(key)
+            return []
         events: list[Event] = []
         if pkt.ack:
             self._check_acked(pkt, events)
@@ -278,21 +347,112 @@ class Tracker:
                 events += self._close(key, d, pkt, seq)
             return events
         if d is None:  # first sight of this direction is mid-stream: resync before trusting bytes
-            d = self._dirs[key] = _Direction(False, self._from_server(pkt.src, pkt.dst), self.max_pending)
+            d = self._direction(key, False, False)
         data = d.tcp.add(seq, pkt.payload)
         if data:
-            self._decode(d, pkt, data, events)
+            self._feed(d, pkt, data, events)
         if d.tcp.overflowing:
             self._skip_gaps(d, pkt, events)
         if pkt.fin_or_rst:
             events += self._close(key, d, pkt, seq + len(pkt.payload))
         return events
 
+    # -- by kind of connection -------------------------------------------------------------
+    def _feed(self, d: _Direction, pkt: Packet, data: bytes, events: list[Event]) -> None:
+        kind = d.conn.kind
+        if kind == _REMOTING:
+            self._decode(d, pkt, data, events)
+        elif kind == _HA:
+            self._ha(d, pkt, data, events)
+        elif kind == _PENDING:
+            conn = d.conn
+            if conn.listed and d.probe_synced and not conn.held and quick_frame_start(data):
+                conn.kind = _REMOTING  # the common case, decided without holding anything back
+                for other in conn.dirs:
+                    other.probe = bytearray()
+                self._decode(d, pkt, data, events)
+                return
+            conn.held.append((d, pkt, data))
+            conn.held_bytes += len(data)
+            if len(d.probe) < _PROBE_MAX:
+                d.cuts.append(len(d.probe))
+                d.probe += data[: _PROBE_MAX - len(d.probe)]
+            self._judge(conn, False, events)
+
+    def _lose(self, d: _Direction, pkt: Packet, events: list[Event]) -> None:
+        """Bytes of ``d`` went missing: what follows is not in step."""
+        kind = d.conn.kind
+        if kind == _REMOTING:
+            d.decoder.lose_sync()
+        elif kind == _PENDING:
+            d.conn.held.append((d, pkt, None))
+            d.probe.clear()
+            d.cuts.clear()
+            d.probe_synced = False
+        elif kind == _HA and d.ha is not None:
+            d.ha = None
+            events.append(
+                StreamNote(
+                    pkt.ts,
+                    pkt.src,
+                    pkt.dst,
+                    "error",
+                    0,
+                    "HA stream out of step after a gap: the rest of it is not decoded",
+                    pkt.number,
+                )
+            )
+
+    def _judge(self, conn: _Conn, final: bool, events: list[Event]) -> None:
+        """Decide what ``conn`` carries if its first bytes tell (or must: ``final``, too much held)."""
+        if not final and (conn.held_bytes > _HOLD_MAX_BYTES or len(conn.held) > _HOLD_MAX_SEGMENTS):
+            final = True
+        kind = _classify(conn, final)
+        if kind is None:
+            return
+        if kind == _OTHER and conn.listed:
+            kind = _REMOTING  # a port said to be RocketMQ: decode it anyway, and say what is wrong
+        conn.kind = kind
+        held, conn.held, conn.held_bytes = conn.held, [], 0
+        for d in conn.dirs:
+            d.probe = bytearray()
+            d.cuts = []
+            if kind == _HA:
+                d.ha = HaDecoder(from_master=d.src == conn.master)
+        if kind == _OTHER:
+            return
+        for d, pkt, data in held:
+            if data is None:
+                self._lose(d, pkt, events)
+            else:
+                self._feed(d, pkt, data, events)
+
+    def _ha(self, d: _Direction, pkt: Packet, data: bytes, events: list[Event]) -> None:
+        if d.ha is None:
+            return
+        try:
+            events += d.ha.feed(pkt.ts, pkt.src, pkt.dst, data, pkt.number)
+        except CodecError as exc:
+            d.ha = None
+            events.append(
+                StreamNote(
+                    pkt.ts,
+                    pkt.src,
+                    pkt.dst,
+                    "error",
+                    len(data),
+                    f"HA stream: {exc}; the rest of it is not decoded",
+                    pkt.number,
+                )
+            )
+
     def _check_acked(self, pkt: Packet, events: list[Event]) -> None:
         """The peer acknowledging bytes we never saw means the capture missed them (not the network):
         report the gap now instead of waiting for a retransmission that will never come."""
         rev = self._dirs.get((pkt.dst, pkt.src))
         if rev is None or rev.tcp.next_seq is None or _seq_diff(pkt.ack_no, rev.tcp.next_seq) <= 0:
+            return
+        if rev.conn.kind == _OTHER:
             return
         gap_end = pkt.ack_no
         if rev.tcp.pending:
@@ -303,10 +463,11 @@ class Tracker:
                 gap_end = nearest
         size = rev.tcp.skip_to(gap_end)
         events.append(StreamNote(pkt.ts, pkt.dst, pkt.src, "gap", size, number=pkt.number))
-        rev.decoder.lose_sync()
+        fake = Packet(pkt.ts, pkt.dst, pkt.src, 0, 0, b"", pkt.number)
+        self._lose(rev, fake, events)
         data = rev.tcp.resume()
         if data:
-            self._decode(rev, Packet(pkt.ts, pkt.dst, pkt.src, 0, 0, b"", pkt.number), data, events)
+            self._feed(rev, fake, data, events)
 
     def _decode(self, d: _Direction, pkt: Packet, data: bytes, events: list[Event]) -> None:
         frames, skipped = d.decoder.feed(data)
@@ -319,8 +480,16 @@ class Tracker:
         while d.tcp.pending:
             size = d.tcp.skip_gap()
             events.append(StreamNote(pkt.ts, pkt.src, pkt.dst, "gap", size, number=pkt.number))
-            d.decoder.lose_sync()
-            self._decode(d, pkt, d.tcp.resume(), events)
+            self._lose(d, pkt, events)
+            data = d.tcp.resume()
+            if data:
+                self._feed(d, pkt, data, events)
+
+    def _forget(self, key: tuple[Endpoint, Endpoint]) -> None:
+        self._dirs.pop(key, None)
+        src, dst = key
+        if (dst, src) not in self._dirs:  # both ways closed: forget who the client was
+            self._clients.pop((src, dst) if src < dst else (dst, src), None)
 
     def _close(self, key: tuple[Endpoint, Endpoint], d: _Direction, pkt: Packet, end_seq: int) -> list[Event]:
         # FIN may overtake the last data segments when reordered: keep the state while
@@ -331,15 +500,24 @@ class Tracker:
         if missing and not pkt.flags & TH_RST:  # a reset's sequence number says nothing about data
             return []
         events: list[Event] = []
+        if d.conn.kind == _PENDING:
+            self._judge(d.conn, True, events)
         self._leftover(d, pkt.ts, pkt.src, pkt.dst, pkt.number, "connection closed", events)
-        del self._dirs[key]
-        if (pkt.dst, pkt.src) not in self._dirs:  # both ways closed: forget who the client was
-            self._clients.pop((pkt.src, pkt.dst) if pkt.src < pkt.dst else (pkt.dst, pkt.src), None)
+        self._forget(key)
         return events
 
     @staticmethod
-    def _leftover(d: _Direction, ts: float, src: Endpoint, dst: Endpoint, number: int, why: str,
-                  events: list[Event]) -> None:
+    def _leftover(
+        d: _Direction, ts: float, src: Endpoint, dst: Endpoint, number: int, why: str, events: list[Event]
+    ) -> None:
+        kind = d.conn.kind
+        if kind == _HA:
+            n = d.ha.buffered if d.ha is not None else 0
+            if n:
+                events.append(StreamNote(ts, src, dst, "error", n, f"{why} inside an HA unit ({n} bytes)", number))
+            return
+        if kind != _REMOTING:
+            return
         if not d.decoder.synced and d.decoder.buffered:
             # the stream is over: frame starts that were waiting to be told apart can be now
             frames, skipped = d.decoder.feed(b"", final=True)
@@ -352,8 +530,11 @@ class Tracker:
                 events.append(StreamNote(ts, src, dst, "error", n, f"{why} inside a frame ({n} bytes)", number))
         elif n + d.decoder.searching:
             # still looking for a frame start: these bytes were never part of a frame we saw
-            events.append(StreamNote(ts, src, dst, "resync", n + d.decoder.searching,
-                                     f"{why} before a frame start was found", number))
+            events.append(
+                StreamNote(
+                    ts, src, dst, "resync", n + d.decoder.searching, f"{why} before a frame start was found", number
+                )
+            )
 
     def finish(self, ts: float | None = None) -> list[Event]:
         """End of capture: give up on every hole and report what stayed incomplete."""
@@ -362,6 +543,36 @@ class Tracker:
         for (src, dst), d in list(self._dirs.items()):
             last = Packet(ts, src, dst, 0, 0, b"")
             self._skip_gaps(d, last, events)
+        for d in list(self._dirs.values()):
+            if d.conn.kind == _PENDING:
+                self._judge(d.conn, True, events)
+        for (src, dst), d in list(self._dirs.items()):
             self._leftover(d, ts, src, dst, 0, "capture ended", events)
         self._dirs.clear()
         return events
+
+
+def _classify(conn: _Conn, final: bool) -> int | None:
+    """What the first bytes of a connection's directions say it is; None while they cannot tell."""
+    dirs = [d for d in conn.dirs if d.probe]
+    undecided = False
+    for d in dirs:
+        verdict = remoting_verdict(d.probe, d.probe_synced, final, strict=not conn.listed)
+        if verdict:
+            return _REMOTING
+        undecided = undecided or verdict is None
+    a = dirs[0] if dirs else None
+    b = next((d for d in conn.dirs if d is not a), None)
+    if a is not None:
+        pa, pb = a.probe, b.probe if b is not None else bytearray()
+        ca = None if a.probe_synced else a.cuts
+        cb = None if b is None or b.probe_synced else b.cuts
+        for to_master, to_slave, master, cm, cs in ((pa, pb, a.dst, ca, cb), (pb, pa, a.src, cb, ca)):
+            verdict = looks_like_ha(to_master, to_slave, final, cm, cs)
+            if verdict:
+                conn.master = master
+                return _HA
+            undecided = undecided or verdict is None
+    if undecided and not final:
+        return None
+    return _OTHER

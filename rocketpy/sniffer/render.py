@@ -16,6 +16,8 @@ from .describe import (
     endpoint,
     frame_json,
     group_of,
+    ha_json,
+    ha_records_summary,
     header_length,
     jsonable,
     language_name,
@@ -24,7 +26,7 @@ from .describe import (
     topic_of,
     typed_header,
 )
-from .reassembly import CapturedFrame, StreamNote
+from .reassembly import CapturedFrame, HaUnit, StreamNote
 
 #: how much of a message body ``-V`` prints
 BODY_PREVIEW = 200
@@ -34,6 +36,8 @@ class Output(Protocol):
     def frame(self, fr: CapturedFrame) -> None: ...
 
     def note(self, note: StreamNote) -> None: ...
+
+    def ha(self, unit: HaUnit) -> None: ...
 
     def close(self) -> None: ...
 
@@ -45,6 +49,9 @@ class NullOutput:
         pass
 
     def note(self, note: StreamNote) -> None:
+        pass
+
+    def ha(self, unit: HaUnit) -> None:
         pass
 
     def close(self) -> None:
@@ -95,6 +102,41 @@ def line_parts(fr: CapturedFrame, t0: float) -> list[tuple[str, str]]:
     if fr.latency is not None:
         add((f"  {fr.latency * 1000:.3f} ms", "yellow"))
     return parts
+
+
+def ha_line_parts(unit: HaUnit, t0: float) -> list[tuple[str, str]]:
+    """The one-line summary of an HA unit: slave first, the arrow gives the direction."""
+    parts: list[tuple[str, str]] = [(f"{unit.number or '':>6} ", "dim"), (f"{unit.ts - t0:11.6f} ", "")]
+    slave, master = unit.conn
+    arrow = "←" if unit.from_master else "→"
+    parts.append((f"{endpoint(slave)} {arrow} {endpoint(master)}  ", "blue"))
+    if unit.kind == "report":
+        parts.append(("HA report", "bold magenta"))
+        parts.append((f" offset={unit.offset}", ""))
+    elif unit.data:
+        parts.append(("HA transfer", "bold magenta"))
+        parts.append((f" offset={unit.offset} size={unit.size} end={unit.end}", ""))
+        parts.append((f"  [{ha_records_summary(unit)}]", "bold"))
+    else:
+        parts.append(("HA heartbeat", "magenta"))
+        parts.append((f" offset={unit.offset}", ""))
+    if unit.role and unit.role not in ("data", "heartbeat"):
+        parts.append((f"  {unit.role}", "cyan"))
+    if unit.latency is not None:
+        parts.append((f"  {unit.latency * 1000:.3f} ms", "yellow"))
+    return parts
+
+
+def ha_detail(unit: HaUnit) -> list[Text]:
+    """``-V`` for an HA unit: each CommitLog record a transfer carries."""
+    if unit.kind == "report" or not unit.data:
+        return []
+    if unit.records is None:
+        return [Text(f"    {unit.size} CommitLog bytes not at a record boundary", "dim"), _preview(unit.data)]
+    out = [Text(f"    {len(unit.records)} CommitLog record(s)", "bold")]
+    for i, msg in enumerate(unit.records):
+        out += _message_lines(i, msg)
+    return out
 
 
 def line(fr: CapturedFrame, t0: float) -> Text:
@@ -218,6 +260,17 @@ class LineOutput:
             for t in detail(fr):
                 self._print(t)
 
+    def ha(self, unit: HaUnit) -> None:
+        t0 = self._start(unit.ts)
+        parts = ha_line_parts(unit, t0)
+        if self._plain:
+            self.console.file.write("".join(p[0] for p in parts) + "\n")
+        else:
+            self.console.print(Text.assemble(*parts, no_wrap=True))
+        if self.verbose:
+            for t in ha_detail(unit):
+                self._print(t)
+
     def note(self, note: StreamNote) -> None:
         t0 = self._start(note.ts)
         t = Text(no_wrap=True)
@@ -241,6 +294,9 @@ class JsonOutput:
 
     def frame(self, fr: CapturedFrame) -> None:
         self.out.write(json.dumps(frame_json(fr, self.verbose), ensure_ascii=False) + "\n")
+
+    def ha(self, unit: HaUnit) -> None:
+        self.out.write(json.dumps(ha_json(unit, self.verbose), ensure_ascii=False) + "\n")
 
     def note(self, note: StreamNote) -> None:
         if self.notes is not None:

@@ -7,8 +7,9 @@ from collections.abc import Iterable
 
 from ..codecs.codes import RequestCode, ResponseCode
 from .describe import group_of, topic_of
+from .hastream import HaPairer
 from .pairing import Pairer
-from .reassembly import CapturedFrame, Event, StreamNote
+from .reassembly import CapturedFrame, Event, HaUnit, StreamNote
 from .render import Output
 from .stats import Stats
 
@@ -47,6 +48,14 @@ class FrameFilter:
     def __bool__(self) -> bool:
         return bool(self.request_codes or self.response_codes or self.topics or self.groups)
 
+    def match_ha(self, unit: HaUnit) -> bool:
+        """HA units show unfiltered, or for ``--topic`` when a transfer carries a record of one."""
+        if not self:
+            return True
+        if self.request_codes or self.response_codes or self.groups or not self.topics:
+            return False
+        return any(m.topic in self.topics for m in unit.records or ())
+
     def match(self, fr: CapturedFrame) -> bool:
         cmd = fr.command
         if cmd is None:
@@ -80,6 +89,7 @@ class Session:
         self.stats = stats
         self.filter = frame_filter or FrameFilter()
         self.pairer = Pairer()
+        self.ha_pairer = HaPairer()
         self.limit = limit
         self.shown = 0
         self.seen = 0
@@ -97,6 +107,15 @@ class Session:
                 self.stats.note(ev)
             return
         self.seen += 1
+        if isinstance(ev, HaUnit):
+            self.ha_pairer.add(ev)
+            if self.filter and not self.filter.match_ha(ev):
+                return
+            self.shown += 1
+            self.output.ha(ev)
+            if self.stats is not None:
+                self.stats.ha(ev)
+            return
         self.pairer.add(ev)  # every frame, shown or not: a filter must not break pairing
         if self.filter and not self.filter.match(ev):
             return

@@ -8,10 +8,11 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..codecs.codes import request_code_name, response_code_name
 from .describe import topic_of
-from .reassembly import CapturedFrame, StreamNote
+from .reassembly import CapturedFrame, HaUnit, StreamNote
 
 PERCENTILES = (50, 90, 99)
 
@@ -42,6 +43,13 @@ class Stats:
         self.note_bytes: Counter[str] = Counter()
         self.first_ts: float | None = None
         self.last_ts: float | None = None
+        #: HA connections: units by kind and role, CommitLog bytes and records replicated, ack latency
+        self.ha_units: Counter[tuple[str, str]] = Counter()
+        self.ha_bytes = 0
+        self.ha_records: Counter[str] = Counter()
+        self.ha_latencies: list[float] = []
+        self.ha_connections: set[tuple[tuple[str, int], tuple[str, int]]] = set()
+        self.ha_max_offset: dict[tuple[tuple[str, int], tuple[str, int]], int] = {}
 
     def add(self, fr: CapturedFrame) -> None:
         self.frames += 1
@@ -75,6 +83,36 @@ class Stats:
             entry = self.topics[topic]
             entry[0] += 1
             entry[1] += len(fr.raw)
+
+    def ha(self, unit: HaUnit) -> None:
+        if self.first_ts is None:
+            self.first_ts = unit.ts
+        self.last_ts = unit.ts
+        self.ha_connections.add(unit.conn)
+        self.ha_units[(unit.kind, unit.role)] += 1
+        if unit.kind == "transfer":
+            self.ha_bytes += unit.size
+            for msg in unit.records or ():
+                self.ha_records[msg.topic] += 1
+        else:
+            self.ha_max_offset[unit.conn] = max(unit.offset, self.ha_max_offset.get(unit.conn, 0))
+        if unit.kind == "report" and unit.latency is not None:
+            self.ha_latencies.append(unit.latency)
+
+    def ha_dict(self) -> dict[str, Any]:
+        values = sorted(self.ha_latencies)
+        return {
+            "connections": len(self.ha_connections),
+            "units": {f"{k} {r}".strip(): n for (k, r), n in sorted(self.ha_units.items())},
+            "bytes": self.ha_bytes,
+            "records_by_topic": dict(sorted(self.ha_records.items())),
+            "slave_offsets": {f"{s[0]}:{s[1]} -> {m[0]}:{m[1]}": o for (s, m), o in sorted(self.ha_max_offset.items())},
+            "ack_latency_ms": {
+                "count": len(values),
+                **{f"p{p}": round(percentile(values, p) * 1000, 3) for p in PERCENTILES if values},
+                **({"max": round(values[-1] * 1000, 3)} if values else {}),
+            },
+        }
 
     def note(self, note: StreamNote) -> None:
         self.notes[note.kind] += 1
@@ -110,6 +148,7 @@ class Stats:
             "unpaired_responses": self.unpaired_responses,
             "unanswered_requests": dict(self.unanswered.most_common()),
             "notes": {k: {"count": n, "bytes": self.note_bytes[k]} for k, n in self.notes.items()},
+            **({"ha": self.ha_dict()} if self.ha_units else {}),
         }
 
     def render(self, console: Console) -> None:
@@ -125,7 +164,8 @@ class Stats:
             lat = self.latency_row(name) if self.latencies.get(name) else {}
             cells = [f"{lat[k]:.3f}" if k in lat else "" for k in ("p50", "p90", "p99", "max")]
             t.add_row(name, str(n), str(self.oneway.get(name, "")), str(self.unanswered.get(name, "")), *cells)
-        console.print(t)
+        if self.requests or not self.ha_units:  # an HA stream alone (--port 10912) has no request table
+            console.print(t)
         if self.responses:
             t = Table(title="Responses")
             t.add_column("request")
@@ -150,8 +190,32 @@ class Stats:
             for topic, (f, b) in sorted(self.topics.items(), key=lambda kv: -kv[1][1]):
                 t.add_row(topic, str(f), str(b))
             console.print(t)
+        if self.ha_units:
+            self._render_ha(console)
         if self.notes:
             console.print(
                 "stream notes: " + ", ".join(f"{k} ×{n} ({self.note_bytes[k]} bytes)" for k, n in self.notes.items()),
                 style="yellow",
             )
+
+    def _render_ha(self, console: Console) -> None:
+        ha = self.ha_dict()
+        t = Table(title=f"HA replication ({ha['connections']} connection(s), {self.ha_bytes} CommitLog bytes)")
+        t.add_column("unit")
+        t.add_column("count", justify="right")
+        for name, n in ha["units"].items():
+            t.add_row(Text(name), str(n))
+        console.print(t)
+        lat = ha["ack_latency_ms"]
+        if lat["count"]:
+            console.print(
+                Text(
+                    f"slave acknowledgements: {lat['count']}, "
+                    + ", ".join(f"{k} {lat[k]:.3f} ms" for k in ("p50", "p90", "p99", "max"))
+                )
+            )
+        for conn, offset in ha["slave_offsets"].items():
+            console.print(Text(f"slave {conn}: last reported offset {offset}"))
+        if ha["records_by_topic"]:
+            replicated = ", ".join(f"{k} ×{n}" for k, n in ha["records_by_topic"].items())
+            console.print(Text(f"records replicated: {replicated}"))

@@ -1,6 +1,9 @@
 """Captures as rows: one per RemotingCommand, or one per message carried when exploded.
 
-Frames come from :func:`rocketpy.sniffer.pcap.read_frames`, which streams the capture,
+Frames come from :func:`rocketpy.sniffer.pcap.read_events`, which streams the capture and
+recognises RocketMQ connections by their content on any port (option ``ports`` narrows it);
+with ``haStream`` the master/slave HA connections come as rows too (kinds ``ha_report`` and
+``ha_transfer``, a transfer held until the slave acknowledges it). Frames
 and are paired by the sniffer's :class:`~rocketpy.sniffer.pairing.Pairer`, also streaming:
 a request's row is held until its response arrives, so both rows carry the latency and
 the request's row its outcome. Held requests are bounded: past ``pairTimeoutSeconds`` of
@@ -28,8 +31,9 @@ from ..codecs.payload import (
     send_header,
     sent_message,
 )
+from ..sniffer.hastream import HaPairer, HaUnit
 from ..sniffer.pairing import Pairer
-from ..sniffer.pcap import DEFAULT_PORTS, CapturedFrame, read_frames
+from ..sniffer.pcap import CapturedFrame, read_events
 from ._columns import BatchBuilder, seconds_to_us
 
 __all__ = ["PCAP_COLUMNS", "PcapOptions", "pcap_batches"]
@@ -45,7 +49,7 @@ PCAP_COLUMNS: list[tuple[str, str]] = [
     ("server", "string"),  # the connection's server end (name server or broker port)
     ("from_server", "bool"),
     ("direction", "string"),  # "to_server" or "to_client"
-    ("kind", "string"),  # "request", "response", or "error" for a frame that did not decode
+    ("kind", "string"),  # "request", "response", "error" (a frame that did not decode); "ha_report", "ha_transfer"
     ("code", "int"),  # as on the wire: a request code or a response code
     ("code_name", "string"),
     ("request_code", "int"),  # the request's code, on both rows of a pair
@@ -68,6 +72,11 @@ PCAP_COLUMNS: list[tuple[str, str]] = [
     ("paired", "bool"),
     ("latency_ms", "double"),  # response time minus request time, on both rows
     ("error", "string"),
+    # HA connections (option haStream): a slave's offset report or a master's transfer of CommitLog bytes.
+    ("ha_offset", "long"),  # the reported max offset, or where the transfer's bytes start in the CommitLog
+    ("ha_size", "int"),  # a transfer's CommitLog bytes (0: a heartbeat)
+    ("ha_role", "string"),  # report: initial, ack, keepalive; transfer: data, heartbeat
+    ("ha_records", "int"),  # whole CommitLog records a transfer carries (null: not at a record boundary)
     # Filled when messages are exploded (option explodeMessages): one row per message.
     ("msg_index", "int"),
     ("msg_topic", "string"),
@@ -102,8 +111,9 @@ class PcapOptions:
     """Reader options (``.option(name, value)``, names case-insensitive)."""
 
     explode_messages: bool = False  # explodeMessages
-    ports: frozenset[int] = DEFAULT_PORTS  # ports: comma-separated server ports
+    ports: frozenset[int] | None = None  # ports: only connections with one of these (comma-separated) at an end
     pair_timeout: float = 300.0  # pairTimeoutSeconds: give up on an unanswered request after this
+    ha_stream: bool = False  # haStream: rows for master/slave HA connections too
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> PcapOptions:
@@ -111,8 +121,9 @@ class PcapOptions:
         ports = lowered.get("ports")
         return cls(
             explode_messages=lowered.get("explodemessages", "false").strip().lower() in ("1", "true", "yes"),
-            ports=frozenset(int(p) for p in ports.split(",") if p.strip()) if ports else DEFAULT_PORTS,
+            ports=frozenset(int(p) for p in ports.split(",") if p.strip()) if ports else None,
             pair_timeout=float(lowered.get("pairtimeoutseconds", "300")),
+            ha_stream=lowered.get("hastream", "false").strip().lower() in ("1", "true", "yes"),
         )
 
 
@@ -221,11 +232,11 @@ def _language(cmd: RemotingCommand) -> str:
 
 
 class _Row:
-    """A frame's row while it waits for its pair."""
+    """A frame's (or HA unit's) row while it waits for its pair."""
 
     __slots__ = ("frame", "index", "values")
 
-    def __init__(self, frame: CapturedFrame, index: int, values: dict[str, Any]) -> None:
+    def __init__(self, frame: CapturedFrame | HaUnit, index: int, values: dict[str, Any]) -> None:
         self.frame = frame
         self.index = index
         self.values = values
@@ -277,6 +288,38 @@ def _base_values(path: str, index: int, fr: CapturedFrame) -> dict[str, Any]:
     return values
 
 
+def _ha_values(path: str, index: int, unit: HaUnit) -> dict[str, Any]:
+    slave, master = unit.conn
+    transfer = unit.kind == "transfer"
+    return {
+        "file": path,
+        "frame_index": index,
+        "ts": unit.ts,
+        "time": seconds_to_us(unit.ts),
+        "src": _endpoint(unit.src),
+        "dst": _endpoint(unit.dst),
+        "client": _endpoint(slave),
+        "server": _endpoint(master),
+        "from_server": unit.from_master,
+        "direction": "to_client" if unit.from_master else "to_server",
+        "kind": "ha_transfer" if transfer else "ha_report",
+        "frame_size": 12 + unit.size if transfer else 8,
+        "body_size": unit.size if transfer else None,
+        "paired": False,
+        "ha_offset": unit.offset,
+        "ha_size": unit.size if transfer else None,
+        "ha_role": unit.role,
+        "ha_records": (len(unit.records) if unit.records is not None else None) if transfer and unit.data else None,
+    }
+
+
+def _ha_paired(row: _Row) -> None:
+    unit = row.frame
+    assert isinstance(unit, HaUnit)
+    if unit.peer is not None and unit.latency is not None:
+        row.values.update(paired=True, latency_ms=unit.latency * 1000.0)
+
+
 class _Emitter:
     """Turns finished rows into batches, exploding messages when asked."""
 
@@ -286,8 +329,13 @@ class _Emitter:
 
     def emit(self, row: _Row) -> Iterator[pa.RecordBatch]:
         values = row.values
-        cmd = row.frame.command
         messages: list[dict[str, Any]] = []
+        if isinstance(row.frame, HaUnit):
+            if self.explode and row.frame.records:
+                messages = [_message_values(m, i) for i, m in enumerate(row.frame.records)]
+            cmd = None
+        else:
+            cmd = row.frame.command
         if self.explode and cmd is not None:
             try:
                 messages = carried_messages(cmd, values.get("topic"), values.get("queue_id"))
@@ -321,8 +369,14 @@ def pcap_batches(path: str, options: PcapOptions | None = None) -> Iterator[pa.R
     out = _Emitter(opts.explode_messages)
     pairer = Pairer(timeout=opts.pair_timeout)
     held: dict[int, _Row] = {}  # rows of the requests the pairer holds, by id of their frame
+    ha_pairer = HaPairer()
+    ha_held: list[_Row] = []  # data transfers waiting for the slave's acknowledgement, oldest first
     with open(path, "rb") as stream:
-        for index, fr in enumerate(read_frames(stream, opts.ports)):
+        for index, fr in enumerate(read_events(stream, opts.ports)):
+            if isinstance(fr, HaUnit):
+                if opts.ha_stream:
+                    yield from _ha_row(path, index, fr, ha_pairer, ha_held, out, opts.pair_timeout)
+                continue
             row = _Row(fr, index, _base_values(path, index, fr))
             for given_up in pairer.add(fr):  # unanswered in time, or the opaque reused: emitted unpaired
                 yield from out.emit(held.pop(id(given_up)))
@@ -336,4 +390,27 @@ def pcap_batches(path: str, options: PcapOptions | None = None) -> Iterator[pa.R
             yield from out.emit(row)
     for fr in pairer.drain():
         yield from out.emit(held.pop(id(fr)))
+    for row in ha_held:
+        yield from out.emit(row)
     yield from out.finish()
+
+
+def _ha_row(
+    path: str, index: int, unit: HaUnit, pairer: HaPairer, held: list[_Row], out: _Emitter, timeout: float
+) -> Iterator[pa.RecordBatch]:
+    """Emit an HA unit's row; a data transfer waits for the report acknowledging it (or ``timeout``)."""
+    pairer.add(unit)
+    while held and unit.ts - held[0].frame.ts > timeout:
+        yield from out.emit(held.pop(0))
+    row = _Row(unit, index, _ha_values(path, index, unit))
+    if unit.kind == "transfer" and unit.data:
+        held.append(row)
+        return
+    if unit.kind == "report" and unit.peer is not None:
+        acked = [r for r in held if isinstance(r.frame, HaUnit) and r.frame.peer is unit]
+        for r in acked:
+            held.remove(r)
+            _ha_paired(r)
+            yield from out.emit(r)
+        _ha_paired(row)
+    yield from out.emit(row)

@@ -167,9 +167,11 @@ class _PcapReader(_Reader):
 class PcapDataSource(DataSource):
     """``spark.read.format("rocketmq-pcap").load(paths)``: one row per RemotingCommand.
 
-    Options: explodeMessages (false: one row per message carried by SEND, batch, PULL,
-    QUERY/VIEW and CHECK_TRANSACTION_STATE commands), ports (the server ports,
-    comma-separated; default 9876,10911,10909,10912), pairTimeoutSeconds (300).
+    Connections are recognised by their content on any port. Options: explodeMessages (false:
+    one row per message carried by SEND, batch, PULL, QUERY/VIEW and CHECK_TRANSACTION_STATE
+    commands, and with haStream by HA transfers), ports (only connections with one of these
+    ports at an end, comma-separated; default any), pairTimeoutSeconds (300), haStream (false:
+    also a row per master/slave HA offset report and transfer).
     """
 
     @classmethod

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rocketpy.sniffer.cli import main as sniff_main
 from rocketpy.sniffer.pcap import PacketReader, read_packets
-from rocketpy.sniffer.reassembly import DEFAULT_PORTS, CapturedFrame, Tracker
+from rocketpy.sniffer.reassembly import CapturedFrame, Tracker
 
 GOLDEN = Path(__file__).resolve().parents[2] / "protocol" / "golden" / "captures"
 _REC = struct.Struct("<IIII")
@@ -44,7 +44,8 @@ def _templates() -> list[tuple[float, bytearray, int, int, int]]:
                     continue
                 tcp = 14 + (frame[14] & 0x0F) * 4
                 sport, dport = struct.unpack_from(">HH", frame, tcp)
-                client = 0 if dport in DEFAULT_PORTS else 2
+                # the client's end is the ephemeral port (the master/slave capture has servers off the defaults)
+                client = 0 if sport > dport else 2
                 last = ts - first
                 out.append((t0_all + last, frame, tcp, client, sport if client == 0 else dport))
             t0_all += last + 1.0
