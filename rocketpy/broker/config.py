@@ -83,6 +83,7 @@ class BrokerConfig:
     channel_not_active_interval: int = 60000
     admin_credential: str = ""
     vip_channel_enable: bool = True
+    slave_read_enable: bool = False
     store: MessageStoreConfig = dataclasses.field(default_factory=MessageStoreConfig)
 
     @classmethod

@@ -1,0 +1,143 @@
+"""Master/slave replication between two of our brokers over real sockets."""
+
+from __future__ import annotations
+
+import socket
+from contextlib import AsyncExitStack
+
+import trio
+
+from rocketpy.broker.testing import broker_client, running_broker
+from rocketpy.codecs import ResponseCode
+from rocketpy.codecs.ha import build_offset_report
+
+FAST_HA = {"haSendHeartbeatInterval": "200", "haHousekeepingInterval": "5000"}
+
+
+def commit_log_bytes(broker, end: int) -> bytes:
+    store = broker.store
+    out = bytearray()
+    pos = 0
+    while pos < end:
+        mf = store.commitlog.mfq.find_by_offset(pos, pos == 0)
+        assert mf is not None
+        n = min(end - pos, mf.file_from_offset + mf.file_size - pos)
+        out += mf.read(pos - mf.file_from_offset, n)
+        pos += n
+    return bytes(out)
+
+
+async def wait_until(pred, timeout: float = 10.0, what: str = "condition") -> None:
+    with trio.move_on_after(timeout):
+        while not pred():
+            await trio.sleep(0.02)
+        return
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def free_broker_port() -> int:
+    """A listenPort whose VIP port (-2) and HA port (+1) are free too."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port < 1026 or port > 65530:
+            continue
+        ok = True
+        for p in (port - 2, port, port + 1):
+            with socket.socket() as t:
+                try:
+                    t.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+        if ok:
+            return port
+    raise RuntimeError("no free port triple")
+
+
+def ha_addr(master) -> str:
+    return f"127.0.0.1:{master.ha.service.port}"
+
+
+async def start_pair(stack: AsyncExitStack, tmp_path, role: str = "ASYNC_MASTER", **extra):
+    port = free_broker_port()
+    master = await stack.enter_async_context(
+        running_broker(
+            str(tmp_path / "m"), brokerRole=role, listenPort=port, vipChannelEnable="true", **FAST_HA, **extra
+        )
+    )
+    assert master.ha.service.port == port + 1  # BrokerStartup: haListenPort = listenPort + 1
+    slave = await stack.enter_async_context(
+        running_broker(
+            str(tmp_path / "s"), brokerRole="SLAVE", brokerId="1", haMasterAddress=ha_addr(master), **FAST_HA, **extra
+        )
+    )
+    return master, slave
+
+
+async def test_slave_replicates_byte_identical_and_serves_pulls(tmp_path):
+    async with AsyncExitStack() as stack:
+        master, slave = await start_pair(stack, tmp_path)
+        async with broker_client(master.address) as c:
+            for i in range(60):
+                r = await c.send("THa", b"body-%d" % i + b"x" * (i * 37), tags="T", keys=f"k{i}", queue_id=i % 4)
+                assert r.code == ResponseCode.SUCCESS
+        end = master.store.max_phy_offset
+        await wait_until(lambda: slave.store.max_phy_offset == end, what="slave catching up")
+        assert commit_log_bytes(slave, end) == commit_log_bytes(master, end)
+        # SlaveSynchronize (GET_ALL_TOPIC_CONFIG on the master's VIP port, the rest on listenPort)
+        slave.ha.sync.master_addr = master.address
+        await slave.ha.sync.sync_all()
+        assert slave.topics.get("THa") is not None
+        await wait_until(lambda: master.ha.service.push2slave_max_offset == end, what="slave ack")
+        async with broker_client(slave.address) as c:
+            resp, msgs = await c.pull("G", "THa", 1, 0)
+            assert resp.code == ResponseCode.SUCCESS
+            assert [m.body[:8] for m in msgs][:2] == [b"body-1xx", b"body-5xx"]
+            assert resp.ext_fields["suggestWhichBrokerId"] == "0"
+            # the IndexFile was built from the replicated bytes too
+            assert slave.store.query_message("THa", "k7", 32, 0, 2**62).messages
+            # a slave refuses sends like Java's store (SERVICE_NOT_AVAILABLE)
+            r = await c.send("THa", b"no", queue_id=0)
+            assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE
+
+
+async def test_sync_master_waits_for_slave(tmp_path):
+    async with running_broker(str(tmp_path / "m"), brokerRole="SYNC_MASTER", **FAST_HA) as master:
+        async with broker_client(master.address) as c:
+            # no slave: stored, but answered SLAVE_NOT_AVAILABLE
+            r = await c.send("TSync", b"alone", queue_id=0)
+            assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE and r.ext_fields["msgId"]
+            # a producer that does not wait (WAIT=false) is answered at once
+            r = await c.send("TSync", b"nowait", queue_id=0, props={"WAIT": "false"})
+            assert r.code == ResponseCode.SUCCESS
+        async with running_broker(
+            str(tmp_path / "s"), brokerRole="SLAVE", brokerId="1", haMasterAddress=ha_addr(master), **FAST_HA
+        ) as slave:
+            await wait_until(lambda: master.ha.service.push2slave_max_offset == master.store.max_phy_offset)
+            async with broker_client(master.address) as c:
+                for i in range(20):
+                    r = await c.send("TSync", b"m%d" % i, queue_id=i % 2)
+                    assert r.code == ResponseCode.SUCCESS
+                    # answered only once the slave had the record
+                    assert slave.store.max_phy_offset == master.store.max_phy_offset
+                    assert master.ha.service.push2slave_max_offset == master.store.max_phy_offset
+
+
+async def test_sync_master_flush_slave_timeout(tmp_path):
+    """A slave that reports once and never acknowledges: FLUSH_SLAVE_TIMEOUT after slaveTimeout."""
+    async with running_broker(str(tmp_path / "m"), brokerRole="SYNC_MASTER", slaveTimeout="300", **FAST_HA) as master:
+        async with broker_client(master.address) as c:
+            r = await c.send("TSync", b"first", queue_id=0)
+            assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
+            with socket.create_connection(("127.0.0.1", master.ha.service.port)) as s:
+                s.sendall(build_offset_report(master.store.max_phy_offset))
+                await wait_until(lambda: master.ha.service.push2slave_max_offset == master.store.max_phy_offset)
+                t0 = trio.current_time()
+                r = await c.send("TSync", b"second", queue_id=0)
+                assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT
+                assert 0.25 < trio.current_time() - t0 < 3
+            # the fake slave is gone: no slave in sync any more
+            await wait_until(lambda: master.ha.service.connection_count == 0)
+            r = await c.send("TSync", b"third", queue_id=0)
+            assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
