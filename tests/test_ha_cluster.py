@@ -1,0 +1,168 @@
+"""A master/slave pair of our brokers behind our NameServer, with our Python client:
+the slave learns its master from REGISTER_BROKER, consumers move to the slave while the master
+is down and back to the master afterwards."""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import asynccontextmanager
+
+import trio
+from test_ha import FAST_HA, commit_log_bytes, free_broker_port, wait_until
+
+from rocketpy.broker.controller import BrokerController
+from rocketpy.broker.testing import broker_test_config
+from rocketpy.client import ClientConfig, ConsumeStatus, Producer, PushConsumer, make_message
+from rocketpy.codecs.codes import ConsumeFromWhere, SendStatus
+from rocketpy.namesrv.config import NamesrvConfig
+from rocketpy.namesrv.server import NameServer
+
+
+@asynccontextmanager
+async def namesrv(tmp_path):
+    cfg = NamesrvConfig(
+        listen_port=0,
+        kv_config_path=str(tmp_path / "kv.json"),
+        config_store_path=str(tmp_path / "ns.properties"),
+    )
+    cfg.listen_host = "127.0.0.1"
+    async with trio.open_nursery() as nursery:
+        ns = await nursery.start(NameServer(cfg).run)
+        try:
+            yield ns
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+class BrokerHandle:
+    """A broker we can stop and start again on the same store and ports."""
+
+    def __init__(self, nursery: trio.Nursery, store_dir: str, **props: object) -> None:
+        self.nursery = nursery
+        self.store_dir = store_dir
+        self.props = props
+        self.broker: BrokerController | None = None
+
+    async def start(self) -> BrokerController:
+        cfg = broker_test_config(self.store_dir, **self.props)
+        self.broker = BrokerController(cfg)
+        await self.nursery.start(self.broker.run)
+        return self.broker
+
+    async def stop(self) -> None:
+        assert self.broker is not None
+        await self.broker.stop()
+        with trio.fail_after(10):
+            while self.broker.nursery is not None or self.broker.store.is_open:
+                await trio.sleep(0.02)
+
+
+def client_config(ns: NameServer) -> ClientConfig:
+    return ClientConfig(
+        namesrv_addr=ns.address,
+        rebalance_interval=1.0,
+        persist_consumer_offset_interval=0.5,
+        poll_name_server_interval=0.5,
+    )
+
+
+async def test_slave_takes_over_reads_and_master_resumes(tmp_path):
+    async with namesrv(tmp_path) as ns, trio.open_nursery() as nursery:
+        port = free_broker_port()
+        common = dict(namesrvAddr=ns.address, vipChannelEnable="true", brokerName="broker-ha", **FAST_HA)
+        master_h = BrokerHandle(nursery, str(tmp_path / "m"), brokerRole="SYNC_MASTER", listenPort=port, **common)
+        master = await master_h.start()
+        slave_h = BrokerHandle(nursery, str(tmp_path / "s"), brokerRole="SLAVE", brokerId="1", **common)
+        slave = await slave_h.start()
+        # the slave learned its master's HA and broker addresses from the NameServer
+        await wait_until(lambda: slave.ha.client.connected, what="slave HA connection")
+        assert slave.ha.client.master_address == f"127.0.0.1:{port + 1}"
+        assert slave.ha.sync.master_addr == master.address
+        await wait_until(
+            lambda: (
+                master.ha.service.connection_count == 1
+                and (master.ha.service.push2slave_max_offset >= master.store.max_phy_offset)
+            )
+        )
+
+        async with Producer("PG", config=client_config(ns)) as p:
+            for i in range(20):
+                r = await p.send(make_message("HaTopic", f"m{i}", tags="A", keys=f"k{i}"))
+                assert r.send_status == SendStatus.SEND_OK
+        # the route carries both members
+        route = ns.routes.pickup_topic_route_data("HaTopic")
+        assert route.broker_datas[0][2] == {0: master.address, 1: slave.address}
+
+        seen1: Counter[bytes] = Counter()
+
+        async def listener1(msgs, ctx):  # type: ignore[no-untyped-def]
+            seen1.update(m.body for m in msgs)
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        c1 = PushConsumer("HaCG1", listener1, config=client_config(ns))
+        c1.subscribe("HaTopic", "*")
+        c1.consume_from_where = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        async with c1:
+            await wait_until(lambda: sum(seen1.values()) >= 20, timeout=20, what="HaCG1 on the master")
+            await wait_until(
+                lambda: sum(master.offsets.offsets_of("HaCG1", "HaTopic").values()) == 20, what="offsets on master"
+            )
+        assert set(seen1) == {f"m{i}".encode() for i in range(20)}
+        # SlaveSynchronize copies topics and offsets (first cycle 3 s after start, then every 10 s)
+        await wait_until(
+            lambda: sum(slave.offsets.offsets_of("HaCG1", "HaTopic").values()) == 20,
+            timeout=15,
+            what="offsets synced to the slave",
+        )
+        assert slave.topics.get("HaTopic") is not None
+        end = master.store.max_phy_offset
+        assert commit_log_bytes(slave, end) == commit_log_bytes(master, end)
+
+        # the master goes away: a new group reads everything from the slave
+        await master_h.stop()
+        seen2: Counter[bytes] = Counter()
+
+        async def listener2(msgs, ctx):  # type: ignore[no-untyped-def]
+            seen2.update(m.body for m in msgs)
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        c2 = PushConsumer("HaCG2", listener2, config=client_config(ns))
+        c2.subscribe("HaTopic", "*")
+        c2.consume_from_where = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        async with c2:
+            await wait_until(lambda: sum(seen2.values()) >= 20, timeout=20, what="HaCG2 on the slave")
+            # offsets go to the slave while there is no master
+            await wait_until(
+                lambda: sum(slave.offsets.offsets_of("HaCG2", "HaTopic").values()) == 20, what="offsets on slave"
+            )
+            # HaCG1 again: it resumes at the synced offsets and gets nothing new
+            c1b = PushConsumer("HaCG1", listener1, config=client_config(ns))
+            c1b.subscribe("HaTopic", "*")
+            async with c1b:
+                await trio.sleep(2)
+            assert sum(seen1.values()) == 20
+
+            # the master is back: consumption resumes there without re-reading
+            master = await master_h.start()
+            await wait_until(
+                lambda: (
+                    slave.ha.client.connected
+                    and (master.ha.service.push2slave_max_offset >= master.store.max_phy_offset)
+                ),
+                timeout=15,
+            )
+            async with Producer("PG", config=client_config(ns)) as p:
+                for i in range(20, 25):
+                    r = await p.send(make_message("HaTopic", f"m{i}", tags="A"))
+                    assert r.send_status == SendStatus.SEND_OK
+            await wait_until(lambda: sum(seen2.values()) >= 25, timeout=20, what="HaCG2 after the master returns")
+            await wait_until(
+                lambda: sum(master.offsets.offsets_of("HaCG2", "HaTopic").values()) == 25,
+                timeout=10,
+                what="HaCG2 offsets committed to the master again",
+            )
+        assert set(seen2) == {f"m{i}".encode() for i in range(25)}
+        assert max(seen2.values()) == 1  # nothing read twice
+        await slave_h.stop()
+        await master_h.stop()
+        nursery.cancel_scope.cancel()
