@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 from contextlib import AsyncExitStack
 
@@ -141,3 +143,93 @@ async def test_sync_master_flush_slave_timeout(tmp_path):
             await wait_until(lambda: master.ha.service.connection_count == 0)
             r = await c.send("TSync", b"third", queue_id=0)
             assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
+
+
+MASTER_CONF = """\
+brokerName = broker-a
+brokerIP1 = 127.0.0.1
+brokerIP2 = 127.0.0.1
+listenPort = {port}
+listenHost = 127.0.0.1
+brokerRole = SYNC_MASTER
+flushDiskType = ASYNC_FLUSH
+mappedFileSizeCommitLog = 1048576
+mappedFileSizeConsumeQueue = 60000
+maxHashSlotNum = 1000
+maxIndexNum = 4000
+haSendHeartbeatInterval = 200
+storePathRootDir = {store}
+"""
+
+
+async def test_kill_9_sync_master_under_load_loses_no_acknowledged_message(tmp_path):
+    from test_broker_crash import _pull_all, _start, _stop
+
+    port = free_broker_port()
+    conf = tmp_path / "master.conf"
+    conf.write_text(MASTER_CONF.format(port=port, store=tmp_path / "m"))
+    proc, addr = await _start(str(conf))
+    acked: dict[tuple[int, int], bytes] = {}
+    try:
+        async with running_broker(
+            str(tmp_path / "s"), brokerRole="SLAVE", brokerId="1", haMasterAddress=f"127.0.0.1:{port + 1}", **FAST_HA
+        ) as slave:
+            async with broker_client(addr) as c:
+                # the topic exists on the master; the slave copies it (SlaveSynchronize)
+                r = await c.send("TKill", b"first", queue_id=0)
+                assert r.code in (ResponseCode.SUCCESS, ResponseCode.SLAVE_NOT_AVAILABLE)
+                await wait_until(lambda: slave.store.max_phy_offset > 0, what="slave connected")
+                slave.ha.sync.master_addr = addr
+                await slave.ha.sync.sync_all()
+                assert slave.topics.get("TKill") is not None
+
+                async def sender(n: int) -> None:
+                    i = 0
+                    while True:
+                        body = b"s%d-%d" % (n, i)
+                        try:
+                            r = await c.send("TKill", body, queue_id=n % 4)
+                        except Exception:
+                            return
+                        if r.code == ResponseCode.SUCCESS:
+                            acked[(n % 4, int(r.ext_fields["queueOffset"]))] = body
+                        i += 1
+
+                async with trio.open_nursery() as nursery:
+                    for n in range(8):
+                        nursery.start_soon(sender, n)
+                    await trio.sleep(1.5)
+                    os.kill(proc.pid, signal.SIGKILL)
+                    with trio.fail_after(10):
+                        await proc.wait()
+                    await trio.sleep(0.5)
+                    nursery.cancel_scope.cancel()
+            assert len(acked) > 50
+            got = await _pull_all(slave.address, "TKill", 4)
+            missing = {k: v for k, v in acked.items() if got.get(k) != v}
+            assert not missing, f"{len(missing)} of {len(acked)} acknowledged messages missing on the slave"
+    finally:
+        if proc.returncode is None:
+            await _stop(proc, signal.SIGKILL)
+
+
+async def test_garbage_on_the_ha_port_closes_that_connection_only(tmp_path, caplog):
+    async with running_broker(str(tmp_path / "m"), brokerRole="SYNC_MASTER", slaveTimeout="300", **FAST_HA) as master:
+        service = master.ha.service
+        async with broker_client(master.address) as c:
+            assert (await c.send("TG", b"x", queue_id=0)).code == ResponseCode.SLAVE_NOT_AVAILABLE
+            stream = await trio.open_tcp_stream("127.0.0.1", service.port)
+            await stream.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            with trio.fail_after(5):
+                while await stream.receive_some(65536):
+                    pass
+            await stream.aclose()
+            await wait_until(lambda: service.connection_count == 0)
+            assert any("greater than local commitLog offset" in r.getMessage() for r in caplog.records)
+            # a peer that connects and says nothing is dropped by housekeeping; the broker keeps serving
+            idle = await trio.open_tcp_stream("127.0.0.1", service.port)
+            await wait_until(lambda: service.connection_count == 1)
+            # Java's isSlaveOK only counts connections: the send waits for an acknowledgement in vain
+            assert (await c.send("TG", b"y", queue_id=0)).code == ResponseCode.FLUSH_SLAVE_TIMEOUT
+            await idle.aclose()
+            await wait_until(lambda: service.connection_count == 0)

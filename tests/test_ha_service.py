@@ -235,3 +235,34 @@ async def test_slave_reports_appends_and_closes_on_mismatch(master, slave_store,
         await master_side.send_all(build_transfer_header(end + 8, 0))
         with trio.fail_after(1):
             await done.wait()
+
+
+async def test_slave_closes_on_absurd_transfer_size(slave_store, autojump_clock):
+    client = HAClient(slave_store)
+    slave_side, master_side = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.run_session, slave_side)
+        await master_side.send_all(struct.pack(">qi", 0, 0x7FFFFFFF))
+        with trio.fail_after(1):
+            while client.connected or client.sessions == 0:
+                await trio.sleep(0.01)
+        assert slave_store.max_phy_offset == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_slave_reconnects_every_5s_when_master_unreachable(slave_store, autojump_clock, monkeypatch):
+    attempts: list[float] = []
+
+    async def refuse(host: str, port: int) -> trio.abc.Stream:
+        attempts.append(trio.current_time())
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(trio, "open_tcp_stream", refuse)
+    client = HAClient(slave_store)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(client.run)
+        client.update_master_address("127.0.0.1:1")
+        await trio.sleep(16)
+        nursery.cancel_scope.cancel()
+    assert len(attempts) == 4
+    assert [round(b - a, 3) for a, b in zip(attempts, attempts[1:])] == [5.0, 5.0, 5.0]

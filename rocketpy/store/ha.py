@@ -181,6 +181,16 @@ class HAConnection:
             if offset < 0:
                 log.warning("slave[%s] reported a negative offset %d, closing", self.client_addr, offset)
                 return False
+            if offset > store.max_phy_offset:
+                # not a slave of this CommitLog (or not a slave at all): Java would stream heartbeats
+                # forever; we close, and a real slave ahead of us retries every heartbeat interval
+                log.warning(
+                    "slave[%s] request offset=%d greater than local commitLog offset=%d, closing",
+                    self.client_addr,
+                    offset,
+                    store.max_phy_offset,
+                )
+                return False
             self.slave_request_offset = offset
             log.info("slave[%s] request offset %d", self.client_addr, offset)
             self._requested.set()
