@@ -9,7 +9,7 @@ from contextlib import AsyncExitStack
 
 import trio
 
-from rocketpy.broker.testing import broker_client, running_broker
+from rocketpy.broker.testing import broker_client, free_broker_port, running_broker
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.ha import build_offset_report
 
@@ -35,26 +35,6 @@ async def wait_until(pred, timeout: float = 10.0, what: str = "condition") -> No
             await trio.sleep(0.02)
         return
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def free_broker_port() -> int:
-    """A listenPort whose VIP port (-2) and HA port (+1) are free too."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port < 1026 or port > 65530:
-            continue
-        ok = True
-        for p in (port - 2, port, port + 1):
-            with socket.socket() as t:
-                try:
-                    t.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-        if ok:
-            return port
-    raise RuntimeError("no free port triple")
 
 
 def ha_addr(master) -> str:

@@ -8,10 +8,10 @@ from collections import Counter
 from contextlib import asynccontextmanager
 
 import trio
-from test_ha import FAST_HA, commit_log_bytes, free_broker_port, wait_until
+from test_ha import FAST_HA, commit_log_bytes, wait_until
 
 from rocketpy.broker.controller import BrokerController
-from rocketpy.broker.testing import broker_test_config
+from rocketpy.broker.testing import broker_test_config, free_broker_port
 from rocketpy.client import ClientConfig, ConsumeStatus, Producer, PushConsumer, make_message
 from rocketpy.codecs.codes import ConsumeFromWhere, SendStatus
 from rocketpy.namesrv.config import NamesrvConfig
