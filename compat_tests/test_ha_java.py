@@ -49,7 +49,7 @@ pytestmark = pytest.mark.timeout(240)
 java_classes = _java_classes  # the fixture compiling CompatClient.java, shared with test_java_client
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def java_ref() -> Path:
     ref = os.environ.get(REF_VAR)
     if not ref:

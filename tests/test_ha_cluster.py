@@ -166,3 +166,65 @@ async def test_slave_takes_over_reads_and_master_resumes(tmp_path):
         await slave_h.stop()
         await master_h.stop()
         nursery.cancel_scope.cancel()
+
+
+async def test_pull_suggestions_send_a_slow_consumer_to_the_slave(tmp_path):
+    """slaveReadEnable with accessMessageInMemoryMaxRatio=0: every pull that is not at the very end
+    suggests whichBrokerWhenConsumeSlowly (1); the client follows, and commits offsets to the master."""
+    async with namesrv(tmp_path) as ns, trio.open_nursery() as nursery:
+        port = free_broker_port()
+        common = dict(
+            namesrvAddr=ns.address,
+            vipChannelEnable="true",
+            brokerName="broker-ha",
+            slaveReadEnable="true",
+            accessMessageInMemoryMaxRatio="0",
+            **FAST_HA,
+        )
+        master_h = BrokerHandle(nursery, str(tmp_path / "m"), brokerRole="ASYNC_MASTER", listenPort=port, **common)
+        master = await master_h.start()
+        slave_h = BrokerHandle(nursery, str(tmp_path / "s"), brokerRole="SLAVE", brokerId="1", **common)
+        slave = await slave_h.start()
+        await wait_until(lambda: slave.ha.client.connected, what="slave HA connection")
+        async with Producer("PG", config=client_config(ns)) as p:
+            for i in range(40):
+                r = await p.send(make_message("SlowTopic", f"m{i}"))
+                assert r.send_status == SendStatus.SEND_OK
+        await wait_until(lambda: slave.store.max_phy_offset == master.store.max_phy_offset)
+        slave.ha.sync.master_addr = master.address
+        await slave.ha.sync.sync_all()
+
+        from rocketpy.broker.testing import broker_client
+
+        async with broker_client(master.address) as c:
+            resp, msgs = await c.pull("SlowCG", "SlowTopic", 0, 0, max_nums=1)
+            assert msgs and resp.ext_fields["suggestWhichBrokerId"] == "1"
+            last = int(resp.ext_fields["maxOffset"]) - 1
+            resp, msgs = await c.pull("SlowCG", "SlowTopic", 0, last)
+            # the pull reached the last message of the queue: is it the CommitLog's last one?
+            tail = master.store.max_phy_offset
+            expected = "0" if int(msgs[-1].commit_log_offset) + msgs[-1].store_size == tail else "1"
+            assert resp.ext_fields["suggestWhichBrokerId"] == expected
+        async with broker_client(slave.address) as c:
+            resp, msgs = await c.pull("SlowCG", "SlowTopic", 0, 0, max_nums=1)
+            assert msgs and resp.ext_fields["suggestWhichBrokerId"] == "1"
+
+        seen: Counter[bytes] = Counter()
+
+        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+            seen.update(m.body for m in msgs)
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        before = slave.stats["get"]
+        consumer = PushConsumer("SlowCG", listener, config=client_config(ns))
+        consumer.subscribe("SlowTopic", "*")
+        consumer.consume_from_where = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        async with consumer:
+            await wait_until(lambda: sum(seen.values()) >= 40, timeout=20, what="consuming")
+            # offsets are committed to the master, never by the slave's pulls
+            await wait_until(lambda: sum(master.offsets.offsets_of("SlowCG", "SlowTopic").values()) == 40)
+        assert slave.stats["get"] > before  # the slave served pulls
+        assert max(seen.values()) == 1
+        await slave_h.stop()
+        await master_h.stop()
+        nursery.cancel_scope.cancel()
