@@ -213,3 +213,23 @@ async def test_garbage_on_the_ha_port_closes_that_connection_only(tmp_path, capl
             assert (await c.send("TG", b"y", queue_id=0)).code == ResponseCode.FLUSH_SLAVE_TIMEOUT
             await idle.aclose()
             await wait_until(lambda: service.connection_count == 0)
+
+
+def test_role_config_rules_and_examples(tmp_path):
+    from pathlib import Path
+
+    import pytest
+
+    from rocketpy.broker.config import BrokerConfig
+    from rocketpy.namesrv.properties import ConfigError
+
+    examples = Path(__file__).resolve().parent.parent / "examples" / "ha"
+    master = BrokerConfig.load(str(examples / "master.conf"), strict=True)
+    slave = BrokerConfig.load(str(examples / "slave.conf"), strict=True)
+    assert (master.broker_id, master.store.broker_role.value) == (0, "SYNC_MASTER")
+    assert (slave.broker_id, slave.store.broker_role.value, slave.slave_read_enable) == (1, "SLAVE", True)
+    assert master.store.mapped_file_size_commit_log == slave.store.mapped_file_size_commit_log
+    # BrokerStartup: a master is brokerId 0 whatever the file says; a slave needs brokerId > 0
+    assert BrokerConfig.from_properties({"brokerRole": "ASYNC_MASTER", "brokerId": "3"}).broker_id == 0
+    with pytest.raises(ConfigError, match="brokerId must be > 0"):
+        BrokerConfig.from_properties({"brokerRole": "SLAVE", "brokerId": "0"}, strict=True)
