@@ -71,6 +71,10 @@ async def test_slave_replicates_byte_identical_and_serves_pulls(tmp_path):
         slave.ha.sync.master_addr = master.address
         await slave.ha.sync.sync_all()
         assert slave.topics.get("THa") is not None
+        # the ConsumeQueue files built from the replicated bytes are the master's too
+        for qid in range(4):
+            rel = f"consumequeue/THa/{qid}/00000000000000000000"
+            assert (tmp_path / "s" / rel).read_bytes() == (tmp_path / "m" / rel).read_bytes()
         await wait_until(lambda: master.ha.service.push2slave_max_offset == end, what="slave ack")
         async with broker_client(slave.address) as c:
             resp, msgs = await c.pull("G", "THa", 1, 0)

@@ -266,3 +266,36 @@ async def test_slave_reconnects_every_5s_when_master_unreachable(slave_store, au
         nursery.cancel_scope.cancel()
     assert len(attempts) == 4
     assert [round(b - a, 3) for a, b in zip(attempts, attempts[1:])] == [5.0, 5.0, 5.0]
+
+
+async def test_slave_synchronize_schedule_and_ports(autojump_clock):
+    from types import SimpleNamespace
+
+    from rocketpy.broker.ha import SlaveSynchronize
+    from rocketpy.codecs import RemotingCommand
+    from rocketpy.codecs.codes import RequestCode
+
+    calls: list[tuple[float, str, int]] = []
+
+    class Client:
+        async def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
+            calls.append((trio.current_time(), addr, request.code))
+            return RemotingCommand(code=1, remark="not in this test")
+
+    broker = SimpleNamespace(client=Client(), broker_addr="127.0.0.1:11911")
+    sync = SlaveSynchronize(broker)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sync.run)
+        await trio.sleep(5)
+        assert calls == []  # no master known yet: nothing is asked
+        sync.master_addr = "127.0.0.1:10911"
+        await trio.sleep(20)
+        nursery.cancel_scope.cancel()
+    times = sorted({round(t, 3) for t, _, _ in calls})
+    assert times == [13.0, 23.0]  # first cycle 3 s after start, then every 10 s
+    assert [(a, c) for _, a, c in calls[:4]] == [
+        ("127.0.0.1:10909", RequestCode.GET_ALL_TOPIC_CONFIG),  # the master's VIP port
+        ("127.0.0.1:10911", RequestCode.GET_ALL_CONSUMER_OFFSET),
+        ("127.0.0.1:10911", RequestCode.GET_ALL_DELAY_OFFSET),
+        ("127.0.0.1:10911", RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
+    ]

@@ -365,6 +365,9 @@ class HAService:
         self.connections.add(conn)
         try:
             await conn.run()
+        except Exception:
+            # one broken connection must not take the broker down (Java ends that connection's threads)
+            log.exception("HA connection from slave %s failed", addr)
         finally:
             self.connections.discard(conn)
 
@@ -407,6 +410,10 @@ class HAClient:
                 continue
             try:
                 await self.run_session(stream)
+            except Exception:
+                log.exception("HAClient session with %s failed", addr)
+                with trio.move_on_after(RECONNECT_INTERVAL):
+                    await self._address_changed.wait()
             finally:
                 with trio.CancelScope(shield=True):
                     await trio.aclose_forcefully(stream)
