@@ -97,6 +97,8 @@ async def test_sync_master_waits_for_slave(tmp_path):
             # a producer that does not wait (WAIT=false) is answered at once
             r = await c.send("TSync", b"nowait", queue_id=0, props={"WAIT": "false"})
             assert r.code == ResponseCode.SUCCESS
+            r = await c.send_batch("TSync", [b"b1", b"b2"], queue_id=1)
+            assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
         async with running_broker(
             str(tmp_path / "s"), brokerRole="SLAVE", brokerId="1", haMasterAddress=ha_addr(master), **FAST_HA
         ) as slave:
@@ -108,6 +110,9 @@ async def test_sync_master_waits_for_slave(tmp_path):
                     # answered only once the slave had the record
                     assert slave.store.max_phy_offset == master.store.max_phy_offset
                     assert master.ha.service.push2slave_max_offset == master.store.max_phy_offset
+                r = await c.send_batch("TSync", [b"b3", b"b4"], queue_id=1)
+                assert r.code == ResponseCode.SUCCESS
+                assert slave.store.max_phy_offset == master.store.max_phy_offset
 
 
 async def test_sync_master_flush_slave_timeout(tmp_path):

@@ -51,6 +51,8 @@ class BrokerHA:
         self.client: HAClient | None = None
         self.sync: SlaveSynchronize | None = None
         self.update_master_ha_periodically = False
+        # a broker told to bind port 0 (tests) rewrites listenPort once bound: decide the HA port now
+        self._configured_listen_port = broker.config.listen_port
         if self.is_slave:
             self.client = HAClient(broker.store)
             self.sync = SlaveSynchronize(broker)
@@ -97,10 +99,10 @@ class BrokerHA:
             nursery.start_soon(self.sync.run)
 
     def _listen_port(self) -> int:
-        cfg = self.broker.config
         # BrokerStartup: haListenPort = listenPort + 1, whatever the file says; a broker bound to
         # port 0 (tests) takes any free port for HA too
-        return cfg.listen_port + 1 if cfg.listen_port else 0
+        port = self._configured_listen_port
+        return port + 1 if port else 0
 
     # -- hooks -----------------------------------------------------------------------------
     def on_put(self) -> None:
