@@ -242,3 +242,27 @@ def test_role_config_rules_and_examples(tmp_path):
     assert BrokerConfig.from_properties({"brokerRole": "ASYNC_MASTER", "brokerId": "3"}).broker_id == 0
     with pytest.raises(ConfigError, match="brokerId must be > 0"):
         BrokerConfig.from_properties({"brokerRole": "SLAVE", "brokerId": "0"}, strict=True)
+
+
+async def test_slave_pull_offset_moved_becomes_retry_immediately(tmp_path):
+    """PullMessageProcessor on a slave without offsetCheckInSlave: no offset correction."""
+    async with AsyncExitStack() as stack:
+        master, slave = await start_pair(stack, tmp_path)
+        async with broker_client(master.address) as c:
+            for i in range(3):
+                assert (await c.send("TMoved", b"m%d" % i, queue_id=0)).code == ResponseCode.SUCCESS
+            resp, _ = await c.pull("G", "TMoved", 0, 50)
+            assert resp.code == ResponseCode.PULL_OFFSET_MOVED
+        await wait_until(lambda: slave.store.max_phy_offset == master.store.max_phy_offset)
+        slave.ha.sync.master_addr = master.address
+        await slave.ha.sync.sync_all()
+        async with broker_client(slave.address) as c:
+            resp, msgs = await c.pull("G", "TMoved", 0, 50)
+            assert resp.code == ResponseCode.PULL_RETRY_IMMEDIATELY and not msgs
+            # nextOffsetCorrection on a slave keeps the requested offset
+            assert resp.ext_fields["suggestWhichBrokerId"] == "0" and resp.ext_fields["nextBeginOffset"] == "50"
+            resp, msgs = await c.pull("G", "TMoved", 0, 1)
+            assert resp.code == ResponseCode.SUCCESS and [m.body for m in msgs] == [b"m1", b"m2"]
+        # the master's one OFFSET_MOVED_EVENT (replicated), none from the slave
+        assert master.store.get_max_offset_in_queue("OFFSET_MOVED_EVENT", 0) == 1
+        assert slave.store.get_max_offset_in_queue("OFFSET_MOVED_EVENT", 0) == 1

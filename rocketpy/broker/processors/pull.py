@@ -154,6 +154,10 @@ def process_pull(
         code = ResponseCode.PULL_NOT_FOUND
     else:  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
         code = ResponseCode.PULL_OFFSET_MOVED
+    if code == ResponseCode.PULL_OFFSET_MOVED and broker.ha.is_slave and not cfg.store.offset_check_in_slave:
+        # a slave does not correct offsets (no OFFSET_MOVED_EVENT): "retry", at the group's broker
+        header["suggestWhichBrokerId"] = str(int(sub_cfg.broker_id))
+        code = ResponseCode.PULL_RETRY_IMMEDIATELY
     response: RemotingCommand | None
     if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
         polling = suspend_ms if cfg.long_polling_enable else cfg.short_polling_time_mills
