@@ -201,10 +201,8 @@ async def test_pull_suggestions_send_a_slow_consumer_to_the_slave(tmp_path):
             assert msgs and resp.ext_fields["suggestWhichBrokerId"] == "1"
             last = int(resp.ext_fields["maxOffset"]) - 1
             resp, msgs = await c.pull("SlowCG", "SlowTopic", 0, last)
-            # the pull reached the last message of the queue: is it the CommitLog's last one?
-            tail = master.store.max_phy_offset
-            expected = "0" if int(msgs[-1].commit_log_offset) + msgs[-1].store_size == tail else "1"
-            assert resp.ext_fields["suggestWhichBrokerId"] == expected
+            # even at the queue's end: Java compares the CommitLog's end with the START of the last record read
+            assert msgs and resp.ext_fields["suggestWhichBrokerId"] == "1"
         async with broker_client(slave.address) as c:
             resp, msgs = await c.pull("SlowCG", "SlowTopic", 0, 0, max_nums=1)
             assert msgs and resp.ext_fields["suggestWhichBrokerId"] == "1"
