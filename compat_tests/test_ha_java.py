@@ -128,6 +128,15 @@ def read_commit_log(store: Path, end: int) -> bytes:
         return f.read(end)
 
 
+def assert_same_consume_queues(a: Path, b: Path, topic: str) -> None:
+    qa = sorted(p.name for p in (a / "consumequeue" / topic).iterdir())
+    qb = sorted(p.name for p in (b / "consumequeue" / topic).iterdir())
+    assert qa == qb and qa
+    for q in qa:
+        rel = Path("consumequeue") / topic / q / "00000000000000000000"
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+
 async def produce(namesrv: str, topic: str) -> None:
     async with Producer("HaPG", config=ClientConfig(namesrv_addr=namesrv)) as p:
         for i in range(N):
@@ -169,6 +178,7 @@ async def test_our_slave_beside_java_sync_master(
             end = slave.store.max_phy_offset
             assert end > 0
             assert read_commit_log(tmp_path / "our-slave", end) == read_commit_log(java_store, end)
+            assert_same_consume_queues(tmp_path / "our-slave", java_store, topic)
 
             async def synced() -> bool:
                 return slave.topics.get(topic) is not None
@@ -207,6 +217,8 @@ async def test_java_slave_beside_our_sync_master(
             end = master.store.max_phy_offset
             assert master.ha.service.push2slave_max_offset == end
             assert read_commit_log(java_store, end) == read_commit_log(tmp_path / "our-master", end)
+            await trio.sleep(1.5)  # the Java slave's ReputMessageService runs every millisecond or so
+            assert_same_consume_queues(java_store, tmp_path / "our-master", topic)
 
             async def synced() -> bool:
                 return await topic_on(f"127.0.0.1:{java_port}", topic)
