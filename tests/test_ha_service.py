@@ -299,3 +299,31 @@ async def test_slave_synchronize_schedule_and_ports(autojump_clock):
         ("127.0.0.1:10911", RequestCode.GET_ALL_DELAY_OFFSET),
         ("127.0.0.1:10911", RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
     ]
+
+
+async def test_master_drops_a_slave_that_never_reads(master, autojump_clock, caplog):
+    put(master, 50)
+    service = HAService(master)
+    slave_side, master_side = trio.testing.lockstep_stream_pair()  # a send completes only when read
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(service.run_connection, master_side, "test")
+
+        async def keep_reporting() -> None:
+            try:
+                while True:
+                    await slave_side.send_all(build_offset_report(0))
+                    await trio.sleep(5)
+            except trio.BrokenResourceError:
+                pass  # the master closed the connection
+
+        nursery.start_soon(keep_reporting)
+        await trio.testing.wait_all_tasks_blocked()
+        assert service.connection_count == 1
+        t0 = trio.current_time()
+        with trio.fail_after(60):
+            while service.connection_count:
+                await trio.sleep(0.5)
+        # the reports kept the read side alive: it is the stuck write that ended the connection
+        assert 19.5 < trio.current_time() - t0 < 21
+        assert any("has not read" in r.getMessage() for r in caplog.records)
+        nursery.cancel_scope.cancel()
