@@ -19,6 +19,10 @@ again (heartbeat transfer / repeated report) ``haSendHeartbeatInterval`` after i
 the master drops a connection silent for ``haHousekeepingInterval``; a slave whose offset does
 not match a transfer's closes the connection; the slave's first report comes one heartbeat
 interval after connecting.
+
+The slave appends with ``CommitLog.append_data`` and dispatches with :func:`dispatch_complete_records`
+rather than ``MessageStore.append_to_commit_log``: a 32 KiB transfer usually ends inside a record,
+and that record must wait for the next transfer instead of being reported as corrupt.
 """
 
 from __future__ import annotations
