@@ -18,7 +18,7 @@ from typing import Any
 
 from ..namesrv import properties
 from ..namesrv.properties import ConfigError
-from ..store.config import DelayLevels, MessageStoreConfig
+from ..store.config import BrokerRole, DelayLevels, MessageStoreConfig
 from .java_defaults import JAVA_PROPERTIES, KNOWN_KEYS
 
 log = logging.getLogger("rocketpy.broker")
@@ -83,6 +83,7 @@ class BrokerConfig:
     channel_not_active_interval: int = 60000
     admin_credential: str = ""
     vip_channel_enable: bool = True
+    slave_read_enable: bool = False
     store: MessageStoreConfig = dataclasses.field(default_factory=MessageStoreConfig)
 
     @classmethod
@@ -140,12 +141,18 @@ class BrokerConfig:
             cfg.store = MessageStoreConfig.from_properties(store_props)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        if cfg.store.broker_role != BrokerRole.SLAVE and cfg.broker_id != 0:
+            # BrokerStartup: a master is always brokerId 0
+            cfg.broker_id = 0
+            cfg.props["brokerId"] = "0"
         if strict:
             cfg.check()
         return cfg
 
     def check(self) -> None:
         """ConfigError for settings the broker cannot run with (see :meth:`from_properties`)."""
+        if self.store.broker_role == BrokerRole.SLAVE and self.broker_id <= 0:
+            raise ConfigError("Slave's brokerId must be > 0")
         if not 0 <= self.listen_port < 65536:
             raise ConfigError(f"listenPort={self.listen_port} is not a port number (0-65535)")
         store = self.store

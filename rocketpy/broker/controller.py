@@ -32,6 +32,7 @@ from .clients import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .filter import ConsumerFilterManager
 from .groups import ConsumerOffsetManager, SubscriptionGroupManager
+from .ha import BrokerHA
 from .locks import RebalanceLockManager
 from .longpoll import PullRequestHoldService
 from .outer import BrokerOuterAPI
@@ -70,6 +71,7 @@ class BrokerController:
         self.schedule = ScheduleMessageService(self)
         self.transactions = TransactionalMessageService(self)
         self.outer = BrokerOuterAPI(self)
+        self.ha = BrokerHA(self)  # master: HA service; slave: HA client and SlaveSynchronize
         # SQL92 filtering: the groups' compiled selectors follow their heartbeats
         self.filters = ConsumerFilterManager()
         self.filter_support_retry = cfg.props.get("filterSupportRetry", "false").strip().lower() == "true"
@@ -133,6 +135,7 @@ class BrokerController:
         result = self.store.put_message(msg)
         if result.is_ok:
             self.stats["put"] += 1
+            self.ha.on_put()
             if self.hold.table:
                 self.hold.notify_arrival(msg.topic, msg.queue_id, tags_hash_code(msg.tags) if msg.tags else 0)
         return result
@@ -141,32 +144,56 @@ class BrokerController:
         result = self.store.put_messages(batch)
         if result.is_ok:
             self.stats["put"] += result.append.msg_num if result.append else 1
+            self.ha.on_put()
             if self.hold.table:
                 self.hold.notify_arrival(batch.topic, batch.queue_id)
         return result
 
     def answers_after_store(self) -> bool:
-        """Whether a send that waits (WAIT not false) is answered only once stored durably (SYNC_FLUSH)."""
+        """Whether a send that waits (WAIT not false) is answered only once stored durably: on disk
+        (SYNC_FLUSH) or on a slave (SYNC_MASTER)."""
         services = self.store_services
-        return services is not None and services.group_commit is not None
+        return (services is not None and services.group_commit is not None) or self.ha.is_sync_master
 
     async def wait_stored(self, offset: int) -> PutMessageStatus:
-        """Wait until the CommitLog up to ``offset`` is stored as answers_after_store asks (the disk)."""
+        """Wait until the CommitLog up to ``offset`` is on disk (SYNC_FLUSH's group commit)."""
         services = self.store_services
         assert services is not None and services.group_commit is not None
         return await services.group_commit.wait_flushed(offset)
 
     def must_wait_flush(self, result: PutMessageResult, wait: bool) -> bool:
-        """SYNC_FLUSH and the producer asked to wait (WAIT not false): ack only once on disk."""
+        """The producer asked to wait (WAIT not false) and the answer must wait: SYNC_FLUSH
+        until on disk, SYNC_MASTER until a slave has it (CommitLog's flush and replica requests)."""
+        if not (result.is_ok and wait):
+            return False
         services = self.store_services
-        return result.is_ok and wait and services is not None and services.group_commit is not None
+        return (services is not None and services.group_commit is not None) or self.ha.must_wait_replica(result, wait)
 
     async def wait_flush(self, result: PutMessageResult) -> PutMessageResult:
+        """Both waits run together; a replica failure wins over a flush failure, as in Java's thenCombine."""
         services = self.store_services
-        assert services is not None and services.group_commit is not None
-        status = await services.group_commit.wait_flushed(result.flush_offset)
-        if status is not PutMessageStatus.PUT_OK:
-            result.status = status
+        group_commit = services.group_commit if services is not None else None
+        statuses: dict[str, PutMessageStatus] = {}
+
+        async def flush() -> None:
+            assert group_commit is not None
+            statuses["flush"] = await group_commit.wait_flushed(result.flush_offset)
+
+        async def replica() -> None:
+            statuses["replica"] = await self.ha.wait_replica(result)
+
+        if group_commit is not None and self.ha.must_wait_replica(result, True):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(flush)
+                nursery.start_soon(replica)
+        elif group_commit is not None:
+            await flush()
+        else:
+            await replica()
+        for key in ("flush", "replica"):
+            status = statuses.get(key, PutMessageStatus.PUT_OK)
+            if status is not PutMessageStatus.PUT_OK:
+                result.status = status
         return result
 
     async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
@@ -262,9 +289,11 @@ class BrokerController:
                     # tests bind port 0: advertise the port we got
                     cfg.listen_port = self.servers[0].port or 0
                     cfg.props["listenPort"] = str(cfg.listen_port)
+                await self.ha.start(nursery, host)
                 await nursery.start(self.hold.run)
-                await nursery.start(self.schedule.run)
-                await nursery.start(self.transactions.run_check)
+                if not self.ha.is_slave:  # a slave neither delivers delayed messages nor checks transactions
+                    await nursery.start(self.schedule.run)
+                    await nursery.start(self.transactions.run_check)
                 nursery.start_soon(self._persist_offsets_loop)
                 nursery.start_soon(self._scan_clients_loop)
                 nursery.start_soon(self.outer.register_loop)

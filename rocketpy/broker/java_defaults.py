@@ -189,4 +189,6 @@ JAVA_PROPERTIES: tuple[tuple[str, str], ...] = (
     ("deleteCommitLogFilesInterval", "100"),
 )
 
-KNOWN_KEYS: frozenset[str] = frozenset(k for k, _ in JAVA_PROPERTIES)
+#: keys Java knows whose default is null (left out of the printed properties until set)
+NULL_DEFAULT_KEYS = frozenset({"haMasterAddress"})
+KNOWN_KEYS: frozenset[str] = frozenset(k for k, _ in JAVA_PROPERTIES) | NULL_DEFAULT_KEYS

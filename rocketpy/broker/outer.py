@@ -43,12 +43,11 @@ class BrokerOuterAPI:
         cfg = self.broker.config
         body = RegisterBrokerBody(topic_config_serialize_wrapper=self._wrapper(), filter_server_list=[])
         data = body.encode(compress=cfg.compressed_register)
-        ha_port = cfg.listen_port + 1  # BrokerStartup always puts the HA port right above listenPort
         header = RegisterBrokerRequestHeader(
             broker_name=cfg.broker_name,
             broker_addr=self.broker.broker_addr,
             cluster_name=cfg.broker_cluster_name,
-            ha_server_addr=f"{cfg.props.get('brokerIP2') or cfg.broker_ip1}:{ha_port}",
+            ha_server_addr=self.broker.ha.ha_server_addr(),
             broker_id=cfg.broker_id,
             compressed=cfg.compressed_register,
             body_crc32=body_crc32(data),
@@ -70,6 +69,7 @@ class BrokerOuterAPI:
                 answer = await client.invoke(addr, self._request(), timeout)
                 if answer.code == 0:
                     self.registrations += 1
+                    self.broker.ha.on_register_result(answer)
                 else:
                     log.warning("register broker to name server %s failed: %d %s", addr, answer.code, answer.remark)
             except Exception as exc:

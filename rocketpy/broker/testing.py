@@ -272,6 +272,28 @@ class BrokerTestClient:
         await self.oneway(RequestCode.END_TRANSACTION, header)
 
 
+def free_broker_port() -> int:
+    """A free 127.0.0.1 listenPort whose VIP port (-2) and HA port (+1) are free too."""
+    import socket
+
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if not 1026 <= port <= 65530:
+            continue
+        ok = True
+        for p in (port - 2, port, port + 1):
+            with socket.socket() as t:
+                try:
+                    t.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+        if ok:
+            return port
+    raise RuntimeError("no free port triple")
+
+
 def broker_test_config(store_dir: str, **props: Any) -> BrokerConfig:
     """A broker config for tests: loopback, port 0, no NameServer, the store under ``store_dir``."""
     given = {

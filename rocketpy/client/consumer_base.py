@@ -21,6 +21,7 @@ from .instance import ClientInstance, acquire_instance, release_instance
 from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .rebalance import allocate_for, plan
+from .route import MASTER_ID
 
 log = logging.getLogger("rocketpy.client")
 
@@ -77,6 +78,8 @@ class ConsumerBase:
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.topic_queues: dict[str, list[MessageQueue]] = {}
         self.pq_table: dict[MessageQueue, ProcessQueue] = {}
+        # PullAPIWrapper.pullFromWhichNodeTable: the broker id each queue's last pull answer suggested
+        self.pull_from_which_node: dict[MessageQueue, int] = {}
         self.offset_store: OffsetStore | None = None
         self.running = False
         self.start_time = 0
@@ -254,6 +257,22 @@ class ConsumerBase:
         if addr is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         return addr
+
+    async def pull_target(self, mq: MessageQueue) -> tuple[str, bool]:
+        """PullAPIWrapper.pullKernelImpl's broker: the suggested member (the master by default),
+        a slave's next id, else any member of the broker name; (address, is slave)."""
+        broker_id = self.pull_from_which_node.get(mq, MASTER_ID)
+        name = mq.broker_name or ""
+        found = self.client.find_broker_address_in_subscribe(name, broker_id, False)
+        if found is None:
+            await self.client.update_topic_route(mq.topic or "")
+            found = self.client.find_broker_address_in_subscribe(name, broker_id, False)
+        if found is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        return found
+
+    def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
+        self.pull_from_which_node[mq] = broker_id
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         """RebalancePushImpl.computePullFromWhereWithException."""

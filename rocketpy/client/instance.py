@@ -249,6 +249,26 @@ class ClientInstance:
             addr = next(iter(addrs.values()))
         return addr
 
+    def find_broker_address_in_subscribe(
+        self, broker_name: str, broker_id: int, only_this: bool
+    ) -> tuple[str, bool] | None:
+        """MQClientInstance.findBrokerAddressInSubscribe: (address, is slave). A wanted slave
+        that is missing falls back to the next id; unless ``only_this``, then to the first member
+        (Java's HashMap order of the ids: the smallest)."""
+        addrs = self.broker_addr_table.get(broker_name) or {}
+        if not addrs:
+            return None
+        addr = addrs.get(broker_id)
+        slave = broker_id != MASTER_ID
+        if addr is None and slave:
+            addr = addrs.get(broker_id + 1)
+        if addr is None and not only_this:
+            first = min(addrs)
+            addr, slave = addrs[first], first != MASTER_ID
+        if addr is None:
+            return None
+        return addr, slave
+
     def any_broker_of_topic(self, topic: str) -> str | None:
         """A broker that serves ``topic`` (Java picks one at random for consumer id queries)."""
         route = self.routes.get(topic)

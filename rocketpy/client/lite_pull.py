@@ -193,8 +193,9 @@ class LitePullConsumer(ConsumerBase):
             max_msg_nums=self.pull_batch_size, sys_flag=PullSysFlag.build_sys_flag(False, True, True, False, True),
             commit_offset=0, suspend_timeout_millis=int(self.broker_suspend_max * 1000), subscription=sd.sub_string,
             sub_version=0, expression_type=sd.expression_type, bname=mq.broker_name)
-        addr = await self._broker_of(mq)
+        addr, _ = await self.pull_target(mq)
         result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
+        self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         if generation != a.generation:
             return  # a seek moved the queue while we waited
         if result.pull_status == PullStatus.OFFSET_ILLEGAL:

@@ -21,6 +21,7 @@ from ..codecs.bodies.store_config import OffsetSerializeWrapper
 from ..codecs.errors import CodecError
 from ..remoting import RemotingError
 from .errors import MQBrokerError, MQClientError
+from .route import MASTER_ID
 
 if TYPE_CHECKING:
     from .instance import ClientInstance
@@ -78,13 +79,14 @@ class RemoteBrokerOffsetStore(OffsetStore):
         self.client = client
 
     async def _broker(self, mq: MessageQueue) -> str:
-        addr = self.client.find_broker(mq.broker_name or "")
-        if addr is None:
+        """The master of the queue's broker, else (master gone) any member: RemoteBrokerOffsetStore."""
+        found = self.client.find_broker_address_in_subscribe(mq.broker_name or "", MASTER_ID, True)
+        if found is None:
             await self.client.update_topic_route(mq.topic or "")
-            addr = self.client.find_broker(mq.broker_name or "")
-        if addr is None:
+            found = self.client.find_broker_address_in_subscribe(mq.broker_name or "", MASTER_ID, False)
+        if found is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        return addr
+        return found[0]
 
     async def read_offset(self, mq: MessageQueue, kind: ReadOffsetType) -> int:
         if kind in (ReadOffsetType.READ_FROM_MEMORY, ReadOffsetType.MEMORY_FIRST_THEN_STORE):

@@ -261,8 +261,11 @@ class PushConsumer(ConsumerBase):
             commit_offset=max(commit_offset, 0), suspend_timeout_millis=int(self.broker_suspend_max * 1000),
             subscription=expression, sub_version=sd.sub_version, expression_type=sd.expression_type,
             bname=mq.broker_name)
-        addr = await self._broker_of(mq)
+        addr, from_slave = await self.pull_target(mq)
+        if from_slave:  # a slave does not take the commit offset: the client keeps it for the master
+            header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag)
         result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
+        self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         if pq.dropped:
             return 0, offset, previously_locked
         if result.pull_status == PullStatus.FOUND:

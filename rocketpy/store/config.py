@@ -82,6 +82,14 @@ class MessageStoreConfig:
     duplication_enable: bool = False
     disk_fall_recorded: bool = True
     default_query_max_num: int = 32
+    # HA (HAService / HAConnection / HAClient); BrokerStartup moves haListenPort to listenPort + 1
+    ha_listen_port: int = 10912
+    ha_send_heartbeat_interval: int = 1000 * 5
+    ha_housekeeping_interval: int = 1000 * 20
+    ha_transfer_batch_size: int = 1024 * 32
+    ha_master_address: str | None = None
+    ha_slave_fallbehind_max: int = 1024 * 1024 * 256
+    slave_timeout: int = 3000  # ms a SYNC_MASTER send waits for the slave (CommitLog.submitReplicaRequest)
 
     # -- derived paths (StorePathConfigHelper / BrokerPathConfigHelper) ----------
 

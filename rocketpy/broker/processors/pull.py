@@ -136,7 +136,7 @@ def process_pull(
         return _pull_error(request, ResponseCode.SYSTEM_ERROR, "store getMessage return null")
     status = result.status
     header = {
-        "suggestWhichBrokerId": "0",
+        "suggestWhichBrokerId": str(suggest_which_broker_id(broker, sub_cfg, result.suggest_pulling_from_slave)),
         "nextBeginOffset": str(result.next_begin_offset),
         "minOffset": str(result.min_offset),
         "maxOffset": str(result.max_offset),
@@ -154,6 +154,10 @@ def process_pull(
         code = ResponseCode.PULL_NOT_FOUND
     else:  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
         code = ResponseCode.PULL_OFFSET_MOVED
+    if code == ResponseCode.PULL_OFFSET_MOVED and broker.ha.is_slave and not cfg.store.offset_check_in_slave:
+        # a slave does not correct offsets (no OFFSET_MOVED_EVENT): "retry", at the group's broker
+        header["suggestWhichBrokerId"] = str(int(sub_cfg.broker_id))
+        code = ResponseCode.PULL_RETRY_IMMEDIATELY
     response: RemotingCommand | None
     if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
         polling = suspend_ms if cfg.long_polling_enable else cfg.short_polling_time_mills
@@ -163,9 +167,24 @@ def process_pull(
         response = respond(request, code, status.name, header=header, fast=True, body=body)
     if code == ResponseCode.PULL_OFFSET_MOVED:
         _offset_moved_event(broker, group, topic, queue_id, queue_offset, result.next_begin_offset)
-    if allow_suspend and has_commit:
+    if allow_suspend and has_commit and not broker.ha.is_slave:  # a slave keeps the master's offsets
         broker.offsets.commit(group, topic, queue_id, commit_offset)
     return response
+
+
+def suggest_which_broker_id(broker: BrokerController, sub_cfg: Any, suggest_pulling_from_slave: bool) -> int:
+    """PullMessageProcessor's suggestWhichBrokerId: with slaveReadEnable, the group's
+    whichBrokerWhenConsumeSlowly when the pull reads far behind the CommitLog's end (beyond
+    accessMessageInMemoryMaxRatio of memory), else its brokerId; without it, always the master.
+
+    (Java also sets PULL_RETRY_IMMEDIATELY on a slave without slaveReadEnable, then overwrites
+    the code from the read's status: the messages are served all the same.)
+    """
+    if not broker.config.slave_read_enable:
+        return MixAll.MASTER_ID
+    if suggest_pulling_from_slave:
+        return int(sub_cfg.which_broker_when_consume_slowly)
+    return int(sub_cfg.broker_id)
 
 
 def pull_message(ctx: Any, request: RemotingCommand) -> RemotingCommand | None:

@@ -192,8 +192,11 @@ class FastSend:
         if broker.answers_after_store():
             wait_at = plan.wait_at
             if wait_at is None or entries[wait_at].lower() != _WAIT_FALSE:
-                # the producer waits for the disk: the answer is held until the group commit covers it
+                # the producer waits for the disk: the answer is held until the group commit covers it;
+                # a SYNC_MASTER's wait for its slave is the general path's (per message, as Java decides it)
                 if request.serialize_type != _ROCKETMQ or ctx.nursery is None or request.flag & 2:
+                    return None
+                if broker.ha.is_sync_master:
                     return None
                 hold = True
         entries.append(self._cluster_entry)
@@ -320,6 +323,7 @@ class FastSend:
         broker.stats["put"] += self.pending_puts
         self.pending_puts = 0
         done = self.store.settle()
+        broker.ha.on_put()  # the slaves' transfer tasks stream what was appended
         hold = broker.hold
         if hold.table:
             # one wake-up per queue and tags hash of the receive (the held pulls read the queue again anyway)

@@ -1,0 +1,218 @@
+"""The broker's master/slave roles around the store's HA stream (rocketpy.store.ha).
+
+* :class:`BrokerHA` starts the HA service of a master (``haListenPort``) or the HA client of
+  a slave, learns the master's addresses from REGISTER_BROKER answers the way Java's
+  BrokerController.registerBrokerAll does, and waits for slave acknowledgements on
+  SYNC_MASTER sends (CommitLog.submitReplicaRequest).
+* :class:`SlaveSynchronize` copies the master's topic configs, consumer offsets, delay offsets
+  and subscription groups every 10 s (first after 3 s), as Java's handleSlaveSynchronize schedules it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING
+
+import trio
+
+from ..codecs import RemotingCommand
+from ..codecs.bodies import ConsumerOffsetSerializeWrapper, TopicConfigSerializeWrapper
+from ..codecs.bodies.admin import SubscriptionGroupWrapper
+from ..codecs.codes import RequestCode
+from ..store import PutMessageResult, PutMessageStatus
+from ..store.config import BrokerRole
+from ..store.ha import HAClient, HAService, split_host_port
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+__all__ = ["BrokerHA", "SlaveSynchronize", "vip_channel"]
+
+log = logging.getLogger("rocketpy.broker.ha")
+
+SLAVE_SYNC_DELAY = 3.0
+SLAVE_SYNC_PERIOD = 10.0
+SYNC_TIMEOUT = 3.0
+
+
+def vip_channel(addr: str) -> str:
+    """MixAll.brokerVIPChannel(true, addr): the same host, listenPort - 2."""
+    host, port = split_host_port(addr)
+    return f"{host}:{port - 2}"
+
+
+class BrokerHA:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        store_cfg = broker.config.store
+        self.role = store_cfg.broker_role
+        self.service: HAService | None = None
+        self.client: HAClient | None = None
+        self.sync: SlaveSynchronize | None = None
+        self.update_master_ha_periodically = False
+        # a broker told to bind port 0 (tests) rewrites listenPort once bound: decide the HA port now
+        self._configured_listen_port = broker.config.listen_port
+        if self.is_slave:
+            self.client = HAClient(broker.store)
+            self.sync = SlaveSynchronize(broker)
+            fixed = store_cfg.ha_master_address
+            if fixed and len(fixed) >= 6:
+                self.client.update_master_address(fixed)
+            else:
+                self.update_master_ha_periodically = True
+        else:
+            self.service = HAService(broker.store)
+
+    @property
+    def is_slave(self) -> bool:
+        return self.role == BrokerRole.SLAVE
+
+    @property
+    def is_sync_master(self) -> bool:
+        return self.role == BrokerRole.SYNC_MASTER
+
+    @property
+    def ha_port(self) -> int:
+        if self.service is not None and self.service.port is not None:
+            return self.service.port
+        return self.broker.config.listen_port + 1
+
+    def ha_server_addr(self) -> str:
+        cfg = self.broker.config
+        return f"{cfg.props.get('brokerIP2') or cfg.broker_ip1}:{self.ha_port}"
+
+    async def start(self, nursery: trio.Nursery, host: str) -> None:
+        """Every role listens on haListenPort (Java's HAService accepts on slaves too)."""
+        if self.service is None:
+            # a slave also owns an HA service, unused unless it becomes a master
+            self.service = HAService(self.broker.store)
+        port = self._listen_port()
+        try:
+            await nursery.start(self.service.serve, host, port)
+        except OSError as exc:
+            # Java would not start; we keep serving remoting and say why no slave can connect
+            log.error("HAService cannot listen on %s:%d: %s", host, port, exc)
+        if self.client is not None:
+            await nursery.start(self.client.run)
+        if self.sync is not None:
+            nursery.start_soon(self.sync.run)
+
+    def _listen_port(self) -> int:
+        # BrokerStartup: haListenPort = listenPort + 1, whatever the file says; a broker bound to
+        # port 0 (tests) takes any free port for HA too
+        port = self._configured_listen_port
+        return port + 1 if port else 0
+
+    # -- hooks -----------------------------------------------------------------------------
+    def on_put(self) -> None:
+        if self.service is not None:
+            self.service.notify_new_data()
+
+    def on_register_result(self, answer: RemotingCommand) -> None:
+        """registerBrokerAll's result: a slave learns the master's HA and broker addresses."""
+        if not self.is_slave:
+            return
+        ext = answer.ext_fields or {}
+        ha_addr = ext.get("haServerAddr") or None
+        if self.update_master_ha_periodically and ha_addr and self.client is not None:
+            self.client.update_master_address(ha_addr)
+        if self.sync is not None:
+            self.sync.master_addr = ext.get("masterAddr") or None
+
+    def must_wait_replica(self, result: PutMessageResult, wait: bool) -> bool:
+        return self.is_sync_master and wait and result.is_ok and result.append is not None
+
+    async def wait_replica(self, result: PutMessageResult) -> PutMessageStatus:
+        assert self.service is not None and result.append is not None
+        return await self.service.submit_replica(result.append.wrote_offset, result.append.wrote_bytes)
+
+
+class SlaveSynchronize:
+    """The slave's periodic copy of the master's metadata."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self.master_addr: str | None = None
+        self.cycles = 0
+
+    async def run(self) -> None:
+        await trio.sleep(SLAVE_SYNC_DELAY)
+        while True:
+            try:
+                await self.sync_all()
+            except Exception:
+                log.exception("SlaveSynchronize failed")
+            await trio.sleep(SLAVE_SYNC_PERIOD)
+
+    async def _get(self, addr: str, code: int) -> bytes | None:
+        client = self.broker.client
+        if client is None:
+            return None
+        answer = await client.invoke(addr, RemotingCommand.request(code), SYNC_TIMEOUT)
+        if answer.code != 0:
+            log.warning("slave sync %d from %s: %d %s", code, addr, answer.code, answer.remark)
+            return None
+        return answer.body
+
+    async def sync_all(self) -> None:
+        master = self.master_addr
+        if not master or master == self.broker.broker_addr:
+            return
+        for step in (self.sync_topic_config, self.sync_consumer_offset, self.sync_delay_offset, self.sync_groups):
+            try:
+                await step(master)
+            except Exception as exc:
+                log.error("%s from %s failed: %s", step.__name__, master, exc)
+        self.cycles += 1
+
+    async def sync_topic_config(self, master: str) -> None:
+        body = await self._get(vip_channel(master), RequestCode.GET_ALL_TOPIC_CONFIG)
+        if body is None:
+            return
+        wrapper = TopicConfigSerializeWrapper.decode(body)
+        topics = self.broker.topics
+        if wrapper.data_version is not None and wrapper.data_version != topics.data_version:
+            topics.table.clear()
+            topics.table.update(wrapper.topic_config_table)
+            topics.data_version = wrapper.data_version
+            topics.persist()
+            log.info("Update slave topic config from master, %s", master)
+
+    async def sync_consumer_offset(self, master: str) -> None:
+        body = await self._get(master, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        if body is None:
+            return
+        wrapper = ConsumerOffsetSerializeWrapper.decode(body)
+        offsets = self.broker.offsets
+        for key, table in wrapper.offset_table.items():
+            offsets.table[key] = dict(table)
+        offsets.persist()
+        log.info("Update slave consumer offset from master, %s", master)
+
+    async def sync_delay_offset(self, master: str) -> None:
+        body = await self._get(master, RequestCode.GET_ALL_DELAY_OFFSET)
+        if body is None:
+            return
+        schedule = self.broker.schedule
+        path = schedule.path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(body)
+        os.replace(tmp, path)
+        schedule.load()
+        log.info("Update slave delay offset from master, %s", master)
+
+    async def sync_groups(self, master: str) -> None:
+        body = await self._get(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        if body is None:
+            return
+        wrapper = SubscriptionGroupWrapper.decode(body)
+        groups = self.broker.groups
+        if wrapper.data_version is not None and wrapper.data_version != groups.data_version:
+            groups.table.clear()
+            groups.table.update(wrapper.subscription_group_table)
+            groups.data_version = wrapper.data_version
+            groups.persist()
+            log.info("Update slave Subscription Group from master, %s", master)
