@@ -46,8 +46,11 @@ client, one shared connection) as fast as answers come: ``route req/s`` and the 
 
 The table gives each round, then the median (min..max) per server and the ratio ours/Java of the
 medians (for send/s and req/s higher is better; for CPU and latencies lower is better). The machine's
-other load makes single numbers noisy: use several rounds. The Java tools are compiled into a temp
-dir at start (``javac -cp "$(bin/java-cp.sh)"``); the class files are never kept.
+other load makes single numbers noisy: use several rounds (each round line ends with the 1-minute load
+average; above the core count, the single-threaded Python servers lose more than the Java ones, whose
+many threads get more of the CPU under contention, so compare CPU per message rather than rates then).
+The Java tools are compiled into a temp dir at start (``javac -cp "$(bin/java-cp.sh)"``); the class
+files are never kept. Run it with the repository's Python (it imports rocketpy).
 """
 
 from __future__ import annotations
@@ -696,7 +699,8 @@ def main(argv: list[str] | None = None) -> int:
                 res = bench.one(kind, rnd)
                 results[kind].append(res)
                 cells = "  ".join(f"{lbl} {fmt(k, res[k])}" for k, lbl, _f in COLUMNS if k in res)
-                print(f"round {rnd + 1} {kind:<4}  {cells}", flush=True)
+                load = os.getloadavg()[0]
+                print(f"round {rnd + 1} {kind:<4}  {cells}  (load avg {load:.1f})", flush=True)
         print("median (min..max) over rounds:")
         for line in summarize(results):
             print(line)
