@@ -10,7 +10,7 @@ import sys
 
 import trio
 
-from rocketpy.broker.testing import broker_client
+from rocketpy.broker.testing import broker_client, free_broker_port
 from rocketpy.codecs import ResponseCode
 
 CONF = """\
@@ -147,7 +147,7 @@ async def test_serve_command_end_to_end(tmp_path):
     from rocketpy.codecs.codes import RequestCode
     from rocketpy.codecs.headers import GetRouteInfoRequestHeader
 
-    ns_port, broker_port = _free_port(), _free_port()
+    ns_port, broker_port = _free_port(), free_broker_port()  # its HA port (+1) must be free as well
     proc = await trio.lowlevel.open_process(
         [
             sys.executable,

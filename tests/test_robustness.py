@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import trio
 
-from rocketpy.broker.testing import BrokerTestClient, broker_client, running_broker
+from rocketpy.broker.testing import BrokerTestClient, broker_client, free_broker_port, running_broker
 from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode
 from rocketpy.codecs.bodies.register import (
     DataVersion,
@@ -575,7 +575,8 @@ def test_serve_stops_cleanly_on_signal(tmp_path: Path, signum: int) -> None:
     # -X dev shows ResourceWarnings and never-awaited coroutines on stderr
     root = str(Path(__file__).resolve().parents[1])
     args = [sys.executable, "-X", "dev", "-m", "rocketpy", "serve", "--store", str(tmp_path / "store"), "--no-vip"]
-    args += ["--namesrv-port", str(_free_port()), "--broker-port", str(_free_port())]
+    # the broker's VIP (-2) and HA (+1) ports must be free as well
+    args += ["--namesrv-port", str(_free_port()), "--broker-port", str(free_broker_port())]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
