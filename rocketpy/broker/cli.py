@@ -141,6 +141,12 @@ def _run(main: Any, command: str, what: str) -> int:
         failure = group
         while isinstance(failure, BaseExceptionGroup):
             failure = failure.exceptions[0]
+    except* KeyboardInterrupt:
+        # a second Ctrl-C while stopping: trio hands it back when the signal receiver closes; the
+        # shutdown (shielded) has run by the time it gets here
+        log.info("stopped")
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: a late Ctrl-C must not turn into a traceback
     if failure is not None:
         print(f"rocketpy {command}: {what}: {failure}", file=sys.stderr)
         return 1

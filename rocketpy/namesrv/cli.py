@@ -96,6 +96,10 @@ def run_cli(args: argparse.Namespace) -> int:
             first = first.exceptions[0]
         print(f"cannot listen on {config.listen_host}:{config.listen_port}: {first}", file=sys.stderr)
         status = 1
+    except* KeyboardInterrupt:
+        log.info("stopped")  # a second Ctrl-C while stopping, handed back by trio's signal receiver
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: a late Ctrl-C must not turn into a traceback
     return status
 
 
