@@ -328,14 +328,7 @@ class Connection:
                         break
                     if commands is None:
                         break
-                    requests = []
-                    for cmd in commands:
-                        if type(cmd) is bytes:  # a request the shortcut answered
-                            requests.append(cmd)
-                        elif cmd.is_response:
-                            self.complete(cmd)
-                        else:
-                            requests.append(cmd)
+                    requests = self.take_requests(commands)
                     if not requests:
                         continue
                     if dispatcher is None:
@@ -347,6 +340,18 @@ class Connection:
                 nursery.cancel_scope.cancel()
         finally:
             await self.aclose()
+
+    def take_requests(self, commands: list[RemotingCommand | bytes]) -> list[RemotingCommand | bytes]:
+        """Hand received responses to their waiters; the requests (and a shortcut's answers) remain, in order."""
+        requests: list[RemotingCommand | bytes] = []
+        for cmd in commands:
+            if type(cmd) is bytes:  # a request the shortcut answered
+                requests.append(cmd)
+            elif cmd.flag & 1:  # type: ignore[union-attr]  # RESPONSE_FLAG
+                self.complete(cmd)  # type: ignore[arg-type]
+            else:
+                requests.append(cmd)
+        return requests
 
     async def _serve_socket(self, dispatcher: Dispatcher, context: RequestContext) -> None:
         """The server hot path on a TCP socket: :meth:`serve` without trio's stream layers.
@@ -397,14 +402,7 @@ class Connection:
                         log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
                         break
                     self.last_active = trio.current_time()
-                    requests: list[RemotingCommand | bytes] = []
-                    for cmd in commands:
-                        if type(cmd) is bytes:  # a request the shortcut answered
-                            requests.append(cmd)
-                        elif cmd.flag & 1:  # type: ignore[union-attr]
-                            self.complete(cmd)  # type: ignore[arg-type]
-                        else:
-                            requests.append(cmd)
+                    requests = self.take_requests(commands)
                     if requests:
                         answer = await self.answers(dispatcher, context, requests)
                         if answer and not self.closed:

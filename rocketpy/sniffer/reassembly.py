@@ -390,18 +390,7 @@ class Tracker:
             d.cuts.clear()
             d.probe_synced = False
         elif kind == _HA and d.ha is not None:
-            d.ha = None
-            events.append(
-                StreamNote(
-                    pkt.ts,
-                    pkt.src,
-                    pkt.dst,
-                    "error",
-                    0,
-                    "HA stream out of step after a gap: the rest of it is not decoded",
-                    pkt.number,
-                )
-            )
+            _stop_ha(d, pkt, 0, "HA stream out of step after a gap: the rest of it is not decoded", events)
 
     def _judge(self, conn: _Conn, final: bool, events: list[Event]) -> None:
         """Decide what ``conn`` carries if its first bytes tell (or must: ``final``, too much held)."""
@@ -433,18 +422,7 @@ class Tracker:
         try:
             events += d.ha.feed(pkt.ts, pkt.src, pkt.dst, data, pkt.number)
         except CodecError as exc:
-            d.ha = None
-            events.append(
-                StreamNote(
-                    pkt.ts,
-                    pkt.src,
-                    pkt.dst,
-                    "error",
-                    len(data),
-                    f"HA stream: {exc}; the rest of it is not decoded",
-                    pkt.number,
-                )
-            )
+            _stop_ha(d, pkt, len(data), f"HA stream: {exc}; the rest of it is not decoded", events)
 
     def _check_acked(self, pkt: Packet, events: list[Event]) -> None:
         """The peer acknowledging bytes we never saw means the capture missed them (not the network):
@@ -576,3 +554,9 @@ def _classify(conn: _Conn, final: bool) -> int | None:
     if undecided and not final:
         return None
     return _OTHER
+
+
+def _stop_ha(d: _Direction, pkt: Packet, size: int, text: str, events: list[Event]) -> None:
+    """Stop decoding one direction of an HA stream, and say so once."""
+    d.ha = None
+    events.append(StreamNote(pkt.ts, pkt.src, pkt.dst, "error", size, text, pkt.number))

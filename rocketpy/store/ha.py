@@ -181,24 +181,12 @@ class HAConnection:
         """One offset report (the newest of a read); False closes the connection."""
         store = self.service.store
         self.slave_ack_offset = offset
-        if self.slave_request_offset < 0:
-            if offset < 0:
-                log.warning("slave[%s] reported a negative offset %d, closing", self.client_addr, offset)
-                return False
-            if offset > store.max_phy_offset:
-                # not a slave of this CommitLog (or not a slave at all): Java would stream heartbeats
-                # forever; we close, and a real slave ahead of us retries every heartbeat interval
-                log.warning(
-                    "slave[%s] request offset=%d greater than local commitLog offset=%d, closing",
-                    self.client_addr,
-                    offset,
-                    store.max_phy_offset,
-                )
-                return False
-            self.slave_request_offset = offset
-            log.info("slave[%s] request offset %d", self.client_addr, offset)
-            self._requested.set()
-        elif offset > store.max_phy_offset:
+        if self.slave_request_offset < 0 and offset < 0:
+            log.warning("slave[%s] reported a negative offset %d, closing", self.client_addr, offset)
+            return False
+        if offset > store.max_phy_offset:
+            # not a slave of this CommitLog (or not a slave at all): Java would stream heartbeats
+            # forever; we close, and a real slave ahead of us retries every heartbeat interval
             log.warning(
                 "slave[%s] request offset=%d greater than local commitLog offset=%d, closing",
                 self.client_addr,
@@ -206,6 +194,10 @@ class HAConnection:
                 store.max_phy_offset,
             )
             return False
+        if self.slave_request_offset < 0:
+            self.slave_request_offset = offset
+            log.info("slave[%s] request offset %d", self.client_addr, offset)
+            self._requested.set()
         self.service.notify_transfer_some(offset)
         return True
 
