@@ -90,7 +90,7 @@ from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t
 from libc.stdio cimport snprintf
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 cdef int32_t _MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
 
@@ -105,6 +105,46 @@ cdef inline void _put32(uint8_t* p, int64_t v) noexcept:
 cdef inline void _put64(uint8_t* p, int64_t v) noexcept:
     _put32(p, v >> 32)
     _put32(p + 4, v & 0xFFFFFFFF)
+
+
+cdef Py_ssize_t _write_record_at(
+    uint8_t* p, Py_ssize_t total, int32_t body_crc, int32_t queue_id, int32_t flag,
+    int64_t queue_offset, int64_t physical_offset, int32_t sys_flag, int64_t born_timestamp, const uint8_t* born_host,
+    Py_ssize_t bl, int32_t born_port, int64_t store_timestamp, const uint8_t* store_host, Py_ssize_t sl,
+    int32_t store_port, int32_t reconsume_times, int64_t prepared_transaction_offset, const uint8_t* body,
+    Py_ssize_t nb, const uint8_t* topic, Py_ssize_t nt, const uint8_t* properties, Py_ssize_t np,
+) noexcept:
+    _put32(p, total)
+    _put32(p + 4, _MESSAGE_MAGIC_CODE)
+    _put32(p + 8, body_crc)
+    _put32(p + 12, queue_id)
+    _put32(p + 16, flag)
+    _put64(p + 20, queue_offset)
+    _put64(p + 28, physical_offset)
+    _put32(p + 36, sys_flag)
+    _put64(p + 40, born_timestamp)
+    p += 48
+    memcpy(p, born_host, bl)
+    p += bl
+    _put32(p, born_port)
+    _put64(p + 4, store_timestamp)
+    p += 12
+    memcpy(p, store_host, sl)
+    p += sl
+    _put32(p, store_port)
+    _put32(p + 4, reconsume_times)
+    _put64(p + 8, prepared_transaction_offset)
+    _put32(p + 16, nb)
+    p += 20
+    memcpy(p, body, nb)
+    p += nb
+    p[0] = <uint8_t>nt
+    memcpy(p + 1, topic, nt)
+    p += 1 + nt
+    p[0] = (np >> 8) & 0xFF
+    p[1] = np & 0xFF
+    memcpy(p + 2, properties, np)
+    return total
 
 
 def write_record(
@@ -122,41 +162,16 @@ def write_record(
         return -1
     cdef Py_buffer view
     PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE)
-    cdef uint8_t* p
     try:
         if pos < 0 or pos + total > view.len:
             raise ValueError("record runs past the buffer")
-        p = <uint8_t*>view.buf + pos
-        _put32(p, total)
-        _put32(p + 4, _MESSAGE_MAGIC_CODE)
-        _put32(p + 8, body_crc)
-        _put32(p + 12, queue_id)
-        _put32(p + 16, flag)
-        _put64(p + 20, queue_offset)
-        _put64(p + 28, physical_offset)
-        _put32(p + 36, sys_flag)
-        _put64(p + 40, born_timestamp)
-        p += 48
-        memcpy(p, PyBytes_AS_STRING(born_host), bl)
-        p += bl
-        _put32(p, born_port)
-        _put64(p + 4, store_timestamp)
-        p += 12
-        memcpy(p, PyBytes_AS_STRING(store_host), sl)
-        p += sl
-        _put32(p, store_port)
-        _put32(p + 4, reconsume_times)
-        _put64(p + 8, prepared_transaction_offset)
-        _put32(p + 16, nb)
-        p += 20
-        memcpy(p, PyBytes_AS_STRING(body), nb)
-        p += nb
-        p[0] = <uint8_t>nt
-        memcpy(p + 1, PyBytes_AS_STRING(topic), nt)
-        p += 1 + nt
-        p[0] = (np >> 8) & 0xFF
-        p[1] = np & 0xFF
-        memcpy(p + 2, PyBytes_AS_STRING(properties), np)
+        _write_record_at(
+            <uint8_t*>view.buf + pos, total, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
+            born_timestamp, <const uint8_t*>PyBytes_AS_STRING(born_host), bl, born_port, store_timestamp,
+            <const uint8_t*>PyBytes_AS_STRING(store_host), sl, store_port, reconsume_times,
+            prepared_transaction_offset, <const uint8_t*>PyBytes_AS_STRING(body), nb,
+            <const uint8_t*>PyBytes_AS_STRING(topic), nt, <const uint8_t*>PyBytes_AS_STRING(properties), np,
+        )
     finally:
         PyBuffer_Release(&view)
     return total
@@ -208,3 +223,406 @@ def send_answer(
     p += 17 + no
     memcpy(p, PyBytes_AS_STRING(tail), ntail)
     return out
+
+
+# -- the send lane on whole frames --------------------------------------------------------------------
+
+from cpython.unicode cimport PyUnicode_AsUTF8String
+
+cdef int _MAX_ENTRIES = 64
+# the send header's fields the lane reads, by their V2 letter (V1 spells them out)
+cdef enum:
+    F_GROUP = 0
+    F_TOPIC = 1
+    F_DTOPIC = 2
+    F_DNUMS = 3
+    F_QID = 4
+    F_SYSFLAG = 5
+    F_BORN = 6
+    F_FLAG = 7
+    F_PROPS = 8
+    F_RT = 9
+    F_UNIT = 10
+    F_MRT = 11
+    F_BATCH = 12
+    N_FIELDS = 13
+
+cdef tuple _V1_FIELD_NAMES = (
+    b"producerGroup", b"topic", b"defaultTopic", b"defaultTopicQueueNums", b"queueId", b"sysFlag",
+    b"bornTimestamp", b"flag", b"properties", b"reconsumeTimes", b"unitMode", b"maxReconsumeTimes", b"batch",
+)
+
+
+cdef inline bint _parse_long(const uint8_t* p, Py_ssize_t n, int64_t lo, int64_t hi, int64_t* out) noexcept:
+    """A plain decimal (optional '-', at most 18 digits) within [lo, hi]; anything else is left to Python's int()."""
+    cdef Py_ssize_t i = 0
+    cdef bint neg = False
+    cdef int64_t v = 0
+    if n > 0 and p[0] == 45:  # '-'
+        neg = True
+        i = 1
+    if i >= n or n - i > 18:
+        return False
+    while i < n:
+        if p[i] < 48 or p[i] > 57:
+            return False
+        v = v * 10 + (p[i] - 48)
+        i += 1
+    if neg:
+        v = -v
+    if v < lo or v > hi:
+        return False
+    out[0] = v
+    return True
+
+
+cdef inline bint _is_true(const uint8_t* p, Py_ssize_t n) noexcept:
+    """Java's Boolean.parseBoolean: "true" in any case."""
+    return n == 4 and (p[0] | 32) == 116 and (p[1] | 32) == 114 and (p[2] | 32) == 117 and (p[3] | 32) == 101
+
+
+cdef inline bint _ascii(const uint8_t* p, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if p[i] >= 0x80:
+            return False
+    return True
+
+
+cdef inline bint _is_false_value(const uint8_t* p, Py_ssize_t sep, Py_ssize_t end) noexcept:
+    """Whether the entry's value is "false" in any case (WAIT=false: the producer does not wait)."""
+    cdef const uint8_t* v = p + sep + 1
+    return end - sep - 1 == 5 and (v[0] | 32) == 102 and (v[1] | 32) == 97 and (v[2] | 32) == 108 and (
+        v[3] | 32) == 115 and (v[4] | 32) == 101
+
+
+cdef class SendCore:
+    """FastSend.handle on the frame's bytes: the same checks, record and answer, without decoding the
+    frame into a RemotingCommand. Whatever is not the plain case (or not a ROCKETMQ binary header)
+    answers None and the frame goes the usual way; tests/test_send_fast.py holds it to the lane."""
+
+    cdef object lane
+    cdef object broker
+    cdef object store
+    cdef object commitlog
+    cdef object crc32
+    cdef object slave
+    cdef Py_ssize_t end_blank
+    cdef dict tags_cache
+
+    def __init__(self, lane):
+        import zlib
+        from .store.commitlog import END_FILE_MIN_BLANK_LENGTH
+        from .store.config import BrokerRole
+        self.lane = lane
+        self.broker = lane.broker
+        self.store = lane.store
+        self.commitlog = lane.store.commitlog
+        self.crc32 = zlib.crc32
+        self.slave = BrokerRole.SLAVE
+        self.end_blank = END_FILE_MIN_BLANK_LENGTH
+        self.tags_cache = {}
+
+    cdef object _append(self, str topic, int64_t queue_id, bytes topic_b, int64_t msg_flag, int64_t sys_flag,
+                        int64_t born_ts, bytes born_ip, int64_t born_port, bytes store_ip, int64_t store_port,
+                        int64_t reconsume, const uint8_t* body, Py_ssize_t nb, bytes props, int64_t tags_code,
+                        object keys, object uniq, object body_obj):
+        """MessageStore.append_plain (with CommitLog.append_plain's record) done here: (physical offset,
+        queue offset) or None (the store refuses, or the record does not fit: the general path rolls over)."""
+        store = self.store
+        if not store._open or not store._writable or store._disk_full or store.config.broker_role == self.slave:
+            return None
+        cl = self.commitlog
+        cdef int64_t crc = self.crc32(body_obj) & 0x7FFFFFFF
+        cdef Py_ssize_t bl = PyBytes_GET_SIZE(born_ip), sl = PyBytes_GET_SIZE(store_ip)
+        cdef Py_ssize_t nt = PyBytes_GET_SIZE(topic_b), np = PyBytes_GET_SIZE(props)
+        cdef Py_ssize_t total = 83 + bl + sl + nb + nt + np
+        cdef Py_ssize_t pos, limit
+        cdef int64_t queue_offset, phys, store_ts
+        cdef Py_buffer view
+        key = (topic, queue_id)
+        lock = cl.lock
+        table = cl.topic_queue_table
+        with lock:
+            files = cl.mfq.files
+            if not files:
+                return None
+            mf = files[len(files) - 1]  # (wraparound is off in this module)
+            pos = mf.wrote_position
+            limit = cl.file_size - self.end_blank
+            if pos + total > limit:
+                return None
+            store_ts = cl.clock()
+            queue_offset = table.get(key, 0)
+            phys = <int64_t>mf.file_from_offset + pos
+            PyObject_GetBuffer(mf.mm, &view, PyBUF_WRITABLE)
+            try:
+                if pos < 0 or pos + total > view.len:
+                    raise ValueError("record runs past the file")
+                _write_record_at(
+                    <uint8_t*>view.buf + pos, total, <int32_t>crc, <int32_t>queue_id, <int32_t>msg_flag,
+                    queue_offset, phys, <int32_t>sys_flag, born_ts, <const uint8_t*>PyBytes_AS_STRING(born_ip), bl,
+                    <int32_t>born_port, store_ts, <const uint8_t*>PyBytes_AS_STRING(store_ip), sl,
+                    <int32_t>store_port, <int32_t>reconsume, 0, body, nb,
+                    <const uint8_t*>PyBytes_AS_STRING(topic_b), nt, <const uint8_t*>PyBytes_AS_STRING(props), np,
+                )
+            finally:
+                PyBuffer_Release(&view)
+            mf.wrote_position = pos + total
+            mf.store_timestamp = store_ts
+            table[key] = queue_offset + 1
+        store.pending.append((topic, queue_id, phys, total, tags_code, store_ts, queue_offset, keys, uniq))
+        return (phys, queue_offset)
+
+    def handle(self, ctx, object frame):
+        if not isinstance(frame, bytes):
+            return None
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(frame)
+        cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(frame)
+        cdef Py_ssize_t hlen, pos, hend, klen, vlen, kstart, vstart
+        cdef int32_t code, opaque, flag, rlen, elen
+        cdef int field
+        cdef Py_ssize_t fpos[N_FIELDS]
+        cdef Py_ssize_t flen[N_FIELDS]
+        cdef int i
+        if n < 8 + 21 or p[4] != 1:
+            return None
+        hlen = (<Py_ssize_t>p[5] << 16) | (<Py_ssize_t>p[6] << 8) | p[7]
+        hend = 8 + hlen
+        if hend > n or hlen < 21:
+            return None
+        code = _int16(p + 8)
+        flag = _int32(p + 8 + 9)
+        if flag & 1:
+            return None
+        opaque = _int32(p + 8 + 5)
+        rlen = _int32(p + 8 + 13)
+        if rlen != 0:
+            return None
+        elen = _int32(p + 8 + 17)
+        pos = 8 + 21
+        if elen < 0 or pos + elen != hend:
+            return None
+        for i in range(N_FIELDS):
+            fpos[i] = -1
+            flen[i] = 0
+        while pos < hend:
+            if pos + 2 > hend:
+                return None
+            klen = _int16(p + pos)
+            kstart = pos + 2
+            if klen < 0 or kstart + klen + 4 > hend:
+                return None
+            vlen = _int32(p + kstart + klen)
+            vstart = kstart + klen + 4
+            if vlen < 0 or vstart + vlen > hend:
+                return None
+            pos = vstart + vlen
+            field = -1
+            if code == 310:
+                if klen == 1 and 97 <= p[kstart] <= 109:  # 'a'..'m'
+                    field = p[kstart] - 97
+            elif code == 10:
+                for i in range(N_FIELDS):
+                    name = <bytes>_V1_FIELD_NAMES[i]
+                    if PyBytes_GET_SIZE(name) == klen and memcmp(PyBytes_AS_STRING(name), <const char*>(p + kstart), klen) == 0:
+                        field = i
+                        break
+            else:
+                return None
+            if field < 0:
+                # a field the lane does not read: still text the usual decoding takes
+                if not _ascii(p + kstart, klen + 4 + vlen):
+                    return None
+                continue
+            if fpos[field] >= 0:
+                return None  # a field twice: the usual decoding decides which one counts
+            fpos[field] = vstart
+            flen[field] = vlen
+            if field != F_PROPS and field != F_TOPIC and not _ascii(p + kstart, klen + 4 + vlen):
+                return None
+        for i in range(8):  # the @CFNotNull fields
+            if fpos[i] < 0:
+                return None
+        if flen[F_PROPS] == 0:
+            return None
+        if fpos[F_BATCH] >= 0 and _is_true(p + fpos[F_BATCH], flen[F_BATCH]):
+            return None
+        if fpos[F_UNIT] >= 0 and _is_true(p + fpos[F_UNIT], flen[F_UNIT]):
+            return None
+        return self._send(ctx, frame, p, n, hend, opaque, flag, fpos, flen)
+
+    cdef object _send(self, ctx, object frame, const uint8_t* p, Py_ssize_t n, Py_ssize_t hend, int32_t opaque,
+                      int32_t flag, Py_ssize_t* fpos, Py_ssize_t* flen):
+        cdef object lane = self.lane
+        cdef object broker = self.broker
+        cdef int64_t queue_id, sys_flag, born_ts, msg_flag, reconsume
+        cdef Py_ssize_t ppos = fpos[F_PROPS], plen = flen[F_PROPS]
+        cdef Py_ssize_t starts[64]
+        cdef Py_ssize_t ends[64]
+        cdef Py_ssize_t seps[64]
+        cdef int count = 0, j, k
+        cdef Py_ssize_t i, s, q, total
+        cdef uint8_t* nk
+        cdef uint8_t* sp
+        cdef Py_ssize_t ncl, body_len
+        cdef int nord
+        cdef int64_t tags_code = 0
+        cdef int t
+        # -- the topic
+        try:
+            topic = PyUnicode_DecodeUTF8(<const char*>(p + fpos[F_TOPIC]), flen[F_TOPIC], NULL)
+        except UnicodeDecodeError:
+            return None
+        topic_b = lane._topics.get(topic)
+        if topic_b is None:
+            topic_b = lane._first_sight(topic)
+            if topic_b is None:
+                return None
+        tc = broker.topics.table.get(topic)
+        if tc is None or not (broker.config.broker_permission & 2):
+            return None
+        # -- the numbers
+        if not _parse_long(p + fpos[F_QID], flen[F_QID], 0, 0x7FFFFFFF, &queue_id):
+            return None
+        if not _parse_long(p + fpos[F_SYSFLAG], flen[F_SYSFLAG], -0x80000000, 0x7FFFFFFF, &sys_flag):
+            return None
+        if not _parse_long(p + fpos[F_BORN], flen[F_BORN], -0x7FFFFFFFFFFFFFFF, 0x7FFFFFFFFFFFFFFF, &born_ts):
+            return None
+        if not _parse_long(p + fpos[F_FLAG], flen[F_FLAG], -0x80000000, 0x7FFFFFFF, &msg_flag):
+            return None
+        reconsume = 0
+        if flen[F_RT] > 0 and not _parse_long(p + fpos[F_RT], flen[F_RT], -0x80000000, 0x7FFFFFFF, &reconsume):
+            return None
+        if queue_id >= max(<int64_t>tc.write_queue_nums, <int64_t>tc.read_queue_nums):
+            return None
+        if sys_flag & 0xC:  # TRANSACTION_ROLLBACK_TYPE: prepared, commit or rollback
+            return None
+        if not _ascii(p + ppos, plen):
+            try:
+                PyUnicode_DecodeUTF8(<const char*>(p + ppos), plen, NULL)
+            except UnicodeDecodeError:
+                return None
+        # -- the properties: entries name\x01value split on \x02 (one trailing \x02 dropped)
+        if p[ppos + plen - 1] == 2:
+            plen -= 1
+        s = ppos
+        q = -1
+        for i in range(ppos, ppos + plen + 1):
+            if i == ppos + plen or p[i] == 2:
+                # an entry needs exactly one \x01, with a name before it and a value after it
+                if q < 0 or q == s or q == i - 1 or count >= _MAX_ENTRIES:
+                    return None
+                starts[count] = s
+                seps[count] = q
+                ends[count] = i
+                count += 1
+                s = i + 1
+                q = -1
+            elif p[i] == 1:
+                if q >= 0:
+                    return None
+                q = i
+        # plans are kept per sequence of names
+        total = count - 1
+        for j in range(count):
+            total += seps[j] - starts[j]
+        names_key = PyBytes_FromStringAndSize(NULL, total)
+        nk = <uint8_t*>PyBytes_AS_STRING(names_key)
+        for j in range(count):
+            memcpy(nk, p + starts[j], seps[j] - starts[j])
+            nk += seps[j] - starts[j]
+            if j + 1 < count:
+                nk[0] = 2
+                nk += 1
+        raw_plans = lane._raw_plans
+        plan = raw_plans.get(names_key, False)
+        if plan is False:
+            try:
+                plan = lane.raw_plan(names_key)
+            except UnicodeDecodeError:
+                plan = None
+            raw_plans[names_key] = plan
+        if plan is None:
+            return None
+        order, tags_at, keys_at, uniq_at, wait_at = <tuple>plan
+        # -- waiting for the disk (SYNC_FLUSH), as FastSend.handle decides it
+        hold = False
+        if broker.answers_after_store():
+            if wait_at is None or not _is_false_value(p, seps[<int>wait_at], ends[<int>wait_at]):
+                if ctx.nursery is None or flag & 2 or broker.ha.is_sync_master:
+                    return None
+                hold = True
+        # -- the stored properties: the plan's order, CLUSTER last among the client's entries
+        state = lane._raw_state
+        store_ip, store_port, prefix_b, tail, cluster_b = <tuple>state
+        ncl = PyBytes_GET_SIZE(cluster_b)
+        nord = len(<tuple>order)
+        total = nord - 1
+        for k in range(nord):
+            j = <int>(<tuple>order)[k]
+            total += ncl if j == count else ends[j] - starts[j]
+        body_len = n - hend
+        if total > 32767 or body_len > broker.config.store.max_message_size:
+            return None
+        stored = PyBytes_FromStringAndSize(NULL, total)
+        sp = <uint8_t*>PyBytes_AS_STRING(stored)
+        for k in range(nord):
+            j = <int>(<tuple>order)[k]
+            if j == count:
+                memcpy(sp, PyBytes_AS_STRING(cluster_b), ncl)
+                sp += ncl
+            else:
+                memcpy(sp, p + starts[j], ends[j] - starts[j])
+                sp += ends[j] - starts[j]
+            if k + 1 < nord:
+                sp[0] = 2
+                sp += 1
+        # -- hosts, tags, keys
+        attributes = ctx.connection.attributes
+        born_host = attributes.get("born_host")
+        if born_host is None:
+            born_host = lane._born_host(ctx)
+            if born_host is None:
+                return None
+        born_ip, born_port = <tuple>born_host
+        sys_flag &= ~(0x10 | 0x20)  # BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+        if PyBytes_GET_SIZE(born_ip) == 16:
+            sys_flag |= 0x10
+        if PyBytes_GET_SIZE(store_ip) == 16:
+            sys_flag |= 0x20
+        if tags_at is not None:
+            t = <int>tags_at
+            if ends[t] > seps[t] + 1:
+                tags_b = PyBytes_FromStringAndSize(<const char*>(p + seps[t] + 1), ends[t] - seps[t] - 1)
+                cached = self.tags_cache.get(tags_b)
+                if cached is None:
+                    cached = java_string_hash(tags_b.decode())
+                    if len(self.tags_cache) < 4096:
+                        self.tags_cache[tags_b] = cached
+                tags_code = <int64_t>cached
+        keys = None
+        uniq = None
+        if keys_at is not None:
+            t = <int>keys_at
+            keys = PyUnicode_DecodeUTF8(<const char*>(p + seps[t] + 1), ends[t] - seps[t] - 1, NULL)
+        if uniq_at is not None:
+            t = <int>uniq_at
+            uniq = PyUnicode_DecodeUTF8(<const char*>(p + seps[t] + 1), ends[t] - seps[t] - 1, NULL)
+        body = memoryview(frame)[hend:]
+        done = self._append(
+            topic, queue_id, topic_b, msg_flag, sys_flag, born_ts, born_ip, born_port, store_ip, store_port,
+            reconsume, p + hend, body_len, stored, tags_code, keys, uniq, body,
+        )
+        if done is None:
+            return None
+        lane.pending_puts += 1
+        if flag & 2:
+            return b""
+        phys, queue_offset = <tuple>done
+        answer = send_answer(lane.version, opaque, prefix_b, phys, <int32_t>queue_id, queue_offset, tail)
+        if hold:
+            lane.hold_answer(ctx, answer)
+            return b""
+        return answer
+

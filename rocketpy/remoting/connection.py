@@ -40,25 +40,43 @@ _connection_ids = itertools.count(1)
 Shortcut = Callable[[bytes], bytes | None]
 
 
+class LaneFrame(bytes):
+    """A request frame left undecoded for the server's fast lane (see FastLane.takes_frame)."""
+
+    __slots__ = ()
+
+
 class CommandReader:
     """Sans-IO decoding: feed received bytes, get every whole command they complete.
 
-    With a ``shortcut``, a frame it answers comes out as that answer's bytes instead."""
+    With a ``shortcut``, a frame it answers comes out as that answer's bytes instead; a frame that
+    ``lane_filter`` takes comes out undecoded, as a :class:`LaneFrame`."""
 
-    __slots__ = ("_shortcut", "_splitter")
+    __slots__ = ("_shortcut", "_splitter", "lane_filter")
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, shortcut: Shortcut | None = None) -> None:
         self._splitter = FrameSplitter(max_frame)
         self._shortcut = shortcut
+        self.lane_filter: Callable[[bytes], bool] | None = None
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         """Commands completed by ``data``; CodecError on a bad frame (the stream is then unusable)."""
         self._splitter.feed(data)
         max_frame = self._splitter.max_frame
         shortcut = self._shortcut
+        lane_filter = self.lane_filter
+        if lane_filter is not None:
+            return [
+                LaneFrame(frame) if lane_filter(frame) else RemotingCommand.decode(frame, max_frame)  # type: ignore[misc]
+                for frame in self._splitter
+            ]
         if shortcut is None:
             return [RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
         return [shortcut(frame) or RemotingCommand.decode(frame, max_frame) for frame in self._splitter]  # type: ignore[misc]
+
+    @property
+    def max_frame(self) -> int:
+        return self._splitter.max_frame
 
     @property
     def buffered(self) -> int:
@@ -183,6 +201,8 @@ class Connection:
         self._pending: dict[int, ResponseFuture] = {}
         self._send_lock = trio.StrictFIFOLock()
         self._eof = False
+        #: a frame the fast lane left undecoded turned out malformed: close once its receive is answered
+        self._bad_frame = False
         #: trio clock of the last byte received or sent (idle connections get closed)
         self.last_active = trio.current_time()
 
@@ -345,7 +365,7 @@ class Connection:
         """Hand received responses to their waiters; the requests (and a shortcut's answers) remain, in order."""
         requests: list[RemotingCommand | bytes] = []
         for cmd in commands:
-            if type(cmd) is bytes:  # a request the shortcut answered
+            if type(cmd) is bytes or type(cmd) is LaneFrame:  # a request the shortcut answered, or one undecoded
                 requests.append(cmd)
             elif cmd.flag & 1:  # type: ignore[union-attr]  # RESPONSE_FLAG
                 self.complete(cmd)  # type: ignore[arg-type]
@@ -368,6 +388,9 @@ class Connection:
         raw = socket.socket(fileno=stream.socket.fileno())
         recv = raw.recv
         size = self.receive_size
+        lane = dispatcher.fast_lane
+        if lane is not None and self.reader._shortcut is None and getattr(lane, "core", None) is not None:
+            self.reader.lane_filter = lane.takes_frame  # type: ignore[attr-defined]
         feed = self.reader.feed
         try:
             async with trio.open_nursery() as nursery:
@@ -407,7 +430,7 @@ class Connection:
                         answer = await self.answers(dispatcher, context, requests)
                         if answer and not self.closed:
                             await self._write(raw, answer)
-                    if eof:
+                    if eof or self._bad_frame:
                         break
                     await trio.lowlevel.checkpoint()
                 nursery.cancel_scope.cancel()
@@ -453,6 +476,16 @@ class Connection:
             except RemotingSendRequestError as exc:
                 log.warning("responses to %s lost: %s", self.remote_addr, exc)
 
+    def _decode_late(self, frame: bytes) -> RemotingCommand | None:
+        """A LaneFrame the lane passed on, decoded now; None when malformed (the connection then closes
+        after answering what came before it, as a bad frame closes it on reading)."""
+        try:
+            return RemotingCommand.decode(frame, self.reader.max_frame)
+        except CodecError as exc:
+            log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
+            self._bad_frame = True
+            return None
+
     async def answers(
         self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand | bytes]
     ) -> bytes:
@@ -462,7 +495,11 @@ class Connection:
         lane = dispatcher.fast_lane if not dispatcher.before else None
         if lane is None:
             for request in requests:
-                if type(request) is bytes:
+                if type(request) is LaneFrame:
+                    request = self._decode_late(request)
+                    if request is None:
+                        break
+                elif type(request) is bytes:
                     responses.append(request)
                     continue
                 response = await dispatcher.dispatch(context, request)  # type: ignore[arg-type]
@@ -471,7 +508,20 @@ class Connection:
         else:
             codes = lane.codes
             for request in requests:
-                if type(request) is bytes:
+                if type(request) is LaneFrame:
+                    try:
+                        answer = lane.handle_frame(context, request)  # type: ignore[attr-defined]
+                    except Exception:
+                        log.exception("fast lane failed on a frame from %s", self.remote_addr)
+                        answer = None
+                    if answer is not None:
+                        if answer:
+                            responses.append(answer)
+                        continue
+                    request = self._decode_late(request)
+                    if request is None:
+                        break
+                elif type(request) is bytes:
                     responses.append(request)
                     continue
                 assert isinstance(request, RemotingCommand)

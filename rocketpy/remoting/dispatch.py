@@ -101,7 +101,11 @@ class FastLane(Protocol):
     """A server's hot path beside its handlers: requests whose code is in ``codes`` are offered to
     ``handle`` first, which answers with the encoded response (b"" for none) or None to pass the request
     to the handlers. ``settle`` finishes what the lane deferred; the connection calls it before any
-    handler runs and once per receive, before answering."""
+    handler runs and once per receive, before answering.
+
+    A lane may also take frames undecoded: when it has a ``core`` (not None), the socket connection hands
+    every frame its ``takes_frame(frame)`` accepts to ``handle_frame(ctx, frame)`` (same answers as
+    ``handle``); on None the frame is decoded and goes the usual way."""
 
     codes: frozenset[int]
 

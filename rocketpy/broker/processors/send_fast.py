@@ -59,10 +59,13 @@ _GENERAL_PATH_PROPS = frozenset(
     }
 )
 _MAX_CACHE = 4096
+_RAW_CODES = (_CODE.pack(_SEND_V1), _CODE.pack(_SEND_V2))
 #: the version answers carry (RemotingCommand's default: the broker's own, V4_9_8)
 _VERSION = int(RemotingCommand(code=0).version)
 #: the compiled answer builder (accel), else FastSend.binary_answer
 _send_answer = compiled("send_answer")
+#: the compiled lane on undecoded frames (accel), else frames are decoded and offered to FastSend.handle
+_SendCore = compiled("SendCore")
 
 
 class _PropsPlan:
@@ -111,6 +114,13 @@ class FastSend:
         self._msg_id_prefix = ""
         self._msg_id_prefix_b = b""
         self.pending_puts = 0
+        self.version = _VERSION
+        #: what SendCore reads of the plans and the identity: plans by the names' bytes (\x02-joined),
+        #: and (store ip, store port, msgId prefix, answer tail, CLUSTER entry) as bytes
+        self._raw_plans: dict[bytes, tuple[Any, ...] | None] = {}
+        self._raw_state: tuple[bytes, int, bytes, bytes, bytes] = (b"", 0, b"", b"", b"")
+        #: the lane on whole frames (compiled); the connection hands it ROCKETMQ-header sends undecoded
+        self.core = _SendCore(self) if _SendCore is not None else None
         #: SYNC_FLUSH answers of the current receive, held until the disk has them (see settle)
         self._held: list[bytes] = []
         self._held_ctx: Any = None
@@ -134,6 +144,55 @@ class FastSend:
             self._cluster_entry = cluster_entry
             self._binary_tail = tail
             self._plans.clear()
+            self._raw_plans.clear()
+        self._raw_state = (
+            self._store_ip, self._store_port, self._msg_id_prefix_b, self._binary_tail, self._cluster_entry.encode()
+        )
+
+    def _plan(self, names: tuple[str, ...]) -> _PropsPlan | None:
+        plan = self._plans.get(names, False)
+        if plan is False:
+            self._identity()
+            if len(self._plans) >= _MAX_CACHE:  # bounded: a client may send any names
+                self._plans.clear()
+            plan = self._plans[names] = _plan_for(names)
+        return plan
+
+    def raw_plan(self, names: bytes) -> tuple[Any, ...] | None:
+        """SendCore's plan for the \x02-joined property names (UnicodeDecodeError when not UTF-8)."""
+        plan = self._plan(tuple(names.decode().split("\x02")))
+        if len(self._raw_plans) >= _MAX_CACHE:
+            self._raw_plans.clear()
+        if plan is None:
+            return None
+        return (plan.order, plan.tags, plan.keys, plan.uniq, plan.wait_at)
+
+    def _born_host(self, ctx: Any) -> tuple[bytes, int] | None:
+        attributes = ctx.connection.attributes
+        born_host = attributes.get("born_host")
+        if born_host is None:
+            try:
+                born_host = attributes["born_host"] = _host(host_of(ctx))
+            except CodecError:
+                return None
+        return born_host  # type: ignore[no-any-return]
+
+    def hold_answer(self, ctx: Any, answer: bytes) -> None:
+        """Keep a SYNC_FLUSH answer until the group commit covers what was appended (see settle)."""
+        self._held.append(answer)
+        self._held_ctx = ctx
+        self._held_until = self.store.commitlog.max_offset
+
+    def takes_frame(self, frame: bytes) -> bool:
+        """Whether the connection may hand ``frame`` to :meth:`handle_frame` undecoded: a request with a
+        ROCKETMQ binary header and a send code (the rest is checked there)."""
+        return self.core is not None and len(frame) > 10 and frame[4] == _ROCKETMQ and frame[8:10] in _RAW_CODES
+
+    def handle_frame(self, ctx: Any, frame: bytes) -> bytes | None:
+        """:meth:`handle` on the frame's bytes (the compiled SendCore): the answer, or None to decode the
+        frame and take the general path."""
+        assert self.core is not None
+        return self.core.handle(ctx, frame)  # type: ignore[no-any-return]
 
     # -- the lane ------------------------------------------------------------------------------
     def handle(self, ctx: Any, request: RemotingCommand) -> bytes | None:
@@ -173,12 +232,7 @@ class FastSend:
         if props[-1] == "\x02":
             props = props[:-1]
         entries = props.split("\x02")
-        names = tuple([e.partition("\x01")[0] for e in entries])
-        plan = self._plans.get(names, False)
-        if plan is False:
-            self._identity()
-            plan = _plan_for(names) if len(self._plans) < _MAX_CACHE else None
-            self._plans[names] = plan
+        plan = self._plan(tuple([e.partition("\x01")[0] for e in entries]))
         if (
             plan is None
             or props.count("\x01") != len(entries)
@@ -204,13 +258,9 @@ class FastSend:
         body = request.body or b""
         if len(stored) > 32767 or len(body) > broker.config.store.max_message_size:
             return None
-        attributes = ctx.connection.attributes
-        born_host = attributes.get("born_host")
+        born_host = ctx.connection.attributes.get("born_host") or self._born_host(ctx)
         if born_host is None:
-            try:
-                born_host = attributes["born_host"] = _host(host_of(ctx))
-            except CodecError:
-                return None
+            return None
         born_ip, born_port = born_host
         sys_flag &= ~(_BORN_V6 | _STORE_V6)
         if len(born_ip) == 16:
@@ -245,9 +295,7 @@ class FastSend:
             else:
                 answer = self.binary_answer(request.opaque, phys, queue_id, queue_offset)
             if hold:
-                self._held.append(answer)
-                self._held_ctx = ctx
-                self._held_until = self.store.commitlog.max_offset
+                self.hold_answer(ctx, answer)
                 return b""
             return answer
         msg_id = f"{self._msg_id_prefix}{phys:016X}"
