@@ -68,8 +68,7 @@ def parse_rocketmq_header(bytes data, fallback):
     return (_int16(p), p[2], _int16(p + 3), _int32(p + 5), _int32(p + 9), remark, ext)
 
 
-def java_string_hash(str text):
-    """Java's String.hashCode (over UTF-16 code units) as a signed 32-bit int."""
+cdef int32_t _jhash(str text) noexcept:
     cdef uint32_t h = 0
     cdef Py_UCS4 ch
     cdef uint32_t c
@@ -82,6 +81,11 @@ def java_string_hash(str text):
         else:
             h = h * 31 + c
     return <int32_t>h
+
+
+def java_string_hash(str text):
+    """Java's String.hashCode (over UTF-16 code units) as a signed 32-bit int."""
+    return _jhash(text)
 
 
 # -- the send hot path ----------------------------------------------------------------------------
@@ -597,7 +601,7 @@ cdef class SendCore:
                 tags_b = PyBytes_FromStringAndSize(<const char*>(p + seps[t] + 1), ends[t] - seps[t] - 1)
                 cached = self.tags_cache.get(tags_b)
                 if cached is None:
-                    cached = java_string_hash(tags_b.decode())
+                    cached = _jhash(tags_b.decode())
                     if len(self.tags_cache) < 4096:
                         self.tags_cache[tags_b] = cached
                 tags_code = <int64_t>cached
@@ -626,3 +630,141 @@ cdef class SendCore:
             return b""
         return answer
 
+
+
+# -- the send lane's deferred dispatch ---------------------------------------------------------------
+
+cdef inline int32_t _get32(const uint8_t* p) noexcept:
+    return _int32(p)
+
+
+cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, int64_t cq_offset):
+    """ConsumeQueue.put for the common case (a unit appended after the last in a file with room);
+    anything else is the Python method's."""
+    cdef Py_buffer view
+    cdef Py_ssize_t wp, file_size
+    cdef uint8_t* u
+    if offset + size <= <int64_t>cq.max_physic_offset:
+        return True
+    files = cq.mfq.files
+    if not files:
+        return cq.put(offset, size, tags_code, cq_offset)
+    mf = files[len(files) - 1]
+    wp = mf.wrote_position
+    file_size = mf.file_size
+    if wp == 0 or wp + 20 > file_size:
+        return cq.put(offset, size, tags_code, cq_offset)
+    if cq_offset != 0 and cq_offset * 20 != wp + <int64_t>mf.file_from_offset:
+        return cq.put(offset, size, tags_code, cq_offset)  # already there, or out of order: as Python decides
+    cq.max_physic_offset = offset + size
+    PyObject_GetBuffer(mf.mm, &view, PyBUF_WRITABLE)
+    try:
+        if wp + 20 > view.len:
+            raise ValueError("unit runs past the file")
+        u = <uint8_t*>view.buf + wp
+        _put64(u, offset)
+        _put32(u + 8, size)
+        _put64(u + 12, tags_code)
+    finally:
+        PyBuffer_Release(&view)
+    mf.wrote_position = wp + 20
+    return True
+
+
+cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) except -1:
+    """IndexFile.put_key; False when the file is full."""
+    cdef int64_t index_count = f.index_count, index_num = f.index_num, hash_slot_num = f.hash_slot_num
+    cdef int64_t begin_ts, time_diff, h
+    cdef int32_t slot_value
+    cdef Py_ssize_t abs_slot, abs_index
+    cdef Py_buffer view
+    cdef uint8_t* m
+    if index_count >= index_num:
+        return False
+    h = <int64_t>_jhash(key)
+    if h < 0:
+        h = -h
+    if h > 0x7FFFFFFF:
+        h = 0  # Math.abs(Integer.MIN_VALUE) stays negative: the file uses 0
+    abs_slot = 40 + (h % hash_slot_num) * 4
+    abs_index = <Py_ssize_t>f._entries_at + index_count * 20
+    begin_ts = f.begin_timestamp
+    if begin_ts <= 0:
+        time_diff = 0
+    else:
+        time_diff = store_ts - begin_ts
+        if time_diff < 0:
+            time_diff = 0  # before the file's first entry: both Java and the Python twin land on 0
+        else:
+            time_diff = time_diff // 1000
+        if time_diff > 0x7FFFFFFF:
+            time_diff = 0x7FFFFFFF
+    PyObject_GetBuffer(f.mf.mm, &view, PyBUF_WRITABLE)
+    try:
+        if abs_index + 20 > view.len or abs_slot + 4 > view.len:
+            raise ValueError("index entry runs past the file")
+        m = <uint8_t*>view.buf
+        slot_value = _get32(m + abs_slot)
+        if slot_value <= 0 or slot_value > index_count:
+            slot_value = 0
+        _put32(m + abs_index, h)
+        _put64(m + abs_index + 4, phy_offset)
+        _put32(m + abs_index + 12, time_diff)
+        _put32(m + abs_index + 16, slot_value)
+        _put32(m + abs_slot, index_count)
+        if index_count <= 1:
+            f.begin_phy_offset = phy_offset
+            f.begin_timestamp = store_ts
+        if slot_value == 0:
+            f.hash_slot_count += 1
+        index_count += 1
+        f.index_count = index_count
+        f.end_phy_offset = phy_offset
+        f.end_timestamp = store_ts
+        # the header, written through as Java's IndexHeader does
+        _put64(m, <int64_t>f.begin_timestamp)
+        _put64(m + 8, store_ts)
+        _put64(m + 16, <int64_t>f.begin_phy_offset)
+        _put64(m + 24, phy_offset)
+        _put32(m + 32, <int64_t>f.hash_slot_count)
+        _put32(m + 36, index_count)
+    finally:
+        PyBuffer_Release(&view)
+    return True
+
+
+def dispatch_plain(store, list pending, index):
+    """MessageStore.settle's loop (ConsumeQueue units and index keys of the send lane's appends, in order):
+    the store timestamp of the last unit written, 0 if none. ``index`` is the IndexService, or None."""
+    cdef int64_t last_ts = 0
+    cdef int64_t phys, size, tags_code, store_ts, queue_offset
+    queues = store.consume_queues
+    files = index.files if index is not None else None
+    for item in pending:
+        topic, queue_id, phys, size, tags_code, store_ts, queue_offset, keys, uniq = <tuple>item
+        per_topic = queues.get(topic)
+        cq = per_topic.get(queue_id) if per_topic else None
+        if cq is None:
+            cq = store.find_consume_queue(topic, queue_id, create=True)
+        if _cq_put(cq, phys, size, tags_code, queue_offset):
+            last_ts = store_ts
+        else:
+            store.consume_queue_failed(topic, queue_id)
+        if index is None or not (uniq or keys):
+            continue
+        f = files[len(files) - 1] if files else None
+        if f is None or <int64_t>f.index_count >= <int64_t>f.index_num:
+            index.put_keys(topic, uniq, keys, phys, store_ts)  # a new file: the Python way
+            continue
+        if phys < <int64_t>f.end_phy_offset:
+            continue
+        if uniq:
+            if not _index_put(f, f"{topic}#{uniq}", phys, store_ts):
+                index.put_keys(topic, uniq, keys, phys, store_ts)
+                continue
+        if keys:
+            for key in (<str>keys).split(" "):
+                if key and not _index_put(f, f"{topic}#{key}", phys, store_ts):
+                    index._put(index._last_file(), f"{topic}#{key}", phys, store_ts)
+                    f = files[len(files) - 1]
+    return last_ts
