@@ -155,6 +155,12 @@ class BrokerController:
         services = self.store_services
         return (services is not None and services.group_commit is not None) or self.ha.is_sync_master
 
+    def request_stored(self, offset: int) -> None:
+        """Start the group commit towards ``offset`` now (SYNC_FLUSH); wait_stored then waits for it."""
+        services = self.store_services
+        if services is not None and services.group_commit is not None:
+            services.group_commit.request(offset)
+
     async def wait_stored(self, offset: int) -> PutMessageStatus:
         """Wait until the CommitLog up to ``offset`` is on disk (SYNC_FLUSH's group commit)."""
         services = self.store_services

@@ -60,15 +60,21 @@ class GroupCommitService:
         self._token: trio.lowlevel.TrioToken | None = None
         self.rounds = 0  # flushes done, for observability and tests
 
+    def request(self, offset: int) -> None:
+        """Ask for the CommitLog up to ``offset`` on disk without waiting (Java's putRequest at append
+        time): the flush thread starts the round as soon as it is free, before anyone awaits it."""
+        if offset > self._wanted:
+            with self._cond:
+                if offset > self._wanted:
+                    self._wanted = offset
+                    self._cond.notify()
+
     async def wait_flushed(self, offset: int) -> PutMessageStatus:
         if self.store.flushed_offset >= offset:
             return PutMessageStatus.PUT_OK
         done = trio.Event()
         self._waiters.append((offset, done))
-        with self._cond:
-            if offset > self._wanted:
-                self._wanted = offset
-                self._cond.notify()
+        self.request(offset)
         with trio.move_on_after(self.timeout):
             await done.wait()
         if not done.is_set():

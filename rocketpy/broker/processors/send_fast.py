@@ -362,6 +362,7 @@ class FastSend:
             box.answers += self._held
             box.until = self._held_until
             self._held = []
+            self.broker.request_stored(box.until)  # the disk starts on it before the waiter gets to run
             if not box.waiting:
                 box.waiting = True
                 ctx.nursery.start_soon(self._answer_when_stored, ctx, box)
