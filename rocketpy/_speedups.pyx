@@ -257,6 +257,40 @@ cdef tuple _V1_FIELD_NAMES = (
 )
 
 
+cdef tuple _V1_FIELD_NAMES_STR = tuple([n.decode() for n in _V1_FIELD_NAMES])
+cdef tuple _V2_FIELD_NAMES_STR = tuple([chr(97 + i) for i in range(N_FIELDS)])
+
+
+cdef object _fill_json_answer(tuple template, int32_t opaque, bytes prefix, int64_t phys, int32_t queue_id,
+                              int64_t queue_offset):
+    """The JSON SEND answer from FastSend's template: literal pieces with the msgId (0), queueId (1),
+    queueOffset (2) and opaque (3) between them, behind the frame's length prefix."""
+    cdef char buf[24]
+    cdef int nb
+    values = [None, None, None, None]
+    nb = snprintf(buf, 24, "%016llX", <unsigned long long>phys)
+    values[0] = prefix + PyBytes_FromStringAndSize(buf, nb)
+    nb = snprintf(buf, 24, "%d", queue_id)
+    values[1] = PyBytes_FromStringAndSize(buf, nb)
+    nb = snprintf(buf, 24, "%lld", <long long>queue_offset)
+    values[2] = PyBytes_FromStringAndSize(buf, nb)
+    nb = snprintf(buf, 24, "%d", opaque)
+    values[3] = PyBytes_FromStringAndSize(buf, nb)
+    pieces, slots = template
+    out = [b"", pieces[0]]
+    for k in range(len(<tuple>slots)):
+        out.append(values[<int>(<tuple>slots)[k]])
+        out.append((<tuple>pieces)[k + 1])
+    header = b"".join(out)
+    cdef Py_ssize_t hlen = PyBytes_GET_SIZE(header)
+    cdef bytes framed = PyBytes_FromStringAndSize(NULL, 8 + hlen)
+    cdef uint8_t* q = <uint8_t*>PyBytes_AS_STRING(framed)
+    _put32(q, 4 + hlen)
+    _put32(q + 4, hlen)  # serialize type JSON (0) in the top byte
+    memcpy(q + 8, PyBytes_AS_STRING(header), hlen)
+    return framed
+
+
 cdef inline bint _parse_long(const uint8_t* p, Py_ssize_t n, int64_t lo, int64_t hi, int64_t* out) noexcept:
     """A plain decimal (optional '-', at most 18 digits) within [lo, hi]; anything else is left to Python's int()."""
     cdef Py_ssize_t i = 0
@@ -311,10 +345,12 @@ cdef class SendCore:
     cdef object commitlog
     cdef object crc32
     cdef object slave
+    cdef object json_loads
     cdef Py_ssize_t end_blank
     cdef dict tags_cache
 
     def __init__(self, lane):
+        import json
         import zlib
         from .store.commitlog import END_FILE_MIN_BLANK_LENGTH
         from .store.config import BrokerRole
@@ -323,6 +359,7 @@ cdef class SendCore:
         self.store = lane.store
         self.commitlog = lane.store.commitlog
         self.crc32 = zlib.crc32
+        self.json_loads = json.loads
         self.slave = BrokerRole.SLAVE
         self.end_blank = END_FILE_MIN_BLANK_LENGTH
         self.tags_cache = {}
@@ -389,12 +426,14 @@ cdef class SendCore:
         cdef Py_ssize_t fpos[N_FIELDS]
         cdef Py_ssize_t flen[N_FIELDS]
         cdef int i
-        if n < 8 + 21 or p[4] != 1:
+        if n < 8 + 21 or p[4] > 1:
             return None
         hlen = (<Py_ssize_t>p[5] << 16) | (<Py_ssize_t>p[6] << 8) | p[7]
         hend = 8 + hlen
         if hend > n or hlen < 21:
             return None
+        if p[4] == 0:
+            return self._handle_json(ctx, frame, p, n, hend)
         code = _int16(p + 8)
         flag = _int32(p + 8 + 9)
         if flag & 1:
@@ -454,10 +493,69 @@ cdef class SendCore:
             return None
         if fpos[F_UNIT] >= 0 and _is_true(p + fpos[F_UNIT], flen[F_UNIT]):
             return None
-        return self._send(ctx, frame, p, n, hend, opaque, flag, fpos, flen)
+        return self._send(ctx, frame, p, p + hend, n - hend, hend, opaque, flag, fpos, flen, False)
 
-    cdef object _send(self, ctx, object frame, const uint8_t* p, Py_ssize_t n, Py_ssize_t hend, int32_t opaque,
-                      int32_t flag, Py_ssize_t* fpos, Py_ssize_t* flen):
+    cdef object _handle_json(self, ctx, object frame, const uint8_t* p, Py_ssize_t n, Py_ssize_t hend):
+        """handle() for a JSON header: the stdlib's parser reads it (the usual decoding's first choice);
+        anything but plain ints and string ext fields is left to the usual way."""
+        cdef Py_ssize_t fpos[N_FIELDS]
+        cdef Py_ssize_t flen[N_FIELDS]
+        cdef int i
+        cdef Py_ssize_t at = 0
+        try:
+            data = self.json_loads(PyBytes_FromStringAndSize(<const char*>(p + 8), hend - 8))
+        except (ValueError, RecursionError):
+            return None
+        if type(data) is not dict:
+            return None
+        code = data.get("code")
+        opaque = data.get("opaque", 0)
+        flag = data.get("flag", 0)
+        version = data.get("version", 0)
+        language = data.get("language", "JAVA")
+        if (
+            type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int
+            or not (-0x80000000 <= opaque <= 0x7FFFFFFF and -0x80000000 <= flag <= 0x7FFFFFFF)
+            or not (-0x80000000 <= version <= 0x7FFFFFFF) or type(language) is not str
+            or data.get("remark") is not None or (code != 10 and code != 310) or flag & 1
+        ):
+            return None
+        ext = data.get("extFields")
+        if type(ext) is not dict:
+            return None
+        names = _V1_FIELD_NAMES_STR if code == 10 else _V2_FIELD_NAMES_STR
+        parts = []
+        for i in range(N_FIELDS):
+            value = (<dict>ext).get(names[i])
+            if value is None:
+                fpos[i] = -1
+                flen[i] = 0
+                continue
+            if type(value) is not str:
+                return None  # the usual decoding writes other JSON values out as text
+            try:
+                b = PyUnicode_AsUTF8String(value)
+            except UnicodeEncodeError:
+                return None
+            fpos[i] = at
+            flen[i] = PyBytes_GET_SIZE(b)
+            at += flen[i]
+            parts.append(b)
+        for i in range(8):  # the @CFNotNull fields
+            if fpos[i] < 0:
+                return None
+        if flen[F_PROPS] == 0:
+            return None
+        fields = b"".join(parts)
+        cdef const uint8_t* fp = <const uint8_t*>PyBytes_AS_STRING(fields)
+        if fpos[F_BATCH] >= 0 and _is_true(fp + fpos[F_BATCH], flen[F_BATCH]):
+            return None
+        if fpos[F_UNIT] >= 0 and _is_true(fp + fpos[F_UNIT], flen[F_UNIT]):
+            return None
+        return self._send(ctx, frame, fp, p + hend, n - hend, hend, <int32_t>opaque, <int32_t>flag, fpos, flen, True)
+
+    cdef object _send(self, ctx, object frame, const uint8_t* p, const uint8_t* body_p, Py_ssize_t body_len,
+                      Py_ssize_t hend, int32_t opaque, int32_t flag, Py_ssize_t* fpos, Py_ssize_t* flen, bint json):
         cdef object lane = self.lane
         cdef object broker = self.broker
         cdef int64_t queue_id, sys_flag, born_ts, msg_flag, reconsume
@@ -469,7 +567,7 @@ cdef class SendCore:
         cdef Py_ssize_t i, s, q, total
         cdef uint8_t* nk
         cdef uint8_t* sp
-        cdef Py_ssize_t ncl, body_len
+        cdef Py_ssize_t ncl
         cdef int nord
         cdef int64_t tags_code = 0
         cdef int t
@@ -554,19 +652,18 @@ cdef class SendCore:
         hold = False
         if broker.answers_after_store():
             if wait_at is None or not _is_false_value(p, seps[<int>wait_at], ends[<int>wait_at]):
-                if ctx.nursery is None or flag & 2 or broker.ha.is_sync_master:
+                if json or ctx.nursery is None or flag & 2 or broker.ha.is_sync_master:
                     return None
                 hold = True
         # -- the stored properties: the plan's order, CLUSTER last among the client's entries
         state = lane._raw_state
-        store_ip, store_port, prefix_b, tail, cluster_b = <tuple>state
+        store_ip, store_port, prefix_b, tail, cluster_b, json_answer = <tuple>state
         ncl = PyBytes_GET_SIZE(cluster_b)
         nord = len(<tuple>order)
         total = nord - 1
         for k in range(nord):
             j = <int>(<tuple>order)[k]
             total += ncl if j == count else ends[j] - starts[j]
-        body_len = n - hend
         if total > 32767 or body_len > broker.config.store.max_message_size:
             return None
         stored = PyBytes_FromStringAndSize(NULL, total)
@@ -616,7 +713,7 @@ cdef class SendCore:
         body = memoryview(frame)[hend:]
         done = self._append(
             topic, queue_id, topic_b, msg_flag, sys_flag, born_ts, born_ip, born_port, store_ip, store_port,
-            reconsume, p + hend, body_len, stored, tags_code, keys, uniq, body,
+            reconsume, body_p, body_len, stored, tags_code, keys, uniq, body,
         )
         if done is None:
             return None
@@ -624,6 +721,8 @@ cdef class SendCore:
         if flag & 2:
             return b""
         phys, queue_offset = <tuple>done
+        if json:
+            return _fill_json_answer(<tuple>json_answer, opaque, prefix_b, phys, <int32_t>queue_id, queue_offset)
         answer = send_answer(lane.version, opaque, prefix_b, phys, <int32_t>queue_id, queue_offset, tail)
         if hold:
             lane.hold_answer(ctx, answer)

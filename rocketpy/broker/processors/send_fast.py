@@ -118,7 +118,7 @@ class FastSend:
         #: what SendCore reads of the plans and the identity: plans by the names' bytes (\x02-joined),
         #: and (store ip, store port, msgId prefix, answer tail, CLUSTER entry) as bytes
         self._raw_plans: dict[bytes, tuple[Any, ...] | None] = {}
-        self._raw_state: tuple[bytes, int, bytes, bytes, bytes] = (b"", 0, b"", b"", b"")
+        self._raw_state: tuple[Any, ...] = (b"", 0, b"", b"", b"", ((b"",), ()))
         #: the lane on whole frames (compiled); the connection hands it ROCKETMQ-header sends undecoded
         self.core = _SendCore(self) if _SendCore is not None else None
         #: SYNC_FLUSH answers of the current receive, held until the disk has them (see settle)
@@ -146,8 +146,29 @@ class FastSend:
             self._plans.clear()
             self._raw_plans.clear()
         self._raw_state = (
-            self._store_ip, self._store_port, self._msg_id_prefix_b, self._binary_tail, self._cluster_entry.encode()
+            self._store_ip,
+            self._store_port,
+            self._msg_id_prefix_b,
+            self._binary_tail,
+            self._cluster_entry.encode(),
+            self._json_template(),
         )
+
+    def _json_template(self) -> tuple[tuple[bytes, ...], tuple[int, ...]]:
+        """The JSON answer as literal pieces and the slots between them (0 msgId, 1 queueId, 2 queueOffset,
+        3 opaque), cut out of the general path's own answer to a request with marker values."""
+        marks = (b"@@rocketpy-msgId@@", b"@@rocketpy-queueId@@", b"@@rocketpy-queueOffset@@", b"-1717986919")
+        stub = RemotingCommand(code=_SEND_V2, opaque=int(marks[3]), serialize_type=SerializeType.JSON)
+        header = {"msgId": marks[0].decode(), "queueId": marks[1].decode(), "queueOffset": marks[2].decode()}
+        text = respond(stub, 0, None, header=header, extra=send_extra(self.broker), fast=True).encode()[8:]
+        found = sorted((text.index(m), slot, m) for slot, m in enumerate(marks))
+        pieces, slots, at = [], [], 0
+        for pos, slot, m in found:
+            pieces.append(text[at:pos])
+            slots.append(slot)
+            at = pos + len(m)
+        pieces.append(text[at:])
+        return tuple(pieces), tuple(slots)
 
     def _plan(self, names: tuple[str, ...]) -> _PropsPlan | None:
         plan = self._plans.get(names, False)
@@ -184,9 +205,13 @@ class FastSend:
         self._held_until = self.store.commitlog.max_offset
 
     def takes_frame(self, frame: bytes) -> bool:
-        """Whether the connection may hand ``frame`` to :meth:`handle_frame` undecoded: a request with a
-        ROCKETMQ binary header and a send code (the rest is checked there)."""
-        return self.core is not None and len(frame) > 10 and frame[4] == _ROCKETMQ and frame[8:10] in _RAW_CODES
+        """Whether the connection may hand ``frame`` to :meth:`handle_frame` undecoded: a send, with a
+        ROCKETMQ binary header or a JSON one as fastjson writes it (the rest is checked there)."""
+        if self.core is None or len(frame) < 29:
+            return False
+        if frame[4] == _ROCKETMQ:
+            return frame[8:10] in _RAW_CODES
+        return frame[4] == 0 and (frame.startswith(b'{"code":310,', 8) or frame.startswith(b'{"code":10,', 8))
 
     def handle_frame(self, ctx: Any, frame: bytes) -> bytes | None:
         """:meth:`handle` on the frame's bytes (the compiled SendCore): the answer, or None to decode the
