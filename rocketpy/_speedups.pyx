@@ -415,6 +415,20 @@ cdef class SendCore:
         store.pending.append((topic, queue_id, phys, total, tags_code, store_ts, queue_offset, keys, uniq))
         return (phys, queue_offset)
 
+    def takes(self, object frame):
+        """FastSend.takes_frame (its compiled twin)."""
+        if not isinstance(frame, bytes):
+            return False
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(frame)
+        cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(frame)
+        if n < 29:
+            return False
+        if p[4] == 1:
+            return p[8] == 0 and p[9] == 10 or p[8] == 1 and p[9] == 54  # SEND_MESSAGE (10), V2 (310)
+        if p[4] != 0:
+            return False
+        return memcmp(p + 8, b'{"code":310,', 12) == 0 or memcmp(p + 8, b'{"code":10,', 11) == 0
+
     def handle(self, ctx, object frame):
         if not isinstance(frame, bytes):
             return None

@@ -346,3 +346,27 @@ def test_the_pure_python_lane_gives_the_same_store(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "passed" in proc.stdout
+
+
+def test_compiled_frame_filter_equals_the_pure_one(tmp_path: Path) -> None:
+    """SendCore.takes (what the connection asks per frame) says what FastSend.takes_frame says."""
+    from rocketpy.broker.processors.send_fast import FastSend
+
+    with _broker(tmp_path) as broker:
+        lane = broker.fast_send
+        if lane.core is None:
+            pytest.skip("the accelerated build is not here")
+
+        @settings(max_examples=300, deadline=None)
+        @given(
+            st.sampled_from(
+                [b"", b'{"code":310,', b'{"code":10,"', b'{"code":31', b"\x01\x36", b"\x00\x0a", b"\x00\x0b"]
+            ),
+            st.integers(0, 2),
+            st.binary(max_size=40),
+        )
+        def check(start: bytes, stype: int, rest: bytes) -> None:
+            frame = b"\x00\x00\x00\x40" + bytes([stype]) + b"\x00\x00\x30" + start + rest
+            assert lane.core.takes(frame) == FastSend.takes_frame(lane, frame)
+
+        check()

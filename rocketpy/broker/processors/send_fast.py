@@ -121,6 +121,10 @@ class FastSend:
         self._raw_state: tuple[Any, ...] = (b"", 0, b"", b"", b"", ((b"",), ()))
         #: the lane on whole frames (compiled); the connection hands it ROCKETMQ-header sends undecoded
         self.core = _SendCore(self) if _SendCore is not None else None
+        if self.core is not None:
+            # the connection calls these per frame: the compiled twins directly, no Python frame between
+            self.takes_frame = self.core.takes  # type: ignore[method-assign]
+            self.handle_frame = self.core.handle  # type: ignore[method-assign]
         #: SYNC_FLUSH answers of the current receive, held until the disk has them (see settle)
         self._held: list[bytes] = []
         self._held_ctx: Any = None
