@@ -370,3 +370,27 @@ def test_compiled_frame_filter_equals_the_pure_one(tmp_path: Path) -> None:
             assert lane.core.takes(frame) == FastSend.takes_frame(lane, frame)
 
         check()
+
+
+async def test_a_malformed_send_frame_closes_the_connection_after_answering_what_came_before(tmp_path: Path) -> None:
+    """A send frame the compiled lane passes on and the decoder refuses: the sends before it in the same
+    write are stored and answered, then the connection closes (as a bad frame closes it on reading)."""
+    with trio.fail_after(30):
+        async with running_broker(str(tmp_path / "s")) as broker:
+            async with broker_client(broker.address, serialize_type=SerializeType.ROCKETMQ) as c:
+                first = await c.send("FastBad", b"m0")  # creates the topic (general path)
+                assert first is not None and first.code == ResponseCode.SUCCESS
+            good = _frame({**_PLAIN, "topic": "FastBad"}, 41)
+            bad = bytearray(_frame({**_PLAIN, "topic": "FastBad"}, 42))
+            bad[8 + 17 : 8 + 21] = (0x7FFFFFF0).to_bytes(4, "big")  # extFields length past the header
+            host, port = broker.address.rsplit(":", 1)
+            stream = await trio.open_tcp_stream(host, int(port))
+            async with stream:
+                await stream.send_all(good + bytes(bad))
+                received = b""
+                while chunk := await stream.receive_some(65536):
+                    received += chunk
+            answer = RemotingCommand.decode(received)  # exactly one whole frame, then EOF
+            assert answer.opaque == 41 and answer.code == ResponseCode.SUCCESS
+            stored = sum(broker.store.get_max_offset_in_queue("FastBad", q) for q in range(8))
+            assert stored == 2  # the first send and the good one; the bad one never reached the store
