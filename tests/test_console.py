@@ -22,7 +22,7 @@ from rocketpy.client.admin import Admin  # noqa: E402
 from rocketpy.console.app import ConsoleSettings, build_app  # noqa: E402
 from rocketpy.console.auth import SESSION_COOKIE, parse_users  # noqa: E402
 from rocketpy.console.data import ConsoleData  # noqa: E402
-from rocketpy.console.trace import (  # noqa: E402
+from rocketpy.codecs.trace import (  # noqa: E402
     TraceRecord,
     decode_trace_data,
     encode_pub,
@@ -235,6 +235,35 @@ async def test_metrics_use_the_exporter_names():
     assert re.search(r'rocketmq_producer_offset\{broker="broker-a",cluster="DefaultCluster",topic="TMetrics"\} 3\.0',
                      text), text
     assert re.search(r"rocketmq_brokeruntime_msg_put_total_today_now\{.*\} [1-9]", text)
+
+
+@pytest.mark.timeout(60)
+async def test_trace_timeline_of_python_clients_with_enable_msg_trace():
+    from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
+
+    seen: list[str] = []
+    async with console() as (browser, cluster, _producer):
+        config = ClientConfig(namesrv_addr=cluster.namesrv, rebalance_interval=1.0, poll_name_server_interval=1.0)
+        async with Producer("PG_traced", namesrv=cluster.namesrv, enable_msg_trace=True) as traced:
+            result = await traced.send(make_message("TTraced", b"traced body", tags="T1", keys="trace-key"))
+            consumer = PushConsumer("CG_traced", lambda msgs, ctx: seen.extend(m.uniq_key for m in msgs),
+                                    config=config, enable_msg_trace=True,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe("TTraced", "*")
+            async with consumer:
+                with trio.fail_after(20):
+                    while result.msg_id not in seen:
+                        await trio.sleep(0.05)
+        # both trace dispatchers flushed on shutdown: the timeline has send, consume start and end
+        with trio.fail_after(10):
+            while True:
+                _, page = await browser.get("/trace?id=" + result.msg_id)
+                if 'class="step-SubAfter"' in page:
+                    break
+                await trio.sleep(0.1)
+        steps = re.findall(r'class="step-(\w+)"', page)
+        assert steps == ["Pub", "SubBefore", "SubAfter"], steps
+        assert "PG_traced" in page and "CG_traced" in page and "TTraced" in page and "trace-key" in page
 
 
 def test_trace_records_round_trip_and_order():

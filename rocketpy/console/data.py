@@ -33,7 +33,7 @@ from ..codecs.headers import (
 )
 from ..codecs.message import MessageExt
 from ..remoting import RemotingError
-from .trace import TraceRecord, decode_trace_data, timeline
+from ..codecs.trace import TraceRecord, decode_trace_data, timeline
 
 #: what a broker error looks like to the pages (shown as a message, never a trace)
 ADMIN_ERRORS = (MQClientError, RemotingError, trio.TooSlowError, OSError, ValueError)
@@ -165,7 +165,15 @@ class ConsoleData:
     # -- topics --------------------------------------------------------------------------------------
     async def topics(self, text: str = "", show_system: bool = False) -> list[str]:
         names = await self.admin.topic_list()
-        return sorted(t for t in names if (show_system or not is_system_topic(t)) and text.lower() in t.lower())
+        hidden: set[str] = set()
+        if not show_system:
+            # the topics a broker makes for its cluster and its own name (getSystemTopicList)
+            info = await self.admin.cluster_info()
+            for cluster in info.cluster_addr_table or {}:
+                hidden |= {cluster, f"{cluster}_REPLY_TOPIC"}
+            hidden |= set(info.broker_addr_table or {})
+        return sorted(t for t in names if (show_system or not (is_system_topic(t) or t in hidden))
+                      and text.lower() in t.lower())
 
     async def topic_detail(self, topic: str) -> dict[str, Any]:
         route = await self.admin.topic_route(topic)
