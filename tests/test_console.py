@@ -19,9 +19,6 @@ from client_fakes import real_cluster  # noqa: E402
 
 from rocketpy.client import Producer, make_message  # noqa: E402
 from rocketpy.client.admin import Admin  # noqa: E402
-from rocketpy.console.app import ConsoleSettings, build_app  # noqa: E402
-from rocketpy.console.auth import SESSION_COOKIE, parse_users  # noqa: E402
-from rocketpy.console.data import ConsoleData  # noqa: E402
 from rocketpy.codecs.trace import (  # noqa: E402
     TraceRecord,
     decode_trace_data,
@@ -30,6 +27,9 @@ from rocketpy.codecs.trace import (  # noqa: E402
     encode_sub_before,
     timeline,
 )
+from rocketpy.console.app import ConsoleSettings, build_app  # noqa: E402
+from rocketpy.console.auth import SESSION_COOKIE, parse_users  # noqa: E402
+from rocketpy.console.data import ConsoleData  # noqa: E402
 
 
 class Browser:

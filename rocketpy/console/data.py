@@ -32,8 +32,8 @@ from ..codecs.headers import (
     QueryTopicConsumeByWhoRequestHeader,
 )
 from ..codecs.message import MessageExt
-from ..remoting import RemotingError
 from ..codecs.trace import TraceRecord, decode_trace_data, timeline
+from ..remoting import RemotingError
 
 #: what a broker error looks like to the pages (shown as a message, never a trace)
 ADMIN_ERRORS = (MQClientError, RemotingError, trio.TooSlowError, OSError, ValueError)
