@@ -66,6 +66,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
               send: Callable[[str, bytes, str, str], Awaitable[Any]] | None = None) -> Starlette:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]))
     env.filters["ts"] = _ts
+    env.filters["name"] = lambda v: "" if v is None else str(getattr(v, "name", v))
     sessions = Sessions(settings.secret)
 
     def session_of(request: Request) -> Session | None:

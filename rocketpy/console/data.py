@@ -19,6 +19,7 @@ from ..client.errors import MQClientError
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
     ConsumeMessageDirectlyResult,
+    ConsumeStats,
     GroupList,
     MessageQueue,
     SubscriptionGroupConfig,
@@ -29,6 +30,7 @@ from ..codecs.codes import MixAll
 from ..codecs.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetBrokerAclConfigResponseHeader,
+    GetConsumeStatsRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
 from ..codecs.message import MessageExt
@@ -202,6 +204,23 @@ class ConsoleData:
         await self.admin.delete_topic(topic)
 
     # -- groups --------------------------------------------------------------------------------------
+    async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """examineConsumeStats, and when the group has no retry topic yet (no consumer ever came),
+        the same request to every master."""
+        try:
+            return await self.admin.consume_stats(group, topic)
+        except MQClientError as exc:
+            if exc.response_code != ResponseCode.TOPIC_NOT_EXIST:
+                raise
+        merged = ConsumeStats()
+        for addr in await self.master_addrs():
+            resp = await self._invoke(addr, RequestCode.GET_CONSUME_STATS,
+                                      GetConsumeStatsRequestHeader(consumer_group=group, topic=topic))
+            stats = ConsumeStats.decode(resp.body or b"{}")
+            merged.offset_table.update(stats.offset_table)
+            merged.consume_tps += stats.consume_tps
+        return merged
+
     async def group_names(self, show_system: bool = False) -> list[str]:
         names: set[str] = set()
         for addr in await self.master_addrs():
@@ -216,7 +235,7 @@ class ConsoleData:
         async def fill(row: GroupRow) -> None:
             async with sem:
                 try:
-                    stats = await self.admin.consume_stats(row.group)
+                    stats = await self.consume_stats(row.group)
                     row.lag = sum(max(0, w.broker_offset - w.consumer_offset) for w in stats.offset_table.values())
                     row.consume_tps = stats.consume_tps
                 except ADMIN_ERRORS as exc:
@@ -234,7 +253,7 @@ class ConsoleData:
     async def group_detail(self, group: str) -> dict[str, Any]:
         out: dict[str, Any] = {"group": group, "queues": [], "lag": 0, "tps": 0.0, "connection": None, "error": ""}
         try:
-            stats = await self.admin.consume_stats(group)
+            stats = await self.consume_stats(group)
             out["queues"] = sorted(stats.offset_table.items(),
                                    key=lambda kv: (kv[0].topic or "", kv[0].broker_name or "", kv[0].queue_id))
             out["lag"] = sum(max(0, w.broker_offset - w.consumer_offset) for _, w in out["queues"])
@@ -299,7 +318,7 @@ class ConsoleData:
         out = []
         for g in sorted(set(groups)):
             try:
-                stats = await self.admin.consume_stats(g, msg.topic)
+                stats = await self.consume_stats(g, msg.topic)
             except ADMIN_ERRORS as exc:
                 out.append((g, str(exc)))
                 continue

@@ -122,7 +122,7 @@ async def render(data: ConsoleData) -> bytes:
 
     for group in await data.group_names():
         try:
-            stats = await data.admin.consume_stats(group)
+            stats = await data.consume_stats(group)
         except ADMIN_ERRORS:
             continue
         online, model, caddrs = 0, "CLUSTERING", ""
