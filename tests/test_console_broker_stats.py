@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime
+import re
 from types import SimpleNamespace
 
-from rocketpy.broker.store_stats import StoreStats, next_morning_ms
+from rocketpy.broker.store_stats import StoreStats, human_bytes, next_morning_ms
 from rocketpy.broker.testing import broker_client, now_ms, running_broker
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.bodies import KVTable
@@ -38,6 +39,11 @@ def test_tps_windows_need_enough_samples():
     broker.store.max_phy_offset = 1000 + 55 * 200
     info = stats.runtime_info(broker)
     assert info["putMessageSizeTotal"] == "11000" and info["putMessageAverageSize"] == "200.0"
+
+
+def test_human_bytes_like_mixall():
+    assert [human_bytes(n) for n in (0, 1023, 1024, 1536, 252 * 1024**3, 5 * 1024**5)] == [
+        "0 B", "1023 B", "1.0 KiB", "1.5 KiB", "252.0 GiB", "5.0 PiB"]
 
 
 def test_midnight_moves_the_morning_marks():
@@ -80,6 +86,8 @@ async def test_runtime_info_counts_sends_and_pulls(tmp_path):
     assert table["msgPutTotalTodayMorning"] == "0"  # no midnight since boot
     assert int(table["putMessageSizeTotal"]) == int(mine["putMessageSizeTotal"]) > 6 * 10
     assert {"putTps", "getFoundTps", "getMissTps", "getTotalTps", "getTransferedTps"} <= table.keys()
+    assert re.fullmatch(r"Total : \d+\.\d [KMGTPE]iB, Free : [\d.]+ ([KMGTPE]i)?B\.", table["commitLogDirCapacity"])
+    assert 0.0 <= float(table["commitLogDiskRatio"]) <= 1.0
     assert mine["putTps"].split(" ")[0] == "0.6" and mine["getTransferedTps"].split(" ")[0] == "0.6"
     assert mine["getFoundTps"].split(" ")[0] == "0.1" and mine["getMissTps"].split(" ")[0] == "0.1"
     assert mine["getTotalTps"].split(" ")[0] == "0.2"

@@ -15,6 +15,8 @@ CommitLog grew by since boot (Java's putMessageSizeTotal is the sum of wrote byt
 from __future__ import annotations
 
 import datetime
+import math
+import os
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -40,6 +42,40 @@ def _double(value: float) -> str:
     if value in (float("inf"), float("-inf")):
         return "Infinity" if value > 0 else "-Infinity"
     return java_double(value)
+
+
+def human_bytes(count: int) -> str:
+    """MixAll.humanReadableByteCount(bytes, si=false): 1024-based, one decimal."""
+    if count < 1024:
+        return f"{count} B"
+    exp = min(int(math.log(count) / math.log(1024)), 6)
+    return f"{count / 1024**exp:.1f} {'KMGTPE'[exp - 1]}iB"
+
+
+def disk_info(commit_log_dir: str, consume_queue_dir: str) -> dict[str, str]:
+    """commitLogDirCapacity and the used ratios of the store's partitions (statvfs: no data read)."""
+
+    def space(path: str) -> tuple[int, int] | None:
+        while path and not os.path.exists(path):
+            path = os.path.dirname(path)
+        try:
+            st = os.statvfs(path or "/")
+        except OSError:
+            return None
+        return st.f_blocks * st.f_frsize, st.f_bfree * st.f_frsize  # Java's getTotalSpace, getFreeSpace
+
+    out: dict[str, str] = {}
+    log_space, cq_space = space(commit_log_dir), space(consume_queue_dir)
+    if log_space is not None:
+        total, free = log_space
+        out["commitLogDirCapacity"] = f"Total : {human_bytes(total)}, Free : {human_bytes(free)}."
+        ratio = _double((total - free) / total) if total else "-1.0"
+        out["commitLogDiskRatio"] = ratio
+        out[f"commitLogDiskRatio_{commit_log_dir}"] = ratio
+    if cq_space is not None:
+        total, free = cq_space
+        out["consumeQueueDiskRatio"] = _double((total - free) / total) if total else "-1.0"
+    return out
 
 
 class _Series:

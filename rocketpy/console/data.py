@@ -251,12 +251,16 @@ class ConsoleData:
         return rows
 
     async def group_detail(self, group: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"group": group, "queues": [], "lag": 0, "tps": 0.0, "connection": None, "error": ""}
+        out: dict[str, Any] = {"group": group, "queues": [], "topics": [], "lag": 0, "tps": 0.0, "connection": None,
+                               "error": ""}
         try:
             stats = await self.consume_stats(group)
             out["queues"] = sorted(stats.offset_table.items(),
                                    key=lambda kv: (kv[0].topic or "", kv[0].broker_name or "", kv[0].queue_id))
             out["lag"] = sum(max(0, w.broker_offset - w.consumer_offset) for _, w in out["queues"])
+            # the group's topics, its own retry topic last (the reset form's default is the first)
+            out["topics"] = sorted({mq.topic or "" for mq, _ in out["queues"]},
+                                   key=lambda t: (t.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX), t))
             out["tps"] = stats.consume_tps
         except ADMIN_ERRORS as exc:
             out["error"] = str(exc)
