@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
@@ -20,6 +21,7 @@ from ..codecs.headers import ViewBrokerStatsDataRequestHeader
 from .data import ADMIN_ERRORS, ConsoleData, first_tps
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+PARALLEL = 16  # requests in flight while gathering
 RUNTIME_LABELS = ["cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"]
 #: runtime info key -> (exporter metric, which of the three rates or None for a number)
 RUNTIME_GAUGES = {
@@ -103,36 +105,57 @@ async def render(data: ConsoleData) -> bytes:
             runtime[name].add_metric(labels, _number(rt.get(key), which))
 
     by_name = {b.name: b for b in masters}
-    for topic in await data.topics():
-        try:
-            bounds = await data.admin.queue_bounds(topic)
-        except ADMIN_ERRORS:
-            continue
-        per_broker: dict[str, int] = {}
-        for mq, (_lo, hi) in bounds.items():
-            per_broker[mq.broker_name or ""] = per_broker.get(mq.broker_name or "", 0) + hi
-        for name, total in sorted(per_broker.items()):
-            b = by_name.get(name)
-            if b is None:
-                continue
-            producer_offset.add_metric([b.cluster, name, topic], float(total))
-            tps = await _minute_tps(data, b.addr, "TOPIC_PUT_NUMS", topic)
-            if tps is not None:
-                producer_tps.add_metric([b.cluster, name, topic], tps)
+    sem = trio.Semaphore(PARALLEL)
+    topic_rows: dict[str, list[tuple[list[str], float, float | None]]] = {}
+    group_rows: dict[str, tuple[Any, int, str, str]] = {}
 
-    for group in await data.group_names():
-        try:
-            stats = await data.consume_stats(group)
-        except ADMIN_ERRORS:
-            continue
-        online, model, caddrs = 0, "CLUSTERING", ""
-        try:
-            conn = await data.admin.consumer_connection(group)
-            online = len(conn.connection_set or [])
-            model = getattr(conn.message_model, "name", None) or str(conn.message_model or "CLUSTERING")
-            caddrs = ",".join(sorted(c.client_addr or "" for c in conn.connection_set or []))
-        except ADMIN_ERRORS:
-            pass
+    async def one_topic(topic: str) -> None:
+        async with sem:
+            try:
+                bounds = await data.admin.queue_bounds(topic)
+            except ADMIN_ERRORS:
+                return
+            per_broker: dict[str, int] = {}
+            for mq, (_lo, hi) in bounds.items():
+                per_broker[mq.broker_name or ""] = per_broker.get(mq.broker_name or "", 0) + hi
+            rows = []
+            for name, total in sorted(per_broker.items()):
+                b = by_name.get(name)
+                if b is not None:
+                    tps = await _minute_tps(data, b.addr, "TOPIC_PUT_NUMS", topic)
+                    rows.append(([b.cluster, name, topic], float(total), tps))
+            topic_rows[topic] = rows
+
+    async def one_group(group: str) -> None:
+        async with sem:
+            try:
+                stats = await data.consume_stats(group)
+            except ADMIN_ERRORS:
+                return
+            online, model, caddrs = 0, "CLUSTERING", ""
+            try:
+                conn = await data.admin.consumer_connection(group)
+                online = len(conn.connection_set or [])
+                model = getattr(conn.message_model, "name", None) or str(conn.message_model or "CLUSTERING")
+                caddrs = ",".join(sorted(c.client_addr or "" for c in conn.connection_set or []))
+            except ADMIN_ERRORS:
+                pass
+            group_rows[group] = (stats, online, model, caddrs)
+
+    async with trio.open_nursery() as nursery:
+        for topic in await data.topics():
+            nursery.start_soon(one_topic, topic)
+        for group in await data.group_names():
+            nursery.start_soon(one_group, group)
+
+    for topic in sorted(topic_rows):
+        for labels, total, tps in topic_rows[topic]:
+            producer_offset.add_metric(labels, total)
+            if tps is not None:
+                producer_tps.add_metric(labels, tps)
+
+    for group in sorted(group_rows):
+        stats, online, model, caddrs = group_rows[group]
         group_count.add_metric([caddrs, "", group], float(online))
         lag: dict[str, int] = {}
         offsets: dict[tuple[str, str], int] = {}
