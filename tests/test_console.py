@@ -170,6 +170,34 @@ async def test_pages_show_the_cluster_and_changes_go_through_admin_calls():
         assert "TConsole" not in _text(page).replace("topic TConsole deleted", "")
 
 
+@pytest.mark.timeout(60)
+async def test_message_detail_shows_consumers_and_resends_to_one_client():
+    from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
+
+    got: list[bytes] = []
+    async with console() as (browser, cluster, producer):
+        sent = await producer.send(make_message("TResend", b"resend me", keys="rk"))
+        config = ClientConfig(namesrv_addr=cluster.namesrv, rebalance_interval=1.0,
+                              persist_consumer_offset_interval=0.2, poll_name_server_interval=1.0)
+        consumer = PushConsumer("GResend", lambda msgs, ctx: got.extend(m.body for m in msgs), config=config,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe("TResend", "*")
+        async with consumer:
+            with trio.fail_after(20):
+                while not got:
+                    await trio.sleep(0.05)
+            detail = "/message?" + urlencode({"topic": "TResend", "id": sent.msg_id})
+            with trio.fail_after(10):  # the offset reaches the broker
+                while "CONSUMED" not in (page := (await browser.get(detail))[1]).replace("NOT_CONSUMED", ""):
+                    await trio.sleep(0.1)
+            assert re.search(r"GResend</a></td><td>CONSUMED</td>", page)
+            status, page = await browser.post("/message/resend", {
+                "topic": "TResend", "id": sent.msg_id, "group": "GResend", "client": consumer.client.client_id,
+                "back": detail}, csrf_from=detail)
+            assert re.search(r"consumed by \S+: CR_SUCCESS", page), _text(page)[1200:1900]
+            assert got == [b"resend me", b"resend me"]
+
+
 async def test_changes_need_post_and_the_csrf_token():
     async with console() as (browser, cluster, _producer):
         await browser.get("/")

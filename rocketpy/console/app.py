@@ -83,7 +83,9 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
 
     def back(path: str, **params: str) -> RedirectResponse:
         q = urlencode({k: v for k, v in params.items() if v})
-        return RedirectResponse(f"{path}?{q}" if q else path, status_code=303)
+        if not q:
+            return RedirectResponse(path, status_code=303)
+        return RedirectResponse(f"{path}{'&' if '?' in path else '?'}{q}", status_code=303)
 
     def page(fn: Callable[[Request, Session], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
