@@ -257,12 +257,15 @@ async def test_metrics_use_the_exporter_names():
         broker.stats_manager.sample(broker)
         status, headers, text = await browser.request("GET", "/metrics")
     assert status == 200 and headers["content-type"].startswith("text/plain")
-    for name in ("rocketmq_broker_tps", "rocketmq_broker_qps", "rocketmq_producer_offset",
+    for name in ("rocketmq_broker_tps", "rocketmq_broker_qps", "rocketmq_producer_offset", "rocketmq_producer_tps",
+                 "rocketmq_producer_message_size", "rocketmq_group_diff", "rocketmq_consumer_tps",
                  "rocketmq_brokeruntime_msg_put_total_today_now"):
         assert f"# TYPE {name} gauge" in text, name
     assert re.search(r'rocketmq_producer_offset\{broker="broker-a",cluster="DefaultCluster",topic="TMetrics"\} 3\.0',
                      text), text
     assert re.search(r"rocketmq_brokeruntime_msg_put_total_today_now\{.*\} [1-9]", text)
+    for name in ("rocketmq_producer_tps", "rocketmq_producer_message_size"):  # sampled once: a rate of 0
+        assert re.search(name + r'\{broker="broker-a",cluster="DefaultCluster",topic="TMetrics"\} 0\.0', text), name
 
 
 @pytest.mark.timeout(60)

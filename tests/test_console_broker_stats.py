@@ -91,3 +91,34 @@ async def test_runtime_info_counts_sends_and_pulls(tmp_path):
     assert mine["putTps"].split(" ")[0] == "0.6" and mine["getTransferedTps"].split(" ")[0] == "0.6"
     assert mine["getFoundTps"].split(" ")[0] == "0.1" and mine["getMissTps"].split(" ")[0] == "0.1"
     assert mine["getTotalTps"].split(" ")[0] == "0.2"
+
+
+async def test_put_and_get_sizes_count_the_stored_bytes(tmp_path):
+    from rocketpy.broker.stats import GROUP_GET_SIZE, TOPIC_PUT_SIZE
+    from rocketpy.codecs.bodies import BrokerStatsData
+    from rocketpy.codecs.headers import ViewBrokerStatsDataRequestHeader
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            await c.send("TSize", b"first", queue_id=0)
+            await c.update_offset("GSize", "TSize", 0, 0)
+            t0 = now_ms()
+            broker.stats_manager.sample(broker, at_ms=t0)  # first sight: the marks, nothing counted
+            for i in range(5):
+                await c.send("TSize", b"x" * (10 * i), queue_id=0)
+            _, msgs = await c.pull("GSize", "TSize", 0, 0)
+            sizes = [m.store_size for m in msgs]
+            await c.update_offset("GSize", "TSize", 0, 4)  # consumed the first four
+            broker.stats_manager.sample(broker, at_ms=t0 + 10_001)
+
+            async def view(name: str, key: str) -> int:
+                r = await c.invoke(RequestCode.VIEW_BROKER_STATS_DATA,
+                                   ViewBrokerStatsDataRequestHeader(stats_name=name, stats_key=key))
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                return BrokerStatsData.decode(r.body).stats_minute.sum
+
+            assert await view(TOPIC_PUT_SIZE, "TSize") == sum(sizes[1:])  # the five sent after the first round
+            assert await view(GROUP_GET_SIZE, "TSize@GSize") == sum(sizes[0:4])
+            await c.update_offset("GSize", "TSize", 0, 1)  # a reset back: not counted as consumed
+            broker.stats_manager.sample(broker, at_ms=t0 + 20_002)
+            assert await view(GROUP_GET_SIZE, "TSize@GSize") == sum(sizes[0:4])

@@ -81,6 +81,10 @@ async def render(data: ConsoleData) -> bytes:
     producer_tps = GaugeMetricFamily("rocketmq_producer_tps", "TopicPutNums", labels=["cluster", "broker", "topic"])
     producer_offset = GaugeMetricFamily("rocketmq_producer_offset", "TopicOffset",
                                         labels=["cluster", "broker", "topic"])
+    producer_size = GaugeMetricFamily("rocketmq_producer_message_size", "TopicPutMessageSize",
+                                      labels=["cluster", "broker", "topic"])
+    consumer_size = GaugeMetricFamily("rocketmq_consumer_message_size", "GroupGetMessageSize",
+                                      labels=["cluster", "broker", "topic", "group"])
     consumer_tps = GaugeMetricFamily("rocketmq_consumer_tps", "GroupGetNums",
                                      labels=["cluster", "broker", "topic", "group"])
     consumer_offset = GaugeMetricFamily("rocketmq_consumer_offset", "GroupBrokerTotalOffset",
@@ -106,7 +110,7 @@ async def render(data: ConsoleData) -> bytes:
 
     by_name = {b.name: b for b in masters}
     sem = trio.Semaphore(PARALLEL)
-    topic_rows: dict[str, list[tuple[list[str], float, float | None]]] = {}
+    topic_rows: dict[str, list[tuple[list[str], float, float | None, float | None]]] = {}
     group_rows: dict[str, tuple[Any, int, str, str]] = {}
 
     async def one_topic(topic: str) -> None:
@@ -123,7 +127,8 @@ async def render(data: ConsoleData) -> bytes:
                 b = by_name.get(name)
                 if b is not None:
                     tps = await _minute_tps(data, b.addr, "TOPIC_PUT_NUMS", topic)
-                    rows.append(([b.cluster, name, topic], float(total), tps))
+                    size = await _minute_tps(data, b.addr, "TOPIC_PUT_SIZE", topic)
+                    rows.append(([b.cluster, name, topic], float(total), tps, size))
             topic_rows[topic] = rows
 
     async def one_group(group: str) -> None:
@@ -149,10 +154,12 @@ async def render(data: ConsoleData) -> bytes:
             nursery.start_soon(one_group, group)
 
     for topic in sorted(topic_rows):
-        for labels, total, tps in topic_rows[topic]:
+        for labels, total, tps, size in topic_rows[topic]:
             producer_offset.add_metric(labels, total)
             if tps is not None:
                 producer_tps.add_metric(labels, tps)
+            if size is not None:
+                producer_size.add_metric(labels, size)
 
     for group in sorted(group_rows):
         stats, online, model, caddrs = group_rows[group]
@@ -175,9 +182,12 @@ async def render(data: ConsoleData) -> bytes:
             tps = await _minute_tps(data, b.addr, "GROUP_GET_NUMS", f"{topic}@{group}")
             if tps is not None:
                 consumer_tps.add_metric([b.cluster, name, topic, group], tps)
+            size = await _minute_tps(data, b.addr, "GROUP_GET_SIZE", f"{topic}@{group}")
+            if size is not None:
+                consumer_size.add_metric([b.cluster, name, topic, group], size)
 
     registry = CollectorRegistry(auto_describe=False)
-    families = [broker_tps, broker_qps, producer_tps, producer_offset, consumer_tps, consumer_offset, group_diff,
-                group_count, *runtime.values()]
+    families = [broker_tps, broker_qps, producer_tps, producer_offset, producer_size, consumer_tps, consumer_offset,
+                consumer_size, group_diff, group_count, *runtime.values()]
     registry.register(_Once(families))  # type: ignore[arg-type]
     return generate_latest(registry)
