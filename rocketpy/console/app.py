@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -167,7 +167,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
             raise ValueError("the topic name is empty")
         await data.create_topic(name, int(form.get("read") or 8), int(form.get("write") or 8),
                                 PERMS.get(str(form.get("perm") or "RW"), PERM_READ_WRITE), form.get("order") == "on")
-        return back(f"/topic/{name}", msg=f"topic {name} saved")
+        return back(f"/topic/{quote(name)}", msg=f"topic {name} saved")
 
     @change
     async def topic_delete(request: Request, session: Session, form: Any) -> Response:
@@ -182,7 +182,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
             raise MQClientError("sending is not available")
         result = await send(name, str(form.get("body") or "").encode(), str(form.get("tags") or ""),
                             str(form.get("keys") or ""))
-        return back(f"/topic/{name}", msg=f"sent: {result.send_status.name} msgId={result.msg_id} "
+        return back(f"/topic/{quote(name)}", msg=f"sent: {result.send_status.name} msgId={result.msg_id} "
                                           f"offsetMsgId={result.offset_msg_id}")
 
     @page
@@ -203,7 +203,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
         if not name:
             raise ValueError("the group name is empty")
         await data.create_group(name)
-        return back(f"/group/{name}", msg=f"group {name} saved")
+        return back(f"/group/{quote(name)}", msg=f"group {name} saved")
 
     @change
     async def group_delete(request: Request, session: Session, form: Any) -> Response:
@@ -219,7 +219,8 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
         table = await data.reset_offset(name, topic, when)
         moved = ", ".join(f"{mq.broker_name}:{mq.queue_id}={off}" for mq, off in sorted(
             table.items(), key=lambda kv: (kv[0].broker_name or "", kv[0].queue_id)))
-        return back(f"/group/{name}", msg=f"offsets of {topic} reset to {_ts(when)}: {moved or 'nothing to move'}")
+        text = f"offsets of {topic} reset to {_ts(when)}: {moved or 'nothing to move'}"
+        return back(f"/group/{quote(name)}", msg=text)
 
     @page
     async def messages(request: Request, session: Session) -> Response:
