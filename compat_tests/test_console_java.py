@@ -153,4 +153,27 @@ async def test_java_mqadmin_broker_status_reads_our_counters(java_ref: Path, tmp
     assert int(table["putMessageSizeTotal"]) > 0, text
 
 
+async def test_java_mqadmin_reads_the_python_clients_traces(java_ref: Path, tmp_path: Path) -> None:
+    from rocketpy.client import ConsumeFromWhere, PushConsumer
+
+    seen: list[str] = []
+    async with console_cluster(str(tmp_path)) as c:
+        config = ClientConfig(namesrv_addr=c.namesrv, rebalance_interval=1.0, poll_name_server_interval=1.0)
+        async with Producer("PTraceJava", config=config, enable_msg_trace=True) as p:
+            sent = await p.send(make_message("TTraceJava", b"traced", tags="TagT", keys="trace-java"))
+        consumer = PushConsumer("CTraceJava", lambda msgs, ctx: seen.extend(m.uniq_key for m in msgs),
+                                config=config, enable_msg_trace=True,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe("TTraceJava", "*")
+        async with consumer:
+            with trio.fail_after(30):
+                while sent.msg_id not in seen:
+                    await trio.sleep(0.05)
+        out = await trio.run_process(["bash", str(java_ref / "bin" / "mqadmin.sh"), "queryMsgTraceById", "-n",
+                                      c.namesrv, "-i", sent.msg_id or ""], capture_stdout=True, capture_stderr=True)
+    text = out.stdout.decode()
+    assert re.search(r"^Pub\s+PTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
+    assert re.search(r"^Sub\s+CTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
+
+
 __all__ = ["STORE_KEYS"]

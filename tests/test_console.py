@@ -11,6 +11,8 @@ from urllib.parse import urlencode
 
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytest.importorskip("starlette")
 pytest.importorskip("prometheus_client")
@@ -20,6 +22,7 @@ from client_fakes import real_cluster  # noqa: E402
 from rocketpy.client import Producer, make_message  # noqa: E402
 from rocketpy.client.admin import Admin  # noqa: E402
 from rocketpy.codecs.trace import (  # noqa: E402
+    MESSAGE_TYPES,
     TraceRecord,
     decode_trace_data,
     encode_pub,
@@ -311,3 +314,31 @@ def test_trace_records_round_trip_and_order():
     ordered = timeline(list(reversed(records)) + [TraceRecord("Pub", "OTHER", 1)], "MSG1")
     assert [r.trace_type for r in ordered] == ["Pub", "SubBefore", "SubAfter"]
     assert decode_trace_data("Pub\x01broken\x02Nope\x01x\x02") == []  # short and unknown records are skipped
+
+
+_field = st.text(alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=12)
+_ms = st.integers(min_value=0, max_value=2**62)
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(lambda *a: TraceRecord("Pub", a[0], a[1], a[2], a[3], topic=a[4], tags=a[5], keys=a[6],
+                                             store_host=a[7], body_length=a[8], cost_time=a[9], msg_type=a[10],
+                                             offset_msg_id=a[11], success=a[12]),
+                      _field, _ms, _field, _field, _field, _field, _field, _field, st.integers(0, 2**31 - 1),
+                      st.integers(0, 2**31 - 1), st.sampled_from(MESSAGE_TYPES), _field, st.booleans()),
+            st.builds(lambda *a: TraceRecord("SubBefore", a[0], a[1], a[2], a[3], request_id=a[4], retry_times=a[5],
+                                             keys=a[6]),
+                      _field, _ms, _field, _field, _field, st.integers(0, 16), _field),
+            st.builds(lambda *a: TraceRecord("SubAfter", a[0], a[1], group=a[2], request_id=a[3], cost_time=a[4],
+                                             success=a[5], keys=a[6], context_code=a[7]),
+                      _field, _ms, _field, _field, st.integers(0, 2**31 - 1), st.booleans(), _field, st.integers(0, 4)),
+        ),
+        max_size=5,
+    )
+)
+def test_trace_encoding_round_trips(records: list[TraceRecord]) -> None:
+    encoders = {"Pub": encode_pub, "SubBefore": encode_sub_before, "SubAfter": encode_sub_after}
+    text = "".join(encoders[r.trace_type](r) for r in records)
+    assert decode_trace_data(text) == records

@@ -38,6 +38,12 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _java(value: str | None) -> str:
+    # StringBuilder.append(null) writes "null": Java's decoder expects a field there (its split drops
+    # trailing empty ones)
+    return "null" if value is None or value == "" else value
+
+
 def _msg_type(msg: Message) -> str:
     if msg.properties.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) == "true":
         return "Trans_Msg_Half"
@@ -114,7 +120,7 @@ class TraceDispatcher:
         if msg.topic == self.trace_topic:
             return
         r = TraceRecord("Pub", result.msg_id or "", born_ms, result.region_id or self.region, self.group,
-                        topic=msg.topic, tags=msg.tags or "", keys=msg.keys_string or "", store_host=store_host,
+                        topic=msg.topic, tags=_java(msg.tags), keys=_java(msg.keys_string), store_host=store_host,
                         body_length=len(msg.body), cost_time=cost_ms, msg_type=_msg_type(msg),
                         offset_msg_id=result.offset_msg_id or "", success=True)
         self._add(encode_pub(r), [r.msg_id, *msg.keys])
@@ -128,7 +134,7 @@ class TraceDispatcher:
         data = "".join(encode_sub_before(TraceRecord(
             "SubBefore", m.uniq_key or m.msg_id, now, m.properties.get(MessageConst.PROPERTY_MSG_REGION,
                                                                       self.region), self.group,
-            request_id=request_id, retry_times=m.reconsume_times, keys=m.keys_string or "")) for m in msgs)
+            request_id=request_id, retry_times=m.reconsume_times, keys=_java(m.keys_string))) for m in msgs)
         self._add(data, [k for m in msgs for k in (m.uniq_key or m.msg_id, *m.keys)])
         return request_id, now
 
@@ -142,5 +148,5 @@ class TraceDispatcher:
         cost = (now - began) // max(1, len(msgs))
         data = "".join(encode_sub_after(TraceRecord(
             "SubAfter", m.uniq_key or m.msg_id, now, group=self.group, request_id=request_id, cost_time=cost,
-            success=success, keys=m.keys_string or "", context_code=context_code)) for m in msgs)
+            success=success, keys=_java(m.keys_string), context_code=context_code)) for m in msgs)
         self._add(data, [k for m in msgs for k in (m.uniq_key or m.msg_id, *m.keys)])
