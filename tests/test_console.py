@@ -300,6 +300,33 @@ async def test_trace_timeline_of_python_clients_with_enable_msg_trace():
         assert "PG_traced" in page and "CG_traced" in page and "TTraced" in page and "trace-key" in page
 
 
+async def test_metrics_are_gathered_once_per_max_age(monkeypatch, autojump_clock):
+    from rocketpy.console import metrics
+
+    calls: list[int] = []
+
+    async def fake_render(data: Any) -> bytes:
+        calls.append(1)
+        await trio.sleep(1)  # a slow gathering: a second scrape meanwhile waits for it
+        return str(len(calls)).encode()
+
+    monkeypatch.setattr(metrics, "render", fake_render)
+    cache = metrics.MetricsCache(max_age=10)
+    got: list[bytes] = []
+
+    async def scrape() -> None:
+        got.append(await cache.get(None))  # type: ignore[arg-type]
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(scrape)
+        nursery.start_soon(scrape)
+    assert got == [b"1", b"1"] and len(calls) == 1
+    await trio.sleep(5)
+    assert await cache.get(None) == b"1"  # type: ignore[arg-type]
+    await trio.sleep(5)
+    assert await cache.get(None) == b"2" and len(calls) == 2  # type: ignore[arg-type]
+
+
 def test_trace_records_round_trip_and_order():
     pub = TraceRecord("Pub", "MSG1", 1000, "DefaultRegion", "PG", topic="T", tags="a", keys="k", store_host="h:1",
                       body_length=5, cost_time=3, msg_type="Normal_Msg", offset_msg_id="OFF", success=True)

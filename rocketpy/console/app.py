@@ -41,6 +41,7 @@ class ConsoleSettings:
     read_only: bool = False
     users: dict[str, User] | None = None
     secret: bytes | None = None
+    metrics_max_age: float = 10.0  # seconds a /metrics answer is reused
 
 
 def _ts(ms: int) -> str:
@@ -68,6 +69,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
     env.filters["ts"] = _ts
     env.filters["name"] = lambda v: "" if v is None else str(getattr(v, "name", v))
     sessions = Sessions(settings.secret)
+    scrape = metrics.MetricsCache(settings.metrics_max_age)
 
     def session_of(request: Request) -> Session | None:
         return sessions.read(request.cookies.get(SESSION_COOKIE))
@@ -276,7 +278,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
         if settings.users is not None and session_of(request) is None:
             return Response("login needed", status_code=401)
         try:
-            return Response(await metrics.render(data), media_type=metrics.CONTENT_TYPE)
+            return Response(await scrape.get(data), media_type=metrics.CONTENT_TYPE)
         except ADMIN_ERRORS as exc:
             return Response(f"# cannot reach the cluster: {exc}\n", status_code=502, media_type=metrics.CONTENT_TYPE)
 

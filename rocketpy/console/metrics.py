@@ -3,12 +3,13 @@
 Like the exporter, the rates are the minute TPS of the brokers' stats items
 (VIEW_BROKER_STATS_DATA: BROKER_PUT_NUMS, BROKER_GET_NUMS, TOPIC_PUT_NUMS, GROUP_GET_NUMS),
 the lag is the consumer progress of each clustering group, and the runtime gauges
-come from GET_BROKER_RUNTIME_INFO. Gathered on each scrape (async), then written by
-prometheus-client from a one-off registry.
+come from GET_BROKER_RUNTIME_INFO. Gathered on a scrape (async; reused for a few seconds by
+the next scrapes), then written by prometheus-client from a one-off registry.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import trio
@@ -16,8 +17,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
 from ..codecs import RequestCode
-from ..codecs.bodies import BrokerStatsData
-from ..codecs.headers import ViewBrokerStatsDataRequestHeader
+from ..codecs.bodies import BrokerStatsData, TopicStatsTable
+from ..codecs.headers import GetTopicStatsInfoRequestHeader, ViewBrokerStatsDataRequestHeader
 from .data import ADMIN_ERRORS, ConsoleData, first_tps
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -75,6 +76,24 @@ async def _minute_tps(data: ConsoleData, addr: str, name: str, key: str) -> floa
     return round(tps, 2) if tps == tps else 0.0  # the exporter's getFixedDouble: two decimals
 
 
+class MetricsCache:
+    """One gathering at a time, reused for ``max_age`` seconds: scrapers (often several Prometheus
+    replicas) must not multiply the load on the brokers."""
+
+    def __init__(self, max_age: float = 10.0) -> None:
+        self.max_age = max_age
+        self.lock = trio.Lock()
+        self.text = b""
+        self.at = -math.inf
+
+    async def get(self, data: ConsoleData) -> bytes:
+        async with self.lock:
+            if trio.current_time() - self.at >= self.max_age:
+                self.text = await render(data)
+                self.at = trio.current_time()
+            return self.text
+
+
 async def render(data: ConsoleData) -> bytes:
     broker_tps = GaugeMetricFamily("rocketmq_broker_tps", "BrokerPutNums", labels=["cluster", "brokerIP", "broker"])
     broker_qps = GaugeMetricFamily("rocketmq_broker_qps", "BrokerGetNums", labels=["cluster", "brokerIP", "broker"])
@@ -115,13 +134,16 @@ async def render(data: ConsoleData) -> bytes:
 
     async def one_topic(topic: str) -> None:
         async with sem:
-            try:
-                bounds = await data.admin.queue_bounds(topic)
-            except ADMIN_ERRORS:
-                return
+            # each master directly (the exporter's examineTopicStats without a route lookup per topic)
             per_broker: dict[str, int] = {}
-            for mq, (_lo, hi) in bounds.items():
-                per_broker[mq.broker_name or ""] = per_broker.get(mq.broker_name or "", 0) + hi
+            for b in masters:
+                try:
+                    resp = await data._invoke(b.addr, RequestCode.GET_TOPIC_STATS_INFO,
+                                              GetTopicStatsInfoRequestHeader(topic=topic))
+                except ADMIN_ERRORS:
+                    continue  # not on this broker
+                table = TopicStatsTable.decode(resp.body or b"{}").offset_table
+                per_broker[b.name] = sum(o.max_offset for o in table.values())
             rows = []
             for name, total in sorted(per_broker.items()):
                 b = by_name.get(name)
