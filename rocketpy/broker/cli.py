@@ -36,6 +36,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--store", default="./store", help="store root directory (default ./store)")
     s.add_argument("-c", "--config", help="extra broker.conf settings")
     s.add_argument("--no-vip", action="store_true", help="do not listen on the VIP port (broker port - 2)")
+    s.add_argument("--console", action="store_true", help="also serve the web console (rocketpy console)")
+    try:
+        from ..console.cli import add_console_options
+    except ModuleNotFoundError:  # the console extra is not installed
+        pass
+    else:
+        add_console_options(s, prefix="console-")
     s.add_argument("-v", "--verbose", action="store_true")
     s.set_defaults(func=run_serve)
 
@@ -191,6 +198,18 @@ def run_serve(args: argparse.Namespace) -> int:
         _check_store_dirs(broker_cfg)
     except _config_errors() as exc:
         return _fail("serve", f"bad config: {exc}")
+    console_settings = None
+    if getattr(args, "console", False):
+        try:
+            from ..console.cli import settings_from
+            from ..console.server import run_console
+        except ModuleNotFoundError as exc:
+            return _fail("serve", f"--console needs {exc.name}: pip install 'rocketpy[console]'")
+        ns_addr = broker_cfg.props["namesrvAddr"]
+        try:
+            console_settings = settings_from(args, ns_addr, prefix="console_")
+        except (OSError, ValueError) as exc:
+            return _fail("serve", f"bad console users file: {exc}")
 
     async def main() -> None:
         async with trio.open_nursery() as outer:
@@ -207,6 +226,9 @@ def run_serve(args: argparse.Namespace) -> int:
                     f"store {broker_cfg.store.store_path_root_dir}",
                     flush=True,
                 )
+                if console_settings is not None:
+                    url = await inner.start(run_console, console_settings, args.console_listen)
+                    print(f"rocketpy serve: console {url}", flush=True)
             outer.cancel_scope.cancel()
 
     return _run(main, "serve", "cannot run")

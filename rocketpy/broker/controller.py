@@ -39,6 +39,7 @@ from .outer import BrokerOuterAPI
 from .persist import persist_json
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
+from .store_stats import StoreStats
 from .topics import TopicConfigManager
 from .transaction import TransactionalMessageService
 
@@ -94,7 +95,8 @@ class BrokerController:
         self.client: RemotingClient | None = None
         self.servers: list[RemotingServer] = []
         self.started = trio.Event()
-        self.stats: dict[str, int] = {"put": 0, "get": 0}
+        self.stats: dict[str, int] = {"put": 0, "get": 0, "get_found": 0, "get_miss": 0}
+        self.store_stats = StoreStats(_now_ms())
         self.boot_ms = 0
 
     # -- identity ----------------------------------------------------------------------
@@ -272,6 +274,7 @@ class BrokerController:
         vip = cfg.vip_channel_enable if vip is None else vip
         self.load()
         self.boot_ms = _now_ms()
+        self.store_stats = StoreStats(self.boot_ms, self.store.max_phy_offset)
         self._unregistered = False
         try:
             async with trio.open_nursery() as nursery:
@@ -302,6 +305,7 @@ class BrokerController:
                     await nursery.start(self.transactions.run_check)
                 nursery.start_soon(self._persist_offsets_loop)
                 nursery.start_soon(self._scan_clients_loop)
+                nursery.start_soon(self._sample_store_stats_loop)
                 nursery.start_soon(self.outer.register_loop)
                 log.info("The broker[%s, %s] boot success.", cfg.broker_name, self.broker_addr)
                 self.started.set()
@@ -345,6 +349,11 @@ class BrokerController:
                 self.offsets.dirty = False
                 await trio.to_thread.run_sync(persist_json, self.offsets.path, self.offsets.wrapper())
             self.schedule.persist()
+
+    async def _sample_store_stats_loop(self) -> None:
+        while True:
+            self.store_stats.sample(self, _now_ms())
+            await trio.sleep(1)
 
     async def _scan_clients_loop(self) -> None:
         keep_dead_ms = int(self.config.props.get("filterDataCleanTimeSpan", "86400000") or 86400000)

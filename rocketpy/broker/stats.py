@@ -9,11 +9,14 @@ Here nothing is added to the send/pull paths: the sampler reads totals that alre
 exist, the broker's put/get counters, each topic's consume-queue lengths and each
 group's committed offsets, and keeps the same three sample lists. The first sample
 of an item is its baseline, so traffic before the item was first seen is not counted.
+The byte items (TOPIC_PUT_SIZE, GROUP_GET_SIZE) add the sizes in the consume-queue
+units the queue lengths or the committed offsets moved over since the last round.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import struct
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -26,6 +29,11 @@ TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 GROUP_GET_NUMS = "GROUP_GET_NUMS"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
+TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+GROUP_GET_SIZE = "GROUP_GET_SIZE"
+_UNIT = 20  # a consume-queue unit: commit log offset (8), size (4), tags code (8)
+_SIZE = struct.Struct(">qiq")
+_READ_BYTES = 1 << 20
 
 SECONDS_PERIOD_MS = 10_000
 MINUTES_PERIOD_MS = 600_000
@@ -95,9 +103,32 @@ class StatsItem:
         return self._compute(self.day)
 
 
+def units_size(store: object, topic: str, queue_id: int, start: int, end: int) -> int:
+    """The bytes of the messages at queue offsets [start, end) (their consume-queue unit sizes)."""
+    find = getattr(store, "find_consume_queue", None)
+    cq = find(topic, queue_id) if find is not None else None
+    if cq is None:
+        return 0
+    total = 0
+    index = max(start, cq.min_offset_in_queue)
+    while index < end:
+        raw = cq.read_units(index, min(_READ_BYTES, (end - index) * _UNIT))
+        if not raw:
+            break
+        count = len(raw) // _UNIT
+        total += sum(size for _, size, _ in _SIZE.iter_unpack(raw[: count * _UNIT]))
+        index += count
+    return total
+
+
 class BrokerStatsManager:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], StatsItem] = {}
+        # last queue offsets seen and the running byte totals of the size items
+        self._put_marks: dict[tuple[str, int], int] = {}
+        self._get_marks: dict[tuple[str, str, int], int] = {}
+        self._put_bytes: dict[str, int] = {}
+        self._get_bytes: dict[str, int] = {}
 
     def get(self, name: str | None, key: str | None) -> StatsItem | None:
         return self.items.get((name or "", key or ""))
@@ -116,8 +147,27 @@ class BrokerStatsManager:
         self.observe(BROKER_GET_NUMS, cluster, broker.stats["get"], at)
         store = broker.store
         for topic in store.topics():
-            total = sum(max(0, store.get_max_offset_in_queue(topic, q)) for q in store.queue_ids(topic))
+            total = 0
+            moved = self._put_bytes.setdefault(topic, 0)
+            for q in store.queue_ids(topic):
+                hi = max(0, store.get_max_offset_in_queue(topic, q))
+                total += hi
+                last = self._put_marks.get((topic, q))
+                if last is not None and hi > last:
+                    moved += units_size(store, topic, q, last, hi)
+                self._put_marks[(topic, q)] = hi
+            self._put_bytes[topic] = moved
             self.observe(TOPIC_PUT_NUMS, topic, total, at)
+            self.observe(TOPIC_PUT_SIZE, topic, moved, at)
         for key, offsets in list(broker.offsets.table.items()):
             topic, _, group = key.partition("@")
-            self.observe(GROUP_GET_NUMS, f"{topic}@{group}", sum(max(0, o) for o in offsets.values()), at)
+            stats_key = f"{topic}@{group}"
+            moved = self._get_bytes.setdefault(stats_key, 0)
+            for q, off in list(offsets.items()):
+                last = self._get_marks.get((topic, group, q))
+                if last is not None and off > last:
+                    moved += units_size(store, topic, q, last, off)
+                self._get_marks[(topic, group, q)] = off  # a reset moves the mark back without counting
+            self._get_bytes[stats_key] = moved
+            self.observe(GROUP_GET_NUMS, stats_key, sum(max(0, o) for o in offsets.values()), at)
+            self.observe(GROUP_GET_SIZE, stats_key, moved, at)

@@ -38,6 +38,7 @@ from .fault import FaultStrategy
 from .instance import ClientInstance, acquire_instance, release_instance
 from .results import SendResult
 from .route import TopicPublishInfo
+from .trace import TraceDispatcher
 
 log = logging.getLogger("rocketpy.client")
 
@@ -155,8 +156,13 @@ class Producer:
         create_topic_key: str = MixAll.AUTO_CREATE_TOPIC_KEY_TOPIC,
         default_topic_queue_nums: int = 4,
         send_latency_fault_enable: bool = False,
+        enable_msg_trace: bool = False,
+        customized_trace_topic: str | None = None,
     ) -> None:
         self.group = group
+        self.enable_msg_trace = enable_msg_trace
+        self.customized_trace_topic = customized_trace_topic
+        self.trace: TraceDispatcher | None = None
         self._own_client = client is None
         if client is None:
             if config is None:
@@ -200,6 +206,9 @@ class Producer:
             self.client.register_producer(self.group, self)
         self.publish_info.setdefault(self.create_topic_key, TopicPublishInfo())
         self.started = True
+        if self.enable_msg_trace:
+            self.trace = TraceDispatcher(self.client, self.group, self.customized_trace_topic)
+            await self.trace.start()
         with trio.move_on_after(self.client.config.mq_client_api_timeout):
             await self.client.send_heartbeat_to_all_brokers()
 
@@ -207,6 +216,9 @@ class Producer:
         if not self.started:
             return
         self.started = False
+        if self.trace is not None:
+            await self.trace.aclose()
+            self.trace = None
         with trio.CancelScope(shield=True):
             await self.client.unregister_producer(self.group)
         if self._own_client:
@@ -302,7 +314,11 @@ class Producer:
         if batch_msgs is not None:
             uniq = ",".join(m.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
                             for m in batch_msgs)
-        return ClientAPI.send_result(response, addr, mq, uniq)
+        result = ClientAPI.send_result(response, addr, mq, uniq)
+        if self.trace is not None and batch_msgs is None:
+            born = header.born_timestamp
+            self.trace.on_send(msg, result, addr, time.time_ns() // 1_000_000 - born, born)
+        return result
 
     # -- the retry loop -------------------------------------------------------------------------
     async def _send_default(self, msg: Message, timeout: float, times_total: int, *, oneway: bool = False,

@@ -30,6 +30,7 @@ from .consumer_base import ConsumerBase, reset_retry_topic
 from .errors import MQClientError
 from .offset_store import ReadOffsetType
 from .process_queue import LOCK_INTERVAL, ProcessQueue
+from .trace import CONTEXT_EXCEPTION, CONTEXT_FAILED, CONTEXT_SUCCESS, TraceDispatcher
 
 log = logging.getLogger("rocketpy.client")
 
@@ -96,9 +97,14 @@ class PushConsumer(ConsumerBase):
         post_subscription_when_pull: bool = False,
         listener_in_thread: bool = True,
         await_termination: float = 5.0,
+        enable_msg_trace: bool = False,
+        customized_trace_topic: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(group, **kwargs)
+        self.enable_msg_trace = enable_msg_trace
+        self.customized_trace_topic = customized_trace_topic
+        self.trace: TraceDispatcher | None = None
         self.listener = listener
         self.orderly = orderly
         self.pull_batch_size = pull_batch_size
@@ -153,6 +159,9 @@ class PushConsumer(ConsumerBase):
             self.subscriptions.setdefault(retry, self._retry_subscription(retry))
         await self._start_common()
         assert self.nursery is not None
+        if self.enable_msg_trace:
+            self.trace = TraceDispatcher(self.client, self.group, self.customized_trace_topic)
+            await self.trace.start()
         if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
             self.nursery.start_soon(self._lock_loop)
         await self.client.send_heartbeat_to_all_brokers()
@@ -175,6 +184,9 @@ class PushConsumer(ConsumerBase):
         if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
             with trio.CancelScope(shield=True), trio.move_on_after(3):
                 await self._unlock_all()
+        if self.trace is not None:
+            await self.trace.aclose()
+            self.trace = None
         await self._stop_common()
 
     # -- queue ownership --------------------------------------------------------------------------
@@ -320,6 +332,20 @@ class PushConsumer(ConsumerBase):
         nursery.start_soon(run)
 
     async def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeContext) -> Any:
+        trace = self.trace
+        if trace is None:
+            return await self._run_listener(msgs, ctx)
+        token = trace.before_consume(msgs)
+        try:
+            status = await self._run_listener(msgs, ctx)
+        except Exception:
+            trace.after_consume(msgs, token, False, CONTEXT_EXCEPTION)
+            raise
+        ok = status in (None, ConsumeStatus.CONSUME_SUCCESS, OrderlyStatus.SUCCESS)
+        trace.after_consume(msgs, token, ok, CONTEXT_SUCCESS if ok else CONTEXT_FAILED)
+        return status
+
+    async def _run_listener(self, msgs: list[MessageExt], ctx: ConsumeContext) -> Any:
         listener = self.listener
         assert listener is not None
         if inspect.iscoroutinefunction(listener):

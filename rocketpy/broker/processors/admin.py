@@ -45,6 +45,7 @@ from ...codecs.message import decode_offset_msg_id
 from ...remoting import RemotingTimeoutError, java_decode_header
 from ...remoting.dispatch import describe_exception
 from ..responses import NOT_SET_REMARK, error, respond
+from ..store_stats import disk_info
 from ..topics import new_topic
 from .send import validate_topic
 
@@ -201,12 +202,6 @@ def get_broker_runtime_info(ctx: Any, request: RemotingCommand) -> RemotingComma
     table = {
         "brokerVersionDesc": version_desc(int(MQVersion.V4_9_8)),
         "brokerVersion": str(int(MQVersion.V4_9_8)),
-        "msgPutTotalTodayNow": str(broker.stats["put"]),
-        "msgGetTotalTodayNow": str(broker.stats["get"]),
-        "msgPutTotalYesterdayMorning": "0",
-        "msgGetTotalYesterdayMorning": "0",
-        "msgPutTotalTodayMorning": "0",
-        "msgGetTotalTodayMorning": "0",
         "bootTimestamp": str(broker.boot_ms),
         "runtime": f"[ {up // 86400} days, {up % 86400 // 3600} hours, {up % 3600 // 60} minutes, {up % 60} seconds ]",
         "commitLogMinOffset": str(max(store.min_phy_offset, 0)),
@@ -220,6 +215,8 @@ def get_broker_runtime_info(ctx: Any, request: RemotingCommand) -> RemotingComma
         "queryThreadPoolQueueSize": "0",
         "EndTransactionQueueSize": "0",
     }
+    table.update(broker.store_stats.runtime_info(broker))
+    table.update(disk_info(broker.config.store.commit_log_dir, broker.config.store.consume_queue_dir))
     for level, offset in sorted(broker.schedule.offsets.items()):
         table[f"scheduleMessageOffset_{level}"] = (
             f"{offset},{store.get_max_offset_in_queue(MixAll.RMQ_SYS_SCHEDULE_TOPIC, level - 1)}"

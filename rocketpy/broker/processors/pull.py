@@ -142,6 +142,8 @@ def process_pull(
         "maxOffset": str(result.max_offset),
     }
     body = None
+    # DefaultMessageStore.getMessage counts every read as found or missed
+    broker.stats["get_found" if status is GetMessageStatus.FOUND else "get_miss"] += 1
     if status is GetMessageStatus.FOUND:
         code = ResponseCode.SUCCESS
         body = result.body()

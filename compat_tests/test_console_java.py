@@ -1,0 +1,179 @@
+"""The console against the official Java 4.9.8 NameServer and broker, and Java's mqadmin against our broker.
+
+Runs when ROCKETMQ_JAVA_REF names the reference install (``bin/namesrv.sh``, ``bin/broker.sh``,
+``bin/mqadmin.sh``); skips with the reason otherwise. The same scenario (a topic, N messages, a group
+N/2 behind) runs on the Java servers and on ours, and the console's data must agree: topics, groups,
+queue offsets, lag and today's put count. Java's ``mqadmin brokerStatus`` then reads our broker's real
+counters.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+pytest.importorskip("starlette")
+
+from rocketpy.broker.testing import free_broker_port  # noqa: E402
+from rocketpy.client import ClientConfig, Producer, make_message  # noqa: E402
+from rocketpy.client.admin import Admin  # noqa: E402
+from rocketpy.codecs.bodies import SubscriptionGroupConfig, TopicConfig  # noqa: E402
+from rocketpy.console.data import ConsoleData  # noqa: E402
+from rocketpy.console.metrics import render  # noqa: E402
+from rocketpy.console.testing import console_cluster  # noqa: E402
+
+from .test_ha_java import STORE_KEYS, java_broker  # noqa: E402
+
+REF_VAR = "ROCKETMQ_JAVA_REF"
+N = 12
+TOPIC, GROUP = "TConsoleJava", "GConsoleJava"
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def java_ref() -> Path:
+    ref = os.environ.get(REF_VAR)
+    if not ref:
+        pytest.skip(f"{REF_VAR} is not set: the official Java 4.9.8 servers are not available here")
+    path = Path(ref).expanduser()
+    if not (path / "bin" / "namesrv.sh").exists():
+        pytest.skip(f"{REF_VAR}={ref} has no bin/namesrv.sh")
+    return path
+
+
+@asynccontextmanager
+async def java_namesrv(ref: Path, port: int, log_dir: Path) -> AsyncIterator[str]:
+    log = open(log_dir / f"java-namesrv-{port}.log", "wb")  # noqa: SIM115
+    proc = await trio.lowlevel.open_process(["bash", str(ref / "bin" / "namesrv.sh")], stdout=subprocess.PIPE,
+                                            stderr=log, env=dict(os.environ, NAMESRV_PORT=str(port)))
+    try:
+        buf = b""
+        with trio.fail_after(60):
+            while b"boot success" not in buf:
+                chunk = await proc.stdout.receive_some(4096)
+                if not chunk:
+                    raise RuntimeError(f"Java NameServer exited: {buf[-2000:]!r}")
+                buf += chunk
+        yield f"127.0.0.1:{port}"
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            with trio.move_on_after(30):
+                await proc.wait()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        log.close()
+
+
+async def scenario(namesrv: str) -> dict[str, Any]:
+    """Create the topic and group, send N, commit the group at N/2 on each queue's share; read it back."""
+    async with Admin(namesrv) as admin:
+        data = ConsoleData(admin)
+        for addr in await admin.master_addrs():
+            await admin.create_topic(addr, TopicConfig(topic_name=TOPIC, read_queue_nums=2, write_queue_nums=2))
+            await admin.update_sub_group(addr, SubscriptionGroupConfig(group_name=GROUP))
+        with trio.fail_after(30):
+            while True:
+                try:
+                    await admin.topic_route(TOPIC)
+                    break
+                except Exception:
+                    await trio.sleep(0.2)
+        before = {b.name: b.put_today for b in await data.brokers()}
+        async with Producer("PConsoleJava", config=ClientConfig(namesrv_addr=namesrv)) as p:
+            for i in range(N):
+                await p.send(make_message(TOPIC, f"m{i}", keys=f"key-{i}"))
+        route = await admin.topic_route(TOPIC)
+        masters = {bd.broker_name: bd.master_addr() for bd in route.broker_datas or []}
+        for mq, (_lo, hi) in (await admin.queue_bounds(TOPIC)).items():
+            await admin.client.api.update_consumer_offset(masters[mq.broker_name], GROUP, mq, hi // 2)
+        detail = await data.topic_detail(TOPIC)
+        group = await data.group_detail(GROUP)
+        by_key = await data.by_key(TOPIC, "key-3")
+        brokers = await data.brokers()
+        return {
+            "topics": [t for t in await data.topics() if t.startswith("TConsole")],
+            "groups": [g for g in await data.group_names() if g.startswith("GConsole")],
+            "queues": sorted((mq.queue_id, o.min_offset, o.max_offset) for mq, o in detail["queues"]),
+            "lag": group["lag"],
+            "put_today": sum(b.put_today for b in brokers) - sum(before.values()),
+            "versions": sorted({b.version for b in brokers}),
+            "by_key": [m.body for m in by_key],
+            "metrics": (await render(data)).decode(),
+        }
+
+
+async def test_console_shows_the_same_on_java_servers_and_ours(java_ref: Path, tmp_path: Path) -> None:
+    ns_port = free_broker_port()
+    async with java_namesrv(java_ref, ns_port, tmp_path) as namesrv:
+        port = free_broker_port()
+        async with java_broker(java_ref, port, namesrv, tmp_path / "java-store",
+                               {"brokerName": "broker-a", "autoCreateTopicEnable": "true"}):
+            java = await scenario(namesrv)
+    async with console_cluster(str(tmp_path / "ours")) as c:
+        ours = await scenario(c.namesrv)
+    assert java["topics"] == ours["topics"] == [TOPIC]
+    assert java["groups"] == ours["groups"] == [GROUP]
+    assert java["queues"] == ours["queues"] and sum(hi for _, _, hi in ours["queues"]) == N
+    assert java["lag"] == ours["lag"] == N - sum(hi // 2 for _, _, hi in ours["queues"])
+    assert java["put_today"] == ours["put_today"] == N
+    assert java["versions"] == ours["versions"] == ["V4_9_8"]
+    assert java["by_key"] == ours["by_key"] == [b"m3"]
+    for text in (java["metrics"], ours["metrics"]):
+        assert re.search(rf'rocketmq_producer_offset\{{broker="broker-a",cluster="DefaultCluster",topic="{TOPIC}"\}} '
+                         rf"{N}\.0", text)
+        assert re.search(rf'rocketmq_group_diff\{{countOfOnlineConsumers="0",group="{GROUP}",msgModel="CLUSTERING",'
+                         rf'topic="{TOPIC}"\}} ', text)
+        assert "rocketmq_brokeruntime_msg_put_total_today_now{" in text
+
+
+async def test_java_mqadmin_broker_status_reads_our_counters(java_ref: Path, tmp_path: Path) -> None:
+    async with console_cluster(str(tmp_path)) as c:
+        async with Producer("PStatus", config=ClientConfig(namesrv_addr=c.namesrv)) as p:
+            for i in range(N):
+                await p.send(make_message("TStatusJava", f"m{i}"))
+        await trio.sleep(11)  # the 10-sample putTps window fills (one sample a second)
+        out = await trio.run_process(["bash", str(java_ref / "bin" / "mqadmin.sh"), "brokerStatus", "-n", c.namesrv,
+                                      "-b", c.broker.broker_addr], capture_stdout=True, capture_stderr=True)
+    text = out.stdout.decode()
+    table = dict(re.findall(r"^(\S+)\s*: (.*)$", text, re.M))
+    assert int(table["msgPutTotalTodayNow"]) >= N, text
+    assert len(table["putTps"].split(" ")) == 3 and float(table["putTps"].split(" ")[0]) >= 0.0, text
+    assert table["commitLogDirCapacity"].startswith("Total : "), text
+    assert int(table["putMessageSizeTotal"]) > 0, text
+
+
+async def test_java_mqadmin_reads_the_python_clients_traces(java_ref: Path, tmp_path: Path) -> None:
+    from rocketpy.client import ConsumeFromWhere, PushConsumer
+
+    seen: list[str] = []
+    async with console_cluster(str(tmp_path)) as c:
+        config = ClientConfig(namesrv_addr=c.namesrv, rebalance_interval=1.0, poll_name_server_interval=1.0)
+        async with Producer("PTraceJava", config=config, enable_msg_trace=True) as p:
+            sent = await p.send(make_message("TTraceJava", b"traced", tags="TagT", keys="trace-java"))
+        consumer = PushConsumer("CTraceJava", lambda msgs, ctx: seen.extend(m.uniq_key for m in msgs),
+                                config=config, enable_msg_trace=True,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe("TTraceJava", "*")
+        async with consumer:
+            with trio.fail_after(30):
+                while sent.msg_id not in seen:
+                    await trio.sleep(0.05)
+        out = await trio.run_process(["bash", str(java_ref / "bin" / "mqadmin.sh"), "queryMsgTraceById", "-n",
+                                      c.namesrv, "-i", sent.msg_id or ""], capture_stdout=True, capture_stderr=True)
+    text = out.stdout.decode()
+    assert re.search(r"^Pub\s+PTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
+    assert re.search(r"^Sub\s+CTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
+
+
+__all__ = ["STORE_KEYS"]

@@ -1,0 +1,161 @@
+"""The store's TPS windows and day marks behind GET_BROKER_RUNTIME_INFO.
+
+Java's StoreStatsService samples its put and get totals once a second, keeps the last
+601 samples, and answers ``putTps`` / ``getFoundTps`` / ``getMissTps`` /
+``getTransferedTps`` / ``getTotalTps`` as the rates over the last 10, 60 and 600 samples
+(an empty string while fewer samples exist). BrokerStats keeps the put and get totals
+seen at the last two local midnights (``msg*TotalTodayMorning`` / ``YesterdayMorning``);
+``msg*TotalTodayNow`` is the total since boot.
+
+The totals are the broker's plain counters (``broker.stats``), bumped once per send batch
+and once per pull, so sampling costs nothing on the send path; the bytes put are what the
+CommitLog grew by since boot (Java's putMessageSizeTotal is the sum of wrote bytes).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+from collections import deque
+from typing import TYPE_CHECKING
+
+from ..codecs.fastjson import java_double
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+MAX_RECORDS_OF_SAMPLING = 600
+WINDOWS = (10, 60, 600)
+
+
+def next_morning_ms(at_ms: int) -> int:
+    """The next local midnight after ``at_ms`` (UtilAll.computeNextMorningTimeMillis)."""
+    day = datetime.datetime.fromtimestamp(at_ms / 1000).date() + datetime.timedelta(days=1)
+    return int(datetime.datetime.combine(day, datetime.time()).timestamp() * 1000)
+
+
+def _double(value: float) -> str:
+    # Double.toString: NaN and the infinities are spelled out (fastjson's writer says null)
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return java_double(value)
+
+
+def human_bytes(count: int) -> str:
+    """MixAll.humanReadableByteCount(bytes, si=false): 1024-based, one decimal."""
+    if count < 1024:
+        return f"{count} B"
+    exp = min(int(math.log(count) / math.log(1024)), 6)
+    return f"{count / 1024**exp:.1f} {'KMGTPE'[exp - 1]}iB"
+
+
+def disk_info(commit_log_dir: str, consume_queue_dir: str) -> dict[str, str]:
+    """commitLogDirCapacity and the used ratios of the store's partitions (statvfs: no data read)."""
+
+    def space(path: str) -> tuple[int, int] | None:
+        while path and not os.path.exists(path):
+            path = os.path.dirname(path)
+        try:
+            st = os.statvfs(path or "/")
+        except OSError:
+            return None
+        return st.f_blocks * st.f_frsize, st.f_bfree * st.f_frsize  # Java's getTotalSpace, getFreeSpace
+
+    out: dict[str, str] = {}
+    log_space, cq_space = space(commit_log_dir), space(consume_queue_dir)
+    if log_space is not None:
+        total, free = log_space
+        out["commitLogDirCapacity"] = f"Total : {human_bytes(total)}, Free : {human_bytes(free)}."
+        ratio = _double((total - free) / total) if total else "-1.0"
+        out["commitLogDiskRatio"] = ratio
+        out[f"commitLogDiskRatio_{commit_log_dir}"] = ratio
+    if cq_space is not None:
+        total, free = cq_space
+        out["consumeQueueDiskRatio"] = _double((total - free) / total) if total else "-1.0"
+    return out
+
+
+class _Series:
+    """(timestamp ms, total) once a second, the newest last."""
+
+    def __init__(self) -> None:
+        self.samples: deque[tuple[int, int]] = deque(maxlen=MAX_RECORDS_OF_SAMPLING + 1)
+
+    def rate(self, window: int) -> float | None:
+        if len(self.samples) <= window:
+            return None
+        t0, v0 = self.samples[-(window + 1)]
+        t1, v1 = self.samples[-1]
+        span = t1 - t0
+        if span == 0:
+            return float("nan") if v1 == v0 else float("inf")
+        return (v1 - v0) / span * 1000.0
+
+    def text(self) -> str:
+        rates = [self.rate(w) for w in WINDOWS]
+        return " ".join("" if r is None else _double(r) for r in rates)
+
+
+class StoreStats:
+    def __init__(self, boot_ms: int, commitlog_base: int = 0) -> None:
+        self.put = _Series()
+        self.found = _Series()
+        self.miss = _Series()
+        self.transferred = _Series()
+        self.commitlog_base = commitlog_base
+        self.put_yesterday_morning = 0
+        self.put_today_morning = 0
+        self.get_yesterday_morning = 0
+        self.get_today_morning = 0
+        self.next_record_ms = next_morning_ms(boot_ms)
+
+    def sample(self, broker: BrokerController, at_ms: int) -> None:
+        """One sampling round (every second), and the midnight record when one has passed."""
+        s = broker.stats
+        self.put.samples.append((at_ms, s["put"]))
+        self.found.samples.append((at_ms, s["get_found"]))
+        self.miss.samples.append((at_ms, s["get_miss"]))
+        self.transferred.samples.append((at_ms, s["get"]))
+        if at_ms >= self.next_record_ms:
+            self.record(broker)
+            self.next_record_ms = next_morning_ms(at_ms)
+
+    def record(self, broker: BrokerController) -> None:
+        """BrokerStats.record: today's morning marks become yesterday's, the totals now today's."""
+        self.put_yesterday_morning = self.put_today_morning
+        self.get_yesterday_morning = self.get_today_morning
+        self.put_today_morning = broker.stats["put"]
+        self.get_today_morning = broker.stats["get"]
+
+    def total_tps(self) -> str:
+        out = []
+        for w in WINDOWS:
+            found, miss = self.found.rate(w), self.miss.rate(w)
+            out.append(_double((found or 0.0) + (miss or 0.0)))
+        return " ".join(out)
+
+    def runtime_info(self, broker: BrokerController) -> dict[str, str]:
+        """The counters and rates part of the runtime info table."""
+        s = broker.stats
+        puts = s["put"]
+        size = max(0, broker.store.max_phy_offset - self.commitlog_base)
+        return {
+            "msgPutTotalYesterdayMorning": str(self.put_yesterday_morning),
+            "msgPutTotalTodayMorning": str(self.put_today_morning),
+            "msgPutTotalTodayNow": str(puts),
+            "msgGetTotalYesterdayMorning": str(self.get_yesterday_morning),
+            "msgGetTotalTodayMorning": str(self.get_today_morning),
+            "msgGetTotalTodayNow": str(s["get"]),
+            "putMessageTimesTotal": str(puts),
+            "putMessageSizeTotal": str(size),
+            "putMessageAverageSize": _double(size / (puts or 1)),
+            "putMessageFailedTimes": "0",
+            "putTps": self.put.text(),
+            "getFoundTps": self.found.text(),
+            "getMissTps": self.miss.text(),
+            "getTotalTps": self.total_tps(),
+            "getTransferedTps": self.transferred.text(),
+        }

@@ -1,0 +1,67 @@
+"""``rocketpy console -n NAMESRV [--listen 127.0.0.1:8080]``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import trio
+
+DEFAULT_LISTEN = "127.0.0.1:8080"
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("console", help="web console and /metrics for a RocketMQ cluster (any 4.x NameServer)")
+    p.add_argument("-n", "--namesrv", required=True, help="NameServer address(es), host:port[;host:port]")
+    add_console_options(p)
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(func=run)
+
+
+def add_console_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    p.add_argument(f"--{prefix}listen", default=DEFAULT_LISTEN,
+                   help=f"address to serve on (default {DEFAULT_LISTEN}: this machine only)")
+    p.add_argument(f"--{prefix}users", metavar="FILE",
+                   help="users file (name=password, name=password,1 for an administrator): login required")
+    p.add_argument(f"--{prefix}read-only", action="store_true", help="refuse every change")
+
+
+def settings_from(args: argparse.Namespace, namesrv: str, prefix: str = "") -> object:
+    from .app import ConsoleSettings
+    from .auth import parse_users
+
+    users = None
+    path = getattr(args, f"{prefix}users")
+    if path:
+        with open(path, encoding="utf-8") as f:
+            users = parse_users(f.read())
+    return ConsoleSettings(namesrv=namesrv, read_only=getattr(args, f"{prefix}read_only"), users=users)
+
+
+def _fail(text: str) -> int:
+    print(f"rocketpy console: {text}", file=sys.stderr)
+    return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from .server import run_console, split_listen
+    except ModuleNotFoundError as exc:
+        return _fail(f"{exc.name} is missing: pip install 'rocketpy[console]'")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        split_listen(args.listen)
+        settings = settings_from(args, args.namesrv)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+
+    from ..broker.cli import _run
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(run_console, settings, args.listen)
+            print(f"rocketpy console: {url} (NameServer {args.namesrv})", flush=True)
+
+    return _run(main, "console", f"cannot serve on {args.listen}")

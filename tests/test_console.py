@@ -1,0 +1,371 @@
+"""The web console over the admin protocol, against our NameServer and broker (ASGI calls, no browser):
+pages show the cluster's data, changes need POST + CSRF, errors are messages, logins and read-only hold,
+and /metrics speaks rocketmq-exporter's names."""
+
+from __future__ import annotations
+
+import re
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+pytest.importorskip("starlette")
+pytest.importorskip("prometheus_client")
+
+from client_fakes import real_cluster  # noqa: E402
+
+from rocketpy.client import Producer, make_message  # noqa: E402
+from rocketpy.client.admin import Admin  # noqa: E402
+from rocketpy.codecs.trace import (  # noqa: E402
+    MESSAGE_TYPES,
+    TraceRecord,
+    decode_trace_data,
+    encode_pub,
+    encode_sub_after,
+    encode_sub_before,
+    timeline,
+)
+from rocketpy.console.app import ConsoleSettings, build_app  # noqa: E402
+from rocketpy.console.auth import SESSION_COOKIE, parse_users  # noqa: E402
+from rocketpy.console.data import ConsoleData  # noqa: E402
+
+
+class Browser:
+    """Calls an ASGI app in process and keeps its cookies."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.cookies: dict[str, str] = {}
+
+    async def request(self, method: str, path: str, form: dict[str, str] | None = None,
+                      headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+        path, _, query = path.partition("?")
+        body = urlencode(form or {}).encode()
+        hdrs = [(b"host", b"console.test")]
+        if self.cookies:
+            hdrs.append((b"cookie", "; ".join(f"{k}={v}" for k, v in self.cookies.items()).encode()))
+        if form is not None:
+            hdrs += [(b"content-type", b"application/x-www-form-urlencoded"),
+                     (b"content-length", str(len(body)).encode())]
+        for k, v in (headers or {}).items():
+            hdrs.append((k.lower().encode(), v.encode()))
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+                 "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(),
+                 "root_path": "", "headers": hdrs, "client": ("127.0.0.1", 1), "server": ("console.test", 80)}
+        sent = False
+        out: dict[str, Any] = {"body": b"", "headers": []}
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await trio.sleep_forever()
+            raise AssertionError
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                out["status"] = message["status"]
+                out["headers"] = [(k.decode(), v.decode()) for k, v in message["headers"]]
+            elif message["type"] == "http.response.body":
+                out["body"] += message.get("body", b"")
+
+        with trio.fail_after(20):
+            await self.app(scope, receive, send)
+        headers_out = dict(out["headers"])
+        for k, v in out["headers"]:
+            if k == "set-cookie":
+                name, _, rest = v.partition("=")
+                value = rest.split(";")[0].strip('"')
+                if value and "max-age=0" not in v.lower():
+                    self.cookies[name] = value
+                else:
+                    self.cookies.pop(name, None)
+        return out["status"], headers_out, out["body"].decode("utf-8", "replace")
+
+    async def get(self, path: str) -> tuple[int, str]:
+        status, _, text = await self.request("GET", path)
+        return status, text
+
+    async def post(self, path: str, form: dict[str, str], *, csrf_from: str = "/") -> tuple[int, str]:
+        """Submit like a page would: with the CSRF token of the form just loaded; follows the redirect."""
+        _, page = await self.get(csrf_from)
+        token = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert token, "the page has no change form"
+        status, headers, text = await self.request("POST", path, {**form, "csrf": token.group(1)})
+        if status == 303:
+            return await self.get(headers["location"])
+        return status, text
+
+
+@asynccontextmanager
+async def console(**settings: Any):
+    async with real_cluster() as cluster, Admin(cluster.namesrv) as admin:
+        data = ConsoleData(admin)
+        producer = Producer("PG_console_test", client=admin.client)
+        await producer.start()
+
+        async def send(topic: str, body: bytes, tags: str, keys: str) -> Any:
+            return await producer.send(make_message(topic, body, tags=tags or None, keys=keys or None))
+
+        try:
+            app = build_app(ConsoleSettings(namesrv=cluster.namesrv, **settings), data, send)
+            yield Browser(app), cluster, producer
+        finally:
+            await producer.shutdown()
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+@pytest.mark.timeout(60)
+async def test_pages_show_the_cluster_and_changes_go_through_admin_calls():
+    async with console() as (browser, cluster, producer):
+        status, page = await browser.get("/")
+        assert status == 200 and "broker-a" in page and "V4_9_8" in page and cluster.broker_addr in page
+        status, page = await browser.post("/topics/save", {"topic": "TConsole", "read": "2", "write": "2",
+                                                            "perm": "RW", "back": "/topics"}, csrf_from="/topics")
+        assert status == 200 and "topic TConsole saved" in page
+        with trio.fail_after(5):  # the broker registers the new topic with the NameServer in the background
+            while not re.search(r"<td class=\"n\">2</td>\s*<td class=\"n\">2</td>", page):  # 2 read, 2 write queues
+                await trio.sleep(0.05)
+                _, page = await browser.get("/topic/TConsole")
+        status, page = await browser.post("/topic/TConsole/send", {"tags": "TagA", "keys": "order-42",
+                                                                   "body": '{"id": 42}', "back": "/topic/TConsole"},
+                                          csrf_from="/topic/TConsole")
+        assert "sent: SEND_OK" in page, _text(page)
+        msg_id = re.search(r"msgId=([0-9A-F]+)", page).group(1)
+        _, page = await browser.get("/topics")
+        assert "TConsole" in page and "TBW102" not in page  # system topics hidden by default
+        _, page = await browser.get("/topics?system=1")
+        assert "TBW102" in page
+        # by key, then the detail by id with the JSON body pretty-printed
+        _, page = await browser.get("/messages?" + urlencode({"topic": "TConsole", "key": "order-42"}))
+        assert "1 found" in page and msg_id in page, _text(page)[-600:]
+        _, page = await browser.get("/message?" + urlencode({"topic": "TConsole", "id": msg_id}))
+        assert "order-42" in page and "&#34;id&#34;: 42" in page and "TagA" in page
+        _, page = await browser.get("/messages?" + urlencode({"topic": "TConsole"}))  # the last hour
+        assert "1 found" in page and msg_id in page
+        # a group with offsets: lag 1, then reset to now leaves nothing behind
+        await producer.send(make_message("TConsole", b"second", keys="k2"))
+        status, page = await browser.post("/groups/save", {"group": "GConsole", "back": "/groups"},
+                                          csrf_from="/groups")
+        assert "group GConsole saved" in page
+        _, page = await browser.get("/group/GConsole")
+        assert "GConsole" in page
+        # an error from the broker is a message on the page, not a trace
+        status, page = await browser.post("/group/GConsole/reset", {"topic": "NoSuchTopic", "time": "0",
+                                                                    "back": "/group/GConsole"},
+                                          csrf_from="/group/GConsole")
+        assert status == 200 and 'class="err"' in page and "Traceback" not in page
+        status, page = await browser.get("/topic/NoSuchTopic")
+        assert status == 200 and 'id="error"' in page and "NoSuchTopic" in page
+        status, page = await browser.post("/topic/TConsole/delete", {"back": "/topic/TConsole"},
+                                          csrf_from="/topic/TConsole")
+        assert "topic TConsole deleted" in page
+        _, page = await browser.get("/topics")
+        assert "TConsole" not in _text(page).replace("topic TConsole deleted", "")
+
+
+@pytest.mark.timeout(60)
+async def test_message_detail_shows_consumers_and_resends_to_one_client():
+    from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
+
+    got: list[bytes] = []
+    async with console() as (browser, cluster, producer):
+        sent = await producer.send(make_message("TResend", b"resend me", keys="rk"))
+        config = ClientConfig(namesrv_addr=cluster.namesrv, rebalance_interval=1.0,
+                              persist_consumer_offset_interval=0.2, poll_name_server_interval=1.0)
+        consumer = PushConsumer("GResend", lambda msgs, ctx: got.extend(m.body for m in msgs), config=config,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe("TResend", "*")
+        async with consumer:
+            with trio.fail_after(20):
+                while not got:
+                    await trio.sleep(0.05)
+            detail = "/message?" + urlencode({"topic": "TResend", "id": sent.msg_id})
+            with trio.fail_after(10):  # the offset reaches the broker
+                while "CONSUMED" not in (page := (await browser.get(detail))[1]).replace("NOT_CONSUMED", ""):
+                    await trio.sleep(0.1)
+            assert re.search(r"GResend</a></td><td>CONSUMED</td>", page)
+            status, page = await browser.post("/message/resend", {
+                "topic": "TResend", "id": sent.msg_id, "group": "GResend", "client": consumer.client.client_id,
+                "back": detail}, csrf_from=detail)
+            assert re.search(r"consumed by \S+: CR_SUCCESS", page), _text(page)[1200:1900]
+            assert got == [b"resend me", b"resend me"]
+
+
+async def test_changes_need_post_and_the_csrf_token():
+    async with console() as (browser, cluster, _producer):
+        await browser.get("/")
+        status, _, text = await browser.request("POST", "/topics/save", {"topic": "TForged"})
+        assert status == 403 and "CSRF" in text
+        status, _, text = await browser.request("POST", "/topics/save", {"topic": "TForged", "csrf": "0" * 64})
+        assert status == 403
+        status, _, _ = await browser.request("GET", "/topics/save")
+        assert status == 405
+        other = Browser(browser.app)  # another session's token does not work either
+        _, page = await other.get("/topics")
+        token = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        status, _, _ = await browser.request("POST", "/topics/save", {"topic": "TForged", "csrf": token})
+        assert status == 403
+        _, page = await browser.get("/topics?system=1")
+        assert "TForged" not in page
+
+
+async def test_read_only_refuses_changes_and_hides_forms():
+    async with console(read_only=True) as (browser, _cluster, _producer):
+        _, page = await browser.get("/topics")
+        assert "read-only" in page and 'id="topic-create"' not in page
+        token = re.search(r'name="csrf" value="([^"]+)"', (await browser.get("/"))[1])
+        assert token is None
+        status, _, _ = await browser.request("POST", "/groups/save", {"group": "G", "csrf": "x"})
+        assert status == 403
+
+
+async def test_login_with_a_users_file():
+    users = parse_users("# name=password[,1]\nadmin=secret,1\nviewer=look\n")
+    async with console(users=users) as (browser, _cluster, _producer):
+        status, headers, _ = await browser.request("GET", "/topics")
+        assert status == 303 and headers["location"].startswith("/login")
+        status, _, text = await browser.request("POST", "/login?next=/topics", {"user": "admin", "password": "no"})
+        assert status == 401 and "wrong user or password" in text
+        status, _, _ = await browser.request("GET", "/metrics")
+        assert status == 401
+        viewer = Browser(browser.app)
+        status, headers, _ = await viewer.request("POST", "/login?next=/topics", {"user": "viewer", "password": "look"})
+        assert status == 303 and headers["location"] == "/topics" and SESSION_COOKIE in viewer.cookies
+        _, page = await viewer.get("/topics")
+        assert 'id="topic-create"' not in page  # not an administrator
+        status, _, _ = await viewer.request("POST", "/topics/save", {
+            "topic": "TV", "csrf": re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+            if 'name="csrf"' in page else "x"})
+        assert status == 403
+        status, _, _ = await browser.request("POST", "/login", {"user": "admin", "password": "secret"})
+        _, page = await browser.get("/topics")
+        assert 'id="topic-create"' in page and "admin" in page
+
+
+async def test_metrics_use_the_exporter_names():
+    async with console() as (browser, cluster, producer):
+        for i in range(3):
+            await producer.send(make_message("TMetrics", f"m{i}".encode()))
+        broker = cluster.broker
+        broker.stats_manager.sample(broker)
+        status, headers, text = await browser.request("GET", "/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    for name in ("rocketmq_broker_tps", "rocketmq_broker_qps", "rocketmq_producer_offset", "rocketmq_producer_tps",
+                 "rocketmq_producer_message_size", "rocketmq_group_diff", "rocketmq_consumer_tps",
+                 "rocketmq_brokeruntime_msg_put_total_today_now"):
+        assert f"# TYPE {name} gauge" in text, name
+    assert re.search(r'rocketmq_producer_offset\{broker="broker-a",cluster="DefaultCluster",topic="TMetrics"\} 3\.0',
+                     text), text
+    assert re.search(r"rocketmq_brokeruntime_msg_put_total_today_now\{.*\} [1-9]", text)
+    for name in ("rocketmq_producer_tps", "rocketmq_producer_message_size"):  # sampled once: a rate of 0
+        assert re.search(name + r'\{broker="broker-a",cluster="DefaultCluster",topic="TMetrics"\} 0\.0', text), name
+
+
+@pytest.mark.timeout(60)
+async def test_trace_timeline_of_python_clients_with_enable_msg_trace():
+    from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
+
+    seen: list[str] = []
+    async with console() as (browser, cluster, _producer):
+        config = ClientConfig(namesrv_addr=cluster.namesrv, rebalance_interval=1.0, poll_name_server_interval=1.0)
+        async with Producer("PG_traced", namesrv=cluster.namesrv, enable_msg_trace=True) as traced:
+            result = await traced.send(make_message("TTraced", b"traced body", tags="T1", keys="trace-key"))
+            consumer = PushConsumer("CG_traced", lambda msgs, ctx: seen.extend(m.uniq_key for m in msgs),
+                                    config=config, enable_msg_trace=True,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe("TTraced", "*")
+            async with consumer:
+                with trio.fail_after(20):
+                    while result.msg_id not in seen:
+                        await trio.sleep(0.05)
+        # both trace dispatchers flushed on shutdown: the timeline has send, consume start and end
+        with trio.fail_after(10):
+            while True:
+                _, page = await browser.get("/trace?id=" + result.msg_id)
+                if 'class="step-SubAfter"' in page:
+                    break
+                await trio.sleep(0.1)
+        steps = re.findall(r'class="step-(\w+)"', page)
+        assert steps == ["Pub", "SubBefore", "SubAfter"], steps
+        assert "PG_traced" in page and "CG_traced" in page and "TTraced" in page and "trace-key" in page
+
+
+async def test_metrics_are_gathered_once_per_max_age(monkeypatch, autojump_clock):
+    from rocketpy.console import metrics
+
+    calls: list[int] = []
+
+    async def fake_render(data: Any) -> bytes:
+        calls.append(1)
+        await trio.sleep(1)  # a slow gathering: a second scrape meanwhile waits for it
+        return str(len(calls)).encode()
+
+    monkeypatch.setattr(metrics, "render", fake_render)
+    cache = metrics.MetricsCache(max_age=10)
+    got: list[bytes] = []
+
+    async def scrape() -> None:
+        got.append(await cache.get(None))  # type: ignore[arg-type]
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(scrape)
+        nursery.start_soon(scrape)
+    assert got == [b"1", b"1"] and len(calls) == 1
+    await trio.sleep(5)
+    assert await cache.get(None) == b"1"  # type: ignore[arg-type]
+    await trio.sleep(5)
+    assert await cache.get(None) == b"2" and len(calls) == 2  # type: ignore[arg-type]
+
+
+def test_trace_records_round_trip_and_order():
+    pub = TraceRecord("Pub", "MSG1", 1000, "DefaultRegion", "PG", topic="T", tags="a", keys="k", store_host="h:1",
+                      body_length=5, cost_time=3, msg_type="Normal_Msg", offset_msg_id="OFF", success=True)
+    before = TraceRecord("SubBefore", "MSG1", 1010, "DefaultRegion", "CG", request_id="R1", retry_times=0, keys="k")
+    after = TraceRecord("SubAfter", "MSG1", 0, request_id="R1", cost_time=7, success=True, keys="k",
+                        group="CG", context_code=0)
+    after.timestamp = 1020
+    text = encode_pub(pub) + encode_sub_before(before) + encode_sub_after(after)
+    records = decode_trace_data(text)
+    assert [r.trace_type for r in records] == ["Pub", "SubBefore", "SubAfter"]
+    assert records[0] == pub and records[1] == before and records[2] == after
+    ordered = timeline(list(reversed(records)) + [TraceRecord("Pub", "OTHER", 1)], "MSG1")
+    assert [r.trace_type for r in ordered] == ["Pub", "SubBefore", "SubAfter"]
+    assert decode_trace_data("Pub\x01broken\x02Nope\x01x\x02") == []  # short and unknown records are skipped
+
+
+_field = st.text(alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=12)
+_ms = st.integers(min_value=0, max_value=2**62)
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(lambda *a: TraceRecord("Pub", a[0], a[1], a[2], a[3], topic=a[4], tags=a[5], keys=a[6],
+                                             store_host=a[7], body_length=a[8], cost_time=a[9], msg_type=a[10],
+                                             offset_msg_id=a[11], success=a[12]),
+                      _field, _ms, _field, _field, _field, _field, _field, _field, st.integers(0, 2**31 - 1),
+                      st.integers(0, 2**31 - 1), st.sampled_from(MESSAGE_TYPES), _field, st.booleans()),
+            st.builds(lambda *a: TraceRecord("SubBefore", a[0], a[1], a[2], a[3], request_id=a[4], retry_times=a[5],
+                                             keys=a[6]),
+                      _field, _ms, _field, _field, _field, st.integers(0, 16), _field),
+            st.builds(lambda *a: TraceRecord("SubAfter", a[0], a[1], group=a[2], request_id=a[3], cost_time=a[4],
+                                             success=a[5], keys=a[6], context_code=a[7]),
+                      _field, _ms, _field, _field, st.integers(0, 2**31 - 1), st.booleans(), _field, st.integers(0, 4)),
+        ),
+        max_size=5,
+    )
+)
+def test_trace_encoding_round_trips(records: list[TraceRecord]) -> None:
+    encoders = {"Pub": encode_pub, "SubBefore": encode_sub_before, "SubAfter": encode_sub_after}
+    text = "".join(encoders[r.trace_type](r) for r in records)
+    assert decode_trace_data(text) == records

@@ -1,0 +1,124 @@
+"""GET_BROKER_RUNTIME_INFO's real counters: StoreStatsService's TPS windows and BrokerStats' day marks."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from types import SimpleNamespace
+
+from rocketpy.broker.store_stats import StoreStats, human_bytes, next_morning_ms
+from rocketpy.broker.testing import broker_client, now_ms, running_broker
+from rocketpy.codecs import ResponseCode
+from rocketpy.codecs.bodies import KVTable
+from rocketpy.codecs.codes import RequestCode
+
+
+def _fake_broker() -> SimpleNamespace:
+    return SimpleNamespace(
+        stats={"put": 0, "get": 0, "get_found": 0, "get_miss": 0}, store=SimpleNamespace(max_phy_offset=1000)
+    )
+
+
+def test_tps_windows_need_enough_samples():
+    broker = _fake_broker()
+    t0 = 1_700_000_000_000
+    stats = StoreStats(t0, commitlog_base=1000)
+    for k in range(12):  # 12 samples one second apart, 5 puts and 2 found reads a second
+        broker.stats["put"] = 5 * k
+        broker.stats["get_found"] = 2 * k
+        broker.stats["get"] = 20 * k
+        stats.sample(broker, t0 + 1000 * k)
+    info = stats.runtime_info(broker)
+    # the 10-sample window is there, the 60 and 600 ones are not yet: empty, as Java prints them
+    assert info["putTps"] == "5.0  "
+    assert info["getFoundTps"] == "2.0  "
+    assert info["getTransferedTps"] == "20.0  "
+    assert info["getMissTps"] == "0.0  "
+    assert info["getTotalTps"] == "2.0 0.0 0.0"
+    assert info["msgPutTotalTodayNow"] == "55" and info["msgGetTotalTodayNow"] == "220"
+    broker.store.max_phy_offset = 1000 + 55 * 200
+    info = stats.runtime_info(broker)
+    assert info["putMessageSizeTotal"] == "11000" and info["putMessageAverageSize"] == "200.0"
+
+
+def test_human_bytes_like_mixall():
+    assert [human_bytes(n) for n in (0, 1023, 1024, 1536, 252 * 1024**3, 5 * 1024**5)] == [
+        "0 B", "1023 B", "1.0 KiB", "1.5 KiB", "252.0 GiB", "5.0 PiB"]
+
+
+def test_midnight_moves_the_morning_marks():
+    broker = _fake_broker()
+    boot = int(datetime.datetime(2026, 3, 1, 23, 0).timestamp() * 1000)
+    stats = StoreStats(boot)
+    assert next_morning_ms(boot) == int(datetime.datetime(2026, 3, 2).timestamp() * 1000)
+    broker.stats.update(put=40, get=30)
+    stats.sample(broker, boot + 1000)  # still the boot day: nothing recorded
+    assert stats.runtime_info(broker)["msgPutTotalTodayMorning"] == "0"
+    stats.sample(broker, next_morning_ms(boot) + 500)
+    broker.stats.update(put=70, get=45)
+    info = stats.runtime_info(broker)
+    assert (info["msgPutTotalTodayMorning"], info["msgGetTotalTodayMorning"]) == ("40", "30")
+    assert (info["msgPutTotalTodayNow"], info["msgPutTotalYesterdayMorning"]) == ("70", "0")
+    stats.sample(broker, next_morning_ms(next_morning_ms(boot)) + 1)
+    info = stats.runtime_info(broker)
+    assert (info["msgPutTotalYesterdayMorning"], info["msgPutTotalTodayMorning"]) == ("40", "70")
+    assert (info["msgGetTotalYesterdayMorning"], info["msgGetTotalTodayMorning"]) == ("30", "45")
+
+
+async def test_runtime_info_counts_sends_and_pulls(tmp_path):
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            t0 = now_ms()
+            rates = StoreStats(t0, broker.store.max_phy_offset)  # our own sampler: the broker's runs on the clock
+            rates.sample(broker, t0)
+            for i in range(6):
+                await c.send("TRt", f"m{i}".encode(), queue_id=0)
+            r, msgs = await c.pull("GRt", "TRt", 0, 0)
+            assert r.code == ResponseCode.SUCCESS and len(msgs) == 6
+            r, _ = await c.pull("GRt", "TRt", 0, 6)  # nothing new: a miss
+            assert r.code == ResponseCode.PULL_NOT_FOUND
+            for k in range(1, 11):
+                rates.sample(broker, t0 + 1000 * k)
+            r = await c.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+            table = KVTable.decode(r.body).table
+            mine = rates.runtime_info(broker)
+    assert table["msgPutTotalTodayNow"] == "6" and table["msgGetTotalTodayNow"] == "6"
+    assert table["msgPutTotalTodayMorning"] == "0"  # no midnight since boot
+    assert int(table["putMessageSizeTotal"]) == int(mine["putMessageSizeTotal"]) > 6 * 10
+    assert {"putTps", "getFoundTps", "getMissTps", "getTotalTps", "getTransferedTps"} <= table.keys()
+    assert re.fullmatch(r"Total : \d+\.\d [KMGTPE]iB, Free : [\d.]+ ([KMGTPE]i)?B\.", table["commitLogDirCapacity"])
+    assert 0.0 <= float(table["commitLogDiskRatio"]) <= 1.0
+    assert mine["putTps"].split(" ")[0] == "0.6" and mine["getTransferedTps"].split(" ")[0] == "0.6"
+    assert mine["getFoundTps"].split(" ")[0] == "0.1" and mine["getMissTps"].split(" ")[0] == "0.1"
+    assert mine["getTotalTps"].split(" ")[0] == "0.2"
+
+
+async def test_put_and_get_sizes_count_the_stored_bytes(tmp_path):
+    from rocketpy.broker.stats import GROUP_GET_SIZE, TOPIC_PUT_SIZE
+    from rocketpy.codecs.bodies import BrokerStatsData
+    from rocketpy.codecs.headers import ViewBrokerStatsDataRequestHeader
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            await c.send("TSize", b"first", queue_id=0)
+            await c.update_offset("GSize", "TSize", 0, 0)
+            t0 = now_ms()
+            broker.stats_manager.sample(broker, at_ms=t0)  # first sight: the marks, nothing counted
+            for i in range(5):
+                await c.send("TSize", b"x" * (10 * i), queue_id=0)
+            _, msgs = await c.pull("GSize", "TSize", 0, 0)
+            sizes = [m.store_size for m in msgs]
+            await c.update_offset("GSize", "TSize", 0, 4)  # consumed the first four
+            broker.stats_manager.sample(broker, at_ms=t0 + 10_001)
+
+            async def view(name: str, key: str) -> int:
+                r = await c.invoke(RequestCode.VIEW_BROKER_STATS_DATA,
+                                   ViewBrokerStatsDataRequestHeader(stats_name=name, stats_key=key))
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                return BrokerStatsData.decode(r.body).stats_minute.sum
+
+            assert await view(TOPIC_PUT_SIZE, "TSize") == sum(sizes[1:])  # the five sent after the first round
+            assert await view(GROUP_GET_SIZE, "TSize@GSize") == sum(sizes[0:4])
+            await c.update_offset("GSize", "TSize", 0, 1)  # a reset back: not counted as consumed
+            broker.stats_manager.sample(broker, at_ms=t0 + 20_002)
+            assert await view(GROUP_GET_SIZE, "TSize@GSize") == sum(sizes[0:4])

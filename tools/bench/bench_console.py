@@ -1,0 +1,78 @@
+"""Console page render time with many topics and groups (1,000 topics, 200 groups by default).
+
+Starts a NameServer, a broker and the console in process (rocketpy.console.testing), creates the
+topics and groups (each group with committed offsets on one topic, so its lag is computed), then
+fetches each page over HTTP from Hypercorn ``--runs`` times and prints the first, median and worst time
+(``/metrics`` is gathered on the first fetch, then reused for 10 s: its first time is the one that counts).
+The server, the broker and the HTTP client share one trio loop, so the figures include their cost.
+
+Run: python tools/bench/bench_console.py [--topics 1000] [--groups 200] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import trio
+
+from rocketpy.client import Producer, make_message
+from rocketpy.client.admin import Admin
+from rocketpy.codecs.bodies import SubscriptionGroupConfig, TopicConfig
+from rocketpy.console.testing import console_cluster
+
+
+async def http_get(url: str, path: str) -> tuple[int, int]:
+    """(status, body bytes) of one GET on a new connection."""
+    host, _, port = url.removeprefix("http://").partition(":")
+    stream = await trio.open_tcp_stream(host, int(port))
+    async with stream:
+        await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        data = bytearray()
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+    head, _, body = bytes(data).partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), len(body)
+
+
+async def main(topics: int, groups: int, runs: int) -> None:
+    async with console_cluster() as c, Admin(c.namesrv) as admin:
+        addr = c.broker.broker_addr
+        t0 = time.perf_counter()
+        for i in range(topics):
+            await admin.create_topic(addr, TopicConfig(topic_name=f"BenchTopic{i:04d}", read_queue_nums=4,
+                                                       write_queue_nums=4))
+        async with Producer("BenchPG", namesrv=c.namesrv) as p:
+            for i in range(20):
+                await p.send(make_message("BenchTopic0000", f"m{i}"))
+        route = await admin.topic_route("BenchTopic0000")
+        mqs = list((await admin.topic_stats("BenchTopic0000")).offset_table)
+        master = route.broker_datas[0].master_addr() if route.broker_datas else addr
+        for g in range(groups):
+            group = f"BenchGroup{g:03d}"
+            await admin.update_sub_group(addr, SubscriptionGroupConfig(group_name=group))
+            for mq in mqs:
+                await admin.client.api.update_consumer_offset(master or addr, group, mq, g % 5)
+        print(f"setup: {topics} topics, {groups} groups in {time.perf_counter() - t0:.1f} s")
+        pages = ["/", "/topics", "/topics?system=1", "/groups", "/topic/BenchTopic0000", "/group/BenchGroup000",
+                 "/metrics"]
+        print(f"{'page':28} {'first ms':>9} {'median ms':>10} {'max ms':>8} {'bytes':>9}")
+        for page in pages:
+            times = []
+            size = 0
+            for _ in range(runs):
+                start = time.perf_counter()
+                status, size = await http_get(c.url, page)
+                times.append((time.perf_counter() - start) * 1000)
+                assert status == 200, (page, status)
+            print(f"{page:28} {times[0]:9.1f} {statistics.median(times):10.1f} {max(times):8.1f} {size:9d}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topics", type=int, default=1000)
+    parser.add_argument("--groups", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    trio.run(main, args.topics, args.groups, args.runs)
