@@ -116,6 +116,7 @@ def run_broker(args: argparse.Namespace) -> int:
         given["listenHost"] = args.host
     if args.no_vip:
         given["vipChannelEnable"] = "false"
+    advertise_listen_host(given)
     try:
         cfg = BrokerConfig.from_properties(given, strict=True)
         _check_store_dirs(cfg)
@@ -127,9 +128,19 @@ def run_broker(args: argparse.Namespace) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_until_signal, nursery.cancel_scope, broker)
             await nursery.start(broker.run, None)
-            print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}", flush=True)
+            print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}, "
+                  f"registered as {broker.broker_addr}", flush=True)
 
     return _run(main, "broker", f"cannot run on {cfg.listen_host}:{cfg.listen_port}")
+
+
+def advertise_listen_host(given: dict[str, str]) -> None:
+    """A broker bound to one specific address registers that address, unless brokerIP1 says otherwise:
+    the default (the host's default-route address) would not be reachable on it."""
+    host = given.get("listenHost", "").strip()
+    if host and host not in ("0.0.0.0", "::") and not given.get("brokerIP1", "").strip():
+        given["brokerIP1"] = host
+        given.setdefault("brokerIP2", host)
 
 
 def _run(main: Any, command: str, what: str) -> int:
