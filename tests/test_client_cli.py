@@ -58,10 +58,36 @@ def test_produce_then_consume(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
     assert {m["msgId"] for m in msgs} == {r["msgId"] for r in results}
 
 
-def test_consume_stops_after_silence(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = run(capsys, "consume", "-n", cluster.namesrv, "-t", "CliEmpty", "-g", "CliGroupE",
-                    "--timeout", "0.5")
+def test_consume_stops_after_silence(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    produce(monkeypatch, capsys, cluster, b"old\n", "-t", "CliQuiet")
+    argv = ["consume", "-n", cluster.namesrv, "-t", "CliQuiet", "-g", "CliGroupE"]
+    code, out = run(capsys, *argv, "--count", "1", "--timeout", "5")
+    assert code == 0 and json.loads(out)["body"] == "old"
+    code, out = run(capsys, *argv, "--timeout", "0.5")  # nothing new: ends after the quiet time
     assert code == 0 and out == ""
+
+
+def test_consume_unknown_topic_fails(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["consume", "-n", cluster.namesrv, "-t", "CliNoSuchTopic", "-g", "CliGroupN", "--timeout", "0.5"])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == ""
+    assert captured.err.strip() == (f"rocketpy consume: topic CliNoSuchTopic does not exist (the NameServer "
+                                    f"{cluster.namesrv} has no route for it)")
+
+
+@pytest.mark.parametrize("command", ["consume", "produce"])
+def test_unreachable_namesrv_is_one_line_with_the_cause(command: str, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from rocketpy.broker.testing import free_broker_port
+
+    addr = f"127.0.0.1:{free_broker_port()}"  # nothing listens there
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x\n")))
+    argv = [command, "-n", addr, "-t", "T"] + (["-g", "G", "--timeout", "0.5"] if command == "consume" else [])
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"rocketpy {command}: cannot reach the NameServer {addr}")
+    assert "connect" in err[0]  # the refused connection, not "No route info"
 
 
 def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
