@@ -118,6 +118,7 @@ def run_broker(args: argparse.Namespace) -> int:
         given["vipChannelEnable"] = "false"
     advertise_listen_host(given)
     try:
+        _warn_config("broker", given)
         cfg = BrokerConfig.from_properties(given, strict=True)
         _check_store_dirs(cfg)
         broker = BrokerController(cfg)
@@ -132,6 +133,14 @@ def run_broker(args: argparse.Namespace) -> int:
                   f"registered as {broker.broker_addr}", flush=True)
 
     return _run(main, "broker", f"cannot run on {cfg.listen_host}:{cfg.listen_port}")
+
+
+def _warn_config(command: str, given: dict[str, str]) -> None:
+    """ConfigError for what the broker refuses (see config_check); a stderr line per warning."""
+    from .config_check import check_given
+
+    for warning in check_given(given):
+        print(f"rocketpy {command}: warning: {warning}", file=sys.stderr, flush=True)
 
 
 def advertise_listen_host(given: dict[str, str]) -> None:
@@ -189,6 +198,7 @@ def serve_configs(args: Any) -> tuple[Any, Any]:
         given.setdefault("brokerIP2", ip)
     if getattr(args, "no_vip", False):
         given["vipChannelEnable"] = "false"
+    _warn_config("serve", given)
     return ns, BrokerConfig.from_properties(given, strict=True)
 
 
