@@ -84,12 +84,19 @@ def run_quietly(command: str, main: Callable[[], Awaitable[int]], verbose: bool 
     client_log = logging.getLogger("rocketpy.client")
     if not verbose:
         client_log.setLevel(logging.CRITICAL)
+    failure: BaseException | None = None
+    interrupted = False
     try:
         return trio.run(main)
-    except KeyboardInterrupt:
+    except* KeyboardInterrupt:
+        interrupted = True
+    except* MQClientError as group:
+        failure = group
+        while isinstance(failure, BaseExceptionGroup):
+            failure = failure.exceptions[0]
+    if interrupted:
         return 130
-    except MQClientError as exc:
-        return fail(command, str(exc))
+    return fail(command, str(failure))
 
 
 async def preflight(command: str, config: ClientConfig, topic: str, need_route: bool) -> None:

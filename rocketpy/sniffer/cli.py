@@ -132,7 +132,7 @@ def _finish(session: Session, args: argparse.Namespace, console: Console) -> Non
 
 
 def _fail(message: str) -> int:
-    Console(stderr=True, highlight=False).print(f"[bold red]rocketpy:[/] {message}")
+    Console(stderr=True, highlight=False).print(Text.assemble(("rocketpy:", "bold red"), " ", message))
     return 2
 
 
@@ -242,15 +242,20 @@ def cmd_proxy(args: argparse.Namespace) -> int:
                 listeners = await nursery.start(serve_proxy, listen, upstream, on_event)
                 bound = ", ".join(f"{s.socket.getsockname()[0]}:{s.socket.getsockname()[1]}" for s in listeners)
                 Console(stderr=True, highlight=False).print(
-                    f"proxying {bound} → {upstream[0]}:{upstream[1]}, Ctrl-C stops"
+                    Text(f"proxying {bound} → {upstream[0]}:{upstream[1]}, Ctrl-C stops")
                 )
 
+    failure: BaseException | None = None
     try:
         trio.run(run)
-    except OSError as exc:
-        return _fail(str(exc))
-    except KeyboardInterrupt:
-        pass
+    except* OSError as group:
+        failure = group
+        while isinstance(failure, BaseExceptionGroup):
+            failure = failure.exceptions[0]
+    except* KeyboardInterrupt:
+        pass  # Ctrl-C ends the proxy: the summary below still prints (trio may hand it over in a group)
+    if failure is not None:
+        return _fail(str(failure))
     _finish(session, args, console)
     return 0
 
