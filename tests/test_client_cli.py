@@ -118,14 +118,19 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
     code, out = run(capsys, "admin", "getBrokerConfig", "-n", ns, "-b", addr)
     assert code == 0 and "brokerName" in out
     code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", offset_id)
-    assert code == 0 and "hello admin" in out and "AdmTopic" in out
-    code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", results[0]["msgId"], "-t", "AdmTopic")
-    assert code == 0 and "hello admin" in out
+    assert code == 0 and f"OffsetID:            {offset_id}\n" in out and "Topic:               AdmTopic\n" in out
+    body_path = out.split("Message Body Path:   ")[1].strip()  # mqadmin's layout: the body goes to a file
+    assert open(body_path, "rb").read() == b"hello admin"
+    code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", results[0]["msgId"], "-t", "AdmTopic",
+                    "--json")
+    assert code == 0 and json.loads(out)["body"] == "hello admin"
+    code, out = run(capsys, "admin", "queryMsgByUniqueKey", "-n", ns, "-i", results[0]["msgId"], "-t", "AdmTopic")
+    assert code == 0 and out.startswith("Topic:               AdmTopic\n")
     code, out = run(capsys, "admin", "queryMsgByKey", "-n", ns, "-t", "AdmTopic", "-k", "adm-key")
     assert code == 0 and results[0]["msgId"] in out
     code, out = run(capsys, "admin", "queryMsgByOffset", "-n", ns, "-t", "AdmTopic", "-b", "broker-a", "-i",
-                    str(results[0]["queueId"]), "-o", "0")
-    assert code == 0 and "hello admin" in out
+                    str(results[0]["queueId"]), "-o", "0", "--json")
+    assert code == 0 and json.loads(out)["body"] == "hello admin"
     code, out = run(capsys, "admin", "printMsg", "-n", ns, "-t", "AdmTopic")
     assert code == 0 and "hello admin" in out
     code, out = run(capsys, "admin", "updateSubGroup", "-n", ns, "-b", addr, "-g", "AdmGroup")

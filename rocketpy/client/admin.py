@@ -15,6 +15,8 @@ from ..codecs.bodies import (
     ClusterInfo,
     ConsumerConnection,
     ConsumeStats,
+    ConsumeStatsList,
+    GroupList,
     KVTable,
     MessageQueue,
     ProducerConnection,
@@ -27,18 +29,23 @@ from ..codecs.bodies import (
 )
 from ..codecs.codes import MixAll, PullStatus, PullSysFlag
 from ..codecs.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    CloneGroupOffsetRequestHeader,
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
     QueryMessageRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
     ViewMessageRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
 )
 from ..codecs.message import MessageExt, decode_message, decode_messages, decode_offset_msg_id
 from ..remoting import RemotingError
@@ -151,6 +158,52 @@ class Admin:
                 k, _, v = line.partition("=")
                 out[k.strip()] = v.strip()
         return out
+
+    async def update_broker_config(self, addr: str, props: dict[str, str]) -> None:
+        from ..namesrv import properties
+
+        await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, body=properties.dumps(props).encode("utf-8"))
+
+    async def broker_consume_stats(self, addr: str, is_order: bool = False) -> ConsumeStatsList:
+        resp = await self._broker(addr, RequestCode.GET_BROKER_CONSUME_STATS, GetConsumeStatsInBrokerHeader(
+            is_order=is_order))
+        return ConsumeStatsList.decode(resp.body or b"{}")
+
+    async def topic_consumed_by(self, addr: str, topic: str) -> list[str]:
+        resp = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+                                  QueryTopicConsumeByWhoRequestHeader(topic=topic))
+        return GroupList.decode(resp.body or b"{}").group_list
+
+    async def clone_group_offset(self, addr: str, src: str, dest: str, topic: str, offline: bool) -> None:
+        await self._broker(addr, RequestCode.CLONE_GROUP_OFFSET, CloneGroupOffsetRequestHeader(
+            src_group=src, dest_group=dest, topic=topic, offline=offline))
+
+    # -- name servers -------------------------------------------------------------------------------------
+    async def namesrv_config(self, addr: str) -> dict[str, str]:
+        from ..namesrv import properties
+
+        req = RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
+        resp = check(await self.client.api.invoke(addr, req, self.timeout), addr)
+        return properties.loads((resp.body or b"").decode("utf-8"))
+
+    async def update_namesrv_config(self, addr: str, props: dict[str, str]) -> None:
+        from ..namesrv import properties
+
+        req = RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, None,
+                                      properties.dumps(props).encode("utf-8"))
+        check(await self.client.api.invoke(addr, req, self.timeout), addr)
+
+    async def write_perm_of_broker(self, addr: str, broker_name: str, wipe: bool) -> int:
+        """WIPE/ADD_WRITE_PERM_OF_BROKER on one name server: how many topics it changed."""
+        if wipe:
+            req = RemotingCommand.request(RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+                                          WipeWritePermOfBrokerRequestHeader(broker_name=broker_name))
+        else:
+            req = RemotingCommand.request(RequestCode.ADD_WRITE_PERM_OF_BROKER,
+                                          AddWritePermOfBrokerRequestHeader(broker_name=broker_name))
+        resp = check(await self.client.api.invoke(addr, req, self.timeout), addr)
+        fields = resp.ext_fields or {}
+        return int(fields.get("wipeTopicCount") or fields.get("addTopicCount") or 0)
 
     # -- groups ------------------------------------------------------------------------------------------
     async def update_sub_group(self, addr: str, config: SubscriptionGroupConfig) -> None:

@@ -96,7 +96,9 @@ def run_quietly(command: str, main: Callable[[], Awaitable[int]], verbose: bool 
             failure = failure.exceptions[0]
     if interrupted:
         return 130
-    return fail(command, str(failure))
+    from .errors import BadArgument
+
+    return fail(command, str(failure), 2 if isinstance(failure, BadArgument) else 1)
 
 
 async def preflight(command: str, config: ClientConfig, topic: str, need_route: bool) -> None:
