@@ -13,6 +13,7 @@ from typing import Any
 
 from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
 from ..codecs.codes import MixAll, PermName, version_desc
+from ..codecs.javalang import java_string_hash, to_int32
 from ..codecs.message import MessageExt
 from .admin import Admin
 from .cli import message_json
@@ -137,6 +138,27 @@ def parse_time(text: str, now: int | None = None) -> int:
         return int(datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f").timestamp() * 1000)
     except ValueError:
         raise BadArgument(f"bad time {text!r}: use {TIME_FORMATS}") from None
+
+
+def _mq_hash(mq: MessageQueue) -> int:
+    """MessageQueue.hashCode (brokerName, queueId, topic)."""
+    h = 1
+    for part in (java_string_hash(mq.broker_name or ""), mq.queue_id, java_string_hash(mq.topic or "")):
+        h = to_int32(31 * h + part)
+    return h
+
+
+def java_hash_order(queues: list[MessageQueue]) -> list[MessageQueue]:
+    """The order a java.util.HashMap of these keys iterates in (mqadmin prints such maps as they come)."""
+    capacity = 16
+    while len(queues) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(mq: MessageQueue) -> int:
+        h = _mq_hash(mq) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(queues, key=bucket)  # stable: a bucket keeps insertion order
 
 
 def _message_queue(mq: MessageQueue) -> dict[str, Any]:
@@ -973,7 +995,7 @@ async def reset_offset_by_time(admin: Admin, args: argparse.Namespace, out: Out)
     out.line(f"rollback consumer offset by specified group[{args.group}], topic[{args.topic}], "
              f"force[{_java_bool(args.force)}], timestamp(string)[{args.timestamp.strip()}], timestamp(long)[{when}]")
     out.line(f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}")
-    for mq in sorted(table):
+    for mq in java_hash_order(list(table)):
         out.line(f"{_front(mq.broker_name, 32):<40}  {mq.queue_id:<40}  {table[mq]:<40}")
     out.result([{**_message_queue(mq), "offset": table[mq]} for mq in sorted(table)])
     return 0
