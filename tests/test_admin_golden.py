@@ -11,7 +11,8 @@ from __future__ import annotations
 import csv
 import shlex
 import time
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,12 @@ NS, BROKER = "127.0.0.1:19876", "127.0.0.1:20911"
 
 
 @pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> None:
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()  # the process's own zone again for the tests that follow
 
 
 def golden(prefix: str) -> tuple[list[str], str]:
@@ -57,7 +61,7 @@ def golden(prefix: str) -> tuple[list[str], str]:
 
 
 def ms(text: str, fmt: str = "%Y-%m-%d %H:%M:%S,%f") -> int:
-    return int(datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp() * 1000)
+    return int(datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp() * 1000)
 
 
 MESSAGES = list(csv.DictReader((GOLDEN / "messages.tsv").open(), delimiter="\t"))
