@@ -176,7 +176,7 @@ class GoldenAdmin:
     async def delete_topic(self, topic: str, cluster: str | None = None) -> None:
         self.changes.append(("deleteTopic", topic))
 
-    async def update_broker_config(self, addr: str, props: dict[str, str]) -> None:
+    async def update_broker_config(self, addr: str, props: dict[str, str], credential: str | None = None) -> None:
         self.changes.append(("brokerConfig", addr, props))
 
     async def update_namesrv_config(self, addr: str, props: dict[str, str]) -> None:

@@ -180,3 +180,42 @@ def test_consumer_connection(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
                 break
             event.wait(0.05)
     assert code == 0 and "A || B" in out and "CLUSTERING" in out
+
+
+def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    ns, addr = cluster.namesrv, cluster.broker_addr
+    code, out = run(capsys, "admin", "updateTopic", "-n", ns, "-b", addr, "-t", "NewCmdTopic", "-r", "2", "-w", "2")
+    assert code == 0
+    code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "NewCmdTopic", "-p", "[red]hi[/red]", "-c", "T")
+    assert code == 0, out
+    head, row = out.splitlines()
+    assert head == "#Broker Name                      #QID  #Send Result            #MsgId"
+    assert row.split()[2] == "SEND_OK"
+    code, out = run(capsys, "admin", "topicClusterList", "-n", ns, "-t", "NewCmdTopic")
+    assert code == 0 and out == "DefaultCluster\n"
+    code, out = run(capsys, "admin", "topicStatus", "-n", ns, "-t", "NewCmdTopic")
+    assert out.splitlines()[0] == ("#Broker Name                      #QID  #Min Offset           #Max Offset"
+                                   "             #Last Updated")  # as mqadmin (tests/data/mqadmin/21-*)
+    code, out = run(capsys, "admin", "updateTopicPerm", "-n", ns, "-c", "DefaultCluster", "-t", "NewCmdTopic",
+                    "-p", "4", "--json")
+    assert code == 0 and json.loads(out)["changed"][0]["perm"] == 4
+    code, out = run(capsys, "admin", "getNamesrvConfig", "-n", ns)
+    assert code == 0 and out.startswith(f"============{ns}============\n") and "listenPort" in out
+    code, out = run(capsys, "admin", "consumerProgress", "-n", ns, "--json")
+    assert code == 0 and isinstance(json.loads(out), list)
+    code = main(["admin", "resetOffsetByTime", "-n", ns, "-g", "G", "-t", "NewCmdTopic", "-s", "yesterday"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "bad time 'yesterday'" in err
+    if cluster.kind == "fake":
+        return  # the fake broker knows no broker-wide stats or config updates
+    code, out = run(capsys, "admin", "brokerConsumeStats", "-n", ns, "-b", addr)
+    assert code == 0 and out.startswith("#Topic ") and "Diff Total: " in out
+    # without adminCredential a rocketpy broker refuses remote config changes: one line, exit 1
+    code = main(["admin", "updateBrokerConfig", "-n", ns, "-b", addr, "-k", "fileReservedTime", "-v", "72"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "UPDATE_BROKER_CONFIG is disabled" in err
+    code, out = run(capsys, "admin", "wipeWritePerm", "-n", ns, "-b", "broker-a")
+    assert code == 0 and out.startswith(f"wipe write perm of broker[broker-a] in name server[{ns}] OK, ")
+    code, out = run(capsys, "admin", "addWritePerm", "-n", ns, "-b", "broker-a")
+    assert code == 0 and out.startswith(f"add write perm of broker[broker-a] in name server[{ns}] OK, ")

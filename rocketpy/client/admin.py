@@ -159,10 +159,14 @@ class Admin:
                 out[k.strip()] = v.strip()
         return out
 
-    async def update_broker_config(self, addr: str, props: dict[str, str]) -> None:
+    async def update_broker_config(self, addr: str, props: dict[str, str], credential: str | None = None) -> None:
+        """UPDATE_BROKER_CONFIG; a rocketpy broker also wants its adminCredential (Java's takes none)."""
         from ..namesrv import properties
 
-        await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, body=properties.dumps(props).encode("utf-8"))
+        req = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, None, properties.dumps(props).encode("utf-8"))
+        if credential:
+            req.ext_fields = {**(req.ext_fields or {}), "adminCredential": credential}
+        check(await self.client.api.invoke(addr, req, self.timeout), addr)
 
     async def broker_consume_stats(self, addr: str, is_order: bool = False) -> ConsumeStatsList:
         resp = await self._broker(addr, RequestCode.GET_BROKER_CONSUME_STATS, GetConsumeStatsInBrokerHeader(

@@ -497,6 +497,8 @@ def _kv_opts(p: argparse.ArgumentParser) -> None:
 def _update_broker_config_opts(p: argparse.ArgumentParser) -> None:
     _broker_or_cluster(p)
     _kv_opts(p)
+    p.add_argument("--adminCredential", dest="credential", default=os.environ.get("ROCKETPY_ADMIN_CREDENTIAL"),
+                   help="a rocketpy broker's adminCredential (default: $ROCKETPY_ADMIN_CREDENTIAL)")
 
 
 @command("updateBrokerConfig", "Update broker's config", _update_broker_config_opts)
@@ -504,7 +506,7 @@ async def update_broker_config(admin: Admin, args: argparse.Namespace, out: Out)
     _need_target(args)
     done = []
     for addr in await admin.master_addrs(args.cluster, args.broker_addr):
-        await admin.update_broker_config(addr, {args.key.strip(): args.value.strip()})
+        await admin.update_broker_config(addr, {args.key.strip(): args.value.strip()}, args.credential)
         out.line(f"update broker config success, {addr}")
         done.append(addr)
     out.result({"brokers": done, args.key.strip(): args.value.strip()})
