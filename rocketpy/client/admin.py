@@ -12,6 +12,7 @@ from typing import Any
 
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
+    BrokerStatsData,
     ClusterInfo,
     ConsumerConnection,
     ConsumeStats,
@@ -22,6 +23,7 @@ from ..codecs.bodies import (
     ProducerConnection,
     ResetOffsetBody,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
     TopicConfig,
     TopicList,
     TopicRouteData,
@@ -32,6 +34,7 @@ from ..codecs.headers import (
     AddWritePermOfBrokerRequestHeader,
     CloneGroupOffsetRequestHeader,
     CreateTopicRequestHeader,
+    DeleteKVConfigRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
@@ -41,9 +44,11 @@ from ..codecs.headers import (
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
+    PutKVConfigRequestHeader,
     QueryMessageRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
 )
@@ -182,7 +187,23 @@ class Admin:
         await self._broker(addr, RequestCode.CLONE_GROUP_OFFSET, CloneGroupOffsetRequestHeader(
             src_group=src, dest_group=dest, topic=topic, offline=offline))
 
+    async def broker_stats_data(self, addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        resp = await self._broker(addr, RequestCode.VIEW_BROKER_STATS_DATA, ViewBrokerStatsDataRequestHeader(
+            stats_name=stats_name, stats_key=stats_key))
+        return BrokerStatsData.decode(resp.body or b"{}")
+
+    async def sub_group_config(self, addr: str, group: str) -> SubscriptionGroupConfig | None:
+        """What examineSubscriptionGroupConfig does: every group of the broker, then this one."""
+        resp = await self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return SubscriptionGroupWrapper.decode(resp.body or b"{}").subscription_group_table.get(group)
+
     # -- name servers -------------------------------------------------------------------------------------
+    async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
+        await self._ns(RequestCode.PUT_KV_CONFIG, PutKVConfigRequestHeader(namespace=namespace, key=key, value=value))
+
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        await self._ns(RequestCode.DELETE_KV_CONFIG, DeleteKVConfigRequestHeader(namespace=namespace, key=key))
+
     async def namesrv_config(self, addr: str) -> dict[str, str]:
         from ..namesrv import properties
 

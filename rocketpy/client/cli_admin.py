@@ -1001,3 +1001,133 @@ async def reset_offset_by_time(admin: Admin, args: argparse.Namespace, out: Out)
         out.line(f"{_front(mq.broker_name, 32):<40}  {mq.queue_id:<40}  {table[mq]:<40}")
     out.result([{**_message_queue(mq), "offset": table[mq]} for mq in sorted(table)])
     return 0
+
+
+# -- stats, group configs, KV ---------------------------------------------------------------------------------
+def _stats_all_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-a", "--activeTopic", dest="active", action="store_true", help="print active topics only")
+    p.add_argument("-t", "--topic", help="print this topic only")
+
+
+def _sum_24h(bsd: Any) -> int:
+    """StatsAllSubCommand.compute24HourSum: the day's sum, else the hour's, else the minute's."""
+    for item in (bsd.stats_day, bsd.stats_hour, bsd.stats_minute):
+        if item is not None and item.sum:
+            return int(item.sum)
+    return 0
+
+
+@command("statsAll", "Topic and Consumer tps stats", _stats_all_opts)
+async def stats_all(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    out.line(f"{'#Topic':<64}  {'#Consumer Group':<64} {'#Accumulation':>12} {'#InTPS':>11} {'#OutTPS':>11} "
+             f"{'#InMsg24Hour':>14} {'#OutMsg24Hour':>14}")
+    rows = []
+    for topic in await admin.topic_list():
+        if topic.startswith((MixAll.RETRY_GROUP_TOPIC_PREFIX, MixAll.DLQ_GROUP_TOPIC_PREFIX)):
+            continue
+        if args.topic and topic != args.topic:
+            continue
+        try:
+            rows += await _topic_stats_rows(admin, topic, args.active, out)
+        except MQClientError:
+            pass  # as mqadmin: a topic it cannot read is left out
+    out.result(rows)
+    return 0
+
+
+async def _topic_stats_rows(admin: Admin, topic: str, active: bool, out: Out) -> list[dict[str, Any]]:
+    route = await admin.topic_route(topic)
+    masters = [a for bd in route.broker_datas or [] for k, a in (bd.broker_addrs or {}).items() if int(k) == 0]
+    groups = sorted(await admin.topic_consumed_by(masters[0], topic)) if masters else []
+    in_tps, in_today = 0.0, 0
+    for addr in masters:
+        try:
+            bsd = await admin.broker_stats_data(addr, "TOPIC_PUT_NUMS", topic)
+            in_tps += bsd.stats_minute.tps if bsd.stats_minute else 0.0
+            in_today += _sum_24h(bsd)
+        except MQClientError:
+            pass
+    rows: list[dict[str, Any]] = []
+    if not groups:
+        if not active or in_today > 0:
+            out.line(f"{_front(topic, 64):<64}  {'':<64} {0:>12} {in_tps:>11.2f} {'':>11} {in_today:>14} "
+                     f"{'NO_CONSUMER':>14}")
+            rows.append({"topic": topic, "group": None, "accumulation": 0, "inTps": in_tps, "inMsg24Hour": in_today})
+        return rows
+    for group in groups:
+        out_tps, out_today = 0.0, 0
+        for addr in masters:
+            try:
+                bsd = await admin.broker_stats_data(addr, "GROUP_GET_NUMS", f"{topic}@{group}")
+                out_tps += bsd.stats_minute.tps if bsd.stats_minute else 0.0
+                out_today += _sum_24h(bsd)
+            except MQClientError:
+                pass
+        try:
+            accumulate = max((await admin.consume_stats(group, topic)).total_diff(), 0)
+        except MQClientError:
+            accumulate = 0
+        if not active or in_today > 0 or out_today > 0:
+            out.line(f"{_front(topic, 64):<64}  {_front(group, 64):<64} {accumulate:>12} {in_tps:>11.2f} "
+                     f"{out_tps:>11.2f} {in_today:>14} {out_today:>14}")
+            rows.append({"topic": topic, "group": group, "accumulation": accumulate, "inTps": in_tps,
+                         "outTps": out_tps, "inMsg24Hour": in_today, "outMsg24Hour": out_today})
+    return rows
+
+
+def _group_name_opt(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group name")
+
+
+_GROUP_FIELDS = (("groupName", "group_name"), ("consumeEnable", "consume_enable"),
+                 ("consumeFromMinEnable", "consume_from_min_enable"),
+                 ("consumeBroadcastEnable", "consume_broadcast_enable"), ("retryQueueNums", "retry_queue_nums"),
+                 ("retryMaxTimes", "retry_max_times"), ("brokerId", "broker_id"),
+                 ("whichBrokerWhenConsumeSlowly", "which_broker_when_consume_slowly"),
+                 ("notifyConsumerIdsChangedEnable", "notify_consumer_ids_changed_enable"))
+
+
+@command("getConsumerConfig", "get consumer config by subscription group name!", _group_name_opt)
+async def get_consumer_config(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    info = await admin.cluster_info()
+    result = []
+    for name, bd in (info.broker_addr_table or {}).items():
+        cluster = next((c for c, names in (info.cluster_addr_table or {}).items() if name in names), "")
+        addrs = {int(k): a for k, a in (bd.broker_addrs or {}).items()}
+        addr = addrs.get(0) or next(iter(addrs.values()), None)
+        if addr is None:
+            continue
+        config = await admin.sub_group_config(addr, args.group)
+        if config is None:
+            continue
+        out.line(f"============================={cluster}:{name}=============================")
+        values = {java: getattr(config, attr) for java, attr in _GROUP_FIELDS}
+        for java, value in values.items():
+            shown = _java_bool(value) if isinstance(value, bool) else ("" if value is None else value)
+            out.line(f"{java:<40}=  {shown}")
+        result.append({"cluster": cluster, "brokerName": name, "config": values})
+    out.result(result)
+    return 0
+
+
+def _kv_namespace_opts(p: argparse.ArgumentParser, with_value: bool) -> None:
+    p.add_argument("-s", "--namespace", required=True, help="the namespace")
+    p.add_argument("-k", "--key", required=True, help="the key name")
+    if with_value:
+        p.add_argument("-v", "--value", required=True, help="the key value")
+
+
+@command("updateKvConfig", "Create or update KV config.", lambda p: _kv_namespace_opts(p, True))
+async def update_kv_config(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    await admin.put_kv_config(args.namespace.strip(), args.key.strip(), args.value.strip())
+    out.line("create or update kv config to namespace success.")
+    out.result({"namespace": args.namespace.strip(), args.key.strip(): args.value.strip()})
+    return 0
+
+
+@command("deleteKvConfig", "Delete KV config.", lambda p: _kv_namespace_opts(p, False))
+async def delete_kv_config(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    await admin.delete_kv_config(args.namespace.strip(), args.key.strip())
+    out.line("delete kv config from namespace success.")
+    out.result({"namespace": args.namespace.strip(), "deleted": args.key.strip()})
+    return 0
