@@ -6,6 +6,7 @@ import io
 import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from client_fakes import Cluster, real_broker_available, threaded_cluster
@@ -164,7 +165,7 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
 
 
 def test_consumer_connection(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+                             capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     import threading
 
     from rocketpy.client.facade import BlockingPushConsumer
@@ -179,7 +180,22 @@ def test_consumer_connection(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
             if code == 0:
                 break
             event.wait(0.05)
-    assert code == 0 and "A || B" in out and "CLUSTERING" in out
+        assert code == 0 and "A || B" in out and "CLUSTERING" in out
+        if cluster.kind == "fake":
+            return  # the fake broker does not forward GET_CONSUMER_RUNNING_INFO
+        client_id = consumer.consumer.client.client_id
+        monkeypatch.chdir(tmp_path)  # mqadmin writes each client's running info under the working directory
+        code, out = run(capsys, "admin", "consumerStatus", "-n", cluster.namesrv, "-g", "ConnGroup")
+        assert code == 0, out
+        lines = out.splitlines()
+        assert lines[0] == ("#Index     #ClientId                                #Version             "
+                            "#ConsumerRunningInfoFile")
+        path = lines[1].split()[-1]
+        assert lines[1].split()[:3] == ["1", client_id, "V4_9_8"] and (tmp_path / path).read_text().startswith(
+            "#Consumer Properties#\n")
+        assert out.endswith("\n\nSame subscription in the same group of consumer\n\nRebalance OK\n")
+        code, out = run(capsys, "admin", "consumerStatus", "-n", cluster.namesrv, "-g", "ConnGroup", "-i", client_id)
+        assert code == 0 and "#Consumer Subscription#\n" in out and "SubExpression: A || B" in out
 
 
 def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,

@@ -15,6 +15,7 @@ from ..codecs.bodies import (
     BrokerStatsData,
     ClusterInfo,
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
     ConsumeStatsList,
     GroupList,
@@ -39,6 +40,7 @@ from ..codecs.headers import (
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
@@ -196,6 +198,16 @@ class Admin:
         """What examineSubscriptionGroupConfig does: every group of the broker, then this one."""
         resp = await self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         return SubscriptionGroupWrapper.decode(resp.body or b"{}").subscription_group_table.get(group)
+
+    async def consumer_running_info(self, group: str, client_id: str, jstack: bool = False) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO through a broker of the group's retry topic (the broker asks the client)."""
+        route = await self.topic_route(MixAll.RETRY_GROUP_TOPIC_PREFIX + group)
+        addr = next((a for bd in route.broker_datas or [] for k, a in sorted((bd.broker_addrs or {}).items())), None)
+        if addr is None:
+            raise MQClientError(f"no broker serves the consumer group {group}")
+        resp = await self._broker(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, GetConsumerRunningInfoRequestHeader(
+            consumer_group=group, client_id=client_id, jstack_enable=jstack))
+        return ConsumerRunningInfo.decode(resp.body or b"{}")
 
     # -- name servers -------------------------------------------------------------------------------------
     async def put_kv_config(self, namespace: str, key: str, value: str) -> None:

@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
+import trio
+
 from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
 from ..codecs.codes import MixAll, PermName, version_desc
 from ..codecs.javalang import java_string_hash, to_int32
@@ -1131,3 +1133,112 @@ async def delete_kv_config(admin: Admin, args: argparse.Namespace, out: Out) -> 
     out.line("delete kv config from namespace success.")
     out.result({"namespace": args.namespace.strip(), "deleted": args.key.strip()})
     return 0
+
+
+# -- consumer running info ------------------------------------------------------------------------------------
+def _human_ms(ms: int) -> str:
+    """UtilAll.timeMillisToHumanString: yyyyMMddHHmmssSSS."""
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}"
+
+
+def _mq_str(mq: MessageQueue) -> str:
+    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
+
+
+def process_queue_str(pq: Any) -> str:
+    """ProcessQueueInfo.toString."""
+    return (f"ProcessQueueInfo [commitOffset={pq.commit_offset}, cachedMsgMinOffset={pq.cached_msg_min_offset}, "
+            f"cachedMsgMaxOffset={pq.cached_msg_max_offset}, cachedMsgCount={pq.cached_msg_count}, "
+            f"cachedMsgSizeInMiB={pq.cached_msg_size_in_mib}, transactionMsgMinOffset={pq.transaction_msg_min_offset}, "
+            f"transactionMsgMaxOffset={pq.transaction_msg_max_offset}, transactionMsgCount={pq.transaction_msg_count}, "
+            f"locked={_java_bool(pq.locked)}, tryUnlockTimes={pq.try_unlock_times}, "
+            f"lastLockTimestamp={_human_ms(pq.last_lock_timestamp)}, droped={_java_bool(pq.droped)}, "
+            f"lastPullTimestamp={_human_ms(pq.last_pull_timestamp)}, "
+            f"lastConsumeTimestamp={_human_ms(pq.last_consume_timestamp)}]")
+
+
+def running_info_str(info: Any) -> str:
+    """ConsumerRunningInfo.formatString."""
+    lines = ["#Consumer Properties#"]
+    lines += [f"{k:<40}: {_enum(v) if not isinstance(v, (str, int, float)) else v}" for k, v in info.properties.items()]
+    lines += ["", "", "#Consumer Subscription#"]
+    subs = sorted(info.subscription_set, key=lambda sd: sd.topic or "")
+    for i, sd in enumerate(subs, 1):
+        lines.append(f"{i:03d} Topic: {_java_str(sd.topic):<40} ClassFilter: {_java_bool(sd.class_filter_mode):<8} "
+                     f"SubExpression: {_java_str(sd.sub_string)}")
+    lines += ["", "", "#Consumer Offset#",
+              f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#Consumer Offset':<20}"]
+    table = sorted(info.mq_table.items())
+    lines += [f"{mq.topic:<32}  {mq.broker_name:<32}  {mq.queue_id:<4}  {pq.commit_offset:<20}" for mq, pq in table]
+    lines += ["", "", "#Consumer MQ Detail#", f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  "
+                                                 f"{'#ProcessQueueInfo':<20}"]
+    lines += [f"{mq.topic:<64}  {mq.broker_name:<32}  {mq.queue_id:<4}  {process_queue_str(pq)}" for mq, pq in table]
+    lines += ["", "", "#Consumer RT&TPS#", f"{'#Topic':<64}  {'#Pull RT':>14} {'#Pull TPS':>14} {'#Consume RT':>14} "
+                                               f"{'#ConsumeOK TPS':>14} {'#ConsumeFailed TPS':>18} "
+                                               f"{'#ConsumeFailedMsgsInHour':>25}"]
+    for topic, st in sorted(info.status_table.items()):
+        lines.append(f"{topic:<32}  {st.pull_rt:>14.2f} {st.pull_tps:>14.2f} {st.consume_rt:>14.2f} "
+                     f"{st.consume_ok_tps:>14.2f} {st.consume_failed_tps:>18.2f} {st.consume_failed_msgs:>25}")
+    text = "\n".join(lines) + "\n"
+    if info.jstack:
+        text += "\n\n#Consumer jstack#\n" + info.jstack
+    return text
+
+
+def _consumer_status_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-g", "--consumerGroup", dest="group", required=True, help="consumer group name")
+    p.add_argument("-i", "--clientId", dest="client_id", help="only this client, its whole running info")
+    p.add_argument("-s", "--jstack", action="store_true", help="ask for the client's thread stacks too")
+
+
+@command("consumerStatus", "Query consumer's internal data structure", _consumer_status_opts)
+async def consumer_status(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    group = args.group.strip()
+    if args.client_id:
+        info = await admin.consumer_running_info(group, args.client_id.strip(), args.jstack)
+        out.raw(running_info_str(info))
+        out.result(_running_info_json(info))
+        return 0
+    cc = await admin.consumer_connection(group)
+    now = time.time_ns() // 1_000_000
+    infos: dict[str, Any] = {}
+    out.line(f"{'#Index':<10} {'#ClientId':<40} {'#Version':<20} #ConsumerRunningInfoFile")
+    index = 1
+    for conn in cc.connection_set:
+        try:
+            info = await admin.consumer_running_info(group, conn.client_id or "", args.jstack)
+        except MQClientError as exc:
+            print(f"rocketpy admin consumerStatus: {conn.client_id}: {exc}", file=sys.stderr)
+            continue
+        infos[conn.client_id or ""] = info
+        path = f"{now}/{conn.client_id}"  # as mqadmin: relative to the working directory
+        await trio.to_thread.run_sync(_write_text, path, running_info_str(info))
+        out.line(f"{index:<10} {_java_str(conn.client_id):<40} {version_desc(conn.version):<20} {path}")
+        index += 1
+    result: dict[str, Any] = {"clients": {c: _running_info_json(i) for c, i in infos.items()}}
+    if infos:
+        subs = {frozenset((sd.topic, sd.sub_string) for sd in i.subscription_set) for i in infos.values()}
+        result["sameSubscription"] = len(subs) == 1
+        if len(subs) == 1:
+            out.raw("\n\nSame subscription in the same group of consumer")
+            out.raw("\n\nRebalance OK\n")
+        else:
+            out.raw("\n\nWARN: Different subscription in the same group of consumer!!!")
+    out.result(result)
+    return 0
+
+
+def _write_text(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _running_info_json(info: Any) -> dict[str, Any]:
+    return {
+        "properties": {k: v if isinstance(v, (str, int, float, bool)) else _enum(v)
+                       for k, v in info.properties.items()},
+        "subscriptions": {sd.topic: sd.sub_string for sd in info.subscription_set},
+        "queues": [{**_message_queue(mq), "commitOffset": pq.commit_offset, "cachedMsgCount": pq.cached_msg_count}
+                   for mq, pq in sorted(info.mq_table.items())],
+    }
