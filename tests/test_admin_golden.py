@@ -155,6 +155,17 @@ class GoldenAdmin:
         # AdminCG was auto-created by the broker: from-min and broadcast on (README, 37)
         return SubscriptionGroupConfig(group_name=group) if group == "AdminCG" else None
 
+    async def queue_bounds(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
+        return {mq(6): (0, 3)}
+
+    async def pull(self, queue: MessageQueue, offset: int, max_nums: int = 32) -> tuple[list[Any], int]:
+        from rocketpy.codecs.message import MessageExt
+
+        # queue 6 held messages #7, #15, #23 (tags TagB, TagA, TagC)
+        found = [MessageExt(topic="AdminTopic", properties={"TAGS": m["tags"]}) for m in MESSAGES
+                 if m["queueId"] == "6"]
+        return found[offset:], 3
+
     async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
         self.changes.append(("kv", namespace, key, value))
 
@@ -220,7 +231,7 @@ def run_ours(argv: list[str], admin: Any, capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.parametrize("prefix", ["08", "14", "18", "21", "23", "28", "29", "30", "33", "37", "38", "41", "42",
-                                    "43", "48", "65", "66", "67", "72", "74", "75", "79", "81", "85", "87", "98"])
+                                    "43", "48", "57", "65", "66", "67", "72", "74", "75", "79", "81", "85", "87", "98"])
 def test_same_output_as_mqadmin(prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv, expected = golden(prefix)
     admin = GoldenAdmin()
@@ -268,3 +279,14 @@ def test_java_hash_order_matches_the_reference() -> None:
     _, output = golden("79")
     printed = [int(r.split()[1]) for r in output.splitlines()[2:]]
     assert [q.queue_id for q in cli_admin.java_hash_order([mq(i) for i in range(8)])] == printed
+
+
+def test_message_properties_print_in_java_hash_order() -> None:
+    """45: the Properties line of queryMsgById is Java's HashMap.toString, whatever order the wire had."""
+    line = next(ln for ln in golden("45")[1].splitlines() if ln.startswith("Properties:"))
+    expected = line.split(None, 1)[1]
+    # the producer's order on the wire, CLUSTER appended by the broker; the ones sharing a bucket keep it
+    props = {"KEYS": "key-07 AdminKey", "UNIQ_KEY": "C00002024C885FFD2B2775A1A48C0007", "TAGS": "TagB", "seq": "7",
+             "CLUSTER": "DefaultCluster"}
+    assert cli_admin._java_props(props) == expected
+    assert cli_admin._java_props(dict(reversed(props.items()))) != expected  # so the test can tell

@@ -134,6 +134,9 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
     assert code == 0 and json.loads(out)["body"] == "hello admin"
     code, out = run(capsys, "admin", "printMsg", "-n", ns, "-t", "AdmTopic")
     assert code == 0 and "hello admin" in out
+    code, out = run(capsys, "admin", "printMsgByQueue", "-n", ns, "-t", "AdmTopic", "-a", "broker-a", "-i",
+                    str(results[0]["queueId"]), "-p", "true", "-d", "true", "-f", "true")
+    assert code == 0 and " BODY: hello admin\n" in out and "Tag: " in out and "Count: 1" in out
     code, out = run(capsys, "admin", "updateSubGroup", "-n", ns, "-b", addr, "-g", "AdmGroup")
     assert code == 0 and "success" in out
     code, out = run(capsys, "admin", "deleteSubGroup", "-n", ns, "-b", addr, "-g", "AdmGroup")

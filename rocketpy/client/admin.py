@@ -50,6 +50,7 @@ from ..codecs.headers import (
     QueryMessageRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
     ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
@@ -334,6 +335,16 @@ class Admin:
         if result.pull_status != PullStatus.FOUND:
             return [], result.next_begin_offset
         return decode_messages(body), result.next_begin_offset
+
+    async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP on the queue's master: the offset of the first message stored at or after."""
+        masters = dict(await self._topic_masters(mq.topic or ""))
+        addr = masters.get(mq.broker_name or "")
+        if not addr:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        resp = await self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, SearchOffsetRequestHeader(
+            topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp))
+        return int((resp.ext_fields or {}).get("offset", 0))
 
     async def queue_bounds(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
         stats = await self.topic_stats(topic)

@@ -150,17 +150,19 @@ def _mq_hash(mq: MessageQueue) -> int:
     return h
 
 
-def java_hash_order(queues: list[MessageQueue]) -> list[MessageQueue]:
-    """The order a java.util.HashMap of these keys iterates in (mqadmin prints such maps as they come)."""
+def java_hash_order(keys: list[Any], hash_of: Callable[[Any], int] | None = None) -> list[Any]:
+    """The order a java.util.HashMap of these keys (inserted in this order) iterates in: mqadmin prints
+    such maps as they come. ``hash_of`` is the key's hashCode (MessageQueue's by default)."""
+    hash_of = hash_of or _mq_hash
     capacity = 16
-    while len(queues) > capacity * 3 // 4:
+    while len(keys) > capacity * 3 // 4:
         capacity *= 2
 
-    def bucket(mq: MessageQueue) -> int:
-        h = _mq_hash(mq) & 0xFFFFFFFF
+    def bucket(key: Any) -> int:
+        h = hash_of(key) & 0xFFFFFFFF
         return (h ^ (h >> 16)) & (capacity - 1)
 
-    return sorted(queues, key=bucket)  # stable: a bucket keeps insertion order
+    return sorted(keys, key=bucket)  # stable: a bucket keeps insertion order
 
 
 def _message_queue(mq: MessageQueue) -> dict[str, Any]:
@@ -811,7 +813,8 @@ BODY_DIR = "/tmp/rocketmq/msgbodys"
 
 
 def _java_props(props: dict[str, str]) -> str:
-    return "{" + ", ".join(f"{k}={v}" for k, v in props.items()) + "}"
+    """A message's properties as Java prints its HashMap."""
+    return "{" + ", ".join(f"{k}={props[k]}" for k in java_hash_order(list(props), java_string_hash)) + "}"
 
 
 def print_message(out: Out, msg: MessageExt, offset_id: bool = True) -> dict[str, Any]:
@@ -1242,3 +1245,52 @@ def _running_info_json(info: Any) -> dict[str, Any]:
         "queues": [{**_message_queue(mq), "commitOffset": pq.commit_offset, "cachedMsgCount": pq.cached_msg_count}
                    for mq, pq in sorted(info.mq_table.items())],
     }
+
+
+def _print_by_queue_opts(p: argparse.ArgumentParser) -> None:
+    _topic_opt(p)
+    p.add_argument("-a", "--brokerName", dest="broker", required=True, help="broker name")
+    p.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True, help="queue id")
+    p.add_argument("-c", "--charsetName", dest="charset", default="UTF-8", help="body charset")
+    p.add_argument("-s", "--subExpression", dest="sub", default="*", help="tag expression (TagA || TagB)")
+    p.add_argument("-b", "--beginTimestamp", dest="begin", help=f"from ({TIME_FORMATS})")
+    p.add_argument("-e", "--endTimestamp", dest="end", help=f"to ({TIME_FORMATS})")
+    p.add_argument("-p", "--printMsg", dest="print_msg", type=_bool, default=False,
+                   help="print each message (true|false)")
+    p.add_argument("-d", "--printBody", dest="print_body", type=_bool, default=False, help="print bodies (true|false)")
+    p.add_argument("-f", "--calculate", type=_bool, default=False, help="count messages by tag (true|false)")
+
+
+@command("printMsgByQueue", "Print Message Detail", _print_by_queue_opts)
+async def print_msg_by_queue(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    mq = MessageQueue(topic=args.topic.strip(), broker_name=args.broker.strip(), queue_id=args.queue_id)
+    lo, hi = (await admin.queue_bounds(mq.topic)).get(mq, (0, 0))
+    if args.begin:
+        lo = await admin.search_offset(mq, parse_time(args.begin))
+    if args.end:
+        hi = await admin.search_offset(mq, parse_time(args.end))
+    tags = None if args.sub.strip() == "*" else {t.strip() for t in args.sub.split("||")}
+    counts: dict[str, int] = {}
+    rows = []
+    offset = lo
+    while offset < hi:
+        msgs, nxt = await admin.pull(mq, offset, 32)
+        if nxt <= offset:
+            break
+        offset = nxt
+        for m in msgs:
+            if tags is not None and m.tags not in tags:
+                continue
+            if args.calculate:
+                counts[m.tags or ""] = counts.get(m.tags or "", 0) + 1
+            if args.print_msg:
+                body = m.decompressed_body().decode(args.charset, "replace") if args.print_body else "NOT PRINT BODY"
+                out.line(f"MSGID: {m.client_msg_id} {message_ext_str(m, mq.broker_name)} BODY: {body}")
+            rows.append(message_json(m))
+    if args.calculate:
+        # TagCountBean sorts by count, most first; equal counts keep the HashMap's order
+        ordered = sorted(java_hash_order(list(counts), java_string_hash), key=lambda t: -counts[t])
+        for tag in ordered:
+            out.line(f"Tag: {tag:<30} Count: {counts[tag]}")
+    out.result({"messages": rows, "tagCounts": counts} if args.calculate else rows)
+    return 0
