@@ -185,6 +185,9 @@ class GoldenAdmin:
         return found
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp: int, force: bool) -> dict[Any, int]:
+        if timestamp == -1:  # skipAccumulatedMessage (84), after 61/63 sent 6 more
+            offsets = {0: 5, 1: 6, 2: 5, 3: 5, 4: 5, 5: 3, 6: 3, 7: 4}
+            return {mq(q): offsets[q] for q in sorted(offsets)}
         assert timestamp == int(MESSAGES[15]["sendMillis"])  # the time given, read as UTC
         offsets = {0: 2, 1: 2, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1, 7: 2}
         return {mq(q): offsets[q] for q in sorted(offsets)}  # sorted in: the printed order is Java's HashMap's
@@ -231,7 +234,7 @@ def run_ours(argv: list[str], admin: Any, capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.parametrize("prefix", ["08", "14", "18", "21", "23", "28", "29", "30", "33", "37", "38", "41", "42",
-                                    "43", "48", "57", "65", "66", "67", "72", "74", "75", "79", "81", "85", "87", "98"])
+                                    "43", "44", "48", "57", "65", "66", "67", "72", "74", "75", "79", "81", "84", "85", "87", "98"])
 def test_same_output_as_mqadmin(prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv, expected = golden(prefix)
     admin = GoldenAdmin()

@@ -1294,3 +1294,47 @@ async def print_msg_by_queue(admin: Admin, args: argparse.Namespace, out: Out) -
             out.line(f"Tag: {tag:<30} Count: {counts[tag]}")
     out.result({"messages": rows, "tagCounts": counts} if args.calculate else rows)
     return 0
+
+
+def _allocate_opts(p: argparse.ArgumentParser) -> None:
+    _topic_opt(p)
+    p.add_argument("-i", "--ipList", dest="ips", required=True, help="consumer ids, comma separated")
+
+
+@command("allocateMQ", "Allocate MQ", _allocate_opts)
+async def allocate_mq(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    from .allocate import AllocateAveragely
+
+    topic = args.topic.strip()
+    route = await admin.topic_route(topic)
+    queues = [MessageQueue(topic=topic, broker_name=qd.broker_name, queue_id=i)
+              for qd in route.queue_datas or [] if PermName.is_readable(qd.perm) for i in range(qd.read_queue_nums)]
+    queues = java_hash_order(queues)  # mqadmin allocates from a HashSet, in its order
+    ips = args.ips.strip().split(",")
+    strategy = AllocateAveragely()
+    result = {ip: strategy.allocate("aa", ip, queues, ips) for ip in ips}
+
+    def mqs(ip: str) -> str:
+        return ",".join(f'{{"brokerName":"{q.broker_name}","queueId":{q.queue_id},"topic":"{q.topic}"}}'
+                        for q in result[ip])
+
+    # fastjson's compact form of RebalanceResult (a HashMap of ip -> queues; fields sorted by name)
+    out.line('{"result":{' + ",".join(f'"{ip}":[{mqs(ip)}]' for ip in java_hash_order(ips, java_string_hash)) + "}}")
+    out.result({ip: [_message_queue(q) for q in qs] for ip, qs in result.items()})
+    return 0
+
+
+def _skip_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-g", "--group", required=True, help="consumer group name")
+    _topic_opt(p)
+    p.add_argument("-f", "--force", type=_bool, default=True, help="also move offsets forward (true|false)")
+
+
+@command("skipAccumulatedMessage", "Skip all messages that are accumulated (not consumed) currently", _skip_opts)
+async def skip_accumulated_message(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    table = await admin.reset_offset_by_time(args.group.strip(), args.topic.strip(), -1, args.force)
+    out.line(f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}")
+    for q in java_hash_order(list(table)):
+        out.line(f"{_front(q.broker_name, 32):<40}  {q.queue_id:<40}  {table[q]:<40}")
+    out.result([{**_message_queue(q), "offset": table[q]} for q in sorted(table)])
+    return 0
