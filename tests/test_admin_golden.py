@@ -234,7 +234,8 @@ def run_ours(argv: list[str], admin: Any, capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.parametrize("prefix", ["08", "14", "18", "21", "23", "28", "29", "30", "33", "37", "38", "41", "42",
-                                    "43", "44", "48", "57", "65", "66", "67", "72", "74", "75", "79", "81", "84", "85", "87", "98"])
+                                    "43", "44", "48", "57", "65", "66", "67", "72", "74", "75", "79", "81", "84", "85",
+                                    "87", "98"])
 def test_same_output_as_mqadmin(prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv, expected = golden(prefix)
     admin = GoldenAdmin()
