@@ -21,29 +21,42 @@ from .producer import Producer
 from .push_consumer import PushConsumer
 
 
+class DefaultsHelp(argparse.HelpFormatter):
+    """Each flag's help ends with its default, when it has one worth saying and does not say it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" in text or action.default is None or action.default is False
+                or action.default == argparse.SUPPRESS or not action.option_strings):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from . import cli_admin
 
-    p = sub.add_parser("produce", help="send each stdin line as a message; print one JSON line per result")
+    p = sub.add_parser("produce", help="send each stdin line as a message; print one JSON line per result",
+                       formatter_class=DefaultsHelp)
     _namesrv(p)
-    p.add_argument("-t", "--topic", required=True)
-    p.add_argument("-g", "--group", default="rocketpy_cli_producer")
-    p.add_argument("--tag")
+    p.add_argument("-t", "--topic", required=True, help="topic to send to")
+    p.add_argument("-g", "--group", default="rocketpy_cli_producer", help="producer group")
+    p.add_argument("--tag", help="message tag")
     p.add_argument("--keys", help="space-separated keys")
     p.add_argument("--property", action="append", default=[], metavar="K=V", help="user property (repeatable)")
     p.add_argument("--delay-level", type=int, default=0, help="delay level 1-18 (default: 0, none)")
     p.add_argument("-v", "--verbose", action="store_true", help="show the client's log")
     p.set_defaults(func=cmd_produce)
 
-    c = sub.add_parser("consume", help="print one JSON line per message; stop after N messages or S quiet seconds")
+    c = sub.add_parser("consume", help="print one JSON line per message; stop after N messages or S quiet seconds",
+                       formatter_class=DefaultsHelp)
     _namesrv(c)
-    c.add_argument("-t", "--topic", required=True)
-    c.add_argument("-g", "--group", required=True)
-    c.add_argument("--tag-expr", default="*")
+    c.add_argument("-t", "--topic", required=True, help="topic to consume")
+    c.add_argument("-g", "--group", required=True, help="consumer group")
+    c.add_argument("--tag-expr", default="*", help="tag expression (TagA || TagB)")
     c.add_argument("--count", type=int, default=0, help="exit after this many messages (0: no limit)")
     c.add_argument("--timeout", type=float, default=10.0, help="exit after this many seconds without a message")
     c.add_argument("--from", dest="from_where", choices=["first", "last"], default="first",
-                   help="where a new group starts (default: first)")
+                   help="where a new group starts")
     c.add_argument("-v", "--verbose", action="store_true", help="show the client's log")
     c.set_defaults(func=cmd_consume)
 
@@ -51,7 +64,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def _namesrv(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-n", "--namesrv", default=None,
+    p.add_argument("-n", "--namesrv", "--namesrvAddr", dest="namesrv", default=None,
                    help=f"name server address list, ';' separated (default: $ROCKETMQ_NAMESRV or {default_namesrv()})")
 
 

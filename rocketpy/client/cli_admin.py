@@ -18,7 +18,7 @@ from ..codecs.codes import MixAll, PermName, version_desc
 from ..codecs.javalang import java_string_hash, to_int32
 from ..codecs.message import MessageExt
 from .admin import Admin
-from .cli import message_json
+from .cli import DefaultsHelp, message_json
 from .config import default_namesrv
 from .errors import BadArgument, MQClientError
 
@@ -61,7 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     cmds = admin.add_subparsers(dest="admin_command", required=True, metavar="SUBCOMMAND")
     for name, (help_text, options, fn) in COMMANDS.items():
         p = cmds.add_parser(name, help=help_text, description=help_text,
-                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                            formatter_class=DefaultsHelp)
         p.add_argument("-n", "--namesrvAddr", "--namesrv", dest="namesrv", default=None,
                        help=f"name server address list, ';' separated (default: $ROCKETMQ_NAMESRV or "
                             f"{default_namesrv()})")
