@@ -21,7 +21,8 @@ log = logging.getLogger("rocketpy.broker")
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("broker", help="run a broker compatible with RocketMQ 4.9.8 (reads broker.conf)")
     p.add_argument("-c", "--config", help="broker.conf (Java property keys)")
-    p.add_argument("-n", "--namesrv-addr", help="NameServer list, host:port;host:port (overrides namesrvAddr)")
+    p.add_argument("-n", "--namesrv", "--namesrv-addr", dest="namesrv_addr",
+                   help="NameServer list, host:port;host:port (overrides namesrvAddr)")
     p.add_argument("--host", help="address to bind (default: listenHost, else 0.0.0.0)")
     p.add_argument("-p", "--port", type=int, help="listen port (overrides listenPort)")
     p.add_argument("--store", help="store root (overrides storePathRootDir)")
