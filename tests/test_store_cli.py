@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -151,3 +152,22 @@ def test_dump_and_check_print_markup_as_text(tmp_path: Path, capsys: pytest.Capt
     assert "[/oops] x" in out and "[red]c[/red]" in out and "[bold]t" in out and topic in out
     assert main(["store", "check", str(root)]) in (0, 1)
     assert "st[bold]ore" in capsys.readouterr().out
+
+
+def test_sparse_commitlog_is_read_only_up_to_its_written_end(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from rocketpy.store.walk import written_end
+
+    root = tmp_path / "store"
+    shutil.copytree(STORE_DUMP, root)
+    path = root / "commitlog" / "00000000000000000000"
+    data = path.read_bytes()
+    used = len(data.rstrip(b"\x00"))
+    path.write_bytes(data[:used])
+    with path.open("r+b") as f:
+        f.truncate(len(data))  # the rest becomes a hole, as in a preallocated 1 GiB file
+    end = written_end(str(path))
+    if os.stat(path).st_blocks * 512 >= len(data):
+        pytest.skip("this file system keeps no holes")
+    assert used <= end < len(data)
+    assert main(["store", "check", str(root)]) == 0 and "OK" in capsys.readouterr().out

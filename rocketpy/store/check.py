@@ -20,7 +20,7 @@ from ..codecs.errors import CodecError
 from ..codecs.message import MessageExt, tags_hash_code
 from .config import DelayLevels, MessageStoreConfig
 from .config_files import BrokerConfigFiles
-from .walk import CorruptRegion, last_written, walk_commitlog
+from .walk import CorruptRegion, last_written, walk_commitlog, written_end
 
 __all__ = ["CheckReport", "check_store", "commitlog_file_size", "iter_store_records", "open_readonly"]
 
@@ -213,7 +213,8 @@ def _check_commitlog(
             # one error per damaged region; the walk resynchronises past it, as the Spark audit does
             pending: CorruptRegion | None = None
             file_end = start
-            for item in walk_commitlog(buf, start, check_crc=check_crc, blanks=True):
+            data_end = written_end(path)  # a sparse 1 GiB file: never read its holes
+            for item in walk_commitlog(buf, start, check_crc=check_crc, blanks=True, end=data_end):
                 if isinstance(item, CorruptRegion):
                     regions.append(item)
                     if pending is not None:
@@ -250,7 +251,7 @@ def _check_commitlog(
                 valid_end = file_end
                 if file_end < start + fsize and not last:
                     sec.warnings.append(f"{name}: data ends before the file does, without a blank record")
-                elif file_end < start + fsize and last_written(buf, file_end - start) > file_end - start:
+                elif file_end < start + fsize and last_written(buf, file_end - start, data_end) > file_end - start:
                     msg = f"{name}: non-zero bytes after the last record at {file_end}"
                     (sec.errors if report.clean_shutdown else sec.warnings).append(msg)
     if recovery_end is not None:

@@ -14,7 +14,7 @@ from ..codecs.errors import CodecError
 from ..codecs.message import MessageExt
 from .check import CheckReport, check_store, open_readonly
 from .config import MessageStoreConfig
-from .walk import CorruptRegion, walk_commitlog
+from .walk import CorruptRegion, walk_commitlog, written_end
 
 __all__ = ["add_parsers", "add_store_parser", "message_to_dict"]
 
@@ -199,8 +199,9 @@ class _Dump:
     def __iter__(self) -> Iterator[MessageExt]:
         args, n = self.args, 0
         for name in sorted(f for f in os.listdir(self.commit_dir) if f.isdigit()):
-            with open_readonly(os.path.join(self.commit_dir, name)) as buf:
-                for item in walk_commitlog(buf, int(name)):
+            path = os.path.join(self.commit_dir, name)
+            with open_readonly(path) as buf:
+                for item in walk_commitlog(buf, int(name), end=written_end(path)):
                     if isinstance(item, CorruptRegion):
                         self.damaged += 1
                         print(f"warning: {name}: damaged region at offset {item.offset} ({item.length} bytes): "

@@ -10,6 +10,7 @@ on: it searches forward for the next record that is consistent with its own posi
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from ..codecs.errors import CodecError
 from ..codecs.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MessageExt, decode_message
 from ..codecs.store_records import BlankRecord, iter_commitlog
 
-__all__ = ["CorruptRegion", "walk_commitlog"]
+__all__ = ["CorruptRegion", "last_written", "walk_commitlog", "written_end"]
 
 _MSG_MAGIC = struct.pack(">i", MESSAGE_MAGIC_CODE)
 _BLANK_MAGIC = struct.pack(">i", BLANK_MAGIC_CODE)
@@ -44,15 +45,39 @@ def _record_at(buf: Any, pos: int, base: int) -> bool:
     return msg.commit_log_offset == base + pos
 
 
-def _next_good(buf: Any, start: int, base: int) -> int | None:
-    """The first position > ``start`` holding a self-consistent record or the file's closing blank."""
-    n = len(buf)
+def written_end(path: str) -> int:
+    """One past the last byte of the file that is not a hole (the file size where holes are unknown).
+
+    A CommitLog file is created at its full size (1 GiB) and filled from the front: past the
+    written end there is nothing to scan, and reading the holes would still cost the full size.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if not hasattr(os, "SEEK_DATA"):
+            return size
+        end = pos = 0
+        while pos < size:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:  # ENXIO: only a hole is left
+                return end
+            pos = os.lseek(fd, data, os.SEEK_HOLE)
+            end = pos
+        return end
+    finally:
+        os.close(fd)
+
+
+def _next_good(buf: Any, start: int, base: int, n: int) -> int | None:
+    """The first position > ``start`` (and before ``n``) holding a self-consistent record or the file's
+    closing blank."""
     found: int | None = None
     # past the magic at start + 4: the record at ``start`` is the one that failed (a CRC
     # mismatch decodes fine without the check, and must not be found again)
     search = start + 5
     while True:
-        i = buf.find(_MSG_MAGIC, search)
+        i = buf.find(_MSG_MAGIC, search, n)
         if i < 0:
             break
         if _record_at(buf, i - 4, base):
@@ -65,15 +90,15 @@ def _next_good(buf: Any, start: int, base: int) -> int | None:
         if i < 0:
             break
         (size,) = _INT32.unpack_from(buf, i - 4)
-        if size == n - (i - 4):  # a blank always runs to the end of the file
+        if size == len(buf) - (i - 4):  # a blank always runs to the end of the file
             return i - 4
         search = i + 1
     return found
 
 
-def last_written(buf: Any, start: int) -> int:
-    """One past the last non-zero byte at or after ``start`` (scanned backwards in chunks)."""
-    end = len(buf)
+def last_written(buf: Any, start: int, end: int | None = None) -> int:
+    """One past the last non-zero byte at or after ``start`` and before ``end`` (scanned backwards in chunks)."""
+    end = len(buf) if end is None else min(end, len(buf))
     chunk = 1 << 20
     while end > start:
         lo = max(start, end - chunk)
@@ -85,7 +110,13 @@ def last_written(buf: Any, start: int) -> int:
 
 
 def walk_commitlog(
-    buf: Any, base: int, *, resync: bool = True, check_crc: bool = False, blanks: bool = False
+    buf: Any,
+    base: int,
+    *,
+    resync: bool = True,
+    check_crc: bool = False,
+    blanks: bool = False,
+    end: int | None = None,
 ) -> Iterator[tuple[int, MessageExt | BlankRecord] | CorruptRegion]:
     """(absolute offset, record) for each record of one CommitLog file, damage as regions.
 
@@ -94,10 +125,11 @@ def walk_commitlog(
     inside it. With ``check_crc`` a record whose body CRC is wrong is a damaged region of
     its own (the broker's recovery stops there too).
 
-    ``buf`` must support ``find`` and slicing (an ``mmap`` or ``bytes``).
+    ``buf`` must support ``find`` and slicing (an ``mmap`` or ``bytes``). ``end`` (see :func:`written_end`)
+    bounds the searches past damage or a zero gap: nothing after it was ever written.
     """
     pos = 0
-    n = len(buf)
+    n = len(buf) if end is None else min(end, len(buf))
     while pos < n:
         view = memoryview(buf)[pos:]
         walk = iter_commitlog(view, base + pos, check_crc=check_crc, decompress=False, strict=False)
@@ -117,12 +149,12 @@ def walk_commitlog(
         if reason in ("blank", "end-of-buffer"):
             return
         # "zero" (an unwritten stretch) or "corrupt": is there a good record further on?
-        nxt = _next_good(buf, stop, base) if resync else None
+        nxt = _next_good(buf, stop, base, n) if resync else None
         if nxt is None:
             if reason == "corrupt":
-                end = last_written(buf, stop)
+                last = last_written(buf, stop, n)
                 why = error.reason if error is not None else "corrupt"
-                yield CorruptRegion(base + stop, max(end - stop, 1), why)
+                yield CorruptRegion(base + stop, max(last - stop, 1), why)
             return
         why = (
             error.reason
