@@ -10,7 +10,7 @@ from __future__ import annotations
 import fcntl
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -146,8 +146,15 @@ def _infer_index_dims(size: int, cfg: MessageStoreConfig | None) -> tuple[int, i
     return None
 
 
-def check_store(root: str, config: MessageStoreConfig | None = None, *, check_crc: bool = True) -> CheckReport:
-    """Verify CommitLog, ConsumeQueues, index, checkpoint and config files of ``root``."""
+def check_store(
+    root: str,
+    config: MessageStoreConfig | None = None,
+    *,
+    check_crc: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> CheckReport:
+    """Verify CommitLog, ConsumeQueues, index, checkpoint and config files of ``root``;
+    ``progress(files done, files)`` after each CommitLog file (a progress bar)."""
     report = CheckReport(root=root)
     cfg = config
     commit_dir = (cfg.commit_log_dir if cfg else None) or os.path.join(root, "commitlog")
@@ -164,7 +171,7 @@ def check_store(root: str, config: MessageStoreConfig | None = None, *, check_cr
 
     records: dict[int, _Rec] = {}
     regions: list[CorruptRegion] = []
-    valid_end = _check_commitlog(report, commit_dir, cfg, delay, records, check_crc, regions)
+    valid_end = _check_commitlog(report, commit_dir, cfg, delay, records, check_crc, regions, progress)
     _check_consume_queues(report, root, cfg, records, valid_end, regions)
     _check_index(report, root, cfg, records, valid_end, regions)
     _check_checkpoint(report, root, records)
@@ -180,6 +187,7 @@ def _check_commitlog(
     records: dict[int, _Rec],
     check_crc: bool,
     regions: list[CorruptRegion],
+    progress: Callable[[int, int], None] | None = None,
 ) -> int:
     sec = Section("CommitLog")
     report.sections.append(sec)
@@ -247,6 +255,8 @@ def _check_commitlog(
                     )
                 else:
                     _damage(sec, name, pending, follows=False, recovery_end=recovery_end)
+            if progress is not None:
+                progress(i + 1, len(names))
             if recovery_end is None:
                 valid_end = file_end
                 if file_end < start + fsize and not last:

@@ -7,7 +7,8 @@ import base64
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..codecs.errors import CodecError
@@ -76,10 +77,30 @@ def _not_a_store(command: str, path: str) -> int:
     return 2
 
 
+@contextmanager
+def _progress_bar(what: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient bar on stderr when it is a terminal (files done / files); None otherwise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(what, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.dir) or not is_store(args.dir):
         return _not_a_store("check", args.dir)
-    report = check_store(args.dir, _load_config(args.config, args.dir), check_crc=not args.no_crc)
+    with _progress_bar("checking CommitLog files") as progress:
+        report = check_store(args.dir, _load_config(args.config, args.dir), check_crc=not args.no_crc,
+                             progress=progress)
     if args.json:
         print(json.dumps(_report_json(report), indent=1))
     else:
@@ -197,8 +218,15 @@ class _Dump:
         self.damaged = 0
 
     def __iter__(self) -> Iterator[MessageExt]:
+        names = sorted(f for f in os.listdir(self.commit_dir) if f.isdigit())
+        with _progress_bar("reading CommitLog files") as progress:
+            yield from self._records(names, progress)
+
+    def _records(self, names: list[str], progress: Callable[[int, int], None] | None) -> Iterator[MessageExt]:
         args, n = self.args, 0
-        for name in sorted(f for f in os.listdir(self.commit_dir) if f.isdigit()):
+        for i, name in enumerate(names):
+            if progress is not None:
+                progress(i, len(names))
             path = os.path.join(self.commit_dir, name)
             with open_readonly(path) as buf:
                 for item in walk_commitlog(buf, int(name), end=written_end(path)):
