@@ -43,6 +43,7 @@ from ..codecs.headers import (
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
+    GetKVConfigRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
@@ -211,8 +212,23 @@ class Admin:
         return ConsumerRunningInfo.decode(resp.body or b"{}")
 
     # -- name servers -------------------------------------------------------------------------------------
-    async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
-        await self._ns(RequestCode.PUT_KV_CONFIG, PutKVConfigRequestHeader(namespace=namespace, key=key, value=value))
+    async def put_kv_config(self, namespace: str, key: str, value: str, addr: str | None = None) -> None:
+        """PUT_KV_CONFIG on the current name server, or on ``addr``."""
+        header = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+        if addr is None:
+            await self._ns(RequestCode.PUT_KV_CONFIG, header)
+            return
+        req = RemotingCommand.request(RequestCode.PUT_KV_CONFIG, header)
+        check(await self.client.api.invoke(addr, req, self.timeout), addr)
+
+    async def get_kv_config(self, namespace: str, key: str) -> str | None:
+        resp = await self._ns(RequestCode.GET_KV_CONFIG, GetKVConfigRequestHeader(namespace=namespace, key=key))
+        return (resp.ext_fields or {}).get("value")
+
+    async def broker_chore(self, addr: str, code: int) -> bool:
+        """A broker housekeeping request (CLEAN_EXPIRED_CONSUMEQUEUE, ...): did it answer SUCCESS?"""
+        await self._broker(addr, code)
+        return True
 
     async def delete_kv_config(self, namespace: str, key: str) -> None:
         await self._ns(RequestCode.DELETE_KV_CONFIG, DeleteKVConfigRequestHeader(namespace=namespace, key=key))

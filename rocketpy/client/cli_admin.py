@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
-from ..codecs.codes import MixAll, PermName, version_desc
+from ..codecs.codes import MixAll, PermName, RequestCode, version_desc
 from ..codecs.javalang import java_string_hash, to_int32
 from ..codecs.message import MessageExt
 from .admin import Admin
@@ -1338,3 +1338,71 @@ async def skip_accumulated_message(admin: Admin, args: argparse.Namespace, out: 
         out.line(f"{_front(q.broker_name, 32):<40}  {q.queue_id:<40}  {table[q]:<40}")
     out.result([{**_message_queue(q), "offset": table[q]} for q in sorted(table)])
     return 0
+
+
+def _order_conf_opts(p: argparse.ArgumentParser) -> None:
+    _topic_opt(p)
+    p.add_argument("-m", "--method", required=True, choices=["get", "put", "delete"], help="what to do")
+    p.add_argument("-v", "--orderConf", dest="order_conf", help="the order conf, e.g. broker-a:4;broker-b:4 (put)")
+
+
+#: NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+
+
+@command("updateOrderConf", "Create or update or delete order conf", _order_conf_opts)
+async def update_order_conf(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    topic = args.topic.strip()
+    if args.method == "get":
+        conf = await admin.get_kv_config(ORDER_TOPIC_CONFIG, topic)
+        out.raw(f"get orderConf success. topic=[{topic}], orderConf=[{_java_str(conf)}] ")
+        out.result({"topic": topic, "orderConf": conf})
+    elif args.method == "put":
+        conf = (args.order_conf or "").strip()
+        if not conf:
+            raise BadArgument("please set orderConf with option -v.")
+        for addr in _namesrvs(args):  # createOrUpdateOrderConf(..., isCluster=true): every name server
+            await admin.put_kv_config(ORDER_TOPIC_CONFIG, topic, conf, addr)
+        out.raw(f"update orderConf success. topic=[{topic}], orderConf=[{conf}]")
+        out.result({"topic": topic, "orderConf": conf})
+    else:
+        await admin.delete_kv_config(ORDER_TOPIC_CONFIG, topic)
+        out.raw(f"delete orderConf success. topic=[{topic}]")
+        out.result({"topic": topic, "deleted": True})
+    return 0
+
+
+def _chore_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-b", "--brokerAddr", dest="broker_addr", help="broker address host:port")
+    p.add_argument("-c", "--cluster", dest="cluster", help="every master of this cluster")
+
+
+async def _chore(admin: Admin, args: argparse.Namespace, out: Out, code: int) -> int:
+    if args.broker_addr:
+        addrs = [args.broker_addr.strip()]
+    else:
+        info = await admin.cluster_info()
+        names = (info.cluster_addr_table or {}).get(args.cluster.strip()) if args.cluster else None
+        addrs = [a for name, bd in (info.broker_addr_table or {}).items() if names is None or name in names
+                 for k, a in (bd.broker_addrs or {}).items() if int(k) == 0]
+    ok = True
+    for addr in addrs:
+        ok = await admin.broker_chore(addr, code) and ok
+    out.raw("success" if ok else "false")
+    out.result({"success": ok, "brokers": addrs})
+    return 0
+
+
+@command("cleanExpiredCQ", "Clean expired ConsumeQueue on broker.", _chore_opts)
+async def clean_expired_cq(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    return await _chore(admin, args, out, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+
+
+@command("deleteExpiredCommitLog", "Delete expired CommitLog files", _chore_opts)
+async def delete_expired_commit_log(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    return await _chore(admin, args, out, RequestCode.DELETE_EXPIRED_COMMITLOG)
+
+
+@command("cleanUnusedTopic", "Clean unused topic on broker.", _chore_opts)
+async def clean_unused_topic(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    return await _chore(admin, args, out, RequestCode.CLEAN_UNUSED_TOPIC)
