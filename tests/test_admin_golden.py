@@ -175,6 +175,28 @@ class GoldenAdmin:
     async def broker_chore(self, addr: str, code: int) -> bool:
         return True
 
+    async def all_producer_info(self, addr: str) -> Any:
+        from rocketpy.codecs.bodies import ProducerTableInfo
+        from rocketpy.codecs.bodies.admin import ProducerInfo
+
+        rows = [r.split(" instance : ") for r in golden("40")[1].splitlines()]
+        data: dict[str, list[Any]] = {}
+        for group, info in rows:
+            fields = dict(kv.split("=", 1) for kv in info.replace(",remoteIP", ", remoteIP").split(", "))
+            data.setdefault(group[len("producer group ("):-1], []).append(ProducerInfo(
+                client_id=fields["clientId"], remote_ip=fields["remoteIP"], language=LanguageCode.JAVA,
+                version=int(fields["version"]), last_update_timestamp=int(fields["lastUpdateTimestamp"])))
+        return ProducerTableInfo(data=data)
+
+    async def query_consume_queue(self, addr: str, topic: str, queue_id: int, index: int, count: int,
+                                  group: str | None = None) -> Any:
+        from rocketpy.codecs.bodies.admin import ConsumeQueueData, QueryConsumeQueueResponseBody
+
+        entries = [(1575, 225, 2598920), (3385, 227, 2598919), (5201, 227, 2598921)]
+        return QueryConsumeQueueResponseBody(
+            queue_data=[ConsumeQueueData(physic_offset=o, physic_size=n, tags_code=t) for o, n, t in entries],
+            max_queue_index=3, min_queue_index=0)
+
     async def delete_kv_config(self, namespace: str, key: str) -> None:
         self.changes.append(("kv-", namespace, key))
 
@@ -242,7 +264,7 @@ def run_ours(argv: list[str], admin: Any, capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize("prefix", [
     "08", "14", "18", "21", "23", "28", "29", "30", "33", "37", "38", "41", "42", "43", "44", "48",
     "57", "65", "66", "67", "72", "74", "75", "76", "77", "78", "79", "81", "84", "85", "87", "88",
-    "89", "90", "98",
+    "89", "90", "98", "40", "58",
 ])
 def test_same_output_as_mqadmin(prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv, expected = golden(prefix)

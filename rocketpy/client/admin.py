@@ -22,6 +22,8 @@ from ..codecs.bodies import (
     KVTable,
     MessageQueue,
     ProducerConnection,
+    ProducerTableInfo,
+    QueryConsumeQueueResponseBody,
     ResetOffsetBody,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
@@ -48,6 +50,7 @@ from ..codecs.headers import (
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
     PutKVConfigRequestHeader,
+    QueryConsumeQueueRequestHeader,
     QueryMessageRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
@@ -210,6 +213,15 @@ class Admin:
         resp = await self._broker(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, GetConsumerRunningInfoRequestHeader(
             consumer_group=group, client_id=client_id, jstack_enable=jstack))
         return ConsumerRunningInfo.decode(resp.body or b"{}")
+
+    async def all_producer_info(self, addr: str) -> ProducerTableInfo:
+        return ProducerTableInfo.decode((await self._broker(addr, RequestCode.GET_ALL_PRODUCER_INFO)).body or b"{}")
+
+    async def query_consume_queue(self, addr: str, topic: str, queue_id: int, index: int, count: int,
+                                  group: str | None = None) -> QueryConsumeQueueResponseBody:
+        resp = await self._broker(addr, RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader(
+            topic=topic, queue_id=queue_id, index=index, count=count, consumer_group=group))
+        return QueryConsumeQueueResponseBody.decode(resp.body or b"{}")
 
     # -- name servers -------------------------------------------------------------------------------------
     async def put_kv_config(self, namespace: str, key: str, value: str, addr: str | None = None) -> None:

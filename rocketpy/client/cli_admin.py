@@ -1406,3 +1406,68 @@ async def delete_expired_commit_log(admin: Admin, args: argparse.Namespace, out:
 @command("cleanUnusedTopic", "Clean unused topic on broker.", _chore_opts)
 async def clean_unused_topic(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     return await _chore(admin, args, out, RequestCode.CLEAN_UNUSED_TOPIC)
+
+
+def _producer_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-b", "--broker", dest="broker_addr", required=True, help="broker address host:port")
+
+
+@command("producer", "Query producer's instances", _producer_opts)
+async def producer(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    table = await admin.all_producer_info(args.broker_addr.strip())
+    result: dict[str, list[dict[str, Any]]] = {}
+    for group, infos in (table.data or {}).items():
+        if not infos:
+            out.line(f"producer group ({group}) instances are empty")
+        for p in infos or []:
+            out.line(f"producer group ({group}) instance : clientId={p.client_id},remoteIP={p.remote_ip}, "
+                     f"language={_enum(p.language)}, version={p.version}, "
+                     f"lastUpdateTimestamp={p.last_update_timestamp}")
+        result[group] = [{"clientId": p.client_id, "remoteIP": p.remote_ip, "language": _enum(p.language),
+                          "version": p.version, "lastUpdateTimestamp": p.last_update_timestamp} for p in infos or []]
+    out.result(result)
+    return 0
+
+
+def _query_cq_opts(p: argparse.ArgumentParser) -> None:
+    _topic_opt(p)
+    p.add_argument("-q", "--queue", type=int, required=True, help="queue id")
+    p.add_argument("-i", "--index", type=int, required=True, help="first queue index")
+    p.add_argument("-c", "--count", type=int, default=10, help="how many entries")
+    p.add_argument("-b", "--broker", help="broker address (default: the topic's first master)")
+    p.add_argument("-g", "--consumer", help="consumer group (shows its subscription and filter)")
+
+
+@command("queryCq", "Query cq command.", _query_cq_opts)
+async def query_cq(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    topic = args.topic.strip()
+    addr = (args.broker or "").strip()
+    if not addr:
+        route = await admin.topic_route(topic)
+        addr = next((a for bd in (route.broker_datas or [])[:1] for k, a in (bd.broker_addrs or {}).items()
+                     if int(k) == 0), "")
+        if not addr:
+            raise MQClientError("No topic route data!")
+    body = await admin.query_consume_queue(addr, topic, args.queue, args.index, args.count, args.consumer)
+    sep = "======================================"
+    if body.subscription_data is not None:
+        out.line("Subscription data: ")
+        out.line(body.subscription_data.encode(pretty=True).decode())
+        out.line(sep)
+    if body.filter_data is not None:
+        out.line("Filter data: ")
+        out.line(body.filter_data)
+        out.line(sep)
+    out.line("Queue data: ")
+    out.line(f"max: {body.max_queue_index}, min: {body.min_queue_index}")
+    out.line(sep)
+    for i, d in enumerate(body.queue_data or [], args.index):
+        out.line(f"idx: {i}")
+        out.line(f"ConsumeQueueData{{physicOffset={d.physic_offset}, physicSize={d.physic_size}, "
+                 f"tagsCode={d.tags_code}, extendDataJson='{_java_str(d.extend_data_json)}', "
+                 f"bitMap='{_java_str(d.bit_map)}', eval={_java_bool(d.eval)}, msg='{_java_str(d.msg)}'}}")
+        out.line(sep)
+    out.result({"max": body.max_queue_index, "min": body.min_queue_index,
+                "entries": [{"index": i, "physicOffset": d.physic_offset, "physicSize": d.physic_size,
+                             "tagsCode": d.tags_code} for i, d in enumerate(body.queue_data or [], args.index)]})
+    return 0
