@@ -211,6 +211,11 @@ def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPat
     head, row = out.splitlines()
     assert head == "#Broker Name                      #QID  #Send Result            #MsgId"
     assert row.split()[2] == "SEND_OK"
+    code, out = run(capsys, "admin", "checkMsgSendRT", "-n", ns, "-t", "NewCmdTopic", "-a", "3", "-s", "10")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "#Broker Name                      #QID  #Send Result            #RT"
+    assert [ln.split()[1:3] for ln in lines[1:4]] == [["0", "true"], ["1", "true"], ["0", "true"]]
+    assert lines[4].startswith("Avg RT: ")
     code, out = run(capsys, "admin", "topicClusterList", "-n", ns, "-t", "NewCmdTopic")
     assert code == 0 and out == "DefaultCluster\n"
     code, out = run(capsys, "admin", "topicStatus", "-n", ns, "-t", "NewCmdTopic")
@@ -228,6 +233,9 @@ def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPat
     assert code == 2 and err.count("\n") == 1 and "bad time 'yesterday'" in err
     if cluster.kind == "fake":
         return  # the fake broker knows no broker-wide stats or config updates
+    code, out = run(capsys, "admin", "sendMsgStatus", "-n", ns, "-b", "broker-a", "-c", "2", "-s", "20")
+    assert code == 0 and [ln.split(", SendResult=SendResult [sendStatus=")[1][:7] for ln in out.splitlines()] == [
+        "SEND_OK", "SEND_OK"]
     code, out = run(capsys, "admin", "brokerConsumeStats", "-n", ns, "-b", addr)
     assert code == 0 and out.startswith("#Topic ") and "Diff Total: " in out
     # without adminCredential a rocketpy broker refuses remote config changes: one line, exit 1

@@ -1471,3 +1471,81 @@ async def query_cq(admin: Admin, args: argparse.Namespace, out: Out) -> int:
                 "entries": [{"index": i, "physicOffset": d.physic_offset, "physicSize": d.physic_size,
                              "tagsCode": d.tags_code} for i, d in enumerate(body.queue_data or [], args.index)]})
     return 0
+
+
+def send_result_str(r: Any) -> str:
+    """SendResult.toString."""
+    return (f"SendResult [sendStatus={_enum(r.send_status)}, msgId={r.msg_id}, offsetMsgId={r.offset_msg_id}, "
+            f"messageQueue={_mq_str(r.message_queue)}, queueOffset={r.queue_offset}]")
+
+
+def _send_status_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-b", "--brokerName", dest="broker", required=True, help="broker name (its own topic is used)")
+    p.add_argument("-s", "--messageSize", dest="size", type=int, default=128, help="message size")
+    p.add_argument("-c", "--count", type=int, default=50, help="how many messages")
+
+
+def _jodie(size: int) -> bytes:
+    return b"hello jodie" * ((size + 10) // 11)  # SendMsgStatusCommand's body
+
+
+@command("sendMsgStatus", "send msg to broker.", _send_status_opts)
+async def send_msg_status(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    from .message import make_message
+    from .producer import Producer
+
+    topic = args.broker.strip()  # every broker serves a topic named after itself
+    rows = []
+    async with Producer(f"PID_SMSC_{time.time_ns()}", client=admin.client) as producer:
+        await producer.send(make_message(topic, _jodie(16)))  # warm-up, not shown
+        for _ in range(args.count):
+            begin = time.monotonic()
+            result = await producer.send(make_message(topic, _jodie(args.size)))
+            rt = int((time.monotonic() - begin) * 1000)
+            out.line(f"rt={rt}ms, SendResult={send_result_str(result)}")
+            rows.append({"rtMs": rt, **result.to_dict()})
+    out.result(rows)
+    return 0
+
+
+def _check_rt_opts(p: argparse.ArgumentParser) -> None:
+    _topic_opt(p)
+    p.add_argument("-a", "--amount", type=int, default=100, help="message amount")
+    p.add_argument("-s", "--size", type=int, default=128, help="message size in bytes")
+
+
+@command("checkMsgSendRT", "check message send response time", _check_rt_opts)
+async def check_msg_send_rt(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    from .message import make_message
+    from .producer import Producer
+
+    fmt = "{:<32}  {:<4}  {:<20}    {}"
+    out.line(fmt.format("#Broker Name", "#QID", "#Send Result", "#RT"))
+    picked: list[MessageQueue] = []
+
+    def by_index(mqs: Any, msg: Any, i: Any) -> MessageQueue:
+        picked.append(mqs[i % len(mqs)])
+        return picked[-1]
+
+    total, rows = 0, []
+    msg = make_message(args.topic.strip(), b"a" * args.size)
+    async with Producer(str(time.time_ns() // 1_000_000), client=admin.client) as producer:
+        for i in range(args.amount):
+            begin = time.monotonic()
+            try:
+                await producer.send(msg, selector=by_index, arg=i)
+                ok = True
+            except MQClientError:
+                ok = False
+            rt = int((time.monotonic() - begin) * 1000)
+            if i:
+                total += rt  # the first send (route lookup, connect) is left out of the average
+            q = picked[-1] if picked else None
+            out.line(fmt.format(_java_str(q.broker_name if q else None), q.queue_id if q else "null",
+                                _java_bool(ok), rt))
+            rows.append({"brokerName": q.broker_name if q else None, "queueId": q.queue_id if q else None,
+                         "ok": ok, "rtMs": rt})
+    avg = total / (args.amount - 1) if args.amount > 1 else float("nan")
+    out.line(f"Avg RT: {avg:.2f}")
+    out.result({"sends": rows, "avgRtMs": avg})
+    return 0
