@@ -94,6 +94,28 @@ def consume_stats(output: str) -> ConsumeStats:
     return ConsumeStats(offset_table=table, consume_tps=0.0)
 
 
+def message_ext(text: str) -> Any:
+    """A MessageExt from mqadmin's ``MSGID: ... MessageExt [...] BODY: ...`` line (54, printMsg)."""
+    import re
+
+    from rocketpy.codecs.message import MessageExt
+
+    fields = dict(re.findall(r"(\w+)=([^,\]]*)", text.split("toString()=")[0]))
+    props = dict(kv.split("=", 1) for kv in re.search(r"properties=\{(.*?)\}", text).group(1).split(", "))
+    body = bytes(int(b) & 0xFF for b in re.search(r"body=\[(.*?)\]", text).group(1).split(", "))
+    return MessageExt(
+        topic="AdminTopic", body=body, flag=0, properties=props, queue_id=int(fields["queueId"]),
+        store_size=int(fields["storeSize"]), queue_offset=int(fields["queueOffset"]), sys_flag=int(fields["sysFlag"]),
+        born_timestamp=int(fields["bornTimestamp"]), born_host=fields["bornHost"].lstrip("/"),
+        store_timestamp=int(fields["storeTimestamp"]), store_host=fields["storeHost"].lstrip("/"),
+        commit_log_offset=int(fields["commitLogOffset"]), body_crc=int(fields["bodyCRC"]),
+        reconsume_times=int(fields["reconsumeTimes"]),
+        prepared_transaction_offset=int(fields["preparedTransactionOffset"]))
+
+
+QUEUE_6 = [message_ext(ln) for ln in golden("54")[1].splitlines() if "queueId=6," in ln and ln.startswith("MSGID")]
+
+
 def connection(client_id: str, addr: str) -> Connection:
     return Connection(client_id=client_id, client_addr=addr, language=LanguageCode.JAVA, version=409)
 
@@ -155,16 +177,21 @@ class GoldenAdmin:
         # AdminCG was auto-created by the broker: from-min and broadcast on (README, 37)
         return SubscriptionGroupConfig(group_name=group) if group == "AdminCG" else None
 
+    async def view_message(self, msg_id: str, topic: str | None = None) -> Any:
+        import copy
+
+        msg = copy.deepcopy(QUEUE_6[0])  # message #7, viewed, not pulled: no MIN/MAX_OFFSET
+        for key in ("MIN_OFFSET", "MAX_OFFSET"):
+            del msg.properties[key]
+        assert msg_id in (msg.msg_id, msg.uniq_key)
+        return msg
+
     async def queue_bounds(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
         return {mq(6): (0, 3)}
 
     async def pull(self, queue: MessageQueue, offset: int, max_nums: int = 32) -> tuple[list[Any], int]:
-        from rocketpy.codecs.message import MessageExt
-
-        # queue 6 held messages #7, #15, #23 (tags TagB, TagA, TagC)
-        found = [MessageExt(topic="AdminTopic", properties={"TAGS": m["tags"]}) for m in MESSAGES
-                 if m["queueId"] == "6"]
-        return found[offset:], 3
+        found = QUEUE_6[offset:offset + max_nums]  # messages #7, #15, #23 (tags TagB, TagA, TagC)
+        return found, offset + len(found)
 
     async def put_kv_config(self, namespace: str, key: str, value: str, addr: str | None = None) -> None:
         self.changes.append(("kv", namespace, key, value))
@@ -264,7 +291,7 @@ def run_ours(argv: list[str], admin: Any, capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize("prefix", [
     "08", "14", "18", "21", "23", "28", "29", "30", "33", "37", "38", "41", "42", "43", "44", "48",
     "57", "65", "66", "67", "72", "74", "75", "76", "77", "78", "79", "81", "84", "85", "87", "88",
-    "89", "90", "98", "40", "58",
+    "89", "90", "98", "40", "58", "56", "60", "45", "51", "52",
 ])
 def test_same_output_as_mqadmin(prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv, expected = golden(prefix)

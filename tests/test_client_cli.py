@@ -120,7 +120,7 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
     assert code == 0 and "brokerName" in out
     code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", offset_id)
     assert code == 0 and f"OffsetID:            {offset_id}\n" in out and "Topic:               AdmTopic\n" in out
-    body_path = out.split("Message Body Path:   ")[1].strip()  # mqadmin's layout: the body goes to a file
+    body_path = out.split("Message Body Path:   ")[1].splitlines()[0]  # mqadmin: the body goes to a file
     assert open(body_path, "rb").read() == b"hello admin"
     code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", results[0]["msgId"], "-t", "AdmTopic",
                     "--json")

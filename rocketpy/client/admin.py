@@ -32,7 +32,7 @@ from ..codecs.bodies import (
     TopicRouteData,
     TopicStatsTable,
 )
-from ..codecs.codes import MixAll, PullStatus, PullSysFlag
+from ..codecs.codes import MessageConst, MixAll, PullStatus, PullSysFlag
 from ..codecs.headers import (
     AddWritePermOfBrokerRequestHeader,
     CloneGroupOffsetRequestHeader,
@@ -362,7 +362,11 @@ class Admin:
         result, body = await self.client.api.pull(addr, h, self.timeout)
         if result.pull_status != PullStatus.FOUND:
             return [], result.next_begin_offset
-        return decode_messages(body), result.next_begin_offset
+        msgs = decode_messages(body)
+        for m in msgs:  # as Java's PullAPIWrapper.processPullResult: the queue's bounds ride along
+            m.properties[MessageConst.PROPERTY_MIN_OFFSET] = str(result.min_offset)
+            m.properties[MessageConst.PROPERTY_MAX_OFFSET] = str(result.max_offset)
+        return msgs, result.next_begin_offset
 
     async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
         """SEARCH_OFFSET_BY_TIMESTAMP on the queue's master: the offset of the first message stored at or after."""

@@ -856,7 +856,77 @@ def message_ext_str(m: MessageExt, broker_name: str | None) -> str:
             f"msgId={m.msg_id}, commitLogOffset={m.commit_log_offset}, bodyCRC={m.body_crc}, "
             f"reconsumeTimes={m.reconsume_times}, preparedTransactionOffset={m.prepared_transaction_offset}, "
             f"toString()=Message{{topic='{m.topic}', flag={m.flag}, properties={_java_props(dict(m.properties))}, "
-            f"body=[{body}], transactionId='{tx}'}}]")
+            f"body=[{body}], transactionId='{_java_str(tx)}'}}]")
+
+
+async def show_message(admin: Admin, out: Out, msg: MessageExt, offset_id: bool = True) -> dict[str, Any]:
+    """The label block, then what each consumer group did with the message (QueryMsgByIdSubCommand.printMsg)."""
+    data = print_message(out, msg, offset_id)
+    try:
+        tracks = await message_tracks(admin, msg)
+    except MQClientError as exc:  # the message is shown; only what consumers did with it is unknown
+        print(f"rocketpy admin: cannot tell which groups consumed it: {exc}", file=sys.stderr)
+        return data
+    if not tracks:
+        out.raw("\n\nWARN: No Consumer")
+    else:
+        out.raw("\n\n" + "".join(f"MessageTrack [consumerGroup={g}, trackType={t}, exceptionDesc={_java_str(d)}]"
+                                  for g, t, d in tracks))
+    data["tracks"] = [{"consumerGroup": g, "trackType": t, "exceptionDesc": d} for g, t, d in tracks]
+    return data
+
+
+async def message_tracks(admin: Admin, msg: MessageExt) -> list[tuple[str, str, str | None]]:
+    """DefaultMQAdminExtImpl.messageTrackDetail: (group, trackType, exceptionDesc) per group of the topic."""
+    from .errors import MQBrokerError
+
+    route = await admin.topic_route(msg.topic)
+    master = next((a for bd in route.broker_datas or [] for k, a in (bd.broker_addrs or {}).items() if int(k) == 0),
+                  None)
+    groups = await admin.topic_consumed_by(master, msg.topic) if master else []
+    tracks: list[tuple[str, str, str | None]] = []
+    for group in groups:
+        try:
+            cc = await admin.consumer_connection(group)
+        except MQBrokerError as exc:
+            kind = "NOT_ONLINE" if exc.response_code == 206 else "UNKNOWN"
+            tracks.append((group, kind, f"CODE:{exc.response_code} DESC:{exc.remark}"))
+            continue
+        except MQClientError as exc:
+            tracks.append((group, "UNKNOWN", str(exc)))
+            continue
+        if _enum(cc.consume_type) == "CONSUME_ACTIVELY":
+            tracks.append((group, "PULL", None))
+            continue
+        try:
+            consumed = await _consumed(admin, msg, group)
+        except MQClientError as exc:
+            tracks.append((group, "UNKNOWN", str(exc)))
+            continue
+        kind = "NOT_CONSUME_YET"
+        if consumed:
+            kind = "CONSUMED"
+            sd = cc.subscription_table.get(msg.topic)
+            if sd is not None:
+                tags = {t.strip() for t in (sd.sub_string or "*").split("||")}
+                if not (msg.tags in tags or "*" in tags or not tags):
+                    kind = "CONSUMED_BUT_FILTERED"
+        tracks.append((group, kind, None))
+    return tracks
+
+
+async def _consumed(admin: Admin, msg: MessageExt, group: str) -> bool:
+    """Has ``group`` committed past the message (on the broker that stored it)?"""
+    stats = await admin.consume_stats(group)
+    info = await admin.cluster_info()
+    for q, w in stats.offset_table.items():
+        if q.topic != msg.topic or q.queue_id != msg.queue_id:
+            continue
+        bd = (info.broker_addr_table or {}).get(q.broker_name or "")
+        addrs = {int(k): a for k, a in ((bd.broker_addrs or {}) if bd else {}).items()}
+        if addrs.get(0) == msg.store_host and w.consumer_offset > msg.queue_offset:
+            return True
+    return False
 
 
 def _query_id_opts(p: argparse.ArgumentParser) -> None:
@@ -866,7 +936,7 @@ def _query_id_opts(p: argparse.ArgumentParser) -> None:
 
 @command("queryMsgById", "Query Message by Id", _query_id_opts)
 async def query_msg_by_id(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    out.result(print_message(out, await admin.view_message(args.msg_id.strip(), args.topic)))
+    out.result(await show_message(admin, out, await admin.view_message(args.msg_id.strip(), args.topic)))
     return 0
 
 
@@ -877,7 +947,8 @@ def _query_unique_opts(p: argparse.ArgumentParser) -> None:
 
 @command("queryMsgByUniqueKey", "Query Message by Unique key", _query_unique_opts)
 async def query_msg_by_unique_key(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    out.result(print_message(out, await admin.view_message(args.msg_id.strip(), args.topic), offset_id=False))
+    msg = await admin.view_message(args.msg_id.strip(), args.topic)
+    out.result(await show_message(admin, out, msg, offset_id=False))
     return 0
 
 
@@ -913,7 +984,7 @@ async def query_msg_by_offset(admin: Admin, args: argparse.Namespace, out: Out) 
     msgs, _ = await admin.pull(mq, args.offset, 1)
     if not msgs:
         raise MQClientError(f"no message at offset {args.offset} of {args.topic}/{args.broker}/{args.queue_id}")
-    out.result(print_message(out, msgs[0]))
+    out.result(await show_message(admin, out, msgs[0]))
     return 0
 
 
@@ -1549,3 +1620,88 @@ async def check_msg_send_rt(admin: Admin, args: argparse.Namespace, out: Out) ->
     out.line(f"Avg RT: {avg:.2f}")
     out.result({"sends": rows, "avgRtMs": avg})
     return 0
+
+
+def _consume_message_opts(p: argparse.ArgumentParser) -> None:
+    _topic_opt(p)
+    p.add_argument("-b", "--brokerName", dest="broker", help="broker name")
+    p.add_argument("-i", "--queueId", dest="queue_id", type=int, help="queue id (needs -b)")
+    p.add_argument("-o", "--offset", type=int, help="queue offset (needs -i)")
+    p.add_argument("-g", "--consumerGroup", dest="group", help="consumer group name (not used to commit)")
+    p.add_argument("-s", "--beginTimestamp", dest="begin", help=f"from ({TIME_FORMATS})")
+    p.add_argument("-e", "--endTimestamp", dest="end", help=f"to ({TIME_FORMATS})")
+    p.add_argument("-c", "--MessageNumber", dest="count", type=int, default=128, help="how many messages")
+
+
+@command("consumeMessage", "Consume message", _consume_message_opts)
+async def consume_message(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    if args.count <= 0:
+        raise BadArgument("Please input a positive messageNumber!")
+    if args.queue_id is not None and not args.broker:
+        raise BadArgument("Please set the brokerName before queueId!")
+    if args.offset is not None and args.queue_id is None:
+        raise BadArgument("Please set queueId before offset!")
+    now = time.time_ns() // 1_000_000
+    begin = parse_time(args.begin) if args.begin else 0
+    end = parse_time(args.end) if args.end else 0
+    if begin > now or end > now:
+        raise BadArgument("Please set the beginTimestamp and endTimestamp before now!")
+    if args.end and begin > end:
+        raise BadArgument("Please make sure that the beginTimestamp is less than or equal to the endTimestamp")
+    topic = args.topic.strip()
+    bounds = await admin.queue_bounds(topic)
+    rows: list[dict[str, Any]] = []
+
+    async def window(q: MessageQueue) -> tuple[int, int]:
+        lo, hi = bounds.get(q, (0, 0))
+        if begin:
+            lo = await admin.search_offset(q, begin)
+        if end:
+            hi = await admin.search_offset(q, end)
+        return lo, hi
+
+    if args.queue_id is not None:
+        q = MessageQueue(topic=topic, broker_name=args.broker.strip(), queue_id=args.queue_id)
+        lo, hi = await window(q)
+        start = args.offset or 0
+        if start > hi:
+            out.line(f"{_mq_str(q)} no matched msg, offset={start}")
+        else:
+            lo = max(lo, start)
+            if hi - lo > args.count:
+                out.line(f"The oldler {args.count} message will be provided")  # sic, as mqadmin
+                hi = lo + args.count - 1
+            rows += await _pull_range(admin, out, q, lo, hi)
+    else:
+        left = args.count
+        for q in java_hash_order(list(bounds)):
+            lo, hi = await window(q)
+            if hi - lo > left:
+                out.line(f"The older {left} message of the {q.queue_id} queue will be provided")
+                hi = lo + left - 1
+                left = 0
+            else:
+                left = left - (hi - lo) - 1
+            rows += await _pull_range(admin, out, q, lo, hi)
+            if left <= 0:
+                break
+    out.result(rows)
+    return 0
+
+
+async def _pull_range(admin: Admin, out: Out, q: MessageQueue, lo: int, hi: int) -> list[dict[str, Any]]:
+    """ConsumeMessageCommand.pullMessageByQueue: offsets lo..hi, each batch printed with its bodies."""
+    rows = []
+    offset = lo
+    while offset <= hi:
+        msgs, nxt = await admin.pull(q, offset, max(hi - offset + 1, 1))
+        if not msgs:
+            out.line(f"{_mq_str(q)} print msg finished. status=NO_NEW_MSG, offset={nxt}")
+            break
+        offset = nxt
+        out.line("Consume ok")
+        for m in msgs:
+            out.line(f"MSGID: {m.client_msg_id} {message_ext_str(m, q.broker_name)} BODY: "
+                     f"{m.decompressed_body().decode('utf-8', 'replace')}")
+            rows.append(message_json(m))
+    return rows
