@@ -416,9 +416,7 @@ async def cluster_list(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     if args.more:
         out.line(f"{'#Cluster Name':<16}  {'#Broker Name':<32} {'#InTotalYest':>14} {'#OutTotalYest':>14} "
                  f"{'#InTotalToday':>14} {'#OutTotalToday':>14}")
-        for cluster, name, bid, addr in rows:
-            if bid != 0:
-                continue
+        for cluster, name, _bid, addr in rows:  # every broker, slaves too, as mqadmin
             totals = [0, 0, 0, 0]
             try:
                 rt = await admin.broker_runtime_info(addr)
