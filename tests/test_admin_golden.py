@@ -351,3 +351,34 @@ def test_message_properties_print_in_java_hash_order() -> None:
              "CLUSTER": "DefaultCluster"}
     assert cli_admin._java_props(props) == expected
     assert cli_admin._java_props(dict(reversed(props.items()))) != expected  # so the test can tell
+
+
+def test_export_metadata_writes_what_mqadmin_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """91: the file is fastjson's pretty form (HashMap key order, bean fields sorted, TABs)."""
+    import json
+    import re
+
+    from rocketpy.codecs.bodies import SubscriptionGroupConfig, TopicConfig
+
+    expected = (GOLDEN / "export-files" / "metadata.json").read_text()
+    state = json.loads(expected)
+    admin = GoldenAdmin()
+
+    async def user_topic_configs(addr: str, special: bool = False) -> dict[str, Any]:
+        return {name: TopicConfig(topic_name=name, read_queue_nums=t["readQueueNums"],
+                                  write_queue_nums=t["writeQueueNums"], perm=t["perm"], order=t["order"])
+                for name, t in sorted(state["topicConfigTable"].items())}
+
+    async def user_sub_groups(addr: str) -> dict[str, Any]:
+        fields = dict(cli_admin._GROUP_FIELDS)
+        return {name: SubscriptionGroupConfig(**{fields[k]: v for k, v in g.items()})
+                for name, g in sorted(state["subscriptionGroupTable"].items())}
+
+    admin.user_topic_configs = user_topic_configs  # type: ignore[attr-defined]
+    admin.user_sub_groups = user_sub_groups  # type: ignore[attr-defined]
+    argv, output = golden("91")
+    out = run_ours([*argv, "-f", str(tmp_path)], admin, capsys)
+    assert out == output.replace("/tmp/rocketmq/export", str(tmp_path))
+    mask = re.compile(r'"exportTime":\d+')
+    written = (tmp_path / "metadata.json").read_text()
+    assert mask.sub('"exportTime":0', written) == mask.sub('"exportTime":0', expected)

@@ -202,7 +202,7 @@ def test_consumer_connection(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
 
 
 def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
+                                 capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     ns, addr = cluster.namesrv, cluster.broker_addr
     code, out = run(capsys, "admin", "updateTopic", "-n", ns, "-b", addr, "-t", "NewCmdTopic", "-r", "2", "-w", "2")
     assert code == 0
@@ -236,6 +236,10 @@ def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPat
     code, out = run(capsys, "admin", "sendMsgStatus", "-n", ns, "-b", "broker-a", "-c", "2", "-s", "20")
     assert code == 0 and [ln.split(", SendResult=SendResult [sendStatus=")[1][:7] for ln in out.splitlines()] == [
         "SEND_OK", "SEND_OK"]
+    code, out = run(capsys, "admin", "exportMetadata", "-n", ns, "-c", "DefaultCluster", "-f", str(tmp_path))
+    assert code == 0 and out == f"export {tmp_path}/metadata.json success\n"
+    exported = json.loads((tmp_path / "metadata.json").read_text())
+    assert "NewCmdTopic" in exported["topicConfigTable"] and "TBW102" not in exported["topicConfigTable"]
     code, out = run(capsys, "admin", "brokerConsumeStats", "-n", ns, "-b", addr)
     assert code == 0 and out.startswith("#Topic ") and "Diff Total: " in out
     # without adminCredential a rocketpy broker refuses remote config changes: one line, exit 1

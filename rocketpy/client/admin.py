@@ -28,6 +28,7 @@ from ..codecs.bodies import (
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicConfig,
+    TopicConfigSerializeWrapper,
     TopicList,
     TopicRouteData,
     TopicStatsTable,
@@ -222,6 +223,26 @@ class Admin:
         resp = await self._broker(addr, RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader(
             topic=topic, queue_id=queue_id, index=index, count=count, consumer_group=group))
         return QueryConsumeQueueResponseBody.decode(resp.body or b"{}")
+
+    async def user_topic_configs(self, addr: str, special: bool = False) -> dict[str, TopicConfig]:
+        """getUserTopicConfig: the broker's topics but its system ones (and %RETRY%/%DLQ% unless ``special``)."""
+        table = TopicConfigSerializeWrapper.decode(
+            (await self._broker(addr, RequestCode.GET_ALL_TOPIC_CONFIG)).body or b"{}").topic_config_table
+        system = set(TopicList.decode(
+            (await self._broker(addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)).body or b"{}").topic_list)
+        return {t: c for t, c in table.items() if t not in system and (special or not t.startswith(
+            (MixAll.RETRY_GROUP_TOPIC_PREFIX, MixAll.DLQ_GROUP_TOPIC_PREFIX)))}
+
+    async def user_sub_groups(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """getUserSubscriptionGroup: the broker's groups but the system ones."""
+        system = {MixAll.DEFAULT_CONSUMER_GROUP, MixAll.DEFAULT_PRODUCER_GROUP, MixAll.TOOLS_CONSUMER_GROUP,
+                  MixAll.FILTERSRV_CONSUMER_GROUP, MixAll.MONITOR_CONSUMER_GROUP, MixAll.CLIENT_INNER_PRODUCER_GROUP,
+                  MixAll.SELF_TEST_PRODUCER_GROUP, MixAll.SELF_TEST_CONSUMER_GROUP, MixAll.ONS_HTTP_PROXY_GROUP,
+                  MixAll.CID_ONSAPI_PERMISSION_GROUP, MixAll.CID_ONSAPI_OWNER_GROUP, MixAll.CID_ONSAPI_PULL_GROUP,
+                  MixAll.CID_SYS_RMQ_TRANS}
+        resp = await self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        table = SubscriptionGroupWrapper.decode(resp.body or b"{}").subscription_group_table
+        return {g: c for g, c in table.items() if g not in system and not g.startswith(MixAll.CID_RMQ_SYS_PREFIX)}
 
     # -- name servers -------------------------------------------------------------------------------------
     async def put_kv_config(self, namespace: str, key: str, value: str, addr: str | None = None) -> None:

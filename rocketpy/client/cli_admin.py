@@ -1703,3 +1703,72 @@ async def _pull_range(admin: Admin, out: Out, q: MessageQueue, lo: int, hi: int)
                      f"{m.decompressed_body().decode('utf-8', 'replace')}")
             rows.append(message_json(m))
     return rows
+
+
+def fastjson_pretty(value: Any, depth: int = 0) -> str:
+    """JSON.toJSONString(value, true): TAB indentation, no space after ':'; dicts print in the order given."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = ",\n".join("\t" * (depth + 1) + json.dumps(str(k)) + ":" + fastjson_pretty(v, depth + 1)
+                           for k, v in value.items())
+        return "{\n" + inner + "\n" + "\t" * depth + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join("\t" * (depth + 1) + fastjson_pretty(v, depth + 1) for v in value) + "\n" + \
+            "\t" * depth + "]"
+    if isinstance(value, bool):
+        return _java_bool(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _bean(fields: dict[str, Any]) -> dict[str, Any]:
+    return dict(sorted(fields.items()))  # fastjson writes a bean's fields sorted by name
+
+
+def _hash_map(table: dict[str, Any]) -> dict[str, Any]:
+    return {k: table[k] for k in java_hash_order(list(table), java_string_hash)}
+
+
+def _export_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-c", "--clusterName", dest="cluster", help="export every master of this cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker_addr", help="export one broker")
+    p.add_argument("-f", "--filePath", dest="path", default="/tmp/rocketmq/export", help="directory to write to")
+    p.add_argument("-t", "--topic", action="store_true", help="only topic metadata")
+    p.add_argument("-g", "--subscriptionGroup", dest="groups", action="store_true", help="only group metadata")
+    p.add_argument("-s", "--specialTopic", dest="special", action="store_true", help="include %%RETRY%% and %%DLQ%%")
+
+
+@command("exportMetadata", "export metadata", _export_opts)
+async def export_metadata(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    if not args.cluster and not args.broker_addr:
+        raise BadArgument("give -c clusterName or -b brokerAddr")
+    addrs = await admin.master_addrs(args.cluster.strip() if args.cluster else None,
+                                     args.broker_addr.strip() if args.broker_addr else None)
+    topics: dict[str, dict[str, Any]] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for addr in addrs:  # queue counts of a topic on several brokers add up, as mqadmin's
+        for name, c in (await admin.user_topic_configs(addr, args.special)).items():
+            t = _topic_config_json(c)
+            if name in topics:
+                t["readQueueNums"] += topics[name]["readQueueNums"]
+                t["writeQueueNums"] += topics[name]["writeQueueNums"]
+            topics[name] = t
+        for name, g in (await admin.user_sub_groups(addr)).items():
+            fields = {java: getattr(g, attr) for java, attr in _GROUP_FIELDS}
+            if name in groups:
+                fields["retryQueueNums"] += groups[name]["retryQueueNums"]
+            groups[name] = fields
+    result: dict[str, Any] = {}
+    if not args.groups:
+        result["topicConfigTable"] = _hash_map({k: _bean(v) for k, v in topics.items()})
+    if not args.topic:
+        result["subscriptionGroupTable"] = _hash_map({k: _bean(v) for k, v in groups.items()})
+    result["exportTime"] = time.time_ns() // 1_000_000
+    name = "topic.json" if args.topic else "subscriptionGroup.json" if args.groups else "metadata.json"
+    path = os.path.join(args.path, name)
+    await trio.to_thread.run_sync(_write_text, path, fastjson_pretty(_hash_map(result)))
+    out.line(f"export {path} success")
+    out.result({"path": path, **result})
+    return 0
