@@ -257,7 +257,11 @@ class GoldenAdmin:
                 "msgGetTotalYesterdayMorning": "0", "msgGetTotalTodayMorning": "0", "msgGetTotalTodayNow": "30"}
 
     async def namesrv_config(self, addr: str) -> dict[str, str]:
-        rows = golden("28")[1].splitlines()[1:]
+        rows = golden("28")[1].splitlines()[1:]  # in the order the Java NameServer sent them
+        return {k.strip(): v.strip() for k, _, v in (r.partition("=  ") for r in rows)}
+
+    async def broker_config(self, addr: str) -> dict[str, str]:
+        rows = [r for r in golden("25")[1].splitlines()[1:] if r]
         return {k.strip(): v.strip() for k, _, v in (r.partition("=  ") for r in rows)}
 
     async def create_topic(self, addr: str, config: Any) -> None:
@@ -291,7 +295,7 @@ def run_ours(argv: list[str], admin: Any, capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize("prefix", [
     "08", "14", "18", "21", "23", "28", "29", "30", "33", "37", "38", "41", "42", "43", "44", "48",
     "57", "65", "66", "67", "72", "74", "75", "76", "77", "78", "79", "81", "84", "85", "87", "88",
-    "89", "90", "98", "40", "58", "56", "60", "45", "51", "52",
+    "89", "90", "98", "40", "58", "56", "60", "45", "51", "52", "25", "26",
 ])
 def test_same_output_as_mqadmin(prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv, expected = golden(prefix)
@@ -382,3 +386,12 @@ def test_export_metadata_writes_what_mqadmin_wrote(tmp_path: Path, capsys: pytes
     mask = re.compile(r'"exportTime":\d+')
     written = (tmp_path / "metadata.json").read_text()
     assert mask.sub('"exportTime":0', written) == mask.sub('"exportTime":0', expected)
+
+
+def test_config_dumps_print_in_java_properties_order() -> None:
+    """25/28: mqadmin's order is the bucket order of a ConcurrentHashMap sized for the key count
+    (178 keys: 256 buckets, 21 keys: 32), whatever order they arrived in (up to keys sharing a bucket)."""
+    for prefix in ("25", "28"):
+        keys = [r.partition("=")[0].strip() for r in golden(prefix)[1].splitlines()[1:] if "=" in r]
+        assert cli_admin.java_properties_order(keys) == keys
+        assert cli_admin.java_properties_order(sorted(keys)) != sorted(keys)

@@ -165,6 +165,20 @@ def java_hash_order(keys: list[Any], hash_of: Callable[[Any], int] | None = None
     return sorted(keys, key=bucket)  # stable: a bucket keeps insertion order
 
 
+def java_properties_order(keys: list[str]) -> list[str]:
+    """The order java.util.Properties (Java 9+: a ConcurrentHashMap inside, 16 buckets to start, doubled
+    at 75 %) iterates String keys put in this order: mqadmin prints config dumps that way."""
+    size = 16
+    while len(keys) >= size * 3 // 4:
+        size *= 2
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & 0x7FFFFFFF & (size - 1)
+
+    return sorted(keys, key=bucket)  # stable: a bucket keeps insertion order
+
+
 def _message_queue(mq: MessageQueue) -> dict[str, Any]:
     return {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id}
 
@@ -483,8 +497,8 @@ async def get_broker_config(admin: Admin, args: argparse.Namespace, out: Out) ->
     for addr in await admin.master_addrs(args.cluster, args.broker_addr):
         out.line(f"============{'Master: ' if args.cluster else ''}{addr}============")
         config = await admin.broker_config(addr)
-        for k, v in config.items():
-            out.line(f"{k:<50}=  {v}")
+        for k in java_properties_order(list(config)):
+            out.line(f"{k:<50}=  {config[k]}")
         out.line()
         result[addr] = config
     out.result(result)
@@ -525,8 +539,8 @@ async def get_namesrv_config(admin: Admin, args: argparse.Namespace, out: Out) -
     for addr in _namesrvs(args):
         config = await admin.namesrv_config(addr)
         out.line(f"============{addr}============")
-        for k, v in config.items():
-            out.line(f"{k:<50}=  {v}")
+        for k in java_properties_order(list(config)):
+            out.line(f"{k:<50}=  {config[k]}")
         result[addr] = config
     out.result(result)
     return 0
