@@ -395,3 +395,11 @@ def test_config_dumps_print_in_java_properties_order() -> None:
         keys = [r.partition("=")[0].strip() for r in golden(prefix)[1].splitlines()[1:] if "=" in r]
         assert cli_admin.java_properties_order(keys) == keys
         assert cli_admin.java_properties_order(sorted(keys)) != sorted(keys)
+
+
+def test_export_configs_writes_what_mqadmin_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """92: configs.json byte for byte (the broker's config as 25 shows it, one master, no slave)."""
+    argv, output = golden("92")
+    assert run_ours([*argv, "-f", str(tmp_path)], GoldenAdmin(), capsys) == output.replace(
+        "/tmp/rocketmq/export", str(tmp_path))
+    assert (tmp_path / "configs.json").read_text() == (GOLDEN / "export-files" / "configs.json").read_text()

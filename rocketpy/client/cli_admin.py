@@ -166,17 +166,48 @@ def java_hash_order(keys: list[Any], hash_of: Callable[[Any], int] | None = None
 
 
 def java_properties_order(keys: list[str]) -> list[str]:
-    """The order java.util.Properties (Java 9+: a ConcurrentHashMap inside, 16 buckets to start, doubled
-    at 75 %) iterates String keys put in this order: mqadmin prints config dumps that way."""
-    size = 16
-    while len(keys) >= size * 3 // 4:
-        size *= 2
+    """The order java.util.Properties iterates String keys put in this order: Java 9+ keeps them in a
+    ConcurrentHashMap (16 bins to start, doubled when 3/4 full; new keys go to the end of their bin, and
+    a resize moves each bin's nodes before its last same-side run to the front, reversed). mqadmin's
+    config dumps come out in this order."""
 
-    def bucket(key: str) -> int:
+    def spread(key: str) -> int:
         h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 0x7FFFFFFF & (size - 1)
+        return (h ^ (h >> 16)) & 0x7FFFFFFF
 
-    return sorted(keys, key=bucket)  # stable: a bucket keeps insertion order
+    bins: list[list[str]] = [[] for _ in range(16)]
+    count = 0
+    for key in keys:
+        chain = bins[spread(key) & (len(bins) - 1)]
+        if key in chain:
+            continue
+        chain.append(key)
+        count += 1
+        if count >= len(bins) - (len(bins) >> 2):
+            bins = _chm_transfer(bins, spread)
+    return [k for chain in bins for k in chain]
+
+
+def _chm_transfer(bins: list[list[str]], spread: Callable[[str], int]) -> list[list[str]]:
+    """ConcurrentHashMap.transfer: each bin splits into a low and a high one."""
+    n = len(bins)
+    new: list[list[str]] = [[] for _ in range(2 * n)]
+    for i, chain in enumerate(bins):
+        if not chain:
+            continue
+        last = len(chain) - 1  # lastRun: the start of the tail whose nodes all go the same way
+        side = spread(chain[-1]) & n
+        for j in range(len(chain) - 2, -1, -1):
+            if spread(chain[j]) & n != side:
+                break
+            last = j
+        low: list[str] = []
+        high: list[str] = []
+        (low if side == 0 else high).extend(chain[last:])
+        for key in chain[:last]:  # the rest are pushed in front, one by one
+            (low if spread(key) & n == 0 else high).insert(0, key)
+        new[i], new[i + n] = low, high
+    return new
 
 
 def _message_queue(mq: MessageQueue) -> dict[str, Any]:
@@ -1784,5 +1815,43 @@ async def export_metadata(admin: Admin, args: argparse.Namespace, out: Out) -> i
     path = os.path.join(args.path, name)
     await trio.to_thread.run_sync(_write_text, path, fastjson_pretty(_hash_map(result)))
     out.line(f"export {path} success")
+    out.result({"path": path, **result})
+    return 0
+
+
+#: ExportConfigsCommand.needBrokerProprties, in the order it puts them
+_EXPORTED_BROKER_KEYS = ("brokerClusterName", "brokerId", "brokerName", "brokerRole", "fileReservedTime",
+                         "filterServerNums", "flushDiskType", "maxMessageSize", "messageDelayLevel",
+                         "msgTraceTopicName", "slaveReadEnable", "traceOn", "traceTopicEnable", "useTLS",
+                         "autoCreateTopicEnable", "autoCreateSubscriptionGroup")
+
+
+def _export_configs_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-c", "--clusterName", dest="cluster", required=True, help="the cluster to export")
+    p.add_argument("-f", "--filePath", dest="path", default="/tmp/rocketmq/export", help="directory to write to")
+
+
+@command("exportConfigs", "export configs", _export_configs_opts)
+async def export_configs(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    cluster = args.cluster.strip()
+    info = await admin.cluster_info()
+    names = (info.cluster_addr_table or {}).get(cluster) or []
+    masters = slaves = 0
+    configs: dict[str, dict[str, str]] = {}
+    for name in names:
+        bd = (info.broker_addr_table or {}).get(name)
+        addrs = {int(k): a for k, a in ((bd.broker_addrs or {}) if bd else {}).items()}
+        if 0 not in addrs:
+            continue
+        masters += 1
+        slaves += len(addrs) - 1
+        config = await admin.broker_config(addrs[0])
+        picked = [k for k in _EXPORTED_BROKER_KEYS if config.get(k) is not None]
+        configs[config.get("brokerName", name)] = {k: config[k] for k in java_properties_order(picked)}
+    scale = {"namesrvSize": len(_namesrvs(args)), "masterBrokerSize": masters, "slaveBrokerSize": slaves}
+    result = _hash_map({"brokerConfigs": _hash_map(configs), "clusterScale": _hash_map(scale)})
+    path = os.path.join(args.path, "configs.json")
+    await trio.to_thread.run_sync(_write_text, path, fastjson_pretty(result))
+    out.raw(f"export {path} success")
     out.result({"path": path, **result})
     return 0
