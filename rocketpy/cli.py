@@ -22,6 +22,10 @@ def _cmd_codes(args: argparse.Namespace) -> int:
         "language": codes.LanguageCode,
         "version": codes.MQVersion,
     }
+    if not sys.stdout.isatty():  # a pipe or file: plain rows, no box characters
+        for member in tables[args.table]:
+            sys.stdout.write(f"{int(member):>5}  {member.name}\n")
+        return 0
     table = Table(title=f"{args.table} codes (RocketMQ 4.9.8)")
     table.add_column("code", justify="right")
     table.add_column("name")

@@ -39,3 +39,11 @@ def test_proxy_ctrl_c_keeps_the_stats_summary() -> None:
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert b"Traceback" not in err and out.strip(), (out, err)
+
+
+def test_codes_off_a_terminal_are_plain_rows(capsys: object) -> None:
+    from rocketpy.cli import main
+
+    assert main(["codes", "version"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "  409  V4_9_8\n" in out and not set(out) & set("┏━┃│")
