@@ -403,3 +403,44 @@ def test_export_configs_writes_what_mqadmin_wrote(tmp_path: Path, capsys: pytest
     assert run_ours([*argv, "-f", str(tmp_path)], GoldenAdmin(), capsys) == output.replace(
         "/tmp/rocketmq/export", str(tmp_path))
     assert (tmp_path / "configs.json").read_text() == (GOLDEN / "export-files" / "configs.json").read_text()
+
+
+def test_trace_records_of_the_java_client_decode() -> None:
+    """queryMsgTraceById reads what the Java client's tracer sent (captures/13-Trace)."""
+    import json
+
+    from golden import CAPTURES
+
+    from rocketpy.sniffer.pcap import read_frames
+
+    manifest = json.loads((CAPTURES / "13-Trace.json").read_text())
+    msg_id = manifest["produced"][0]["msgId"]
+    views = []
+    with (CAPTURES / "13-Trace.pcap").open("rb") as f:
+        for fr in read_frames(f):
+            fields = fr.command.ext_fields or {}
+            if (fields.get("topic") or fields.get("b")) == "RMQ_SYS_TRACE_TOPIC" and fr.command.body:
+                views += cli_admin.decode_trace(fr.command.body.decode(), msg_id)
+    assert [(v["type"], v["group"], v["success"]) for v in views] == [
+        ("Pub", "Trace_PG_golden", True), ("SubAfter", "Trace_CG_golden", True)]
+
+
+def test_query_msg_trace_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    from rocketpy.codecs.message import MessageExt
+
+    pub = "\x01".join(["Pub", "1795464727692", "DefaultRegion", "AdminPG", "AdminTopic", "MID", "TagB", "k",
+                       "127.0.0.1:20911", "23", "5", "0", "7F00", "true"]) + "\x02"
+    sub = "\x01".join(["SubAfter", "req", "MID", "2", "true", "k", "0", "1795464728000", "AdminCG"]) + "\x02"
+    admin = GoldenAdmin()
+
+    async def query_messages(topic: str, key: str, *args: Any) -> list[Any]:
+        assert (topic, key) == ("RMQ_SYS_TRACE_TOPIC", "MID")
+        return [MessageExt(topic=topic, body=(pub + sub).encode(), born_host="127.0.0.1:43518")]
+
+    admin.query_messages = query_messages  # type: ignore[method-assign]
+    out = run_ours(["queryMsgTraceById", "-i", "MID"], admin, capsys)
+    assert out == (
+        "#Type      #ProducerGroup       #ClientHost          #SendTime            #CostTimes #Status   \n"
+        "Pub        AdminPG              127.0.0.1:43518      2026-11-23 20:12:07  5ms        success   \n\n"
+        "#Type      #ConsumerGroup       #ClientHost          #ConsumerTime        #CostTimes #Status   \n"
+        "Sub        AdminCG              127.0.0.1:43518      2026-11-23 20:12:08  2ms        success   \n\n")
