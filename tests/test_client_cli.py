@@ -240,6 +240,10 @@ def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPat
     assert code == 0 and out == f"export {tmp_path}/metadata.json success\n"
     exported = json.loads((tmp_path / "metadata.json").read_text())
     assert "NewCmdTopic" in exported["topicConfigTable"] and "TBW102" not in exported["topicConfigTable"]
+    code, out = run(capsys, "admin", "clusterRT", "-n", ns, "-a", "3", "-s", "16", "--rounds", "1")
+    head, row = out.splitlines()
+    assert code == 0 and head == "#Cluster Name             #Broker Name              #RT   #successCount  #failCount"
+    assert row.split()[:2] == ["DefaultCluster", "broker-a"] and row.split()[3:] == ["3", "0"]
     code, out = run(capsys, "admin", "brokerConsumeStats", "-n", ns, "-b", addr)
     assert code == 0 and out.startswith("#Topic ") and "Diff Total: " in out
     # without adminCredential a rocketpy broker refuses remote config changes: one line, exit 1

@@ -1912,3 +1912,62 @@ async def query_msg_trace_by_id(admin: Admin, args: argparse.Namespace, out: Out
         out.line()
     out.result(views)
     return 0
+
+
+def _cluster_rt_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-a", "--amount", type=int, default=100, help="messages per broker and round")
+    p.add_argument("-s", "--size", type=int, default=128, help="message size in bytes")
+    p.add_argument("-c", "--cluster", help="only this cluster (default: every cluster)")
+    p.add_argument("-p", "--printLog", dest="tlog", type=_bool, default=False,
+                   help="print time|room|cluster|broker|rt lines (true|false)")
+    p.add_argument("-m", "--machineRoom", dest="room", default="noname", help="machine room name for -p")
+    p.add_argument("-i", "--interval", type=float, default=10, help="seconds between rounds")
+    p.add_argument("--rounds", type=int, default=0, help="stop after this many rounds (0: until Ctrl-C)")
+
+
+@command("clusterRT", "List All clusters Message Send RT", _cluster_rt_opts)
+async def cluster_rt(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    from .message import make_message
+    from .producer import Producer
+
+    info = await admin.cluster_info()
+    table = info.cluster_addr_table or {}
+    clusters = [args.cluster.strip()] if args.cluster else list(table)
+    if not args.tlog:
+        out.line(f"{'#Cluster Name':<24}  {'#Broker Name':<24}  {'#RT':<4}  {'#successCount':<8}  {'#failCount':<8}")
+    rows: list[dict[str, Any]] = []
+    rounds = 0
+    async with Producer(str(time.time_ns() // 1_000_000), client=admin.client) as producer:
+        while True:
+            for cluster in clusters:
+                if cluster not in table:
+                    out.raw(f"cluster [{cluster}] not exist")
+                    break
+                for broker in table[cluster]:
+                    msg = make_message(broker, b"a" * args.size)  # every broker serves a topic of its name
+                    ok = failed = 0
+                    elapsed = 0.0
+                    for i in range(args.amount):
+                        begin = time.monotonic()
+                        try:
+                            await producer.send(msg)
+                            ok += 1
+                        except MQClientError:
+                            failed += 1
+                        if i:
+                            elapsed += (time.monotonic() - begin) * 1000
+                    rt = elapsed / (args.amount - 1) if args.amount > 1 else float("nan")
+                    if args.tlog:
+                        now = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+                        out.line(f"{now}|{args.room}|{cluster}|{broker}|{round(rt)}")
+                    else:
+                        out.line(f"{cluster:<24}  {broker:<24}  {rt:<8.2f}  {ok:<16}  {failed:<16}")
+                    sys.stdout.flush()
+                    rows.append({"cluster": cluster, "brokerName": broker, "rtMs": rt, "successCount": ok,
+                                 "failCount": failed})
+            rounds += 1
+            if args.rounds and rounds >= args.rounds:
+                break
+            await trio.sleep(args.interval)
+    out.result(rows)
+    return 0
