@@ -30,7 +30,8 @@ def test_check_golden_is_clean_and_read_only(capsys: pytest.CaptureFixture[str])
     before = tree_digest(STORE_DUMP)
     assert main(["store", "check", str(STORE_DUMP)]) == 0
     out = capsys.readouterr().out
-    assert "OK" in out and "clean shutdown" in out and "119" in out
+    assert "OK" in out and "clean shutdown" in out and "  records: 119\n" in out
+    assert not set(out) & set("│┃─━┏┗└┌")  # not a terminal: plain text
     assert tree_digest(STORE_DUMP) == before  # nothing written, not even the lock file
 
 

@@ -124,7 +124,28 @@ def _report_json(report: CheckReport) -> dict[str, Any]:
     }
 
 
+def _print_plain(report: CheckReport) -> None:
+    """The report off a terminal: plain lines, no box characters."""
+    out = [f"Store {report.root}"]
+    for sec in report.sections:
+        out.append("")
+        out.append(sec.title)
+        out += [f"  {k}: {v}" for k, v in sec.facts.items()]
+        out += [f"  warning: {w}" for w in sec.warnings]
+        out += [f"  ERROR: {e}" for e in sec.errors]
+    shutdown = "clean shutdown" if report.clean_shutdown else "NOT shut down cleanly (abort file present)"
+    out.append("")
+    if report.ok:
+        out.append(f"OK: {shutdown}, {len(report.warnings)} warning(s)")
+    else:
+        out.append(f"DAMAGED: {len(report.errors)} error(s), {len(report.warnings)} warning(s); {shutdown}")
+    sys.stdout.write("\n".join(out) + "\n")
+
+
 def _print_report(report: CheckReport) -> None:
+    if not sys.stdout.isatty():
+        _print_plain(report)
+        return
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
