@@ -309,7 +309,12 @@ class Admin:
             merged.consume_tps += stats.consume_tps
         return merged
 
-    async def consumer_connection(self, group: str) -> ConsumerConnection:
+    async def consumer_connection(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
+        """The group's clients as a master of its retry topic knows them (or as ``broker_addr`` does)."""
+        if broker_addr:
+            h = GetConsumerConnectionListRequestHeader(consumer_group=group)
+            resp = await self._broker(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, h)
+            return ConsumerConnection.decode(resp.body or b"{}")
         for _, addr in await self._topic_masters(MixAll.get_retry_topic(group)):
             h = GetConsumerConnectionListRequestHeader(consumer_group=group)
             resp = await self._broker(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, h)

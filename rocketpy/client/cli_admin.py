@@ -237,13 +237,17 @@ def _update_topic_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-p", "--perm", type=int, default=6, help="permission: 2 W, 4 R, 6 RW")
     p.add_argument("-o", "--order", type=lambda s: s.strip().lower() == "true", default=False,
                    help="ordered topic (true|false)")
+    p.add_argument("-u", "--unit", type=_bool, default=False, help="is unit topic (true|false)")
+    p.add_argument("-s", "--hasUnitSub", dest="unit_sub", type=_bool, default=False,
+                   help="has unit sub (true|false)")
 
 
 @command("updateTopic", "Update or create topic", _update_topic_opts)
 async def update_topic(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     _need_target(args)
+    sys_flag = (1 if args.unit else 0) | (2 if args.unit_sub else 0)  # TopicSysFlag: FLAG_UNIT, FLAG_UNIT_SUB
     config = TopicConfig(topic_name=args.topic, read_queue_nums=args.read, write_queue_nums=args.write,
-                         perm=args.perm, order=args.order)
+                         perm=args.perm, order=args.order, topic_sys_flag=sys_flag)
     done = []
     for addr in await admin.master_addrs(args.cluster, args.broker_addr):
         await admin.create_topic(addr, config)
@@ -423,6 +427,7 @@ async def update_topic_perm(admin: Admin, args: argparse.Namespace, out: Out) ->
 def _cluster_list_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-m", "--moreStats", dest="more", action="store_true", help="message totals yesterday/today")
     p.add_argument("-c", "--clusterName", dest="cluster", help="only this cluster")
+    p.add_argument("-i", "--interval", type=float, help="print again every this many seconds, until Ctrl-C")
 
 
 def _java_str(value: str | None) -> str:
@@ -455,6 +460,15 @@ def _tps(text: str | None) -> float:
 
 @command("clusterList", "List cluster infos", _cluster_list_opts)
 async def cluster_list(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    while True:
+        await _cluster_list_once(admin, args, out)
+        if not args.interval:
+            return 0
+        sys.stdout.flush()
+        await trio.sleep(args.interval)
+
+
+async def _cluster_list_once(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     info = await admin.cluster_info()
     rows = cluster_rows(info, args.cluster)
     result = []
@@ -751,11 +765,12 @@ async def _all_groups_progress(admin: Admin, out: Out) -> int:
 
 def _group_opt(p: argparse.ArgumentParser) -> None:
     p.add_argument("-g", "--consumerGroup", dest="group", required=True, help="consumer group name")
+    p.add_argument("-b", "--brokerAddr", dest="broker_addr", help="ask this broker (default: the group's)")
 
 
 @command("consumerConnection", "Query consumer's socket connection, client version and subscription", _group_opt)
 async def consumer_connection(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    cc = await admin.consumer_connection(args.group)
+    cc = await admin.consumer_connection(args.group, args.broker_addr)
     out.line(f"{'#ClientId':<36} {'#ClientAddr':<22} {'#Language':<10} #Version")
     for c in cc.connection_set:
         out.line(f"{_java_str(c.client_id):<36} {_java_str(c.client_addr):<22} {_enum(c.language):<10} "
@@ -802,10 +817,13 @@ def _broker_consume_stats_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--brokerAddr", dest="broker_addr", required=True, help="broker address host:port")
     p.add_argument("-o", "--order", type=_bool, default=False, help="ordered groups only (true|false)")
     p.add_argument("-l", "--level", type=int, default=0, help="only queues with at least this lag")
+    p.add_argument("-t", "--timeoutMillis", dest="timeout_ms", type=int, default=50000,
+                   help="request timeout in milliseconds")
 
 
 @command("brokerConsumeStats", "Fetch broker consume stats data", _broker_consume_stats_opts)
 async def broker_consume_stats(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    admin.timeout = args.timeout_ms / 1000
     stats_list = await admin.broker_consume_stats(args.broker_addr, args.order)
     out.line(f"{'#Topic':<64}  {'#Group':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#Broker Offset':<20}  "
              f"{'#Consumer Offset':<20}  {'#Diff':<20}  #LastTime")
@@ -1306,6 +1324,7 @@ def _consumer_status_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-g", "--consumerGroup", dest="group", required=True, help="consumer group name")
     p.add_argument("-i", "--clientId", dest="client_id", help="only this client, its whole running info")
     p.add_argument("-s", "--jstack", action="store_true", help="ask for the client's thread stacks too")
+    p.add_argument("-b", "--brokerAddr", dest="broker_addr", help="list the clients this broker knows")
 
 
 @command("consumerStatus", "Query consumer's internal data structure", _consumer_status_opts)
@@ -1316,7 +1335,7 @@ async def consumer_status(admin: Admin, args: argparse.Namespace, out: Out) -> i
         out.raw(running_info_str(info))
         out.result(_running_info_json(info))
         return 0
-    cc = await admin.consumer_connection(group)
+    cc = await admin.consumer_connection(group, args.broker_addr)
     now = time.time_ns() // 1_000_000
     infos: dict[str, Any] = {}
     out.line(f"{'#Index':<10} {'#ClientId':<40} {'#Version':<20} #ConsumerRunningInfoFile")
