@@ -47,3 +47,23 @@ def test_codes_off_a_terminal_are_plain_rows(capsys: object) -> None:
     assert main(["codes", "version"]) == 0
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     assert "  409  V4_9_8\n" in out and not set(out) & set("┏━┃│")
+
+
+def test_ctrl_c_in_a_client_command_is_status_130() -> None:
+    """consume/produce/admin: a KeyboardInterrupt out of the client's nurseries ends quietly."""
+    import trio
+
+    from rocketpy.client.cli import run_quietly
+    from rocketpy.client.errors import MQClientError
+
+    async def interrupted() -> int:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep_forever)
+            raise KeyboardInterrupt
+
+    async def failing() -> int:
+        async with trio.open_nursery():
+            raise MQClientError("connect to 127.0.0.1:1 failed")
+
+    assert run_quietly("consume", interrupted) == 130
+    assert run_quietly("consume", failing) == 1
