@@ -353,8 +353,8 @@ def test_message_properties_print_in_java_hash_order() -> None:
     # the producer's order on the wire, CLUSTER appended by the broker; the ones sharing a bucket keep it
     props = {"KEYS": "key-07 AdminKey", "UNIQ_KEY": "C00002024C885FFD2B2775A1A48C0007", "TAGS": "TagB", "seq": "7",
              "CLUSTER": "DefaultCluster"}
-    assert cli_admin._java_props(props) == expected
-    assert cli_admin._java_props(dict(reversed(props.items()))) != expected  # so the test can tell
+    assert cli_admin.java_props(props) == expected
+    assert cli_admin.java_props(dict(reversed(props.items()))) != expected  # so the test can tell
 
 
 def test_export_metadata_writes_what_mqadmin_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,12 +15,25 @@ import trio
 
 from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
 from ..codecs.codes import MixAll, PermName, RequestCode, version_desc
-from ..codecs.javalang import java_string_hash, to_int32
+from ..codecs.javalang import java_string_hash
 from ..codecs.message import MessageExt
 from .admin import Admin
 from .cli import DefaultsHelp, message_json
 from .config import default_namesrv
 from .errors import BadArgument, MQClientError
+from .java_text import (
+    decode_trace,
+    fastjson_pretty,
+    java_bool,
+    java_hash_order,
+    java_name,
+    java_properties_order,
+    java_props,
+    java_str,
+    message_ext_str,
+    mq_str,
+    process_queue_str,
+)
 
 Command = Callable[[Admin, argparse.Namespace, "Out"], Awaitable[int | None]]
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Command]] = {}
@@ -118,14 +131,6 @@ def _ts_ms(ms: int) -> str:
     return dt.strftime("%Y-%m-%d %H:%M:%S") + f",{ms % 1000:03d}"
 
 
-def _enum(value: Any) -> str:
-    return "null" if value is None else getattr(value, "name", str(value))
-
-
-def _java_bool(value: bool) -> str:
-    return "true" if value else "false"
-
-
 TIME_FORMATS = "milliseconds, 'now' or yyyy-MM-dd#HH:mm:ss:SSS"
 
 
@@ -142,74 +147,6 @@ def parse_time(text: str, now: int | None = None) -> int:
         raise BadArgument(f"bad time {text!r}: use {TIME_FORMATS}") from None
 
 
-def _mq_hash(mq: MessageQueue) -> int:
-    """MessageQueue.hashCode (brokerName, queueId, topic)."""
-    h = 1
-    for part in (java_string_hash(mq.broker_name or ""), mq.queue_id, java_string_hash(mq.topic or "")):
-        h = to_int32(31 * h + part)
-    return h
-
-
-def java_hash_order(keys: list[Any], hash_of: Callable[[Any], int] | None = None) -> list[Any]:
-    """The order a java.util.HashMap of these keys (inserted in this order) iterates in: mqadmin prints
-    such maps as they come. ``hash_of`` is the key's hashCode (MessageQueue's by default)."""
-    hash_of = hash_of or _mq_hash
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(key: Any) -> int:
-        h = hash_of(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(keys, key=bucket)  # stable: a bucket keeps insertion order
-
-
-def java_properties_order(keys: list[str]) -> list[str]:
-    """The order java.util.Properties iterates String keys put in this order: Java 9+ keeps them in a
-    ConcurrentHashMap (16 bins to start, doubled when 3/4 full; new keys go to the end of their bin, and
-    a resize moves each bin's nodes before its last same-side run to the front, reversed). mqadmin's
-    config dumps come out in this order."""
-
-    def spread(key: str) -> int:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 0x7FFFFFFF
-
-    bins: list[list[str]] = [[] for _ in range(16)]
-    count = 0
-    for key in keys:
-        chain = bins[spread(key) & (len(bins) - 1)]
-        if key in chain:
-            continue
-        chain.append(key)
-        count += 1
-        if count >= len(bins) - (len(bins) >> 2):
-            bins = _chm_transfer(bins, spread)
-    return [k for chain in bins for k in chain]
-
-
-def _chm_transfer(bins: list[list[str]], spread: Callable[[str], int]) -> list[list[str]]:
-    """ConcurrentHashMap.transfer: each bin splits into a low and a high one."""
-    n = len(bins)
-    new: list[list[str]] = [[] for _ in range(2 * n)]
-    for i, chain in enumerate(bins):
-        if not chain:
-            continue
-        last = len(chain) - 1  # lastRun: the start of the tail whose nodes all go the same way
-        side = spread(chain[-1]) & n
-        for j in range(len(chain) - 2, -1, -1):
-            if spread(chain[j]) & n != side:
-                break
-            last = j
-        low: list[str] = []
-        high: list[str] = []
-        (low if side == 0 else high).extend(chain[last:])
-        for key in chain[:last]:  # the rest are pushed in front, one by one
-            (low if spread(key) & n == 0 else high).insert(0, key)
-        new[i], new[i + n] = low, high
-    return new
-
-
 def _message_queue(mq: MessageQueue) -> dict[str, Any]:
     return {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id}
 
@@ -219,13 +156,13 @@ def topic_config_str(c: TopicConfig) -> str:
     """TopicConfig.toString."""
     return (f"TopicConfig [topicName={c.topic_name}, readQueueNums={c.read_queue_nums}, "
             f"writeQueueNums={c.write_queue_nums}, perm={PermName.perm_to_string(c.perm)}, "
-            f"topicFilterType={_enum(c.topic_filter_type)}, topicSysFlag={c.topic_sys_flag}, "
-            f"order={_java_bool(c.order)}]")
+            f"topicFilterType={java_name(c.topic_filter_type)}, topicSysFlag={c.topic_sys_flag}, "
+            f"order={java_bool(c.order)}]")
 
 
 def _topic_config_json(c: TopicConfig) -> dict[str, Any]:
     return {"topicName": c.topic_name, "readQueueNums": c.read_queue_nums, "writeQueueNums": c.write_queue_nums,
-            "perm": c.perm, "topicFilterType": _enum(c.topic_filter_type), "topicSysFlag": c.topic_sys_flag,
+            "perm": c.perm, "topicFilterType": java_name(c.topic_filter_type), "topicSysFlag": c.topic_sys_flag,
             "order": c.order}
 
 
@@ -430,10 +367,6 @@ def _cluster_list_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-i", "--interval", type=float, help="print again every this many seconds, until Ctrl-C")
 
 
-def _java_str(value: str | None) -> str:
-    return "null" if value is None else value  # String.format("%s", null)
-
-
 def _java_long(text: str | None) -> int:
     if text is None:
         raise ValueError("absent")
@@ -500,11 +433,11 @@ async def _cluster_list_once(admin: Admin, args: argparse.Namespace, out: Out) -
         version = send_q = pull_q = send_wait = pull_wait = pc_wait = ""
         try:
             rt = await admin.broker_runtime_info(addr)
-            send_q, pull_q = _java_str(rt.get("sendThreadPoolQueueSize")), _java_str(rt.get("pullThreadPoolQueueSize"))
-            send_wait = _java_str(rt.get("sendThreadPoolQueueHeadWaitTimeMills"))
-            pull_wait = _java_str(rt.get("pullThreadPoolQueueHeadWaitTimeMills"))
-            pc_wait = _java_str(rt.get("pageCacheLockTimeMills"))
-            version = _java_str(rt.get("brokerVersionDesc"))
+            send_q, pull_q = java_str(rt.get("sendThreadPoolQueueSize")), java_str(rt.get("pullThreadPoolQueueSize"))
+            send_wait = java_str(rt.get("sendThreadPoolQueueHeadWaitTimeMills"))
+            pull_wait = java_str(rt.get("pullThreadPoolQueueHeadWaitTimeMills"))
+            pc_wait = java_str(rt.get("pageCacheLockTimeMills"))
+            version = java_str(rt.get("brokerVersionDesc"))
             earliest, ratio = rt.get("earliestMessageTimeStamp"), rt.get("commitLogDiskRatio")
             if earliest:
                 hour = (now - int(earliest)) / 1000.0 / 60.0 / 60.0
@@ -655,12 +588,12 @@ def _update_group_opts(p: argparse.ArgumentParser) -> None:
 
 def group_config_str(c: SubscriptionGroupConfig) -> str:
     """SubscriptionGroupConfig.toString."""
-    return (f"SubscriptionGroupConfig [groupName={c.group_name}, consumeEnable={_java_bool(c.consume_enable)}, "
-            f"consumeFromMinEnable={_java_bool(c.consume_from_min_enable)}, "
-            f"consumeBroadcastEnable={_java_bool(c.consume_broadcast_enable)}, retryQueueNums={c.retry_queue_nums}, "
+    return (f"SubscriptionGroupConfig [groupName={c.group_name}, consumeEnable={java_bool(c.consume_enable)}, "
+            f"consumeFromMinEnable={java_bool(c.consume_from_min_enable)}, "
+            f"consumeBroadcastEnable={java_bool(c.consume_broadcast_enable)}, retryQueueNums={c.retry_queue_nums}, "
             f"retryMaxTimes={c.retry_max_times}, brokerId={c.broker_id}, "
             f"whichBrokerWhenConsumeSlowly={c.which_broker_when_consume_slowly}, "
-            f"notifyConsumerIdsChangedEnable={_java_bool(c.notify_consumer_ids_changed_enable)}]")
+            f"notifyConsumerIdsChangedEnable={java_bool(c.notify_consumer_ids_changed_enable)}]")
 
 
 @command("updateSubGroup", "Update or create subscription group", _update_group_opts)
@@ -752,8 +685,8 @@ async def _all_groups_progress(admin: Admin, out: Out) -> int:
             count = len(cc.connection_set)
             if count:
                 version = version_desc(min(c.version for c in cc.connection_set))
-            ctype = {"CONSUME_ACTIVELY": "PULL", "CONSUME_PASSIVELY": "PUSH"}.get(_enum(cc.consume_type), "")
-            model = _enum(cc.message_model) if cc.message_model is not None else ""
+            ctype = {"CONSUME_ACTIVELY": "PULL", "CONSUME_PASSIVELY": "PUSH"}.get(java_name(cc.consume_type), "")
+            model = java_name(cc.message_model) if cc.message_model is not None else ""
         except MQClientError:
             pass
         out.line(f"{_front(group, 64):<64}  {count:<6}  {version:<24} {ctype:<5}  {model:<14}  {tps:<7}  {diff}")
@@ -773,28 +706,28 @@ async def consumer_connection(admin: Admin, args: argparse.Namespace, out: Out) 
     cc = await admin.consumer_connection(args.group, args.broker_addr)
     out.line(f"{'#ClientId':<36} {'#ClientAddr':<22} {'#Language':<10} #Version")
     for c in cc.connection_set:
-        out.line(f"{_java_str(c.client_id):<36} {_java_str(c.client_addr):<22} {_enum(c.language):<10} "
+        out.line(f"{java_str(c.client_id):<36} {java_str(c.client_addr):<22} {java_name(c.language):<10} "
                  f"{version_desc(c.version)}")
     out.line()
     out.line("Below is subscription:")
     out.line(f"{'#Topic':<20} #SubExpression")
     for sd in cc.subscription_table.values():
-        out.line(f"{_java_str(sd.topic):<20} {_java_str(sd.sub_string)}")
+        out.line(f"{java_str(sd.topic):<20} {java_str(sd.sub_string)}")
     out.line()
-    out.line(f"ConsumeType: {_enum(cc.consume_type)}")
-    out.line(f"MessageModel: {_enum(cc.message_model)}")
-    out.line(f"ConsumeFromWhere: {_enum(cc.consume_from_where)}")
+    out.line(f"ConsumeType: {java_name(cc.consume_type)}")
+    out.line(f"MessageModel: {java_name(cc.message_model)}")
+    out.line(f"ConsumeFromWhere: {java_name(cc.consume_from_where)}")
     out.result({
         "connections": [_connection_json(c) for c in cc.connection_set],
         "subscriptions": {t: sd.sub_string for t, sd in cc.subscription_table.items()},
-        "consumeType": _enum(cc.consume_type), "messageModel": _enum(cc.message_model),
-        "consumeFromWhere": _enum(cc.consume_from_where),
+        "consumeType": java_name(cc.consume_type), "messageModel": java_name(cc.message_model),
+        "consumeFromWhere": java_name(cc.consume_from_where),
     })
     return 0
 
 
 def _connection_json(c: Any) -> dict[str, Any]:
-    return {"clientId": c.client_id, "clientAddr": c.client_addr, "language": _enum(c.language),
+    return {"clientId": c.client_id, "clientAddr": c.client_addr, "language": java_name(c.language),
             "version": version_desc(c.version)}
 
 
@@ -807,7 +740,7 @@ def _producer_conn_opts(p: argparse.ArgumentParser) -> None:
 async def producer_connection(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     pc = await admin.producer_connection(args.group, args.topic)
     for i, c in enumerate(pc.connection_set, 1):
-        out.line(f"{i:04d}  {_java_str(c.client_id):<32} {_java_str(c.client_addr):<22} {_enum(c.language):<8} "
+        out.line(f"{i:04d}  {java_str(c.client_id):<32} {java_str(c.client_addr):<22} {java_name(c.language):<8} "
                  f"{version_desc(c.version)}")
     out.result([_connection_json(c) for c in pc.connection_set])
     return 0
@@ -873,11 +806,6 @@ async def clone_group_offset(admin: Admin, args: argparse.Namespace, out: Out) -
 BODY_DIR = "/tmp/rocketmq/msgbodys"
 
 
-def _java_props(props: dict[str, str]) -> str:
-    """A message's properties as Java prints its HashMap."""
-    return "{" + ", ".join(f"{k}={props[k]}" for k in java_hash_order(list(props), java_string_hash)) + "}"
-
-
 def print_message(out: Out, msg: MessageExt, offset_id: bool = True) -> dict[str, Any]:
     """The label block of queryMsgById/queryMsgByUniqueKey/queryMsgByOffset; the body goes to a file."""
     body = msg.decompressed_body()
@@ -890,12 +818,12 @@ def print_message(out: Out, msg: MessageExt, offset_id: bool = True) -> dict[str
         path = "(not written)"
     rows = [("OffsetID:", msg.msg_id)] if offset_id else []
     rows += [
-        ("Topic:", msg.topic), ("Tags:", f"[{_java_str(msg.tags)}]"), ("Keys:", f"[{_java_str(msg.keys_string)}]"),
+        ("Topic:", msg.topic), ("Tags:", f"[{java_str(msg.tags)}]"), ("Keys:", f"[{java_str(msg.keys_string)}]"),
         ("Queue ID:", msg.queue_id), ("Queue Offset:", msg.queue_offset),
         ("CommitLog Offset:", msg.commit_log_offset), ("Reconsume Times:", msg.reconsume_times),
         ("Born Timestamp:", _ts_ms(msg.born_timestamp)), ("Store Timestamp:", _ts_ms(msg.store_timestamp)),
         ("Born Host:", msg.born_host), ("Store Host:", msg.store_host), ("System Flag:", msg.sys_flag),
-        ("Properties:", _java_props(dict(msg.properties))), ("Message Body Path:", path),
+        ("Properties:", java_props(dict(msg.properties))), ("Message Body Path:", path),
     ]
     for label, value in rows:
         out.line(f"{label:<20} {value}")
@@ -905,19 +833,6 @@ def print_message(out: Out, msg: MessageExt, offset_id: bool = True) -> dict[str
                  "bornHost": msg.born_host, "storeHost": msg.store_host, "sysFlag": msg.sys_flag,
                  "bodyPath": path})
     return data
-
-
-def message_ext_str(m: MessageExt, broker_name: str | None) -> str:
-    """MessageExt.toString (bodies as Java's Arrays.toString of signed bytes)."""
-    body = ", ".join(str(b - 256 if b > 127 else b) for b in m.body)
-    tx = m.properties.get("__transactionId__")
-    return (f"MessageExt [brokerName={broker_name}, queueId={m.queue_id}, storeSize={m.store_size}, "
-            f"queueOffset={m.queue_offset}, sysFlag={m.sys_flag}, bornTimestamp={m.born_timestamp}, "
-            f"bornHost=/{m.born_host}, storeTimestamp={m.store_timestamp}, storeHost=/{m.store_host}, "
-            f"msgId={m.msg_id}, commitLogOffset={m.commit_log_offset}, bodyCRC={m.body_crc}, "
-            f"reconsumeTimes={m.reconsume_times}, preparedTransactionOffset={m.prepared_transaction_offset}, "
-            f"toString()=Message{{topic='{m.topic}', flag={m.flag}, properties={_java_props(dict(m.properties))}, "
-            f"body=[{body}], transactionId='{_java_str(tx)}'}}]")
 
 
 async def show_message(admin: Admin, out: Out, msg: MessageExt, offset_id: bool = True) -> dict[str, Any]:
@@ -931,7 +846,7 @@ async def show_message(admin: Admin, out: Out, msg: MessageExt, offset_id: bool 
     if not tracks:
         out.raw("\n\nWARN: No Consumer")
     else:
-        out.raw("\n\n" + "".join(f"MessageTrack [consumerGroup={g}, trackType={t}, exceptionDesc={_java_str(d)}]"
+        out.raw("\n\n" + "".join(f"MessageTrack [consumerGroup={g}, trackType={t}, exceptionDesc={java_str(d)}]"
                                   for g, t, d in tracks))
     data["tracks"] = [{"consumerGroup": g, "trackType": t, "exceptionDesc": d} for g, t, d in tracks]
     return data
@@ -956,7 +871,7 @@ async def message_tracks(admin: Admin, msg: MessageExt) -> list[tuple[str, str, 
         except MQClientError as exc:
             tracks.append((group, "UNKNOWN", str(exc)))
             continue
-        if _enum(cc.consume_type) == "CONSUME_ACTIVELY":
+        if java_name(cc.consume_type) == "CONSUME_ACTIVELY":
             tracks.append((group, "PULL", None))
             continue
         try:
@@ -1027,7 +942,7 @@ async def query_msg_by_key(admin: Admin, args: argparse.Namespace, out: Out) -> 
     msgs = await admin.query_messages(args.topic, args.key, args.max_num, begin, end)
     out.line(f"{'#Message ID':<50} {'#QID':>4} {'#Offset':>40}")
     for m in msgs:
-        out.line(f"{_java_str(m.client_msg_id):<50} {m.queue_id:>4} {m.queue_offset:>40}")
+        out.line(f"{java_str(m.client_msg_id):<50} {m.queue_id:>4} {m.queue_offset:>40}")
     out.result([{"msgId": m.client_msg_id, "queueId": m.queue_id, "queueOffset": m.queue_offset} for m in msgs])
     return 0
 
@@ -1078,7 +993,7 @@ async def send_message(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     fmt = "{:<32}  {:<4}  {:<20}    {}"
     out.line(fmt.format("#Broker Name", "#QID", "#Send Result", "#MsgId"))
     mq = result.message_queue
-    out.line(fmt.format(mq.broker_name, mq.queue_id, _enum(result.send_status), result.msg_id))
+    out.line(fmt.format(mq.broker_name, mq.queue_id, java_name(result.send_status), result.msg_id))
     out.result(result.to_dict())
     return 0
 
@@ -1132,7 +1047,7 @@ async def reset_offset_by_time(admin: Admin, args: argparse.Namespace, out: Out)
     when = parse_time(args.timestamp, now=-1)  # 'now' is -1: the broker takes each queue's max offset
     table = await admin.reset_offset_by_time(args.group, args.topic, when, args.force)
     out.line(f"rollback consumer offset by specified group[{args.group}], topic[{args.topic}], "
-             f"force[{_java_bool(args.force)}], timestamp(string)[{args.timestamp.strip()}], timestamp(long)[{when}]")
+             f"force[{java_bool(args.force)}], timestamp(string)[{args.timestamp.strip()}], timestamp(long)[{when}]")
     out.line(f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}")
     for mq in java_hash_order(list(table)):
         out.line(f"{_front(mq.broker_name, 32):<40}  {mq.queue_id:<40}  {table[mq]:<40}")
@@ -1240,7 +1155,7 @@ async def get_consumer_config(admin: Admin, args: argparse.Namespace, out: Out) 
         out.line(f"============================={cluster}:{name}=============================")
         values = {java: getattr(config, attr) for java, attr in _GROUP_FIELDS}
         for java, value in values.items():
-            shown = _java_bool(value) if isinstance(value, bool) else ("" if value is None else value)
+            shown = java_bool(value) if isinstance(value, bool) else ("" if value is None else value)
             out.line(f"{java:<40}=  {shown}")
         result.append({"cluster": cluster, "brokerName": name, "config": values})
     out.result(result)
@@ -1271,36 +1186,18 @@ async def delete_kv_config(admin: Admin, args: argparse.Namespace, out: Out) -> 
 
 
 # -- consumer running info ------------------------------------------------------------------------------------
-def _human_ms(ms: int) -> str:
-    """UtilAll.timeMillisToHumanString: yyyyMMddHHmmssSSS."""
-    return datetime.fromtimestamp(ms / 1000).strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}"
-
-
-def _mq_str(mq: MessageQueue) -> str:
-    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
-
-
-def process_queue_str(pq: Any) -> str:
-    """ProcessQueueInfo.toString."""
-    return (f"ProcessQueueInfo [commitOffset={pq.commit_offset}, cachedMsgMinOffset={pq.cached_msg_min_offset}, "
-            f"cachedMsgMaxOffset={pq.cached_msg_max_offset}, cachedMsgCount={pq.cached_msg_count}, "
-            f"cachedMsgSizeInMiB={pq.cached_msg_size_in_mib}, transactionMsgMinOffset={pq.transaction_msg_min_offset}, "
-            f"transactionMsgMaxOffset={pq.transaction_msg_max_offset}, transactionMsgCount={pq.transaction_msg_count}, "
-            f"locked={_java_bool(pq.locked)}, tryUnlockTimes={pq.try_unlock_times}, "
-            f"lastLockTimestamp={_human_ms(pq.last_lock_timestamp)}, droped={_java_bool(pq.droped)}, "
-            f"lastPullTimestamp={_human_ms(pq.last_pull_timestamp)}, "
-            f"lastConsumeTimestamp={_human_ms(pq.last_consume_timestamp)}]")
 
 
 def running_info_str(info: Any) -> str:
     """ConsumerRunningInfo.formatString."""
     lines = ["#Consumer Properties#"]
-    lines += [f"{k:<40}: {_enum(v) if not isinstance(v, (str, int, float)) else v}" for k, v in info.properties.items()]
+    lines += [f"{k:<40}: {java_name(v) if not isinstance(v, (str, int, float)) else v}"
+              for k, v in info.properties.items()]
     lines += ["", "", "#Consumer Subscription#"]
     subs = sorted(info.subscription_set, key=lambda sd: sd.topic or "")
     for i, sd in enumerate(subs, 1):
-        lines.append(f"{i:03d} Topic: {_java_str(sd.topic):<40} ClassFilter: {_java_bool(sd.class_filter_mode):<8} "
-                     f"SubExpression: {_java_str(sd.sub_string)}")
+        lines.append(f"{i:03d} Topic: {java_str(sd.topic):<40} ClassFilter: {java_bool(sd.class_filter_mode):<8} "
+                     f"SubExpression: {java_str(sd.sub_string)}")
     lines += ["", "", "#Consumer Offset#",
               f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#Consumer Offset':<20}"]
     table = sorted(info.mq_table.items())
@@ -1349,7 +1246,7 @@ async def consumer_status(admin: Admin, args: argparse.Namespace, out: Out) -> i
         infos[conn.client_id or ""] = info
         path = f"{now}/{conn.client_id}"  # as mqadmin: relative to the working directory
         await trio.to_thread.run_sync(_write_text, path, running_info_str(info))
-        out.line(f"{index:<10} {_java_str(conn.client_id):<40} {version_desc(conn.version):<20} {path}")
+        out.line(f"{index:<10} {java_str(conn.client_id):<40} {version_desc(conn.version):<20} {path}")
         index += 1
     result: dict[str, Any] = {"clients": {c: _running_info_json(i) for c, i in infos.items()}}
     if infos:
@@ -1372,7 +1269,7 @@ def _write_text(path: str, text: str) -> None:
 
 def _running_info_json(info: Any) -> dict[str, Any]:
     return {
-        "properties": {k: v if isinstance(v, (str, int, float, bool)) else _enum(v)
+        "properties": {k: v if isinstance(v, (str, int, float, bool)) else java_name(v)
                        for k, v in info.properties.items()},
         "subscriptions": {sd.topic: sd.sub_string for sd in info.subscription_set},
         "queues": [{**_message_queue(mq), "commitOffset": pq.commit_offset, "cachedMsgCount": pq.cached_msg_count}
@@ -1488,7 +1385,7 @@ async def update_order_conf(admin: Admin, args: argparse.Namespace, out: Out) ->
     topic = args.topic.strip()
     if args.method == "get":
         conf = await admin.get_kv_config(ORDER_TOPIC_CONFIG, topic)
-        out.raw(f"get orderConf success. topic=[{topic}], orderConf=[{_java_str(conf)}] ")
+        out.raw(f"get orderConf success. topic=[{topic}], orderConf=[{java_str(conf)}] ")
         out.result({"topic": topic, "orderConf": conf})
     elif args.method == "put":
         conf = (args.order_conf or "").strip()
@@ -1554,9 +1451,9 @@ async def producer(admin: Admin, args: argparse.Namespace, out: Out) -> int:
             out.line(f"producer group ({group}) instances are empty")
         for p in infos or []:
             out.line(f"producer group ({group}) instance : clientId={p.client_id},remoteIP={p.remote_ip}, "
-                     f"language={_enum(p.language)}, version={p.version}, "
+                     f"language={java_name(p.language)}, version={p.version}, "
                      f"lastUpdateTimestamp={p.last_update_timestamp}")
-        result[group] = [{"clientId": p.client_id, "remoteIP": p.remote_ip, "language": _enum(p.language),
+        result[group] = [{"clientId": p.client_id, "remoteIP": p.remote_ip, "language": java_name(p.language),
                           "version": p.version, "lastUpdateTimestamp": p.last_update_timestamp} for p in infos or []]
     out.result(result)
     return 0
@@ -1597,8 +1494,8 @@ async def query_cq(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     for i, d in enumerate(body.queue_data or [], args.index):
         out.line(f"idx: {i}")
         out.line(f"ConsumeQueueData{{physicOffset={d.physic_offset}, physicSize={d.physic_size}, "
-                 f"tagsCode={d.tags_code}, extendDataJson='{_java_str(d.extend_data_json)}', "
-                 f"bitMap='{_java_str(d.bit_map)}', eval={_java_bool(d.eval)}, msg='{_java_str(d.msg)}'}}")
+                 f"tagsCode={d.tags_code}, extendDataJson='{java_str(d.extend_data_json)}', "
+                 f"bitMap='{java_str(d.bit_map)}', eval={java_bool(d.eval)}, msg='{java_str(d.msg)}'}}")
         out.line(sep)
     out.result({"max": body.max_queue_index, "min": body.min_queue_index,
                 "entries": [{"index": i, "physicOffset": d.physic_offset, "physicSize": d.physic_size,
@@ -1608,8 +1505,8 @@ async def query_cq(admin: Admin, args: argparse.Namespace, out: Out) -> int:
 
 def send_result_str(r: Any) -> str:
     """SendResult.toString."""
-    return (f"SendResult [sendStatus={_enum(r.send_status)}, msgId={r.msg_id}, offsetMsgId={r.offset_msg_id}, "
-            f"messageQueue={_mq_str(r.message_queue)}, queueOffset={r.queue_offset}]")
+    return (f"SendResult [sendStatus={java_name(r.send_status)}, msgId={r.msg_id}, offsetMsgId={r.offset_msg_id}, "
+            f"messageQueue={mq_str(r.message_queue)}, queueOffset={r.queue_offset}]")
 
 
 def _send_status_opts(p: argparse.ArgumentParser) -> None:
@@ -1674,8 +1571,8 @@ async def check_msg_send_rt(admin: Admin, args: argparse.Namespace, out: Out) ->
             if i:
                 total += rt  # the first send (route lookup, connect) is left out of the average
             q = picked[-1] if picked else None
-            out.line(fmt.format(_java_str(q.broker_name if q else None), q.queue_id if q else "null",
-                                _java_bool(ok), rt))
+            out.line(fmt.format(java_str(q.broker_name if q else None), q.queue_id if q else "null",
+                                java_bool(ok), rt))
             rows.append({"brokerName": q.broker_name if q else None, "queueId": q.queue_id if q else None,
                          "ok": ok, "rtMs": rt})
     avg = total / (args.amount - 1) if args.amount > 1 else float("nan")
@@ -1727,7 +1624,7 @@ async def consume_message(admin: Admin, args: argparse.Namespace, out: Out) -> i
         lo, hi = await window(q)
         start = args.offset or 0
         if start > hi:
-            out.line(f"{_mq_str(q)} no matched msg, offset={start}")
+            out.line(f"{mq_str(q)} no matched msg, offset={start}")
         else:
             lo = max(lo, start)
             if hi - lo > args.count:
@@ -1758,7 +1655,7 @@ async def _pull_range(admin: Admin, out: Out, q: MessageQueue, lo: int, hi: int)
     while offset <= hi:
         msgs, nxt = await admin.pull(q, offset, max(hi - offset + 1, 1))
         if not msgs:
-            out.line(f"{_mq_str(q)} print msg finished. status=NO_NEW_MSG, offset={nxt}")
+            out.line(f"{mq_str(q)} print msg finished. status=NO_NEW_MSG, offset={nxt}")
             break
         offset = nxt
         out.line("Consume ok")
@@ -1767,24 +1664,6 @@ async def _pull_range(admin: Admin, out: Out, q: MessageQueue, lo: int, hi: int)
                      f"{m.decompressed_body().decode('utf-8', 'replace')}")
             rows.append(message_json(m))
     return rows
-
-
-def fastjson_pretty(value: Any, depth: int = 0) -> str:
-    """JSON.toJSONString(value, true): TAB indentation, no space after ':'; dicts print in the order given."""
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        inner = ",\n".join("\t" * (depth + 1) + json.dumps(str(k)) + ":" + fastjson_pretty(v, depth + 1)
-                           for k, v in value.items())
-        return "{\n" + inner + "\n" + "\t" * depth + "}"
-    if isinstance(value, list):
-        if not value:
-            return "[]"
-        return "[\n" + ",\n".join("\t" * (depth + 1) + fastjson_pretty(v, depth + 1) for v in value) + "\n" + \
-            "\t" * depth + "]"
-    if isinstance(value, bool):
-        return _java_bool(value)
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _bean(fields: dict[str, Any]) -> dict[str, Any]:
@@ -1876,29 +1755,6 @@ async def export_configs(admin: Admin, args: argparse.Namespace, out: Out) -> in
     return 0
 
 
-#: TraceConstants: between the fields of a trace record, and between records
-_TRACE_CONTENT, _TRACE_FIELD = "\x01", "\x02"
-
-
-def decode_trace(body: str, msg_id: str) -> list[dict[str, Any]]:
-    """The Pub and SubAfter records about ``msg_id`` in one trace message (TraceDataEncoder's layout)."""
-    views = []
-    for record in body.split(_TRACE_FIELD):
-        f = record.split(_TRACE_CONTENT)
-        try:
-            if f[0] == "Pub" and f[5] == msg_id:
-                ok = f[13] if len(f) >= 14 else f[12]
-                views.append({"type": "Pub", "group": f[3], "timestamp": int(f[1]), "costTime": int(f[10]),
-                              "success": ok.strip().lower() == "true"})
-            elif f[0] == "SubAfter" and f[2] == msg_id:
-                views.append({"type": "SubAfter", "group": f[8] if len(f) >= 9 else None,
-                              "timestamp": int(f[7]) if len(f) >= 9 else 0, "costTime": int(f[3]),
-                              "success": f[4].strip().lower() == "true"})
-        except (IndexError, ValueError):
-            continue  # a record of another kind or version: mqadmin skips what it cannot read too
-    return views
-
-
 def _trace_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="message id (UNIQ_KEY)")
     p.add_argument("-t", "--traceTopic", dest="trace_topic", default="RMQ_SYS_TRACE_TOPIC", help="trace topic")
@@ -1918,11 +1774,11 @@ async def query_msg_trace_by_id(admin: Admin, args: argparse.Namespace, out: Out
     for v in views:
         if v["type"] == "Pub":
             out.line(fmt.format("#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status"))
-            out.line(fmt.format("Pub", _java_str(v["group"]), v["clientHost"], _ts(v["timestamp"]),
+            out.line(fmt.format("Pub", java_str(v["group"]), v["clientHost"], _ts(v["timestamp"]),
                                 f"{v['costTime']}ms", "success" if v["success"] else "failed"))
             out.line()
         else:
-            subs.setdefault(_java_str(v["group"]), []).append(v)
+            subs.setdefault(java_str(v["group"]), []).append(v)
     for group in java_hash_order(list(subs), java_string_hash):
         out.line(fmt.format("#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status"))
         for v in subs[group]:
