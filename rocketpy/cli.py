@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -21,6 +22,10 @@ def _cmd_codes(args: argparse.Namespace) -> int:
         "language": codes.LanguageCode,
         "version": codes.MQVersion,
     }
+    if not sys.stdout.isatty():  # a pipe or file: plain rows, no box characters
+        for member in tables[args.table]:
+            sys.stdout.write(f"{int(member):>5}  {member.name}\n")
+        return 0
     table = Table(title=f"{args.table} codes (RocketMQ 4.9.8)")
     table.add_column("code", justify="right")
     table.add_column("name")
@@ -59,10 +64,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def only(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Is ``exc`` a ``kind``, or a group (trio's nurseries make them) of nothing but ``kind``?"""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(only(e, kind) for e in exc.exceptions)
+    return isinstance(exc, kind)
+
+
+def _silence_stdout() -> None:
+    """The reader went away (``| head``): later writes and the exit flush go nowhere, quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is no file (tests): nothing will flush to a closed pipe
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BaseException as exc:
+        if only(exc, BrokenPipeError):
+            _silence_stdout()
+            return 141  # as a shell reports a command ended by SIGPIPE
+        if only(exc, KeyboardInterrupt):
+            return 130  # Ctrl-C: as the shell reports SIGINT, without a traceback
+        raise
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import io
 import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from client_fakes import Cluster, real_broker_available, threaded_cluster
@@ -58,10 +59,36 @@ def test_produce_then_consume(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
     assert {m["msgId"] for m in msgs} == {r["msgId"] for r in results}
 
 
-def test_consume_stops_after_silence(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = run(capsys, "consume", "-n", cluster.namesrv, "-t", "CliEmpty", "-g", "CliGroupE",
-                    "--timeout", "0.5")
+def test_consume_stops_after_silence(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    produce(monkeypatch, capsys, cluster, b"old\n", "-t", "CliQuiet")
+    argv = ["consume", "-n", cluster.namesrv, "-t", "CliQuiet", "-g", "CliGroupE"]
+    code, out = run(capsys, *argv, "--count", "1", "--timeout", "5")
+    assert code == 0 and json.loads(out)["body"] == "old"
+    code, out = run(capsys, *argv, "--timeout", "0.5")  # nothing new: ends after the quiet time
     assert code == 0 and out == ""
+
+
+def test_consume_unknown_topic_fails(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["consume", "-n", cluster.namesrv, "-t", "CliNoSuchTopic", "-g", "CliGroupN", "--timeout", "0.5"])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == ""
+    assert captured.err.strip() == (f"rocketpy consume: topic CliNoSuchTopic does not exist (the NameServer "
+                                    f"{cluster.namesrv} has no route for it)")
+
+
+@pytest.mark.parametrize("command", ["consume", "produce"])
+def test_unreachable_namesrv_is_one_line_with_the_cause(command: str, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from rocketpy.broker.testing import free_broker_port
+
+    addr = f"127.0.0.1:{free_broker_port()}"  # nothing listens there
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x\n")))
+    argv = [command, "-n", addr, "-t", "T"] + (["-g", "G", "--timeout", "0.5"] if command == "consume" else [])
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"rocketpy {command}: cannot reach the NameServer {addr}")
+    assert "connect" in err[0]  # the refused connection, not "No route info"
 
 
 def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
@@ -92,16 +119,24 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
     code, out = run(capsys, "admin", "getBrokerConfig", "-n", ns, "-b", addr)
     assert code == 0 and "brokerName" in out
     code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", offset_id)
-    assert code == 0 and "hello admin" in out and "AdmTopic" in out
-    code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", results[0]["msgId"], "-t", "AdmTopic")
-    assert code == 0 and "hello admin" in out
+    assert code == 0 and f"OffsetID:            {offset_id}\n" in out and "Topic:               AdmTopic\n" in out
+    body_path = out.split("Message Body Path:   ")[1].splitlines()[0]  # mqadmin: the body goes to a file
+    assert open(body_path, "rb").read() == b"hello admin"
+    code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", results[0]["msgId"], "-t", "AdmTopic",
+                    "--json")
+    assert code == 0 and json.loads(out)["body"] == "hello admin"
+    code, out = run(capsys, "admin", "queryMsgByUniqueKey", "-n", ns, "-i", results[0]["msgId"], "-t", "AdmTopic")
+    assert code == 0 and out.startswith("Topic:               AdmTopic\n")
     code, out = run(capsys, "admin", "queryMsgByKey", "-n", ns, "-t", "AdmTopic", "-k", "adm-key")
     assert code == 0 and results[0]["msgId"] in out
     code, out = run(capsys, "admin", "queryMsgByOffset", "-n", ns, "-t", "AdmTopic", "-b", "broker-a", "-i",
-                    str(results[0]["queueId"]), "-o", "0")
-    assert code == 0 and "hello admin" in out
+                    str(results[0]["queueId"]), "-o", "0", "--json")
+    assert code == 0 and json.loads(out)["body"] == "hello admin"
     code, out = run(capsys, "admin", "printMsg", "-n", ns, "-t", "AdmTopic")
     assert code == 0 and "hello admin" in out
+    code, out = run(capsys, "admin", "printMsgByQueue", "-n", ns, "-t", "AdmTopic", "-a", "broker-a", "-i",
+                    str(results[0]["queueId"]), "-p", "true", "-d", "true", "-f", "true")
+    assert code == 0 and " BODY: hello admin\n" in out and "Tag: " in out and "Count: 1" in out
     code, out = run(capsys, "admin", "updateSubGroup", "-n", ns, "-b", addr, "-g", "AdmGroup")
     assert code == 0 and "success" in out
     code, out = run(capsys, "admin", "deleteSubGroup", "-n", ns, "-b", addr, "-g", "AdmGroup")
@@ -133,7 +168,7 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
 
 
 def test_consumer_connection(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+                             capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     import threading
 
     from rocketpy.client.facade import BlockingPushConsumer
@@ -148,4 +183,74 @@ def test_consumer_connection(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
             if code == 0:
                 break
             event.wait(0.05)
-    assert code == 0 and "A || B" in out and "CLUSTERING" in out
+        assert code == 0 and "A || B" in out and "CLUSTERING" in out
+        if cluster.kind == "fake":
+            return  # the fake broker does not forward GET_CONSUMER_RUNNING_INFO
+        client_id = consumer.consumer.client.client_id
+        monkeypatch.chdir(tmp_path)  # mqadmin writes each client's running info under the working directory
+        code, out = run(capsys, "admin", "consumerStatus", "-n", cluster.namesrv, "-g", "ConnGroup")
+        assert code == 0, out
+        lines = out.splitlines()
+        assert lines[0] == ("#Index     #ClientId                                #Version             "
+                            "#ConsumerRunningInfoFile")
+        path = lines[1].split()[-1]
+        assert lines[1].split()[:3] == ["1", client_id, "V4_9_8"] and (tmp_path / path).read_text().startswith(
+            "#Consumer Properties#\n")
+        assert out.endswith("\n\nSame subscription in the same group of consumer\n\nRebalance OK\n")
+        code, out = run(capsys, "admin", "consumerStatus", "-n", cluster.namesrv, "-g", "ConnGroup", "-i", client_id)
+        assert code == 0 and "#Consumer Subscription#\n" in out and "SubExpression: A || B" in out
+
+
+def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    ns, addr = cluster.namesrv, cluster.broker_addr
+    code, out = run(capsys, "admin", "updateTopic", "-n", ns, "-b", addr, "-t", "NewCmdTopic", "-r", "2", "-w", "2")
+    assert code == 0
+    code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "NewCmdTopic", "-p", "[red]hi[/red]", "-c", "T")
+    assert code == 0, out
+    head, row = out.splitlines()
+    assert head == "#Broker Name                      #QID  #Send Result            #MsgId"
+    assert row.split()[2] == "SEND_OK"
+    code, out = run(capsys, "admin", "checkMsgSendRT", "-n", ns, "-t", "NewCmdTopic", "-a", "3", "-s", "10")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "#Broker Name                      #QID  #Send Result            #RT"
+    assert [ln.split()[1:3] for ln in lines[1:4]] == [["0", "true"], ["1", "true"], ["0", "true"]]
+    assert lines[4].startswith("Avg RT: ")
+    code, out = run(capsys, "admin", "topicClusterList", "-n", ns, "-t", "NewCmdTopic")
+    assert code == 0 and out == "DefaultCluster\n"
+    code, out = run(capsys, "admin", "topicStatus", "-n", ns, "-t", "NewCmdTopic")
+    assert out.splitlines()[0] == ("#Broker Name                      #QID  #Min Offset           #Max Offset"
+                                   "             #Last Updated")  # as mqadmin (tests/data/mqadmin/21-*)
+    code, out = run(capsys, "admin", "updateTopicPerm", "-n", ns, "-c", "DefaultCluster", "-t", "NewCmdTopic",
+                    "-p", "4", "--json")
+    assert code == 0 and json.loads(out)["changed"][0]["perm"] == 4
+    code, out = run(capsys, "admin", "getNamesrvConfig", "-n", ns)
+    assert code == 0 and out.startswith(f"============{ns}============\n") and "listenPort" in out
+    code, out = run(capsys, "admin", "consumerProgress", "-n", ns, "--json")
+    assert code == 0 and isinstance(json.loads(out), list)
+    code = main(["admin", "resetOffsetByTime", "-n", ns, "-g", "G", "-t", "NewCmdTopic", "-s", "yesterday"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "bad time 'yesterday'" in err
+    if cluster.kind == "fake":
+        return  # the fake broker knows no broker-wide stats or config updates
+    code, out = run(capsys, "admin", "sendMsgStatus", "-n", ns, "-b", "broker-a", "-c", "2", "-s", "20")
+    assert code == 0 and [ln.split(", SendResult=SendResult [sendStatus=")[1][:7] for ln in out.splitlines()] == [
+        "SEND_OK", "SEND_OK"]
+    code, out = run(capsys, "admin", "exportMetadata", "-n", ns, "-c", "DefaultCluster", "-f", str(tmp_path))
+    assert code == 0 and out == f"export {tmp_path}/metadata.json success\n"
+    exported = json.loads((tmp_path / "metadata.json").read_text())
+    assert "NewCmdTopic" in exported["topicConfigTable"] and "TBW102" not in exported["topicConfigTable"]
+    code, out = run(capsys, "admin", "clusterRT", "-n", ns, "-a", "3", "-s", "16", "--rounds", "1")
+    head, row = out.splitlines()
+    assert code == 0 and head == "#Cluster Name             #Broker Name              #RT   #successCount  #failCount"
+    assert row.split()[:2] == ["DefaultCluster", "broker-a"] and row.split()[3:] == ["3", "0"]
+    code, out = run(capsys, "admin", "brokerConsumeStats", "-n", ns, "-b", addr)
+    assert code == 0 and out.startswith("#Topic ") and "Diff Total: " in out
+    # without adminCredential a rocketpy broker refuses remote config changes: one line, exit 1
+    code = main(["admin", "updateBrokerConfig", "-n", ns, "-b", addr, "-k", "fileReservedTime", "-v", "72"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "UPDATE_BROKER_CONFIG is disabled" in err
+    code, out = run(capsys, "admin", "wipeWritePerm", "-n", ns, "-b", "broker-a")
+    assert code == 0 and out.startswith(f"wipe write perm of broker[broker-a] in name server[{ns}] OK, ")
+    code, out = run(capsys, "admin", "addWritePerm", "-n", ns, "-b", "broker-a")
+    assert code == 0 and out.startswith(f"add write perm of broker[broker-a] in name server[{ns}] OK, ")

@@ -161,3 +161,18 @@ def test_pulled_bodies_arrive_inflated_like_java_getbody() -> None:
     assert big.decompressed_body() == payload
     assert small.body == b"small"
     assert [m.tags for m in decode_pulled(encode_message(stored) + encode_message(plain), ["B"])] == ["B"]
+
+
+def test_make_message_bodies_and_what_it_refuses() -> None:
+    import pytest
+
+    from rocketpy.client import Admin, make_message
+
+    assert make_message("T", "héllo").body == "héllo".encode()
+    assert make_message("T", b"\x00\xff").body == b"\x00\xff"
+    assert make_message("T", bytearray(b"ab")).body == b"ab" and make_message("T", memoryview(b"cd")).body == b"cd"
+    with pytest.raises(TypeError, match="body must be bytes or str .* not dict"):
+        make_message("T", {"a": 1})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="topic must be a non-empty str"):
+        make_message("", b"x")
+    assert Admin.__module__ == "rocketpy.client.admin"

@@ -225,3 +225,29 @@ def test_undecodable_frames_are_shown_not_fatal(tmp_path: Path, capsys: pytest.C
     lines = out.splitlines()
     assert "undecodable frame" in lines[0] or "skipped" in lines[0]
     assert "HEART_BEAT(34)" in lines[-1]
+
+
+def test_times_count_from_the_first_packet_even_when_filtered(capsys: pytest.CaptureFixture[str]) -> None:
+    _, everything, _ = run(capsys, "sniff", "-r", str(SYNC))
+    _, filtered, _ = run(capsys, "sniff", "-r", str(SYNC), "--code", "310", "-c", "1")
+    first = filtered.splitlines()[0]
+    number = first.split()[0]
+    same = next(ln for ln in everything.splitlines() if ln.split()[0] == number)
+    assert first.split()[1] == same.split()[1] and float(first.split()[1]) > 0  # as tshark: capture-relative
+
+
+def test_truncated_capture_warns_and_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(SYNC.read_bytes()[:-10])
+    rc, out, err = run(capsys, "sniff", "-r", str(cut))
+    assert rc == 1 and out.strip()  # what was whole is still shown
+    assert "warning: the capture is cut short" in err and err.count("\n") == 1
+
+
+def test_write_keeps_the_packets_that_pass_the_filter(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    written = tmp_path / "sends.pcap"
+    rc, _, _ = run(capsys, "sniff", "-r", str(SYNC), "--code", "310", "-w", str(written))
+    assert rc == 0
+    rc, out, _ = run(capsys, "sniff", "-r", str(written), "--json")
+    objs = json_lines(out)
+    assert rc == 0 and {o["name"] for o in objs} == {"SEND_MESSAGE_V2", "SUCCESS"} and len(objs) == 20

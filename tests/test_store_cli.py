@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -29,7 +30,8 @@ def test_check_golden_is_clean_and_read_only(capsys: pytest.CaptureFixture[str])
     before = tree_digest(STORE_DUMP)
     assert main(["store", "check", str(STORE_DUMP)]) == 0
     out = capsys.readouterr().out
-    assert "OK" in out and "clean shutdown" in out and "119" in out
+    assert "OK" in out and "clean shutdown" in out and "  records: 119\n" in out
+    assert not set(out) & set("│┃─━┏┗└┌")  # not a terminal: plain text
     assert tree_digest(STORE_DUMP) == before  # nothing written, not even the lock file
 
 
@@ -37,7 +39,8 @@ def test_check_crashed_reports_abort(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["store", "check", "--json", str(STORE_DUMP_CRASHED)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and not report["cleanShutdown"]
-    assert report["sections"]["CommitLog"]["valid end (max offset)"] == "42878"
+    assert report["sections"]["CommitLog"]["valid end (max offset)"] == 42878  # numbers stay numbers
+    assert report["sections"]["CommitLog"]["CRC checked"] is True
 
 
 def test_check_reports_damage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,3 +95,80 @@ def test_dump_table(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Monk
     assert main(["store", "dump", "--limit", "3", str(STORE_DUMP / "commitlog")]) == 0
     out = capsys.readouterr().out
     assert out.count("ProducerSync_T_golden") == 3 and "Hello RocketMQ 0 from run golden" in out
+
+
+def _damage_second_record(root: Path) -> int:
+    """Copy the golden store to ``root`` with the second record's magic code broken; its offset."""
+    shutil.copytree(STORE_DUMP, root)
+    path = root / "commitlog" / "00000000000000000000"
+    data = bytearray(path.read_bytes())
+    second = struct.unpack_from(">i", data, 0)[0]
+    struct.pack_into(">i", data, second + 4, 0x12345678)
+    path.write_bytes(bytes(data))
+    return second
+
+
+def test_check_reports_one_damaged_record_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    second = _damage_second_record(tmp_path / "store")
+    assert main(["store", "check", "--json", str(tmp_path / "store")]) == 1
+    report = json.loads(capsys.readouterr().out)
+    commitlog = [e for e in report["errors"] if e.startswith("CommitLog:")]
+    assert len(commitlog) == 1 and f"at offset {second}" in commitlog[0] and "valid records follow" in commitlog[0]
+    # the queue unit of the broken record is one line, and every later unit still resolves
+    cq = [e for e in report["errors"] if e.startswith("ConsumeQueue:")]
+    assert cq == [f"ConsumeQueue: 1 unit(s) point into the damaged CommitLog region at {second}"]
+    assert report["sections"]["CommitLog"]["records"] == 118
+    assert len(report["errors"]) <= 3  # CommitLog, ConsumeQueue, index: once each
+
+
+def test_dump_goes_on_past_damage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    second = _damage_second_record(tmp_path / "store")
+    assert main(["store", "dump", "--json", str(tmp_path / "store")]) == 1
+    captured = capsys.readouterr()
+    lines = [json.loads(line) for line in captured.out.splitlines()]
+    assert len(lines) == MANIFEST["store"]["records"] - 1
+    assert second not in [r["commitLogOffset"] for r in lines]
+    assert captured.err.count("damaged region") == 1 and f"offset {second}" in captured.err
+
+
+def test_not_a_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["store", "check", str(tmp_path)]) == 2
+    assert "not a RocketMQ store" in capsys.readouterr().err
+    assert main(["store", "dump", str(tmp_path)]) == 2
+    assert "not a RocketMQ store" in capsys.readouterr().err
+    assert main(["store", "check", str(tmp_path / "missing")]) == 2
+
+
+def test_dump_and_check_print_markup_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_store import make_config, make_msg
+
+    from rocketpy.store.message_store import MessageStore
+
+    topic, root = "T[red]x", tmp_path / "st[bold]ore"
+    with MessageStore(make_config(root)) as store:
+        for body in (b"[/oops] x", b"[red]c[/red]"):
+            assert store.put_message(make_msg(topic, 0, body, tags="[bold]t")).is_ok
+    assert main(["store", "dump", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "[/oops] x" in out and "[red]c[/red]" in out and "[bold]t" in out and topic in out
+    assert main(["store", "check", str(root)]) in (0, 1)
+    assert "st[bold]ore" in capsys.readouterr().out
+
+
+def test_sparse_commitlog_is_read_only_up_to_its_written_end(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from rocketpy.store.walk import written_end
+
+    root = tmp_path / "store"
+    shutil.copytree(STORE_DUMP, root)
+    path = root / "commitlog" / "00000000000000000000"
+    data = path.read_bytes()
+    used = len(data.rstrip(b"\x00"))
+    path.write_bytes(data[:used])
+    with path.open("r+b") as f:
+        f.truncate(len(data))  # the rest becomes a hole, as in a preallocated 1 GiB file
+    end = written_end(str(path))
+    if os.stat(path).st_blocks * 512 >= len(data):
+        pytest.skip("this file system keeps no holes")
+    assert used <= end < len(data)
+    assert main(["store", "check", str(root)]) == 0 and "OK" in capsys.readouterr().out

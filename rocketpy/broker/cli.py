@@ -21,7 +21,8 @@ log = logging.getLogger("rocketpy.broker")
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("broker", help="run a broker compatible with RocketMQ 4.9.8 (reads broker.conf)")
     p.add_argument("-c", "--config", help="broker.conf (Java property keys)")
-    p.add_argument("-n", "--namesrv-addr", help="NameServer list, host:port;host:port (overrides namesrvAddr)")
+    p.add_argument("-n", "--namesrv", "--namesrv-addr", dest="namesrv_addr",
+                   help="NameServer list, host:port;host:port (overrides namesrvAddr)")
     p.add_argument("--host", help="address to bind (default: listenHost, else 0.0.0.0)")
     p.add_argument("-p", "--port", type=int, help="listen port (overrides listenPort)")
     p.add_argument("--store", help="store root (overrides storePathRootDir)")
@@ -123,7 +124,9 @@ def run_broker(args: argparse.Namespace) -> int:
         given["listenHost"] = args.host
     if args.no_vip:
         given["vipChannelEnable"] = "false"
+    advertise_listen_host(given)
     try:
+        _warn_config("broker", given)
         cfg = BrokerConfig.from_properties(given, strict=True)
         _check_store_dirs(cfg)
         broker = BrokerController(cfg)
@@ -134,9 +137,27 @@ def run_broker(args: argparse.Namespace) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_until_signal, nursery.cancel_scope, broker)
             await nursery.start(broker.run, None)
-            print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}", flush=True)
+            print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}, "
+                  f"registered as {broker.broker_addr}", flush=True)
 
     return _run(main, "broker", f"cannot run on {cfg.listen_host}:{cfg.listen_port}")
+
+
+def _warn_config(command: str, given: dict[str, str]) -> None:
+    """ConfigError for what the broker refuses (see config_check); a stderr line per warning."""
+    from .config_check import check_given
+
+    for warning in check_given(given):
+        print(f"rocketpy {command}: warning: {warning}", file=sys.stderr, flush=True)
+
+
+def advertise_listen_host(given: dict[str, str]) -> None:
+    """A broker bound to one specific address registers that address, unless brokerIP1 says otherwise:
+    the default (the host's default-route address) would not be reachable on it."""
+    host = given.get("listenHost", "").strip()
+    if host and host not in ("0.0.0.0", "::") and not given.get("brokerIP1", "").strip():
+        given["brokerIP1"] = host
+        given.setdefault("brokerIP2", host)
 
 
 def _run(main: Any, command: str, what: str) -> int:
@@ -185,6 +206,7 @@ def serve_configs(args: Any) -> tuple[Any, Any]:
         given.setdefault("brokerIP2", ip)
     if getattr(args, "no_vip", False):
         given["vipChannelEnable"] = "false"
+    _warn_config("serve", given)
     return ns, BrokerConfig.from_properties(given, strict=True)
 
 

@@ -11,6 +11,7 @@ and asyncio use.
 
 from ..codecs.codes import ConsumeFromWhere, LocalTransactionState, MessageModel, SendStatus
 from ..codecs.message import Message, MessageExt
+from .admin import Admin
 from .allocate import AllocateAveragely, AllocateAveragelyByCircle, AllocateConsistentHash, strategy_by_name
 from .config import ClientConfig
 from .errors import MQBrokerError, MQClientError, RequestTimeoutError
@@ -23,6 +24,7 @@ from .results import PullResult, SendResult
 from .transaction import TransactionProducer
 
 __all__ = [
+    "Admin",
     "AllocateAveragely",
     "AllocateAveragelyByCircle",
     "AllocateConsistentHash",

@@ -12,33 +12,53 @@ from typing import Any
 
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
+    BrokerStatsData,
     ClusterInfo,
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatsList,
+    GroupList,
     KVTable,
     MessageQueue,
     ProducerConnection,
+    ProducerTableInfo,
+    QueryConsumeQueueResponseBody,
     ResetOffsetBody,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
     TopicConfig,
+    TopicConfigSerializeWrapper,
     TopicList,
     TopicRouteData,
     TopicStatsTable,
 )
-from ..codecs.codes import MixAll, PullStatus, PullSysFlag
+from ..codecs.codes import MessageConst, MixAll, PullStatus, PullSysFlag
 from ..codecs.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    CloneGroupOffsetRequestHeader,
     CreateTopicRequestHeader,
+    DeleteKVConfigRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
+    GetKVConfigRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryConsumeQueueRequestHeader,
     QueryMessageRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
 )
 from ..codecs.message import MessageExt, decode_message, decode_messages, decode_offset_msg_id
 from ..remoting import RemotingError
@@ -152,6 +172,126 @@ class Admin:
                 out[k.strip()] = v.strip()
         return out
 
+    async def update_broker_config(self, addr: str, props: dict[str, str], credential: str | None = None) -> None:
+        """UPDATE_BROKER_CONFIG; a rocketpy broker also wants its adminCredential (Java's takes none)."""
+        from ..namesrv import properties
+
+        req = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, None, properties.dumps(props).encode("utf-8"))
+        if credential:
+            req.ext_fields = {**(req.ext_fields or {}), "adminCredential": credential}
+        check(await self.client.api.invoke(addr, req, self.timeout), addr)
+
+    async def broker_consume_stats(self, addr: str, is_order: bool = False) -> ConsumeStatsList:
+        resp = await self._broker(addr, RequestCode.GET_BROKER_CONSUME_STATS, GetConsumeStatsInBrokerHeader(
+            is_order=is_order))
+        return ConsumeStatsList.decode(resp.body or b"{}")
+
+    async def topic_consumed_by(self, addr: str, topic: str) -> list[str]:
+        resp = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+                                  QueryTopicConsumeByWhoRequestHeader(topic=topic))
+        return GroupList.decode(resp.body or b"{}").group_list
+
+    async def clone_group_offset(self, addr: str, src: str, dest: str, topic: str, offline: bool) -> None:
+        await self._broker(addr, RequestCode.CLONE_GROUP_OFFSET, CloneGroupOffsetRequestHeader(
+            src_group=src, dest_group=dest, topic=topic, offline=offline))
+
+    async def broker_stats_data(self, addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        resp = await self._broker(addr, RequestCode.VIEW_BROKER_STATS_DATA, ViewBrokerStatsDataRequestHeader(
+            stats_name=stats_name, stats_key=stats_key))
+        return BrokerStatsData.decode(resp.body or b"{}")
+
+    async def sub_group_config(self, addr: str, group: str) -> SubscriptionGroupConfig | None:
+        """What examineSubscriptionGroupConfig does: every group of the broker, then this one."""
+        resp = await self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return SubscriptionGroupWrapper.decode(resp.body or b"{}").subscription_group_table.get(group)
+
+    async def consumer_running_info(self, group: str, client_id: str, jstack: bool = False) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO through a broker of the group's retry topic (the broker asks the client)."""
+        route = await self.topic_route(MixAll.RETRY_GROUP_TOPIC_PREFIX + group)
+        addr = next((a for bd in route.broker_datas or [] for k, a in sorted((bd.broker_addrs or {}).items())), None)
+        if addr is None:
+            raise MQClientError(f"no broker serves the consumer group {group}")
+        resp = await self._broker(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, GetConsumerRunningInfoRequestHeader(
+            consumer_group=group, client_id=client_id, jstack_enable=jstack))
+        return ConsumerRunningInfo.decode(resp.body or b"{}")
+
+    async def all_producer_info(self, addr: str) -> ProducerTableInfo:
+        return ProducerTableInfo.decode((await self._broker(addr, RequestCode.GET_ALL_PRODUCER_INFO)).body or b"{}")
+
+    async def query_consume_queue(self, addr: str, topic: str, queue_id: int, index: int, count: int,
+                                  group: str | None = None) -> QueryConsumeQueueResponseBody:
+        resp = await self._broker(addr, RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader(
+            topic=topic, queue_id=queue_id, index=index, count=count, consumer_group=group))
+        return QueryConsumeQueueResponseBody.decode(resp.body or b"{}")
+
+    async def user_topic_configs(self, addr: str, special: bool = False) -> dict[str, TopicConfig]:
+        """getUserTopicConfig: the broker's topics but its system ones (and %RETRY%/%DLQ% unless ``special``)."""
+        table = TopicConfigSerializeWrapper.decode(
+            (await self._broker(addr, RequestCode.GET_ALL_TOPIC_CONFIG)).body or b"{}").topic_config_table
+        system = set(TopicList.decode(
+            (await self._broker(addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)).body or b"{}").topic_list)
+        return {t: c for t, c in table.items() if t not in system and (special or not t.startswith(
+            (MixAll.RETRY_GROUP_TOPIC_PREFIX, MixAll.DLQ_GROUP_TOPIC_PREFIX)))}
+
+    async def user_sub_groups(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """getUserSubscriptionGroup: the broker's groups but the system ones."""
+        system = {MixAll.DEFAULT_CONSUMER_GROUP, MixAll.DEFAULT_PRODUCER_GROUP, MixAll.TOOLS_CONSUMER_GROUP,
+                  MixAll.FILTERSRV_CONSUMER_GROUP, MixAll.MONITOR_CONSUMER_GROUP, MixAll.CLIENT_INNER_PRODUCER_GROUP,
+                  MixAll.SELF_TEST_PRODUCER_GROUP, MixAll.SELF_TEST_CONSUMER_GROUP, MixAll.ONS_HTTP_PROXY_GROUP,
+                  MixAll.CID_ONSAPI_PERMISSION_GROUP, MixAll.CID_ONSAPI_OWNER_GROUP, MixAll.CID_ONSAPI_PULL_GROUP,
+                  MixAll.CID_SYS_RMQ_TRANS}
+        resp = await self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        table = SubscriptionGroupWrapper.decode(resp.body or b"{}").subscription_group_table
+        return {g: c for g, c in table.items() if g not in system and not g.startswith(MixAll.CID_RMQ_SYS_PREFIX)}
+
+    # -- name servers -------------------------------------------------------------------------------------
+    async def put_kv_config(self, namespace: str, key: str, value: str, addr: str | None = None) -> None:
+        """PUT_KV_CONFIG on the current name server, or on ``addr``."""
+        header = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+        if addr is None:
+            await self._ns(RequestCode.PUT_KV_CONFIG, header)
+            return
+        req = RemotingCommand.request(RequestCode.PUT_KV_CONFIG, header)
+        check(await self.client.api.invoke(addr, req, self.timeout), addr)
+
+    async def get_kv_config(self, namespace: str, key: str) -> str | None:
+        resp = await self._ns(RequestCode.GET_KV_CONFIG, GetKVConfigRequestHeader(namespace=namespace, key=key))
+        return (resp.ext_fields or {}).get("value")
+
+    async def broker_chore(self, addr: str, code: int) -> bool:
+        """A broker housekeeping request (CLEAN_EXPIRED_CONSUMEQUEUE, ...): did it answer SUCCESS?"""
+        await self._broker(addr, code)
+        return True
+
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        await self._ns(RequestCode.DELETE_KV_CONFIG, DeleteKVConfigRequestHeader(namespace=namespace, key=key))
+
+    async def namesrv_config(self, addr: str) -> dict[str, str]:
+        from ..namesrv import properties
+
+        req = RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
+        resp = check(await self.client.api.invoke(addr, req, self.timeout), addr)
+        return properties.loads((resp.body or b"").decode("utf-8"))
+
+    async def update_namesrv_config(self, addr: str, props: dict[str, str]) -> None:
+        from ..namesrv import properties
+
+        req = RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, None,
+                                      properties.dumps(props).encode("utf-8"))
+        check(await self.client.api.invoke(addr, req, self.timeout), addr)
+
+    async def write_perm_of_broker(self, addr: str, broker_name: str, wipe: bool) -> int:
+        """WIPE/ADD_WRITE_PERM_OF_BROKER on one name server: how many topics it changed."""
+        if wipe:
+            req = RemotingCommand.request(RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+                                          WipeWritePermOfBrokerRequestHeader(broker_name=broker_name))
+        else:
+            req = RemotingCommand.request(RequestCode.ADD_WRITE_PERM_OF_BROKER,
+                                          AddWritePermOfBrokerRequestHeader(broker_name=broker_name))
+        resp = check(await self.client.api.invoke(addr, req, self.timeout), addr)
+        fields = resp.ext_fields or {}
+        return int(fields.get("wipeTopicCount") or fields.get("addTopicCount") or 0)
+
     # -- groups ------------------------------------------------------------------------------------------
     async def update_sub_group(self, addr: str, config: SubscriptionGroupConfig) -> None:
         await self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode())
@@ -169,7 +309,12 @@ class Admin:
             merged.consume_tps += stats.consume_tps
         return merged
 
-    async def consumer_connection(self, group: str) -> ConsumerConnection:
+    async def consumer_connection(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
+        """The group's clients as a master of its retry topic knows them (or as ``broker_addr`` does)."""
+        if broker_addr:
+            h = GetConsumerConnectionListRequestHeader(consumer_group=group)
+            resp = await self._broker(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, h)
+            return ConsumerConnection.decode(resp.body or b"{}")
         for _, addr in await self._topic_masters(MixAll.get_retry_topic(group)):
             h = GetConsumerConnectionListRequestHeader(consumer_group=group)
             resp = await self._broker(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, h)
@@ -243,7 +388,21 @@ class Admin:
         result, body = await self.client.api.pull(addr, h, self.timeout)
         if result.pull_status != PullStatus.FOUND:
             return [], result.next_begin_offset
-        return decode_messages(body), result.next_begin_offset
+        msgs = decode_messages(body)
+        for m in msgs:  # as Java's PullAPIWrapper.processPullResult: the queue's bounds ride along
+            m.properties[MessageConst.PROPERTY_MIN_OFFSET] = str(result.min_offset)
+            m.properties[MessageConst.PROPERTY_MAX_OFFSET] = str(result.max_offset)
+        return msgs, result.next_begin_offset
+
+    async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP on the queue's master: the offset of the first message stored at or after."""
+        masters = dict(await self._topic_masters(mq.topic or ""))
+        addr = masters.get(mq.broker_name or "")
+        if not addr:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        resp = await self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, SearchOffsetRequestHeader(
+            topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp))
+        return int((resp.ext_fields or {}).get("offset", 0))
 
     async def queue_bounds(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
         stats = await self.topic_stats(topic)

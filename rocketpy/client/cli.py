@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import logging
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
-from ..codecs.codes import ConsumeFromWhere
+from ..codecs.codes import ConsumeFromWhere, ResponseCode
 from ..codecs.message import MessageExt
 from .config import ClientConfig, default_namesrv
 from .errors import MQClientError
@@ -19,35 +21,50 @@ from .producer import Producer
 from .push_consumer import PushConsumer
 
 
+class DefaultsHelp(argparse.HelpFormatter):
+    """Each flag's help ends with its default, when it has one worth saying and does not say it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" in text or action.default is None or action.default is False
+                or action.default == argparse.SUPPRESS or not action.option_strings):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from . import cli_admin
 
-    p = sub.add_parser("produce", help="send each stdin line as a message; print one JSON line per result")
+    p = sub.add_parser("produce", help="send each stdin line as a message; print one JSON line per result",
+                       formatter_class=DefaultsHelp)
     _namesrv(p)
-    p.add_argument("-t", "--topic", required=True)
-    p.add_argument("-g", "--group", default="rocketpy_cli_producer")
-    p.add_argument("--tag")
+    p.add_argument("-t", "--topic", required=True, help="topic to send to")
+    p.add_argument("-g", "--group", default="rocketpy_cli_producer", help="producer group")
+    p.add_argument("--tag", help="message tag")
     p.add_argument("--keys", help="space-separated keys")
     p.add_argument("--property", action="append", default=[], metavar="K=V", help="user property (repeatable)")
-    p.add_argument("--delay-level", type=int, default=0)
+    p.add_argument("--delay-level", type=int, default=0, help="delay level 1-18 (default: 0, none)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show the client's log")
     p.set_defaults(func=cmd_produce)
 
-    c = sub.add_parser("consume", help="print one JSON line per message; stop after N messages or S quiet seconds")
+    c = sub.add_parser("consume", help="print one JSON line per message; stop after N messages or S quiet seconds",
+                       formatter_class=DefaultsHelp)
     _namesrv(c)
-    c.add_argument("-t", "--topic", required=True)
-    c.add_argument("-g", "--group", required=True)
-    c.add_argument("--tag-expr", default="*")
+    c.add_argument("-t", "--topic", required=True, help="topic to consume")
+    c.add_argument("-g", "--group", required=True, help="consumer group")
+    c.add_argument("--tag-expr", default="*", help="tag expression (TagA || TagB)")
     c.add_argument("--count", type=int, default=0, help="exit after this many messages (0: no limit)")
     c.add_argument("--timeout", type=float, default=10.0, help="exit after this many seconds without a message")
     c.add_argument("--from", dest="from_where", choices=["first", "last"], default="first",
-                   help="where a new group starts (default: first)")
+                   help="where a new group starts")
+    c.add_argument("-v", "--verbose", action="store_true", help="show the client's log")
     c.set_defaults(func=cmd_consume)
 
     cli_admin.add_parser(sub)
 
 
 def _namesrv(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-n", "--namesrv", default=None,
+    p.add_argument("-n", "--namesrv", "--namesrvAddr", dest="namesrv", default=None,
                    help=f"name server address list, ';' separated (default: $ROCKETMQ_NAMESRV or {default_namesrv()})")
 
 
@@ -65,12 +82,63 @@ def _props(items: list[str]) -> dict[str, str]:
     return out
 
 
+def fail(command: str, message: str, status: int = 1) -> int:
+    """One line on stderr, and the exit status."""
+    print(f"rocketpy {command}: {message}", file=sys.stderr, flush=True)
+    return status
+
+
+def run_quietly(command: str, main: Callable[[], Awaitable[int]], verbose: bool = False) -> int:
+    """trio.run(main) for a command line: a client failure is one line and status 1, Ctrl-C is status 130.
+
+    The client's own warnings (route refreshes failing every few seconds) are silenced unless
+    ``verbose``: the command reports the cause itself, once.
+    """
+    client_log = logging.getLogger("rocketpy.client")
+    if not verbose:
+        client_log.setLevel(logging.CRITICAL)
+    failure: BaseException | None = None
+    interrupted = False
+    try:
+        return trio.run(main)
+    except* KeyboardInterrupt:
+        interrupted = True
+    except* MQClientError as group:
+        failure = group
+        while isinstance(failure, BaseExceptionGroup):
+            failure = failure.exceptions[0]
+    if interrupted:
+        return 130
+    from .errors import BadArgument
+
+    return fail(command, str(failure), 2 if isinstance(failure, BadArgument) else 1)
+
+
+async def preflight(command: str, config: ClientConfig, topic: str, need_route: bool) -> None:
+    """MQClientError with the real cause when the NameServer cannot be asked, or (``need_route``)
+    when it knows no such topic: a consumer would otherwise wait quietly for a route that never comes."""
+    from .admin import Admin
+
+    async with Admin(config.namesrv_addr) as admin:
+        try:
+            await admin.topic_route(topic)
+        except MQClientError as exc:
+            if exc.response_code == ResponseCode.TOPIC_NOT_EXIST:
+                if need_route:
+                    raise MQClientError(f"topic {topic} does not exist (the NameServer "
+                                        f"{config.namesrv_addr} has no route for it)") from None
+                return
+            raise MQClientError(f"cannot reach the NameServer {config.namesrv_addr}: {exc}") from None
+
+
 def cmd_produce(args: argparse.Namespace) -> int:
     props = _props(args.property)
 
     async def main() -> int:
         failures = 0
-        async with Producer(args.group, config=_config(args)) as producer:
+        config = _config(args)
+        await preflight("produce", config, args.topic, need_route=False)
+        async with Producer(args.group, config=config) as producer:
             lines = await trio.to_thread.run_sync(sys.stdin.buffer.read)
             for raw in lines.splitlines():
                 msg = make_message(args.topic, raw, tags=args.tag, keys=args.keys, properties=props,
@@ -81,9 +149,11 @@ def cmd_produce(args: argparse.Namespace) -> int:
                 except MQClientError as exc:
                     failures += 1
                     print(json.dumps({"status": "ERROR", "error": str(exc)}), flush=True)
+                    if failures == 1:
+                        fail("produce", str(exc))
         return 1 if failures else 0
 
-    return trio.run(main)
+    return run_quietly("produce", main, args.verbose)
 
 
 def message_json(msg: MessageExt) -> dict[str, Any]:
@@ -124,10 +194,11 @@ def cmd_consume(args: argparse.Namespace) -> int:
         config.rebalance_interval = 2.0
         consumer = PushConsumer(args.group, listener, config=config, consume_from_where=where, consume_concurrency=1)
         consumer.subscribe(args.topic, args.tag_expr)
+        await preflight("consume", config, args.topic, need_route=True)
         async with consumer:
             while not done.is_set() and trio.current_time() - last < args.timeout:
                 with trio.move_on_after(0.1):
                     await done.wait()
         return 0
 
-    return trio.run(main)
+    return run_quietly("consume", main, args.verbose)

@@ -13,6 +13,10 @@ class MQClientError(Exception):
         self.response_code = response_code
 
 
+class BadArgument(MQClientError):
+    """A command-line value that cannot be used (a time in no known format, a missing target)."""
+
+
 class MQBrokerError(MQClientError):
     """A broker or name server answered with an error code (Java's MQBrokerException)."""
 

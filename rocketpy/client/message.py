@@ -11,7 +11,7 @@ from .errors import MQClientError
 
 def make_message(
     topic: str,
-    body: bytes | str,
+    body: bytes | bytearray | memoryview | str,
     *,
     tags: str | None = None,
     keys: str | Iterable[str] | None = None,
@@ -21,8 +21,15 @@ def make_message(
     wait_store_msg_ok: bool = True,
 ) -> Message:
     """A Message like ``new Message(topic, tags, keys, body)``: TAGS, KEYS and WAIT set, user properties added."""
+    if not isinstance(topic, str) or not topic:
+        raise TypeError(f"make_message: the topic must be a non-empty str, not {topic!r}")
     if isinstance(body, str):
         body = body.encode("utf-8")
+    elif isinstance(body, (bytearray, memoryview)):
+        body = bytes(body)
+    elif not isinstance(body, bytes):
+        raise TypeError(f"make_message: the body must be bytes or str (str is sent as UTF-8), not "
+                        f"{type(body).__name__}; serialise it first, e.g. json.dumps(value)")
     msg = Message(topic=topic, body=body, flag=flag)
     if tags:
         msg.properties[MessageConst.PROPERTY_TAGS] = tags

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.text import Text
 
-from .pcap import CaptureFormatError, PacketReader, read_packets
+from .pcap import CaptureFormatError, PacketReader
 from .reassembly import DEFAULT_PORTS, Tracker
 from .render import JsonOutput, LineOutput, NullOutput, Output
 from .session import FrameFilter, Session, parse_codes
@@ -47,6 +47,8 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("-q", "--quiet", action="store_true", help="no per-command output (use with --stats)")
     out.add_argument("-c", "--count", type=int, metavar="N", help="stop after N shown commands")
     out.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (live, proxy)")
+    out.add_argument("-w", "--write", metavar="FILE",
+                     help="also write the packets that carry a shown command to FILE (pcap; sniff -r only)")
     flt = p.add_argument_group("filters (repeatable or comma-separated; a response follows its request)")
     flt.add_argument(
         "--code",
@@ -132,7 +134,7 @@ def _finish(session: Session, args: argparse.Namespace, console: Console) -> Non
 
 
 def _fail(message: str) -> int:
-    Console(stderr=True, highlight=False).print(f"[bold red]rocketpy:[/] {message}")
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(("rocketpy:", "bold red"), " ", message))
     return 2
 
 
@@ -142,9 +144,10 @@ def cmd_sniff(args: argparse.Namespace) -> int:
         ports = _ports(args.port)
     except ValueError as exc:
         return _fail(str(exc))
+    truncated = 0
     try:
         if args.read is not None:
-            _sniff_file(args, session, ports)
+            truncated = _sniff_file(args, session, ports)
         else:
             _sniff_live(args, session, ports)
     except (OSError, CaptureFormatError, RuntimeError) as exc:
@@ -152,10 +155,55 @@ def cmd_sniff(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     _finish(session, args, console)
+    if truncated:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(
+            ("rocketpy: warning:", "bold yellow"),
+            f" the capture is cut short: its last {truncated} bytes are an incomplete record (ignored)"))
+        return 1
     return 0
 
 
-def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int] | None) -> None:
+class _PcapWriter:
+    """Classic pcap out (``-w``): the records as read, in the link type of the first one."""
+
+    def __init__(self, path: str) -> None:
+        self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self._linktype: int | None = None
+
+    def write(self, ts: float, linktype: int, data: bytes) -> None:
+        import struct
+
+        if self._linktype is None:
+            self._linktype = linktype
+            self._file.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, linktype))
+        sec = int(ts)
+        self._file.write(struct.pack("<IIII", sec, int(round((ts - sec) * 1e6)), len(data), len(data)) + data)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _packets(reader: PacketReader, session: Session, writer: _PcapWriter | None) -> Any:
+    """The TCP packets of the capture; times count from its first record (as tshark), and with ``-w``
+    the records whose packet showed a command are written."""
+    from .packet import parse_tcp
+
+    for number, (ts, linktype, buf) in enumerate(reader, 1):
+        if number == 1 and isinstance(session.output, LineOutput):
+            session.output.t0 = ts  # even when the first packets are filtered out
+        pkt = parse_tcp(ts, linktype, buf, number)
+        if pkt is None:
+            continue
+        shown = session.shown
+        try:
+            yield pkt
+        finally:  # also when the reader stops here (-c N reached): the last shown packet is written too
+            if writer is not None and session.shown > shown:
+                writer.write(ts, linktype, buf)
+
+
+def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int] | None) -> int:
+    """Read the capture; the number of bytes of a last record cut short (0 when whole)."""
     stream: BinaryIO
     if args.read == "-":
         stream, size = sys.stdin.buffer, None
@@ -165,6 +213,7 @@ def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int
     show = args.progress if args.progress is not None else (size is not None and sys.stderr.isatty())
     reader = PacketReader(stream)
     tracker = Tracker(ports)
+    writer = _PcapWriter(args.write) if args.write else None
     try:
         if show and size:
             with Progress(
@@ -177,7 +226,7 @@ def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int
                 transient=True,
             ) as progress:
                 task = progress.add_task(os.path.basename(args.read), total=size)
-                for i, pkt in enumerate(read_packets(stream, reader)):
+                for i, pkt in enumerate(_packets(reader, session, writer)):
                     session.events(tracker.packet(pkt))
                     if session.done:
                         break
@@ -185,7 +234,7 @@ def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int
                         progress.update(task, completed=reader.bytes_read)
         else:
             piped = size is None  # a pipe (tcpdump -w -): show each command as it comes
-            for pkt in read_packets(stream, reader):
+            for pkt in _packets(reader, session, writer):
                 events = tracker.packet(pkt)
                 if events:
                     session.events(events)
@@ -197,6 +246,9 @@ def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+        if writer is not None:
+            writer.close()
+    return reader.truncated
 
 
 def _sniff_live(args: argparse.Namespace, session: Session, ports: frozenset[int] | None) -> None:
@@ -242,15 +294,20 @@ def cmd_proxy(args: argparse.Namespace) -> int:
                 listeners = await nursery.start(serve_proxy, listen, upstream, on_event)
                 bound = ", ".join(f"{s.socket.getsockname()[0]}:{s.socket.getsockname()[1]}" for s in listeners)
                 Console(stderr=True, highlight=False).print(
-                    f"proxying {bound} → {upstream[0]}:{upstream[1]}, Ctrl-C stops"
+                    Text(f"proxying {bound} → {upstream[0]}:{upstream[1]}, Ctrl-C stops")
                 )
 
+    failure: BaseException | None = None
     try:
         trio.run(run)
-    except OSError as exc:
-        return _fail(str(exc))
-    except KeyboardInterrupt:
-        pass
+    except* OSError as group:
+        failure = group
+        while isinstance(failure, BaseExceptionGroup):
+            failure = failure.exceptions[0]
+    except* KeyboardInterrupt:
+        pass  # Ctrl-C ends the proxy: the summary below still prints (trio may hand it over in a group)
+    if failure is not None:
+        return _fail(str(failure))
     _finish(session, args, console)
     return 0
 

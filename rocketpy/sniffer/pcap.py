@@ -61,6 +61,8 @@ class PacketReader:
         self._pos = 0
         self.bytes_read = 0
         self.eof = False
+        #: bytes of a record cut short at the end (a capture tcpdump did not finish writing); 0 if whole
+        self.truncated = 0
 
     # -- buffering: read big chunks, slice records out of memory -----------------
     def _need(self, n: int) -> bool:
@@ -101,8 +103,10 @@ class PacketReader:
         while self._need(16):
             sec, frac, caplen, _origlen = rec.unpack(self._take(16))
             if not self._need(caplen):
+                self.truncated = 16 + len(self._buf) - self._pos
                 return  # a capture cut off mid-record (tcpdump killed): keep what we have
             yield sec + frac * scale, linktype, self._take(caplen)
+        self.truncated = len(self._buf) - self._pos  # a record header cut short
 
     def _pcapng(self) -> Iterator[tuple[float, int, bytes]]:
         endian = "<"
@@ -117,6 +121,7 @@ class PacketReader:
             if blen < 12 or blen % 4:
                 raise CaptureFormatError(f"pcapng block of length {blen}")
             if not self._need(blen):
+                self.truncated = len(self._buf) - self._pos
                 return
             block = self._take(blen)
             if blen < _PCAPNG_MIN_BLOCK.get(btype, 12):
@@ -136,6 +141,7 @@ class PacketReader:
             elif btype == 3 and interfaces:  # simple packet: no timestamp
                 origlen = struct.unpack_from(endian + "I", block, 8)[0]
                 yield 0.0, interfaces[0][0], block[12 : 12 + min(origlen, blen - 16)]
+        self.truncated = len(self._buf) - self._pos  # a block header cut short
 
 
 def _if_tsresol(options: bytes, endian: str) -> float:

@@ -9,7 +9,6 @@ on: it searches forward for the next record that is consistent with its own posi
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..codecs.errors import CodecError
-from ..codecs.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MessageExt, body_crc, decode_message
-from ..codecs.store_records import BlankRecord, iter_commitlog
+from ..codecs.message import MessageExt, body_crc
+from ..store.walk import CorruptRegion, walk_commitlog
 from ._columns import BatchBuilder, ms_to_us
 from ._files import mapped
 
@@ -63,20 +62,6 @@ COMMITLOG_COLUMNS: list[tuple[str, str]] = [
     ("error", "string"),
 ]
 
-_MSG_MAGIC = struct.pack(">i", MESSAGE_MAGIC_CODE)
-_BLANK_MAGIC = struct.pack(">i", BLANK_MAGIC_CODE)
-_INT32 = struct.Struct(">i")
-
-
-@dataclass(frozen=True, slots=True)
-class CorruptRegion:
-    """Bytes between two good records (or up to the last written byte) that hold no valid record."""
-
-    offset: int  # absolute CommitLog offset
-    length: int
-    reason: str
-
-
 def _option(options: Mapping[str, str], name: str, default: bool) -> bool:
     raw = options.get(name.lower())
     return default if raw is None else raw.strip().lower() in ("1", "true", "yes", "on")
@@ -100,97 +85,6 @@ class CommitLogOptions:
             include_body=_option(lowered, "includeBody", True),
             resync=_option(lowered, "resync", True),
         )
-
-
-def _record_at(buf: Any, pos: int, base: int) -> bool:
-    """Whether a message record that knows its own position starts at ``pos``."""
-    try:
-        msg = decode_message(buf, pos, decompress=False)
-    except CodecError:
-        return False
-    return msg.commit_log_offset == base + pos
-
-
-def _next_good(buf: Any, start: int, base: int) -> int | None:
-    """The first position >= ``start`` holding a self-consistent record or the file's closing blank."""
-    n = len(buf)
-    found: int | None = None
-    search = start + 4
-    while True:
-        i = buf.find(_MSG_MAGIC, search)
-        if i < 0:
-            break
-        if _record_at(buf, i - 4, base):
-            found = i - 4
-            break
-        search = i + 1
-    search = start + 4
-    while True:
-        i = buf.find(_BLANK_MAGIC, search, found + 4 if found is not None else n)
-        if i < 0:
-            break
-        (size,) = _INT32.unpack_from(buf, i - 4)
-        if size == n - (i - 4):  # a blank always runs to the end of the file
-            return i - 4
-        search = i + 1
-    return found
-
-
-def _last_written(buf: Any, start: int) -> int:
-    """One past the last non-zero byte at or after ``start`` (scanned backwards in chunks)."""
-    end = len(buf)
-    chunk = 1 << 20
-    while end > start:
-        lo = max(start, end - chunk)
-        piece = buf[lo:end].rstrip(b"\x00")
-        if piece:
-            return lo + len(piece)
-        end = lo
-    return start
-
-
-def walk_commitlog(buf: Any, base: int, *, resync: bool = True) -> Iterator[tuple[int, MessageExt] | CorruptRegion]:
-    """(absolute offset, record) for each record of one CommitLog file, damage as regions.
-
-    The blank that closes a file is skipped. The offset is where the record was found,
-    which in a damaged file need not equal the physical offset stored inside it.
-
-    ``buf`` must support ``find`` and slicing (an ``mmap`` or ``bytes``). Record CRCs
-    are not checked here: a CRC failure is a property of a record, not a break in the walk.
-    """
-    pos = 0
-    n = len(buf)
-    while pos < n:
-        view = memoryview(buf)[pos:]
-        walk = iter_commitlog(view, base + pos, check_crc=False, decompress=False, strict=False)
-        try:
-            for item in walk:
-                if not isinstance(item, BlankRecord):
-                    # end_offset has just moved past this record
-                    yield walk.end_offset - item.store_size, item
-            stop = walk.end_offset - base
-            reason = walk.end_reason
-            error = walk.error
-        finally:
-            del walk  # it holds the view; drop it so the mapping can be closed later
-            view.release()
-        if reason in ("blank", "end-of-buffer"):
-            return
-        # "zero" (an unwritten stretch) or "corrupt": is there a good record further on?
-        nxt = _next_good(buf, stop, base) if resync else None
-        if nxt is None:
-            if reason == "corrupt":
-                end = _last_written(buf, stop)
-                why = error.reason if error is not None else "corrupt"
-                yield CorruptRegion(base + stop, max(end - stop, 1), why)
-            return
-        why = (
-            error.reason
-            if reason == "corrupt" and error is not None
-            else f"zero-filled gap before the record at {base + nxt}"
-        )
-        yield CorruptRegion(base + stop, nxt - stop, why)
-        pos = nxt
 
 
 def _message_row(path: str, at: int, msg: MessageExt, opts: CommitLogOptions) -> tuple[list[Any], int]:

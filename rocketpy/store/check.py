@@ -10,16 +10,17 @@ from __future__ import annotations
 import fcntl
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..codecs import store_records as sr
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll
 from ..codecs.errors import CodecError
-from ..codecs.message import MESSAGE_MAGIC_CODE, MessageExt, peek_size_magic, tags_hash_code
+from ..codecs.message import MessageExt, tags_hash_code
 from .config import DelayLevels, MessageStoreConfig
 from .config_files import BrokerConfigFiles
+from .walk import CorruptRegion, last_written, walk_commitlog, written_end
 
 __all__ = ["CheckReport", "check_store", "commitlog_file_size", "iter_store_records", "open_readonly"]
 
@@ -145,8 +146,15 @@ def _infer_index_dims(size: int, cfg: MessageStoreConfig | None) -> tuple[int, i
     return None
 
 
-def check_store(root: str, config: MessageStoreConfig | None = None, *, check_crc: bool = True) -> CheckReport:
-    """Verify CommitLog, ConsumeQueues, index, checkpoint and config files of ``root``."""
+def check_store(
+    root: str,
+    config: MessageStoreConfig | None = None,
+    *,
+    check_crc: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> CheckReport:
+    """Verify CommitLog, ConsumeQueues, index, checkpoint and config files of ``root``;
+    ``progress(files done, files)`` after each CommitLog file (a progress bar)."""
     report = CheckReport(root=root)
     cfg = config
     commit_dir = (cfg.commit_log_dir if cfg else None) or os.path.join(root, "commitlog")
@@ -162,9 +170,10 @@ def check_store(root: str, config: MessageStoreConfig | None = None, *, check_cr
         state.warnings.append("the store is in use: files may change while they are checked")
 
     records: dict[int, _Rec] = {}
-    valid_end = _check_commitlog(report, commit_dir, cfg, delay, records, check_crc)
-    _check_consume_queues(report, root, cfg, records, valid_end)
-    _check_index(report, root, cfg, records, valid_end)
+    regions: list[CorruptRegion] = []
+    valid_end = _check_commitlog(report, commit_dir, cfg, delay, records, check_crc, regions, progress)
+    _check_consume_queues(report, root, cfg, records, valid_end, regions)
+    _check_index(report, root, cfg, records, valid_end, regions)
     _check_checkpoint(report, root, records)
     _check_config_files(report, root)
     return report
@@ -177,6 +186,8 @@ def _check_commitlog(
     delay: DelayLevels,
     records: dict[int, _Rec],
     check_crc: bool,
+    regions: list[CorruptRegion],
+    progress: Callable[[int, int], None] | None = None,
 ) -> int:
     sec = Section("CommitLog")
     report.sections.append(sec)
@@ -191,6 +202,7 @@ def _check_commitlog(
     prev: int | None = None
     count = blanks = 0
     valid_end = int(names[0])
+    recovery_end: int | None = None  # where a broker's recovery would stop: the first damage
     for i, name in enumerate(names):
         path = os.path.join(commit_dir, name)
         start = int(name)
@@ -206,39 +218,55 @@ def _check_commitlog(
         if start % size:
             sec.errors.append(f"{name}: offset is not a multiple of the file size")
         with open_readonly(path) as buf:
-            walk = sr.iter_commitlog(buf, start, check_crc=check_crc, strict=False)
-            for rec in walk:
+            # one error per damaged region; the walk resynchronises past it, as the Spark audit does
+            pending: CorruptRegion | None = None
+            file_end = start
+            data_end = written_end(path)  # a sparse 1 GiB file: never read its holes
+            for item in walk_commitlog(buf, start, check_crc=check_crc, blanks=True, end=data_end):
+                if isinstance(item, CorruptRegion):
+                    regions.append(item)
+                    if pending is not None:
+                        _damage(sec, name, pending, follows=True, recovery_end=recovery_end)
+                    pending = item
+                    if recovery_end is None:
+                        recovery_end = item.offset
+                    continue
+                at, rec = item
+                if pending is not None:
+                    _damage(sec, name, pending, follows=True, recovery_end=recovery_end)
+                    pending = None
                 if isinstance(rec, sr.BlankRecord):
                     blanks += 1
                     if rec.offset + rec.size != start + fsize:
                         sec.errors.append(f"{name}: blank at {rec.offset} does not reach the end of the file")
+                    file_end = start + fsize
                     continue
                 count += 1
-                actual = rec.commit_log_offset
-                pos_offset = walk.end_offset - rec.store_size
-                if actual != pos_offset:
-                    sec.errors.append(f"record at {pos_offset} says its physical offset is {actual}")
-                records[pos_offset] = _rec_of(rec, delay)
-            end = walk.end_offset if walk.blank is None else start + fsize
-            if walk.error is not None:
-                what = f"{name}: {walk.error.reason} at offset {walk.error.offset}"
-                if _records_follow(buf, walk.end_offset - start):
-                    sec.errors.append(f"{what}; valid records follow it, recovery would discard them")
-                elif last and not report.clean_shutdown:
-                    sec.warnings.append(f"torn tail after a crash, recovery cuts at {walk.end_offset}: {what}")
+                if rec.commit_log_offset != at:
+                    sec.errors.append(f"record at {at} says its physical offset is {rec.commit_log_offset}")
+                records[at] = _rec_of(rec, delay)
+                file_end = at + rec.store_size
+            if pending is not None:
+                if last and not report.clean_shutdown and pending.offset == recovery_end:
+                    regions.remove(pending)  # recovery cuts it; queue entries into it are dropped too
+                    sec.warnings.append(
+                        f"torn tail after a crash, recovery cuts at {pending.offset}: "
+                        f"{name}: {pending.reason} at offset {pending.offset}"
+                    )
                 else:
-                    sec.errors.append(what)
-                valid_end = walk.end_offset
-                if not last:
-                    sec.errors.append(f"recovery would stop at {walk.end_offset} and drop every later file")
-                    break
-                continue
-            valid_end = end
-            if walk.end_reason == "zero" and not last:
-                sec.warnings.append(f"{name}: data ends before the file does, without a blank record")
-            elif walk.end_reason == "zero" and _has_data_after(buf, walk.end_offset - start):
-                msg = f"{name}: non-zero bytes after the last record at {walk.end_offset}"
-                (sec.errors if report.clean_shutdown else sec.warnings).append(msg)
+                    _damage(sec, name, pending, follows=False, recovery_end=recovery_end)
+            if progress is not None:
+                progress(i + 1, len(names))
+            if recovery_end is None:
+                valid_end = file_end
+                if file_end < start + fsize and not last:
+                    sec.warnings.append(f"{name}: data ends before the file does, without a blank record")
+                elif file_end < start + fsize and last_written(buf, file_end - start, data_end) > file_end - start:
+                    msg = f"{name}: non-zero bytes after the last record at {file_end}"
+                    (sec.errors if report.clean_shutdown else sec.warnings).append(msg)
+    if recovery_end is not None:
+        valid_end = recovery_end
+        sec.facts["recovery truncates at"] = recovery_end
     sec.facts["records"] = count
     sec.facts["blank ends"] = blanks
     sec.facts["min offset"] = int(names[0])
@@ -247,24 +275,13 @@ def _check_commitlog(
     return valid_end
 
 
-def _records_follow(buf: mmap.mmap | bytes, pos: int) -> bool:
-    """Does a message record start right after the bad one (so it is damage, not a torn end)?"""
-    if pos + 8 > len(buf):
-        return False
-    size, _ = peek_size_magic(buf, pos)
-    nxt = pos + size
-    if size <= 0 or nxt + 8 > len(buf):
-        return False
-    return peek_size_magic(buf, nxt)[1] == MESSAGE_MAGIC_CODE
-
-
-def _has_data_after(buf: mmap.mmap | bytes, pos: int) -> bool:
-    chunk = 16 << 20
-    for p in range(pos, len(buf), chunk):
-        block = buf[p : p + chunk]
-        if block.count(0) != len(block):
-            return True
-    return False
+def _damage(sec: Section, name: str, region: CorruptRegion, *, follows: bool, recovery_end: int | None) -> None:
+    what = f"{name}: {region.reason} at offset {region.offset} ({region.length} bytes)"
+    if follows:
+        what += "; valid records follow it"
+    if region.offset == recovery_end:
+        what += ", recovery would truncate here and drop everything after it"
+    sec.errors.append(what)
 
 
 def _rec_of(msg: MessageExt, delay: DelayLevels) -> _Rec:
@@ -287,7 +304,12 @@ def _rec_of(msg: MessageExt, delay: DelayLevels) -> _Rec:
 
 
 def _check_consume_queues(
-    report: CheckReport, root: str, cfg: MessageStoreConfig | None, records: dict[int, _Rec], valid_end: int
+    report: CheckReport,
+    root: str,
+    cfg: MessageStoreConfig | None,
+    records: dict[int, _Rec],
+    valid_end: int,
+    regions: list[CorruptRegion],
 ) -> None:
     sec = Section("ConsumeQueue")
     report.sections.append(sec)
@@ -299,6 +321,7 @@ def _check_consume_queues(
             expected.setdefault((r.topic, r.queue_id), {})[r.queue_offset] = off
     queues = units = 0
     lagging: list[str] = []
+    into: dict[CorruptRegion, int] = {}
     try:
         topics = sorted(os.listdir(cq_root))
     except FileNotFoundError:
@@ -336,6 +359,10 @@ def _check_consume_queues(
                         if unit.is_pre_blank:
                             continue
                         units += 1
+                        region = _region_of(regions, unit.commit_log_offset)
+                        if region is not None:  # the CommitLog section reports the damage itself
+                            into[region] = into.get(region, 0) + 1
+                            continue
                         _check_unit(sec, label, topic, qid, index, unit, records, valid_end, report.clean_shutdown)
             exp = expected.get((topic, qid), {})
             if exp and max(exp) > max_index:
@@ -344,6 +371,8 @@ def _check_consume_queues(
         len(exp) for (topic, qid), exp in expected.items() if not _numeric_files(os.path.join(cq_root, topic, str(qid)))
     )
     sec.facts["records of queues without files (deleted topics)"] = orphans
+    for region, n in into.items():
+        sec.errors.append(f"{n} unit(s) point into the damaged CommitLog region at {region.offset}")
     if lagging:
         text = "behind the CommitLog, rebuilt from it on start: " + ", ".join(lagging[:10])
         if len(lagging) > 10:
@@ -351,6 +380,13 @@ def _check_consume_queues(
         sec.warnings.append(text)
     sec.facts["queues"] = queues
     sec.facts["units"] = units
+
+
+def _region_of(regions: list[CorruptRegion], offset: int) -> CorruptRegion | None:
+    for r in regions:  # few: one per damaged stretch
+        if r.offset <= offset < r.offset + r.length:
+            return r
+    return None
 
 
 def _check_unit(
@@ -386,7 +422,12 @@ def _check_unit(
 
 
 def _check_index(
-    report: CheckReport, root: str, cfg: MessageStoreConfig | None, records: dict[int, _Rec], valid_end: int
+    report: CheckReport,
+    root: str,
+    cfg: MessageStoreConfig | None,
+    records: dict[int, _Rec],
+    valid_end: int,
+    regions: list[CorruptRegion],
 ) -> None:
     sec = Section("index")
     report.sections.append(sec)
@@ -395,6 +436,7 @@ def _check_index(
     sec.facts["files"] = len(names)
     indexed: set[tuple[int, int]] = set()
     entries = beyond = 0
+    into: dict[CorruptRegion, int] = {}
     for name in names:
         path = os.path.join(idx_dir, name)
         size = os.path.getsize(path)
@@ -424,7 +466,10 @@ def _check_index(
                     sec.errors.append(f"{name}: entry {number} chains forward to {e.prev_index}")
                 rec = records.get(e.phy_offset)
                 if rec is None:
-                    if e.phy_offset >= valid_end and not report.clean_shutdown:
+                    region = _region_of(regions, e.phy_offset)
+                    if region is not None:
+                        into[region] = into.get(region, 0) + 1
+                    elif e.phy_offset >= valid_end and not report.clean_shutdown:
                         beyond += 1  # a crash: recovery drops and rebuilds this file
                     elif records and e.phy_offset >= min(records):
                         sec.errors.append(f"{name}: entry {number} points at {e.phy_offset}, not a record")
@@ -441,6 +486,8 @@ def _check_index(
                 missing += 1
                 break
     sec.facts["entries"] = entries
+    for region, n in into.items():
+        sec.errors.append(f"{n} entries point into the damaged CommitLog region at {region.offset}")
     if beyond:
         sec.warnings.append(f"{beyond} entries point past the CommitLog's valid end (rebuilt on start)")
     sec.facts["records with a key not indexed"] = missing

@@ -7,14 +7,15 @@ import base64
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from ..codecs import store_records as sr
 from ..codecs.errors import CodecError
 from ..codecs.message import MessageExt
-from .check import CheckReport, check_store, iter_store_records
+from .check import CheckReport, check_store, open_readonly
 from .config import MessageStoreConfig
+from .walk import CorruptRegion, walk_commitlog, written_end
 
 __all__ = ["add_parsers", "add_store_parser", "message_to_dict"]
 
@@ -59,16 +60,56 @@ def _load_config(path: str | None, root: str) -> MessageStoreConfig | None:
         return MessageStoreConfig.from_properties(f.read(), store_path_root_dir=root, store_path_commit_log=None)
 
 
+#: what a store root holds (Java creates these on first start)
+_STORE_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "config", "abort", "lock")
+
+
+def is_store(root: str) -> bool:
+    return any(os.path.exists(os.path.join(root, e)) for e in _STORE_ENTRIES)
+
+
+def _not_a_store(command: str, path: str) -> int:
+    if not os.path.isdir(path):
+        print(f"rocketpy store {command}: not a directory: {path}", file=sys.stderr)
+    else:
+        print(f"rocketpy store {command}: not a RocketMQ store (no commitlog, consumequeue or checkpoint): {path}",
+              file=sys.stderr)
+    return 2
+
+
+@contextmanager
+def _progress_bar(what: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient bar on stderr when it is a terminal (files done / files); None otherwise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(what, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
-    if not os.path.isdir(args.dir):
-        print(f"not a directory: {args.dir}", file=sys.stderr)
-        return 2
-    report = check_store(args.dir, _load_config(args.config, args.dir), check_crc=not args.no_crc)
+    if not os.path.isdir(args.dir) or not is_store(args.dir):
+        return _not_a_store("check", args.dir)
+    with _progress_bar("checking CommitLog files") as progress:
+        report = check_store(args.dir, _load_config(args.config, args.dir), check_crc=not args.no_crc,
+                             progress=progress)
     if args.json:
         print(json.dumps(_report_json(report), indent=1))
     else:
         _print_report(report)
     return 0 if report.ok else 1
+
+
+def _typed(value: object) -> object:
+    return value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
 
 
 def _report_json(report: CheckReport) -> dict[str, Any]:
@@ -79,34 +120,57 @@ def _report_json(report: CheckReport) -> dict[str, Any]:
         "inUse": report.in_use,
         "errors": report.errors,
         "warnings": report.warnings,
-        "sections": {s.title: {k: str(v) for k, v in s.facts.items()} for s in report.sections},
+        "sections": {s.title: {k: _typed(v) for k, v in s.facts.items()} for s in report.sections},
     }
 
 
+def _print_plain(report: CheckReport) -> None:
+    """The report off a terminal: plain lines, no box characters."""
+    out = [f"Store {report.root}"]
+    for sec in report.sections:
+        out.append("")
+        out.append(sec.title)
+        out += [f"  {k}: {v}" for k, v in sec.facts.items()]
+        out += [f"  warning: {w}" for w in sec.warnings]
+        out += [f"  ERROR: {e}" for e in sec.errors]
+    shutdown = "clean shutdown" if report.clean_shutdown else "NOT shut down cleanly (abort file present)"
+    out.append("")
+    if report.ok:
+        out.append(f"OK: {shutdown}, {len(report.warnings)} warning(s)")
+    else:
+        out.append(f"DAMAGED: {len(report.errors)} error(s), {len(report.warnings)} warning(s); {shutdown}")
+    sys.stdout.write("\n".join(out) + "\n")
+
+
 def _print_report(report: CheckReport) -> None:
+    if not sys.stdout.isatty():
+        _print_plain(report)
+        return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console()
-    console.print(f"[bold]Store[/bold] {report.root}")
+    # everything printed here comes from the store (paths, topic names): data, never markup
+    console = Console(markup=False, highlight=False, width=None if sys.stdout.isatty() else 250)
+    console.print(Text.assemble(("Store", "bold"), " ", report.root))
     for sec in report.sections:
         table = Table(title=sec.title, show_header=False, title_justify="left")
         table.add_column("fact", style="cyan")
         table.add_column("value")
         for k, v in sec.facts.items():
-            table.add_row(k, str(v))
+            table.add_row(Text(k), Text(str(v)))
         for w in sec.warnings:
-            table.add_row("[yellow]warning[/yellow]", w)
+            table.add_row(Text("warning", "yellow"), Text(w))
         for e in sec.errors:
-            table.add_row("[red]ERROR[/red]", e)
+            table.add_row(Text("ERROR", "red"), Text(e))
         console.print(table)
     shutdown = "clean shutdown" if report.clean_shutdown else "NOT shut down cleanly (abort file present)"
     if report.ok:
-        console.print(f"[green]OK[/green]: {shutdown}, {len(report.warnings)} warning(s)")
+        console.print(Text.assemble(("OK", "green"), f": {shutdown}, {len(report.warnings)} warning(s)"))
     else:
-        console.print(
-            f"[red]DAMAGED[/red]: {len(report.errors)} error(s), {len(report.warnings)} warning(s); {shutdown}"
-        )
+        console.print(Text.assemble(
+            ("DAMAGED", "red"), f": {len(report.errors)} error(s), {len(report.warnings)} warning(s); {shutdown}"
+        ))
 
 
 # -- dump ----------------------------------------------------------------------------------
@@ -156,57 +220,79 @@ def message_to_dict(msg: MessageExt, body_mode: str = "auto", decompress: bool =
     return d
 
 
-def _commit_dir(path: str) -> str:
+def _commit_dir(path: str) -> str | None:
+    """The CommitLog directory of a store root, or ``path`` itself if it is one; None if neither."""
     sub = os.path.join(path, "commitlog")
-    return sub if os.path.isdir(sub) else path
+    if os.path.isdir(sub):
+        return sub
+    if any(n.isdigit() for n in os.listdir(path)) or is_store(path):
+        return path
+    return None
 
 
-def _records(args: argparse.Namespace) -> Iterator[MessageExt]:
-    n = 0
-    for name, rec in iter_store_records(_commit_dir(args.dir)):
-        if isinstance(rec, sr.CommitLogCorruption):
-            print(f"warning: {name}: {rec}", file=sys.stderr)
-            continue
-        if isinstance(rec, sr.BlankRecord):
-            continue
-        if args.topic and rec.topic != args.topic:
-            continue
-        yield rec
-        n += 1
-        if args.limit and n >= args.limit:
-            return
+class _Dump:
+    """The records to print, in order; damaged regions are reported on stderr and skipped."""
+
+    def __init__(self, commit_dir: str, args: argparse.Namespace) -> None:
+        self.commit_dir = commit_dir
+        self.args = args
+        self.damaged = 0
+
+    def __iter__(self) -> Iterator[MessageExt]:
+        names = sorted(f for f in os.listdir(self.commit_dir) if f.isdigit())
+        with _progress_bar("reading CommitLog files") as progress:
+            yield from self._records(names, progress)
+
+    def _records(self, names: list[str], progress: Callable[[int, int], None] | None) -> Iterator[MessageExt]:
+        args, n = self.args, 0
+        for i, name in enumerate(names):
+            if progress is not None:
+                progress(i, len(names))
+            path = os.path.join(self.commit_dir, name)
+            with open_readonly(path) as buf:
+                for item in walk_commitlog(buf, int(name), end=written_end(path)):
+                    if isinstance(item, CorruptRegion):
+                        self.damaged += 1
+                        print(f"warning: {name}: damaged region at offset {item.offset} ({item.length} bytes): "
+                              f"{item.reason}; skipped", file=sys.stderr, flush=True)
+                        continue
+                    rec = item[1]
+                    if not isinstance(rec, MessageExt) or (args.topic and rec.topic != args.topic):
+                        continue
+                    yield rec
+                    n += 1
+                    if args.limit and n >= args.limit:
+                        return
+
+
+def _store_time(ms: int) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def _cmd_dump(args: argparse.Namespace) -> int:
-    if not os.path.isdir(args.dir):
-        print(f"not a directory: {args.dir}", file=sys.stderr)
-        return 2
+    commit_dir = _commit_dir(args.dir) if os.path.isdir(args.dir) else None
+    if commit_dir is None:
+        return _not_a_store("dump", args.dir)
+    dump = _Dump(commit_dir, args)
+    out = sys.stdout
     if args.json:
-        out = sys.stdout
-        for msg in _records(args):
+        for msg in dump:
             out.write(json.dumps(message_to_dict(msg, args.body, args.decompress), ensure_ascii=False))
             out.write("\n")
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"CommitLog of {args.dir}")
-    for col in ("offset", "topic", "qid", "qoff", "store time", "born host", "tags", "keys", "uniq key", "body"):
-        table.add_column(col, overflow="fold")
-    for msg in _records(args):
-        d = message_to_dict(msg, args.body, args.decompress)
-        body = d["body"] if len(d["body"]) <= 60 else d["body"][:57] + "..."
-        table.add_row(
-            str(msg.commit_log_offset),
-            msg.topic,
-            str(msg.queue_id),
-            str(msg.queue_offset),
-            str(msg.store_timestamp),
-            msg.born_host,
-            msg.tags or "",
-            msg.keys_string or "",
-            msg.uniq_key or "",
-            body if d["bodyEncoding"] == "utf8" else f"[base64] {body}",
-        )
-    Console().print(table)
-    return 0
+    else:
+        # streamed: one line per record as it is read (a whole-store table would sit in memory)
+        row = "{:>12}  {:<23}  {:>4}  {:>8}  {:<21}  {:<12}  {:<16}  {}  {}\n"
+        out.write(row.format("offset", "store time", "qid", "qoff", "born host", "tags", "keys", "topic", "body"))
+        for msg in dump:
+            d = message_to_dict(msg, args.body, args.decompress)
+            body = d["body"] if len(d["body"]) <= 60 else d["body"][:57] + "..."
+            body = body.replace("\n", "\\n").replace("\r", "\\r")  # one record, one line
+            out.write(row.format(
+                msg.commit_log_offset, _store_time(msg.store_timestamp), msg.queue_id, msg.queue_offset,
+                msg.born_host, msg.tags or "", msg.keys_string or "", msg.topic,
+                body if d["bodyEncoding"] == "utf8" else f"base64:{body}",
+            ))
+    out.flush()
+    return 1 if dump.damaged else 0

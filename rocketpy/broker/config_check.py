@@ -1,0 +1,75 @@
+"""Checks of a broker.conf's text before a broker starts on it (``rocketpy broker``/``serve``).
+
+Java accepts almost anything and fails later, or silently reads a typo as ``false``; a
+command line should say so at once, in one line: refuse what this broker cannot run
+(a feature it does not implement, a size that would make every send fail, an unknown
+enum value, with the valid ones) and warn about what Java would read differently
+from what the file seems to say. Kept apart from the .properties reader on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..codecs.codes import BrokerRole, FlushDiskType
+from ..namesrv.properties import ConfigError
+from .java_defaults import JAVA_PROPERTIES
+
+__all__ = ["IGNORED", "UNIMPLEMENTED", "check_given"]
+
+#: key -> (the value that asks for it, what it is): Java features this broker does not have.
+#: Starting anyway would look like it works and then behave differently, so they are refused.
+UNIMPLEMENTED: dict[str, tuple[str, str]] = {
+    "useTLS": ("true", "TLS on the remoting port"),
+    "enableDLegerCommitLog": ("true", "the DLedger (Raft) CommitLog"),
+}
+
+#: the same for features whose absence changes no message or offset (only speed or disk use): warned
+IGNORED: dict[str, tuple[str, str]] = {
+    "transientStorePoolEnable": ("true", "the transient (off-heap) store pool"),
+    "enableConsumeQueueExt": ("true", "the ConsumeQueue extension (bitmap filter data)"),
+}
+
+_ENUMS: dict[str, tuple[str, ...]] = {
+    "brokerRole": tuple(m.value for m in BrokerRole),
+    "flushDiskType": tuple(m.value for m in FlushDiskType),
+}
+
+#: sizes a store cannot work with when zero or negative
+_POSITIVE = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum",
+             "maxMessageSize")
+
+_BOOLEAN_KEYS = frozenset(k for k, v in JAVA_PROPERTIES if v in ("true", "false")) | {"vipChannelEnable"}
+
+
+def check_given(given: Mapping[str, str]) -> list[str]:
+    """ConfigError for settings this broker refuses; the warnings (one line each) for the rest."""
+    values = {k: v.strip() for k, v in given.items()}
+    for key, (value, what) in UNIMPLEMENTED.items():
+        if values.get(key, "").lower() == value:
+            raise ConfigError(f"{key}={values[key]} asks for {what}, which rocketpy's broker does not implement; "
+                              f"remove the line or set {key}=false")
+    for key, allowed in _ENUMS.items():
+        if key in values and values[key] not in allowed:
+            raise ConfigError(f"{key}={values[key]!r} is not one of {', '.join(allowed)}")
+    for key in _POSITIVE:
+        raw = values.get(key)
+        if raw is None:
+            continue
+        try:
+            number = int(raw)
+        except ValueError:
+            continue  # the typed reader reports a non-number
+        if number <= 0:
+            raise ConfigError(f"{key}={raw} must be a positive number")
+    warnings = []
+    for key, (value, what) in IGNORED.items():
+        if values.get(key, "").lower() == value:
+            warnings.append(f"{key}={values[key]} ignored: rocketpy's broker does not implement {what}")
+    if values.get("messageStorePlugIn"):
+        raise ConfigError(f"messageStorePlugIn={values['messageStorePlugIn']}: Java store plug-ins cannot load here")
+    for key in sorted(values.keys() & _BOOLEAN_KEYS):
+        if values[key].lower() not in ("true", "false"):
+            warnings.append(f"{key}={values[key]} is not true or false: read as false "
+                            f"(as Java's Boolean.parseBoolean does)")
+    return warnings

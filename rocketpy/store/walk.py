@@ -1,0 +1,165 @@
+"""Forensic walk of one CommitLog file: every record, and each damaged stretch once.
+
+The walk is :func:`rocketpy.codecs.store_records.iter_commitlog` (the broker's recovery
+walk). Where that walk stops on damage or on a zero-filled gap, forensic reading goes
+on: it searches forward for the next record that is consistent with its own position
+(its stored physical offset equals where it sits) and reports the skipped bytes as one
+:class:`CorruptRegion`, so one bad record does not hide everything after it. Used by
+``rocketpy store check``/``dump`` and the Spark CommitLog source.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..codecs.errors import CodecError
+from ..codecs.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MessageExt, decode_message
+from ..codecs.store_records import BlankRecord, iter_commitlog
+
+__all__ = ["CorruptRegion", "last_written", "walk_commitlog", "written_end"]
+
+_MSG_MAGIC = struct.pack(">i", MESSAGE_MAGIC_CODE)
+_BLANK_MAGIC = struct.pack(">i", BLANK_MAGIC_CODE)
+_INT32 = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptRegion:
+    """Bytes between two good records (or up to the last written byte) that hold no valid record."""
+
+    offset: int  # absolute CommitLog offset
+    length: int
+    reason: str
+
+
+def _record_at(buf: Any, pos: int, base: int) -> bool:
+    """Whether a message record that knows its own position starts at ``pos``."""
+    try:
+        msg = decode_message(buf, pos, decompress=False)
+    except CodecError:
+        return False
+    return msg.commit_log_offset == base + pos
+
+
+def written_end(path: str) -> int:
+    """One past the last byte of the file that is not a hole (the file size where holes are unknown).
+
+    A CommitLog file is created at its full size (1 GiB) and filled from the front: past the
+    written end there is nothing to scan, and reading the holes would still cost the full size.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if not hasattr(os, "SEEK_DATA"):
+            return size
+        end = pos = 0
+        while pos < size:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:  # ENXIO: only a hole is left
+                return end
+            pos = os.lseek(fd, data, os.SEEK_HOLE)
+            end = pos
+        return end
+    finally:
+        os.close(fd)
+
+
+def _next_good(buf: Any, start: int, base: int, n: int) -> int | None:
+    """The first position > ``start`` (and before ``n``) holding a self-consistent record or the file's
+    closing blank."""
+    found: int | None = None
+    # past the magic at start + 4: the record at ``start`` is the one that failed (a CRC
+    # mismatch decodes fine without the check, and must not be found again)
+    search = start + 5
+    while True:
+        i = buf.find(_MSG_MAGIC, search, n)
+        if i < 0:
+            break
+        if _record_at(buf, i - 4, base):
+            found = i - 4
+            break
+        search = i + 1
+    search = start + 5
+    while True:
+        i = buf.find(_BLANK_MAGIC, search, found + 4 if found is not None else n)
+        if i < 0:
+            break
+        (size,) = _INT32.unpack_from(buf, i - 4)
+        if size == len(buf) - (i - 4):  # a blank always runs to the end of the file
+            return i - 4
+        search = i + 1
+    return found
+
+
+def last_written(buf: Any, start: int, end: int | None = None) -> int:
+    """One past the last non-zero byte at or after ``start`` and before ``end`` (scanned backwards in chunks)."""
+    end = len(buf) if end is None else min(end, len(buf))
+    chunk = 1 << 20
+    while end > start:
+        lo = max(start, end - chunk)
+        piece = buf[lo:end].rstrip(b"\x00")
+        if piece:
+            return lo + len(piece)
+        end = lo
+    return start
+
+
+def walk_commitlog(
+    buf: Any,
+    base: int,
+    *,
+    resync: bool = True,
+    check_crc: bool = False,
+    blanks: bool = False,
+    end: int | None = None,
+) -> Iterator[tuple[int, MessageExt | BlankRecord] | CorruptRegion]:
+    """(absolute offset, record) for each record of one CommitLog file, damage as regions.
+
+    The blank that closes a file is yielded only with ``blanks``. The offset is where the
+    record was found, which in a damaged file need not equal the physical offset stored
+    inside it. With ``check_crc`` a record whose body CRC is wrong is a damaged region of
+    its own (the broker's recovery stops there too).
+
+    ``buf`` must support ``find`` and slicing (an ``mmap`` or ``bytes``). ``end`` (see :func:`written_end`)
+    bounds the searches past damage or a zero gap: nothing after it was ever written.
+    """
+    pos = 0
+    n = len(buf) if end is None else min(end, len(buf))
+    while pos < n:
+        view = memoryview(buf)[pos:]
+        walk = iter_commitlog(view, base + pos, check_crc=check_crc, decompress=False, strict=False)
+        try:
+            for item in walk:
+                if not isinstance(item, BlankRecord):
+                    # end_offset has just moved past this record
+                    yield walk.end_offset - item.store_size, item
+                elif blanks:
+                    yield item.offset, item
+            stop = walk.end_offset - base
+            reason = walk.end_reason
+            error = walk.error
+        finally:
+            del walk  # it holds the view; drop it so the mapping can be closed later
+            view.release()
+        if reason in ("blank", "end-of-buffer"):
+            return
+        # "zero" (an unwritten stretch) or "corrupt": is there a good record further on?
+        nxt = _next_good(buf, stop, base, n) if resync else None
+        if nxt is None:
+            if reason == "corrupt":
+                last = last_written(buf, stop, n)
+                why = error.reason if error is not None else "corrupt"
+                yield CorruptRegion(base + stop, max(last - stop, 1), why)
+            return
+        why = (
+            error.reason
+            if reason == "corrupt" and error is not None
+            else f"zero-filled gap before the record at {base + nxt}"
+        )
+        yield CorruptRegion(base + stop, nxt - stop, why)
+        pos = nxt

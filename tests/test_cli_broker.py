@@ -1,0 +1,44 @@
+"""``rocketpy broker`` start-up: the address it registers is one clients can reach."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import trio
+
+from rocketpy.broker.cli import advertise_listen_host
+
+
+def test_specific_listen_host_is_advertised() -> None:
+    given = {"listenHost": "127.0.0.1"}
+    advertise_listen_host(given)
+    assert given["brokerIP1"] == "127.0.0.1" and given["brokerIP2"] == "127.0.0.1"
+    given = {"listenHost": "127.0.0.1", "brokerIP1": "10.1.2.3"}
+    advertise_listen_host(given)
+    assert given["brokerIP1"] == "10.1.2.3"  # an explicit brokerIP1 wins
+    given = {"listenHost": "0.0.0.0"}
+    advertise_listen_host(given)
+    assert "brokerIP1" not in given  # any address: Java's default (the host's address)
+
+
+async def test_broker_host_flag_registers_that_address(tmp_path) -> None:
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "rocketpy.cli", "broker", "--host", "127.0.0.1", "-p", "0", "--no-vip",
+         "--store", str(tmp_path / "store")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    buf = b""
+    try:
+        with trio.fail_after(20):
+            while b"\n" not in buf:
+                chunk = await proc.stdout.receive_some(4096)
+                assert chunk, "broker exited"
+                buf += chunk
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(20):
+            await proc.wait()
+    line = buf.decode().splitlines()[0]
+    assert "serving on 127.0.0.1:" in line and " registered as 127.0.0.1:" in line, line
