@@ -41,18 +41,25 @@ class ScheduleMessageService:
         self.levels = DelayLevels(broker.config.store.message_delay_level)
         self.offsets: dict[int, int] = {}
         cdir = broker.config.config_dir
-        self.path = os.path.join(cdir, "delayOffset.json")
-        self._dirty = False
+        self.path: str | None = os.path.join(cdir, "delayOffset.json")
+        #: delivered since last written (the broker's ConfigWriter writes it every flush interval)
+        self.dirty = False
 
     def load(self) -> None:
-        doc = load_json(self.path, DelayOffsetSerializeWrapper)
+        doc = load_json(self.path, DelayOffsetSerializeWrapper) if self.path else None
         if doc is not None:
             self.offsets = {int(k): int(v) for k, v in doc.offset_table.items()}
+        else:
+            self.dirty = True  # a store without delayOffset.json gets one, as Java's does
+
+    def wrapper(self) -> DelayOffsetSerializeWrapper:
+        return DelayOffsetSerializeWrapper(offset_table=dict(self.offsets))
 
     def persist(self) -> None:
-        if self._dirty or not os.path.exists(self.path):
-            persist_json(self.path, DelayOffsetSerializeWrapper(offset_table=dict(self.offsets)))
-            self._dirty = False
+        """Write delayOffset.json now (blocking: for tools and tests, not the event loop)."""
+        if self.path is not None:
+            self.dirty = False
+            persist_json(self.path, self.wrapper())
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -97,7 +104,7 @@ class ScheduleMessageService:
                             break
                 offset += 1
                 self.offsets[level] = offset
-                self._dirty = True
+                self.dirty = True
         return earliest
 
     def _time_up(self, msg: object) -> MessageExtBrokerInner | None:

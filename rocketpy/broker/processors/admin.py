@@ -63,7 +63,7 @@ def _check_topic_name(request: RemotingCommand, topic: str) -> RemotingCommand |
     return None
 
 
-def update_and_create_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def update_and_create_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     broker: BrokerController = ctx.state
     h = java_decode_header(request, CreateTopicRequestHeader)
     topic = h.topic or ""
@@ -81,12 +81,13 @@ def update_and_create_topic(ctx: Any, request: RemotingCommand) -> RemotingComma
         tc.topic_filter_type = TopicFilterType.SINGLE_TAG
     tc.order = bool(h.order)
     broker.topics.update(tc)
+    await broker.config_writer.write_dirty()  # answered once on disk, as Java's handler does
     broker.register_soon()
     # Java leaves the default remark of createResponseCommand(null) on this success
     return respond(request, remark=NOT_SET_REMARK)
 
 
-def delete_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def delete_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     broker: BrokerController = ctx.state
     h = java_decode_header(request, DeleteTopicRequestHeader)
     topic = h.topic or ""
@@ -94,6 +95,7 @@ def delete_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     if err is not None:
         return err
     broker.topics.delete(topic)
+    await broker.config_writer.write_dirty()
     broker.store.clean_unused_topic(broker.topics.table.keys())
     return respond(request)
 
@@ -103,7 +105,7 @@ def get_all_topic_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     return respond(request, header={}, body=broker.topics.wrapper().encode())
 
 
-def update_and_create_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def update_and_create_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     broker: BrokerController = ctx.state
     if request.body:
         cfg = SubscriptionGroupConfig.decode(request.body)
@@ -111,15 +113,17 @@ def update_and_create_subscription_group(ctx: Any, request: RemotingCommand) -> 
             # Java's table.put(null, ...) throws; a nameless group must not reach subscriptionGroup.json
             raise ValueError("SubscriptionGroupConfig has no groupName")
         broker.groups.update(cfg)
+        await broker.config_writer.write_dirty()
     return respond(request)
 
 
-def delete_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def delete_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     broker: BrokerController = ctx.state
     h = java_decode_header(request, DeleteSubscriptionGroupRequestHeader)
     broker.groups.delete(h.group_name or "")
     if h.remove_offset:
         broker.offsets.remove_group(h.group_name or "")
+    await broker.config_writer.write_dirty()
     return respond(request)
 
 
