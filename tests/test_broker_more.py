@@ -4,12 +4,11 @@ request-reply, SYNC_FLUSH sends, bad input, the VIP port and the admin credentia
 from __future__ import annotations
 
 import logging
-import socket
 
 import trio
 
 from rocketpy.broker.config import BrokerConfig
-from rocketpy.broker.testing import broker_client, running_broker
+from rocketpy.broker.testing import broker_client, free_port, running_broker
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.bodies import ResetOffsetBody
 from rocketpy.codecs.codes import FlushDiskType, MessageConst, RequestCode
@@ -162,24 +161,8 @@ async def test_bad_input_keeps_serving(tmp_path):
             assert (await c.send("TOk", b"fine")).code == ResponseCode.SUCCESS
 
 
-def _free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 3:
-            continue
-        try:
-            with socket.socket() as s2:
-                s2.bind(("127.0.0.1", port - 2))
-        except OSError:
-            continue
-        return port
-    raise RuntimeError("no free port pair")
-
-
 async def test_vip_port_and_admin_credential(tmp_path):
-    port = _free_port_pair()
+    port = free_port((-2, 0))
     async with running_broker(str(tmp_path), listenPort=port, vipChannelEnable="true", adminCredential="s3cret") as b:
         assert [s.port for s in b.servers] == [port, port - 2]
         async with broker_client(f"127.0.0.1:{port - 2}") as c:

@@ -272,26 +272,60 @@ class BrokerTestClient:
         await self.oneway(RequestCode.END_TRANSACTION, header)
 
 
-def free_broker_port() -> int:
-    """A free 127.0.0.1 listenPort whose VIP port (-2) and HA port (+1) are free too."""
+#: Test servers listen on ports picked below the kernel's ephemeral range (from 32768 on Linux): bind(0)
+#: and outgoing connections never take those, so nothing else grabs a picked port before its server
+#: binds it; each pytest-xdist worker draws from its own slice, so parallel workers never race for one.
+_PORT_RANGE = (20000, 32000)
+_port_cursor: list[int] = []
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
     import socket
 
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if not 1026 <= port <= 65530:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(offsets: tuple[int, ...] = (0,)) -> int:
+    """A free 127.0.0.1 port ``p`` such that every ``p + offset`` is free too (picked, not bound)."""
+    import random
+
+    low, high = _PORT_RANGE[0], min(_PORT_RANGE[1], _ephemeral_low())
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]
+    count = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1))
+    size = (high - low) // count
+    low += (int(worker) % count if worker.isdigit() else 0) * size
+    if not _port_cursor:
+        # random start: two test runs on one machine (other checkouts) rarely meet
+        _port_cursor.append(random.randrange(low, low + size))
+    first, last = min(offsets), max(offsets)
+    for step in range(size):
+        base = low + (_port_cursor[0] - low + step) % size
+        port = base - first
+        if port + last >= low + size or port + first < low:
             continue
-        ok = True
-        for p in (port - 2, port, port + 1):
-            with socket.socket() as t:
-                try:
-                    t.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-        if ok:
+        if all(_bindable(port + o) for o in offsets):
+            # later picks start past this one: ports picked for one test never overlap
+            _port_cursor[0] = port + last + 1
             return port
-    raise RuntimeError("no free port triple")
+    raise RuntimeError(f"no free port with offsets {offsets} in {low}-{low + size}")
+
+
+def free_broker_port() -> int:
+    """A free 127.0.0.1 listenPort whose VIP port (-2) and HA port (+1) are free too."""
+    return free_port((-2, 0, 1))
 
 
 def broker_test_config(store_dir: str, **props: Any) -> BrokerConfig:
