@@ -481,7 +481,6 @@ BAD_CONFIGS = {
     "non-numeric store size": ("mappedFileSizeCommitLog=big\n", "mappedFileSizeCommitLog='big'"),
     "malformed messageDelayLevel": ("messageDelayLevel=1s 5x\n", "messageDelayLevel"),
     "negative offset flush period": ("flushConsumerOffsetInterval=-5\n", "flushConsumerOffsetInterval=-5"),
-    "not UTF-8": (b"brokerName=\xff\xfe\n", "UTF-8"),
 }
 
 

@@ -177,8 +177,7 @@ class BrokerConfig:
     def load(cls, path: str | None = None, *, strict: bool = False, **overrides: Any) -> BrokerConfig:
         given: dict[str, str] = {}
         if path:
-            with open(path, encoding="utf-8") as f:
-                given = properties.loads(f.read())
+            given = properties.load_file(path)
         return cls.from_properties(given, strict=strict, **overrides)
 
     # -- derived ---------------------------------------------------------------------
