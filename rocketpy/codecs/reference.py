@@ -60,6 +60,9 @@ def _describe(con: cs.Construct) -> str:
         return f"length-prefixed ({_describe(con.lengthfield)}) {_describe(con.subcon)}"
     if isinstance(con, cs.GreedyRange):
         return f"repeated {_describe(con.subcon)}"
+    if isinstance(con, cs.FocusedSeq):  # the focused field; the others (Terminated) only check
+        focus = next(sub for sub in con.subcons if sub.name == con.parsebuildfrom)
+        return _describe(focus)
     if isinstance(con, cs.Struct):
         return "{" + ", ".join(f"{n}: {d}" for n, d in _construct_rows(con)) + "}"
     if isinstance(con, cs.FormatField):
