@@ -18,6 +18,7 @@ from typing import Any
 
 import trio
 
+from ..clock import now_ms as _now_ms
 from ..codecs import RemotingCommand
 from ..codecs.codes import MessageConst, MixAll, RequestCode
 from ..codecs.headers import NotifyConsumerIdsChangedRequestHeader
@@ -357,8 +358,3 @@ class BrokerController:
     def real_topic(props: dict[str, str]) -> str | None:
         return props.get(MessageConst.PROPERTY_REAL_TOPIC)
 
-
-def _now_ms() -> int:
-    import time
-
-    return int(time.time() * 1000)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from typing import TYPE_CHECKING
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.bodies import DelayOffsetSerializeWrapper
 from ..codecs.codes import MessageConst, MixAll
 from ..store.config import DelayLevels
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketpy.broker")
 
 POLL_SECONDS = 0.1
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class ScheduleMessageService:

@@ -7,13 +7,13 @@ traffic is what a Java client would send (V2 send headers, JSON or ROCKETMQ head
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs import RemotingCommand, SerializeType
 from ..codecs.bodies import (
     ConsumerData,
@@ -40,10 +40,6 @@ from .config import BrokerConfig
 from .controller import BrokerController
 
 _uniq = UniqIdGenerator()
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def message_properties(

@@ -24,6 +24,7 @@ import construct as cs
 
 from .accel import compiled
 from .errors import CodecError, FrameTooLarge
+from .units import struct_unit
 
 #: Java's com.rocketmq.remoting.frameMaxLength default; it counts the length prefix too.
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
@@ -60,8 +61,8 @@ ROCKETMQ_HEADER = cs.Struct(
 )
 
 # Fast struct forms of the definitions above, for the hot paths (and the sniffer's resync).
-FRAME_PREFIX_UNIT = struct.Struct(">iI")
-ROCKETMQ_FIXED_UNIT = struct.Struct(">hBhii")  # code, language, version, opaque, flag
+FRAME_PREFIX_UNIT = struct_unit(FRAME_PREFIX)
+ROCKETMQ_FIXED_UNIT = struct_unit(ROCKETMQ_HEADER, 5)  # code, language, version, opaque, flag
 #: the smallest ROCKETMQ header: the fixed fields, then empty remark and extFields lengths
 ROCKETMQ_HEADER_MIN = ROCKETMQ_FIXED_UNIT.size + 4 + 4
 assert FRAME_PREFIX_UNIT.size == FRAME_PREFIX.sizeof()

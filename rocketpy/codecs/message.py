@@ -29,7 +29,6 @@ import re
 import socket
 import struct
 import threading
-import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -52,7 +51,9 @@ from construct import (
     this,
 )
 
+from ..clock import now_ms as _now_ms
 from .codes import CompressionType, MessageConst, MessageSysFlag
+from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
 from .javalang import java_string_hash, parse_java_int
 
@@ -154,7 +155,6 @@ _RECORD_C = MESSAGE_RECORD.compile()
 _BATCH_C = BATCH_ENTRY.compile()
 
 _INT32 = struct.Struct(">i")
-_CONSTRUCT_ERRORS = (cs.ConstructError, ValueError, OverflowError, struct.error, IndexError, TypeError)
 
 # Fixed part of a record: everything but the two hosts and the three variable fields.
 _FIXED_LEN = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 4 + 8 + 4 + 4 + 8 + 4 + 1 + 2
@@ -941,10 +941,6 @@ def _next_month_start_ms(start_ms: int, tz: tzinfo | None) -> int:
     dt = datetime.fromtimestamp(start_ms / 1000, tz)
     year, month = (dt.year + 1, 1) if dt.month == 12 else (dt.year, dt.month + 1)
     return round(dt.replace(year=year, month=month).timestamp() * 1000)
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _default_ip() -> bytes:

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
-import construct as cs
 from construct import Const, Int32sb, Int64sb, Padding, Struct
 
+from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
 from .javalang import java_string_hash
 from .message import (
@@ -24,6 +24,7 @@ from .message import (
     MessageExt,
     decode_message,
 )
+from .units import struct_unit
 
 __all__ = [
     "BLANK_RECORD",
@@ -57,7 +58,6 @@ __all__ = [
     "parse_consumequeue_entry",
 ]
 
-_CONSTRUCT_ERRORS = (cs.ConstructError, ValueError, OverflowError, struct.error, IndexError, TypeError)
 _INT_MAX = 0x7FFFFFFF
 
 # ---------------------------------------------------------------------------
@@ -69,6 +69,8 @@ BLANK_RECORD = Struct(
     "magic_code" / Const(BLANK_MAGIC_CODE, Int32sb),
 )
 """The end-of-file filler: only these 8 bytes are written, the rest of the file is left as is."""
+#: total size and magic code: the head of a message record as of a blank
+_SIZE_MAGIC = struct_unit(BLANK_RECORD)
 
 END_FILE_MIN_BLANK_LENGTH = 8
 
@@ -152,7 +154,7 @@ class CommitLogWalk(Iterator["MessageExt | BlankRecord"]):
             if any(buf[pos:]):
                 self._corrupt(f"{remaining} stray bytes at the end of the file")
             self._finish("end-of-buffer")
-        size, magic = struct.unpack_from(">ii", buf, pos)
+        size, magic = _SIZE_MAGIC.unpack_from(buf, pos)
         if magic == BLANK_MAGIC_CODE:
             if size < END_FILE_MIN_BLANK_LENGTH or size > remaining:
                 self._corrupt(f"blank record declares size {size} with {remaining} bytes left")
@@ -206,7 +208,7 @@ CONSUME_QUEUE_ENTRY = Struct(
 
 # Walking a queue file is one tight loop over fixed 20-byte units; struct does it
 # without per-entry construct overhead. The construct Struct stays the definition.
-CONSUME_QUEUE_UNIT = struct.Struct(">qiq")
+CONSUME_QUEUE_UNIT = struct_unit(CONSUME_QUEUE_ENTRY)
 assert CONSUME_QUEUE_UNIT.size == CONSUME_QUEUE_ENTRY.sizeof() == CQ_STORE_UNIT_SIZE
 
 
@@ -285,8 +287,8 @@ INDEX_ENTRY = Struct(
 )
 """One 20-byte IndexFile entry."""
 
-INDEX_HEADER_UNIT = struct.Struct(">qqqqii")
-INDEX_ENTRY_UNIT = struct.Struct(">iqii")
+INDEX_HEADER_UNIT = struct_unit(INDEX_HEADER)
+INDEX_ENTRY_UNIT = struct_unit(INDEX_ENTRY)
 _INT32 = struct.Struct(">i")
 assert INDEX_HEADER_UNIT.size == INDEX_HEADER.sizeof() == INDEX_HEADER_SIZE
 assert INDEX_ENTRY_UNIT.size == INDEX_ENTRY.sizeof() == INDEX_ENTRY_SIZE
@@ -447,6 +449,7 @@ CHECKPOINT = Struct(
     Padding(CHECKPOINT_FILE_SIZE - 24),
 )
 """The ``checkpoint`` file: three store timestamps, then zeros to a 4 KiB page."""
+_CHECKPOINT_TIMES = struct_unit(CHECKPOINT, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,7 +475,7 @@ def parse_checkpoint(buf: bytes | bytearray | memoryview) -> StoreCheckpoint:
     """Read a checkpoint file; only its first 24 bytes carry data."""
     if len(buf) < 24:
         raise CodecError(f"checkpoint file is {len(buf)} bytes; it needs at least 24")
-    return StoreCheckpoint(*struct.unpack_from(">qqq", buf, 0))
+    return StoreCheckpoint(*_CHECKPOINT_TIMES.unpack_from(buf, 0))
 
 
 def build_checkpoint(checkpoint: StoreCheckpoint) -> bytes:

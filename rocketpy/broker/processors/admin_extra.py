@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 import struct
-import time
 from typing import TYPE_CHECKING, Any
 
+from ...clock import now_ms as _now_ms
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.bodies import (
     BrokerStatsData,
@@ -51,10 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketpy.broker")
 
 CQ_STORE_UNIT_SIZE = 20
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def get_all_producer_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
