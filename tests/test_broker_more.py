@@ -240,3 +240,17 @@ async def test_more_admin_views_and_sql92(tmp_path):
             )
             r = await c.invoke(RequestCode.CHECK_CLIENT_CONFIG, None, body.encode())
             assert r.code == ResponseCode.SYSTEM_ERROR
+
+
+def test_batch_body_error_walks_entries_as_java_does() -> None:
+    """SEND_BATCH_MESSAGE bodies are checked with BATCH_ENTRY's fields, read in sequence like Java's encoder."""
+    from rocketpy.broker.processors.send import batch_body_error
+    from rocketpy.codecs.message import Message, encode_batch
+
+    good = encode_batch([Message(topic="T", body=b"abc", properties={"a": "b"}), Message(topic="T", body=b"x")])
+    assert batch_body_error(good) is None
+    assert batch_body_error(good[:10]) == "entry at 0 is truncated"
+    assert batch_body_error(good[:-1]) == "entry at 28: properties runs past the batch"
+    negative = bytearray(good)
+    negative[16:20] = b"\xff\xff\xff\xff"  # body length -1
+    assert batch_body_error(bytes(negative)) == "entry at 0: body runs past the batch"

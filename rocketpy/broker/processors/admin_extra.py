@@ -5,7 +5,6 @@ system topics, store maintenance and RESUME_CHECK_HALF_MESSAGE."""
 from __future__ import annotations
 
 import logging
-import struct
 from typing import TYPE_CHECKING, Any
 
 from ...clock import now_ms as _now_ms
@@ -40,6 +39,7 @@ from ...codecs.headers import (
 )
 from ...codecs.javalang import hashmap_order
 from ...codecs.message import decode_offset_msg_id
+from ...codecs.store_records import CONSUME_QUEUE_UNIT, CQ_STORE_UNIT_SIZE
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBrokerInner
 from ..filter import ExpressionFilter
@@ -49,8 +49,6 @@ if TYPE_CHECKING:
     from ..controller import BrokerController
 
 log = logging.getLogger("rocketpy.broker")
-
-CQ_STORE_UNIT_SIZE = 20
 
 
 def get_all_producer_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
@@ -264,11 +262,12 @@ def query_consume_queue(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     units = cq.read_units(h.index, h.count * CQ_STORE_UNIT_SIZE) if h.count > 0 else b""
     if units is None:
         return respond(request, remark=f"Index {h.index} of {qid}@{topic} is not exist!")
-    entries = []
-    for i in range(0, min(len(units), h.count * CQ_STORE_UNIT_SIZE), CQ_STORE_UNIT_SIZE):
-        phy, size, tags = struct.unpack_from(">qiq", units, i)
-        entries.append(ConsumeQueueData(physic_offset=phy, physic_size=size, tags_code=tags))
-    body.queue_data = entries
+    end = min(len(units), h.count * CQ_STORE_UNIT_SIZE)
+    end -= end % CQ_STORE_UNIT_SIZE
+    body.queue_data = [
+        ConsumeQueueData(physic_offset=phy, physic_size=size, tags_code=tags)
+        for phy, size, tags in CONSUME_QUEUE_UNIT.iter_unpack(memoryview(units)[:end])
+    ]
     return respond(request, body=body.encode())
 
 

@@ -6,15 +6,17 @@ one-letter names or V1 long names) instead of building a typed header.
 
 from __future__ import annotations
 
+import io
 import logging
-import struct
 from typing import TYPE_CHECKING, Any
+
+import construct as cs
 
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, MQVersion, PermName, TopicSysFlag
 from ...codecs.headers import ConsumerSendMsgBackRequestHeader
 from ...codecs.javalang import hashmap_dict, hashmap_key_order
-from ...codecs.message import properties_to_string, string_to_properties
+from ...codecs.message import BATCH_ENTRY, properties_to_string, string_to_properties
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from ..responses import error, respond
@@ -350,23 +352,23 @@ async def _answer_after_flush(
         log.warning("send answer to %s lost: %s", ctx.remote_addr, exc)
 
 
-def batch_body_error(body: bytes) -> str | None:
-    """Why Java's batch encoder would throw reading ``body`` (an entry running past its end), else None.
+#: BATCH_ENTRY's fields as Java's batch encoder reads them: one after the other, totalSize not checked
+_BATCH_ENTRY_FIELDS = cs.Struct(*(sub for sub in BATCH_ENTRY.subcons if sub is not cs.Terminated))
 
-    Each entry: TOTALSIZE, MAGICCODE, BODYCRC, FLAG (int32 each), BODYLEN + body, PROPLEN (int16) + properties.
-    """
-    pos, end = 0, len(body)
-    while pos < end:
-        if end - pos < 20:
+
+def batch_body_error(body: bytes) -> str | None:
+    """Why Java's batch encoder would throw reading ``body`` (an entry running past its end), else None."""
+    stream = io.BytesIO(body)
+    pos = 0
+    while pos < len(body):
+        try:
+            _BATCH_ENTRY_FIELDS.parse_stream(stream)
+        except cs.ConstructError as exc:
+            field = (getattr(exc, "path", None) or "").rpartition("-> ")[2]
+            if field in ("body", "properties"):
+                return f"entry at {pos}: {field} runs past the batch"
             return f"entry at {pos} is truncated"
-        (body_len,) = struct.unpack_from(">i", body, pos + 16)
-        props_at = pos + 20 + body_len
-        if body_len < 0 or props_at + 2 > end:
-            return f"entry at {pos}: body length {body_len} runs past the batch"
-        (props_len,) = struct.unpack_from(">h", body, props_at)
-        if props_len < 0 or props_at + 2 + props_len > end:
-            return f"entry at {pos}: properties length {props_len} runs past the batch"
-        pos = props_at + 2 + props_len
+        pos = stream.tell()
     return None
 
 
