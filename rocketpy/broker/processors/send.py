@@ -372,7 +372,9 @@ def batch_body_error(body: bytes) -> str | None:
     return None
 
 
-async def _send_batch(broker: BrokerController, ctx: Any, request: RemotingCommand, h: SendHeader) -> RemotingCommand:
+async def _send_batch(
+    broker: BrokerController, ctx: Any, request: RemotingCommand, h: SendHeader
+) -> RemotingCommand | None:
     tc, err = msg_check(broker, ctx, request, h)
     if err is not None:
         return err
