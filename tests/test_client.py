@@ -437,6 +437,8 @@ async def test_broker_initiated_requests(server) -> None:  # type: ignore[no-unt
             consumer.subscribe("TopicBi")
             async with consumer:
                 await wait_for(lambda: len(seen) == 4)
+                # the retry topic's queue is rebalanced in on its own schedule: wait for it, not for luck
+                await wait_for(lambda: any(mq.topic == "%RETRY%CGBi" for mq in consumer.pq_table))
                 entry = c.broker.consumers["CGBi"][consumer.client.client_id]
                 h = GetConsumerRunningInfoRequestHeader(consumer_group="CGBi", client_id=consumer.client.client_id)
                 resp = await entry.conn.invoke(RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h), 3)
