@@ -23,6 +23,7 @@ from ..responses import error, respond
 from .common import SUGGEST_TODO, host_of
 
 if TYPE_CHECKING:
+    from ..context import BrokerContext
     from ..controller import BrokerController
 
 log = logging.getLogger("rocketpy.broker")
@@ -146,7 +147,7 @@ def validate_topic(topic: str) -> str | None:
 
 
 def msg_check(
-    broker: BrokerController, ctx: Any, request: RemotingCommand, h: SendHeader
+    broker: BrokerController, ctx: BrokerContext, request: RemotingCommand, h: SendHeader
 ) -> tuple[Any, RemotingCommand | None]:
     """AbstractSendMessageProcessor.msgCheck: (topic config, error response or None)."""
     cfg = broker.config
@@ -231,7 +232,7 @@ def _handle_retry_and_dlq(
 
 
 def build_inner(
-    broker: BrokerController, ctx: Any, request: RemotingCommand, h: SendHeader, queue_id: int
+    broker: BrokerController, ctx: BrokerContext, request: RemotingCommand, h: SendHeader, queue_id: int
 ) -> MessageExtBrokerInner:
     props = string_to_properties(h.properties)
     props[_CLUSTER] = broker.config.broker_cluster_name
@@ -311,8 +312,8 @@ def send_response(
     return respond(request, code, remark, header=header, extra=send_extra(broker), fast=True)
 
 
-async def send_message(ctx: Any, request: RemotingCommand) -> RemotingCommand | None:
-    broker: BrokerController = ctx.state
+async def send_message(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand | None:
+    broker = ctx.state
     h = SendHeader(request)
     if h.batch or request.code == 320:
         return await _send_batch(broker, ctx, request, h)
@@ -342,7 +343,7 @@ async def send_message(ctx: Any, request: RemotingCommand) -> RemotingCommand | 
 
 
 async def _answer_after_flush(
-    broker: BrokerController, ctx: Any, request: RemotingCommand, result: PutMessageResult, queue_id: int
+    broker: BrokerController, ctx: BrokerContext, request: RemotingCommand, result: PutMessageResult, queue_id: int
 ) -> None:
     """SYNC_FLUSH: the answer waits for the group commit, the connection does not."""
     await broker.wait_flush(result)
@@ -373,7 +374,7 @@ def batch_body_error(body: bytes) -> str | None:
 
 
 async def _send_batch(
-    broker: BrokerController, ctx: Any, request: RemotingCommand, h: SendHeader
+    broker: BrokerController, ctx: BrokerContext, request: RemotingCommand, h: SendHeader
 ) -> RemotingCommand | None:
     tc, err = msg_check(broker, ctx, request, h)
     if err is not None:
@@ -413,9 +414,9 @@ async def _send_batch(
     return send_response(broker, request, result, queue_id)
 
 
-async def consumer_send_msg_back(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def consumer_send_msg_back(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """A consumer gives a message back: to %RETRY%group with a delay level, or to %DLQ%group."""
-    broker: BrokerController = ctx.state
+    broker = ctx.state
     h = java_decode_header(request, ConsumerSendMsgBackRequestHeader)
     group = h.group or ""
     sub = broker.groups.find(group)
