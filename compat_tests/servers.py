@@ -60,7 +60,7 @@ def broker_skip_reason() -> str | None:
 def broker_ports() -> tuple[int, int]:
     """Free ports for the NameServer and the broker; the broker's VIP port (port - 2, where
     the Java client sends) and HA port (port + 1) are free too (picked where no other test takes them)."""
-    from rocketpy.broker.testing import free_broker_port, free_port
+    from rocketpy.testing import free_broker_port, free_port
 
     return free_port(), free_broker_port()
 

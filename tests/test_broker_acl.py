@@ -26,7 +26,6 @@ from rocketpy.broker.acl import (
     sign_request,
     signing_content,
 )
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from rocketpy.codecs.codes import RequestCode
@@ -37,6 +36,7 @@ from rocketpy.codecs.headers import (
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 from rocketpy.sniffer.pcap import pair_responses, read_pcap
+from rocketpy.testing import broker_client, running_broker
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "protocol" / "golden" / "captures"

@@ -12,13 +12,13 @@ import pytest
 import trio
 
 from rocketpy.broker.persist import ConfigWriter
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.broker.topics import TopicConfigManager, new_topic
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.bodies import ConsumerOffsetSerializeWrapper, SubscriptionGroupConfig
 from rocketpy.codecs.codes import RequestCode
 from rocketpy.codecs.headers import CreateTopicRequestHeader
 from rocketpy.store import config_files
+from rocketpy.testing import broker_client, running_broker
 
 
 @pytest.fixture

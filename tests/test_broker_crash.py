@@ -10,8 +10,8 @@ import sys
 
 import trio
 
-from rocketpy.broker.testing import broker_client, free_broker_port, free_port
 from rocketpy.codecs import ResponseCode
+from rocketpy.testing import broker_client, free_broker_port, free_port
 
 CONF = """\
 brokerName = broker-a

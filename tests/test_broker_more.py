@@ -8,7 +8,6 @@ import logging
 import trio
 
 from rocketpy.broker.config import BrokerConfig
-from rocketpy.broker.testing import broker_client, free_port, running_broker
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.bodies import ResetOffsetBody
 from rocketpy.codecs.codes import FlushDiskType, MessageConst, RequestCode
@@ -20,6 +19,7 @@ from rocketpy.codecs.headers import (
     ResetOffsetRequestHeader,
 )
 from rocketpy.remoting import Dispatcher
+from rocketpy.testing import broker_client, free_port, running_broker
 
 
 def test_config_defaults_and_unknown_keys(caplog):

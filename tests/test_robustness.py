@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 import trio
 
-from rocketpy.broker.testing import BrokerTestClient, broker_client, free_broker_port, free_port, running_broker
 from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode
 from rocketpy.codecs.bodies.register import (
     DataVersion,
@@ -41,6 +40,7 @@ from rocketpy.codecs.headers.namesrv import GetRouteInfoRequestHeader
 from rocketpy.namesrv import NameServer, NamesrvConfig
 from rocketpy.remoting import open_remoting_client
 from rocketpy.remoting.connection import CommandReader
+from rocketpy.testing import BrokerTestClient, broker_client, free_broker_port, free_port, running_broker
 
 R = RequestCode
 TOPIC = "Robust"

@@ -11,11 +11,11 @@ import time
 import pytest
 import trio
 
-from rocketpy.broker.testing import free_port
 from rocketpy.codecs import FrameSplitter, RemotingCommand, SerializeType
 from rocketpy.sniffer.cli import main
 from rocketpy.sniffer.proxy import parse_hostport, serve_proxy
 from rocketpy.sniffer.reassembly import CapturedFrame, Event, StreamNote
+from rocketpy.testing import free_port
 
 
 def _requests() -> list[RemotingCommand]:
