@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import itertools
+import mmap
 import os
 import re
 import socket
@@ -756,7 +757,7 @@ def _host_text(ip: bytes, port: int) -> str:
     return format_host(ip, port)
 
 
-def _check_record_at(buf: bytes | bytearray | memoryview, offset: int) -> int:
+def _check_record_at(buf: bytes | bytearray | memoryview | mmap.mmap, offset: int) -> int:
     """The size of the record at ``offset`` once its size and magic code are plausible."""
     if offset < 0 or offset + 8 > len(buf):
         raise CodecError(f"no message record header at offset {offset} (buffer is {len(buf)} bytes)")
@@ -769,7 +770,7 @@ def _check_record_at(buf: bytes | bytearray | memoryview, offset: int) -> int:
     return size
 
 
-def _decode_record(buf: bytes | bytearray | memoryview, offset: int, check_crc: bool) -> MessageExt:
+def _decode_record(buf: bytes | bytearray | memoryview | mmap.mmap, offset: int, check_crc: bool) -> MessageExt:
     size = _check_record_at(buf, offset)
     rec = buf[offset : offset + size]
     if type(rec) is not bytes:
@@ -790,7 +791,7 @@ def _decode_record(buf: bytes | bytearray | memoryview, offset: int, check_crc: 
 
 
 def decode_message(
-    buf: bytes | bytearray | memoryview,
+    buf: bytes | bytearray | memoryview | mmap.mmap,
     offset: int = 0,
     *,
     check_crc: bool = False,

@@ -7,6 +7,7 @@ buffer (bytes, mmap, memoryview) covering one mapped file and never copy it whol
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ from .message import (
     decode_message,
 )
 from .units import struct_unit
+
+#: what the store's readers accept: file bytes, or the store's own memory maps
+StoreBuffer = bytes | bytearray | memoryview | mmap.mmap
 
 __all__ = [
     "BLANK_RECORD",
@@ -108,7 +112,7 @@ class CommitLogWalk(Iterator["MessageExt | BlankRecord"]):
 
     def __init__(
         self,
-        buf: bytes | bytearray | memoryview,
+        buf: StoreBuffer,
         file_start_offset: int = 0,
         *,
         check_crc: bool = False,
@@ -177,7 +181,7 @@ class CommitLogWalk(Iterator["MessageExt | BlankRecord"]):
 
 
 def iter_commitlog(
-    buf: bytes | bytearray | memoryview,
+    buf: StoreBuffer,
     file_start_offset: int = 0,
     *,
     check_crc: bool = False,
@@ -231,7 +235,7 @@ class ConsumeQueueEntry:
         return self.commit_log_offset == 0 and self.size == _INT_MAX and self.tags_code == 0
 
 
-def parse_consumequeue_entry(buf: bytes | bytearray | memoryview, offset: int = 0) -> ConsumeQueueEntry:
+def parse_consumequeue_entry(buf: StoreBuffer, offset: int = 0) -> ConsumeQueueEntry:
     """The unit at byte ``offset``."""
     if offset < 0 or offset + CQ_STORE_UNIT_SIZE > len(buf):
         raise CodecError(f"no ConsumeQueue unit at offset {offset}")
@@ -246,7 +250,7 @@ def build_consumequeue_entry(commit_log_offset: int, size: int, tags_code: int) 
         raise CodecError(f"cannot encode ConsumeQueue unit: {exc}") from None
 
 
-def iter_consumequeue(buf: bytes | bytearray | memoryview) -> Iterator[ConsumeQueueEntry]:
+def iter_consumequeue(buf: StoreBuffer) -> Iterator[ConsumeQueueEntry]:
     """The units of one ConsumeQueue file, up to the first unwritten one.
 
     Like ConsumeQueue.recover, a unit ends the walk unless ``offset >= 0 and
@@ -353,7 +357,7 @@ class IndexFileView:
     """
 
     def __init__(
-        self, buf: bytes | bytearray | memoryview, hash_slot_num: int = 5_000_000, index_num: int = 20_000_000
+        self, buf: StoreBuffer, hash_slot_num: int = 5_000_000, index_num: int = 20_000_000
     ) -> None:
         if hash_slot_num <= 0 or index_num <= 0:
             raise CodecError("hash_slot_num and index_num must be positive")
@@ -471,7 +475,7 @@ class StoreCheckpoint:
         return min(self.min_timestamp, self.index_msg_timestamp)
 
 
-def parse_checkpoint(buf: bytes | bytearray | memoryview) -> StoreCheckpoint:
+def parse_checkpoint(buf: StoreBuffer) -> StoreCheckpoint:
     """Read a checkpoint file; only its first 24 bytes carry data."""
     if len(buf) < 24:
         raise CodecError(f"checkpoint file is {len(buf)} bytes; it needs at least 24")
