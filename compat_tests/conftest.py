@@ -122,3 +122,11 @@ async def rocketpy_server(broker_built: None, nursery: trio.Nursery, tmp_path: P
     # whatever the clients saw, the server must not have logged an error or a traceback
     problems = server.log_problems()
     assert not problems, "rocketpy serve logged errors:\n" + "\n".join(problems[:40])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every compat test drives third-party clients or Java: ``slow`` (CI runs them; ``-m "not slow"`` skips)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.slow)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -58,30 +57,12 @@ def broker_skip_reason() -> str | None:
     return None
 
 
-def _bindable(port: int) -> bool:
-    if not 1024 <= port < 65536:
-        return False
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def broker_ports() -> tuple[int, int]:
     """Free ports for the NameServer and the broker; the broker's VIP port (port - 2, where
-    the Java client sends) and HA port (port + 1) are free too."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as ns_sock:
-        ns_sock.bind(("127.0.0.1", 0))
-        namesrv_port = int(ns_sock.getsockname()[1])
-        for _ in range(100):
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.bind(("127.0.0.1", 0))
-                port = int(s.getsockname()[1])
-            if namesrv_port not in (port - 2, port + 1) and _bindable(port - 2) and _bindable(port + 1):
-                return namesrv_port, port
-    raise RuntimeError("no free port with free neighbours for the broker")
+    the Java client sends) and HA port (port + 1) are free too (picked where no other test takes them)."""
+    from rocketpy.testing import free_broker_port, free_port
+
+    return free_port(), free_broker_port()
 
 
 @dataclasses.dataclass

@@ -24,13 +24,13 @@ import pytest
 import trio
 
 from rocketpy.broker.controller import BrokerController
-from rocketpy.broker.testing import broker_test_config, free_broker_port
 from rocketpy.client import ClientConfig, Producer, make_message
 from rocketpy.codecs import RemotingCommand, RequestCode
 from rocketpy.codecs.bodies import TopicConfigSerializeWrapper
 from rocketpy.codecs.codes import SendStatus
 from rocketpy.namesrv.server import NameServer
 from rocketpy.remoting import open_remoting_client
+from rocketpy.testing import broker_test_config, free_broker_port
 
 from .test_java_client import java_classes as _java_classes
 from .test_java_client import run_java

@@ -750,7 +750,7 @@ def real_broker_available() -> bool:
     if importlib.util.find_spec("rocketpy.broker") is None:
         return False
     from rocketpy.broker.controller import BrokerController  # noqa: F401
-    from rocketpy.broker.testing import broker_test_config  # noqa: F401
+    from rocketpy.testing import broker_test_config  # noqa: F401
 
     return True
 
@@ -761,9 +761,9 @@ async def real_cluster(broker_names: tuple[str, ...] = ("broker-a",), **props: A
     import tempfile
 
     from rocketpy.broker.controller import BrokerController
-    from rocketpy.broker.testing import broker_test_config
     from rocketpy.namesrv.config import NamesrvConfig
     from rocketpy.namesrv.server import NameServer
+    from rocketpy.testing import broker_test_config
 
     with tempfile.TemporaryDirectory(prefix="rocketpy-real-") as tmp:
         config = NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kvConfig.json",

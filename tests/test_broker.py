@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import trio
 
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.codecs import RemotingCommand, ResponseCode, SerializeType
 from rocketpy.codecs.bodies import (
     ConsumeStats,
@@ -30,6 +29,7 @@ from rocketpy.codecs.headers import (
 )
 from rocketpy.codecs.message import decode_messages, decode_offset_msg_id
 from rocketpy.remoting import Dispatcher
+from rocketpy.testing import broker_client, running_broker
 
 
 async def test_send_pull_single_json_and_binary(tmp_path):

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-from rocketpy.broker import miniyaml
 from rocketpy.broker.acl import (
     PUB,
     SUB,
@@ -26,7 +26,6 @@ from rocketpy.broker.acl import (
     sign_request,
     signing_content,
 )
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from rocketpy.codecs.codes import RequestCode
@@ -37,6 +36,7 @@ from rocketpy.codecs.headers import (
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 from rocketpy.sniffer.pcap import pair_responses, read_pcap
+from rocketpy.testing import broker_client, running_broker
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "protocol" / "golden" / "captures"
@@ -265,25 +265,29 @@ def test_files_reload_and_dir(acl_home):
         PlainPermissionManager(str(acl_home))
 
 
-def test_miniyaml():
-    doc = miniyaml.loads(
-        "# c\n---\na: 1\nb: 'x # y'\nc: \"q\\tz\"\nd:\n  - {counter: 1, timestamp: 2}\ne: [x, 'y, z']\n"
-        "f: ~\ng: yes\nh:\n  k: v\n  l:\n  - 1.5\n"
+def test_acl_yaml_reads_like_snakeyaml(tmp_path):
+    """ACL files are YAML 1.1 as SnakeYAML reads them: `y`/`n` stay strings, yes/no/on/off are booleans,
+    quotes, comments, flow collections and anchors all work; a write reads back the same."""
+    path = tmp_path / "plain_acl.yml"
+    path.write_text(
+        "# c\n---\nglobalWhiteRemoteAddresses: ['10.0.0.*', \"192.168.1.1\"]\n"
+        "accounts:\n- accessKey: y\n  secretKey: &s n12345678\n  admin: yes\n  whiteRemoteAddress: ~\n"
+        "  topicPerms: [a=PUB, 'b=SUB']\n- {accessKey: off, secretKey: *s, admin: off}\n"
+        "dataVersion:\n- {counter: 1, timestamp: 2}\n"
     )
+    doc = PlainPermissionManager.read(str(path))
     assert doc == {
-        "a": 1,
-        "b": "x # y",
-        "c": "q\tz",
-        "d": [{"counter": 1, "timestamp": 2}],
-        "e": ["x", "y, z"],
-        "f": None,
-        "g": True,
-        "h": {"k": "v", "l": [1.5]},
+        "globalWhiteRemoteAddresses": ["10.0.0.*", "192.168.1.1"],
+        "accounts": [
+            {"accessKey": "y", "secretKey": "n12345678", "admin": True, "whiteRemoteAddress": None,
+             "topicPerms": ["a=PUB", "b=SUB"]},
+            {"accessKey": False, "secretKey": "n12345678", "admin": False},
+        ],
+        "dataVersion": [{"counter": 1, "timestamp": 2}],
     }
-    for value in ({"a": ["1", "true", "*", "-x", "x: y", "", None, 3]}, {"accounts": [{"k": "v", "l": ["a=b"]}]}):
-        assert miniyaml.loads(miniyaml.dumps(value)) == value
-    with pytest.raises(miniyaml.YamlError):
-        miniyaml.loads("a: &anchor 1\n")
+    path.write_text("accounts: [\n")
+    with pytest.raises(AclError):
+        PlainPermissionManager.read(str(path))
 
 
 # ---------------------------------------------------------------------------
@@ -337,7 +341,7 @@ async def test_acl_admin_codes(acl_home, tmp_path):
             )
             r = await _signed(c, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, create)
             assert r.code == ResponseCode.SUCCESS and r.remark is None
-            doc = miniyaml.loads(path.read_text())
+            doc = yaml.safe_load(path.read_text())
             assert doc["accounts"][-1]["accessKey"] == "newAccess1"
             assert doc["accounts"][-1]["topicPerms"] == ["tA=SUB", "tB=DENY"]
             assert doc["dataVersion"][0]["counter"] == 1
@@ -364,7 +368,7 @@ async def test_acl_admin_codes(acl_home, tmp_path):
                 CreateAccessConfigRequestHeader(access_key="newAccess1", secret_key="newSecret9"),
             )
             assert r.code == ResponseCode.SUCCESS
-            entry = miniyaml.loads(path.read_text())["accounts"][-1]
+            entry = yaml.safe_load(path.read_text())["accounts"][-1]
             assert entry["secretKey"] == "newSecret9" and entry["topicPerms"] == ["tA=SUB", "tB=DENY"]
 
             r = await _signed(
@@ -384,7 +388,7 @@ async def test_acl_admin_codes(acl_home, tmp_path):
             )
             r = await _signed(c, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, white)
             assert r.code == ResponseCode.SUCCESS
-            assert miniyaml.loads(path.read_text())["globalWhiteRemoteAddresses"] == ["127.0.0.1", "10.0.0.*"]
+            assert yaml.safe_load(path.read_text())["globalWhiteRemoteAddresses"] == ["127.0.0.1", "10.0.0.*"]
             r = await c.invoke(RequestCode.GET_BROKER_CLUSTER_ACL_INFO)  # we are white now: no signature needed
             assert r.code == ResponseCode.SUCCESS and '"counter":4' in r.ext_fields["allAclFileVersion"]
             white.acl_file_full_path = "/etc/passwd"

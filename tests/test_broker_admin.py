@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from rocketpy.broker.stats import BROKER_PUT_NUMS, GROUP_GET_NUMS, TOPIC_PUT_NUMS, StatsItem
-from rocketpy.broker.testing import broker_client, now_ms, running_broker
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.bodies import (
     BrokerStatsData,
@@ -32,6 +31,7 @@ from rocketpy.codecs.headers import (
 )
 from rocketpy.codecs.message import decode_messages
 from rocketpy.remoting import Dispatcher
+from rocketpy.testing import broker_client, now_ms, running_broker
 
 #: every case of AdminBrokerProcessor.processRequest's switch in 4.9.8
 ADMIN_SWITCH = [

@@ -10,8 +10,8 @@ import sys
 
 import trio
 
-from rocketpy.broker.testing import broker_client, free_broker_port
 from rocketpy.codecs import ResponseCode
+from rocketpy.testing import broker_client, free_broker_port, free_port
 
 CONF = """\
 brokerName = broker-a
@@ -132,14 +132,6 @@ async def test_kill_9_under_load_loses_no_acknowledged_message(tmp_path):
     assert not missing, f"{len(missing)} of {len(acked)} acknowledged messages lost: {missing[:5]}"
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_serve_command_end_to_end(tmp_path):
     """``rocketpy serve``: NameServer + broker in one process; clients find the broker by route."""
     from rocketpy.codecs import RemotingCommand
@@ -147,7 +139,7 @@ async def test_serve_command_end_to_end(tmp_path):
     from rocketpy.codecs.codes import RequestCode
     from rocketpy.codecs.headers import GetRouteInfoRequestHeader
 
-    ns_port, broker_port = _free_port(), free_broker_port()  # its HA port (+1) must be free as well
+    ns_port, broker_port = free_port(), free_broker_port()  # its HA port (+1) must be free as well
     proc = await trio.lowlevel.open_process(
         [
             sys.executable,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import trio
 
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.codes import MessageConst, MessageSysFlag, RequestCode
 from rocketpy.codecs.headers import EndTransactionRequestHeader
 from rocketpy.codecs.message import decode_message
 from rocketpy.remoting import Dispatcher
+from rocketpy.testing import broker_client, running_broker
 
 FAST_DELAYS = "100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 

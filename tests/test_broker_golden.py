@@ -10,12 +10,12 @@ import shutil
 import pytest
 from golden import CAPTURES, STORE_DUMP
 
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.codes import RequestCode
 from rocketpy.codecs.headers import GetConsumerListByGroupRequestHeader
 from rocketpy.namesrv.properties import loads as load_properties
 from rocketpy.sniffer.pcap import pair_responses, read_pcap
+from rocketpy.testing import broker_client, running_broker
 
 pytestmark = pytest.mark.skipif(not STORE_DUMP.exists(), reason="golden store dump not vendored")
 

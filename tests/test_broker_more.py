@@ -4,12 +4,10 @@ request-reply, SYNC_FLUSH sends, bad input, the VIP port and the admin credentia
 from __future__ import annotations
 
 import logging
-import socket
 
 import trio
 
 from rocketpy.broker.config import BrokerConfig
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.bodies import ResetOffsetBody
 from rocketpy.codecs.codes import FlushDiskType, MessageConst, RequestCode
@@ -21,6 +19,7 @@ from rocketpy.codecs.headers import (
     ResetOffsetRequestHeader,
 )
 from rocketpy.remoting import Dispatcher
+from rocketpy.testing import broker_client, free_port, running_broker
 
 
 def test_config_defaults_and_unknown_keys(caplog):
@@ -162,24 +161,8 @@ async def test_bad_input_keeps_serving(tmp_path):
             assert (await c.send("TOk", b"fine")).code == ResponseCode.SUCCESS
 
 
-def _free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 3:
-            continue
-        try:
-            with socket.socket() as s2:
-                s2.bind(("127.0.0.1", port - 2))
-        except OSError:
-            continue
-        return port
-    raise RuntimeError("no free port pair")
-
-
 async def test_vip_port_and_admin_credential(tmp_path):
-    port = _free_port_pair()
+    port = free_port((-2, 0))
     async with running_broker(str(tmp_path), listenPort=port, vipChannelEnable="true", adminCredential="s3cret") as b:
         assert [s.port for s in b.servers] == [port, port - 2]
         async with broker_client(f"127.0.0.1:{port - 2}") as c:
@@ -257,3 +240,17 @@ async def test_more_admin_views_and_sql92(tmp_path):
             )
             r = await c.invoke(RequestCode.CHECK_CLIENT_CONFIG, None, body.encode())
             assert r.code == ResponseCode.SYSTEM_ERROR
+
+
+def test_batch_body_error_walks_entries_as_java_does() -> None:
+    """SEND_BATCH_MESSAGE bodies are checked with BATCH_ENTRY's fields, read in sequence like Java's encoder."""
+    from rocketpy.broker.processors.send import batch_body_error
+    from rocketpy.codecs.message import Message, encode_batch
+
+    good = encode_batch([Message(topic="T", body=b"abc", properties={"a": "b"}), Message(topic="T", body=b"x")])
+    assert batch_body_error(good) is None
+    assert batch_body_error(good[:10]) == "entry at 0 is truncated"
+    assert batch_body_error(good[:-1]) == "entry at 28: properties runs past the batch"
+    negative = bytearray(good)
+    negative[16:20] = b"\xff\xff\xff\xff"  # body length -1
+    assert batch_body_error(bytes(negative)) == "entry at 0: body runs past the batch"

@@ -35,7 +35,6 @@ from rocketpy.broker.sql92 import (
     parse,
     record_properties,
 )
-from rocketpy.broker.testing import broker_client, now_ms, running_broker
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.bodies import (
     CheckClientRequestBody,
@@ -46,6 +45,7 @@ from rocketpy.codecs.bodies import (
 from rocketpy.codecs.codes import ConsumeFromWhere, ConsumeType, MessageModel, RequestCode
 from rocketpy.codecs.headers import PullMessageRequestHeader
 from rocketpy.codecs.message import MessageExt, decode_messages, encode_message
+from rocketpy.testing import broker_client, now_ms, running_broker
 
 # ---------------------------------------------------------------------------
 # Java semantics, case by case

@@ -437,6 +437,8 @@ async def test_broker_initiated_requests(server) -> None:  # type: ignore[no-unt
             consumer.subscribe("TopicBi")
             async with consumer:
                 await wait_for(lambda: len(seen) == 4)
+                # the retry topic's queue is rebalanced in on its own schedule: wait for it, not for luck
+                await wait_for(lambda: any(mq.topic == "%RETRY%CGBi" for mq in consumer.pq_table))
                 entry = c.broker.consumers["CGBi"][consumer.client.client_id]
                 h = GetConsumerRunningInfoRequestHeader(consumer_group="CGBi", client_id=consumer.client.client_id)
                 resp = await entry.conn.invoke(RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h), 3)
@@ -456,3 +458,57 @@ async def test_broker_initiated_requests(server) -> None:  # type: ignore[no-unt
                                                                            timestamp=0, is_force=True)))).body
                 assert body
                 await wait_for(lambda: len(seen) == 9)
+
+
+@pytest.mark.parametrize("kind", ["lite_pull", "push"])
+async def test_consumer_started_inside_a_timeout_shuts_down_outside_it(kind: str) -> None:
+    """start() under move_on_after and shutdown() after it: the consumer's tasks are hosted, so trio's
+    cancel-scope stack stays intact, the consumer still pulls in between, and shutdown ends them."""
+    async with real_cluster() if real_broker_available() else fake_cluster() as c:
+        await make_topic(c, "TopicScope", 1)
+        async with Producer("PG", namesrv=c.namesrv) as p:
+            for i in range(3):
+                await p.send(make_message("TopicScope", f"m{i}"))
+        got: list[bytes] = []
+        consumer: LitePullConsumer | PushConsumer
+        if kind == "lite_pull":
+            consumer = LitePullConsumer("CGScope", config=fast(c),
+                                        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        else:
+            async def listener(msgs, _ctx):  # type: ignore[no-untyped-def]
+                got.extend(m.body for m in msgs)
+                return ConsumeStatus.CONSUME_SUCCESS
+
+            consumer = PushConsumer("CGScope", listener, config=fast(c),
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe("TopicScope", "*")
+        with trio.move_on_after(30):
+            await consumer.start()
+        assert consumer.nursery is not None
+        with trio.fail_after(15):
+            while len(got) < 3:
+                if isinstance(consumer, LitePullConsumer):
+                    got += [m.body for m in await consumer.poll(1.0)]
+                else:
+                    await trio.sleep(0.02)
+        assert sorted(got) == [b"m0", b"m1", b"m2"]
+        hosted = consumer.nursery
+        await consumer.shutdown()
+        assert not consumer.running and not hosted.child_tasks
+        # the surrounding scopes still work: a cancel scope opened now is honoured
+        with trio.move_on_after(0.01) as scope:
+            await trio.sleep_forever()
+        assert scope.cancelled_caught
+
+
+async def test_client_instance_started_inside_a_timeout_closes_outside_it() -> None:
+    from rocketpy.client.instance import ClientInstance
+
+    async with fake_cluster() as c:
+        instance = ClientInstance(fast(c))
+        with trio.move_on_after(30):
+            await instance.start()
+        nursery = instance.nursery
+        assert instance.running and nursery is not None and nursery.child_tasks
+        await instance.aclose()
+        assert not instance.running and not nursery.child_tasks

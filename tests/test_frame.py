@@ -18,6 +18,8 @@ from rocketpy.codecs.frame import (
     ROCKETMQ_HEADER_MIN,
     decode_rocketmq_header,
     encode_rocketmq_header,
+    parse_rocketmq_header,
+    parse_rocketmq_header_py,
 )
 
 int16 = st.integers(-(1 << 15), (1 << 15) - 1)
@@ -74,6 +76,65 @@ def test_fast_binary_header_agrees_with_construct_definition(cmd: RemotingComman
     assert ROCKETMQ_FIXED_UNIT.unpack_from(header) == (
         parsed.code, parsed.language, parsed.version, parsed.opaque, parsed.flag
     )
+
+
+def _construct_outcome(data: bytes) -> object:
+    """What the construct definition says of ``data``: the fields, or that it is refused."""
+    try:
+        h = ROCKETMQ_HEADER.parse(data)
+    except Exception:  # construct's errors, and a remark that is not UTF-8
+        return "refused"
+    ext = {e.key: e.value for e in h.ext_fields} or None
+    return (h.code, h.language, h.version, h.opaque, h.flag, h.remark, ext)
+
+
+def _fast_outcome(parse: object, data: bytes) -> object:
+    try:
+        return parse(data)  # type: ignore[operator]
+    except CodecError:
+        return "refused"
+
+
+@settings(max_examples=300)
+@given(
+    st.builds(encode_rocketmq_header, int16, st.integers(0, 255), int16, int32, int32,
+              st.none() | text, st.none() | st.dictionaries(text, text, max_size=6)),
+    st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), max_size=4),
+    st.one_of(st.none(), st.integers(0, 1 << 16)),
+    st.binary(max_size=6),
+)
+def test_fast_header_parsers_agree_with_construct(header: bytes, flips: list[tuple[int, int]], cut: int | None,
+                                                   tail: bytes) -> None:
+    """Both fast parsers (pure and, when built, compiled) equal the construct definition on valid
+    headers and on mutated, truncated and overlong ones."""
+    samples = [header]
+    mutated = bytearray(header)
+    for at, value in flips:
+        mutated[at % len(mutated)] = value
+    samples.append(bytes(mutated))
+    if cut is not None:
+        samples.append(bytes(mutated[: cut % (len(mutated) + 1)]))
+    samples.append(header + tail)
+    for data in samples:
+        reference = _construct_outcome(data)
+        assert _fast_outcome(parse_rocketmq_header_py, data) == reference
+        assert _fast_outcome(parse_rocketmq_header, data) == reference
+
+
+def test_construct_header_refuses_what_java_refuses() -> None:
+    good = encode_rocketmq_header(310, 0, 409, 7, 0, "r", {"a": "b"})
+    assert _construct_outcome(good) == (310, 0, 409, 7, 0, "r", {"a": "b"})
+    for bad, message in (
+        (good + b"\0", "extFields length does not match the header length"),  # trailing bytes
+        (good[:-1], "extFields length does not match the header length"),
+        (good[:-1] + b"\xff", "extFields entry runs past the header or is not UTF-8"),
+        (good[:17] + b"\xff" + good[18:], "not UTF-8"),
+        (good[:13] + b"\x00\x00\x10\x00" + good[17:], "remark length runs past the header"),
+        (good[:9], "ROCKETMQ header is truncated"),
+    ):
+        assert _construct_outcome(bad) == "refused"
+        with pytest.raises(CodecError, match=message):
+            parse_rocketmq_header(bad)
 
 
 def test_smallest_binary_header() -> None:

@@ -9,9 +9,9 @@ from contextlib import AsyncExitStack
 
 import trio
 
-from rocketpy.broker.testing import broker_client, free_broker_port, running_broker
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.ha import build_offset_report
+from rocketpy.testing import broker_client, free_broker_port, running_broker
 
 FAST_HA = {"haSendHeartbeatInterval": "200", "haHousekeepingInterval": "5000"}
 

@@ -11,11 +11,11 @@ import trio
 from test_ha import FAST_HA, commit_log_bytes, wait_until
 
 from rocketpy.broker.controller import BrokerController
-from rocketpy.broker.testing import broker_test_config, free_broker_port
 from rocketpy.client import ClientConfig, ConsumeStatus, Producer, PushConsumer, make_message
 from rocketpy.codecs.codes import ConsumeFromWhere, SendStatus
 from rocketpy.namesrv.config import NamesrvConfig
 from rocketpy.namesrv.server import NameServer
+from rocketpy.testing import broker_test_config, free_broker_port
 
 
 @asynccontextmanager
@@ -194,7 +194,7 @@ async def test_pull_suggestions_send_a_slow_consumer_to_the_slave(tmp_path):
         slave.ha.sync.master_addr = master.address
         await slave.ha.sync.sync_all()
 
-        from rocketpy.broker.testing import broker_client
+        from rocketpy.testing import broker_client
 
         async with broker_client(master.address) as c:
             resp, msgs = await c.pull("SlowCG", "SlowTopic", 0, 0, max_nums=1)

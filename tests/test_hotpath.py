@@ -12,7 +12,6 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rocketpy.broker.testing import running_broker
 from rocketpy.codecs import CodecError, RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketpy.codecs.codes import MessageSysFlag
 from rocketpy.codecs.frame import _parse_rocketmq_header_checked, encode_rocketmq_header, parse_rocketmq_header
@@ -32,6 +31,7 @@ from rocketpy.codecs.message import (
 from rocketpy.remoting import RemotingServer
 from rocketpy.remoting.connection import CommandReader
 from rocketpy.store.commitlog import _offset_msg_id
+from rocketpy.testing import running_broker
 
 _int32 = st.integers(-(1 << 31), (1 << 31) - 1)
 _int64 = st.integers(-(1 << 63), (1 << 63) - 1)

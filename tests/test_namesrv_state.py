@@ -209,6 +209,23 @@ def test_properties_format() -> None:
     assert properties.dumps({"a": "1", "b": "x y"}) == "a=1\nb=x y\n"
 
 
+def test_config_files_read_as_java_does(tmp_path: Path) -> None:
+    """Properties.load(InputStream): ISO-8859-1 bytes, other characters as \\u escapes; the NameServer,
+    the broker and the broker CLI read their files alike."""
+    from rocketpy.broker.cli import _given
+    from rocketpy.broker.config import BrokerConfig
+
+    conf = tmp_path / "x.conf"
+    conf.write_bytes(b"brokerName=caf\xe9-\\u4e2d\nbrokerClusterName=\xc3\xa9\nrocketmqHome=/h\\u00e9\n")
+    # Java reads UTF-8 bytes of a non-ASCII character as two Latin-1 characters
+    assert properties.load_file(conf) == {"brokerName": "caf\u00e9-\u4e2d", "brokerClusterName": "\u00c3\u00a9",
+                                          "rocketmqHome": "/h\u00e9"}
+    assert _given(str(conf)) == properties.load_file(conf)
+    broker = BrokerConfig.load(str(conf))
+    assert (broker.broker_name, broker.broker_cluster_name) == ("caf\u00e9-\u4e2d", "\u00c3\u00a9")
+    assert NamesrvConfig.from_file(conf).rocketmq_home == "/h\u00e9"
+
+
 def test_config_keys(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     conf = tmp_path / "namesrv.conf"
     conf.write_text(

@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from rocketpy.broker.controller import BrokerController
 from rocketpy.broker.processors.send import send_message
-from rocketpy.broker.testing import broker_client, broker_test_config, running_broker
 from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketpy.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketpy.remoting.connection import LaneFrame
 from rocketpy.remoting.dispatch import RequestContext, fix_response
+from rocketpy.testing import broker_client, broker_test_config, running_broker
 
 STORE_TS = 1_700_000_000_123
 _TAKEN: list[int] = []

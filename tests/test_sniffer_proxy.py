@@ -15,6 +15,7 @@ from rocketpy.codecs import FrameSplitter, RemotingCommand, SerializeType
 from rocketpy.sniffer.cli import main
 from rocketpy.sniffer.proxy import parse_hostport, serve_proxy
 from rocketpy.sniffer.reassembly import CapturedFrame, Event, StreamNote
+from rocketpy.testing import free_port
 
 
 def _requests() -> list[RemotingCommand]:
@@ -105,18 +106,12 @@ def test_parse_hostport() -> None:
         parse_hostport("host:port")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_proxy_command_prints_like_sniff(capsys: pytest.CaptureFixture[str]) -> None:
     """The CLI proxy in a thread, a blocking client and server around it; -c ends it."""
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(10)
     upstream_port = server.getsockname()[1]
-    listen_port = _free_port()
+    listen_port = free_port()
 
     def serve() -> None:
         conn, _ = server.accept()

@@ -396,3 +396,43 @@ def test_record_is_found_by_offset_from_cq() -> None:
     for e in iter_consumequeue(cq):
         r = decode_message(commitlog(STORE), e.commit_log_offset)
         assert r.topic == "Ordered_T_golden" and r.queue_id == 0 and r.store_size == e.size
+
+
+
+def _unit_pairs() -> list[tuple[str, object, object, int | None]]:
+    from rocketpy.codecs import frame, store_records
+
+    return [
+        ("CONSUME_QUEUE_UNIT", store_records.CONSUME_QUEUE_UNIT, store_records.CONSUME_QUEUE_ENTRY, None),
+        ("INDEX_HEADER_UNIT", store_records.INDEX_HEADER_UNIT, store_records.INDEX_HEADER, None),
+        ("INDEX_ENTRY_UNIT", store_records.INDEX_ENTRY_UNIT, store_records.INDEX_ENTRY, None),
+        ("FRAME_PREFIX_UNIT", frame.FRAME_PREFIX_UNIT, frame.FRAME_PREFIX, None),
+        ("ROCKETMQ_FIXED_UNIT", frame.ROCKETMQ_FIXED_UNIT, frame.ROCKETMQ_HEADER, 5),
+    ]
+
+
+@pytest.mark.parametrize("index", range(5), ids=[name for name, *_ in _unit_pairs()])
+@given(data=st.data())
+def test_fast_unit_reads_what_its_construct_definition_builds(index: int, data: st.DataObject) -> None:
+    """Each struct form (derived by codecs.units.struct_unit) equals its construct Struct field by field."""
+    import construct as cs
+
+    _, unit, definition, count = _unit_pairs()[index]
+    fields = definition.subcons[:count]  # type: ignore[attr-defined]
+    values = []
+    for sub in fields:
+        bits = sub.sizeof() * 8
+        signed = sub.subcon.fmtstr[-1].islower()
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+        values.append(data.draw(st.integers(lo, hi)))
+    built = cs.Struct(*fields).build(dict(zip((f.name for f in fields), values)))
+    assert unit.pack(*values) == built  # type: ignore[attr-defined]
+    assert unit.unpack(built) == tuple(values)  # type: ignore[attr-defined]
+
+
+def test_struct_unit_refuses_variable_fields() -> None:
+    from rocketpy.codecs.frame import ROCKETMQ_HEADER
+    from rocketpy.codecs.units import struct_unit
+
+    with pytest.raises(TypeError, match="remark"):
+        struct_unit(ROCKETMQ_HEADER)

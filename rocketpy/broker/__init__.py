@@ -1,7 +1,7 @@
 """The RocketMQ 4.9.8-compatible broker on trio: BrokerController and its processors.
 
 The two names below load on first use, so pure modules of this package (``acl``,
-``sql92``, ``miniyaml``) import without trio.
+``sql92``) import without trio.
 """
 
 from __future__ import annotations

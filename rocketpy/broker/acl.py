@@ -50,9 +50,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import yaml
+
 from ..codecs.codes import RequestCode as R
 from ..codecs.javalang import hashmap_order
-from . import miniyaml
 
 log = logging.getLogger("rocketpy.broker.acl")
 
@@ -715,10 +716,11 @@ class PlainPermissionManager:
     def read(path: str) -> dict[str, Any] | None:
         try:
             with open(path, encoding="utf-8") as f:
-                doc = miniyaml.loads(f.read())
+                # PyYAML's safe loader resolves scalars as YAML 1.1, like SnakeYAML: `y` stays a string
+                doc = yaml.safe_load(f)
         except FileNotFoundError:
             return None
-        except (OSError, miniyaml.YamlError) as exc:
+        except (OSError, yaml.YAMLError) as exc:
             raise AclError(str(exc)) from exc
         return doc if isinstance(doc, dict) else None
 
@@ -818,7 +820,7 @@ class PlainPermissionManager:
         self.data_versions[path] = dict(doc["dataVersion"][0])
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(miniyaml.dumps(doc))
+            yaml.safe_dump(doc, f, default_flow_style=False, sort_keys=False, allow_unicode=True)
         os.replace(tmp, path)
         try:
             self.load()

@@ -60,11 +60,7 @@ def _given(path: str | None) -> dict[str, str]:
 
     if not path:
         return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            return properties.loads(f.read())
-    except UnicodeDecodeError as exc:
-        raise properties.ConfigError(f"{path} is not UTF-8 text: {exc}") from None
+    return properties.load_file(path)
 
 
 def _check_store_dirs(cfg: Any) -> None:

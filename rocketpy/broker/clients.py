@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..clock import now_ms
 from ..codecs.bodies import SubscriptionData
 from ..codecs.codes import ConsumeFromWhere, ConsumeType, LanguageCode, MessageModel
 
 log = logging.getLogger("rocketpy.broker")
 
 CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclasses.dataclass(eq=False)

@@ -110,10 +110,10 @@ class BrokerConfig:
         # Java sets storePathCommitLog from the root only when the file leaves it out
         if not given.get("storePathCommitLog"):
             props["storePathCommitLog"] = os.path.join(props["storePathRootDir"], "commitlog")
-        for name, value in overrides.items():
+        for name, given_value in overrides.items():
             if name == "store":
                 continue
-            props[_camel(name)] = _text(value)
+            props[_camel(name)] = _text(given_value)
         cfg = cls(props=props)
         for f in dataclasses.fields(cls):
             if f.name in ("props", "store"):
@@ -177,8 +177,7 @@ class BrokerConfig:
     def load(cls, path: str | None = None, *, strict: bool = False, **overrides: Any) -> BrokerConfig:
         given: dict[str, str] = {}
         if path:
-            with open(path, encoding="utf-8") as f:
-                given = properties.loads(f.read())
+            given = properties.load_file(path)
         return cls.from_properties(given, strict=strict, **overrides)
 
     # -- derived ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 
 import trio
 
+from ..clock import now_ms as _now_ms
 from ..codecs import RemotingCommand
 from ..codecs.codes import MessageConst, MixAll, RequestCode
 from ..codecs.headers import NotifyConsumerIdsChangedRequestHeader
@@ -36,7 +37,7 @@ from .ha import BrokerHA
 from .locks import RebalanceLockManager
 from .longpoll import PullRequestHoldService
 from .outer import BrokerOuterAPI
-from .persist import persist_json
+from .persist import ConfigWriter
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
 from .store_stats import StoreStats
@@ -70,6 +71,9 @@ class BrokerController:
         self.locks = RebalanceLockManager()
         self.hold = PullRequestHoldService(self)
         self.schedule = ScheduleMessageService(self)
+        self.config_writer = ConfigWriter([self.topics, self.groups, self.offsets, self.schedule])
+        self.topics.on_dirty = self.config_writer.wake
+        self.groups.on_dirty = self.config_writer.wake
         self.transactions = TransactionalMessageService(self)
         self.outer = BrokerOuterAPI(self)
         self.ha = BrokerHA(self)  # master: HA service; slave: HA client and SlaveSynchronize
@@ -255,11 +259,9 @@ class BrokerController:
         report = self.store.open()
         log.info("store opened: %s", report)
 
-    def persist_all(self) -> None:
-        self.offsets.persist()
-        self.topics.persist()
-        self.groups.persist()
-        self.schedule.persist()
+    async def persist_all(self) -> None:
+        """Write every config file (from a worker thread)."""
+        await self.config_writer.flush_all()
 
     async def run(
         self,
@@ -303,7 +305,8 @@ class BrokerController:
                 if not self.ha.is_slave:  # a slave neither delivers delayed messages nor checks transactions
                     await nursery.start(self.schedule.run)
                     await nursery.start(self.transactions.run_check)
-                nursery.start_soon(self._persist_offsets_loop)
+                await nursery.start(self.config_writer.run)
+                nursery.start_soon(self._persist_config_loop)
                 nursery.start_soon(self._scan_clients_loop)
                 nursery.start_soon(self._sample_store_stats_loop)
                 nursery.start_soon(self.outer.register_loop)
@@ -337,18 +340,15 @@ class BrokerController:
         await self._unregister()
         if self.client is not None:
             await self.client.aclose()
-        self.persist_all()
+        await self.persist_all()
         self.store.close()
         log.info("broker %s stopped", self.config.broker_name)
 
-    async def _persist_offsets_loop(self) -> None:
+    async def _persist_config_loop(self) -> None:
         while True:
             await trio.sleep(self.config.flush_consumer_offset_interval / 1000)
-            if self.offsets.dirty and self.offsets.path is not None:
-                # snapshot on the trio thread (commits keep coming), write it from a worker
-                self.offsets.dirty = False
-                await trio.to_thread.run_sync(persist_json, self.offsets.path, self.offsets.wrapper())
-            self.schedule.persist()
+            # offsets change with every commit: written on this interval, like Java's, not on each change
+            await self.config_writer.write_dirty()
 
     async def _sample_store_stats_loop(self) -> None:
         while True:
@@ -373,8 +373,3 @@ class BrokerController:
     def real_topic(props: dict[str, str]) -> str | None:
         return props.get(MessageConst.PROPERTY_REAL_TOPIC)
 
-
-def _now_ms() -> int:
-    import time
-
-    return int(time.time() * 1000)

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..clock import now_ms
 from ..codecs import RemotingCommand, ResponseCode
 from ..codecs.bodies import SubscriptionData
 from ..codecs.codes import ExpressionType, MessageConst, MixAll
@@ -37,10 +37,6 @@ if TYPE_CHECKING:
     from .controller import BrokerController
 
 log = logging.getLogger("rocketpy.broker")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def compile_expression(expression_type: str | None, expression: str | None) -> Expr:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 
 from ..codecs.bodies import (
     ConsumerOffsetSerializeWrapper,
@@ -39,6 +40,9 @@ class SubscriptionGroupManager:
             g: SubscriptionGroupConfig(group_name=g) for g in _BUILTIN_GROUPS
         }
         self.data_version = DataVersion()
+        #: changed since last written; ``on_dirty`` (the broker's ConfigWriter) is told of each change
+        self.dirty = False
+        self.on_dirty: Callable[[], None] | None = None
 
     def load(self) -> None:
         if self.path is None:
@@ -53,8 +57,15 @@ class SubscriptionGroupManager:
         return SubscriptionGroupWrapper(subscription_group_table=dict(self.table), data_version=self.data_version)
 
     def persist(self) -> None:
+        """Write subscriptionGroup.json now (blocking: for tools and tests, not the event loop)."""
         if self.path is not None:
+            self.dirty = False
             persist_json(self.path, self.wrapper())
+
+    def mark_dirty(self) -> None:
+        self.dirty = True
+        if self.on_dirty is not None:
+            self.on_dirty()
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
         """findSubscriptionGroupConfig: auto-created when allowed (or a CID_RMQ_SYS_ group)."""
@@ -64,19 +75,19 @@ class SubscriptionGroupManager:
             self.table[group] = cfg
             log.info("auto create a subscription group, %s", group)
             self.data_version.next_version()
-            self.persist()
+            self.mark_dirty()
         return cfg
 
     def update(self, cfg: SubscriptionGroupConfig) -> None:
         self.table[cfg.group_name or ""] = cfg
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
         return True
 
 

@@ -176,7 +176,8 @@ class SlaveSynchronize:
             topics.table.clear()
             topics.table.update(wrapper.topic_config_table)
             topics.data_version = wrapper.data_version
-            topics.persist()
+            topics.mark_dirty()
+            await self.broker.config_writer.write_dirty([topics])
             log.info("Update slave topic config from master, %s", master)
 
     async def sync_consumer_offset(self, master: str) -> None:
@@ -187,7 +188,8 @@ class SlaveSynchronize:
         offsets = self.broker.offsets
         for key, table in wrapper.offset_table.items():
             offsets.table[key] = dict(table)
-        offsets.persist()
+        offsets.dirty = True
+        await self.broker.config_writer.write_dirty([offsets])
         log.info("Update slave consumer offset from master, %s", master)
 
     async def sync_delay_offset(self, master: str) -> None:
@@ -195,12 +197,9 @@ class SlaveSynchronize:
         if body is None:
             return
         schedule = self.broker.schedule
-        path = schedule.path
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(body)
-        os.replace(tmp, path)
+        if schedule.path is None:
+            return
+        await trio.to_thread.run_sync(_replace_file, schedule.path, body)
         schedule.load()
         log.info("Update slave delay offset from master, %s", master)
 
@@ -214,5 +213,15 @@ class SlaveSynchronize:
             groups.table.clear()
             groups.table.update(wrapper.subscription_group_table)
             groups.data_version = wrapper.data_version
-            groups.persist()
+            groups.mark_dirty()
+            await self.broker.config_writer.write_dirty([groups])
             log.info("Update slave Subscription Group from master, %s", master)
+
+
+def _replace_file(path: str, data: bytes) -> None:
+    """Write ``data`` beside ``path`` and rename it over (blocking: run from a worker thread)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs import RemotingCommand
 from ..remoting.dispatch import fix_response
 
@@ -23,10 +23,6 @@ if TYPE_CHECKING:
     from .controller import BrokerController
 
 log = logging.getLogger("rocketpy.broker")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclasses.dataclass(eq=False)

@@ -1,11 +1,20 @@
 """Loading and saving the broker's config files through the store's ConfigFile
 (``.tmp`` + ``.bak`` like Java's MixAll.string2File); failures are logged, never raised,
-so a full disk cannot take a running broker down."""
+so a full disk cannot take a running broker down.
+
+One rule for every config file of a running broker (topics, subscription groups, consumer
+and delay offsets): a change marks its table dirty; :class:`ConfigWriter` snapshots dirty
+tables on the trio thread and writes them (fsync included) from a worker thread, never on
+the event loop; the broker flushes everything on shutdown.
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import TypeVar
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+import trio
 
 from ..codecs.bodies.base import JsonBody
 from ..codecs.errors import CodecError
@@ -25,8 +34,59 @@ def load_json(path: str, cls: type[B]) -> B | None:
     return doc  # type: ignore[return-value]
 
 
-def persist_json(path: str, doc: JsonBody) -> None:
+def persist_json(path: str, doc: JsonBody) -> bool:
+    """Write ``doc`` to ``path``; False (logged) when the disk refused it."""
     try:
         ConfigFile(path, type(doc)).persist(doc)
     except OSError as exc:
         log.error("persist %s failed: %s", path, exc)
+        return False
+    return True
+
+
+class ConfigTable(Protocol):
+    """A table persisted as one config file: its path (None: memory only), dirty flag and document."""
+
+    path: str | None
+    dirty: bool
+
+    def wrapper(self) -> JsonBody: ...
+
+
+class ConfigWriter:
+    """Writes dirty config tables from a worker thread, one file at a time."""
+
+    def __init__(self, tables: Sequence[ConfigTable]) -> None:
+        self.tables = list(tables)
+        self._wakeup = trio.Event()
+        self._lock = trio.Lock()
+
+    def wake(self) -> None:
+        """A table changed: write it soon (the run loop does)."""
+        self._wakeup.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self._wakeup.wait()
+            self._wakeup = trio.Event()
+            await self.write_dirty()
+
+    async def write_dirty(self, tables: Sequence[ConfigTable] | None = None) -> None:
+        """Write every dirty table (of ``tables``, default all); returns once they are on disk."""
+        async with self._lock:
+            for table in self.tables if tables is None else tables:
+                if not table.dirty or table.path is None:
+                    continue
+                # snapshot here, on the trio thread: handlers keep changing the table meanwhile
+                table.dirty = False
+                doc = table.wrapper()
+                # not abandoned on cancel: a write once begun completes, so shutdown finds no .tmp
+                if not await trio.to_thread.run_sync(persist_json, table.path, doc):
+                    table.dirty = True  # retried at the next write
+
+    async def flush_all(self) -> None:
+        """Shutdown: write every table whether changed or not (Java persists all of them)."""
+        for table in self.tables:
+            table.dirty = True
+        await self.write_dirty()

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from typing import TYPE_CHECKING
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.bodies import DelayOffsetSerializeWrapper
 from ..codecs.codes import MessageConst, MixAll
 from ..store.config import DelayLevels
@@ -31,28 +31,31 @@ log = logging.getLogger("rocketpy.broker")
 POLL_SECONDS = 0.1
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class ScheduleMessageService:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self.levels = DelayLevels(broker.config.store.message_delay_level)
         self.offsets: dict[int, int] = {}
         cdir = broker.config.config_dir
-        self.path = os.path.join(cdir, "delayOffset.json")
-        self._dirty = False
+        self.path: str | None = os.path.join(cdir, "delayOffset.json")
+        #: delivered since last written (the broker's ConfigWriter writes it every flush interval)
+        self.dirty = False
 
     def load(self) -> None:
-        doc = load_json(self.path, DelayOffsetSerializeWrapper)
+        doc = load_json(self.path, DelayOffsetSerializeWrapper) if self.path else None
         if doc is not None:
             self.offsets = {int(k): int(v) for k, v in doc.offset_table.items()}
+        else:
+            self.dirty = True  # a store without delayOffset.json gets one, as Java's does
+
+    def wrapper(self) -> DelayOffsetSerializeWrapper:
+        return DelayOffsetSerializeWrapper(offset_table=dict(self.offsets))
 
     def persist(self) -> None:
-        if self._dirty or not os.path.exists(self.path):
-            persist_json(self.path, DelayOffsetSerializeWrapper(offset_table=dict(self.offsets)))
-            self._dirty = False
+        """Write delayOffset.json now (blocking: for tools and tests, not the event loop)."""
+        if self.path is not None:
+            self.dirty = False
+            persist_json(self.path, self.wrapper())
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -97,7 +100,7 @@ class ScheduleMessageService:
                             break
                 offset += 1
                 self.offsets[level] = offset
-                self._dirty = True
+                self.dirty = True
         return earliest
 
     def _time_up(self, msg: object) -> MessageExtBrokerInner | None:

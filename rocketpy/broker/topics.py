@@ -51,6 +51,9 @@ class TopicConfigManager:
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
         self.on_created: Callable[[TopicConfig], None] | None = None
+        #: changed since last written; ``on_dirty`` (the broker's ConfigWriter) is told of each change
+        self.dirty = False
+        self.on_dirty: Callable[[], None] | None = None
         self.system_topics: set[str] = set()
         self._add_system(MixAll.RMQ_SYS_SELF_TEST_TOPIC, 1, 1)
         if auto_create:
@@ -85,8 +88,15 @@ class TopicConfigManager:
             self.data_version = doc.data_version
 
     def persist(self) -> None:
+        """Write topics.json now (blocking: for tools and tests, not the event loop)."""
         if self.path is not None:
+            self.dirty = False
             persist_json(self.path, self.wrapper())
+
+    def mark_dirty(self) -> None:
+        self.dirty = True
+        if self.on_dirty is not None:
+            self.on_dirty()
 
     def wrapper(self) -> TopicConfigSerializeWrapper:
         return TopicConfigSerializeWrapper(topic_config_table=dict(self.table), data_version=self.data_version)
@@ -103,7 +113,7 @@ class TopicConfigManager:
     def _created(self, tc: TopicConfig) -> TopicConfig:
         self.table[tc.topic_name or ""] = tc
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
         if self.on_created is not None:
             self.on_created(tc)
         return tc
@@ -148,11 +158,11 @@ class TopicConfigManager:
         """UPDATE_AND_CREATE_TOPIC: replace or add, without a register (the caller does it)."""
         self.table[tc.topic_name or ""] = tc
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
 
     def delete(self, topic: str) -> bool:
         if self.table.pop(topic, None) is None:
             return False
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
         return True

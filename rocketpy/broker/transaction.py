@@ -14,11 +14,11 @@ to TRANS_CHECK_MAX_TIME_TOPIC.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs import RemotingCommand
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, PermName, RequestCode
 from ..codecs.headers import CheckTransactionStateRequestHeader
@@ -38,10 +38,6 @@ REMOVE_TAG = MixAll.REMOVETAG
 _TRAN_MASK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 _RW = int(PermName.PERM_WRITE | PermName.PERM_READ)
 MAX_PROCESS_TIME_LIMIT_MS = 60_000
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _props_string(props: dict[str, str]) -> str:

@@ -120,12 +120,13 @@ class Admin:
         if broker_addr:
             return [broker_addr]
         info = await self.cluster_info()
-        out = []
+        out: list[str] = []
         for name in sorted((info.cluster_addr_table or {}).get(cluster or "", []) if cluster else
                            (info.broker_addr_table or {})):
             bd = (info.broker_addr_table or {}).get(name)
-            if bd is not None and bd.master_addr():
-                out.append(bd.master_addr())
+            master = bd.master_addr() if bd is not None else None
+            if master:
+                out.append(master)
         if not out:
             raise MQClientError(f"no master broker found (cluster {cluster!r})")
         return out

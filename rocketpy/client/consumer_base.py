@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import AsyncExitStack
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +16,7 @@ from ..remoting import RemotingError
 from .allocate import AllocateAveragely, AllocateStrategy
 from .config import ClientConfig
 from .errors import MQClientError
+from .hosting import TaskHost
 from .instance import ClientInstance, acquire_instance, release_instance
 from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
@@ -84,7 +84,7 @@ class ConsumerBase:
         self.running = False
         self.start_time = 0
         self.nursery: trio.Nursery | None = None
-        self._stack: AsyncExitStack | None = None
+        self._host: TaskHost | None = None
         self._rebalance_lock = trio.Lock()
 
     # -- subscriptions ---------------------------------------------------------------------
@@ -143,9 +143,9 @@ class ConsumerBase:
             if self._own_client:
                 await release_instance(self.client, "consumer", self.group)
             raise
-        stack = AsyncExitStack()
-        self.nursery = await stack.enter_async_context(trio.open_nursery())
-        self._stack = stack
+        # hosted, not entered here: start() and shutdown() may run in different cancel scopes
+        self._host = TaskHost(f"rocketpy consumer {self.group}")
+        self.nursery = await self._host.open()
         self.running = True
         self.start_time = time.time_ns() // 1_000_000
         for topic in list(self.subscriptions):
@@ -159,10 +159,9 @@ class ConsumerBase:
             except Exception as exc:
                 log.warning("persist offsets at shutdown failed: %s", exc)
             await self.client.unregister_consumer(self.group)
-        if self.nursery is not None:
-            self.nursery.cancel_scope.cancel()
-        if self._stack is not None:
-            await self._stack.aclose()
+        if self._host is not None:
+            await self._host.aclose()
+            self._host = None
         if self._own_client:
             await release_instance(self.client, "consumer", self.group)
 

@@ -18,7 +18,6 @@ import functools
 import logging
 import random
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
@@ -31,6 +30,7 @@ from ..remoting import Dispatcher, RemotingClient, RemotingError
 from .api import ClientAPI
 from .config import DEFAULT_INSTANCE_NAME, ClientConfig
 from .errors import MQClientError
+from .hosting import TaskHost
 from .route import MASTER_ID, TopicPublishInfo, broker_addrs, publish_info, route_equal, subscribe_queues
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class ClientInstance:
         self._heartbeat_lock = trio.Lock()
         self._rebalance_wakeup = trio.Event()
         self._ns_index = random.randrange(1 << 16)
-        self._stack: AsyncExitStack | None = None
+        self._host: TaskHost | None = None
         self.nursery: trio.Nursery | None = None
         self.remoting: RemotingClient | None = None
         self._api: ClientAPI | None = None
@@ -87,12 +87,12 @@ class ClientInstance:
     async def start(self) -> None:
         if self.running:
             return
-        stack = AsyncExitStack()
-        self.nursery = await stack.enter_async_context(trio.open_nursery())
+        # hosted, not entered here: start() and aclose() may run in different cancel scopes
+        self._host = TaskHost(f"rocketpy client tasks {self.client_id}")
+        self.nursery = await self._host.open()
         self.remoting = RemotingClient(self.nursery, dispatcher=self._build_dispatcher(), state=self,
                                        connect_timeout=self.config.mq_client_api_timeout)
         self._api = ClientAPI(self.remoting, self.config.mq_client_api_timeout)
-        self._stack = stack
         self.running = True
         self.nursery.start_soon(self._route_loop)
         self.nursery.start_soon(self._heartbeat_loop)
@@ -103,7 +103,7 @@ class ClientInstance:
         if not self.running:
             return
         self.running = False
-        assert self._stack is not None and self.nursery is not None and self.remoting is not None
+        assert self._host is not None and self.nursery is not None and self.remoting is not None
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + self.config.mq_client_api_timeout
             await self._unregister(MixAll.CLIENT_INNER_PRODUCER_GROUP, None)
@@ -111,8 +111,7 @@ class ClientInstance:
         self.nursery.cancel_scope.cancel()
         with trio.CancelScope(shield=True):
             await self.remoting.aclose()
-        # the nursery was entered by start(): leave it outside any scope opened since
-        await self._stack.aclose()
+        await self._host.aclose()
 
     @property
     def api(self) -> ClientAPI:

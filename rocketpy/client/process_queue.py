@@ -115,7 +115,7 @@ class ProcessQueue:
     def take_messages(self, n: int) -> list[MessageExt]:
         """Move the ``n`` lowest-offset messages into the in-flight set; empty means the queue is drained."""
         self.last_consume_time = _now()
-        out = []
+        out: list[MessageExt] = []
         while self._offsets and len(out) < n:
             off = self._offsets.pop(0)
             msg = self._msgs.pop(off)

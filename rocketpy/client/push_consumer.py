@@ -275,7 +275,7 @@ class PushConsumer(ConsumerBase):
             bname=mq.broker_name)
         addr, from_slave = await self.pull_target(mq)
         if from_slave:  # a slave does not take the commit offset: the client keeps it for the master
-            header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag)
+            header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
         result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         if pq.dropped:

@@ -80,7 +80,7 @@ def publish_info(topic: str, route: TopicRouteData) -> TopicPublishInfo:
 
 def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
     """MQClientInstance.topicRouteData2TopicSubscribeInfo: the readable queues."""
-    out = []
+    out: list[MessageQueue] = []
     for qd in route.queue_datas or []:
         if PermName.is_readable(qd.perm):
             out.extend(MessageQueue(topic=topic, broker_name=qd.broker_name, queue_id=i)

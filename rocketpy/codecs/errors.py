@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import struct
+
+import construct as cs
+
 
 class CodecError(ValueError):
     """Bytes or values that do not form a valid RocketMQ structure."""
@@ -23,3 +27,7 @@ class MissingField(CodecError):
         super().__init__(f"{header}: required field <{field}> is missing")
         self.header = header
         self.field = field
+
+
+#: what parsing untrusted bytes with construct (or struct) may raise; codecs turn these into CodecError
+CONSTRUCT_ERRORS = (cs.ConstructError, ValueError, OverflowError, struct.error, IndexError, TypeError)

@@ -25,6 +25,13 @@ JsonValue = Any
 # -- reading -----------------------------------------------------------------
 
 _WS = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    """The first position at or after ``pos`` that is not JSON whitespace."""
+    m = _WS.match(text, pos)
+    assert m is not None  # the pattern matches the empty string
+    return m.end()
 _BARE_KEY = re.compile(r"-?[0-9A-Za-z_$.]+")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 
@@ -60,7 +67,7 @@ def loads(data: bytes | str) -> JsonValue:
         raise
     except ValueError as exc:
         raise CodecError(f"bad JSON: {exc}") from None
-    if _WS.match(text, end).end() != len(text):
+    if _skip_ws(text, end) != len(text):
         raise CodecError(f"trailing data after JSON at {end}")
     return value
 
@@ -72,7 +79,7 @@ class _Lenient:
         self.text = text
 
     def parse(self) -> tuple[JsonValue, int]:
-        return self.value(_WS.match(self.text, 0).end())
+        return self.value(_skip_ws(self.text, 0))
 
     def fail(self, pos: int, what: str) -> CodecError:
         return CodecError(f"bad JSON at offset {pos}: {what}")
@@ -125,21 +132,21 @@ class _Lenient:
             return s, m.end()
 
     def obj(self, pos: int) -> tuple[dict[Any, Any], int]:
-        text, out = self.text, {}
-        pos = _WS.match(text, pos).end()
+        text, out = self.text, dict[Any, Any]()
+        pos = _skip_ws(text, pos)
         if pos < len(text) and text[pos] == "}":
             return out, pos + 1
         while True:
-            pos = _WS.match(text, pos).end()
+            pos = _skip_ws(text, pos)
             if pos >= len(text):
                 raise self.fail(pos, "unterminated object")
             k, pos = self.key(pos)
-            pos = _WS.match(text, pos).end()
+            pos = _skip_ws(text, pos)
             if pos >= len(text) or text[pos] != ":":
                 raise self.fail(pos, "expected ':'")
-            v, pos = self.value(_WS.match(text, pos + 1).end())
+            v, pos = self.value(_skip_ws(text, pos + 1))
             out[k] = v
-            pos = _WS.match(text, pos).end()
+            pos = _skip_ws(text, pos)
             if pos < len(text) and text[pos] == ",":
                 pos += 1
                 continue
@@ -148,14 +155,14 @@ class _Lenient:
             raise self.fail(pos, "expected ',' or '}'")
 
     def arr(self, pos: int) -> tuple[list[Any], int]:
-        text, out = self.text, []
-        pos = _WS.match(text, pos).end()
+        text, out = self.text, list[Any]()
+        pos = _skip_ws(text, pos)
         if pos < len(text) and text[pos] == "]":
             return out, pos + 1
         while True:
-            v, pos = self.value(_WS.match(text, pos).end())
+            v, pos = self.value(_skip_ws(text, pos))
             out.append(v)
-            pos = _WS.match(text, pos).end()
+            pos = _skip_ws(text, pos)
             if pos < len(text) and text[pos] == ",":
                 pos += 1
                 continue

@@ -116,7 +116,8 @@ def _spread(h: int) -> int:
     return h ^ (h >> 16)
 
 
-def _table_size_for(cap: int) -> int:
+def table_size_for(cap: int) -> int:
+    """HashMap.tableSizeFor: the power of two a table of ``cap`` entries gets."""
     n = 1
     while n < cap:
         n <<= 1
@@ -130,7 +131,7 @@ def hashmap_order(keys: Iterable[K], initial_capacity: int = 16) -> list[K]:
     (resizes split buckets without reordering, and bins small enough not to treeify).
     """
     ordered = list(dict.fromkeys(keys))
-    capacity = _table_size_for(max(initial_capacity, 1))
+    capacity = table_size_for(max(initial_capacity, 1))
     while len(ordered) > capacity * 3 // 4:
         capacity <<= 1
     mask = capacity - 1
@@ -156,7 +157,7 @@ def concurrent_hashmap_order(keys: Iterable[K], initial_capacity: int = 16) -> l
     Exact except for keys sharing a bucket across a resize.
     """
     ordered = list(dict.fromkeys(keys))
-    capacity = _table_size_for(initial_capacity + (initial_capacity >> 1) + 1)
+    capacity = table_size_for(initial_capacity + (initial_capacity >> 1) + 1)
     while len(ordered) >= capacity - (capacity >> 2):
         capacity <<= 1
     mask = capacity - 1

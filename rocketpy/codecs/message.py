@@ -24,12 +24,12 @@ from __future__ import annotations
 import functools
 import ipaddress
 import itertools
+import mmap
 import os
 import re
 import socket
 import struct
 import threading
-import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -52,7 +52,9 @@ from construct import (
     this,
 )
 
+from ..clock import now_ms as _now_ms
 from .codes import CompressionType, MessageConst, MessageSysFlag
+from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
 from .javalang import java_string_hash, parse_java_int
 
@@ -154,7 +156,6 @@ _RECORD_C = MESSAGE_RECORD.compile()
 _BATCH_C = BATCH_ENTRY.compile()
 
 _INT32 = struct.Struct(">i")
-_CONSTRUCT_ERRORS = (cs.ConstructError, ValueError, OverflowError, struct.error, IndexError, TypeError)
 
 # Fixed part of a record: everything but the two hosts and the three variable fields.
 _FIXED_LEN = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 4 + 8 + 4 + 4 + 8 + 4 + 1 + 2
@@ -756,7 +757,7 @@ def _host_text(ip: bytes, port: int) -> str:
     return format_host(ip, port)
 
 
-def _check_record_at(buf: bytes | bytearray | memoryview, offset: int) -> int:
+def _check_record_at(buf: bytes | bytearray | memoryview | mmap.mmap, offset: int) -> int:
     """The size of the record at ``offset`` once its size and magic code are plausible."""
     if offset < 0 or offset + 8 > len(buf):
         raise CodecError(f"no message record header at offset {offset} (buffer is {len(buf)} bytes)")
@@ -769,7 +770,7 @@ def _check_record_at(buf: bytes | bytearray | memoryview, offset: int) -> int:
     return size
 
 
-def _decode_record(buf: bytes | bytearray | memoryview, offset: int, check_crc: bool) -> MessageExt:
+def _decode_record(buf: bytes | bytearray | memoryview | mmap.mmap, offset: int, check_crc: bool) -> MessageExt:
     size = _check_record_at(buf, offset)
     rec = buf[offset : offset + size]
     if type(rec) is not bytes:
@@ -790,7 +791,7 @@ def _decode_record(buf: bytes | bytearray | memoryview, offset: int, check_crc: 
 
 
 def decode_message(
-    buf: bytes | bytearray | memoryview,
+    buf: bytes | bytearray | memoryview | mmap.mmap,
     offset: int = 0,
     *,
     check_crc: bool = False,
@@ -941,10 +942,6 @@ def _next_month_start_ms(start_ms: int, tz: tzinfo | None) -> int:
     dt = datetime.fromtimestamp(start_ms / 1000, tz)
     year, month = (dt.year + 1, 1) if dt.month == 12 else (dt.year, dt.month + 1)
     return round(dt.replace(year=year, month=month).timestamp() * 1000)
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _default_ip() -> bytes:

@@ -60,6 +60,9 @@ def _describe(con: cs.Construct) -> str:
         return f"length-prefixed ({_describe(con.lengthfield)}) {_describe(con.subcon)}"
     if isinstance(con, cs.GreedyRange):
         return f"repeated {_describe(con.subcon)}"
+    if isinstance(con, cs.FocusedSeq):  # the focused field; the others (Terminated) only check
+        focus = next(sub for sub in con.subcons if sub.name == con.parsebuildfrom)
+        return _describe(focus)
     if isinstance(con, cs.Struct):
         return "{" + ", ".join(f"{n}: {d}" for n, d in _construct_rows(con)) + "}"
     if isinstance(con, cs.FormatField):
@@ -144,16 +147,15 @@ def render() -> str:
     lines += ["## JSON bodies by request code", ""]
     rows = []
     for code in sorted(set(body_registry.REQUEST_BODIES) | set(body_registry.RESPONSE_BODIES)):
-        req = body_registry.REQUEST_BODIES.get(code)
-        resp = body_registry.RESPONSE_BODIES.get(code)
-        rows.append(
-            (int(code), codes.request_code_name(code), req.__name__ if req else "", resp.__name__ if resp else "")
-        )
+        req_body = body_registry.REQUEST_BODIES.get(code)
+        resp_body = body_registry.RESPONSE_BODIES.get(code)
+        rows.append((int(code), codes.request_code_name(code), req_body.__name__ if req_body else "",
+                     resp_body.__name__ if resp_body else ""))
     lines += _table(["code", "name", "request body", "response body"], rows)
     lines += ["## Body classes", "", "fastjson writes properties sorted by name; null properties are left out.", ""]
-    for cls in sorted(body_registry.BODY_TYPES, key=lambda c: c.__name__):
-        lines += [f"### {cls.__name__}", "", f"`{cls.java_class}`" if cls.java_class else "", ""]
-        lines += _table(["property", "type"], ((p.java_name, p.codec.name) for p in cls.props))
+    for body_cls in sorted(body_registry.BODY_TYPES, key=lambda c: c.__name__):
+        lines += [f"### {body_cls.__name__}", "", f"`{body_cls.java_class}`" if body_cls.java_class else "", ""]
+        lines += _table(["property", "type"], ((p.java_name, p.codec.name) for p in body_cls.props))
 
     lines += _record_sections()
     return "\n".join(lines).rstrip() + "\n"

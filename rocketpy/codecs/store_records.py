@@ -7,14 +7,15 @@ buffer (bytes, mmap, memoryview) covering one mapped file and never copy it whol
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
-import construct as cs
 from construct import Const, Int32sb, Int64sb, Padding, Struct
 
+from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
 from .javalang import java_string_hash
 from .message import (
@@ -24,6 +25,10 @@ from .message import (
     MessageExt,
     decode_message,
 )
+from .units import struct_unit
+
+#: what the store's readers accept: file bytes, or the store's own memory maps
+StoreBuffer = bytes | bytearray | memoryview | mmap.mmap
 
 __all__ = [
     "BLANK_RECORD",
@@ -57,7 +62,6 @@ __all__ = [
     "parse_consumequeue_entry",
 ]
 
-_CONSTRUCT_ERRORS = (cs.ConstructError, ValueError, OverflowError, struct.error, IndexError, TypeError)
 _INT_MAX = 0x7FFFFFFF
 
 # ---------------------------------------------------------------------------
@@ -69,6 +73,8 @@ BLANK_RECORD = Struct(
     "magic_code" / Const(BLANK_MAGIC_CODE, Int32sb),
 )
 """The end-of-file filler: only these 8 bytes are written, the rest of the file is left as is."""
+#: total size and magic code: the head of a message record as of a blank
+_SIZE_MAGIC = struct_unit(BLANK_RECORD)
 
 END_FILE_MIN_BLANK_LENGTH = 8
 
@@ -106,7 +112,7 @@ class CommitLogWalk(Iterator["MessageExt | BlankRecord"]):
 
     def __init__(
         self,
-        buf: bytes | bytearray | memoryview,
+        buf: StoreBuffer,
         file_start_offset: int = 0,
         *,
         check_crc: bool = False,
@@ -152,7 +158,7 @@ class CommitLogWalk(Iterator["MessageExt | BlankRecord"]):
             if any(buf[pos:]):
                 self._corrupt(f"{remaining} stray bytes at the end of the file")
             self._finish("end-of-buffer")
-        size, magic = struct.unpack_from(">ii", buf, pos)
+        size, magic = _SIZE_MAGIC.unpack_from(buf, pos)
         if magic == BLANK_MAGIC_CODE:
             if size < END_FILE_MIN_BLANK_LENGTH or size > remaining:
                 self._corrupt(f"blank record declares size {size} with {remaining} bytes left")
@@ -175,7 +181,7 @@ class CommitLogWalk(Iterator["MessageExt | BlankRecord"]):
 
 
 def iter_commitlog(
-    buf: bytes | bytearray | memoryview,
+    buf: StoreBuffer,
     file_start_offset: int = 0,
     *,
     check_crc: bool = False,
@@ -206,7 +212,7 @@ CONSUME_QUEUE_ENTRY = Struct(
 
 # Walking a queue file is one tight loop over fixed 20-byte units; struct does it
 # without per-entry construct overhead. The construct Struct stays the definition.
-CONSUME_QUEUE_UNIT = struct.Struct(">qiq")
+CONSUME_QUEUE_UNIT = struct_unit(CONSUME_QUEUE_ENTRY)
 assert CONSUME_QUEUE_UNIT.size == CONSUME_QUEUE_ENTRY.sizeof() == CQ_STORE_UNIT_SIZE
 
 
@@ -229,7 +235,7 @@ class ConsumeQueueEntry:
         return self.commit_log_offset == 0 and self.size == _INT_MAX and self.tags_code == 0
 
 
-def parse_consumequeue_entry(buf: bytes | bytearray | memoryview, offset: int = 0) -> ConsumeQueueEntry:
+def parse_consumequeue_entry(buf: StoreBuffer, offset: int = 0) -> ConsumeQueueEntry:
     """The unit at byte ``offset``."""
     if offset < 0 or offset + CQ_STORE_UNIT_SIZE > len(buf):
         raise CodecError(f"no ConsumeQueue unit at offset {offset}")
@@ -244,7 +250,7 @@ def build_consumequeue_entry(commit_log_offset: int, size: int, tags_code: int) 
         raise CodecError(f"cannot encode ConsumeQueue unit: {exc}") from None
 
 
-def iter_consumequeue(buf: bytes | bytearray | memoryview) -> Iterator[ConsumeQueueEntry]:
+def iter_consumequeue(buf: StoreBuffer) -> Iterator[ConsumeQueueEntry]:
     """The units of one ConsumeQueue file, up to the first unwritten one.
 
     Like ConsumeQueue.recover, a unit ends the walk unless ``offset >= 0 and
@@ -285,8 +291,8 @@ INDEX_ENTRY = Struct(
 )
 """One 20-byte IndexFile entry."""
 
-INDEX_HEADER_UNIT = struct.Struct(">qqqqii")
-INDEX_ENTRY_UNIT = struct.Struct(">iqii")
+INDEX_HEADER_UNIT = struct_unit(INDEX_HEADER)
+INDEX_ENTRY_UNIT = struct_unit(INDEX_ENTRY)
 _INT32 = struct.Struct(">i")
 assert INDEX_HEADER_UNIT.size == INDEX_HEADER.sizeof() == INDEX_HEADER_SIZE
 assert INDEX_ENTRY_UNIT.size == INDEX_ENTRY.sizeof() == INDEX_ENTRY_SIZE
@@ -351,7 +357,7 @@ class IndexFileView:
     """
 
     def __init__(
-        self, buf: bytes | bytearray | memoryview, hash_slot_num: int = 5_000_000, index_num: int = 20_000_000
+        self, buf: StoreBuffer, hash_slot_num: int = 5_000_000, index_num: int = 20_000_000
     ) -> None:
         if hash_slot_num <= 0 or index_num <= 0:
             raise CodecError("hash_slot_num and index_num must be positive")
@@ -447,6 +453,7 @@ CHECKPOINT = Struct(
     Padding(CHECKPOINT_FILE_SIZE - 24),
 )
 """The ``checkpoint`` file: three store timestamps, then zeros to a 4 KiB page."""
+_CHECKPOINT_TIMES = struct_unit(CHECKPOINT, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,11 +475,11 @@ class StoreCheckpoint:
         return min(self.min_timestamp, self.index_msg_timestamp)
 
 
-def parse_checkpoint(buf: bytes | bytearray | memoryview) -> StoreCheckpoint:
+def parse_checkpoint(buf: StoreBuffer) -> StoreCheckpoint:
     """Read a checkpoint file; only its first 24 bytes carry data."""
     if len(buf) < 24:
         raise CodecError(f"checkpoint file is {len(buf)} bytes; it needs at least 24")
-    return StoreCheckpoint(*struct.unpack_from(">qqq", buf, 0))
+    return StoreCheckpoint(*_CHECKPOINT_TIMES.unpack_from(buf, 0))
 
 
 def build_checkpoint(checkpoint: StoreCheckpoint) -> bytes:

@@ -124,12 +124,8 @@ class NamesrvConfig:
         """A config read from a properties file (``configStorePath`` becomes that file, like Java).
 
         ``strict``: a value that does not parse raises ConfigError (see :meth:`apply`)."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise properties.ConfigError(f"{path} is not UTF-8 text: {exc}") from None
         config = cls()
-        config.apply(properties.loads(text), strict=strict)
+        config.apply(properties.load_file(path), strict=strict)
         config.config_store_path = str(path)
         return config
 

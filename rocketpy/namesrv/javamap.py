@@ -10,17 +10,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import TypeVar
 
-from ..codecs.javalang import hashmap_order
+from ..codecs.javalang import hashmap_order, table_size_for
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-
-
-def table_size_for(capacity: int) -> int:
-    n = 1
-    while n < capacity:
-        n <<= 1
-    return n
 
 
 class JavaHashMap(dict[K, V]):

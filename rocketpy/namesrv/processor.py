@@ -33,7 +33,7 @@ from ..codecs.headers.namesrv import (
     WipeWritePermOfBrokerResponseHeader,
 )
 from ..codecs.javalang import concurrent_hashmap_order
-from ..remoting.dispatch import Dispatcher, RequestContext, java_decode_header
+from ..remoting.dispatch import Dispatcher, Handler, RequestContext, java_decode_header
 from . import properties
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from .route_info import RouteView
@@ -300,7 +300,7 @@ def get_namesrv_config(ctx: RequestContext, request: RemotingCommand) -> Remotin
     return _ok(request, body=text.encode("utf-8") if text else None)
 
 
-HANDLERS = {
+HANDLERS: dict[int, Handler] = {
     RequestCode.PUT_KV_CONFIG: put_kv_config,
     RequestCode.GET_KV_CONFIG: get_kv_config,
     RequestCode.DELETE_KV_CONFIG: delete_kv_config,

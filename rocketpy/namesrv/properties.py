@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
@@ -86,6 +87,13 @@ def loads(text: str) -> dict[str, str]:
         value = rest.lstrip(" \t\f")
         props[_unescape(key)] = _unescape(value)
     return props
+
+
+def load_file(path: str | os.PathLike[str]) -> dict[str, str]:
+    """A properties file as Java's Properties.load(InputStream) reads it: ISO-8859-1 bytes
+    (any byte is a character, non-Latin-1 text comes as ``\\uXXXX`` escapes), then :func:`loads`."""
+    with open(path, "rb") as f:
+        return loads(f.read().decode("iso-8859-1"))
 
 
 def dumps(props: dict[str, str]) -> str:

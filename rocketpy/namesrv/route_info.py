@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ..clock import now_ms as _now_ms
 from ..codecs.codes import PermName, RequestCode, TopicSysFlag
 from .javamap import JavaHashMap, JavaHashSet, hash_set_order
 
@@ -90,10 +90,6 @@ def version_key(version: Any) -> tuple[int, int] | None:
     if version is None:
         return None
     return (int(version.timestamp), int(version.counter))
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class RouteInfoManager:

@@ -13,7 +13,7 @@ import inspect
 import logging
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import trio
 
@@ -25,20 +25,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rocketpy.remoting")
 
-AsyncHandler = Callable[["RequestContext", RemotingCommand], Awaitable[RemotingCommand | None]]
-SyncHandler = Callable[["RequestContext", RemotingCommand], RemotingCommand | None]
+AsyncHandler = Callable[["RequestContext[Any]", RemotingCommand], Awaitable[RemotingCommand | None]]
+SyncHandler = Callable[["RequestContext[Any]", RemotingCommand], RemotingCommand | None]
 Handler = AsyncHandler | SyncHandler
-RequestHook = Callable[["RequestContext", RemotingCommand], None]
+RequestHook = Callable[["RequestContext[Any]", RemotingCommand], None]
 H = TypeVar("H", bound=Callable[..., Any])
+#: the server state a context carries (BrokerController, NameServer, a client instance)
+S = TypeVar("S")
 
 
 @dataclasses.dataclass(slots=True, eq=False)
-class RequestContext:
+class RequestContext(Generic[S]):
     """What a handler may touch besides the request: its connection and the server state."""
 
     connection: Connection
     remote_addr: str
-    state: Any = None
+    state: S = None  # type: ignore[assignment]  # every server passes its own; None only in bare tests
     #: the connection's nursery, for work that answers later (see :meth:`reply`)
     nursery: trio.Nursery | None = None
 

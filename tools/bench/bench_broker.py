@@ -23,9 +23,9 @@ import time
 
 import trio
 
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.codecs import ResponseCode, SerializeType
 from rocketpy.codecs.bodies import TopicConfig  # noqa: F401  (warm import)
+from rocketpy.testing import broker_client, running_broker
 
 TOPIC = "BenchTopic"
 QUEUES = 4  # DefaultMQProducer.defaultTopicQueueNums: what auto-creation gives

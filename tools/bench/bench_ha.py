@@ -24,11 +24,11 @@ import time
 
 import trio
 
-from rocketpy.broker.testing import broker_client, free_broker_port
 from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketpy.codecs.bodies import KVTable
 from rocketpy.codecs.message import decode_offset_msg_id
 from rocketpy.remoting import open_remoting_client
+from rocketpy.testing import broker_client, free_broker_port
 
 TOPIC = "BenchHaTopic"
 QUEUES = 4

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ...codecs.codes import RequestCode as R
 from ...remoting import Dispatcher
+from ...remoting.dispatch import Handler
 from . import acl, admin, admin_extra, client, pull, query, reply, send, transaction
 from .common import deferred
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def register_all(broker: BrokerController, d: Dispatcher) -> None:
-    table = {
+    table: dict[int, Handler] = {
         R.SEND_MESSAGE: send.send_message,
         R.SEND_MESSAGE_V2: send.send_message,
         R.SEND_BATCH_MESSAGE: send.send_message,

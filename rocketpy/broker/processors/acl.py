@@ -22,13 +22,13 @@ from ..acl import AclError, PlainAccessConfig, java_split
 from ..responses import error, respond
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger("rocketpy.broker")
 
 
-def _manager(ctx: Any) -> Any:
-    broker: BrokerController = ctx.state
+def _manager(ctx: BrokerContext) -> Any:
+    broker = ctx.state
     return broker.acl.manager if broker.acl is not None else None
 
 
@@ -36,7 +36,7 @@ def _split(text: str | None) -> list[str] | None:
     return None if text is None else java_split(text, ",")
 
 
-def update_and_create_acl_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def update_and_create_acl_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, CreateAccessConfigRequestHeader)
     cfg = PlainAccessConfig(
         access_key=h.access_key,
@@ -65,7 +65,7 @@ def update_and_create_acl_config(ctx: Any, request: RemotingCommand) -> Remoting
     return respond(request)
 
 
-def delete_acl_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def delete_acl_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, DeleteAccessConfigRequestHeader)
     log.info("DeleteAccessConfig called by %s", ctx.remote_addr)
     code = ResponseCode.DELETE_ACL_CONFIG_FAILED
@@ -83,7 +83,7 @@ def delete_acl_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     return respond(request)
 
 
-def update_global_white_addrs_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def update_global_white_addrs_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, UpdateGlobalWhiteAddrsConfigRequestHeader)
     code = ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
     manager = _manager(ctx)
@@ -98,8 +98,8 @@ def update_global_white_addrs_config(ctx: Any, request: RemotingCommand) -> Remo
     return respond(request)
 
 
-def get_broker_cluster_acl_info(ctx: Any, request: RemotingCommand) -> RemotingCommand | None:
-    broker: BrokerController = ctx.state
+def get_broker_cluster_acl_info(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand | None:
+    broker = ctx.state
     manager = _manager(ctx)
     if manager is None:
         log.error("Failed to generate a proper getBrokerAclConfigVersion response: ACL is not enabled")

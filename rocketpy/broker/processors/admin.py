@@ -50,6 +50,7 @@ from ..topics import new_topic
 from .send import validate_topic
 
 if TYPE_CHECKING:
+    from ..context import BrokerContext
     from ..controller import BrokerController
 
 log = logging.getLogger("rocketpy.broker")
@@ -64,8 +65,8 @@ def _check_topic_name(request: RemotingCommand, topic: str) -> RemotingCommand |
     return None
 
 
-def update_and_create_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+async def update_and_create_topic(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, CreateTopicRequestHeader)
     topic = h.topic or ""
     err = _check_topic_name(request, topic)
@@ -82,54 +83,58 @@ def update_and_create_topic(ctx: Any, request: RemotingCommand) -> RemotingComma
         tc.topic_filter_type = TopicFilterType.SINGLE_TAG
     tc.order = bool(h.order)
     broker.topics.update(tc)
+    await broker.config_writer.write_dirty()  # answered once on disk, as Java's handler does
     broker.register_soon()
     # Java leaves the default remark of createResponseCommand(null) on this success
     return respond(request, remark=NOT_SET_REMARK)
 
 
-def delete_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+async def delete_topic(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, DeleteTopicRequestHeader)
     topic = h.topic or ""
     err = _check_topic_name(request, topic)
     if err is not None:
         return err
     broker.topics.delete(topic)
+    await broker.config_writer.write_dirty()
     broker.store.clean_unused_topic(broker.topics.table.keys())
     return respond(request)
 
 
-def get_all_topic_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_all_topic_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     return respond(request, header={}, body=broker.topics.wrapper().encode())
 
 
-def update_and_create_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+async def update_and_create_subscription_group(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     if request.body:
         cfg = SubscriptionGroupConfig.decode(request.body)
         if cfg.group_name is None:
             # Java's table.put(null, ...) throws; a nameless group must not reach subscriptionGroup.json
             raise ValueError("SubscriptionGroupConfig has no groupName")
         broker.groups.update(cfg)
+        await broker.config_writer.write_dirty()
     return respond(request)
 
 
-def delete_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+async def delete_subscription_group(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, DeleteSubscriptionGroupRequestHeader)
     broker.groups.delete(h.group_name or "")
     if h.remove_offset:
         broker.offsets.remove_group(h.group_name or "")
+    await broker.config_writer.write_dirty()
     return respond(request)
 
 
-def get_all_subscription_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def get_all_subscription_group(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     return respond(request, body=ctx.state.groups.wrapper().encode())
 
 
-def clone_group_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def clone_group_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, CloneGroupOffsetRequestHeader)
     src, dest = h.src_group or "", h.dest_group or ""
     topics = {h.topic} if (h.topic or "").strip() else broker.offsets.topics_of_group(src)
@@ -147,25 +152,25 @@ def clone_group_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     return respond(request)
 
 
-def get_all_consumer_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def get_all_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     return respond(request, body=ctx.state.offsets.wrapper().encode())
 
 
-def get_all_delay_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_all_delay_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     return respond(request, body=DelayOffsetSerializeWrapper(offset_table=dict(broker.schedule.offsets)).encode())
 
 
-def get_broker_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     version = f'{{"counter":0,"timestamp":{broker.boot_ms}}}'
     return respond(request, header={"version": version}, body=broker.config.properties_text().encode())
 
 
-def update_broker_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """Refused unless an admin credential is configured and presented: remote config
     changes were the way into CVE-2023-33246 (remote code execution) on Java brokers."""
-    broker: BrokerController = ctx.state
+    broker = ctx.state
     secret = broker.config.admin_credential
     given = (request.ext_fields or {}).get("adminCredential", "")
     if not secret or not hmac.compare_digest(secret.encode(), given.encode()):
@@ -195,8 +200,8 @@ def update_broker_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     return respond(request)
 
 
-def get_broker_runtime_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_broker_runtime_info(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     store = broker.store
     up = max(0, int(time.time() * 1000) - broker.boot_ms) // 1000
     table = {
@@ -224,8 +229,8 @@ def get_broker_runtime_info(ctx: Any, request: RemotingCommand) -> RemotingComma
     return respond(request, body=KVTable(table=table).encode())
 
 
-def get_consume_stats(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_consume_stats(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, GetConsumeStatsRequestHeader)
     group = h.consumer_group or ""
     topics = broker.offsets.topics_of_group(group) if not (h.topic or "").strip() else {h.topic}
@@ -254,8 +259,8 @@ def _connection(info: Any) -> Connection:
     return Connection(client_id=info.client_id, client_addr=info.addr, language=info.language, version=info.version)
 
 
-def get_consumer_connection_list(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_consumer_connection_list(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, GetConsumerConnectionListRequestHeader)
     info = broker.consumers.get(h.consumer_group or "")
     if info is None:
@@ -270,8 +275,8 @@ def get_consumer_connection_list(ctx: Any, request: RemotingCommand) -> Remoting
     return respond(request, body=body.encode())
 
 
-def get_producer_connection_list(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_producer_connection_list(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, GetProducerConnectionListRequestHeader)
     table = broker.producers.groups.get(h.producer_group or "")
     if table is None:
@@ -280,8 +285,8 @@ def get_producer_connection_list(ctx: Any, request: RemotingCommand) -> Remoting
     return respond(request, body=body.encode())
 
 
-def get_topic_stats_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_topic_stats_info(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, GetTopicStatsInfoRequestHeader)
     topic = h.topic or ""
     tc = broker.topics.get(topic)
@@ -297,8 +302,8 @@ def get_topic_stats_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     return respond(request, body=stats.encode())
 
 
-def query_topic_consume_by_who(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def query_topic_consume_by_who(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, QueryTopicConsumeByWhoRequestHeader)
     groups = set(broker.consumers.groups_of_topic(h.topic or "")) | broker.offsets.groups_of_topic(h.topic or "")
     return respond(request, body=GroupList(group_list=sorted(groups)).encode())
@@ -337,15 +342,15 @@ async def _call_consumer(
     return answer
 
 
-async def get_consumer_running_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def get_consumer_running_info(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, GetConsumerRunningInfoRequestHeader)
     return await _call_consumer(
         ctx.state, RequestCode.GET_CONSUMER_RUNNING_INFO, request, h.consumer_group or "", h.client_id or ""
     )
 
 
-async def consume_message_directly(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+async def consume_message_directly(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, ConsumeMessageDirectlyResultRequestHeader)
     ext = dict(request.ext_fields or {})
     ext["brokerName"] = broker.config.broker_name
@@ -363,9 +368,9 @@ async def consume_message_directly(ctx: Any, request: RemotingCommand) -> Remoti
     )
 
 
-async def invoke_broker_to_reset_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def invoke_broker_to_reset_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """Broker2Client.resetOffset: new offsets by timestamp, pushed oneway to every consumer of the group."""
-    broker: BrokerController = ctx.state
+    broker = ctx.state
     h = java_decode_header(request, ResetOffsetRequestHeader)
     topic, group = h.topic or "", h.group or ""
     tc = broker.topics.get(topic)

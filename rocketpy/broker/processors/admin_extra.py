@@ -5,10 +5,9 @@ system topics, store maintenance and RESUME_CHECK_HALF_MESSAGE."""
 from __future__ import annotations
 
 import logging
-import struct
-import time
 from typing import TYPE_CHECKING, Any
 
+from ...clock import now_ms as _now_ms
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.bodies import (
     BrokerStatsData,
@@ -40,25 +39,20 @@ from ...codecs.headers import (
 )
 from ...codecs.javalang import hashmap_order
 from ...codecs.message import decode_offset_msg_id
+from ...codecs.store_records import CONSUME_QUEUE_UNIT, CQ_STORE_UNIT_SIZE
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBrokerInner
 from ..filter import ExpressionFilter
 from ..responses import error, respond
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger("rocketpy.broker")
 
-CQ_STORE_UNIT_SIZE = 20
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def get_all_producer_info(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_all_producer_info(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     data: dict[str, list[ProducerInfo]] = {}
     for group in hashmap_order(list(broker.producers.groups)):
         data[group] = [
@@ -74,10 +68,10 @@ def get_all_producer_info(ctx: Any, request: RemotingCommand) -> RemotingCommand
     return respond(request, body=ProducerTableInfo(data=data).encode())
 
 
-async def get_consumer_status(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def get_consumer_status(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (Broker2Client.getConsumeStatus): ask each
     consumer of the group (or the one at ``clientAddr``) for its offsets of the topic."""
-    broker: BrokerController = ctx.state
+    broker = ctx.state
     h = java_decode_header(request, GetConsumerStatusRequestHeader)
     topic, group, origin = h.topic or "", h.group or "", h.client_addr
     log.info("[get-consumer-status] get consumer status by %s. topic=%s, group=%s", ctx.remote_addr, topic, group)
@@ -110,8 +104,8 @@ async def get_consumer_status(ctx: Any, request: RemotingCommand) -> RemotingCom
     return respond(request, body=GetConsumerStatusBody(consumer_table=table).encode())
 
 
-def query_consume_time_span(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def query_consume_time_span(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, QueryConsumeTimeSpanRequestHeader)
     topic = h.topic or ""
     tc = broker.topics.get(topic)
@@ -137,20 +131,20 @@ def query_consume_time_span(ctx: Any, request: RemotingCommand) -> RemotingComma
     return respond(request, body=QueryConsumeTimeSpanBody(consume_time_span_set=spans).encode())
 
 
-def get_system_topic_list_from_broker(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def get_system_topic_list_from_broker(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     # TopicValidator's set: the fixed system topics and those the topic manager added (cluster, broker name, ...)
     topics = hashmap_order(sorted(MixAll.SYSTEM_TOPIC_SET | set(ctx.state.topics.system_topics)))
     return respond(request, body=TopicList(topic_list=topics).encode())
 
 
-def clean_expired_consume_queue(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def clean_expired_consume_queue(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     log.warning("invoke cleanExpiredConsumeQueue start.")
     ctx.state.store.clean_expired_consumer_queue()
     log.warning("invoke cleanExpiredConsumeQueue end.")
     return respond(request)
 
 
-def delete_expired_commit_log(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def delete_expired_commit_log(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """executeDeleteFilesManually: expired CommitLog files go now, whatever deleteWhen says."""
     log.warning("invoke deleteExpiredCommitLog start.")
     ctx.state.store.clean_expired(force=True)
@@ -158,21 +152,21 @@ def delete_expired_commit_log(ctx: Any, request: RemotingCommand) -> RemotingCom
     return respond(request)
 
 
-def clean_unused_topic(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def clean_unused_topic(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     log.warning("invoke cleanUnusedTopic start.")
     broker.store.clean_unused_topic(broker.topics.table.keys())
     log.warning("invoke cleanUnusedTopic end.")
     return respond(request)
 
 
-def query_correction_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def query_correction_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """The smallest committed offset per queue over all groups but ``filterGroups``;
     Long.MAX_VALUE where that exceeds ``compareGroup``'s offset.
 
     Java 4.9.8 also deletes the filter groups' offsets from its offset table while
     computing this (it iterates the table's live key set); that is not reproduced."""
-    broker: BrokerController = ctx.state
+    broker = ctx.state
     h = java_decode_header(request, QueryCorrectionOffsetHeader)
     topic = h.topic or ""
     skip = set(h.filter_groups.split(",")) if h.filter_groups and h.filter_groups.strip() else set()
@@ -192,8 +186,8 @@ def query_correction_offset(ctx: Any, request: RemotingCommand) -> RemotingComma
     return respond(request, body=QueryCorrectionOffsetBody(correction_offsets=ordered).encode())
 
 
-def view_broker_stats_data(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def view_broker_stats_data(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, ViewBrokerStatsDataRequestHeader)
     item = broker.stats_manager.get(h.stats_name, h.stats_key)
     if item is None:
@@ -208,10 +202,10 @@ def view_broker_stats_data(ctx: Any, request: RemotingCommand) -> RemotingComman
     return respond(request, body=data.encode())
 
 
-def get_broker_consume_stats(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def get_broker_consume_stats(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """GET_BROKER_CONSUME_STATS (fetchAllConsumeStatsInBroker): every subscription group's
     lag on every topic it has offsets for."""
-    broker: BrokerController = ctx.state
+    broker = ctx.state
     h = java_decode_header(request, GetConsumeStatsInBrokerHeader)
     store = broker.store
     stats_list: list[dict[str, list[ConsumeStats]]] = []
@@ -247,9 +241,9 @@ def get_broker_consume_stats(ctx: Any, request: RemotingCommand) -> RemotingComm
     return respond(request, body=body.encode())
 
 
-def query_consume_queue(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def query_consume_queue(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """QUERY_CONSUME_QUEUE: ``count`` raw entries of a consume queue from ``index``."""
-    broker: BrokerController = ctx.state
+    broker = ctx.state
     h = java_decode_header(request, QueryConsumeQueueRequestHeader)
     topic, qid = h.topic or "", h.queue_id
     cq = broker.store.find_consume_queue(topic, qid)
@@ -268,11 +262,12 @@ def query_consume_queue(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     units = cq.read_units(h.index, h.count * CQ_STORE_UNIT_SIZE) if h.count > 0 else b""
     if units is None:
         return respond(request, remark=f"Index {h.index} of {qid}@{topic} is not exist!")
-    entries = []
-    for i in range(0, min(len(units), h.count * CQ_STORE_UNIT_SIZE), CQ_STORE_UNIT_SIZE):
-        phy, size, tags = struct.unpack_from(">qiq", units, i)
-        entries.append(ConsumeQueueData(physic_offset=phy, physic_size=size, tags_code=tags))
-    body.queue_data = entries
+    end = min(len(units), h.count * CQ_STORE_UNIT_SIZE)
+    end -= end % CQ_STORE_UNIT_SIZE
+    body.queue_data = [
+        ConsumeQueueData(physic_offset=phy, physic_size=size, tags_code=tags)
+        for phy, size, tags in CONSUME_QUEUE_UNIT.iter_unpack(memoryview(units)[:end])
+    ]
     return respond(request, body=body.encode())
 
 
@@ -291,9 +286,9 @@ def _filter_data_json(data: Any) -> str:
     return doc.encode(pretty=True).decode("utf-8")
 
 
-async def resume_check_half_message(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def resume_check_half_message(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """Put a half message back into RMQ_SYS_TRANS_HALF_TOPIC with TRANSACTION_CHECK_TIMES=0."""
-    broker: BrokerController = ctx.state
+    broker = ctx.state
     h = java_decode_header(request, ResumeCheckHalfMessageRequestHeader)
     try:
         _ip, _port, offset = decode_offset_msg_id(h.msg_id or "")

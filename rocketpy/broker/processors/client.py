@@ -26,15 +26,15 @@ from ..filter import check_client_config as filter_verdict
 from ..responses import respond
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger("rocketpy.broker")
 
 _QUERY_NOT_FOUND_REMARK = "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
 
 
-def heart_beat(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def heart_beat(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     data = HeartbeatData.decode(request.body or b"{}")
     conn = ctx.connection
     cid = data.client_id or ""
@@ -68,8 +68,8 @@ def heart_beat(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     return respond(request)
 
 
-def unregister_client(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def unregister_client(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, UnregisterClientRequestHeader)
     conn = ctx.connection
     if h.producer_group:
@@ -81,8 +81,8 @@ def unregister_client(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     return respond(request, header={})
 
 
-def check_client_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def check_client_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     from ...codecs.bodies import CheckClientRequestBody
 
     body = CheckClientRequestBody.decode(request.body or b"{}")
@@ -92,8 +92,8 @@ def check_client_config(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     return respond(request)
 
 
-def get_consumer_list_by_group(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def get_consumer_list_by_group(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, GetConsumerListByGroupRequestHeader)
     info = broker.consumers.get(h.consumer_group or "")
     if info is not None:
@@ -104,8 +104,8 @@ def get_consumer_list_by_group(ctx: Any, request: RemotingCommand) -> RemotingCo
     return respond(request, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {h.consumer_group}", header={})
 
 
-def query_consumer_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def query_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     ext = request.ext_fields or {}
     group, topic, queue_id = ext.get("consumerGroup", ""), ext.get("topic", ""), int(ext.get("queueId", "0"))
     offset = broker.offsets.query(group, topic, queue_id)
@@ -119,8 +119,8 @@ def query_consumer_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand
     return respond(request, ResponseCode.QUERY_NOT_FOUND, _QUERY_NOT_FOUND_REMARK, header={})
 
 
-def update_consumer_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def update_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     ext = request.ext_fields or {}
     broker.offsets.commit(
         ext.get("consumerGroup", ""),
@@ -137,16 +137,16 @@ def _check_queues(mqs: Any) -> None:
         raise ValueError("mqSet holds a null MessageQueue")
 
 
-def lock_batch_mq(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def lock_batch_mq(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     body = LockBatchRequestBody.decode(request.body or b"{}")
     _check_queues(body.mq_set)
     locked = broker.locks.try_lock_batch(body.consumer_group or "", body.mq_set, body.client_id or "")
     return respond(request, body=LockBatchResponseBody(lock_ok_mq_set=list(locked)).encode())
 
 
-def unlock_batch_mq(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def unlock_batch_mq(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     body = UnlockBatchRequestBody.decode(request.body or b"{}")
     _check_queues(body.mq_set)
     broker.locks.unlock_batch(body.consumer_group or "", body.mq_set, body.client_id or "")

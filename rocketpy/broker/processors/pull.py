@@ -18,6 +18,7 @@ from ..responses import error, respond
 from .common import SUGGEST_TODO
 
 if TYPE_CHECKING:
+    from ..context import BrokerContext
     from ..controller import BrokerController
 
 log = logging.getLogger("rocketpy.broker")
@@ -55,7 +56,7 @@ def _pull_error(request: RemotingCommand, code: int, remark: str) -> RemotingCom
 
 
 def process_pull(
-    broker: BrokerController, ctx: Any, request: RemotingCommand, allow_suspend: bool = True
+    broker: BrokerController, ctx: BrokerContext, request: RemotingCommand, allow_suspend: bool = True
 ) -> RemotingCommand | None:
     cfg = broker.config
     ext = request.ext_fields or {}
@@ -189,7 +190,7 @@ def suggest_which_broker_id(broker: BrokerController, sub_cfg: Any, suggest_pull
     return int(sub_cfg.broker_id)
 
 
-def pull_message(ctx: Any, request: RemotingCommand) -> RemotingCommand | None:
+def pull_message(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand | None:
     return process_pull(ctx.state, ctx, request, True)
 
 

@@ -3,7 +3,7 @@ GET_EARLIEST_MSG_STORETIME, SEARCH_OFFSET_BY_TIMESTAMP."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import MixAll
@@ -12,7 +12,7 @@ from ...remoting import java_decode_header
 from ..responses import error, respond
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 
 def _tq(request: RemotingCommand) -> tuple[str, int]:
@@ -23,8 +23,8 @@ def _tq(request: RemotingCommand) -> tuple[str, int]:
     return ext["topic"], int(ext["queueId"])
 
 
-def query_message(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def query_message(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = java_decode_header(request, QueryMessageRequestHeader)
     max_num = h.max_num or 32
     if (request.ext_fields or {}).get(MixAll.UNIQUE_MSG_QUERY_FLAG) == "true":
@@ -47,8 +47,8 @@ def query_message(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     )
 
 
-def view_message_by_id(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+def view_message_by_id(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     offset = int((request.ext_fields or {}).get("offset", "-1"))
     data = broker.store.select_one_message_by_offset(offset) if offset >= 0 else None
     if data is None:
@@ -56,22 +56,22 @@ def view_message_by_id(ctx: Any, request: RemotingCommand) -> RemotingCommand:
     return respond(request, body=data)
 
 
-def get_max_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def get_max_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     topic, qid = _tq(request)
     return respond(request, header={"offset": str(ctx.state.store.get_max_offset_in_queue(topic, qid))})
 
 
-def get_min_offset(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def get_min_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     topic, qid = _tq(request)
     return respond(request, header={"offset": str(ctx.state.store.get_min_offset_in_queue(topic, qid))})
 
 
-def get_earliest_msg_storetime(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def get_earliest_msg_storetime(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     topic, qid = _tq(request)
     return respond(request, header={"timestamp": str(ctx.state.store.get_earliest_message_time(topic, qid))})
 
 
-def search_offset_by_timestamp(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+def search_offset_by_timestamp(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     topic, qid = _tq(request)
     ts = int((request.ext_fields or {}).get("timestamp", "0"))
     return respond(request, header={"offset": str(ctx.state.store.get_offset_in_queue_by_time(topic, qid, ts))})

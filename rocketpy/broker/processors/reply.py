@@ -4,7 +4,7 @@ requesting client (REPLY_TO_CLIENT) with PUSH_REPLY_MESSAGE_TO_CLIENT, then stor
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import MessageConst, RequestCode
@@ -16,6 +16,7 @@ from .common import host_of
 from .send import SendHeader, msg_check, props_string, send_extra
 
 if TYPE_CHECKING:
+    from ..context import BrokerContext
     from ..controller import BrokerController
 
 _PUT_OK = (
@@ -27,7 +28,7 @@ _PUT_OK = (
 
 
 async def _push(
-    broker: BrokerController, ctx: Any, h: SendHeader, msg: MessageExtBrokerInner
+    broker: BrokerController, ctx: BrokerContext, h: SendHeader, msg: MessageExtBrokerInner
 ) -> tuple[bool, str | None]:
     sender = msg.properties.get(MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT)
     if sender is None:
@@ -63,8 +64,8 @@ async def _push(
     return True, None
 
 
-async def send_reply_message(ctx: Any, request: RemotingCommand) -> RemotingCommand:
-    broker: BrokerController = ctx.state
+async def send_reply_message(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    broker = ctx.state
     h = SendHeader(request)
     tc, err = msg_check(broker, ctx, request, h)
     if err is not None:

@@ -6,21 +6,24 @@ one-letter names or V1 long names) instead of building a typed header.
 
 from __future__ import annotations
 
+import io
 import logging
-import struct
 from typing import TYPE_CHECKING, Any
+
+import construct as cs
 
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, MQVersion, PermName, TopicSysFlag
 from ...codecs.headers import ConsumerSendMsgBackRequestHeader
 from ...codecs.javalang import hashmap_dict, hashmap_key_order
-from ...codecs.message import properties_to_string, string_to_properties
+from ...codecs.message import BATCH_ENTRY, properties_to_string, string_to_properties
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from ..responses import error, respond
 from .common import SUGGEST_TODO, host_of
 
 if TYPE_CHECKING:
+    from ..context import BrokerContext
     from ..controller import BrokerController
 
 log = logging.getLogger("rocketpy.broker")
@@ -144,7 +147,7 @@ def validate_topic(topic: str) -> str | None:
 
 
 def msg_check(
-    broker: BrokerController, ctx: Any, request: RemotingCommand, h: SendHeader
+    broker: BrokerController, ctx: BrokerContext, request: RemotingCommand, h: SendHeader
 ) -> tuple[Any, RemotingCommand | None]:
     """AbstractSendMessageProcessor.msgCheck: (topic config, error response or None)."""
     cfg = broker.config
@@ -229,7 +232,7 @@ def _handle_retry_and_dlq(
 
 
 def build_inner(
-    broker: BrokerController, ctx: Any, request: RemotingCommand, h: SendHeader, queue_id: int
+    broker: BrokerController, ctx: BrokerContext, request: RemotingCommand, h: SendHeader, queue_id: int
 ) -> MessageExtBrokerInner:
     props = string_to_properties(h.properties)
     props[_CLUSTER] = broker.config.broker_cluster_name
@@ -309,8 +312,8 @@ def send_response(
     return respond(request, code, remark, header=header, extra=send_extra(broker), fast=True)
 
 
-async def send_message(ctx: Any, request: RemotingCommand) -> RemotingCommand | None:
-    broker: BrokerController = ctx.state
+async def send_message(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand | None:
+    broker = ctx.state
     h = SendHeader(request)
     if h.batch or request.code == 320:
         return await _send_batch(broker, ctx, request, h)
@@ -340,7 +343,7 @@ async def send_message(ctx: Any, request: RemotingCommand) -> RemotingCommand | 
 
 
 async def _answer_after_flush(
-    broker: BrokerController, ctx: Any, request: RemotingCommand, result: PutMessageResult, queue_id: int
+    broker: BrokerController, ctx: BrokerContext, request: RemotingCommand, result: PutMessageResult, queue_id: int
 ) -> None:
     """SYNC_FLUSH: the answer waits for the group commit, the connection does not."""
     await broker.wait_flush(result)
@@ -350,27 +353,29 @@ async def _answer_after_flush(
         log.warning("send answer to %s lost: %s", ctx.remote_addr, exc)
 
 
-def batch_body_error(body: bytes) -> str | None:
-    """Why Java's batch encoder would throw reading ``body`` (an entry running past its end), else None.
+#: BATCH_ENTRY's fields as Java's batch encoder reads them: one after the other, totalSize not checked
+_BATCH_ENTRY_FIELDS = cs.Struct(*(sub for sub in BATCH_ENTRY.subcons if sub is not cs.Terminated))
 
-    Each entry: TOTALSIZE, MAGICCODE, BODYCRC, FLAG (int32 each), BODYLEN + body, PROPLEN (int16) + properties.
-    """
-    pos, end = 0, len(body)
-    while pos < end:
-        if end - pos < 20:
+
+def batch_body_error(body: bytes) -> str | None:
+    """Why Java's batch encoder would throw reading ``body`` (an entry running past its end), else None."""
+    stream = io.BytesIO(body)
+    pos = 0
+    while pos < len(body):
+        try:
+            _BATCH_ENTRY_FIELDS.parse_stream(stream)
+        except cs.ConstructError as exc:
+            field = (getattr(exc, "path", None) or "").rpartition("-> ")[2]
+            if field in ("body", "properties"):
+                return f"entry at {pos}: {field} runs past the batch"
             return f"entry at {pos} is truncated"
-        (body_len,) = struct.unpack_from(">i", body, pos + 16)
-        props_at = pos + 20 + body_len
-        if body_len < 0 or props_at + 2 > end:
-            return f"entry at {pos}: body length {body_len} runs past the batch"
-        (props_len,) = struct.unpack_from(">h", body, props_at)
-        if props_len < 0 or props_at + 2 + props_len > end:
-            return f"entry at {pos}: properties length {props_len} runs past the batch"
-        pos = props_at + 2 + props_len
+        pos = stream.tell()
     return None
 
 
-async def _send_batch(broker: BrokerController, ctx: Any, request: RemotingCommand, h: SendHeader) -> RemotingCommand:
+async def _send_batch(
+    broker: BrokerController, ctx: BrokerContext, request: RemotingCommand, h: SendHeader
+) -> RemotingCommand | None:
     tc, err = msg_check(broker, ctx, request, h)
     if err is not None:
         return err
@@ -409,9 +414,9 @@ async def _send_batch(broker: BrokerController, ctx: Any, request: RemotingComma
     return send_response(broker, request, result, queue_id)
 
 
-async def consumer_send_msg_back(ctx: Any, request: RemotingCommand) -> RemotingCommand:
+async def consumer_send_msg_back(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """A consumer gives a message back: to %RETRY%group with a delay level, or to %DLQ%group."""
-    broker: BrokerController = ctx.state
+    broker = ctx.state
     h = java_decode_header(request, ConsumerSendMsgBackRequestHeader)
     group = h.group or ""
     sub = broker.groups.find(group)

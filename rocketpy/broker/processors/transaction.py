@@ -13,7 +13,7 @@ from ..responses import error, respond
 from .send import put_error
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger("rocketpy.broker")
 
@@ -34,8 +34,8 @@ def _check_prepare(request: RemotingCommand, half: Any, h: EndTransactionRequest
     return None
 
 
-async def end_transaction(ctx: Any, request: RemotingCommand) -> RemotingCommand | None:
-    broker: BrokerController = ctx.state
+async def end_transaction(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand | None:
+    broker = ctx.state
     h = java_decode_header(request, EndTransactionRequestHeader)
     if broker.config.store.broker_role == BrokerRole.SLAVE:
         return respond(request, ResponseCode.SLAVE_NOT_AVAILABLE)

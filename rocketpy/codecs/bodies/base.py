@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from .. import fastjson
 from ..errors import CodecError
@@ -221,6 +221,11 @@ B = TypeVar("B", bound="JsonBody")
 
 class JsonBody:
     """Base of every JSON body; subclasses become kw-only dataclasses."""
+
+    if TYPE_CHECKING:
+        # subclasses become kw-only dataclasses at class creation; their fields' defaults are set by
+        # jfield/bfield in ways dataclass_transform cannot express, so checkers see keyword arguments
+        def __init__(self, **fields: Any) -> None: ...
 
     java_class: ClassVar[str] = ""
     props: ClassVar[tuple[PropSpec, ...]] = ()

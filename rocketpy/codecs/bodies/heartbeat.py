@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
+from ...clock import now_ms as _now_ms
 from ..codes import ConsumeFromWhere, ConsumeType, ExpressionType, MessageModel
 from .base import BOOL, INT, LONG, STR, JsonBody, bfield, enum_of, obj, set_of
 
 SUB_ALL = "*"  # SubscriptionData.SUB_ALL
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class SubscriptionData(JsonBody):

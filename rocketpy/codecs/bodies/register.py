@@ -4,10 +4,10 @@ topic configs, data versions, and the CRC32 the request header carries."""
 from __future__ import annotations
 
 import struct
-import time
 import zlib
 from typing import ClassVar
 
+from ...clock import now_ms as _now_ms
 from .. import fastjson
 from ..codes import TopicFilterType
 from ..errors import CodecError
@@ -16,10 +16,6 @@ from .base import BOOL, INT, LONG, STR, JsonBody, bfield, enum_of, list_of, map_
 from .route import KVTable
 
 PERM_READ_WRITE = 4 | 2  # PermName.PERM_READ | PermName.PERM_WRITE
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class DataVersion(JsonBody):

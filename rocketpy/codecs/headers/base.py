@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from ..errors import CodecError, MissingField
 from ..javalang import hashmap_order, parse_java_int
@@ -104,6 +104,11 @@ H = TypeVar("H", bound="CommandHeader")
 
 class CommandHeader:
     """Base of every typed header. Subclasses are made dataclasses by ``__init_subclass__``."""
+
+    if TYPE_CHECKING:
+        # subclasses become kw-only dataclasses at class creation; their fields' defaults are set by
+        # jfield/bfield in ways dataclass_transform cannot express, so checkers see keyword arguments
+        def __init__(self, **fields: Any) -> None: ...
 
     java_class: ClassVar[str] = ""
     #: FastCodesHeader classes write their fields in declared order in ROCKETMQ binary headers

@@ -1,0 +1,89 @@
+"""The broker's config files: changes are written from worker threads, never on the event loop;
+admin changes are on disk when answered; everything is flushed on shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+import trio
+
+from rocketpy.broker.persist import ConfigWriter
+from rocketpy.broker.topics import TopicConfigManager, new_topic
+from rocketpy.codecs import ResponseCode
+from rocketpy.codecs.bodies import ConsumerOffsetSerializeWrapper, SubscriptionGroupConfig
+from rocketpy.codecs.codes import RequestCode
+from rocketpy.codecs.headers import CreateTopicRequestHeader
+from rocketpy.store import config_files
+from rocketpy.testing import broker_client, running_broker
+
+
+@pytest.fixture
+def fsync_threads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """Every config-file fsync: (file, whether it ran on the main thread, where trio runs)."""
+    calls: list[tuple[str, bool]] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        calls.append((os.readlink(f"/proc/self/fd/{fd}"), threading.current_thread() is threading.main_thread()))
+        real(fd)
+
+    monkeypatch.setattr(config_files.os, "fsync", spy)
+    return calls
+
+
+def read_json(path: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads(path.read_text())
+
+
+async def test_config_files_written_off_the_event_loop(tmp_path: Path, fsync_threads: list[tuple[str, bool]]) -> None:
+    config = tmp_path / "config"
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            # auto-created topic (send) and subscription group (heartbeat), then an offset commit
+            assert (await c.send("TAuto", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            await c.heartbeat(consumer_groups={"GAuto": ["TAuto"]})
+            assert (await c.update_offset("GAuto", "TAuto", 0, 1)).code == ResponseCode.SUCCESS
+            # admin changes are on disk once answered
+            r = await c.invoke(
+                RequestCode.UPDATE_AND_CREATE_TOPIC,
+                CreateTopicRequestHeader(topic="TAdmin", default_topic="TBW102", read_queue_nums=2,
+                                         write_queue_nums=2, perm=6, topic_filter_type="SINGLE_TAG",
+                                         topic_sys_flag=0, order=False),
+            )
+            assert r.code == ResponseCode.SUCCESS
+            assert "TAdmin" in read_json(config / "topics.json")["topicConfigTable"]
+            r = await c.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
+                               SubscriptionGroupConfig(group_name="GAdmin").encode())
+            assert r.code == ResponseCode.SUCCESS
+            assert "GAdmin" in read_json(config / "subscriptionGroup.json")["subscriptionGroupTable"]
+            # auto-created ones follow soon after, from the writer task
+            with trio.fail_after(10):
+                while "TAuto" not in read_json(config / "topics.json")["topicConfigTable"]:
+                    await trio.sleep(0.01)
+            assert "GAuto" in read_json(config / "subscriptionGroup.json")["subscriptionGroupTable"]
+    # shutdown flushed the committed offset (the interval had not come round)
+    offsets = ConsumerOffsetSerializeWrapper.decode((config / "consumerOffset.json").read_text())
+    assert offsets.offset_table == {"TAuto@GAuto": {0: 1}}
+    assert (config / "delayOffset.json").exists()
+    written = {Path(path).name for path, _ in fsync_threads}
+    assert {"topics.json.tmp", "subscriptionGroup.json.tmp", "consumerOffset.json.tmp"} <= written
+    assert [path for path, on_loop in fsync_threads if on_loop and f"{os.sep}config{os.sep}" in path] == []
+
+
+async def test_writer_retries_a_failed_write_and_snapshots_on_the_loop(tmp_path: Path) -> None:
+    topics = TopicConfigManager(str(tmp_path / "config"))
+    writer = ConfigWriter([topics])
+    topics.on_dirty = writer.wake
+    (tmp_path / "config").write_text("a file where the directory should be")
+    topics.update(new_topic("T1"))
+    assert topics.dirty
+    await writer.write_dirty()
+    assert topics.dirty  # the disk refused it: still to be written
+    (tmp_path / "config").unlink()
+    await writer.write_dirty()
+    assert not topics.dirty
+    assert "T1" in read_json(tmp_path / "config" / "topics.json")["topicConfigTable"]
