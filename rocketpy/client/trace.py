@@ -60,6 +60,8 @@ class TraceDispatcher:
         self.region = "DefaultRegion"
         self._pending: list[tuple[str, list[str]]] = []
         self._wake = trio.Event()
+        # a batch popped from _pending is invisible there while it is sent: shutdown waits for these too
+        self._in_flight = 0
         self._idle = trio.Event()
         self._idle.set()
         self._producer: Any = None
@@ -75,10 +77,13 @@ class TraceDispatcher:
         self.client.nursery.start_soon(self._run)
 
     async def aclose(self, timeout: float = 3.0) -> None:
-        """Send what is queued (bounded), then stop."""
+        """Send what is queued and let sends under way finish (bounded), then stop."""
         with trio.CancelScope(shield=True), trio.move_on_after(timeout):
-            while self._pending:
-                await self._flush()
+            while self._pending or self._in_flight:
+                if self._pending:
+                    await self._flush()
+                else:
+                    await self._idle.wait()
         if self._scope is not None:
             self._scope.cancel()
         if self._producer is not None:
@@ -106,10 +111,17 @@ class TraceDispatcher:
         all_keys: list[str] = []
         for _, ks in batch:
             all_keys += [k for k in ks if k and k not in all_keys]
+        self._in_flight += 1
+        if self._in_flight == 1:
+            self._idle = trio.Event()
         try:
             await self._producer.send(make_message(self.trace_topic, body.encode(), keys=" ".join(all_keys)))
         except Exception as exc:  # a trace is best effort, like Java's: log and drop
             log.warning("trace data of %d records not sent to %s: %s", len(batch), self.trace_topic, exc)
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()
 
     def _add(self, data: str, keys: list[str]) -> None:
         self._pending.append((data, keys))
