@@ -1,0 +1,51 @@
+"""Regression tests for what tools/fuzz/fuzz_servers.py found, one per finding."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode
+from rocketpy.codecs.javalang import hashmap_order, java_hash
+from rocketpy.namesrv import NameServer, NamesrvConfig
+from rocketpy.remoting import open_remoting_client
+
+
+@pytest.fixture
+async def namesrv(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[NameServer]:
+    config = NamesrvConfig(
+        listen_port=0,
+        kv_config_path=str(tmp_path / "kvConfig.json"),
+        config_store_path=str(tmp_path / "namesrv.properties"),
+    )
+    yield await nursery.start(NameServer(config).run)
+    nursery.cancel_scope.cancel()
+
+
+def test_java_hash_of_null_is_zero() -> None:
+    # java.util.HashMap files a null key in bucket 0
+    assert java_hash(None) == 0
+    assert hashmap_order(["b", None, "a"])[0] is None
+
+
+@pytest.mark.parametrize("missing", ["clusterName", "brokerName", "brokerAddr"])
+async def test_register_broker_without_a_name_is_refused(
+    namesrv: NameServer, missing: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding: a REGISTER_BROKER without clusterName filed the broker under None; when its
+    # connection closed, the NameServer's cleanup raised TypeError (no hash for None)
+    ext = {"brokerName": "b-fz", "brokerAddr": "127.0.0.1:1", "clusterName": "C", "haServerAddr": "x", "brokerId": "0"}
+    del ext[missing]
+    async with open_remoting_client() as client:
+        answer = await client.invoke(namesrv.address, RemotingCommand(code=RequestCode.REGISTER_BROKER, ext_fields=ext))
+        assert answer.code == ResponseCode.SYSTEM_ERROR
+        assert missing in (answer.remark or "")
+    with trio.fail_after(5):
+        while namesrv.remoting is not None and namesrv.remoting.connections:
+            await trio.sleep(0.01)
+    assert "b-fz" not in namesrv.routes.broker_addr_table
+    assert None not in namesrv.routes.cluster_addr_table
+    assert not [r for r in caplog.records if "hook failed" in r.getMessage()]
