@@ -294,7 +294,8 @@ class Connection:
             return
         self.closed = True
         self.fail_pending(ConnectionClosedError(f"connection to {self.remote_addr} closed"))
-        with trio.CancelScope(shield=True):
+        # shielded, yet bounded: a TLS stream's close_notify must not wait forever on a peer that never reads
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + 5):
             try:
                 await self.stream.aclose()
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):

@@ -1,0 +1,260 @@
+"""TLS as the Java 4.9.8 servers and clients do it (TlsSystemConfig/TlsHelper), with trustme certificates:
+one port serves plain and TLS (permissive), enforcing refuses plain, client auth, bad certificates, and the
+servers' limits on idle and extra connections."""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+import trustme
+
+from rocketpy.codecs import RemotingCommand, ResponseCode
+from rocketpy.namesrv import NameServer, NamesrvConfig
+from rocketpy.remoting import Dispatcher, RemotingConnectError, RemotingServer, open_remoting_client
+from rocketpy.remoting.tls import TlsConfig, TlsMode, broker_client_context, server_settings
+
+ECHO = 9001
+
+
+def echo_dispatcher() -> Dispatcher:
+    d = Dispatcher()
+
+    @d.route(ECHO)
+    def echo(ctx, request):  # type: ignore[no-untyped-def]
+        return request.response(ResponseCode.SUCCESS, body=request.body)
+
+    return d
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def certs(ca: trustme.CA, tmp_path: Path) -> dict[str, str]:
+    """PEM files: the CA, a server certificate and key, a client certificate and key."""
+    server = ca.issue_cert("localhost", "127.0.0.1")
+    client = ca.issue_cert("client.example")
+    paths = {
+        "ca": tmp_path / "ca.pem",
+        "server_cert": tmp_path / "server.pem",
+        "server_key": tmp_path / "server.key",
+        "client_cert": tmp_path / "client.pem",
+        "client_key": tmp_path / "client.key",
+    }
+    ca.cert_pem.write_to_path(str(paths["ca"]))
+    server.cert_chain_pems[0].write_to_path(str(paths["server_cert"]))
+    server.private_key_pem.write_to_path(str(paths["server_key"]))
+    client.cert_chain_pems[0].write_to_path(str(paths["client_cert"]))
+    client.private_key_pem.write_to_path(str(paths["client_key"]))
+    return {k: str(v) for k, v in paths.items()}
+
+
+def server_tls(certs: dict[str, str], mode: str = "permissive", **props: str) -> TlsConfig:
+    given = {
+        "tls.server.mode": mode,
+        "tls.test.mode.enable": "false",
+        "tls.server.certPath": certs["server_cert"],
+        "tls.server.keyPath": certs["server_key"],
+        "tls.config.file": "/nonexistent/tls.properties",
+        **props,
+    }
+    return TlsConfig.from_properties(given)
+
+
+def client_ssl(certs: dict[str, str], *, with_cert: bool = False, trust: str | None = None) -> ssl.SSLContext:
+    props = {
+        "tls.test.mode.enable": "false",
+        "tls.client.authServer": "true",
+        "tls.client.trustCertPath": trust or certs["ca"],
+        "tls.config.file": "/nonexistent/tls.properties",
+    }
+    if with_cert:
+        props |= {"tls.client.certPath": certs["client_cert"], "tls.client.keyPath": certs["client_key"]}
+    return TlsConfig.from_properties(props).client_context()
+
+
+@pytest.fixture
+async def serve(nursery: trio.Nursery) -> AsyncIterator:  # type: ignore[type-arg]
+    async def start(tls: TlsConfig | None, **kw: object) -> RemotingServer:
+        server = RemotingServer(echo_dispatcher(), tls=tls, **kw)  # type: ignore[arg-type]
+        return await nursery.start(server.serve, "127.0.0.1", 0)  # type: ignore[no-any-return]
+
+    yield start
+    nursery.cancel_scope.cancel()
+
+
+async def echo(addr: str, ssl_context: ssl.SSLContext | None, body: bytes = b"hi") -> RemotingCommand:
+    try:
+        async with open_remoting_client(ssl_context=ssl_context) as client:
+            return await client.invoke(addr, RemotingCommand(code=ECHO, body=body), timeout=10)
+    except BaseExceptionGroup as group:  # the client's nursery wraps what the invoke raised
+        first = group.exceptions[0]
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
+
+
+async def test_permissive_serves_plain_and_tls_on_one_port(serve, certs) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(server_tls(certs))
+    plain = await echo(server.address, None, b"plain")
+    secure = await echo(server.address, client_ssl(certs), b"secure")
+    assert (plain.code, plain.body) == (ResponseCode.SUCCESS, b"plain")
+    assert (secure.code, secure.body) == (ResponseCode.SUCCESS, b"secure")
+
+
+async def test_enforcing_refuses_plain(serve, certs, caplog) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(server_tls(certs, "enforcing"))
+    assert (await echo(server.address, client_ssl(certs))).body == b"hi"
+    with pytest.raises(Exception, match="closed|failed"):
+        await echo(server.address, None)
+    assert any("enforcing mode" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+
+
+async def test_disabled_refuses_tls(serve, certs) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(server_tls(certs, "disabled"))
+    assert server.tls_context is None
+    assert (await echo(server.address, None)).body == b"hi"
+    with pytest.raises(RemotingConnectError, match="TLS handshake failed"):
+        await echo(server.address, client_ssl(certs))
+
+
+async def test_required_client_auth_refuses_a_client_without_certificate(serve, certs) -> None:  # type: ignore[no-untyped-def]
+    tls = server_tls(certs, **{"tls.server.need.client.auth": "require", "tls.server.authClient": "true",
+                               "tls.server.trustCertPath": certs["ca"]})
+    server = await serve(tls)
+    assert (await echo(server.address, client_ssl(certs, with_cert=True))).body == b"hi"
+    with pytest.raises(Exception):  # noqa: B017 - refused at handshake or at the first read, per TLS version
+        await echo(server.address, client_ssl(certs, with_cert=False))
+
+
+async def test_bad_server_certificate_fails_with_one_clear_line(serve, certs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(server_tls(certs))
+    other = tmp_path / "other-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(other))
+    with pytest.raises(RemotingConnectError) as info:
+        await echo(server.address, client_ssl(certs, trust=str(other)))
+    text = str(info.value)
+    assert "\n" not in text and "TLS handshake failed" in text and "CERTIFICATE_VERIFY_FAILED" in text
+
+
+def test_unreadable_server_key_is_a_clear_error(certs) -> None:  # type: ignore[no-untyped-def]
+    tls = server_tls(certs, **{"tls.server.keyPath": "/nonexistent/key.pem"})
+    with pytest.raises(Exception, match="cannot load the server certificate"):
+        tls.server_context()
+
+
+def test_config_file_overrides_all_but_mode_and_enable(tmp_path: Path) -> None:
+    conf = tmp_path / "tls.properties"
+    conf.write_text("tls.server.mode=enforcing\ntls.enable=true\ntls.test.mode.enable=false\n"
+                    "tls.server.need.client.auth=require\ntls.client.authServer=true\n")
+    cfg = TlsConfig.from_properties({"tls.config.file": str(conf), "tls.server.need.client.auth": "none"})
+    assert cfg.mode is TlsMode.PERMISSIVE and not cfg.enable  # as TlsHelper: the file never sets those two
+    assert (cfg.test_mode, cfg.server_need_client_auth, cfg.client_auth_server) == (False, "require", True)
+    assert TlsMode.parse("Enforcing") is TlsMode.PERMISSIVE  # TlsMode.parse compares exactly
+
+
+def test_broker_to_namesrv_tls_follows_tls_enable_else_enforcing() -> None:
+    permissive = TlsConfig()
+    assert broker_client_context(permissive, {}) is None
+    assert broker_client_context(permissive, {"tls.enable": "true"}) is not None
+    assert broker_client_context(TlsConfig(mode=TlsMode.ENFORCING), {}) is not None
+    assert broker_client_context(TlsConfig(mode=TlsMode.ENFORCING), {"tls.enable": "false"}) is None
+
+
+async def test_namesrv_with_no_tls_settings_accepts_tls_and_plain(tmp_path: Path, nursery: trio.Nursery) -> None:
+    # Java's defaults: permissive, test mode (a self-signed certificate made at start)
+    config = NamesrvConfig(listen_port=0, kv_config_path=str(tmp_path / "kv.json"),
+                           config_store_path=str(tmp_path / "ns.properties"))
+    config.extra["tls.config.file"] = str(tmp_path / "none.properties")
+    ns: NameServer = await nursery.start(NameServer(config).run)
+    test_mode_client = TlsConfig(enable=True).client_context()
+    for ctx in (None, test_mode_client):
+        async with open_remoting_client(ssl_context=ctx) as client:
+            answer = await client.invoke(ns.address, RemotingCommand(code=106), timeout=10)  # GET_BROKER_CLUSTER_INFO
+            assert answer.code == ResponseCode.SUCCESS
+    nursery.cancel_scope.cancel()
+
+
+# -- limits: a silent peer, idle connections, the connection cap ---------------------------
+
+
+async def test_silent_peer_is_closed_after_the_idle_time(autojump_clock: trio.testing.MockClock) -> None:
+    # permissive detection waits for a first byte no longer than serverChannelMaxIdleTimeSeconds
+    server = RemotingServer(echo_dispatcher(), tls=TlsConfig(), idle_timeout=120)
+    server.tls_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ours, theirs = trio.testing.memory_stream_pair()
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.handle_stream, ours, "peer:1")
+        with trio.fail_after(300):
+            assert await theirs.receive_some() == b""
+    assert 120 <= trio.current_time() - start < 130
+
+
+async def test_plain_peer_is_served_after_detection_in_memory() -> None:
+    server = RemotingServer(echo_dispatcher(), tls=TlsConfig(), idle_timeout=120)
+    server.tls_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ours, theirs = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.handle_stream, ours, "peer:1")
+        await theirs.send_all(RemotingCommand(code=ECHO, opaque=5, body=b"x").encode())
+        with trio.fail_after(10):
+            data = await theirs.receive_some()
+        answer = RemotingCommand.decode(data)
+        assert (answer.opaque, answer.body) == (5, b"x")
+        await theirs.aclose()
+
+
+async def test_idle_connection_closed_after_max_idle_time(autojump_clock: trio.testing.MockClock) -> None:
+    server = RemotingServer(echo_dispatcher(), idle_timeout=120)
+    ours, theirs = trio.testing.memory_stream_pair()
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.close_idle_connections)
+        nursery.start_soon(server.handle_stream, ours, "peer:1")
+        await theirs.send_all(RemotingCommand(code=ECHO, opaque=5, body=b"x").encode())
+        await theirs.receive_some()  # answered: active now
+        answered = trio.current_time()
+        with trio.fail_after(300):
+            while await theirs.receive_some():
+                pass
+        assert 120 <= trio.current_time() - answered <= 120 + 30 + 1
+        assert trio.current_time() - start >= 120
+        nursery.cancel_scope.cancel()
+
+
+async def test_connection_cap_refuses_with_one_log_line(serve, caplog) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(None, max_connections=2)
+    held = []
+    for _ in range(2):
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(RemotingCommand(code=ECHO, opaque=1).encode())
+        assert await stream.receive_some()
+        held.append(stream)
+    for _ in range(3):
+        extra = await trio.open_tcp_stream("127.0.0.1", server.port)
+        with trio.fail_after(5):
+            try:
+                assert await extra.receive_some() == b""
+            except trio.BrokenResourceError:
+                pass
+        await extra.aclose()
+    lines = [r for r in caplog.records if "connection cap of 2 reached" in r.getMessage()]
+    assert len(lines) == 1
+    for stream in held:
+        await stream.aclose()
+
+
+def test_server_settings_read_the_cap_and_default_from_the_fd_limit() -> None:
+    _, cap = server_settings({"serverMaxConnections": "10", "tls.config.file": "/nonexistent"})
+    assert cap == 10
+    _, default = server_settings({"tls.config.file": "/nonexistent"})
+    assert default >= 64
