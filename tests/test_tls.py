@@ -4,6 +4,7 @@ servers' limits on idle and extra connections."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import ssl
 from collections.abc import AsyncIterator
@@ -258,3 +259,56 @@ def test_server_settings_read_the_cap_and_default_from_the_fd_limit() -> None:
     assert cap == 10
     _, default = server_settings({"tls.config.file": "/nonexistent"})
     assert default >= 64
+
+
+async def test_proxy_decodes_tls_both_sides(serve, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from rocketpy.sniffer.proxy import serve_proxy
+    from rocketpy.sniffer.reassembly import CapturedFrame
+
+    no_file = {"tls.config.file": str(tmp_path / "none")}
+    server = await serve(TlsConfig.from_properties({**no_file, "tls.server.mode": "enforcing"}))
+    events: list = []
+    async with trio.open_nursery() as nursery:
+        proxy_tls = TlsConfig.from_properties(no_file)
+        listeners = await nursery.start(
+            functools.partial(serve_proxy, tls=proxy_tls), ("127.0.0.1", 0), ("127.0.0.1", server.port), events.append
+        )
+        addr = f"127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+        test_mode_client = TlsConfig(enable=True).client_context()
+        assert (await echo(addr, test_mode_client, b"through")).body == b"through"
+        nursery.cancel_scope.cancel()
+    frames = [e for e in events if isinstance(e, CapturedFrame)]
+    assert [(f.from_server, f.command.code, f.command.body) for f in frames] == [
+        (False, ECHO, b"through"),
+        (True, ResponseCode.SUCCESS, b"through"),
+    ]
+
+
+async def test_enforcing_cluster_produce_and_pull_over_tls(tmp_path: Path, nursery: trio.Nursery) -> None:
+    # NameServer and broker both enforcing: the broker registers over TLS (BrokerStartup's rule),
+    # our producer finds the route and sends over TLS, a plain client is refused
+    from rocketpy.broker.testing import BrokerTestClient, running_broker
+    from rocketpy.client import ClientConfig, Producer
+    from rocketpy.client.message import make_message
+
+    no_file = str(tmp_path / "none.properties")
+    config = NamesrvConfig(listen_port=0, kv_config_path=str(tmp_path / "kv.json"),
+                           config_store_path=str(tmp_path / "ns.properties"))
+    config.extra.update({"tls.server.mode": "enforcing", "tls.config.file": no_file})
+    ns: NameServer = await nursery.start(NameServer(config).run)
+    tls_props = {"tls.server.mode": "enforcing", "tls.config.file": no_file, "namesrvAddr": ns.address}
+    async with running_broker(str(tmp_path / "store"), **tls_props) as broker:
+        with trio.fail_after(10):
+            while "broker-a" not in ns.routes.broker_addr_table:
+                await trio.sleep(0.02)
+        client_config = ClientConfig(namesrv_addr=ns.address, use_tls=True)
+        async with Producer("PG-tls", config=client_config) as producer:
+            result = await producer.send(make_message("TopicTls", "secret"))
+        ctx = TlsConfig(enable=True).client_context()
+        async with open_remoting_client(ssl_context=ctx) as rc:
+            _, msgs = await BrokerTestClient(rc, broker.servers[0].address).pull(
+                "G-tls", "TopicTls", result.message_queue.queue_id, 0)
+        assert [m.body for m in msgs] == [b"secret"]
+        with pytest.raises(Exception, match="closed|failed"):
+            await echo(broker.servers[0].address, None)
+    nursery.cancel_scope.cancel()

@@ -19,6 +19,7 @@ from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
 from ..codecs.codes import PermName
 from ..codecs.message import MessageExt
 from .admin import Admin
+from .cli_tls import add_tls_options, tls_options
 from .config import default_namesrv
 from .errors import MQClientError
 
@@ -52,6 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         p = cmds.add_parser(name, help=help_text)
         p.add_argument("-n", "--namesrvAddr", dest="namesrv", default=None,
                        help=f"name server address list (default: $ROCKETMQ_NAMESRV or {default_namesrv()})")
+        add_tls_options(p)
         options(p)
         p.set_defaults(func=_runner(fn))
 
@@ -59,7 +61,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def _runner(fn: Command) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         async def main() -> int:
-            async with Admin(args.namesrv or default_namesrv()) as admin:
+            admin = Admin(args.namesrv or default_namesrv())
+            for key, value in tls_options(args).items():
+                setattr(admin.client.config, key, value)
+            async with admin:
                 return (await fn(admin, args)) or 0
 
         try:

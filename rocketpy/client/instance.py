@@ -89,8 +89,9 @@ class ClientInstance:
             return
         stack = AsyncExitStack()
         self.nursery = await stack.enter_async_context(trio.open_nursery())
+        ssl_context = await trio.to_thread.run_sync(self.config.ssl_context) if self.config.use_tls else None
         self.remoting = RemotingClient(self.nursery, dispatcher=self._build_dispatcher(), state=self,
-                                       connect_timeout=self.config.mq_client_api_timeout)
+                                       connect_timeout=self.config.mq_client_api_timeout, ssl_context=ssl_context)
         self._api = ClientAPI(self.remoting, self.config.mq_client_api_timeout)
         self._stack = stack
         self.running = True

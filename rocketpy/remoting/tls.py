@@ -71,8 +71,9 @@ class TlsMode(enum.Enum):
         return cls.PERMISSIVE
 
 
-class TlsConfigError(Exception):
-    """A TLS setting that cannot be used (unreadable key or certificate, wrong password)."""
+class TlsConfigError(OSError):
+    """A TLS setting that cannot be used (unreadable key or certificate, wrong password); an OSError so
+    the server commands report it in one line as they report a port already taken."""
 
 
 def _bool(text: str | None, default: bool) -> bool:
