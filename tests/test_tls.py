@@ -312,3 +312,38 @@ async def test_enforcing_cluster_produce_and_pull_over_tls(tmp_path: Path, nurse
         with pytest.raises(Exception, match="closed|failed"):
             await echo(broker.servers[0].address, None)
     nursery.cancel_scope.cancel()
+
+
+async def test_enforcing_master_and_slave_replicate_over_tls(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    from contextlib import AsyncExitStack
+
+    from rocketpy.broker.testing import BrokerTestClient, free_broker_port, running_broker
+
+    tls = {"tls.server.mode": "enforcing", "tls.config.file": str(tmp_path / "none"),
+           "haSendHeartbeatInterval": "200"}
+    port = free_broker_port()
+    async with AsyncExitStack() as stack:
+        master = await stack.enter_async_context(
+            running_broker(str(tmp_path / "m"), brokerRole="ASYNC_MASTER", listenPort=port, **tls))
+        slave = await stack.enter_async_context(running_broker(
+            str(tmp_path / "s"), brokerRole="SLAVE", brokerId="1", haMasterAddress=f"127.0.0.1:{port + 1}", **tls))
+        ctx = TlsConfig(enable=True).client_context()
+        async with open_remoting_client(ssl_context=ctx) as rc:
+            c = BrokerTestClient(rc, master.servers[0].address)
+            for i in range(5):
+                assert (await c.send("THaTls", b"m%d" % i)).code == ResponseCode.SUCCESS
+        end = master.store.max_phy_offset
+        with trio.fail_after(20):
+            while slave.store.max_phy_offset != end:
+                await trio.sleep(0.05)
+        assert slave.ha.client.ssl_context is not None and master.ha.service.tls_context is not None
+        # a plain peer on the enforcing HA port is refused with a line
+        plain = await trio.open_tcp_stream("127.0.0.1", port + 1)
+        await plain.send_all(b"\x00" * 8)
+        with trio.fail_after(10):
+            try:
+                assert await plain.receive_some() == b""
+            except trio.BrokenResourceError:
+                pass
+        await plain.aclose()
+        assert any("enforcing mode" in r.getMessage() for r in caplog.records)

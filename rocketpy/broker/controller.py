@@ -25,7 +25,7 @@ from ..codecs.headers import NotifyConsumerIdsChangedRequestHeader
 from ..codecs.message import tags_hash_code
 from ..remoting import Dispatcher, RemotingClient, RemotingServer
 from ..remoting.connection import Connection
-from ..remoting.tls import TlsConfig, broker_client_context, server_settings
+from ..remoting.tls import TlsConfig, TlsMode, broker_client_context, server_settings
 from ..store import MessageStore, PutMessageResult, PutMessageStatus
 from ..store.services import StoreServices
 from ..store.types import MessageExtBatch, MessageExtBrokerInner
@@ -298,9 +298,13 @@ class BrokerController:
                     # tests bind port 0: advertise the port we got
                     cfg.listen_port = self.servers[0].port or 0
                     cfg.props["listenPort"] = str(cfg.listen_port)
-                if self.ha.service is not None and self.servers:
-                    self.ha.service.tls_mode = self.tls.mode
-                    self.ha.service.tls_context = self.servers[0].tls_context
+                if self.tls.mode is TlsMode.ENFORCING and self.servers:
+                    # replication over TLS only where plain is refused anyway; the slave follows the same rule
+                    if self.ha.service is not None:
+                        self.ha.service.tls_mode = self.tls.mode
+                        self.ha.service.tls_context = self.servers[0].tls_context
+                    if self.ha.client is not None:
+                        self.ha.client.ssl_context = await trio.to_thread.run_sync(self.tls.client_context)
                 await self.ha.start(nursery, host)
                 await nursery.start(self.hold.run)
                 if not self.ha.is_slave:  # a slave neither delivers delayed messages nor checks transactions

@@ -50,6 +50,8 @@ class RemotingServer:
         self.max_connections = max_connections
         self._accepting = 0  # streams accepted, not yet connections (waiting for a first byte)
         self._cap_logged = False
+        #: connections served over TLS so far (a plain peer is not counted)
+        self.tls_accepted = 0
         #: answers some request frames without decoding them (see connection.Shortcut)
         self.shortcut = shortcut
         self.state = state
@@ -121,6 +123,8 @@ class RemotingServer:
             if served is None:
                 await trio.aclose_forcefully(stream)
                 return
+            if isinstance(served, trio.SSLStream):
+                self.tls_accepted += 1
             stream = served
         conn = Connection(stream, remote_addr, max_frame=self.max_frame, shortcut=self.shortcut)
         ctx = RequestContext(connection=conn, remote_addr=conn.remote_addr, state=self.state)

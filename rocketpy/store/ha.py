@@ -44,7 +44,7 @@ from ..codecs.ha import (
     build_transfer_header,
 )
 from ..codecs.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, peek_size_magic
-from ..remoting.tls import TlsMode, accept_stream
+from ..remoting.tls import HANDSHAKE_TIMEOUT, TlsMode, accept_stream, connect_stream
 from .types import PutMessageStatus
 
 if TYPE_CHECKING:
@@ -276,7 +276,8 @@ class HAService:
         self.data_event = trio.Event()
         self._waiters: list[tuple[int, int, trio.Event]] = []  # sorted (offset, seq, event)
         self._seq = itertools.count()
-        #: TLS on the HA port (the broker sets these; Java's HA port is plain only, so is our slave)
+        #: TLS on the HA port: the broker sets these when it enforces TLS (Java's HA port is always plain, and
+        #: so is ours otherwise, so that a Java slave, or a silent peer counted as a slave, is served as by Java)
         self.tls_mode = TlsMode.DISABLED
         self.tls_context: ssl.SSLContext | None = None
 
@@ -397,6 +398,8 @@ class HAClient:
         self.reput_offset = -1  # next CommitLog byte to dispatch (slave side)
         self._address_changed = trio.Event()
         self.sessions = 0  # connections made, for tests and logs
+        #: TLS to the master (set by a broker whose servers enforce TLS: its master's HA port does too)
+        self.ssl_context: ssl.SSLContext | None = None
 
     def update_master_address(self, addr: str | None) -> None:
         if addr and addr != self.master_address:
@@ -416,7 +419,10 @@ class HAClient:
             try:
                 host, port = split_host_port(addr)
                 stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
-            except (OSError, ValueError) as exc:
+                if self.ssl_context is not None:
+                    with trio.fail_after(HANDSHAKE_TIMEOUT):
+                        stream = await connect_stream(stream, self.ssl_context, host)
+            except (OSError, ValueError, trio.TooSlowError) as exc:
                 log.info("connect to master %s failed: %s", addr, exc)
                 with trio.move_on_after(RECONNECT_INTERVAL):
                     await self._address_changed.wait()
