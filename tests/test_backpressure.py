@@ -10,6 +10,7 @@ import struct
 
 import pytest
 import trio
+import trio.testing
 
 from rocketpy.codecs import CodecError, FrameSplitter, RemotingCommand, ResponseCode
 from rocketpy.codecs.ha import HaTransferReader
@@ -56,6 +57,31 @@ async def test_a_peer_that_never_reads_is_not_buffered_for(server: RemotingServe
         answer = await client.invoke(server.address, RemotingCommand(code=ECHO), timeout=10)
         assert answer.body == ANSWER
     await trio.aclose_forcefully(stream)
+
+
+async def test_one_receive_of_tiny_requests_does_not_buffer_all_its_answers() -> None:
+    # 20,000 requests of 28 bytes (one receive's worth) ask for 40 MiB of answers: they are written
+    # as they are made, so a peer that reads nothing stops the handling at about ANSWER_FLUSH_BYTES
+    from rocketpy.remoting.connection import ANSWER_FLUSH_BYTES, Connection
+    from rocketpy.remoting.dispatch import RequestContext
+
+    handled = [0]
+    d = Dispatcher()
+
+    @d.route(ECHO)
+    def echo(ctx, request):  # type: ignore[no-untyped-def]
+        handled[0] += 1
+        return request.response(ResponseCode.SUCCESS, body=ANSWER)
+
+    ours, theirs = trio.testing.lockstep_stream_pair()  # a write completes only as the peer reads
+    conn = Connection(ours, "peer:1")
+    requests = [RemotingCommand(code=ECHO, opaque=i) for i in range(20_000)]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.answers, d, RequestContext(connection=conn, remote_addr="peer:1"), requests)
+        await trio.testing.wait_all_tasks_blocked()
+        assert handled[0] * len(ANSWER) <= ANSWER_FLUSH_BYTES + 256 * len(ANSWER)
+        assert handled[0] < len(requests)
+        nursery.cancel_scope.cancel()
 
 
 async def test_many_connections_are_all_answered(server: RemotingServer) -> None:
