@@ -347,3 +347,36 @@ async def test_enforcing_master_and_slave_replicate_over_tls(tmp_path: Path, cap
                 pass
         await plain.aclose()
         assert any("enforcing mode" in r.getMessage() for r in caplog.records)
+
+
+def test_serve_config_gives_the_tls_keys_to_both_servers(tmp_path: Path) -> None:
+    import argparse
+
+    from rocketpy.broker.cli import serve_configs
+
+    conf = tmp_path / "serve.conf"
+    conf.write_text("tls.server.mode=enforcing\ntls.test.mode.enable=true\n")
+    args = argparse.Namespace(host="127.0.0.1", namesrv_port=9876, broker_port=10911, store=str(tmp_path / "s"),
+                              config=str(conf), no_vip=True)
+    ns, broker = serve_configs(args)
+    assert ns.extra["tls.server.mode"] == broker.props["tls.server.mode"] == "enforcing"
+    assert server_settings(ns.extra)[0].mode is TlsMode.ENFORCING
+
+
+def test_cli_tls_flag_speaks_tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+    import sys
+
+    from client_fakes import threaded_cluster
+
+    from rocketpy.cli import main
+
+    with threaded_cluster(real=True) as c:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"over tls\n")))
+        no_file = str(tmp_path / "none.properties")
+        assert main(["produce", "-n", c.namesrv, "-t", "CliTls", "--tls", "--tls-config", no_file]) == 0
+        assert "SEND_OK" in capsys.readouterr().out
+        assert sum(s.tls_accepted for s in c.broker.servers) > 0
+        assert main(["admin", "clusterList", "-n", c.namesrv, "--tls", "--tls-config", no_file]) == 0
+        assert "broker-a" in capsys.readouterr().out
