@@ -131,6 +131,128 @@ def rand_ext_fields(rng: random.Random, code: int) -> dict[str, str]:
     return ext
 
 
+# -- structured requests: plausible values, so handlers get past their first checks ----------------
+
+TOPICS = ["FuzzT0", "FuzzT1", "%RETRY%FuzzG0", "%DLQ%FuzzG0", "TBW102", "SCHEDULE_TOPIC_XXXX",
+          "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "FuzzNew", "Fuzz-T.2", "a" * 127]
+GROUPS = ["FuzzG0", "FuzzG1", "CID_RMQ_SYS_TRANS", "TOOLS_CONSUMER", "FuzzG-new"]
+EXPRESSIONS = ["*", "TagA", "TagA || TagB", "a > 1", "a BETWEEN 1 AND 3 AND b IS NOT NULL", "(a = 'x') OR NOT b",
+               "a IN ('x', 'y')", "a > " + "9" * 50, "TAGS = 'TagA'", "", "||", "a >", "NOT NOT NOT a"]
+PROPERTY_KEYS = ["TAGS", "KEYS", "DELAY", "WAIT", "TRAN_MSG", "PGROUP", "UNIQ_KEY", "MAX_OFFSET", "MIN_OFFSET",
+                 "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "RECONSUME_TIME", "MAX_RECONSUME_TIMES",
+                 "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS", "CORRELATION_ID", "MSG_TYPE",
+                 "REPLY_TO_CLIENT", "TTL", "a", "b", "__STARTDELIVERTIME"]
+
+
+def plausible(rng: random.Random, name: str, kind: str) -> str:
+    low = name.lower()
+    if rng.random() < 0.08:
+        return rand_text(rng)  # now and then, anything
+    if "topic" in low:
+        return rng.choice(TOPICS)
+    if "group" in low:
+        return rng.choice(GROUPS)
+    if low in ("queueid", "queue_id") or low.endswith("queueid"):
+        return str(rng.choice([0, 1, 2, 3, -1, 7, 1000]))
+    if "offset" in low:
+        return str(rng.choice([0, 1, 2, 5, 50, -1, 2**40, 2**63 - 1]))
+    if low == "properties":
+        props = {rng.choice(PROPERTY_KEYS): rng.choice(["1", "3", "18", "true", "false", "-1", "x", "TagA", "FuzzG0",
+                                                        "FuzzT0", str(2**63), ""]) for _ in range(rng.randint(0, 6))}
+        return "".join(f"{k}\x01{v}\x02" for k, v in props.items())
+    if "subscription" in low or "substring" in low or "expression" == low:
+        return rng.choice(EXPRESSIONS)
+    if "expressiontype" in low:
+        return rng.choice(["TAG", "SQL92", "", "sql92"])
+    if "sysflag" in low:
+        return str(rng.randrange(0, 64))
+    if "delaylevel" in low:
+        return str(rng.randint(-2, 20))
+    if "maxmsgnums" in low or "nums" in low:
+        return str(rng.choice([0, 1, 4, 32, 1000, -1]))
+    if "timeout" in low or "millis" in low:
+        return str(rng.choice([0, 10, 100, 1500]))  # long holds would only slow the fuzzer down
+    if "brokername" in low:
+        return rng.choice(["broker-a", "broker-b", ""])
+    if "brokeraddr" in low or "addr" in low:
+        return rng.choice(["127.0.0.1:10911", "127.0.0.1:1", "x"])
+    if "brokerid" in low:
+        return str(rng.choice([0, 1, 2, -1]))
+    if "clientid" in low:
+        return rng.choice(["127.0.0.1@fz", "127.0.0.1@fz2"])
+    if "msgid" in low or "uniq" in low:
+        return rng.choice(["7F0000010000000000000000", "00" * 16, "zz", "7F00000100002A9F0000000000000000"])
+    if "commitorrollback" in low or "committorollback" in low:
+        return str(rng.choice([0, 4, 8, 12, 3]))
+    if "timestamp" in low or "time" in low:
+        return str(rng.choice([0, int(time.time() * 1000), 2**62]))
+    if kind in ("int", "integer", "long"):
+        return str(rng.choice([0, 1, 2, 4, 8, 16, 6, -1]))
+    if kind == "boolean":
+        return rng.choice(["true", "false"])
+    return rng.choice(WORDS[:12])
+
+
+def structured_body(rng: random.Random, code: int) -> bytes | None:
+    from rocketpy.codecs.bodies import (
+        ConsumerData,
+        HeartbeatData,
+        LockBatchRequestBody,
+        MessageQueue,
+        ProducerData,
+        SubscriptionData,
+    )
+    from rocketpy.codecs.codes import ConsumeFromWhere, ConsumeType, MessageModel
+    from rocketpy.codecs.message import Message, encode_batch
+
+    if code == RequestCode.HEART_BEAT:
+        subs = [SubscriptionData(topic=rng.choice(TOPICS), sub_string=rng.choice(EXPRESSIONS),
+                                 expression_type=rng.choice(["TAG", "SQL92"]), sub_version=rng.choice([0, 1, 2**40]))
+                for _ in range(rng.randint(0, 3))]
+        consumers = [ConsumerData(group_name=rng.choice(GROUPS), consume_type=rng.choice(list(ConsumeType)),
+                                  message_model=rng.choice(list(MessageModel)),
+                                  consume_from_where=rng.choice(list(ConsumeFromWhere)), subscription_data_set=subs)
+                     for _ in range(rng.randint(0, 2))]
+        producers = [ProducerData(group_name=rng.choice(GROUPS)) for _ in range(rng.randint(0, 2))]
+        data = HeartbeatData(client_id=rng.choice(["127.0.0.1@fz", "127.0.0.1@fz2", ""]),
+                             consumer_data_set=consumers, producer_data_set=producers)
+        return data.encode()
+    if code in (RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ):
+        mqs = [MessageQueue(topic=rng.choice(TOPICS), broker_name=rng.choice(["broker-a", "x"]),
+                            queue_id=rng.randint(-1, 5)) for _ in range(rng.randint(0, 4))]
+        return LockBatchRequestBody(consumer_group=rng.choice(GROUPS), client_id="127.0.0.1@fz", mq_set=mqs).encode()
+    if code == RequestCode.SEND_BATCH_MESSAGE:
+        def props() -> dict[str, str]:
+            return {rng.choice(PROPERTY_KEYS): str(rng.randint(0, 20)) for _ in range(rng.randint(0, 3))}
+
+        msgs = [Message(topic=rng.choice(TOPICS), body=rng.randbytes(rng.randint(0, 300)), properties=props())
+                for _ in range(rng.randint(1, 5))]
+        try:
+            return encode_batch(msgs)
+        except Exception:
+            return None
+    return rand_body(rng) if rng.random() < 0.5 else rng.randbytes(rng.randint(0, 400))
+
+
+def structured_frame(rng: random.Random, codes: list[int]) -> tuple[int, bytes]:
+    code = rng.choice(codes)
+    ext: dict[str, str] = {}
+    cls = REQUEST_HEADERS.get(code)
+    if cls is not None:
+        for spec in cls.fields_spec:
+            if rng.random() < 0.03:
+                continue
+            ext[spec.java_name] = plausible(rng, spec.java_name, spec.kind.lower())
+    cmd = RemotingCommand(code=code, opaque=rng.randint(0, 2**31 - 1), flag=rng.choice([0, 0, 0, 2]), ext_fields=ext,
+                          body=structured_body(rng, code),
+                          serialize_type=rng.choice([SerializeType.JSON, SerializeType.ROCKETMQ]),
+                          language=LanguageCode.JAVA, version=rng.choice([393, 317, 0]))
+    try:
+        return code, cmd.encode()
+    except Exception:
+        return code, RemotingCommand(code=code, opaque=1).encode()
+
+
 def all_codes() -> list[int]:
     return [int(c) for c in RequestCode if c not in UNSAFE_CODES]
 
@@ -246,8 +368,9 @@ async def fuzz_connection(
     try:
         async with stream:
             buf = bytearray()
+            structured = rng.random() < 0.6
             for _ in range(rng.randint(1, 40)):
-                code, frame = make_frame(rng, codes)
+                code, frame = structured_frame(rng, codes) if structured else make_frame(rng, codes)
                 sent.append((code, frame))
                 buf += frame
                 stats.requests += 1
