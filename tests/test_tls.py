@@ -380,3 +380,18 @@ def test_cli_tls_flag_speaks_tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert sum(s.tls_accepted for s in c.broker.servers) > 0
         assert main(["admin", "clusterList", "-n", c.namesrv, "--tls", "--tls-config", no_file]) == 0
         assert "broker-a" in capsys.readouterr().out
+
+
+async def test_permissive_test_mode_without_cryptography_serves_plain(
+    serve, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    from rocketpy.remoting import tls as tls_module
+
+    def missing() -> tuple[bytes, bytes]:
+        raise ImportError("No module named 'cryptography'")
+
+    monkeypatch.setattr(tls_module, "self_signed_pem", missing)
+    server = await serve(TlsConfig())
+    assert server.tls_context is None
+    assert (await echo(server.address, None)).body == b"hi"
+    assert any("TLS off" in r.getMessage() and "cryptography" in r.getMessage() for r in caplog.records)

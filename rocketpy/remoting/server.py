@@ -19,7 +19,7 @@ import trio
 from ..codecs import DEFAULT_MAX_FRAME
 from .connection import Connection, Shortcut, peer_address
 from .dispatch import Dispatcher, RequestContext
-from .tls import TlsConfig, TlsMode, accept_stream
+from .tls import TlsConfig, TlsConfigError, TlsMode, accept_stream
 
 log = logging.getLogger("rocketpy.remoting")
 
@@ -81,7 +81,13 @@ class RemotingServer:
         TlsConfigError when the TLS settings cannot be used."""
         if self.tls is not None and self.tls.mode is not TlsMode.DISABLED:
             # key generation and file reads stay off the event loop
-            self.tls_context = await trio.to_thread.run_sync(self.tls.server_context)
+            try:
+                self.tls_context = await trio.to_thread.run_sync(self.tls.server_context)
+            except TlsConfigError as exc:
+                if self.tls.mode is not TlsMode.PERMISSIVE or not self.tls.test_mode:
+                    raise
+                # the implicit default must not keep a server from serving plain connections
+                log.warning("TLS off: %s", exc)
         async with trio.open_nursery() as nursery:
             self.listeners = await nursery.start(functools.partial(trio.serve_tcp, self.handle_stream, port, host=host))
             sockname = self.listeners[0].socket.getsockname()

@@ -160,7 +160,11 @@ class TlsConfig:
             return None
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         if self.test_mode:
-            cert, key = self_signed_pem()
+            try:
+                cert, key = self_signed_pem()
+            except ImportError:
+                raise TlsConfigError("TLS test mode makes its certificate with the cryptography package, "
+                                     "which is not installed") from None
             _load_chain_from_memory(ctx, cert, key)
             return ctx
         if not self.server_cert_path or not self.server_key_path:
