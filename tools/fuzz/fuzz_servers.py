@@ -41,6 +41,9 @@ from rocketpy.codecs.headers.registry import REQUEST_HEADERS
 from rocketpy.namesrv.config import NamesrvConfig
 from rocketpy.namesrv.server import NameServer
 from rocketpy.remoting import open_remoting_client
+from rocketpy.remoting.tls import TlsConfig, connect_stream
+
+TLS_CLIENT = TlsConfig(enable=True).client_context()
 
 #: the checker's own names; fuzzed requests never use them (deleting its topic is not a bug)
 CHECK_TOPIC = "FUZZ_CHECK_TOPIC"
@@ -351,6 +354,7 @@ class Stats:
         self.delivered = 0
         self.lost: list[str] = []
         self.unanswered_probes: list[str] = []
+        self.tls = 0
 
 
 async def fuzz_connection(
@@ -365,6 +369,26 @@ async def fuzz_connection(
     peer = f"{local[0]}:{local[1]}"
     sent: deque[tuple[int, bytes]] = deque(maxlen=6)
     recent[peer] = sent
+    r = rng.random()
+    if r < 0.02:  # a fake TLS hello: the servers are permissive, this takes their handshake path
+        with trio.move_on_after(1):
+            try:
+                await stream.send_all(b"\x16\x03\x01" + rng.randbytes(rng.randint(0, 300)))
+                await stream.receive_some(4096)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+        await trio.aclose_forcefully(stream)
+        stats.tls += 1
+        return
+    if r < 0.07:  # real TLS (test mode, as a Java client with -Dtls.enable=true): the frames go through it
+        try:
+            with trio.fail_after(10):
+                stream = await connect_stream(stream, TLS_CLIENT, "127.0.0.1")  # type: ignore[assignment]
+        except (ConnectionError, trio.TooSlowError) as exc:
+            print(f"FINDING TLS handshake refused: {exc!r}", file=sys.stderr, flush=True)
+            stats.unanswered_probes.append(f"TLS handshake: {exc!r}")
+            return
+        stats.tls += 1
     try:
         async with stream:
             buf = bytearray()
@@ -393,9 +417,6 @@ async def fuzz_connection(
                 await stream.send_all(bytes(buf[: rng.randint(0, len(buf))]))  # maybe leave mid-frame
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
-    finally:
-        # keep the frames a while: the server may log about this peer after we left
-        await trio.sleep(0)
 
 
 async def checker(broker_addr: str, stats: Stats, stop: trio.Event) -> None:
@@ -510,7 +531,8 @@ async def run(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     result = {
         "seconds": round(elapsed), "seed": args.seed, "requests": stats.requests, "bytes": stats.bytes,
-        "connections": stats.connections, "answers_read": stats.answers, "codes": len(stats.by_code),
+        "connections": stats.connections, "tls_connections": stats.tls, "answers_read": stats.answers,
+        "codes": len(stats.by_code),
         "acked": stats.acked, "delivered": stats.delivered, "lost": stats.lost[:50],
         "unanswered_probes": stats.unanswered_probes[:50], "server_exceptions": findings.total,
         "answered_system_error": findings.answered,
