@@ -395,3 +395,18 @@ async def test_permissive_test_mode_without_cryptography_serves_plain(
     assert server.tls_context is None
     assert (await echo(server.address, None)).body == b"hi"
     assert any("TLS off" in r.getMessage() and "cryptography" in r.getMessage() for r in caplog.records)
+
+
+def test_server_command_with_unusable_tls_keys_fails_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    conf = tmp_path / "namesrv.conf"
+    conf.write_text(f"listenPort=0\ntls.test.mode.enable=false\ntls.server.certPath={tmp_path}/c.pem\n"
+                    f"tls.server.keyPath={tmp_path}/k.pem\ntls.config.file={tmp_path}/none\n"
+                    f"kvConfigPath={tmp_path}/kv.json\n")
+    result = subprocess.run([sys.executable, "-m", "rocketpy", "namesrv", "-c", str(conf)], capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "TLS settings: cannot load the server certificate" in lines[0], result.stderr

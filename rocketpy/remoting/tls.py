@@ -75,6 +75,9 @@ class TlsConfigError(OSError):
     """A TLS setting that cannot be used (unreadable key or certificate, wrong password); an OSError so
     the server commands report it in one line as they report a port already taken."""
 
+    def __str__(self) -> str:
+        return f"TLS settings: {super().__str__()}"
+
 
 def _bool(text: str | None, default: bool) -> bool:
     return default if text is None else text.strip().lower() == "true"  # Boolean.parseBoolean
