@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode
+from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketpy.codecs.javalang import hashmap_order, java_hash
 from rocketpy.namesrv import NameServer, NamesrvConfig
 from rocketpy.remoting import open_remoting_client
@@ -51,32 +51,36 @@ async def test_register_broker_without_a_name_is_refused(
     assert not [r for r in caplog.records if "hook failed" in r.getMessage()]
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["fast lane", "general path"])
 @pytest.mark.parametrize(
     ("field", "value"),
     [("bornTimestamp", str(2**64)), ("queueId", str(2**40)), ("flag", str(2**31)), ("sysFlag", str(2**33)),
      ("reconsumeTimes", str(2**31)), ("bornTimestamp", "9" * 400)],
 )
 async def test_send_with_a_field_beyond_its_java_type_is_refused(
-    tmp_path: Path, field: str, value: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, field: str, value: str, fast: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     # finding: a SEND_MESSAGE_V2 whose bornTimestamp was 400 digits reached the CommitLog record builder,
-    # which raised struct.error; Java's Long.parseLong refuses the field (the send fails with SYSTEM_ERROR)
+    # which raised struct.error; Java's Long.parseLong refuses the field (the send fails with SYSTEM_ERROR).
+    # Same on the fast lane (a reconsumeTimes beyond int32 made its record writer raise OverflowError)
     from rocketpy.broker.testing import broker_client, running_broker
 
     async with running_broker(str(tmp_path)) as broker:
-        async with broker_client(broker.address) as c:
+        async with broker_client(broker.address, serialize_type=SerializeType.ROCKETMQ) as c:
             assert (await c.send("TFz", b"before")).code == ResponseCode.SUCCESS
             for v2 in (True, False):
-                header = c.send_header("TFz", {})
+                header = c.send_header("TFz", {"KEYS": "k1"})
                 ext = (header if v2 else header.to_v1()).to_ext_fields()
                 wire = {"bornTimestamp": "g", "queueId": "e", "flag": "h", "sysFlag": "f", "reconsumeTimes": "j"}
-                ext[wire["queueId"] if v2 else "queueId"] = "-1"  # the general path (it picks the queue)
+                if not fast:
+                    ext[wire["queueId"] if v2 else "queueId"] = "-1"  # the general path (it picks the queue)
                 ext[wire[field] if v2 else field] = value
                 code = RequestCode.SEND_MESSAGE_V2 if v2 else RequestCode.SEND_MESSAGE
-                answer = await c.client.invoke(c.addr, RemotingCommand(code=code, ext_fields=ext, body=b"bad"))
+                request = RemotingCommand(code=code, ext_fields=ext, body=b"bad", serialize_type=SerializeType.ROCKETMQ)
+                answer = await c.client.invoke(c.addr, request)
                 assert answer.code == ResponseCode.SYSTEM_ERROR, (v2, answer.code, answer.remark)
                 assert "For input string" in (answer.remark or ""), answer.remark  # NumberFormatException
             after = await c.send("TFz", b"after")
-            assert after.code == ResponseCode.SUCCESS and after.ext_fields["queueOffset"] == "1"
+            assert after.code == ResponseCode.SUCCESS and after.ext_fields["queueOffset"] == "1"  # nothing half-made
     assert not [r for r in caplog.records if "fast lane failed" in r.getMessage()]
     assert not [r for r in caplog.records if r.exc_info and "int too large" in str(r.exc_info[1])]
