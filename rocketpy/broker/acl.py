@@ -684,8 +684,10 @@ class PlainPermissionManager:
 
     def __init__(self, home: str | None, plain_file: str = DEFAULT_PLAIN_FILE, *, create: bool = True) -> None:
         self.home = home or ""
-        self.acl_dir = os.path.normpath(os.path.join(self.home, ACL_DIR))
+        # without a home only an absolute plain file can be read (never a directory relative to the cwd)
+        self.acl_dir = os.path.normpath(os.path.join(self.home, ACL_DIR)) if self.home else ""
         self.default_file = os.path.normpath(os.path.join(self.home, plain_file))
+        self.readable = bool(self.home) or os.path.isabs(self.default_file)
         self.files: list[str] = []
         self.accounts: dict[str, dict[str, OwnedAccess]] = {}  # file -> access key -> rights
         self.key_file: dict[str, str] = {}  # access key -> file
@@ -700,7 +702,7 @@ class PlainPermissionManager:
     # -- loading -------------------------------------------------------------------------
     def _list_files(self) -> list[str]:
         found: list[str] = []
-        if os.path.isdir(self.acl_dir):
+        if self.acl_dir and os.path.isdir(self.acl_dir):
             tools = os.path.normpath(os.path.join(self.home, "conf/tools.yml"))
             for root, dirs, names in os.walk(self.acl_dir):
                 dirs.sort()
@@ -726,7 +728,7 @@ class PlainPermissionManager:
 
     def load(self) -> None:
         """Read every ACL file anew (PlainPermissionManager.load); raises AclError on a bad file."""
-        if not self.home:
+        if not self.readable:
             log.warning("ACL enabled but no rocketmqHome: every request without a white address is refused")
             return
         if self.create and not os.path.exists(self.default_file) and os.path.isdir(os.path.dirname(self.default_file)):
@@ -778,7 +780,7 @@ class PlainPermissionManager:
         if now < self._next_check:
             return False
         self._next_check = now + WATCH_INTERVAL_S
-        if not self.home or self._stamps() == self._stamp:
+        if not self.readable or self._stamps() == self._stamp:
             return False
         try:
             self.load()
@@ -944,6 +946,13 @@ class PlainAccessValidator:
 
     @classmethod
     def for_home(cls, home: str | None, plain_file: str | None = None) -> PlainAccessValidator:
+        """The validator of a broker; FileNotFoundError (the broker refuses to start) when ``plain_file`` is
+        named but cannot be found: serving with no accounts would refuse every request."""
+        if plain_file:  # checked before the manager would create it empty
+            path = os.path.normpath(os.path.join(home or "", plain_file))
+            if not os.path.isfile(path):
+                where = "" if os.path.isabs(plain_file) else f" (relative to rocketmqHome={home or '<unset>'})"
+                raise FileNotFoundError(f"aclPlainFile {path} does not exist{where}")
         return cls(PlainPermissionManager(home, plain_file or DEFAULT_PLAIN_FILE))
 
     def check(self, code: int, ext_fields: Mapping[str, str] | None, body: bytes | None, remote_addr: str) -> None:

@@ -189,6 +189,8 @@ def serve_configs(args: Any) -> tuple[Any, Any]:
     ns.kv_config_path = os.path.join(store, "namesrv", "kvConfig.json")
     ns.config_store_path = os.path.join(store, "namesrv", "namesrv.properties")
     given = _given(getattr(args, "config", None))  # ConfigError / OSError for run_serve to report
+    # tls.* are JVM-wide system properties in Java: both servers of one process read them
+    ns.extra.update({k: v for k, v in given.items() if k.startswith("tls.")})
     ip = args.host if args.host not in ("0.0.0.0", "::", "") else None
     ns_host = "127.0.0.1" if ip is None else ip
     given.setdefault("brokerName", "broker-a")

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..namesrv import properties
 from ..namesrv.properties import ConfigError
+from ..remoting.tls import TLS_KEYS  # Java's system properties (TlsSystemConfig), accepted in broker.conf
 from ..store.config import BrokerRole, DelayLevels, MessageStoreConfig
 from .java_defaults import JAVA_PROPERTIES, KNOWN_KEYS
 
@@ -25,7 +26,7 @@ log = logging.getLogger("rocketpy.broker")
 
 #: keys of our own (not in Java): where to bind, who may change the config remotely, and
 #: the ACL file (Java's -Drocketmq.acl.plain.file; relative to rocketmqHome or absolute)
-ROCKETPY_KEYS = frozenset({"listenHost", "adminCredential", "vipChannelEnable", "aclPlainFile"})
+ROCKETPY_KEYS = frozenset({"listenHost", "adminCredential", "vipChannelEnable", "aclPlainFile", "serverMaxConnections"})
 
 
 def _local_address() -> str:
@@ -97,7 +98,7 @@ class BrokerConfig:
         typo cannot silently start a broker on defaults or kill it minutes later.
         """
         given = dict(given or {})
-        unknown = sorted(k for k in given if k not in KNOWN_KEYS and k not in ROCKETPY_KEYS)
+        unknown = sorted(k for k in given if k not in KNOWN_KEYS and k not in ROCKETPY_KEYS and k not in TLS_KEYS)
         for key in unknown:
             log.warning("unknown broker config key %r ignored", key)
         props = dict(JAVA_PROPERTIES)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..codecs.headers import NotifyConsumerIdsChangedRequestHeader
 from ..codecs.message import tags_hash_code
 from ..remoting import Dispatcher, RemotingClient, RemotingServer
 from ..remoting.connection import Connection
+from ..remoting.tls import TlsConfig, TlsMode, broker_client_context, server_settings
 from ..store import MessageStore, PutMessageResult, PutMessageStatus
 from ..store.services import StoreServices
 from ..store.types import MessageExtBatch, MessageExtBrokerInner
@@ -97,6 +99,9 @@ class BrokerController:
         self.store_services: StoreServices | None = None
         self.nursery: trio.Nursery | None = None
         self.client: RemotingClient | None = None
+        #: TLS settings of the listeners, and of the connections to the NameServers (None: plain)
+        self.tls = TlsConfig()
+        self.client_ssl: ssl.SSLContext | None = None
         self.servers: list[RemotingServer] = []
         self.started = trio.Event()
         self.stats: dict[str, int] = {"put": 0, "get": 0, "get_found": 0, "get_miss": 0}
@@ -281,7 +286,9 @@ class BrokerController:
         try:
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
-                self.client = RemotingClient(nursery, connect_timeout=3.0)
+                self.tls, cap = await trio.to_thread.run_sync(server_settings, dict(cfg.props))
+                self.client_ssl = await trio.to_thread.run_sync(broker_client_context, self.tls, cfg.props)
+                self.client = RemotingClient(nursery, connect_timeout=3.0, ssl_context=self.client_ssl)
                 self.store_services = await StoreServices.start(self.store, nursery)
                 idle = cfg.server_channel_max_idle_time_seconds
                 ports = [cfg.listen_port]
@@ -293,6 +300,8 @@ class BrokerController:
                         state=self,
                         on_close=self.on_connection_closed,
                         idle_timeout=idle if idle > 0 else math.inf,
+                        tls=self.tls,
+                        max_connections=cap,
                     )
                     await nursery.start(srv.serve, host, port)
                     self.servers.append(srv)
@@ -300,6 +309,13 @@ class BrokerController:
                     # tests bind port 0: advertise the port we got
                     cfg.listen_port = self.servers[0].port or 0
                     cfg.props["listenPort"] = str(cfg.listen_port)
+                if self.tls.mode is TlsMode.ENFORCING and self.servers:
+                    # replication over TLS only where plain is refused anyway; the slave follows the same rule
+                    if self.ha.service is not None:
+                        self.ha.service.tls_mode = self.tls.mode
+                        self.ha.service.tls_context = self.servers[0].tls_context
+                    if self.ha.client is not None:
+                        self.ha.client.ssl_context = await trio.to_thread.run_sync(self.tls.client_context)
                 await self.ha.start(nursery, host)
                 await nursery.start(self.hold.run)
                 if not self.ha.is_slave:  # a slave neither delivers delayed messages nor checks transactions

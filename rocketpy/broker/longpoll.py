@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketpy.broker")
 
 
+#: held pulls one connection may have at a time; past it a pull is answered at once (no new message yet).
+#: Java holds any number: a peer flooding suspended pulls would grow the table without end
+HELD_PER_CONNECTION = 4096
+#: woken answers waiting for one connection to take them; past it the peer is not reading: it is closed
+PENDING_ANSWERS_PER_CONNECTION = 1024
+
+
+def _addr(conn: Any) -> str:
+    return str(getattr(conn, "remote_addr", conn))
+
+
 @dataclasses.dataclass(eq=False)
 class HeldPull:
     request: RemotingCommand
@@ -45,6 +56,7 @@ class PullRequestHoldService:
         self.table: dict[tuple[str, int], list[HeldPull]] = {}
         self._wakeup = trio.Event()
         self._next_check_ms = 0
+        self._held_by: dict[Any, int] = {}  # connection -> pulls held for it
 
     @property
     def held_count(self) -> int:
@@ -55,6 +67,15 @@ class PullRequestHoldService:
         if self.broker.store.get_max_offset_in_queue(topic, queue_id) > held.pull_from_offset:
             self._wake(held)
             return
+        conn = held.ctx.connection
+        count = self._held_by.get(conn, 0)
+        if count >= HELD_PER_CONNECTION:
+            if count == HELD_PER_CONNECTION:
+                log.warning("%s holds %d pulls already; further ones are answered at once", _addr(conn), count)
+                self._held_by[conn] = count + 1  # logged: once per connection
+            self._wake(held)
+            return
+        self._held_by[conn] = count + 1
         self.table.setdefault((topic, queue_id), []).append(held)
         if held.deadline_ms < self._next_check_ms:
             self._wakeup.set()  # the timer sleeps past this one's deadline: re-arm it
@@ -70,7 +91,7 @@ class PullRequestHoldService:
             if max_offset > held.pull_from_offset:
                 flt = held.message_filter
                 if tags_code is None or flt is None or flt.is_matched_by_consume_queue(tags_code):
-                    self._wake(held)
+                    self._wake(self._released(held))
                     continue
             keep.append(held)
         if keep:
@@ -78,7 +99,20 @@ class PullRequestHoldService:
         else:
             del self.table[(topic, queue_id)]
 
+    def _released(self, held: HeldPull) -> HeldPull:
+        """``held`` leaves the table: one fewer for its connection."""
+        conn = held.ctx.connection
+        count = self._held_by.get(conn, 0)
+        if count > HELD_PER_CONNECTION:
+            count = HELD_PER_CONNECTION  # the warning mark: below the cap again
+        if count <= 1:
+            self._held_by.pop(conn, None)
+        else:
+            self._held_by[conn] = count - 1
+        return held
+
     def drop_channel(self, conn: Any) -> None:
+        self._held_by.pop(conn, None)
         for key, waiting in list(self.table.items()):
             left = [h for h in waiting if h.ctx.connection is not conn]
             if left:
@@ -104,10 +138,20 @@ class PullRequestHoldService:
         conn = held.ctx.connection
         if conn.closed:
             return
+        # answers queue behind the connection's send lock while the peer does not read: bound them
+        pending = conn.attributes.get("pending_pull_answers", 0)
+        if pending >= PENDING_ANSWERS_PER_CONNECTION:
+            log.warning("%s reads none of its %d pending pull answers; closing the connection", conn.remote_addr,
+                        pending)
+            await conn.aclose()
+            return
+        conn.attributes["pending_pull_answers"] = pending + 1
         try:
             await conn.send_command(response)
         except Exception as exc:
             log.warning("held pull answer to %s lost: %s", conn.remote_addr, exc)
+        finally:
+            conn.attributes["pending_pull_answers"] -= 1
 
     def check_all(self) -> None:
         """Re-check every held pull: new messages (missed notifications) and deadlines."""
@@ -119,7 +163,7 @@ class PullRequestHoldService:
             keep = []
             for held in waiting:
                 if max_offset > held.pull_from_offset or now >= held.deadline_ms:
-                    self._wake(held)
+                    self._wake(self._released(held))
                 else:
                     keep.append(held)
             if keep:

@@ -98,7 +98,7 @@ class BrokerOuterAPI:
             cluster_name=cfg.broker_cluster_name,
             broker_id=cfg.broker_id,
         )
-        async with open_remoting_client() as client:
+        async with open_remoting_client(ssl_context=self.broker.client_ssl) as client:
             for addr in cfg.namesrv_addrs:
                 try:
                     await client.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header), 3.0)

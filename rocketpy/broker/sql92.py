@@ -60,6 +60,11 @@ _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
+#: bounds on a subscription's selector (Java has none): a hostile one costs no more than a normal parse
+MAX_SELECTOR_LENGTH = 64 * 1024
+MAX_SELECTOR_DEPTH = 128
+
+
 class SelectorError(Exception):
     """The selector does not compile (Java's MQFilterException).
 
@@ -99,6 +104,8 @@ _JAVA_HEX_DOUBLE = re.compile(r"([+-]?)0[xX]((?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0
 
 def _parse_integral(text: str, lo: int, hi: int) -> int:
     if not _JAVA_INT.fullmatch(text):
+        raise EvalError(_nfe(text))
+    if len(text.lstrip("+-").lstrip("0")) > 20:  # beyond any long; int() would refuse thousands of digits
         raise EvalError(_nfe(text))
     value = int(text)
     if not lo <= value <= hi:
@@ -710,6 +717,7 @@ class _Parser:
         self.lexer = Lexer(text)
         self.tokens: list[Token] = []
         self.last: Token | None = None
+        self.depth = 0
 
     def peek(self, k: int = 1) -> Token:
         while len(self.tokens) < k:
@@ -827,6 +835,16 @@ class _Parser:
         return image[1:-1].replace("''", "'")
 
     def unary(self) -> Expr:
+        # every nesting (a parenthesis, NOT, a sign) passes here: bound it before Python's stack is
+        self.depth += 1
+        try:
+            if self.depth > MAX_SELECTOR_DEPTH:
+                raise _runtime(f"selector nested deeper than {MAX_SELECTOR_DEPTH} levels")
+            return self._unary()
+        finally:
+            self.depth -= 1
+
+    def _unary(self) -> Expr:
         kind = self.peek().kind
         if kind == "+":
             self.take()
@@ -864,7 +882,8 @@ class _Parser:
             return NULL
         if tok.kind == "DECIMAL":
             text = tok.image.rstrip("lL")
-            value = int(text)
+            # no int() on thousands of digits (Python refuses them with ValueError): too long is too big
+            value = int(text) if len(text.lstrip("0")) <= 20 else _LONG_MAX + 1
             if value > _LONG_MAX:
                 raise SelectorError(_NFE, _nfe(text))
             return Const("int", JInt(value)) if value <= _INT_MAX else Const("long", JLong(value))
@@ -880,6 +899,8 @@ def parse(text: str | None) -> Expr:
     """Compile a selector (SelectorParser.parse); raises :class:`SelectorError`."""
     if text is None:
         raise SelectorError("java.lang.NullPointerException", None)
+    if len(text) > MAX_SELECTOR_LENGTH:
+        raise _runtime(f"selector longer than {MAX_SELECTOR_LENGTH} characters")
     return _Parser(text).selector()
 
 
@@ -897,7 +918,8 @@ def matches(expr: Expr, props: Mapping[str, str]) -> bool:
     """ExpressionMessageFilter's verdict: only TRUE matches; an exception does not."""
     try:
         return expr.evaluate(props) is True
-    except (EvalError, RecursionError):
+    except (EvalError, RecursionError, ValueError, ArithmeticError):
+        # whatever a property's value makes the evaluation raise, Java's filter says: no match
         return False
 
 

@@ -14,6 +14,7 @@ import trio
 
 from ..codecs.codes import ConsumeFromWhere, ResponseCode
 from ..codecs.message import MessageExt
+from .cli_tls import add_tls_options, tls_options
 from .config import ClientConfig, default_namesrv
 from .errors import MQClientError
 from .message import make_message
@@ -66,10 +67,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 def _namesrv(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--namesrv", "--namesrvAddr", dest="namesrv", default=None,
                    help=f"name server address list, ';' separated (default: $ROCKETMQ_NAMESRV or {default_namesrv()})")
+    add_tls_options(p)
 
 
 def _config(args: argparse.Namespace) -> ClientConfig:
-    return ClientConfig(namesrv_addr=args.namesrv or default_namesrv())
+    return ClientConfig(namesrv_addr=args.namesrv or default_namesrv(), **tls_options(args))
+
 
 
 def _props(items: list[str]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from ..codecs.javalang import java_string_hash
 from ..codecs.message import MessageExt
 from .admin import Admin
 from .cli import DefaultsHelp, message_json
+from .cli_tls import add_tls_options, tls_options
 from .config import default_namesrv
 from .errors import BadArgument, MQClientError
 from .java_text import (
@@ -79,6 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        help=f"name server address list, ';' separated (default: $ROCKETMQ_NAMESRV or "
                             f"{default_namesrv()})")
         p.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
+        add_tls_options(p)
         options(p)
         p.set_defaults(func=_runner(name, fn))
 
@@ -90,7 +92,10 @@ def _runner(name: str, fn: Command) -> Callable[[argparse.Namespace], int]:
         out = Out(args.json)
 
         async def main() -> int:
-            async with Admin(args.namesrv or default_namesrv()) as admin:
+            admin = Admin(args.namesrv or default_namesrv())
+            for key, value in tls_options(args).items():
+                setattr(admin.client.config, key, value)
+            async with admin:
                 return (await fn(admin, args, out)) or 0
 
         status = run_quietly(f"admin {name}", main)

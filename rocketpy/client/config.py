@@ -6,9 +6,11 @@ import dataclasses
 import ipaddress
 import os
 import socket
+import ssl
 import time
 
 from ..codecs.codes import LanguageCode
+from ..remoting.tls import TlsConfig
 
 #: where the name-server list comes from when none is given, in this order
 NAMESRV_ENV = ("ROCKETMQ_NAMESRV", "NAMESRV_ADDR")
@@ -54,6 +56,17 @@ class ClientConfig:
     mq_client_api_timeout: float = 3.0
     vip_channel_enabled: bool = False
     language: LanguageCode = LanguageCode.JAVA
+    #: TLS to the NameServers and brokers (Java's useTLS, from -Dtls.enable)
+    use_tls: bool = False
+    #: the tls.client.* settings; None: Java's defaults (test mode: any server is trusted) then tls.config.file
+    tls: TlsConfig | None = None
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The client's SSL context, None without TLS (blocking: reads tls.config.file and key files)."""
+        if not self.use_tls:
+            return None
+        tls = self.tls if self.tls is not None else TlsConfig.from_properties({})
+        return tls.client_context()
 
     def resolved(self) -> ClientConfig:
         """A copy whose default instance name became pid#nanotime (Java's changeInstanceNameToPID)."""

@@ -101,6 +101,8 @@ def java_hash(key: object) -> int:
     """hashCode() of the boxed Java value a Python key stands for (String, Integer, Long)."""
     if isinstance(key, str):
         return java_string_hash(key)
+    if key is None:
+        return 0  # HashMap.hash(null)
     if isinstance(key, bool):
         return 1231 if key else 1237
     if isinstance(key, int):

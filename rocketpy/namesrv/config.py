@@ -101,6 +101,8 @@ class NamesrvConfig:
             if strict and key == "listenPort" and not 0 <= value < 65536:
                 raise properties.ConfigError(f"listenPort={text!r} is not a port number (0-65535)")
             setattr(self, f.name, value)
+        # tls.* (Java's system properties) and our connection cap are read from ``extra`` at start
+        unknown = [k for k in unknown if not k.startswith("tls.") and k != "serverMaxConnections"]
         if unknown and warn_unknown:
             log.warning("unknown NameServer config keys (ignored): %s", ", ".join(sorted(unknown)))
         return unknown

@@ -154,9 +154,10 @@ def register_broker(ctx: RequestContext, request: RemotingCommand) -> RemotingCo
         # the Java side iterates the ConcurrentHashMap it parsed into
         topics = {k: topics[k] for k in concurrent_hashmap_order(topics, 10)}
     result = ns.routes.register_broker(
-        h.cluster_name,
-        h.broker_addr,
-        h.broker_name,
+        # Java would file a broker under a null name; refused here, as a null key breaks every later route listing
+        _require(h.cluster_name, "clusterName"),
+        _require(h.broker_addr, "brokerAddr"),
+        _require(h.broker_name, "brokerName"),
         _require(h.broker_id, "brokerId"),
         h.ha_server_addr,
         topics,

@@ -14,6 +14,7 @@ import trio
 
 from ..remoting.connection import Connection
 from ..remoting.server import RemotingServer
+from ..remoting.tls import server_settings
 from . import properties
 from .config import NamesrvConfig
 from .fastpath import RouteShortcut
@@ -121,12 +122,15 @@ class NameServer:
                 self.config.product_env_name,
             )
         idle = self.config.server_channel_max_idle_time_seconds
+        tls, cap = await trio.to_thread.run_sync(server_settings, dict(self.config.extra))
         self.remoting = RemotingServer(
             self.dispatcher,
             state=self,
             on_close=self.on_connection_closed,
             idle_timeout=idle if idle > 0 else math.inf,
             shortcut=self.route_shortcut,
+            tls=tls,
+            max_connections=cap,
         )
         host = self.config.listen_host if host is None else host
         port = self.config.listen_port if port is None else port

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,6 +21,7 @@ from ..codecs import DEFAULT_MAX_FRAME, RemotingCommand
 from .connection import Connection, ResponseFuture
 from .dispatch import Dispatcher, RequestContext
 from .errors import RemotingConnectError, RemotingTimeoutError
+from .tls import connect_stream
 
 log = logging.getLogger("rocketpy.remoting")
 
@@ -46,8 +48,11 @@ class RemotingClient:
         connect_timeout: float = DEFAULT_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
         close_on_timeout: bool = True,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.nursery = nursery
+        #: TLS on every connection when set (see tls.TlsConfig.client_context)
+        self.ssl_context = ssl_context
         #: Java clients close a connection whose sync request timed out (clientCloseSocketIfTimeout)
         self.close_on_timeout = close_on_timeout
         self.dispatcher = dispatcher
@@ -76,7 +81,9 @@ class RemotingClient:
             limit = self.connect_timeout if timeout is None else min(timeout, self.connect_timeout)
             try:
                 with trio.fail_after(limit):
-                    stream = await trio.open_tcp_stream(host, port)
+                    stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+                    if self.ssl_context is not None:
+                        stream = await connect_stream(stream, self.ssl_context, host)
             except (OSError, trio.TooSlowError) as exc:
                 raise RemotingConnectError(f"connect to {addr} failed: {exc or 'timeout'}") from exc
             conn = Connection(stream, addr, max_frame=self.max_frame, opaques=self._opaques)
@@ -170,6 +177,7 @@ async def open_remoting_client(
     connect_timeout: float = DEFAULT_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
     close_on_timeout: bool = True,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> AsyncIterator[RemotingClient]:
     """A RemotingClient whose connections all close when the block ends."""
     async with trio.open_nursery() as nursery:
@@ -180,6 +188,7 @@ async def open_remoting_client(
             connect_timeout=connect_timeout,
             max_frame=max_frame,
             close_on_timeout=close_on_timeout,
+            ssl_context=ssl_context,
         )
         try:
             yield client

@@ -31,6 +31,10 @@ log = logging.getLogger("rocketpy.remoting")
 RECEIVE_SIZE = 256 * 1024
 #: reads more that a server receive takes in before answering, while more frames are already there
 COALESCE_READS = 8
+#: requests of one receive handled between two looks at the answers' size (see Connection.answers)
+ANSWER_CHUNK = 256
+#: answer bytes of one receive written before handling the rest of it
+ANSWER_FLUSH_BYTES = 1 << 20
 
 _connection_ids = itertools.count(1)
 
@@ -314,7 +318,8 @@ class Connection:
             return
         self.closed = True
         self.fail_pending(ConnectionClosedError(f"connection to {self.remote_addr} closed"))
-        with trio.CancelScope(shield=True):
+        # shielded, yet bounded: a TLS stream's close_notify must not wait forever on a peer that never reads
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + 5):
             try:
                 await self.stream.aclose()
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -490,54 +495,72 @@ class Connection:
         self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand | bytes]
     ) -> bytes:
         """The encoded answers to ``requests``, in order: a shortcut's answers (bytes) as they are,
-        then the fast lane's (see FastLane), then the dispatcher's."""
+        then the fast lane's (see FastLane), then the dispatcher's.
+
+        A receive of many small requests can ask for far more answer bytes than it carried: every
+        ANSWER_CHUNK requests, the answers so far are written once they reach ANSWER_FLUSH_BYTES, so a
+        peer that does not read them stops being served at that size (backpressure), and the other
+        tasks get a turn."""
         responses: list[RemotingCommand | bytes] = []
+        chunks: list[bytes] = []
+        held = 0
         lane = dispatcher.fast_lane if not dispatcher.before else None
-        if lane is None:
-            for request in requests:
-                if type(request) is LaneFrame:
-                    request = self._decode_late(request)
-                    if request is None:
-                        break
-                elif type(request) is bytes:
-                    responses.append(request)
-                    continue
-                response = await dispatcher.dispatch(context, request)  # type: ignore[arg-type]
-                if response is not None:
-                    responses.append(response)
-        else:
-            codes = lane.codes
-            for request in requests:
-                if type(request) is LaneFrame:
+        codes = lane.codes if lane is not None else ()
+        for done, request in enumerate(requests, 1):
+            answer: bytes | None = None
+            if type(request) is LaneFrame:
+                if lane is not None:
                     try:
                         answer = lane.handle_frame(context, request)  # type: ignore[attr-defined]
                     except Exception:
                         log.exception("fast lane failed on a frame from %s", self.remote_addr)
-                        answer = None
-                    if answer is not None:
-                        if answer:
-                            responses.append(answer)
-                        continue
+                if answer is None:
                     request = self._decode_late(request)
                     if request is None:
                         break
-                elif type(request) is bytes:
-                    responses.append(request)
-                    continue
+            if answer is not None:
+                if answer:
+                    responses.append(answer)
+            elif type(request) is bytes:
+                responses.append(request)
+            elif lane is None:
+                response = await dispatcher.dispatch(context, request)  # type: ignore[arg-type]
+                if response is not None:
+                    responses.append(response)
+            else:
                 assert isinstance(request, RemotingCommand)
                 if request.code in codes:
                     try:
                         answer = lane.handle(context, request)
                     except Exception:
                         log.exception("fast lane failed on code %d from %s", request.code, self.remote_addr)
-                        answer = None
-                    if answer is not None:
-                        if answer:
-                            responses.append(answer)
-                        continue
-                lane.settle()  # what the lane deferred is done before any handler looks
-                response = await dispatcher.dispatch(context, request)
-                if response is not None:
-                    responses.append(response)
+                if answer is not None:
+                    if answer:
+                        responses.append(answer)
+                else:
+                    lane.settle()  # what the lane deferred is done before any handler looks
+                    response = await dispatcher.dispatch(context, request)
+                    if response is not None:
+                        responses.append(response)
+            if done % ANSWER_CHUNK == 0 and done < len(requests):
+                if lane is not None:
+                    lane.settle()
+                if responses:
+                    chunk = encode_batch(responses)
+                    responses.clear()
+                    chunks.append(chunk)
+                    held += len(chunk)
+                if held >= ANSWER_FLUSH_BYTES and not self.closed:
+                    data, chunks, held = b"".join(chunks), [], 0
+                    try:
+                        await self.send_bytes(data)
+                    except RemotingSendRequestError as exc:
+                        log.warning("responses to %s lost: %s", self.remote_addr, exc)
+                        return b""
+                else:
+                    await trio.lowlevel.checkpoint()
+        if lane is not None:
             lane.settle()
-        return encode_batch(responses) if responses else b""
+        if responses:
+            chunks.append(encode_batch(responses))
+        return b"".join(chunks) if len(chunks) != 1 else chunks[0]

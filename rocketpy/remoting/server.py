@@ -10,14 +10,16 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import ssl
 from collections.abc import Callable
 from typing import Any
 
 import trio
 
 from ..codecs import DEFAULT_MAX_FRAME
-from .connection import Connection, Shortcut
+from .connection import Connection, Shortcut, peer_address
 from .dispatch import Dispatcher, RequestContext
+from .tls import TlsConfig, TlsConfigError, TlsMode, accept_stream
 
 log = logging.getLogger("rocketpy.remoting")
 
@@ -37,8 +39,19 @@ class RemotingServer:
         max_frame: int = DEFAULT_MAX_FRAME,
         idle_timeout: float = math.inf,
         shortcut: Shortcut | None = None,
+        tls: TlsConfig | None = None,
+        max_connections: int = 0,
     ) -> None:
         self.dispatcher = dispatcher
+        #: TLS settings (None: plain only); the context is made when serving starts
+        self.tls = tls
+        self.tls_context: ssl.SSLContext | None = None
+        #: refuse connections beyond this many (0: no cap)
+        self.max_connections = max_connections
+        self._accepting = 0  # streams accepted, not yet connections (waiting for a first byte)
+        self._cap_logged = False
+        #: connections served over TLS so far (a plain peer is not counted)
+        self.tls_accepted = 0
         #: answers some request frames without decoding them (see connection.Shortcut)
         self.shortcut = shortcut
         self.state = state
@@ -63,12 +76,24 @@ class RemotingServer:
         *,
         task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Listen and serve until cancelled; ``task_status.started(self)`` once listening."""
+        """Listen and serve until cancelled; ``task_status.started(self)`` once listening.
+
+        TlsConfigError when the TLS settings cannot be used."""
+        if self.tls is not None and self.tls.mode is not TlsMode.DISABLED:
+            # key generation and file reads stay off the event loop
+            try:
+                self.tls_context = await trio.to_thread.run_sync(self.tls.server_context)
+            except TlsConfigError as exc:
+                if self.tls.mode is not TlsMode.PERMISSIVE or not self.tls.test_mode:
+                    raise
+                # the implicit default must not keep a server from serving plain connections
+                log.warning("TLS off: %s", exc)
         async with trio.open_nursery() as nursery:
             self.listeners = await nursery.start(functools.partial(trio.serve_tcp, self.handle_stream, port, host=host))
             sockname = self.listeners[0].socket.getsockname()
             self.host, self.port = sockname[0], sockname[1]
-            log.info("remoting server listening on %s", self.address)
+            log.info("remoting server listening on %s (TLS %s)", self.address,
+                     self.tls.mode.value if self.tls and self.tls_context else "disabled")
             if self.idle_timeout != math.inf:
                 nursery.start_soon(self.close_idle_connections)
             task_status.started(self)
@@ -85,6 +110,28 @@ class RemotingServer:
 
     async def handle_stream(self, stream: trio.abc.Stream, remote_addr: str | None = None) -> None:
         """Serve one accepted stream until it ends (usable with in-memory streams too)."""
+        remote_addr = remote_addr or peer_address(stream)
+        if self.max_connections and len(self.connections) + self._accepting >= self.max_connections:
+            if not self._cap_logged:  # once per episode, not once per refused peer
+                self._cap_logged = True
+                log.warning("%s: connection cap of %d reached, refusing new connections (first: %s)",
+                            self.address, self.max_connections, remote_addr)
+            await trio.aclose_forcefully(stream)
+            return
+        self._cap_logged = False
+        if self.tls_context is not None and self.tls is not None:
+            self._accepting += 1
+            try:
+                served = await accept_stream(stream, self.tls.mode, self.tls_context, remote_addr,
+                                             wait_first_byte=self.idle_timeout)
+            finally:
+                self._accepting -= 1
+            if served is None:
+                await trio.aclose_forcefully(stream)
+                return
+            if isinstance(served, trio.SSLStream):
+                self.tls_accepted += 1
+            stream = served
         conn = Connection(stream, remote_addr, max_frame=self.max_frame, shortcut=self.shortcut)
         ctx = RequestContext(connection=conn, remote_addr=conn.remote_addr, state=self.state)
         self.connections.add(conn)
@@ -119,6 +166,8 @@ async def serve_remoting(
     on_close: ConnectionHook | None = None,
     max_frame: int = DEFAULT_MAX_FRAME,
     idle_timeout: float = math.inf,
+    tls: TlsConfig | None = None,
+    max_connections: int = 0,
     task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``dispatcher`` on host:port until cancelled; started with the RemotingServer."""
@@ -129,5 +178,7 @@ async def serve_remoting(
         on_close=on_close,
         max_frame=max_frame,
         idle_timeout=idle_timeout,
+        tls=tls,
+        max_connections=max_connections,
     )
     await server.serve(host, port, task_status=task_status)

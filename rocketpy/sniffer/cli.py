@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -94,6 +95,11 @@ def add_parsers(subparsers: Any) -> None:
     )
     q.add_argument("--listen", required=True, metavar="HOST:PORT")
     q.add_argument("--upstream", required=True, metavar="HOST:PORT")
+    q.add_argument("--tls", action="store_true",
+                   help="terminate TLS from clients (permissive: plain ones pass too) and speak TLS to the upstream "
+                        "for them; a self-signed certificate unless --tls-config names keys")
+    q.add_argument("--tls-config", metavar="FILE", default=None,
+                   help="tls.* settings, as Java's tls.config.file (tls.server.* for clients, tls.client.* upstream)")
     _output_arguments(q)
     q.set_defaults(func=cmd_proxy)
 
@@ -291,7 +297,13 @@ def cmd_proxy(args: argparse.Namespace) -> int:
                     scope.cancel()
 
             async with trio.open_nursery() as nursery:
-                listeners = await nursery.start(serve_proxy, listen, upstream, on_event)
+                tls = None
+                if args.tls:
+                    from ..remoting.tls import TlsConfig
+
+                    props = {"tls.config.file": args.tls_config} if args.tls_config else {}
+                    tls = await trio.to_thread.run_sync(TlsConfig.from_properties, props)
+                listeners = await nursery.start(functools.partial(serve_proxy, tls=tls), listen, upstream, on_event)
                 bound = ", ".join(f"{s.socket.getsockname()[0]}:{s.socket.getsockname()[1]}" for s in listeners)
                 Console(stderr=True, highlight=False).print(
                     Text(f"proxying {bound} → {upstream[0]}:{upstream[1]}, Ctrl-C stops")

@@ -7,11 +7,13 @@ does not decode is still forwarded untouched.
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable
 
 import trio
 
+from ..remoting.tls import HANDSHAKE_TIMEOUT, TlsConfig, accept_stream, connect_stream
 from .framing import StreamDecoder
 from .packet import Endpoint
 from .reassembly import Event, StreamNote, decode_frame
@@ -35,8 +37,8 @@ def _endpoint(sock_addr: tuple) -> Endpoint:  # type: ignore[type-arg]
 
 
 async def _pump(
-    src: trio.SocketStream,
-    dst: trio.SocketStream,
+    src: trio.abc.Stream,
+    dst: trio.abc.Stream,
     src_ep: Endpoint,
     dst_ep: Endpoint,
     from_server: bool,
@@ -57,24 +59,59 @@ async def _pump(
     if decoder.buffered:
         n = decoder.buffered
         on_event(StreamNote(time.time(), src_ep, dst_ep, "error", n, f"connection closed inside a frame ({n} bytes)"))
-    try:
-        await dst.send_eof()  # half-close: the other direction may still have answers to carry
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
+    if isinstance(dst, trio.abc.HalfCloseableStream):  # a TLS stream cannot half-close
+        try:
+            await dst.send_eof()  # half-close: the other direction may still have answers to carry
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
 
-async def _handle(client: trio.SocketStream, upstream: tuple[str, int], on_event: Callable[[Event], None]) -> None:
+class ProxyTls:
+    """TLS at the proxy: the listener accepts as a server in ``config.mode`` (permissive: plain and TLS),
+    and a client that came with TLS is carried to the upstream over TLS too."""
+
+    def __init__(self, config: TlsConfig) -> None:
+        self.config = config
+        self.server_context = config.server_context()
+        self.client_context: ssl.SSLContext = config.client_context()
+
+
+async def _handle(
+    client: trio.SocketStream,
+    upstream: tuple[str, int],
+    on_event: Callable[[Event], None],
+    tls: ProxyTls | None = None,
+) -> None:
     client_ep = _endpoint(client.socket.getpeername())
+    near: trio.abc.Stream = client
+    if tls is not None and tls.server_context is not None:
+        served = await accept_stream(client, tls.config.mode, tls.server_context, f"{client_ep[0]}:{client_ep[1]}",
+                                     wait_first_byte=120.0)
+        if served is None:
+            on_event(StreamNote(time.time(), client_ep, upstream, "error", 0, "client refused (TLS mode) or silent"))
+            await trio.aclose_forcefully(client)
+            return
+        near = served
     try:
-        server = await trio.open_tcp_stream(*upstream)
+        sock = await trio.open_tcp_stream(*upstream)
     except OSError as exc:
         on_event(StreamNote(time.time(), client_ep, upstream, "error", 0, f"upstream {upstream} unreachable: {exc}"))
-        await client.aclose()
+        await trio.aclose_forcefully(near)
         return
-    server_ep = _endpoint(server.socket.getpeername())
-    async with client, server:
+    server_ep = _endpoint(sock.socket.getpeername())
+    far: trio.abc.Stream = sock
+    if tls is not None and isinstance(near, trio.SSLStream):
+        try:
+            with trio.fail_after(HANDSHAKE_TIMEOUT):
+                far = await connect_stream(sock, tls.client_context, upstream[0])
+        except (ConnectionError, trio.TooSlowError) as exc:
+            on_event(StreamNote(time.time(), client_ep, upstream, "error", 0, f"upstream TLS: {exc or 'timeout'}"))
+            await trio.aclose_forcefully(sock)
+            await trio.aclose_forcefully(near)
+            return
+    async with near as client_stream, far as server:
 
-        async def guarded(src: trio.SocketStream, dst: trio.SocketStream, a: Endpoint, b: Endpoint,
+        async def guarded(src: trio.abc.Stream, dst: trio.abc.Stream, a: Endpoint, b: Endpoint,
                           from_server: bool) -> None:
             try:
                 await _pump(src, dst, a, b, from_server, on_event)
@@ -82,8 +119,8 @@ async def _handle(client: trio.SocketStream, upstream: tuple[str, int], on_event
                 nursery.cancel_scope.cancel()  # one side reset: tear the whole connection down
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(guarded, client, server, client_ep, server_ep, False)
-            nursery.start_soon(guarded, server, client, server_ep, client_ep, True)
+            nursery.start_soon(guarded, client_stream, server, client_ep, server_ep, False)
+            nursery.start_soon(guarded, server, client_stream, server_ep, client_ep, True)
 
 
 async def serve_proxy(
@@ -91,16 +128,19 @@ async def serve_proxy(
     upstream: tuple[str, int],
     on_event: Callable[[Event], None],
     *,
+    tls: TlsConfig | None = None,
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Accept on ``listen``, connect each client to ``upstream``, decode both ways until cancelled.
 
-    ``task_status.started`` gets the listeners (their bound ports, for port 0).
+    With ``tls`` the proxy terminates TLS from its clients (see :class:`ProxyTls`) and decodes what
+    they send in clear. ``task_status.started`` gets the listeners (their bound ports, for port 0).
     """
+    proxy_tls = await trio.to_thread.run_sync(ProxyTls, tls) if tls is not None else None
     listeners = await trio.open_tcp_listeners(listen[1], host=listen[0])
 
     async def handler(stream: trio.SocketStream) -> None:
-        await _handle(stream, upstream, on_event)
+        await _handle(stream, upstream, on_event, proxy_tls)
 
     async with trio.open_nursery() as nursery:
         await nursery.start(trio.serve_listeners, handler, listeners)

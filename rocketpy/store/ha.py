@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ from ..codecs.ha import (
     build_transfer_header,
 )
 from ..codecs.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, peek_size_magic
+from ..remoting.tls import HANDSHAKE_TIMEOUT, TlsMode, accept_stream, connect_stream
 from .types import PutMessageStatus
 
 if TYPE_CHECKING:
@@ -56,6 +58,8 @@ log = logging.getLogger("rocketpy.store.ha")
 _THREAD_COPY_THRESHOLD = 1024 * 1024
 #: the slave retries an unreachable master this often (HAClient.waitForRunning(5000))
 RECONNECT_INTERVAL = 5.0
+#: seconds an accepted HA peer has to send its first byte when TLS is on (Java's haHousekeepingInterval)
+HA_FIRST_BYTE_WAIT = 20.0
 
 
 def split_host_port(addr: str) -> tuple[str, int]:
@@ -272,6 +276,10 @@ class HAService:
         self.data_event = trio.Event()
         self._waiters: list[tuple[int, int, trio.Event]] = []  # sorted (offset, seq, event)
         self._seq = itertools.count()
+        #: TLS on the HA port: the broker sets these when it enforces TLS (Java's HA port is always plain, and
+        #: so is ours otherwise, so that a Java slave, or a silent peer counted as a slave, is served as by Java)
+        self.tls_mode = TlsMode.DISABLED
+        self.tls_context: ssl.SSLContext | None = None
 
     # -- state -------------------------------------------------------------------------------
     @property
@@ -354,6 +362,16 @@ class HAService:
         except OSError:
             addr = "?"
         log.info("HAService receive new connection, %s", addr)
+        if self.tls_context is not None:
+            # a slave's first bytes are its 8-byte offset (0x00...), never a TLS record
+            served = await accept_stream(
+                stream, self.tls_mode, self.tls_context, addr, wait_first_byte=HA_FIRST_BYTE_WAIT
+            )
+            if served is None:
+                await trio.aclose_forcefully(stream)
+                return
+            await self.run_connection(served, addr)
+            return
         await self.run_connection(stream, addr)
 
     async def run_connection(self, stream: trio.abc.Stream, addr: str) -> None:
@@ -380,6 +398,8 @@ class HAClient:
         self.reput_offset = -1  # next CommitLog byte to dispatch (slave side)
         self._address_changed = trio.Event()
         self.sessions = 0  # connections made, for tests and logs
+        #: TLS to the master (set by a broker whose servers enforce TLS: its master's HA port does too)
+        self.ssl_context: ssl.SSLContext | None = None
 
     def update_master_address(self, addr: str | None) -> None:
         if addr and addr != self.master_address:
@@ -399,7 +419,10 @@ class HAClient:
             try:
                 host, port = split_host_port(addr)
                 stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
-            except (OSError, ValueError) as exc:
+                if self.ssl_context is not None:
+                    with trio.fail_after(HANDSHAKE_TIMEOUT):
+                        stream = await connect_stream(stream, self.ssl_context, host)
+            except (OSError, ValueError, trio.TooSlowError) as exc:
                 log.info("connect to master %s failed: %s", addr, exc)
                 with trio.move_on_after(RECONNECT_INTERVAL):
                     await self._address_changed.wait()

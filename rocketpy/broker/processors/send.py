@@ -15,7 +15,7 @@ import construct as cs
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, MQVersion, PermName, TopicSysFlag
 from ...codecs.headers import ConsumerSendMsgBackRequestHeader
-from ...codecs.javalang import hashmap_dict, hashmap_key_order
+from ...codecs.javalang import hashmap_dict, hashmap_key_order, parse_java_int
 from ...codecs.message import BATCH_ENTRY, properties_to_string, string_to_properties
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
@@ -82,16 +82,25 @@ class SendHeader:
         self.producer_group = group
         self.topic = topic
         self.default_topic = dtopic
-        self.default_topic_queue_nums = int(dnums)
-        self.queue_id = int(qid)
-        self.sys_flag = int(sflag)
-        self.born_timestamp = int(born)
-        self.flag = int(flag)
+        self.default_topic_queue_nums = _java_int(dnums)
+        self.queue_id = _java_int(qid)
+        self.sys_flag = _java_int(sflag)
+        self.born_timestamp = _java_int(born, 64)
+        self.flag = _java_int(flag)
         self.properties = props
-        self.reconsume_times = int(rt) if rt else 0
+        self.reconsume_times = _java_int(rt) if rt else 0
         self.unit_mode = unit is not None and unit.lower() == "true"
-        self.max_reconsume_times = int(mrt) if mrt else None
+        self.max_reconsume_times = _java_int(mrt) if mrt else None
         self.batch = batch is not None and batch.lower() == "true"
+
+
+def _java_int(text: str, bits: int = 32) -> int:
+    """Integer.parseInt / Long.parseLong: a value beyond the Java type is refused as Java refuses it (the
+    send is answered SYSTEM_ERROR), never carried on to the record builder."""
+    value = parse_java_int(text, bits)
+    if value is None:
+        raise ValueError(f'For input string: "{text[:64]}"')
+    return value
 
 
 def send_header_values(request: RemotingCommand) -> tuple[str, ...] | None:

@@ -43,6 +43,8 @@ log = logging.getLogger("rocketpy.broker")
 _PREFIX = struct.Struct(">iI")
 _RESPONSE_FIXED = ROCKETMQ_FIXED_UNIT
 _ROCKETMQ = int(SerializeType.ROCKETMQ)
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _TAGS = MessageConst.PROPERTY_TAGS
 _KEYS = MessageConst.PROPERTY_KEYS
 _UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
@@ -253,6 +255,9 @@ class FastSend:
             reconsume = int(rt) if rt else 0
         except ValueError:
             return None
+        if not (_I32_MIN <= sys_flag <= _I32_MAX and _I32_MIN <= msg_flag <= _I32_MAX
+                and _I32_MIN <= reconsume <= _I32_MAX and _I64_MIN <= born_ts <= _I64_MAX):
+            return None  # beyond its Java type: the general path refuses it as Java does (the writer cannot)
         if queue_id < 0 or queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
             return None
         if sys_flag & _TRAN_MASK:

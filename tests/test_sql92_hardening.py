@@ -1,0 +1,55 @@
+"""SQL92 selectors against hostile input: huge numeric literals and deep or long expressions (issue #13)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketpy.broker.sql92 import MAX_SELECTOR_DEPTH, MAX_SELECTOR_LENGTH, SelectorError, matches, parse
+from rocketpy.broker.testing import broker_client, running_broker
+from rocketpy.codecs import ResponseCode
+
+HUGE = "9" * 5000  # Python's int() refuses more than 4300 digits
+
+
+@pytest.mark.parametrize("text", ["a > 1", "a = 5", "a BETWEEN 1 AND 2", "a IN ('x')", "a IS NOT NULL AND a < 3"])
+def test_a_property_of_thousands_of_digits_does_not_match(text: str) -> None:
+    assert matches(parse(text), {"a": HUGE}) is False
+    assert matches(parse(text), {"a": "-" + HUGE}) is False
+
+
+def test_a_literal_of_thousands_of_digits_is_a_number_format_error() -> None:
+    with pytest.raises(SelectorError, match="NumberFormatException"):
+        parse(f"a > {HUGE}")
+    assert matches(parse("a > 1.5"), {"a": "2"})  # ordinary literals still work
+    assert parse(f"a > 0000000000000000000000000000{2**62}") is not None  # leading zeros are not digits of value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(" * (MAX_SELECTOR_DEPTH + 1) + "a > 1" + ")" * (MAX_SELECTOR_DEPTH + 1),
+        "NOT " * 5000 + "a > 1",
+        "-" * 5000 + "1 > a",
+        "a = 'x' OR " * (MAX_SELECTOR_LENGTH // 11 + 1) + "a = 'y'",
+    ],
+    ids=["parentheses", "NOT chain", "sign chain", "length"],
+)
+def test_expression_size_and_nesting_are_bounded(text: str) -> None:
+    with pytest.raises(SelectorError, match="RuntimeException"):
+        parse(text)
+
+
+def test_nesting_within_the_bound_parses() -> None:
+    depth = MAX_SELECTOR_DEPTH // 2
+    assert matches(parse("(" * depth + "a > 1" + ")" * depth), {"a": "2"})
+
+
+async def test_a_huge_property_leaves_sql92_pulls_working(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # one message with such a property made every SQL92 pull of its queue fail with SYSTEM_ERROR
+    async with running_broker(str(tmp_path), enablePropertyFilter="true") as broker:
+        async with broker_client(broker.address) as c:
+            assert (await c.send("THuge", b"huge", props={"a": HUGE})).code == ResponseCode.SUCCESS
+            assert (await c.send("THuge", b"small", props={"a": "5"})).code == ResponseCode.SUCCESS
+            resp, msgs = await c.pull("GHuge", "THuge", 0, 0, subscription="a > 1", expression_type="SQL92")
+            assert resp.code == ResponseCode.SUCCESS, resp.remark
+            assert [m.body for m in msgs] == [b"small"]

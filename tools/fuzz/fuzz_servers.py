@@ -1,0 +1,598 @@
+"""Socket fuzzer for the NameServer and the broker (issue #13).
+
+Starts a NameServer and a broker in this process, then drives every request code of both
+with random and mutated headers, bodies, frame bytes and frame boundaries from several raw
+sockets at once, while a checker produces messages and pulls them back (every acknowledged
+message must come back, in order, with its body) and a prober checks that both servers
+still answer a fresh connection.
+
+A *finding* is a handler or connection exception logged by a server (``log.exception``: a
+traceback where a clear answer was due), a server that stops answering, or a lost
+message. Each unique one (by exception type and innermost rocketpy frame) is written to
+``--out`` with the frames that led to it, to be turned into a regression test.
+
+    nice -n 19 python tools/fuzz/fuzz_servers.py --duration 1800 --out /tmp/fuzz-out
+
+Totals (requests, bytes, findings) are printed at the end and kept in ``--out/stats.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from rocketpy.broker.testing import broker_client, running_broker
+from rocketpy.codecs import RemotingCommand
+from rocketpy.codecs.codes import LanguageCode, RequestCode, SerializeType
+from rocketpy.codecs.headers.registry import REQUEST_HEADERS
+from rocketpy.namesrv.config import NamesrvConfig
+from rocketpy.namesrv.server import NameServer
+from rocketpy.remoting import open_remoting_client
+from rocketpy.remoting.tls import TlsConfig, connect_stream
+
+TLS_CLIENT = TlsConfig(enable=True).client_context()
+
+#: the checker's own names; fuzzed requests never use them (deleting its topic is not a bug)
+CHECK_TOPIC = "FUZZ_CHECK_TOPIC"
+CHECK_GROUP = "FUZZ_CHECK_GROUP"
+#: codes whose legitimate effect would stop the checker (write permission, broker config)
+UNSAFE_CODES = {
+    RequestCode.UPDATE_BROKER_CONFIG,
+    RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+    RequestCode.UPDATE_NAMESRV_CONFIG,
+}
+
+WORDS = [
+    "", "TBW102", "DefaultCluster", "broker-a", "topicA", "GID_a", "%RETRY%GID_a", "%DLQ%GID_a", "RMQ_SYS_TRACE_TOPIC",
+    "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "*", "a || b", "TAGS", "SQL92", "a > 1", "a BETWEEN 1 AND 2",
+    "a IN ('x')", "a IS NULL", "(((((((", "9" * 400, "-1", "0", "2147483648", "-9223372036854775809", "NaN", "1e308",
+    "true", "false", "null", "127.0.0.1:10911", "127.0.0.1", ":", ";;", "\u00e9\u4e2d", "\x00", "a" * 300, "%", "\\",
+    '{"a":1}', "[1,2]", "UNIQ_KEY", "KEYS", "DELAY", "TRAN_MSG", "PGROUP",
+]
+INTS = [0, 1, -1, 2, 7, 16, 31, 32, 255, 2**31 - 1, -(2**31), 2**31, 2**63 - 1, -(2**63), 2**64, 10**30]
+JSON_KEYS = [
+    "clientID", "producerDataSet", "consumerDataSet", "groupName", "consumeType", "messageModel", "consumeFromWhere",
+    "subscriptionDataSet", "topic", "subString", "tagsSet", "codeSet", "subVersion", "expressionType", "unitMode",
+    "topicConfigTable", "dataVersion", "timestamp", "counter", "filterServerList", "consumerGroup", "mqSet",
+    "brokerName", "queueId", "offsetTable", "readQueueNums", "writeQueueNums", "perm", "topicFilterType",
+    "topicSysFlag", "order", "brokerAddrs", "cluster", "list", "topicList", "classFilterMode", "filterClassSource",
+]
+
+
+#: exceptions a handler may raise on a bad field value: Java answers those with SYSTEM_ERROR too
+#: (RemotingCommandException, NumberFormatException), and so does our dispatcher
+ANSWERED = {"CodecError", "ValueError", "RequestFailed", "ConfigError"}
+
+
+def rand_text(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.5:
+        return rng.choice(WORDS)
+    if r < 0.75:
+        return str(rng.choice(INTS) + rng.randint(-2, 2))
+    if r < 0.9:
+        return "".join(chr(rng.randint(1, 0x2FF)) for _ in range(rng.randint(0, 40)))
+    return rng.choice(WORDS) * rng.randint(1, 2000)
+
+
+def rand_json(rng: random.Random, depth: int = 0) -> Any:
+    r = rng.random()
+    if depth > 4 or r < 0.3:
+        return rng.choice([rand_text(rng), rng.choice(INTS), True, False, None, 1.5])
+    if r < 0.65:
+        return {rng.choice(JSON_KEYS + WORDS[:8]): rand_json(rng, depth + 1) for _ in range(rng.randint(0, 6))}
+    return [rand_json(rng, depth + 1) for _ in range(rng.randint(0, 5))]
+
+
+def rand_body(rng: random.Random) -> bytes | None:
+    r = rng.random()
+    if r < 0.2:
+        return None
+    if r < 0.5:
+        return json.dumps(rand_json(rng)).encode()
+    if r < 0.65:
+        lines = [f"{rand_text(rng)}={rand_text(rng)}" for _ in range(rng.randint(0, 6))]
+        return "\n".join(lines).encode("utf-8", "surrogatepass")
+    if r < 0.97:
+        return rng.randbytes(rng.choice([1, 4, 8, 20, 64, 200, 1024, 4096]))
+    return rng.randbytes(rng.randint(64 * 1024, 1024 * 1024))
+
+
+def rand_ext_fields(rng: random.Random, code: int) -> dict[str, str]:
+    ext: dict[str, str] = {}
+    cls = REQUEST_HEADERS.get(code)
+    if cls is not None:
+        for spec in cls.fields_spec:
+            r = rng.random()
+            if r < 0.1:
+                continue  # leave it out (a required field missing)
+            kind = spec.kind.lower()
+            if kind in ("int", "integer", "long") and r < 0.7:
+                ext[spec.java_name] = str(rng.choice(INTS) + rng.randint(-1, 1))
+            elif kind == "boolean" and r < 0.7:
+                ext[spec.java_name] = rng.choice(["true", "false", "TRUE", "1", ""])
+            else:
+                ext[spec.java_name] = rand_text(rng)
+    for _ in range(rng.choice([0, 0, 0, 1, 3])):
+        ext[rand_text(rng)[:50]] = rand_text(rng)
+    for key in list(ext):
+        if CHECK_TOPIC in ext[key] or CHECK_GROUP in ext[key]:
+            ext[key] = "other"
+    return ext
+
+
+# -- structured requests: plausible values, so handlers get past their first checks ----------------
+
+TOPICS = ["FuzzT0", "FuzzT1", "%RETRY%FuzzG0", "%DLQ%FuzzG0", "TBW102", "SCHEDULE_TOPIC_XXXX",
+          "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "FuzzNew", "Fuzz-T.2", "a" * 127]
+GROUPS = ["FuzzG0", "FuzzG1", "CID_RMQ_SYS_TRANS", "TOOLS_CONSUMER", "FuzzG-new"]
+EXPRESSIONS = ["*", "TagA", "TagA || TagB", "a > 1", "a BETWEEN 1 AND 3 AND b IS NOT NULL", "(a = 'x') OR NOT b",
+               "a IN ('x', 'y')", "a > " + "9" * 50, "TAGS = 'TagA'", "", "||", "a >", "NOT NOT NOT a"]
+PROPERTY_KEYS = ["TAGS", "KEYS", "DELAY", "WAIT", "TRAN_MSG", "PGROUP", "UNIQ_KEY", "MAX_OFFSET", "MIN_OFFSET",
+                 "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "RECONSUME_TIME", "MAX_RECONSUME_TIMES",
+                 "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS", "CORRELATION_ID", "MSG_TYPE",
+                 "REPLY_TO_CLIENT", "TTL", "a", "b", "__STARTDELIVERTIME"]
+
+
+def plausible(rng: random.Random, name: str, kind: str) -> str:
+    low = name.lower()
+    if rng.random() < 0.08:
+        return rand_text(rng)  # now and then, anything
+    if "topic" in low:
+        return rng.choice(TOPICS)
+    if "group" in low:
+        return rng.choice(GROUPS)
+    if low in ("queueid", "queue_id") or low.endswith("queueid"):
+        return str(rng.choice([0, 1, 2, 3, -1, 7, 1000]))
+    if "offset" in low:
+        return str(rng.choice([0, 1, 2, 5, 50, -1, 2**40, 2**63 - 1]))
+    if low == "properties":
+        props = {rng.choice(PROPERTY_KEYS): rng.choice(["1", "3", "18", "true", "false", "-1", "x", "TagA", "FuzzG0",
+                                                        "FuzzT0", str(2**63), ""]) for _ in range(rng.randint(0, 6))}
+        return "".join(f"{k}\x01{v}\x02" for k, v in props.items())
+    if "subscription" in low or "substring" in low or "expression" == low:
+        return rng.choice(EXPRESSIONS)
+    if "expressiontype" in low:
+        return rng.choice(["TAG", "SQL92", "", "sql92"])
+    if "sysflag" in low:
+        return str(rng.randrange(0, 64))
+    if "delaylevel" in low:
+        return str(rng.randint(-2, 20))
+    if "maxmsgnums" in low or "nums" in low:
+        return str(rng.choice([0, 1, 4, 32, 1000, -1]))
+    if "timeout" in low or "millis" in low:
+        return str(rng.choice([0, 10, 100, 1500]))  # long holds would only slow the fuzzer down
+    if "brokername" in low:
+        return rng.choice(["broker-a", "broker-b", ""])
+    if "brokeraddr" in low or "addr" in low:
+        return rng.choice(["127.0.0.1:10911", "127.0.0.1:1", "x"])
+    if "brokerid" in low:
+        return str(rng.choice([0, 1, 2, -1]))
+    if "clientid" in low:
+        return rng.choice(["127.0.0.1@fz", "127.0.0.1@fz2"])
+    if "msgid" in low or "uniq" in low:
+        return rng.choice(["7F0000010000000000000000", "00" * 16, "zz", "7F00000100002A9F0000000000000000"])
+    if "commitorrollback" in low or "committorollback" in low:
+        return str(rng.choice([0, 4, 8, 12, 3]))
+    if "timestamp" in low or "time" in low:
+        return str(rng.choice([0, int(time.time() * 1000), 2**62]))
+    if kind in ("int", "integer", "long"):
+        return str(rng.choice([0, 1, 2, 4, 8, 16, 6, -1]))
+    if kind == "boolean":
+        return rng.choice(["true", "false"])
+    return rng.choice(WORDS[:12])
+
+
+def structured_body(rng: random.Random, code: int) -> bytes | None:
+    from rocketpy.codecs.bodies import (
+        ConsumerData,
+        HeartbeatData,
+        LockBatchRequestBody,
+        MessageQueue,
+        ProducerData,
+        SubscriptionData,
+    )
+    from rocketpy.codecs.codes import ConsumeFromWhere, ConsumeType, MessageModel
+    from rocketpy.codecs.message import Message, encode_batch
+
+    if code == RequestCode.HEART_BEAT:
+        subs = [SubscriptionData(topic=rng.choice(TOPICS), sub_string=rng.choice(EXPRESSIONS),
+                                 expression_type=rng.choice(["TAG", "SQL92"]), sub_version=rng.choice([0, 1, 2**40]))
+                for _ in range(rng.randint(0, 3))]
+        consumers = [ConsumerData(group_name=rng.choice(GROUPS), consume_type=rng.choice(list(ConsumeType)),
+                                  message_model=rng.choice(list(MessageModel)),
+                                  consume_from_where=rng.choice(list(ConsumeFromWhere)), subscription_data_set=subs)
+                     for _ in range(rng.randint(0, 2))]
+        producers = [ProducerData(group_name=rng.choice(GROUPS)) for _ in range(rng.randint(0, 2))]
+        data = HeartbeatData(client_id=rng.choice(["127.0.0.1@fz", "127.0.0.1@fz2", ""]),
+                             consumer_data_set=consumers, producer_data_set=producers)
+        return data.encode()
+    if code in (RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ):
+        mqs = [MessageQueue(topic=rng.choice(TOPICS), broker_name=rng.choice(["broker-a", "x"]),
+                            queue_id=rng.randint(-1, 5)) for _ in range(rng.randint(0, 4))]
+        return LockBatchRequestBody(consumer_group=rng.choice(GROUPS), client_id="127.0.0.1@fz", mq_set=mqs).encode()
+    if code == RequestCode.SEND_BATCH_MESSAGE:
+        def props() -> dict[str, str]:
+            return {rng.choice(PROPERTY_KEYS): str(rng.randint(0, 20)) for _ in range(rng.randint(0, 3))}
+
+        msgs = [Message(topic=rng.choice(TOPICS), body=rng.randbytes(rng.randint(0, 300)), properties=props())
+                for _ in range(rng.randint(1, 5))]
+        try:
+            return encode_batch(msgs)
+        except Exception:
+            return None
+    return rand_body(rng) if rng.random() < 0.5 else rng.randbytes(rng.randint(0, 400))
+
+
+def structured_frame(rng: random.Random, codes: list[int]) -> tuple[int, bytes]:
+    code = rng.choice(codes)
+    ext: dict[str, str] = {}
+    cls = REQUEST_HEADERS.get(code)
+    if cls is not None:
+        for spec in cls.fields_spec:
+            if rng.random() < 0.03:
+                continue
+            ext[spec.java_name] = plausible(rng, spec.java_name, spec.kind.lower())
+    cmd = RemotingCommand(code=code, opaque=rng.randint(0, 2**31 - 1), flag=rng.choice([0, 0, 0, 2]), ext_fields=ext,
+                          body=structured_body(rng, code),
+                          serialize_type=rng.choice([SerializeType.JSON, SerializeType.ROCKETMQ]),
+                          language=LanguageCode.JAVA, version=rng.choice([393, 317, 0]))
+    try:
+        return code, cmd.encode()
+    except Exception:
+        return code, RemotingCommand(code=code, opaque=1).encode()
+
+
+def all_codes() -> list[int]:
+    return [int(c) for c in RequestCode if c not in UNSAFE_CODES]
+
+
+def make_frame(rng: random.Random, codes: list[int]) -> tuple[int, bytes]:
+    code = rng.choice(codes) if rng.random() < 0.95 else rng.randint(-5, 100_000)
+    cmd = RemotingCommand(
+        code=code,
+        opaque=rng.randint(0, 2**31 - 1),
+        flag=rng.choice([0, 0, 0, 2, 1, 3]),
+        ext_fields=rand_ext_fields(rng, code),
+        body=rand_body(rng),
+        serialize_type=rng.choice([SerializeType.JSON, SerializeType.ROCKETMQ]),
+        language=rng.choice(list(LanguageCode)),
+        version=rng.choice([0, 317, 393, -1, 2**31 - 1]),
+        remark=rng.choice([None, rand_text(rng)]),
+    )
+    try:
+        frame = cmd.encode()
+    except Exception:
+        cmd.serialize_type = SerializeType.JSON
+        try:
+            frame = cmd.encode()
+        except Exception:
+            frame = RemotingCommand(code=code, opaque=1).encode()
+    return code, mutate(rng, frame)
+
+
+def mutate(rng: random.Random, frame: bytes) -> bytes:
+    r = rng.random()
+    if r < 0.7:
+        return frame
+    data = bytearray(frame)
+    if r < 0.8:  # flip some bytes
+        for _ in range(rng.randint(1, 8)):
+            i = rng.randrange(len(data))
+            data[i] = rng.randrange(256)
+    elif r < 0.85:  # a lying total length
+        data[0:4] = rng.choice([0, 1, 3, 4, 8, 2**24, 2**31 - 1, 2**32 - 1, len(data) + 10]).to_bytes(4, "big")
+    elif r < 0.9:  # a lying header length / serialize type
+        data[4:8] = rng.randrange(2**32).to_bytes(4, "big")
+    elif r < 0.95:  # garbage in the header text
+        if len(data) > 12:
+            i = rng.randrange(8, len(data))
+            data[i:i] = rng.randbytes(rng.randint(1, 16))
+            data[0:4] = (len(data) - 4).to_bytes(4, "big")
+    else:
+        data = bytearray(rng.randbytes(rng.randint(0, 64)))
+    return bytes(data)
+
+
+class Findings(logging.Handler):
+    """Collects server exceptions; unique ones by (type, innermost rocketpy frame)."""
+
+    def __init__(self, out: Path, recent: dict[str, deque[tuple[int, bytes]]]) -> None:
+        super().__init__(logging.ERROR)
+        self.out = out
+        self.recent = recent
+        self.unique: dict[str, dict[str, Any]] = {}
+        self.total = 0
+        #: handler errors answered with SYSTEM_ERROR as Java answers them (bad field values)
+        self.answered = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not record.exc_info or record.exc_info[1] is None:
+            return
+        self.total += 1
+        exc = record.exc_info[1]
+        if record.msg.startswith("process request exception") and type(exc).__name__ in ANSWERED:
+            self.answered += 1
+            return
+        frames = traceback.extract_tb(exc.__traceback__)
+        mine = [f for f in frames if "rocketpy" in f.filename] or frames
+        where = f"{os.path.basename(mine[-1].filename)}:{mine[-1].lineno}" if mine else "?"
+        key = f"{type(exc).__name__}@{where}"
+        if key in self.unique:
+            self.unique[key]["count"] += 1
+            return
+        msg = record.getMessage()
+        peer = next((a for a in self.recent if a in msg), None)
+        frames_hex = [(c, f.hex()) for c, f in self.recent.get(peer, ())] if peer else []
+        self.unique[key] = {"key": key, "message": msg, "exception": repr(exc)[:500], "count": 1,
+                            "traceback": "".join(traceback.format_exception(exc))[-4000:], "frames": frames_hex}
+        (self.out / f"finding-{len(self.unique):03d}.json").write_text(json.dumps(self.unique[key], indent=1))
+        print(f"FINDING {key}: {msg[:200]}", file=sys.stderr, flush=True)
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.requests = 0
+        self.bytes = 0
+        self.answers = 0
+        self.connections = 0
+        self.by_code: dict[int, int] = {}
+        self.acked = 0
+        self.delivered = 0
+        self.lost: list[str] = []
+        self.unanswered_probes: list[str] = []
+        self.tls = 0
+        self.slow_probes = 0
+        self.hogs: list[str] = []
+
+
+async def fuzz_connection(
+    addr: tuple[str, int], rng: random.Random, codes: list[int], stats: Stats, recent: dict[str, deque]
+) -> None:
+    try:
+        stream = await trio.open_tcp_stream(*addr)
+    except OSError:
+        return
+    stats.connections += 1
+    local = stream.socket.getsockname()
+    peer = f"{local[0]}:{local[1]}"
+    sent: deque[tuple[int, bytes]] = deque(maxlen=6)
+    recent[peer] = sent
+    r = rng.random()
+    if r < 0.02:  # a fake TLS hello: the servers are permissive, this takes their handshake path
+        with trio.move_on_after(1):
+            try:
+                await stream.send_all(b"\x16\x03\x01" + rng.randbytes(rng.randint(0, 300)))
+                await stream.receive_some(4096)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+        await trio.aclose_forcefully(stream)
+        stats.tls += 1
+        return
+    if r < 0.07:  # real TLS (test mode, as a Java client with -Dtls.enable=true): the frames go through it
+        try:
+            with trio.fail_after(10):
+                stream = await connect_stream(stream, TLS_CLIENT, "127.0.0.1")  # type: ignore[assignment]
+        except (ConnectionError, trio.TooSlowError) as exc:
+            print(f"FINDING TLS handshake refused: {exc!r}", file=sys.stderr, flush=True)
+            stats.unanswered_probes.append(f"TLS handshake: {exc!r}")
+            return
+        stats.tls += 1
+    # a connection that sends and never reads deadlocks with a server applying backpressure (it stops
+    # reading while we do not take its answers): that is correct; bound our side of it in time
+    try:
+        async with stream:
+            with trio.move_on_after(20):
+                buf = bytearray()
+                structured = rng.random() < 0.6
+                for _ in range(rng.randint(1, 40)):
+                    code, frame = structured_frame(rng, codes) if structured else make_frame(rng, codes)
+                    sent.append((code, frame))
+                    buf += frame
+                    stats.requests += 1
+                    stats.by_code[code] = stats.by_code.get(code, 0) + 1
+                    if rng.random() < 0.6:
+                        continue  # pipeline it with the next one
+                    while buf:  # random frame boundaries
+                        n = rng.choice([1, 2, 3, 7, 64, 1500, len(buf)])
+                        await stream.send_all(bytes(buf[:n]))
+                        stats.bytes += min(n, len(buf))
+                        del buf[:n]
+                        if rng.random() < 0.1:
+                            await trio.sleep(0.001)
+                    with trio.move_on_after(rng.choice([0.0, 0.01, 0.05, 0.3])):
+                        data = await stream.receive_some(65536)
+                        if not data:
+                            return  # the server closed us: fine, a bad frame does that
+                        stats.answers += 1
+                if buf:
+                    await stream.send_all(bytes(buf[: rng.randint(0, len(buf))]))  # maybe leave mid-frame
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+
+
+async def checker(broker_addr: str, stats: Stats, stop: trio.Event) -> None:
+    """Produce to CHECK_TOPIC queue 0 and pull every acknowledged message back."""
+    acked: dict[int, bytes] = {}
+    next_pull = 0
+    seq = 0
+    async with broker_client(broker_addr) as bc:
+        while not stop.is_set():
+            for _ in range(5):
+                seq += 1
+                body = f"check-{seq}".encode()
+                try:
+                    resp = await bc.send(CHECK_TOPIC, body, queue_id=0)
+                except Exception as exc:
+                    stats.unanswered_probes.append(f"send failed: {exc!r}")
+                    continue
+                if resp is not None and resp.code == 0:
+                    acked[int(resp.ext_fields["queueOffset"])] = body
+                    stats.acked += 1
+            try:
+                resp, msgs = await bc.pull(CHECK_GROUP, CHECK_TOPIC, 0, next_pull, max_nums=32)
+            except Exception as exc:
+                stats.unanswered_probes.append(f"pull failed: {exc!r}")
+                await trio.sleep(0.2)
+                continue
+            for m in msgs:
+                want = acked.pop(m.queue_offset, None)
+                if want is not None:
+                    if want != m.body:
+                        stats.lost.append(f"offset {m.queue_offset}: body {m.body!r} != {want!r}")
+                    stats.delivered += 1
+                next_pull = m.queue_offset + 1
+            await trio.sleep(0.2)
+        # drain: everything acked must come back
+        with trio.move_on_after(20):
+            while acked:
+                resp, msgs = await bc.pull(CHECK_GROUP, CHECK_TOPIC, 0, next_pull, max_nums=32)
+                if not msgs:
+                    break
+                for m in msgs:
+                    if acked.pop(m.queue_offset, None) is not None:
+                        stats.delivered += 1
+                    next_pull = m.queue_offset + 1
+        for offset in sorted(acked):
+            stats.lost.append(f"acked offset {offset} never delivered")
+
+
+async def prober(ns_addr: str, broker_addr: str, stats: Stats, stop: trio.Event) -> None:
+    """A fresh connection to each server must be answered, every 2 s; three failures in a row (30 s and
+    more) make a finding. One failure alone is usually this niced process starved by a busy machine."""
+    failures = {ns_addr: 0, broker_addr: 0}
+    while not stop.is_set():
+        probes = ((ns_addr, RequestCode.GET_BROKER_CLUSTER_INFO), (broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO))
+        for addr, code in probes:
+            try:
+                async with open_remoting_client(connect_timeout=10) as rc:
+                    await rc.invoke(addr, RemotingCommand.request(code), timeout=10)
+                failures[addr] = 0
+            except Exception as exc:
+                failures[addr] += 1
+                stats.slow_probes += 1
+                if failures[addr] == 3:
+                    stats.unanswered_probes.append(f"{time.strftime('%H:%M:%S')} {addr} code {int(code)}: {exc!r}")
+                    print(f"FINDING probe {addr} not answered 3 times: {exc!r}", file=sys.stderr, flush=True)
+        await trio.sleep(2)
+
+
+def time_dispatches(stats: Stats) -> None:
+    """Record requests whose handling took the event loop more than a second of CPU (a hog stalls every
+    connection): wraps Dispatcher.dispatch in this process."""
+    from rocketpy.remoting.dispatch import Dispatcher
+
+    original = Dispatcher.dispatch
+
+    async def timed(self: Dispatcher, ctx: Any, request: RemotingCommand) -> Any:
+        entry = self._handlers.get(request.code) or self._default
+        if entry is None or entry[1]:  # an async handler may yield: its CPU window holds other tasks' work
+            return await original(self, ctx, request)
+        cpu0 = time.thread_time()
+        try:
+            return await original(self, ctx, request)
+        finally:
+            used = time.thread_time() - cpu0
+            if used > 1.0:
+                what = f"code {request.code} took {used:.1f} s of CPU: ext={str(request.ext_fields)[:300]}"
+                stats.hogs.append(what)
+                print(f"FINDING hog {what}", file=sys.stderr, flush=True)
+
+    Dispatcher.dispatch = timed  # type: ignore[method-assign]
+
+
+async def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    recent: dict[str, deque] = {}
+    findings = Findings(out, recent)
+    logging.getLogger().addHandler(findings)
+    logging.getLogger().setLevel(logging.WARNING)
+    logging.getLogger("rocketpy").setLevel(logging.ERROR)  # bad input is logged by design; keep the tracebacks
+    rng = random.Random(args.seed)
+    stats = Stats()
+    time_dispatches(stats)
+    codes = all_codes()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rocketpy-fuzz-") as tmp:
+        ns = NameServer(NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kv.json",
+                                      config_store_path=f"{tmp}/namesrv.properties"))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(ns.run)
+            assert ns.remoting is not None and ns.remoting.port is not None
+            ns_addr = f"127.0.0.1:{ns.remoting.port}"
+            async with running_broker(f"{tmp}/store", namesrvAddr=ns_addr) as broker:
+                b_addr = broker.servers[0].address
+                targets = [("127.0.0.1", ns.remoting.port), ("127.0.0.1", broker.servers[0].port)]
+                stop = trio.Event()
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(checker, b_addr, stats, stop)
+                    inner.start_soon(prober, ns_addr, b_addr, stats, stop)
+                    last_report = time.monotonic()
+                    async with trio.open_nursery() as workers:
+                        limit = trio.Semaphore(args.concurrency)
+
+                        async def one(target: tuple[str, int], seed: int) -> None:
+                            try:
+                                await fuzz_connection(target, random.Random(seed), codes, stats, recent)
+                            finally:
+                                limit.release()
+
+                        while time.monotonic() - started < args.duration:
+                            await limit.acquire()
+                            workers.start_soon(one, rng.choice(targets), rng.getrandbits(64))
+                            if len(recent) > 2000:  # forget old peers
+                                for k in list(recent)[:1000]:
+                                    del recent[k]
+                            if time.monotonic() - last_report > 60:
+                                last_report = time.monotonic()
+                                print(f"{int(last_report - started)} s: {stats.requests} requests, "
+                                      f"{len(findings.unique)} unique findings, acked {stats.acked}, "
+                                      f"delivered {stats.delivered}", flush=True)
+                    stop.set()
+                nursery.cancel_scope.cancel()
+    elapsed = time.monotonic() - started
+    result = {
+        "seconds": round(elapsed), "seed": args.seed, "requests": stats.requests, "bytes": stats.bytes,
+        "connections": stats.connections, "tls_connections": stats.tls, "answers_read": stats.answers,
+        "codes": len(stats.by_code),
+        "acked": stats.acked, "delivered": stats.delivered, "lost": stats.lost[:50],
+        "unanswered_probes": stats.unanswered_probes[:50], "slow_probes": stats.slow_probes, "hogs": stats.hogs[:50],
+        "server_exceptions": findings.total,
+        "answered_system_error": findings.answered,
+        "unique_findings": sorted(findings.unique),
+    }
+    prev = out / "stats.json"
+    runs = json.loads(prev.read_text()) if prev.exists() else []
+    runs.append(result)
+    prev.write_text(json.dumps(runs, indent=1))
+    print(json.dumps(result, indent=1))
+    return 1 if (stats.lost or stats.unanswered_probes or stats.hogs or findings.unique) else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--duration", type=float, default=60.0, help="seconds to fuzz")
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--concurrency", type=int, default=8, help="fuzzing connections at once")
+    ap.add_argument("--out", default="fuzz-out", help="findings and stats.json go here")
+    args = ap.parse_args()
+    socket.setdefaulttimeout(None)
+    return trio.run(run, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
