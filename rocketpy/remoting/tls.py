@@ -29,6 +29,7 @@ import ssl
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -136,7 +137,7 @@ class TlsConfig:
 
     def updated(self, props: Mapping[str, str]) -> TlsConfig:
         """This config with the keys of ``props`` (all but mode, enable and the file name) applied."""
-        changes: dict[str, object] = {}
+        changes: dict[str, Any] = {}
         for key, (attr, is_bool) in _KEYS.items():
             text = props.get(key)
             if text is None:
@@ -299,7 +300,7 @@ class _Replayed(trio.abc.Stream):
             data, self.head = self.head, b""
             await trio.lowlevel.checkpoint()
             return data
-        return await self.stream.receive_some(max_bytes)
+        return bytes(await self.stream.receive_some(max_bytes))
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self.stream.send_all(data)
@@ -316,7 +317,7 @@ async def _first_byte(stream: trio.abc.Stream) -> tuple[int | None, trio.abc.Str
     if isinstance(stream, trio.SocketStream):
         data = await stream.socket.recv(1, socket.MSG_PEEK)
         return (data[0] if data else None), stream
-    data = await stream.receive_some()
+    data = bytes(await stream.receive_some())
     return (data[0] if data else None), _Replayed(stream, data)
 
 

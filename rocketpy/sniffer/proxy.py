@@ -51,7 +51,7 @@ async def _pump(
             break
         await dst.send_all(data)
         now = time.time()
-        frames, skipped = decoder.feed(data)
+        frames, skipped = decoder.feed(bytes(data))
         if skipped:
             on_event(StreamNote(now, src_ep, dst_ep, "resync", skipped))
         for raw in frames:
