@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -90,14 +91,17 @@ def _config_errors() -> tuple[type[BaseException], ...]:
     return (ConfigError, OSError)
 
 
-async def _until_signal(cancel_scope: trio.CancelScope, broker: BrokerController | None = None) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
-            log.info("signal %s: shutting down", signal.Signals(signum).name)
-            if broker is not None:
-                await broker.stop()  # unregister first, on the broker's live connections
-            cancel_scope.cancel()
-            return
+async def _until_signal(
+    signals: AsyncIterator[int], cancel_scope: trio.CancelScope, broker: BrokerController | None = None
+) -> None:
+    """Stop on the first signal. The receiver belongs to the caller and stays open until everything has
+    stopped: a second Ctrl-C meanwhile waits in it instead of interrupting the shutdown."""
+    async for signum in signals:
+        log.info("signal %s: shutting down", signal.Signals(signum).name)
+        if broker is not None:
+            await broker.stop()  # unregister first, on the broker's live connections
+        cancel_scope.cancel()
+        return
 
 
 def run_broker(args: argparse.Namespace) -> int:
@@ -130,11 +134,12 @@ def run_broker(args: argparse.Namespace) -> int:
         return _fail("broker", f"bad config: {exc}")
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_until_signal, nursery.cancel_scope, broker)
-            await nursery.start(broker.run, None)
-            print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}, "
-                  f"registered as {broker.broker_addr}", flush=True)
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_until_signal, signals, nursery.cancel_scope, broker)
+                await nursery.start(broker.run, None)
+                print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}, "
+                      f"registered as {broker.broker_addr}", flush=True)
 
     return _run(main, "broker", f"cannot run on {cfg.listen_host}:{cfg.listen_port}")
 
@@ -232,23 +237,24 @@ def run_serve(args: argparse.Namespace) -> int:
             return _fail("serve", f"bad console users file: {exc}")
 
     async def main() -> None:
-        async with trio.open_nursery() as outer:
-            namesrv = NameServer(ns_cfg)
-            await outer.start(namesrv.run)
-            broker = BrokerController(broker_cfg)
-            # the broker stops first, so it can still unregister from the NameServer
-            async with trio.open_nursery() as inner:
-                inner.start_soon(_until_signal, inner.cancel_scope, broker)
-                await inner.start(broker.run, None)
-                print(
-                    f"rocketpy serve: NameServer {ns_cfg.listen_host}:{ns_cfg.listen_port}, "
-                    f"broker {broker_cfg.broker_name} {broker.broker_addr}, "
-                    f"store {broker_cfg.store.store_path_root_dir}",
-                    flush=True,
-                )
-                if console_settings is not None:
-                    url = await inner.start(run_console, console_settings, args.console_listen)
-                    print(f"rocketpy serve: console {url}", flush=True)
-            outer.cancel_scope.cancel()
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as outer:
+                namesrv = NameServer(ns_cfg)
+                await outer.start(namesrv.run)
+                broker = BrokerController(broker_cfg)
+                # the broker stops first, so it can still unregister from the NameServer
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(_until_signal, signals, inner.cancel_scope, broker)
+                    await inner.start(broker.run, None)
+                    print(
+                        f"rocketpy serve: NameServer {ns_cfg.listen_host}:{ns_cfg.listen_port}, "
+                        f"broker {broker_cfg.broker_name} {broker.broker_addr}, "
+                        f"store {broker_cfg.store.store_path_root_dir}",
+                        flush=True,
+                    )
+                    if console_settings is not None:
+                        url = await inner.start(run_console, console_settings, args.console_listen)
+                        print(f"rocketpy serve: console {url}", flush=True)
+                outer.cancel_scope.cancel()
 
     return _run(main, "serve", "cannot run")

@@ -54,14 +54,16 @@ def load_config(args: argparse.Namespace) -> NamesrvConfig:
 
 async def serve_until_signal(server: NameServer) -> None:
     """Run ``server`` until SIGINT or SIGTERM, then stop everything it started."""
-    async with trio.open_nursery() as nursery:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    # the receiver stays open until the server has stopped: a second Ctrl-C meanwhile waits in it
+    # instead of interrupting the shutdown (trio hands it back once everything has stopped)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
             print(f"The Name Server boot success. serializeType=JSON, listening on {server.address}", flush=True)
             async for signum in signals:
                 log.info("signal %s: shutting down", signal.Signals(signum).name)
                 break
-        nursery.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
 
 
 def run_cli(args: argparse.Namespace) -> int:
