@@ -55,6 +55,32 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
+DEFAULT_SPLIT_SIZE = 128 << 20
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+
+
+def split_size(options: Mapping[str, str]) -> int:
+    """The ``splitSize`` option in bytes (``4096``, ``64k``, ``128m``, ``1g``); 128 MiB by default."""
+    raw = {k.lower(): v for k, v in options.items()}.get("splitsize")
+    if raw is None:
+        return DEFAULT_SPLIT_SIZE
+    text = raw.strip().lower()
+    digits = text.rstrip("kmgb")
+    unit = text[len(digits) :]
+    if not digits.isdigit() or unit not in _SIZE_UNITS or int(digits) <= 0:
+        raise ValueError(f"splitSize must be a positive size such as 4096, 64k, 128m or 1g, not {raw!r}")
+    return int(digits) * _SIZE_UNITS[unit]
+
+
+def byte_splits(size: int, split: int) -> list[tuple[int, int | None]]:
+    """``[start, end)`` ranges cutting a file of ``size`` bytes; the last one is open (None)
+    so a file that grew since it was listed is still read to its end."""
+    if size <= split:
+        return [(0, None)]
+    starts = list(range(0, size, split))
+    return [(s, s + split) for s in starts[:-1]] + [(starts[-1], None)]
+
+
 def _is_offset_name(name: str) -> bool:
     # MappedFileQueue names files by their first offset, 20 digits zero-padded.
     return bool(name) and set(name) <= _DIGITS

@@ -149,7 +149,44 @@ def _last_written(buf: Any, start: int) -> int:
     return start
 
 
-def walk_commitlog(buf: Any, base: int, *, resync: bool = True) -> Iterator[tuple[int, MessageExt] | CorruptRegion]:
+def _sync_quality(buf: Any, pos: int, base: int) -> bool:
+    """Whether a split may start at ``pos``: a record that knows its own position and whose
+    body CRC agrees (stricter than resync's test, so a split never starts on a look-alike)."""
+    try:
+        msg = decode_message(buf, pos, decompress=False)
+    except CodecError:
+        return False
+    return msg.commit_log_offset == base + pos and (not msg.body or body_crc(msg.body) == msg.body_crc)
+
+
+def split_start(buf: Any, base: int, start: int, end: int) -> int | None:
+    """Where the split ``[start, end)`` of a file begins reading: the first record at or after
+    ``start`` (and before ``end``) that passes :func:`_sync_quality`, or the file's closing
+    blank; None when the split holds no such place (the split before it reads through)."""
+    if start == 0:
+        return 0
+    n = len(buf)
+    # A record starting just before ``end`` has its magic (bytes 4 to 8) just after it.
+    limit = min(n, end + 8)
+    found: int | None = None
+    search = start + 4
+    while (i := buf.find(_MSG_MAGIC, search, limit)) >= 0:
+        if i - 4 < end and _sync_quality(buf, i - 4, base):
+            found, limit = i - 4, i  # a blank can only come first if it is before this
+            break
+        search = i + 1
+    search = start + 4
+    while (i := buf.find(_BLANK_MAGIC, search, limit)) >= 0:
+        (size,) = _INT32.unpack_from(buf, i - 4)
+        if i - 4 < end and size == n - (i - 4):  # a blank always runs to the end of the file
+            return i - 4
+        search = i + 1
+    return found
+
+
+def walk_commitlog(
+    buf: Any, base: int, *, resync: bool = True, start: int = 0, end: int | None = None
+) -> Iterator[tuple[int, MessageExt] | CorruptRegion]:
     """(absolute offset, record) for each record of one CommitLog file, damage as regions.
 
     The blank that closes a file is skipped. The offset is where the record was found,
@@ -157,9 +194,21 @@ def walk_commitlog(buf: Any, base: int, *, resync: bool = True) -> Iterator[tupl
 
     ``buf`` must support ``find`` and slicing (an ``mmap`` or ``bytes``). Record CRCs
     are not checked here: a CRC failure is a property of a record, not a break in the walk.
+
+    With ``start``/``end`` (file positions) only the split ``[start, end)`` is read: the
+    walk begins at :func:`split_start` and goes past ``end`` up to the first record where
+    the next split begins, so the splits of a file together give exactly its rows.
     """
-    pos = 0
     n = len(buf)
+    if start or end is not None:
+        first = split_start(buf, base, start, n if end is None else end)
+        if first is None:
+            return
+        pos = first
+    else:
+        pos = 0
+    if end is None or end >= n:
+        end = None
     while pos < n:
         view = memoryview(buf)[pos:]
         walk = iter_commitlog(view, base + pos, check_crc=False, decompress=False, strict=False)
@@ -167,7 +216,10 @@ def walk_commitlog(buf: Any, base: int, *, resync: bool = True) -> Iterator[tupl
             for item in walk:
                 if not isinstance(item, BlankRecord):
                     # end_offset has just moved past this record
-                    yield walk.end_offset - item.store_size, item
+                    at = walk.end_offset - item.store_size
+                    if end is not None and at - base >= end and _sync_quality(buf, at - base, base):
+                        return  # the next split begins here
+                    yield at, item
             stop = walk.end_offset - base
             reason = walk.end_reason
             error = walk.error
@@ -178,15 +230,18 @@ def walk_commitlog(buf: Any, base: int, *, resync: bool = True) -> Iterator[tupl
             return
         # "zero" (an unwritten stretch) or "corrupt": is there a good record further on?
         nxt = _next_good(buf, stop, base) if resync else None
+        # The codec counts from the start of the view it was given: say where in the file.
+        error_text = (
+            error.reason.replace(f"offset {stop - pos}", f"offset {base + stop}", 1) if error is not None else None
+        )
         if nxt is None:
             if reason == "corrupt":
-                end = _last_written(buf, stop)
-                why = error.reason if error is not None else "corrupt"
-                yield CorruptRegion(base + stop, max(end - stop, 1), why)
+                last = _last_written(buf, stop)
+                yield CorruptRegion(base + stop, max(last - stop, 1), error_text or "corrupt")
             return
         why = (
-            error.reason
-            if reason == "corrupt" and error is not None
+            error_text
+            if reason == "corrupt" and error_text is not None
             else f"zero-filled gap before the record at {base + nxt}"
         )
         yield CorruptRegion(base + stop, nxt - stop, why)
@@ -253,13 +308,19 @@ def _corrupt_row(path: str, region: CorruptRegion) -> list[Any]:
 
 
 def commitlog_batches(
-    path: str, base: int, options: CommitLogOptions | None = None, max_rows: int = 4096
+    path: str,
+    base: int,
+    options: CommitLogOptions | None = None,
+    max_rows: int = 4096,
+    start: int = 0,
+    end: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the rows of one CommitLog file starting at CommitLog offset ``base``."""
+    """Arrow batches of the rows of one CommitLog file starting at CommitLog offset ``base``
+    (only of the split ``[start, end)`` of it when given: see :func:`walk_commitlog`)."""
     opts = options or CommitLogOptions()
     builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
     with mapped(path) as buf:
-        for item in walk_commitlog(buf, base, resync=opts.resync):
+        for item in walk_commitlog(buf, base, resync=opts.resync, start=start, end=end):
             if isinstance(item, CorruptRegion):
                 batch = builder.add(_corrupt_row(path, item))
             else:
