@@ -10,7 +10,8 @@ on: it searches forward for the next record that is consistent with its own posi
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,9 @@ COMMITLOG_COLUMNS: list[tuple[str, str]] = [
     ("body", "binary"),
     ("error", "string"),
 ]
+
+# Bytes each kind of read touched in this process (the benchmark's count of what a plan reads).
+READ_STATS: Counter[str] = Counter()
 
 _MSG_MAGIC = struct.pack(">i", MESSAGE_MAGIC_CODE)
 _BLANK_MAGIC = struct.pack(">i", BLANK_MAGIC_CODE)
@@ -185,7 +189,7 @@ def split_start(buf: Any, base: int, start: int, end: int) -> int | None:
 
 
 def walk_commitlog(
-    buf: Any, base: int, *, resync: bool = True, start: int = 0, end: int | None = None
+    buf: Any, base: int, *, resync: bool = True, start: int = 0, end: int | None = None, exact_start: bool = False
 ) -> Iterator[tuple[int, MessageExt] | CorruptRegion]:
     """(absolute offset, record) for each record of one CommitLog file, damage as regions.
 
@@ -198,9 +202,12 @@ def walk_commitlog(
     With ``start``/``end`` (file positions) only the split ``[start, end)`` is read: the
     walk begins at :func:`split_start` and goes past ``end`` up to the first record where
     the next split begins, so the splits of a file together give exactly its rows.
+    ``exact_start`` says ``start`` is a record boundary already (no search).
     """
     n = len(buf)
-    if start or end is not None:
+    if exact_start:
+        pos = start  # a known record boundary (the start of the file, a dispatch point)
+    elif start or end is not None:
         first = split_start(buf, base, start, n if end is None else end)
         if first is None:
             return
@@ -307,6 +314,34 @@ def _corrupt_row(path: str, region: CorruptRegion) -> list[Any]:
     return row
 
 
+def commitlog_records_batches(
+    path: str, base: int, positions: Iterable[int], options: CommitLogOptions | None = None, max_rows: int = 4096
+) -> Iterator[pa.RecordBatch]:
+    """Rows of the records at the given file ``positions`` only (found through a ConsumeQueue,
+    an IndexFile or a message id). A position holding no record that knows its own place is
+    skipped: the reference that led here is stale or damaged, not the CommitLog."""
+    opts = options or CommitLogOptions()
+    builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
+    with mapped(path) as buf:
+        for pos in sorted(set(positions)):
+            if not 0 <= pos < len(buf):
+                continue
+            try:
+                msg = decode_message(buf, pos, decompress=False)
+            except CodecError:
+                continue
+            if msg.commit_log_offset != base + pos:
+                continue
+            READ_STATS["bytes"] += msg.store_size
+            row, payload = _message_row(path, base + pos, msg, opts)
+            batch = builder.add(row, payload)
+            if batch is not None:
+                yield batch
+    last = builder.flush()
+    if last is not None:
+        yield last
+
+
 def commitlog_batches(
     path: str,
     base: int,
@@ -314,13 +349,16 @@ def commitlog_batches(
     max_rows: int = 4096,
     start: int = 0,
     end: int | None = None,
+    exact_start: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the rows of one CommitLog file starting at CommitLog offset ``base``
     (only of the split ``[start, end)`` of it when given: see :func:`walk_commitlog`)."""
     opts = options or CommitLogOptions()
     builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
     with mapped(path) as buf:
-        for item in walk_commitlog(buf, base, resync=opts.resync, start=start, end=end):
+        READ_STATS["bytes"] += (len(buf) if end is None else min(end, len(buf))) - start
+        walk = walk_commitlog(buf, base, resync=opts.resync, start=start, end=end, exact_start=exact_start)
+        for item in walk:
             if isinstance(item, CorruptRegion):
                 batch = builder.add(_corrupt_row(path, item))
             else:
