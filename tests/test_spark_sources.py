@@ -400,6 +400,38 @@ def test_spark_where_clauses_reach_the_source(spark, records):
     assert expected
 
 
+# -- paths as URIs (pyarrow.fs) ------------------------------------------------------------
+
+
+def _source_rows(reader_cls, path, **options):
+    reader = reader_cls({"path": path, **options})
+    rows = [row for p in reader.partitions() for row in batches_to_rows(reader.read(p))]
+    return [{k: v for k, v in r.items() if k != "file"} for r in rows]
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["mapped", "read-whole"])
+def test_file_uris_read_through_pyarrow_fs_as_paths_do(monkeypatch, remote):
+    from pyspark.sql.datasource import EqualTo
+
+    from rocketpy.spark import _files
+    from rocketpy.spark.sources import _CommitLogReader, _ConsumeQueueReader, _IndexReader, _PcapReader
+
+    if remote:
+        # As a task on HDFS or S3 reads: the whole file through the pyarrow filesystem.
+        monkeypatch.setattr(_files, "_local_fs", lambda fs: False)
+    uri = "file://" + str(STORE.resolve())
+    for cls in (_CommitLogReader, _ConsumeQueueReader, _IndexReader):
+        expected = _source_rows(cls, str(STORE))
+        assert expected and _source_rows(cls, uri, splitsize="16k") == expected
+    pushed = _CommitLogReader({"path": uri})
+    list(pushed.pushFilters([EqualTo(("topic",), "Batch_T_golden")]))
+    assert sum(b.num_rows for p in pushed.partitions() for b in pushed.read(p)) == 10
+    capture = CAPTURES / "03-Batch.pcap"
+    assert _source_rows(_PcapReader, "file://" + str(capture.resolve())) == _source_rows(_PcapReader, str(capture))
+    with pytest.raises(FileNotFoundError):
+        _files.expand([uri + "/no-such-dir"])
+
+
 # -- ConsumeQueue ----------------------------------------------------------------------
 
 

@@ -8,7 +8,6 @@ usual tuned configs keep) and derives it from the file size.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -24,7 +23,7 @@ from ..codecs.store_records import (
 )
 from ._arrays import constant_strings, ms_to_timestamps
 from ._columns import arrow_schema
-from ._files import mapped
+from ._files import file_size, mapped
 
 __all__ = ["INDEX_COLUMNS", "index_batches", "index_geometry"]
 
@@ -127,7 +126,7 @@ def index_batches(
 ) -> Iterator[pa.RecordBatch]:
     """Batches of the entries of one IndexFile; with ``start``/``end`` (byte positions in the
     file) only the entries that begin in that split."""
-    slots, entries = index_geometry(os.path.getsize(path), options)
+    slots, entries = index_geometry(file_size(path), options)
     entries_at = INDEX_HEADER_SIZE + slots * INDEX_HASH_SLOT_SIZE
     with mapped(path) as buf:
         view = IndexFileView(buf, slots, entries)  # checks the size against the geometry

@@ -15,7 +15,6 @@ queues were deleted is detected and scanned; a damaged queue is not) is only fou
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,7 @@ import pyarrow.compute as pc
 from ..codecs.errors import CodecError
 from ..codecs.message import decode_offset_msg_id
 from ..codecs.store_records import CQ_STORE_UNIT_SIZE
-from ._files import consumequeue_files
+from ._files import consumequeue_files, file_size, open_binary
 
 __all__ = ["CommitLogFilter", "dispatched_end", "parse_filters"]
 
@@ -178,8 +177,8 @@ def parse_filters(filters: Iterable[Any]) -> CommitLogFilter:
 def _last_written_unit(path: str) -> int:
     """End byte of a queue file's last non-zero unit, by bisection (units are written in order;
     a zeroed hole can only make the answer earlier, which makes the caller scan more)."""
-    size = os.path.getsize(path) // CQ_STORE_UNIT_SIZE
-    with open(path, "rb") as f:
+    size = file_size(path) // CQ_STORE_UNIT_SIZE
+    with open_binary(path) as f:
 
         def written(i: int) -> bool:
             f.seek(i * CQ_STORE_UNIT_SIZE)
@@ -207,7 +206,7 @@ def dispatched_end(store: str) -> int:
         end = _last_written_unit(path)
         if end == 0:
             continue
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             f.seek(end - CQ_STORE_UNIT_SIZE)
             unit = np.frombuffer(f.read(CQ_STORE_UNIT_SIZE), dtype=[("o", ">i8"), ("s", ">i4"), ("t", ">i8")])
         o, s = int(unit["o"][0]), int(unit["s"][0])

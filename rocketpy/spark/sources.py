@@ -20,9 +20,11 @@ from pyspark.sql.types import StructType
 from ..codecs.store_records import CQ_STORE_UNIT_SIZE
 from ._columns import ddl
 from ._files import (
+    _isdir,
     byte_splits,
     commitlog_files,
     consumequeue_files,
+    file_size,
     index_files,
     option_paths,
     pcap_files,
@@ -76,7 +78,7 @@ class FilePartition(InputPartition):
 
 
 def _splits(path: str, size: int, **fields: object) -> list[FilePartition]:
-    return [FilePartition(path, start=s, end=e, **fields) for s, e in byte_splits(os.path.getsize(path), size)]  # type: ignore[arg-type]
+    return [FilePartition(path, start=s, end=e, **fields) for s, e in byte_splits(file_size(path), size)]  # type: ignore[arg-type]
 
 
 def _options(raw: object) -> dict[str, str]:
@@ -142,9 +144,7 @@ class _CommitLogReader(_Reader):
     def partitions(self) -> Sequence[InputPartition]:
         opts = CommitLogOptions.parse(self.options)
         cf = self.filter
-        files = [
-            (path, base, os.path.getsize(path)) for path, base in commitlog_files(self._paths()) if base < cf.offset_hi
-        ]
+        files = [(path, base, file_size(path)) for path, base in commitlog_files(self._paths()) if base < cf.offset_hi]
         files = [f for f in files if f[1] + f[2] > cf.offset_lo]
         named = cf.message_offsets()
         if named is not None:
@@ -197,7 +197,7 @@ class _CommitLogReader(_Reader):
     def _store_dir(self) -> str | None:
         """The one store directory given, if it is one (the ConsumeQueues sit beside the CommitLog)."""
         paths = self._paths()
-        if len(paths) == 1 and os.path.isdir(os.path.join(paths[0], "consumequeue")):
+        if len(paths) == 1 and _isdir(os.path.join(paths[0], "consumequeue")):
             return paths[0]
         return None
 
