@@ -456,6 +456,20 @@ def test_consumequeue_topics_option_prunes_files(spark):
     assert df.count() == 10
 
 
+def test_consumequeue_topic_and_queue_filters_prune_files():
+    from pyspark.sql.datasource import EqualTo, In
+
+    from rocketpy.spark.sources import _ConsumeQueueReader
+
+    reader = _ConsumeQueueReader({"path": str(STORE)})
+    filters = [In(("topic",), ("Batch_T_golden", "Ordered_T_golden")), EqualTo(("queue_id",), 3)]
+    assert list(reader.pushFilters(filters)) == filters
+    parts = reader.partitions()
+    assert {(p.topic, p.queue_id) for p in parts} == {("Batch_T_golden", 3), ("Ordered_T_golden", 3)}
+    rows = [r for p in parts for r in batches_to_rows(reader.read(p))]
+    assert len([r for r in rows if r["topic"] == "Batch_T_golden"]) == 10
+
+
 # -- IndexFile -------------------------------------------------------------------------
 
 

@@ -263,13 +263,27 @@ class CommitLogDataSource(DataSource):
 
 
 class _ConsumeQueueReader(_Reader):
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.filter = CommitLogFilter()  # only its topic and queue-id conditions apply here
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (Spark's name)
+        # Topic and queue id name files: those prune the listing; Spark checks every filter.
+        for f in filters:
+            if getattr(f, "attribute", None) in (("topic",), ("queue_id",)):
+                self.filter.take(f)
+            yield f
+
     def partitions(self) -> Sequence[InputPartition]:
         wanted = {t for t in self.options.get("topics", "").split(",") if t}
+        topics, queue_ids = self.filter.topics, self.filter.queue_ids
         size = split_size(self.options)
         return [
             p
             for path, topic, qid, offset in consumequeue_files(self._paths())
-            if not wanted or topic in wanted
+            if (not wanted or topic in wanted)
+            and (topics is None or topic in topics)
+            and (queue_ids is None or qid in queue_ids)
             for p in _splits(path, size, topic=topic, queue_id=qid, offset=offset)
         ]
 
