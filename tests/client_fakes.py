@@ -106,16 +106,8 @@ class ClientEntry:
 class FakeBroker:
     """One master broker in memory."""
 
-    def __init__(
-        self,
-        name: str = "broker-a",
-        cluster: str = "DefaultCluster",
-        *,
-        namesrv: str | None = None,
-        delay_scale: float = 0.01,
-        check_interval: float = 0.2,
-        max_suspend: float = 2.0,
-    ) -> None:
+    def __init__(self, name: str = "broker-a", cluster: str = "DefaultCluster", *, namesrv: str | None = None,
+                 delay_scale: float = 0.01, check_interval: float = 0.2, max_suspend: float = 2.0) -> None:
         self.name = name
         self.cluster = cluster
         self.namesrv = namesrv
@@ -166,19 +158,11 @@ class FakeBroker:
         if not self.namesrv:
             return
         self._version += 1  # the name server takes topics only from a new data version
-        wrapper = TopicConfigSerializeWrapper(
-            topic_config_table=dict(self.topics), data_version=DataVersion(timestamp=now_ms(), counter=self._version)
-        )
+        wrapper = TopicConfigSerializeWrapper(topic_config_table=dict(self.topics),
+                                              data_version=DataVersion(timestamp=now_ms(), counter=self._version))
         body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper, filter_server_list=[]).encode(compress=False)
-        header = RegisterBrokerRequestHeader(
-            broker_name=self.name,
-            broker_addr=self.addr,
-            cluster_name=self.cluster,
-            ha_server_addr=self.addr,
-            broker_id=0,
-            compressed=False,
-            body_crc32=0,
-        )
+        header = RegisterBrokerRequestHeader(broker_name=self.name, broker_addr=self.addr, cluster_name=self.cluster,
+                                             ha_server_addr=self.addr, broker_id=0, compressed=False, body_crc32=0)
         # one lasting connection: the name server forgets a broker whose connection closes
         assert self._ns_client is not None
         await self._ns_client.invoke(self.namesrv, RemotingCommand.request(RequestCode.REGISTER_BROKER, header, body))
@@ -242,32 +226,23 @@ class FakeBroker:
     def dispatcher(self) -> Dispatcher:
         d = Dispatcher()
         for code, fn in {
-            RequestCode.SEND_MESSAGE: self.send,
-            RequestCode.SEND_MESSAGE_V2: self.send,
-            RequestCode.SEND_BATCH_MESSAGE: self.send,
-            RequestCode.SEND_REPLY_MESSAGE: self.send_reply,
-            RequestCode.SEND_REPLY_MESSAGE_V2: self.send_reply,
-            RequestCode.PULL_MESSAGE: self.pull,
+            RequestCode.SEND_MESSAGE: self.send, RequestCode.SEND_MESSAGE_V2: self.send,
+            RequestCode.SEND_BATCH_MESSAGE: self.send, RequestCode.SEND_REPLY_MESSAGE: self.send_reply,
+            RequestCode.SEND_REPLY_MESSAGE_V2: self.send_reply, RequestCode.PULL_MESSAGE: self.pull,
             RequestCode.QUERY_CONSUMER_OFFSET: self.query_offset,
             RequestCode.UPDATE_CONSUMER_OFFSET: self.update_offset,
-            RequestCode.GET_MAX_OFFSET: self.get_max_offset,
-            RequestCode.GET_MIN_OFFSET: self.get_min_offset,
-            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset,
-            RequestCode.HEART_BEAT: self.heartbeat,
-            RequestCode.UNREGISTER_CLIENT: self.unregister,
-            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.consumer_ids,
-            RequestCode.LOCK_BATCH_MQ: self.lock,
-            RequestCode.UNLOCK_BATCH_MQ: self.unlock,
-            RequestCode.CONSUMER_SEND_MSG_BACK: self.send_back,
-            RequestCode.END_TRANSACTION: self.end_transaction,
+            RequestCode.GET_MAX_OFFSET: self.get_max_offset, RequestCode.GET_MIN_OFFSET: self.get_min_offset,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset, RequestCode.HEART_BEAT: self.heartbeat,
+            RequestCode.UNREGISTER_CLIENT: self.unregister, RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.consumer_ids,
+            RequestCode.LOCK_BATCH_MQ: self.lock, RequestCode.UNLOCK_BATCH_MQ: self.unlock,
+            RequestCode.CONSUMER_SEND_MSG_BACK: self.send_back, RequestCode.END_TRANSACTION: self.end_transaction,
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.admin_create_topic,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.admin_delete_topic,
             RequestCode.GET_TOPIC_STATS_INFO: self.admin_topic_stats,
             RequestCode.GET_CONSUME_STATS: self.admin_consume_stats,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.admin_consumer_conns,
             RequestCode.GET_PRODUCER_CONNECTION_LIST: self.admin_producer_conns,
-            RequestCode.VIEW_MESSAGE_BY_ID: self.admin_view,
-            RequestCode.QUERY_MESSAGE: self.admin_query,
+            RequestCode.VIEW_MESSAGE_BY_ID: self.admin_view, RequestCode.QUERY_MESSAGE: self.admin_query,
             RequestCode.GET_BROKER_CONFIG: self.admin_broker_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.admin_runtime_info,
             RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.admin_update_group,
@@ -315,31 +290,15 @@ class FakeBroker:
         if h.batch:
             stored = []
             for m in decode_batch(req.body or b"", topic):
-                ext = MessageExt(
-                    topic=topic,
-                    body=m.body,
-                    flag=m.flag,
-                    properties=m.properties,
-                    queue_id=qid,
-                    born_timestamp=h.born_timestamp or 0,
-                    born_host=born,
-                )
+                ext = MessageExt(topic=topic, body=m.body, flag=m.flag, properties=m.properties, queue_id=qid,
+                                 born_timestamp=h.born_timestamp or 0, born_host=born)
                 stored.append(self.put(ext))
-            header = SendMessageResponseHeader(
-                msg_id=",".join(m.msg_id for m in stored), queue_id=qid, queue_offset=stored[0].queue_offset
-            )
+            header = SendMessageResponseHeader(msg_id=",".join(m.msg_id for m in stored), queue_id=qid,
+                                               queue_offset=stored[0].queue_offset)
             return self._send_ok(req, header)
-        msg = MessageExt(
-            topic=topic,
-            body=req.body or b"",
-            flag=h.flag or 0,
-            properties=props,
-            queue_id=qid,
-            sys_flag=h.sys_flag or 0,
-            born_timestamp=h.born_timestamp or 0,
-            born_host=born,
-            reconsume_times=h.reconsume_times or 0,
-        )
+        msg = MessageExt(topic=topic, body=req.body or b"", flag=h.flag or 0, properties=props, queue_id=qid,
+                         sys_flag=h.sys_flag or 0, born_timestamp=h.born_timestamp or 0, born_host=born,
+                         reconsume_times=h.reconsume_times or 0)
         if MessageSysFlag.transaction_value(msg.sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
             return self._half(req, msg)
         level = msg.delay_time_level
@@ -351,9 +310,8 @@ class FakeBroker:
             fake_id = create_offset_msg_id(self.addr, self.commit_offset)
             return self._send_ok(req, SendMessageResponseHeader(msg_id=fake_id, queue_id=qid, queue_offset=qoff))
         stored_msg = self.put(msg)
-        return self._send_ok(
-            req, SendMessageResponseHeader(msg_id=stored_msg.msg_id, queue_id=qid, queue_offset=stored_msg.queue_offset)
-        )
+        return self._send_ok(req, SendMessageResponseHeader(msg_id=stored_msg.msg_id, queue_id=qid,
+                                                            queue_offset=stored_msg.queue_offset))
 
     async def _deliver_later(self, msg: MessageExt, delay: float) -> None:
         await trio.sleep(delay)
@@ -374,9 +332,8 @@ class FakeBroker:
         msg.store_size = len(encode_message(msg))
         self.commit_offset += msg.store_size
         self.half[msg.commit_log_offset] = msg
-        return self._send_ok(
-            req, SendMessageResponseHeader(msg_id=msg.msg_id, queue_id=msg.queue_id, queue_offset=msg.queue_offset)
-        )
+        return self._send_ok(req, SendMessageResponseHeader(msg_id=msg.msg_id, queue_id=msg.queue_id,
+                                                            queue_offset=msg.queue_offset))
 
     def end_transaction(self, ctx: RequestContext, req: RemotingCommand) -> RemotingCommand | None:
         h = req.decode_header(EndTransactionRequestHeader)
@@ -385,11 +342,8 @@ class FakeBroker:
             return req.response(ResponseCode.SYSTEM_ERROR, remark="half message not found")
         if h.commit_or_rollback == MessageSysFlag.TRANSACTION_COMMIT_TYPE:
             del self.half[h.commit_log_offset]
-            committed = dataclasses.replace(
-                msg,
-                sys_flag=MessageSysFlag.reset_transaction_value(msg.sys_flag, MessageSysFlag.TRANSACTION_COMMIT_TYPE),
-                properties=dict(msg.properties),
-            )
+            committed = dataclasses.replace(msg, sys_flag=MessageSysFlag.reset_transaction_value(
+                msg.sys_flag, MessageSysFlag.TRANSACTION_COMMIT_TYPE), properties=dict(msg.properties))
             committed.properties.pop(MessageConst.PROPERTY_TRANSACTION_PREPARED, None)
             self.put(committed)
         elif h.commit_or_rollback == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
@@ -412,12 +366,8 @@ class FakeBroker:
                     del self.half[offset]
                     continue
                 header = CheckTransactionStateRequestHeader(
-                    tran_state_table_offset=msg.queue_offset,
-                    commit_log_offset=offset,
-                    msg_id=msg.uniq_key,
-                    transaction_id=msg.uniq_key,
-                    offset_msg_id=msg.msg_id,
-                )
+                    tran_state_table_offset=msg.queue_offset, commit_log_offset=offset, msg_id=msg.uniq_key,
+                    transaction_id=msg.uniq_key, offset_msg_id=msg.msg_id)
                 msg._raw_properties = None
                 req = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header, encode_message(msg))
                 try:
@@ -440,28 +390,17 @@ class FakeBroker:
         target = props.get(MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT)
         entry = self._client(target)
         if entry is None:
-            return req.response(
-                ResponseCode.SYSTEM_ERROR, remark=f"push reply message fail, channel of <{target}> not found."
-            )
+            return req.response(ResponseCode.SYSTEM_ERROR,
+                                remark=f"push reply message fail, channel of <{target}> not found.")
         props[MessageConst.PROPERTY_PUSH_REPLY_TIME] = str(now_ms())
         from rocketpy.codecs.message import properties_to_string
 
         rh = ReplyMessageRequestHeader(
-            producer_group=h.producer_group,
-            topic=h.topic,
-            default_topic=h.default_topic,
-            default_topic_queue_nums=h.default_topic_queue_nums,
-            queue_id=h.queue_id,
-            sys_flag=h.sys_flag,
-            born_timestamp=h.born_timestamp,
-            flag=h.flag,
-            properties=properties_to_string(props),
-            reconsume_times=h.reconsume_times,
-            unit_mode=False,
-            born_host=ctx.remote_addr,
-            store_host=self.addr,
-            store_timestamp=now_ms(),
-        )
+            producer_group=h.producer_group, topic=h.topic, default_topic=h.default_topic,
+            default_topic_queue_nums=h.default_topic_queue_nums, queue_id=h.queue_id, sys_flag=h.sys_flag,
+            born_timestamp=h.born_timestamp, flag=h.flag, properties=properties_to_string(props),
+            reconsume_times=h.reconsume_times, unit_mode=False, born_host=ctx.remote_addr, store_host=self.addr,
+            store_timestamp=now_ms())
         push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, rh, req.body)
         resp = await entry.conn.invoke(push, 3.0)
         if resp.code != ResponseCode.SUCCESS:
@@ -485,9 +424,8 @@ class FakeBroker:
             self.offsets[(group, topic, qid)] = h.commit_offset or 0
         answer = self._pull_answer(req, h)
         if answer is not None or not PullSysFlag.has_suspend_flag(h.sys_flag or 0):
-            return answer or self._pull_resp(
-                req, ResponseCode.PULL_NOT_FOUND, h.queue_offset or 0, self.max_offset(topic, qid)
-            )
+            return answer or self._pull_resp(req, ResponseCode.PULL_NOT_FOUND, h.queue_offset or 0,
+                                             self.max_offset(topic, qid))
         # long polling: answer later, so the connection keeps serving the client's other requests
         assert ctx.nursery is not None
         ctx.nursery.start_soon(self._suspended_pull, ctx, req, h)
@@ -501,9 +439,8 @@ class FakeBroker:
                 await self.arrivals.wait()
             answer = self._pull_answer(req, h)
         if answer is None:
-            answer = self._pull_resp(
-                req, ResponseCode.PULL_NOT_FOUND, h.queue_offset or 0, self.max_offset(h.topic or "", h.queue_id or 0)
-            )
+            answer = self._pull_resp(req, ResponseCode.PULL_NOT_FOUND, h.queue_offset or 0,
+                                     self.max_offset(h.topic or "", h.queue_id or 0))
         try:
             await ctx.reply(req, answer)
         except Exception:
@@ -541,18 +478,10 @@ class FakeBroker:
             return None
         return {t.strip() for t in expr.split("||") if t.strip()}
 
-    def _pull_resp(
-        self,
-        req: RemotingCommand,
-        code: int,
-        nxt: int,
-        max_off: int,
-        body: bytes | None = None,
-        remark: str | None = None,
-    ) -> RemotingCommand:
-        header = PullMessageResponseHeader(
-            suggest_which_broker_id=0, next_begin_offset=nxt, min_offset=0, max_offset=max_off
-        )
+    def _pull_resp(self, req: RemotingCommand, code: int, nxt: int, max_off: int, body: bytes | None = None,
+                   remark: str | None = None) -> RemotingCommand:
+        header = PullMessageResponseHeader(suggest_which_broker_id=0, next_begin_offset=nxt, min_offset=0,
+                                           max_offset=max_off)
         return req.response(code, header=header, body=body, remark=remark)
 
     # -- offsets --------------------------------------------------------------------------------------
@@ -593,9 +522,8 @@ class FakeBroker:
         data = HeartbeatData.decode(req.body or b"{}")
         cid = data.client_id or ""
         for pd in data.producer_data_set:
-            self.producers.setdefault(pd.group_name or "", {})[cid] = ClientEntry(
-                cid, ctx.connection, None, trio.current_time()
-            )
+            self.producers.setdefault(pd.group_name or "", {})[cid] = ClientEntry(cid, ctx.connection, None,
+                                                                                 trio.current_time())
         for cd in data.consumer_data_set:
             group = cd.group_name or ""
             entries = self.consumers.setdefault(group, {})
@@ -668,17 +596,9 @@ class FakeBroker:
             self.create_topic(topic, 1)
             if delay == 0:
                 delay = 3 + orig.reconsume_times
-        msg = MessageExt(
-            topic=topic,
-            body=orig.body,
-            flag=orig.flag,
-            properties=props,
-            queue_id=0,
-            sys_flag=orig.sys_flag,
-            born_timestamp=orig.born_timestamp,
-            born_host=orig.born_host,
-            reconsume_times=orig.reconsume_times + 1,
-        )
+        msg = MessageExt(topic=topic, body=orig.body, flag=orig.flag, properties=props, queue_id=0,
+                         sys_flag=orig.sys_flag, born_timestamp=orig.born_timestamp, born_host=orig.born_host,
+                         reconsume_times=orig.reconsume_times + 1)
         if delay > 0:
             assert self.nursery is not None
             self.nursery.start_soon(self._deliver_later, msg, DELAY_LEVELS[min(delay, 18) - 1] * self.delay_scale)
@@ -689,13 +609,8 @@ class FakeBroker:
     # -- admin ------------------------------------------------------------------------------------------------------
     def admin_create_topic(self, ctx: RequestContext, req: RemotingCommand) -> RemotingCommand:
         h = req.decode_header(CreateTopicRequestHeader)
-        self.topics[h.topic] = TopicConfig(
-            topic_name=h.topic,
-            read_queue_nums=h.read_queue_nums,
-            write_queue_nums=h.write_queue_nums,
-            perm=h.perm,
-            order=bool(h.order),
-        )
+        self.topics[h.topic] = TopicConfig(topic_name=h.topic, read_queue_nums=h.read_queue_nums,
+                                           write_queue_nums=h.write_queue_nums, perm=h.perm, order=bool(h.order))
         assert self.nursery is not None
         self.nursery.start_soon(self.register)
         return req.response(ResponseCode.SUCCESS)
@@ -716,8 +631,7 @@ class FakeBroker:
         for i in range(cfg.write_queue_nums):
             q = self.queues.get((h.topic, i), [])
             table[MessageQueue(topic=h.topic, broker_name=self.name, queue_id=i)] = TopicOffset(
-                min_offset=0, max_offset=len(q), last_update_timestamp=q[-1].store_timestamp if q else 0
-            )
+                min_offset=0, max_offset=len(q), last_update_timestamp=q[-1].store_timestamp if q else 0)
         return req.response(ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=table).encode())
 
     def admin_consume_stats(self, ctx: RequestContext, req: RemotingCommand) -> RemotingCommand:
@@ -726,8 +640,7 @@ class FakeBroker:
         for (group, topic, qid), off in self.offsets.items():
             if group == h.consumer_group and (not h.topic or topic == h.topic):
                 table[MessageQueue(topic=topic, broker_name=self.name, queue_id=qid)] = OffsetWrapper(
-                    broker_offset=self.max_offset(topic, qid), consumer_offset=off
-                )
+                    broker_offset=self.max_offset(topic, qid), consumer_offset=off)
         return req.response(ResponseCode.SUCCESS, body=ConsumeStats(offset_table=table).encode())
 
     def admin_consumer_conns(self, ctx: RequestContext, req: RemotingCommand) -> RemotingCommand:
@@ -745,7 +658,8 @@ class FakeBroker:
 
     @staticmethod
     def _conn(e: ClientEntry) -> ConnBody:
-        return ConnBody(client_id=e.client_id, client_addr=e.conn.remote_addr, language=LanguageCode.JAVA, version=409)
+        return ConnBody(client_id=e.client_id, client_addr=e.conn.remote_addr, language=LanguageCode.JAVA,
+                        version=409)
 
     def admin_producer_conns(self, ctx: RequestContext, req: RemotingCommand) -> RemotingCommand:
         h = req.decode_header(GetProducerConnectionListRequestHeader)
@@ -770,30 +684,22 @@ class FakeBroker:
             if (unique and m.uniq_key == h.key) or (not unique and h.key in m.keys):
                 found.append(m)
         if not found:
-            return req.response(
-                ResponseCode.QUERY_NOT_FOUND, remark="can not find message, maybe time range not correct"
-            )
+            return req.response(ResponseCode.QUERY_NOT_FOUND,
+                                remark="can not find message, maybe time range not correct")
         body = b"".join(encode_message(m) for m in found[: h.max_num])
         header = QueryMessageResponseHeader(index_last_update_timestamp=now_ms(), index_last_update_phyoffset=0)
         return req.response(ResponseCode.SUCCESS, header=header, body=body)
 
     def admin_broker_config(self, ctx: RequestContext, req: RemotingCommand) -> RemotingCommand:
-        text = (
-            f"brokerName={self.name}\nbrokerClusterName={self.cluster}\nbrokerId=0\nautoCreateTopicEnable=true\n"
-            f"listenPort={self.addr.rsplit(':', 1)[1]}\n"
-        )
+        text = (f"brokerName={self.name}\nbrokerClusterName={self.cluster}\nbrokerId=0\nautoCreateTopicEnable=true\n"
+                f"listenPort={self.addr.rsplit(':', 1)[1]}\n")
         resp = req.response(ResponseCode.SUCCESS, body=text.encode())
         resp.ext_fields = {"version": "0"}
         return resp
 
     def admin_runtime_info(self, ctx: RequestContext, req: RemotingCommand) -> RemotingCommand:
-        table = {
-            "brokerVersionDesc": "V4_9_8",
-            "brokerVersion": "409",
-            "msgPutTotalTodayNow": str(len(self.by_offset)),
-            "putTps": "0.0 0.0 0.0",
-            "getTransferedTps": "0.0 0.0 0.0",
-        }
+        table = {"brokerVersionDesc": "V4_9_8", "brokerVersion": "409", "msgPutTotalTodayNow": str(len(self.by_offset)),
+                 "putTps": "0.0 0.0 0.0", "getTransferedTps": "0.0 0.0 0.0"}
         return req.response(ResponseCode.SUCCESS, body=KVTable(table=table).encode())
 
     def admin_update_group(self, ctx: RequestContext, req: RemotingCommand) -> RemotingCommand:
@@ -860,9 +766,8 @@ async def real_cluster(broker_names: tuple[str, ...] = ("broker-a",), **props: A
     from rocketpy.namesrv.server import NameServer
 
     with tempfile.TemporaryDirectory(prefix="rocketpy-real-") as tmp:
-        config = NamesrvConfig(
-            listen_port=0, kv_config_path=f"{tmp}/kvConfig.json", config_store_path=f"{tmp}/namesrv.properties"
-        )
+        config = NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kvConfig.json",
+                               config_store_path=f"{tmp}/namesrv.properties")
         async with trio.open_nursery() as nursery:
             ns = await nursery.start(NameServer(config).run, "127.0.0.1", 0)
             brokers = []
@@ -936,17 +841,15 @@ async def fake_cluster(broker_names: tuple[str, ...] = ("broker-a",), **broker_o
     from rocketpy.namesrv.server import NameServer
 
     with tempfile.TemporaryDirectory(prefix="rocketpy-ns-") as tmp:
-        config = NamesrvConfig(
-            listen_port=0, kv_config_path=f"{tmp}/kvConfig.json", config_store_path=f"{tmp}/namesrv.properties"
-        )
+        config = NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kvConfig.json",
+                               config_store_path=f"{tmp}/namesrv.properties")
         async with _cluster(NameServer(config), broker_names, broker_opts) as cluster:
             yield cluster
 
 
 @asynccontextmanager
-async def _cluster(
-    ns_server: Any, broker_names: tuple[str, ...], broker_opts: dict[str, Any]
-) -> AsyncIterator[Cluster]:
+async def _cluster(ns_server: Any, broker_names: tuple[str, ...], broker_opts: dict[str, Any]) -> AsyncIterator[
+        Cluster]:
     async with trio.open_nursery() as nursery:
         ns = await nursery.start(ns_server.run, "127.0.0.1", 0)
         brokers = []

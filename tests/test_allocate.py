@@ -46,9 +46,8 @@ def make_strategy(case: dict):
     raise AssertionError(name)
 
 
-@pytest.mark.parametrize(
-    "case", CASES, ids=[f"{i}-{c['strategy']}-{len(c['cids'])}x{len(c['mqs'])}" for i, c in enumerate(CASES)]
-)
+@pytest.mark.parametrize("case", CASES, ids=[f"{i}-{c['strategy']}-{len(c['cids'])}x{len(c['mqs'])}"
+                                             for i, c in enumerate(CASES)])
 def test_matches_java(case: dict) -> None:
     mqs = [MessageQueue(topic=t, broker_name=b, queue_id=q) for t, b, q in case["mqs"]]
     strategy = make_strategy(case)

@@ -322,14 +322,8 @@ def test_topic_config_line() -> None:
     # Integer.parseInt takes leading zeros, not a non-ASCII digit nor more digits than int() will read
     assert TopicConfig.from_line("T " + "0" * 5000 + "4 2 6 SINGLE_TAG") == config
     many = "9" * 5000
-    for bad in (
-        "T 4 2 6",
-        "T x 2 6 SINGLE_TAG",
-        "T 4 2 6 SINGLE_TAG x",
-        "T 99999999999 2 6 SINGLE_TAG",
-        f"T {many} 2 6 SINGLE_TAG",
-        "T \u00b2 2 6 SINGLE_TAG",
-    ):
+    for bad in ("T 4 2 6", "T x 2 6 SINGLE_TAG", "T 4 2 6 SINGLE_TAG x", "T 99999999999 2 6 SINGLE_TAG",
+                f"T {many} 2 6 SINGLE_TAG", "T \u00b2 2 6 SINGLE_TAG"):
         with pytest.raises(CodecError):
             TopicConfig.from_line(bad)
 

@@ -34,13 +34,8 @@ from rocketpy.codecs.message import decompress_body
 
 def fast(c: Cluster, **kw: object) -> ClientConfig:
     """Client settings that make tests quick: frequent rebalance and offset persistence."""
-    return ClientConfig(
-        namesrv_addr=c.namesrv,
-        rebalance_interval=1.0,
-        persist_consumer_offset_interval=0.5,
-        poll_name_server_interval=1.0,
-        **kw,
-    )  # type: ignore[arg-type]
+    return ClientConfig(namesrv_addr=c.namesrv, rebalance_interval=1.0, persist_consumer_offset_interval=0.5,
+                        poll_name_server_interval=1.0, **kw)  # type: ignore[arg-type]
 
 
 async def wait_for(pred, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
@@ -74,9 +69,8 @@ async def make_topic(c: Cluster, topic: str, queues: int) -> None:
 
     async with Admin(c.namesrv) as admin:
         for addr in await admin.master_addrs("DefaultCluster"):
-            await admin.create_topic(
-                addr, TopicConfig(topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6)
-            )
+            await admin.create_topic(addr, TopicConfig(topic_name=topic, read_queue_nums=queues,
+                                                       write_queue_nums=queues, perm=6))
         with trio.fail_after(10):
             while True:
                 route = await admin.client.fetch_route(topic)
@@ -89,9 +83,8 @@ async def test_send_modes_and_wire_format(server) -> None:  # type: ignore[no-un
     async with fake_cluster() as c:
         server(c)
         async with Producer("PG", namesrv=c.namesrv) as p:
-            r = await p.send(
-                make_message("TopicA", "hello", tags="TagA", keys=["k1", "k2"], properties={"color": "red"})
-            )
+            r = await p.send(make_message("TopicA", "hello", tags="TagA", keys=["k1", "k2"],
+                                          properties={"color": "red"}))
             assert r.send_status == SendStatus.SEND_OK and r.msg_id and len(r.msg_id) == 32
             big = make_message("TopicA", b"x" * 5000)
             r2 = await p.send(big)
@@ -118,9 +111,8 @@ async def test_ordered_send_by_hash(cluster_of) -> None:  # type: ignore[no-unty
     async with cluster_of() as c:
         await make_topic(c, "TopicO", 4)
         async with Producer("PG", namesrv=c.namesrv) as p:
-            results = [
-                await p.send(make_message("TopicO", f"o{i}"), selector=select_by_hash, arg=i % 3) for i in range(9)
-            ]
+            results = [await p.send(make_message("TopicO", f"o{i}"), selector=select_by_hash, arg=i % 3)
+                       for i in range(9)]
         # Java: abs(Integer.hashCode() % 4); order id 0,1,2 -> queues 0,1,2
         assert [r.message_queue.queue_id for r in results] == [0, 1, 2] * 3
 
@@ -169,9 +161,8 @@ async def test_push_consumer_with_retry(cluster_of) -> None:  # type: ignore[no-
         async with Producer("PG", namesrv=c.namesrv) as p:
             for i in range(8):
                 await p.send(make_message("TopicP", f"m{i}", tags="TagA" if i % 4 else "TagB"))
-            consumer = PushConsumer(
-                "CG", listener, config=fast(c), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-            )
+            consumer = PushConsumer("CG", listener, config=fast(c),
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe("TopicP", "TagA")
             async with consumer:
                 await wait_for(lambda: len(seen) >= 8)
@@ -194,7 +185,6 @@ async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of) -> None:  # t
         def listener_for(name):  # type: ignore[no-untyped-def]
             async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
                 got[name].extend(m.body for m in msgs)
-
             return listener
 
         def total() -> int:
@@ -205,12 +195,10 @@ async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of) -> None:  # t
             def split_ok() -> bool:
                 owned = [mq for cons in consumers for mq in cons.pq_table if mq.topic == "TopicRb"]
                 return len(owned) == 8 and len(set(owned)) == 8
-
             await wait_for(split_ok)
             await trio.sleep(0.3)
 
         async with Producer("PG", namesrv=c.namesrv) as p:
-
             async def send(n: int, start: int) -> None:
                 for i in range(start, start + n):
                     await p.send(make_message("TopicRb", f"x{i}"))
@@ -259,13 +247,8 @@ async def test_orderly_consumer_locks_and_order(cluster_of) -> None:  # type: ig
             for seq in range(5):
                 for order in range(6):
                     await p.send(make_message("TopicOrd", f"{order}:{seq}"), selector=select_by_hash, arg=order)
-            consumer = PushConsumer(
-                "CGO",
-                listener,
-                orderly=True,
-                config=fast(c),
-                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-            )
+            consumer = PushConsumer("CGO", listener, orderly=True, config=fast(c),
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe("TopicOrd")
             async with consumer:
                 await wait_for(lambda: sum(len(v) for v in per_order.values()) == 30)
@@ -289,23 +272,15 @@ async def test_broadcast_offsets_on_disk(cluster_of, tmp_path: Path) -> None:  #
         def listener_for(i):  # type: ignore[no-untyped-def]
             async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
                 counts[i] += len(msgs)
-
             return listener
 
         async with Producer("PG", namesrv=c.namesrv) as p:
             for i in range(6):
                 await p.send(make_message("TopicBc", f"b{i}"))
-            cons = [
-                PushConsumer(
-                    "CGB",
-                    listener_for(i),
-                    config=fast(c, instance_name=f"bc{i}"),
-                    message_model=MessageModel.BROADCASTING,
-                    offset_store_dir=str(tmp_path),
-                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-                )
-                for i in range(2)
-            ]
+            cons = [PushConsumer("CGB", listener_for(i), config=fast(c, instance_name=f"bc{i}"),
+                                 message_model=MessageModel.BROADCASTING, offset_store_dir=str(tmp_path),
+                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+                    for i in range(2)]
             for x in cons:
                 x.subscribe("TopicBc")
             async with cons[0], cons[1]:
@@ -319,10 +294,8 @@ async def test_broadcast_offsets_on_disk(cluster_of, tmp_path: Path) -> None:  #
         assert sum(table.values()) == 6 and {mq.queue_id for mq in table} == {0, 1}
         if c.kind != "fake":
             return
-        assert not any(
-            r.code == RequestCode.UPDATE_CONSUMER_OFFSET and r.ext_fields.get("consumerGroup") == "CGB"
-            for r in c.broker.requests
-        )
+        assert not any(r.code == RequestCode.UPDATE_CONSUMER_OFFSET and r.ext_fields.get("consumerGroup") == "CGB"
+                       for r in c.broker.requests)
 
 
 async def test_lite_pull_assign_seek_commit(cluster_of) -> None:  # type: ignore[no-untyped-def]
@@ -332,9 +305,8 @@ async def test_lite_pull_assign_seek_commit(cluster_of) -> None:  # type: ignore
             for i in range(10):
                 await p.send(make_message("TopicLp", f"l{i}"))
         mq = MessageQueue(topic="TopicLp", broker_name="broker-a", queue_id=0)
-        async with LitePullConsumer(
-            "CGL", config=fast(c), auto_commit=False, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
-        ) as lp:
+        async with LitePullConsumer("CGL", config=fast(c), auto_commit=False,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET") as lp:
             await lp.assign([mq])
             got: list[bytes] = []
             while len(got) < 10:
@@ -393,9 +365,8 @@ async def test_transactions_commit_rollback_and_check(cluster_of) -> None:  # ty
             async def collect(msgs, ctx):  # type: ignore[no-untyped-def]
                 got.extend(m.body for m in msgs)
 
-            consumer = PushConsumer(
-                "CGTx", collect, config=fast(c), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-            )
+            consumer = PushConsumer("CGTx", collect, config=fast(c),
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe("TopicTx")
             async with consumer:
                 await wait_for(lambda: len(got) >= 2)
@@ -416,7 +387,6 @@ async def test_request_reply(cluster_of) -> None:  # type: ignore[no-untyped-def
     async with cluster_of() as c:
         await make_topic(c, "TopicReq", 1)
         async with Producer("PG", namesrv=c.namesrv) as requester, Producer("RPG", namesrv=c.namesrv) as responder:
-
             async def serve(msgs, ctx):  # type: ignore[no-untyped-def]
                 for m in msgs:
                     await responder.send(create_reply_message(m, b"pong:" + m.body))
@@ -462,9 +432,8 @@ async def test_broker_initiated_requests(server) -> None:  # type: ignore[no-unt
         async with Producer("PG", namesrv=c.namesrv) as p:
             for i in range(4):
                 await p.send(make_message("TopicBi", f"bi{i}"))
-            consumer = PushConsumer(
-                "CGBi", listener, config=fast(c), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-            )
+            consumer = PushConsumer("CGBi", listener, config=fast(c),
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe("TopicBi")
             async with consumer:
                 await wait_for(lambda: len(seen) == 4)
@@ -475,21 +444,15 @@ async def test_broker_initiated_requests(server) -> None:  # type: ignore[no-unt
                 assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
                 assert {mq.topic for mq in info.mq_table} == {"TopicBi", "%RETRY%CGBi"}
                 stored = c.broker.queues[("TopicBi", 0)][0]
-                h2 = ConsumeMessageDirectlyResultRequestHeader(
-                    consumer_group="CGBi", client_id="x", msg_id=stored.msg_id, broker_name="broker-a"
-                )
+                h2 = ConsumeMessageDirectlyResultRequestHeader(consumer_group="CGBi", client_id="x",
+                                                               msg_id=stored.msg_id, broker_name="broker-a")
                 req = RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h2, encode_message(stored))
                 result = ConsumeMessageDirectlyResult.decode((await entry.conn.invoke(req, 3)).body)
                 assert str(result.consume_result) == "CR_SUCCESS" and len(seen) == 5
                 # reset to 0: everything is consumed again
-                body = (
-                    await c.broker.admin_reset_offset(
-                        None,
-                        RemotingCommand.request(
-                            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,  # type: ignore[arg-type]
-                            ResetOffsetRequestHeader(topic="TopicBi", group="CGBi", timestamp=0, is_force=True),
-                        ),
-                    )
-                ).body
+                body = (await c.broker.admin_reset_offset(
+                    None, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,  # type: ignore[arg-type]
+                                                  ResetOffsetRequestHeader(topic="TopicBi", group="CGBi",
+                                                                           timestamp=0, is_force=True)))).body
                 assert body
                 await wait_for(lambda: len(seen) == 9)

@@ -32,51 +32,23 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def produce(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cluster: Cluster, text: bytes, *extra: str
-) -> list[dict]:
+def produce(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cluster: Cluster, text: bytes,
+            *extra: str) -> list[dict]:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
     code, out = run(capsys, "produce", "-n", cluster.namesrv, *extra)
     assert code == 0
     return [json.loads(line) for line in out.splitlines()]
 
 
-def test_produce_then_consume(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    results = produce(
-        monkeypatch,
-        capsys,
-        cluster,
-        b"one\ntwo\n\xff\xfe\n",
-        "-t",
-        "CliTopic",
-        "--tag",
-        "T1",
-        "--keys",
-        "k1 k2",
-        "--property",
-        "color=blue",
-    )
+def test_produce_then_consume(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    results = produce(monkeypatch, capsys, cluster, b"one\ntwo\n\xff\xfe\n", "-t", "CliTopic", "--tag", "T1",
+                      "--keys", "k1 k2", "--property", "color=blue")
     assert [r["status"] for r in results] == ["SEND_OK"] * 3
     assert {"msgId", "broker", "queueId", "queueOffset"} <= set(results[0])
     produce(monkeypatch, capsys, cluster, b"skipped\n", "-t", "CliTopic", "--tag", "T2")
-    code, out = run(
-        capsys,
-        "consume",
-        "-n",
-        cluster.namesrv,
-        "-t",
-        "CliTopic",
-        "-g",
-        "CliGroup",
-        "--tag-expr",
-        "T1",
-        "--count",
-        "3",
-        "--timeout",
-        "5",
-    )
+    code, out = run(capsys, "consume", "-n", cluster.namesrv, "-t", "CliTopic", "-g", "CliGroup",
+                    "--tag-expr", "T1", "--count", "3", "--timeout", "5")
     assert code == 0
     msgs = [json.loads(line) for line in out.splitlines()]
     assert sorted(m["body"] for m in msgs if not m.get("bodyBase64")) == ["one", "two"]
@@ -87,16 +59,17 @@ def test_produce_then_consume(
 
 
 def test_consume_stops_after_silence(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = run(capsys, "consume", "-n", cluster.namesrv, "-t", "CliEmpty", "-g", "CliGroupE", "--timeout", "0.5")
+    code, out = run(capsys, "consume", "-n", cluster.namesrv, "-t", "CliEmpty", "-g", "CliGroupE",
+                    "--timeout", "0.5")
     assert code == 0 and out == ""
 
 
-def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                        capsys: pytest.CaptureFixture[str]) -> None:
     ns = cluster.namesrv
     addr = cluster.broker_addr
-    code, out = run(
-        capsys, "admin", "updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", "AdmTopic", "-r", "2", "-w", "2"
-    )
+    code, out = run(capsys, "admin", "updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", "AdmTopic", "-r", "2",
+                    "-w", "2")
     assert code == 0 and "success" in out
     import time
 
@@ -124,21 +97,8 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsy
     assert code == 0 and "hello admin" in out
     code, out = run(capsys, "admin", "queryMsgByKey", "-n", ns, "-t", "AdmTopic", "-k", "adm-key")
     assert code == 0 and results[0]["msgId"] in out
-    code, out = run(
-        capsys,
-        "admin",
-        "queryMsgByOffset",
-        "-n",
-        ns,
-        "-t",
-        "AdmTopic",
-        "-b",
-        "broker-a",
-        "-i",
-        str(results[0]["queueId"]),
-        "-o",
-        "0",
-    )
+    code, out = run(capsys, "admin", "queryMsgByOffset", "-n", ns, "-t", "AdmTopic", "-b", "broker-a", "-i",
+                    str(results[0]["queueId"]), "-o", "0")
     assert code == 0 and "hello admin" in out
     code, out = run(capsys, "admin", "printMsg", "-n", ns, "-t", "AdmTopic")
     assert code == 0 and "hello admin" in out
@@ -172,9 +132,8 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsy
     assert code == 1
 
 
-def test_consumer_connection(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_consumer_connection(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                             capsys: pytest.CaptureFixture[str]) -> None:
     import threading
 
     from rocketpy.client.facade import BlockingPushConsumer

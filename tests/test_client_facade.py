@@ -42,16 +42,14 @@ def test_blocking_producer_and_consumers(cluster: Cluster) -> None:
         if len(got) >= 7:
             done.set()
 
-    consumer = BlockingPushConsumer(
-        "CGBlk", listener, namesrv=cluster.namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-    )
+    consumer = BlockingPushConsumer("CGBlk", listener, namesrv=cluster.namesrv,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
     consumer.subscribe("TopicBlk")
     with consumer:
         assert done.wait(10)
     assert sorted(got) == sorted([f"m{i}".encode() for i in range(5)] + [b"async", b"oneway"])
-    lite = BlockingLitePullConsumer(
-        "CGBlkLite", namesrv=cluster.namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-    )
+    lite = BlockingLitePullConsumer("CGBlkLite", namesrv=cluster.namesrv,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
     lite.subscribe("TopicBlk")
     with lite:
         pulled: list[bytes] = []
@@ -76,9 +74,8 @@ def test_asyncio_producer_and_consumer(cluster: Cluster) -> None:
         async with AsyncioProducer("PGA", namesrv=cluster.namesrv) as p:
             results = await asyncio.gather(*(p.send(make_message("TopicAio", f"a{i}")) for i in range(3)))
             assert len({r.msg_id for r in results}) == 3
-            consumer = AsyncioPushConsumer(
-                "CGA", listener, namesrv=cluster.namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-            )
+            consumer = AsyncioPushConsumer("CGA", listener, namesrv=cluster.namesrv,
+                                           consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe("TopicAio")
             async with consumer:
                 await asyncio.wait_for(arrived.wait(), 10)

@@ -19,13 +19,10 @@ from rocketpy.codecs.message import Message, MessageExt
 
 def route() -> TopicRouteData:
     return TopicRouteData(
-        queue_datas=[
-            QueueData(broker_name="b", read_queue_nums=2, write_queue_nums=2, perm=6),
-            QueueData(broker_name="a", read_queue_nums=3, write_queue_nums=1, perm=6),
-            QueueData(broker_name="c", read_queue_nums=1, write_queue_nums=1, perm=4),
-        ],
-        broker_datas=[BrokerData(broker_name=n, broker_addrs={0: f"{n}:1"}) for n in "abc"],
-    )
+        queue_datas=[QueueData(broker_name="b", read_queue_nums=2, write_queue_nums=2, perm=6),
+                     QueueData(broker_name="a", read_queue_nums=3, write_queue_nums=1, perm=6),
+                     QueueData(broker_name="c", read_queue_nums=1, write_queue_nums=1, perm=4)],
+        broker_datas=[BrokerData(broker_name=n, broker_addrs={0: f"{n}:1"}) for n in "abc"])
 
 
 def test_publish_and_subscribe_queues() -> None:
@@ -34,11 +31,8 @@ def test_publish_and_subscribe_queues() -> None:
     assert [(q.broker_name, q.queue_id) for q in info.queues] == [("a", 0), ("b", 0), ("b", 1)]
     assert len(subscribe_queues("T", route())) == 6
     ordered = publish_info("T", TopicRouteData(order_topic_conf="b:2;a:1"))
-    assert ordered.order_topic and [(q.broker_name, q.queue_id) for q in ordered.queues] == [
-        ("b", 0),
-        ("b", 1),
-        ("a", 0),
-    ]
+    assert ordered.order_topic and [(q.broker_name, q.queue_id) for q in ordered.queues] == [("b", 0), ("b", 1),
+                                                                                              ("a", 0)]
 
 
 def test_select_avoids_last_broker() -> None:
@@ -84,12 +78,8 @@ def test_select_by_hash_matches_java() -> None:
 def test_wire_properties_order_and_validation() -> None:
     props = {"TAGS": "TagA", "KEYS": "k", "WAIT": "true", "scenario": "x", "index": "0", "UNIQ_KEY": "U"}
     assert wire_properties(props).split("\x02")[0] == "scenario\x01x"
-    for bad, text in (
-        (Message(topic="", body=b"x"), "blank"),
-        (Message(topic="T", body=b""), "zero"),
-        (Message(topic="a b", body=b"x"), "illegal"),
-        (Message(topic="T", body=b"x" * 5), "over"),
-    ):
+    for bad, text in ((Message(topic="", body=b"x"), "blank"), (Message(topic="T", body=b""), "zero"),
+                      (Message(topic="a b", body=b"x"), "illegal"), (Message(topic="T", body=b"x" * 5), "over")):
         try:
             check_message(bad, max_size=4)
         except Exception as exc:
@@ -162,17 +152,10 @@ def test_pulled_bodies_arrive_inflated_like_java_getbody() -> None:
     from rocketpy.codecs.message import MessageExt, compress_body, encode_message
 
     payload = ("line of a big body\n" * 400).encode()
-    stored = MessageExt(
-        topic="T",
-        body=compress_body(payload),
-        sys_flag=int(MessageSysFlag.COMPRESSED_FLAG),
-        properties={"TAGS": "A"},
-        born_host="127.0.0.1:1",
-        store_host="127.0.0.1:10911",
-    )
-    plain = MessageExt(
-        topic="T", body=b"small", properties={"TAGS": "B"}, born_host="127.0.0.1:1", store_host="127.0.0.1:10911"
-    )
+    stored = MessageExt(topic="T", body=compress_body(payload), sys_flag=int(MessageSysFlag.COMPRESSED_FLAG),
+                        properties={"TAGS": "A"}, born_host="127.0.0.1:1", store_host="127.0.0.1:10911")
+    plain = MessageExt(topic="T", body=b"small", properties={"TAGS": "B"},
+                       born_host="127.0.0.1:1", store_host="127.0.0.1:10911")
     big, small = decode_pulled(encode_message(stored) + encode_message(plain), None)
     assert big.body == payload and not big.sys_flag & MessageSysFlag.COMPRESSED_FLAG
     assert big.decompressed_body() == payload

@@ -68,30 +68,23 @@ async def run_scenario() -> dict[int, list[RemotingCommand]]:
             await p.send(make_message("WireT", "hello", tags="TagA", keys="k"))
             await p.send(make_message("WireT", "retry-me", tags="TagA"))
             await p.send(make_message("WireO", "o"), selector=select_by_hash, arg=1)
-            consumer = PushConsumer(
-                "WireCG", listener, config=config, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-            )
+            consumer = PushConsumer("WireCG", listener, config=config,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe("WireT", "*")
             async with consumer:
                 with trio.fail_after(10):
                     while consumer.consumed_ok < 2:
                         await trio.sleep(0.05)
                 await trio.sleep(0.5)
-            oc = PushConsumer(
-                "WireOG",
-                orderly,
-                orderly=True,
-                config=config,
-                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-            )
+            oc = PushConsumer("WireOG", orderly, orderly=True, config=config,
+                              consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             oc.subscribe("WireO")
             async with oc:
                 with trio.fail_after(10):
                     await got.wait()
 
-        async with TransactionProducer(
-            "TPG", lambda m, a: "UNKNOW", lambda m: "COMMIT_MESSAGE", namesrv=c.namesrv
-        ) as tp:
+        async with TransactionProducer("TPG", lambda m, a: "UNKNOW", lambda m: "COMMIT_MESSAGE",
+                                       namesrv=c.namesrv) as tp:
             await tp.send_in_transaction(make_message("WireTx", "tx"))
             with trio.fail_after(10):
                 while c.broker.half:

@@ -55,12 +55,7 @@ def test_every_example_is_tested() -> None:
 def test_example(name: str, cluster: Cluster, tmp_path: Path, record_property) -> None:  # type: ignore[no-untyped-def]
     record_property("server", cluster.kind)
     env = {**os.environ, "ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / name), "-n", cluster.namesrv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    proc = subprocess.run([sys.executable, str(EXAMPLES / name), "-n", cluster.namesrv], capture_output=True,
+                          text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert EXPECT[name] in proc.stdout, proc.stdout + proc.stderr

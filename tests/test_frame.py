@@ -72,11 +72,7 @@ def test_fast_binary_header_agrees_with_construct_definition(cmd: RemotingComman
     prefix = FRAME_PREFIX.parse(cmd.encode()[:8])
     assert FRAME_PREFIX_UNIT.unpack(cmd.encode()[:8]) == (prefix.length, prefix.header_info)
     assert ROCKETMQ_FIXED_UNIT.unpack_from(header) == (
-        parsed.code,
-        parsed.language,
-        parsed.version,
-        parsed.opaque,
-        parsed.flag,
+        parsed.code, parsed.language, parsed.version, parsed.opaque, parsed.flag
     )
 
 
@@ -215,16 +211,8 @@ def test_json_header_fast_path_writes_what_fastjson_writes(remark: str, ext: dic
     from rocketpy.codecs import fastjson
 
     cmd = RemotingCommand(code=10, remark=remark, ext_fields=ext)
-    doc = {
-        "code": 10,
-        "extFields": ext,
-        "flag": 0,
-        "language": "JAVA",
-        "opaque": 0,
-        "remark": remark,
-        "serializeTypeCurrentRPC": "JSON",
-        "version": 409,
-    }
+    doc = {"code": 10, "extFields": ext, "flag": 0, "language": "JAVA", "opaque": 0, "remark": remark,
+           "serializeTypeCurrentRPC": "JSON", "version": 409}
     assert cmd.encode_header() == fastjson.dump_bytes(doc)
 
 

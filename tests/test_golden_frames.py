@@ -46,11 +46,8 @@ def test_traffic_matches_manifest(pcap) -> None:
         f"{'response' if c.is_response else 'request'} {SerializeType(c.serialize_type).name}" for c in cmds
     )
     assert dict(kinds) == traffic["serializeTypesByKind"]
-    from_server = Counter(
-        f"{f.command.code} {request_code_name(f.command.code)}"
-        for f in fr
-        if f.from_server and not f.command.is_response
-    )
+    from_server = Counter(f"{f.command.code} {request_code_name(f.command.code)}" for f in fr
+                          if f.from_server and not f.command.is_response)
     assert dict(from_server) == traffic["serverToClientRequests"]
 
     pairs = pair_responses(fr)
@@ -63,7 +60,6 @@ def test_traffic_matches_manifest(pcap) -> None:
             by_request.setdefault(key, Counter())[f"{resp.command.code} {response_code_name(resp.command.code)}"] += 1
             assert resp.command.request_code == req.command.code
     assert {k: dict(v) for k, v in by_request.items()} == traffic["responsesByRequest"]
-    langs = Counter(
-        c.language.name for c in cmds if not c.is_response and not any(f.command is c and f.from_server for f in fr)
-    )
+    langs = Counter(c.language.name for c in cmds if not c.is_response and not any(
+        f.command is c and f.from_server for f in fr))
     assert set(langs) <= set(traffic["requestLanguages"])

@@ -58,20 +58,8 @@ def test_json_lines_carry_every_command_with_its_pairing(pcap: Path, capsys: pyt
     expected_ha = ha["slaveReports"]["count"] + ha["masterFrames"]["count"] if ha else 0
     assert len(lines) - len(objs) == expected_ha
     assert len(objs) == traffic["frames"]
-    required = {
-        "ts",
-        "src",
-        "dst",
-        "code",
-        "name",
-        "opaque",
-        "flag",
-        "is_response",
-        "serialize_type",
-        "remark",
-        "ext_fields",
-        "body_len",
-    }
+    required = {"ts", "src", "dst", "code", "name", "opaque", "flag", "is_response", "serialize_type", "remark",
+                "ext_fields", "body_len"}
     assert all(required <= o.keys() for o in objs)
     requests = Counter(f"{o['code']} {o['name']}" for o in objs if not o["is_response"])
     assert dict(requests) == traffic["requests"]
@@ -185,9 +173,8 @@ def test_errors_are_clear(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     assert rc == 2 and "HOST:PORT" in err
 
 
-def test_live_capture_without_privilege_says_so(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_live_capture_without_privilege_says_so(capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
     def refuse(*args: object, **kwargs: object) -> socket.socket:

@@ -31,7 +31,7 @@ Packets = list[tuple[float, bytes]]
 def sniff(path: Path | io.BytesIO) -> tuple[list[CapturedFrame], list[StreamNote], Pairer]:
     tracker, pairer = Tracker(), Pairer()
     events = []
-    with open(path, "rb") if isinstance(path, Path) else path as f:
+    with (open(path, "rb") if isinstance(path, Path) else path) as f:
         for pkt in read_packets(f):
             events += tracker.packet(pkt)
     events += tracker.finish()
@@ -124,9 +124,8 @@ def runs(packets: Packets) -> list[list[int]]:
     return [r for k, r in enumerate(out) if r and k not in frozen]
 
 
-def mutate(
-    packets: Packets, fn: Callable[[list[int], Packets, random.Random], list[tuple[float, bytes]]], seed: int = 7
-) -> Packets:
+def mutate(packets: Packets, fn: Callable[[list[int], Packets, random.Random], list[tuple[float, bytes]]],
+           seed: int = 7) -> Packets:
     """Apply ``fn`` to each run; its result takes the run's place (extra packets after its last slot)."""
     rng = random.Random(seed)
     out: list[tuple[float, bytes] | None] = list(packets)
@@ -194,17 +193,11 @@ def test_connections_and_directions_match_manifest(pcap: Path) -> None:
 def test_topics_match_manifest(pcap: Path) -> None:
     traffic = manifest(pcap)["traffic"]
     frames, _notes, _pairer = sniff(pcap)
-    send_codes = {
-        RequestCode.SEND_MESSAGE,
-        RequestCode.SEND_MESSAGE_V2,
-        RequestCode.SEND_BATCH_MESSAGE,
-        RequestCode.SEND_REPLY_MESSAGE,
-        RequestCode.SEND_REPLY_MESSAGE_V2,
-    }
+    send_codes = {RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
+                  RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
     sends = Counter(topic_of(fr) for fr in frames if not fr.command.is_response and fr.command.code in send_codes)
-    pulls = Counter(
-        topic_of(fr) for fr in frames if not fr.command.is_response and fr.command.code == RequestCode.PULL_MESSAGE
-    )
+    pulls = Counter(topic_of(fr) for fr in frames
+                    if not fr.command.is_response and fr.command.code == RequestCode.PULL_MESSAGE)
     assert dict(sends) == traffic["sendRequestsByTopic"]
     assert dict(pulls) == traffic["pullRequestsByTopic"]
 
@@ -243,7 +236,7 @@ def test_pcapng_from_a_pipe_gives_the_same_frames() -> None:
 
 
 def _is_suffix(part: list, whole: list) -> bool:
-    return not part or (len(part) <= len(whole) and whole[len(whole) - len(part) :] == part)
+    return not part or (len(part) <= len(whole) and whole[len(whole) - len(part):] == part)
 
 
 @pytest.mark.parametrize("pcap", PCAPS, ids=ids)
@@ -332,11 +325,8 @@ def test_overlapping_retransmissions(pcap: Path, tmp_path: Path) -> None:
     assert by_direction(frames) == by_direction(original)
 
 
-@pytest.mark.parametrize(
-    "pcap",
-    [p for p in PCAPS if manifest(p)["traffic"]["frames"] > 50],
-    ids=[p.stem for p in PCAPS if manifest(p)["traffic"]["frames"] > 50],
-)
+@pytest.mark.parametrize("pcap", [p for p in PCAPS if manifest(p)["traffic"]["frames"] > 50],
+                         ids=[p.stem for p in PCAPS if manifest(p)["traffic"]["frames"] > 50])
 def test_lost_segment_is_a_reported_gap_not_the_end(pcap: Path, tmp_path: Path) -> None:
     linktype, packets = load(pcap)
     original, _, _ = sniff(pcap)

@@ -97,9 +97,8 @@ def test_sniff_command_on_loopback(capsys: pytest.CaptureFixture[str]) -> None:
     port = server.getsockname()[1]
     result: list[int] = []
     cli = threading.Thread(
-        target=lambda: result.append(
-            main(["sniff", "-i", "lo", "--port", str(port), "--json", "-c", "4", "--duration", "20"])
-        ),
+        target=lambda: result.append(main(["sniff", "-i", "lo", "--port", str(port), "--json", "-c", "4",
+                                           "--duration", "20"])),
         daemon=True,
     )
     cli.start()

@@ -30,9 +30,8 @@ def _respond(req: RemotingCommand) -> bytes | None:
     if req.is_oneway:
         return None
     code = 17 if req.code == 105 else 0
-    return req.response(
-        code, body=b"y" * 100_000 if req.code == 310 else None, remark="no route" if code else None
-    ).encode()
+    return req.response(code, body=b"y" * 100_000 if req.code == 310 else None,
+                        remark="no route" if code else None).encode()
 
 
 class EchoBroker:
@@ -131,22 +130,8 @@ def test_proxy_command_prints_like_sniff(capsys: pytest.CaptureFixture[str]) -> 
     result: list[int] = []
     srv = threading.Thread(target=serve, daemon=True)
     cli = threading.Thread(
-        target=lambda: result.append(
-            main(
-                [
-                    "proxy",
-                    "--listen",
-                    f"127.0.0.1:{listen_port}",
-                    "--upstream",
-                    f"127.0.0.1:{upstream_port}",
-                    "--json",
-                    "-c",
-                    "2",
-                    "--duration",
-                    "20",
-                ]
-            )
-        ),
+        target=lambda: result.append(main(["proxy", "--listen", f"127.0.0.1:{listen_port}", "--upstream",
+                                           f"127.0.0.1:{upstream_port}", "--json", "-c", "2", "--duration", "20"])),
         daemon=True,
     )
     srv.start()

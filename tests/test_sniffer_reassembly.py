@@ -111,7 +111,7 @@ def test_resync_from_inside_a_frame(seed: int, cut: int) -> None:
     for _off, piece in chunks(stream[cut:], rng, 120):
         got += dec.feed(piece)[0]
     whole_after_cut = [f for f, s in zip(frames, starts) if s >= cut]
-    assert got[-len(whole_after_cut) :] == whole_after_cut
+    assert got[-len(whole_after_cut):] == whole_after_cut
     # a false start inside the cut frame's body is possible but must not swallow real frames
     assert len(got) <= len(whole_after_cut) + 1
 
