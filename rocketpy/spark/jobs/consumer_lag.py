@@ -52,7 +52,7 @@ def committed_offsets(store: str) -> list[tuple[str, str, int, int]]:
         if not isinstance(table, dict):
             errors.append(f"{path}: no offsetTable")
             continue
-        out = []
+        out: list[tuple[str, str, int, int]] = []
         for key, queues in table.items():
             topic, sep, group = str(key).rpartition("@")  # "topic@group"; a topic cannot hold '@'
             if not sep or not isinstance(queues, dict):
