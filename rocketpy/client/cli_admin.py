@@ -279,7 +279,7 @@ async def topic_route(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     out.line(fmt.format("#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm"))
     qds = {q.broker_name: q for q in route.queue_datas or []}
     total_r = total_w = 0
-    for bd in sorted(route.broker_datas or [], key=lambda b: b.broker_name):
+    for bd in sorted(route.broker_datas or [], key=lambda b: b.broker_name or ""):
         q = qds.get(bd.broker_name)
         r, w, perm = (q.read_queue_nums, q.write_queue_nums, q.perm) if q else (0, 0, 0)
         total_r, total_w = total_r + r, total_w + w
@@ -816,7 +816,7 @@ def print_message(out: Out, msg: MessageExt, offset_id: bool = True) -> dict[str
             f.write(body)
     except OSError:
         path = "(not written)"
-    rows = [("OffsetID:", msg.msg_id)] if offset_id else []
+    rows: list[tuple[str, object]] = [("OffsetID:", msg.msg_id)] if offset_id else []
     rows += [
         ("Topic:", msg.topic), ("Tags:", f"[{java_str(msg.tags)}]"), ("Keys:", f"[{java_str(msg.keys_string)}]"),
         ("Queue ID:", msg.queue_id), ("Queue Offset:", msg.queue_offset),
@@ -1293,8 +1293,9 @@ def _print_by_queue_opts(p: argparse.ArgumentParser) -> None:
 
 @command("printMsgByQueue", "Print Message Detail", _print_by_queue_opts)
 async def print_msg_by_queue(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    mq = MessageQueue(topic=args.topic.strip(), broker_name=args.broker.strip(), queue_id=args.queue_id)
-    lo, hi = (await admin.queue_bounds(mq.topic)).get(mq, (0, 0))
+    topic = args.topic.strip()
+    mq = MessageQueue(topic=topic, broker_name=args.broker.strip(), queue_id=args.queue_id)
+    lo, hi = (await admin.queue_bounds(topic)).get(mq, (0, 0))
     if args.begin:
         lo = await admin.search_offset(mq, parse_time(args.begin))
     if args.end:

@@ -316,7 +316,7 @@ class Producer:
                             for m in batch_msgs)
         result = ClientAPI.send_result(response, addr, mq, uniq)
         if self.trace is not None and batch_msgs is None:
-            born = header.born_timestamp
+            born = header.born_timestamp or 0
             self.trace.on_send(msg, result, addr, time.time_ns() // 1_000_000 - born, born)
         return result
 

@@ -103,11 +103,11 @@ class TraceDispatcher:
             batch.append((data, keys))
             size += len(data)
         body = "".join(d for d, _ in batch)
-        keys: list[str] = []
+        all_keys: list[str] = []
         for _, ks in batch:
-            keys += [k for k in ks if k and k not in keys]
+            all_keys += [k for k in ks if k and k not in all_keys]
         try:
-            await self._producer.send(make_message(self.trace_topic, body.encode(), keys=" ".join(keys)))
+            await self._producer.send(make_message(self.trace_topic, body.encode(), keys=" ".join(all_keys)))
         except Exception as exc:  # a trace is best effort, like Java's: log and drop
             log.warning("trace data of %d records not sent to %s: %s", len(batch), self.trace_topic, exc)
 

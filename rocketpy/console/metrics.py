@@ -72,7 +72,10 @@ async def _minute_tps(data: ConsoleData, addr: str, name: str, key: str) -> floa
                                   ViewBrokerStatsDataRequestHeader(stats_name=name, stats_key=key))
     except ADMIN_ERRORS:
         return None  # not counted yet (Java answers an error too)
-    tps = BrokerStatsData.decode(resp.body or b"{}").stats_minute.tps
+    minute = BrokerStatsData.decode(resp.body or b"{}").stats_minute
+    if minute is None:
+        return 0.0
+    tps = minute.tps
     return round(tps, 2) if tps == tps else 0.0  # the exporter's getFixedDouble: two decimals
 
 
@@ -146,11 +149,11 @@ async def render(data: ConsoleData) -> bytes:
                 per_broker[b.name] = sum(o.max_offset for o in table.values())
             rows = []
             for name, total in sorted(per_broker.items()):
-                b = by_name.get(name)
-                if b is not None:
-                    tps = await _minute_tps(data, b.addr, "TOPIC_PUT_NUMS", topic)
-                    size = await _minute_tps(data, b.addr, "TOPIC_PUT_SIZE", topic)
-                    rows.append(([b.cluster, name, topic], float(total), tps, size))
+                row = by_name.get(name)
+                if row is not None:
+                    tps = await _minute_tps(data, row.addr, "TOPIC_PUT_NUMS", topic)
+                    size = await _minute_tps(data, row.addr, "TOPIC_PUT_SIZE", topic)
+                    rows.append(([row.cluster, name, topic], float(total), tps, size))
             topic_rows[topic] = rows
 
     async def one_group(group: str) -> None:
@@ -191,22 +194,22 @@ async def render(data: ConsoleData) -> bytes:
         for mq, w in stats.offset_table.items():
             topic = mq.topic or ""
             lag[topic] = lag.get(topic, 0) + max(0, w.broker_offset - w.consumer_offset)
-            key = (mq.broker_name or "", topic)
-            offsets[key] = offsets.get(key, 0) + w.broker_offset
+            where = (mq.broker_name or "", topic)
+            offsets[where] = offsets.get(where, 0) + w.broker_offset
         for topic, diff in sorted(lag.items()):
             if model == "CLUSTERING":
                 group_diff.add_metric([group, topic, str(online), model], float(diff))
         for (name, topic), total in sorted(offsets.items()):
-            b = by_name.get(name)
-            if b is None:
+            row = by_name.get(name)
+            if row is None:
                 continue
-            consumer_offset.add_metric([b.cluster, name, topic, group], float(total))
-            tps = await _minute_tps(data, b.addr, "GROUP_GET_NUMS", f"{topic}@{group}")
+            consumer_offset.add_metric([row.cluster, name, topic, group], float(total))
+            tps = await _minute_tps(data, row.addr, "GROUP_GET_NUMS", f"{topic}@{group}")
             if tps is not None:
-                consumer_tps.add_metric([b.cluster, name, topic, group], tps)
-            size = await _minute_tps(data, b.addr, "GROUP_GET_SIZE", f"{topic}@{group}")
+                consumer_tps.add_metric([row.cluster, name, topic, group], tps)
+            size = await _minute_tps(data, row.addr, "GROUP_GET_SIZE", f"{topic}@{group}")
             if size is not None:
-                consumer_size.add_metric([b.cluster, name, topic, group], size)
+                consumer_size.add_metric([row.cluster, name, topic, group], size)
 
     registry = CollectorRegistry(auto_describe=False)
     families = [broker_tps, broker_qps, producer_tps, producer_offset, producer_size, consumer_tps, consumer_offset,
