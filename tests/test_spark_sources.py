@@ -214,6 +214,27 @@ def test_commitlog_splits_of_every_size_give_the_rows_of_one_task(tmp_path, dama
         assert _split_rows(read, split, size) == whole, split
 
 
+def test_sparse_commitlog_splits_give_the_rows_of_the_written_file(tmp_path):
+    # A broker preallocates each CommitLog file: past what was written the file is a hole,
+    # which the walk (shared with ``rocketpy store check``) bounds itself by, split or not.
+    dense = _damaged_commitlog(tmp_path)
+    data = dense.read_bytes()
+    sparse = tmp_path / "sparse" / dense.name
+    sparse.parent.mkdir()
+    sparse.write_bytes(data.rstrip(b"\x00"))
+    with sparse.open("r+b") as f:
+        f.truncate(len(data) + (1 << 20))
+    whole = [dict(r, file=None) for r in batches_to_rows(commitlog_batches(str(dense), 0))]
+    assert [dict(r, file=None) for r in batches_to_rows(commitlog_batches(str(sparse), 0))] == whole
+    for split in (4096, 10_007, 1 << 20):
+
+        def read(start, end):
+            return commitlog_batches(str(sparse), 0, start=start, end=end)
+
+        rows = _split_rows(read, split, sparse.stat().st_size)
+        assert [dict(r, file=None) for r in rows] == whole, split
+
+
 def test_crashed_store_splits_give_the_rows_of_one_task():
     crashed = Path("/work/shared/store-dump-crashed/commitlog")
     if not crashed.is_dir():
