@@ -27,7 +27,7 @@ from pyspark.sql import functions as F  # noqa: E402
 
 from rocketpy.codecs.store_records import CQ_STORE_UNIT_SIZE  # noqa: E402
 from rocketpy.spark.commitlog import CorruptRegion, walk_commitlog  # noqa: E402
-from rocketpy.spark.jobs import message_trace, store_audit, traffic_report  # noqa: E402
+from rocketpy.spark.jobs import consumer_lag, message_trace, replica_audit, store_audit, traffic_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "protocol" / "golden"
@@ -388,7 +388,7 @@ def test_traffic_report_matches_manifests(spark, tmp_path):
 
 # -- the scripts --------------------------------------------------------------------------------
 
-JOBS = ["store_audit", "message_trace", "traffic_report"]
+JOBS = ["store_audit", "message_trace", "traffic_report", "consumer_lag", "replica_audit"]
 
 
 @pytest.mark.parametrize("job", JOBS)
@@ -450,3 +450,81 @@ def test_job_mains_in_process(spark, capsys, tmp_path):
     (store / "commitlog" / ("0" * 20)).write_bytes(bytes(data))
     assert store_audit.main([str(store), "--fail-on-findings", "--log-level", "ERROR"]) == 2
     assert "crc_failure" in capsys.readouterr().out
+
+
+# -- consumer lag ----------------------------------------------------------------------
+
+
+def test_consumer_lag_of_the_golden_store(spark, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(STORE, store)
+    # Batch_CG_golden read all 10 messages of queue 3; say it committed 4: a lag of 6.
+    path = store / "config" / "consumerOffset.json"
+    text = path.read_text()
+    assert '"Batch_T_golden@Batch_CG_golden":{0:0,1:0,2:0,3:10' in text
+    path.write_text(
+        text.replace(
+            '"Batch_T_golden@Batch_CG_golden":{0:0,1:0,2:0,3:10', '"Batch_T_golden@Batch_CG_golden":{0:0,1:0,2:0,3:4'
+        )
+    )
+    result = consumer_lag.run(spark, str(store), str(tmp_path / "out"))
+    rows = {(r["group"], r["topic"], r["queue_id"]): r for r in result.rows}
+    batch = rows[("Batch_CG_golden", "Batch_T_golden", 3)]
+    assert (batch["consumer_offset"], batch["min_offset"], batch["max_offset"], batch["lag"]) == (4, 0, 10, 6)
+    assert result.summary["lagByGroup"]["Batch_CG_golden"] == 6
+    # Every committed offset is a row; queues with units get the queue's bounds.
+    committed = consumer_lag.committed_offsets(str(store))
+    assert len(result.rows) == len(committed)
+    expected_max = STORE_MANIFEST["store"]["consumeQueues"]
+    for (_group, topic, qid), r in rows.items():
+        q = expected_max.get(f"{topic}/{qid}")
+        if q and q["entries"]:
+            assert r["max_offset"] == q["firstQueueOffset"] + q["entries"]
+            assert r["lag"] == max(0, r["max_offset"] - r["consumer_offset"])
+    assert (tmp_path / "out" / "summary.json").exists()
+
+
+def test_consumer_lag_main_prints_json_and_refuses_bad_offsets(spark, capsys, tmp_path):
+    assert consumer_lag.main([str(STORE), "--json", "--log-level", "ERROR"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {"group", "topic", "queue_id", "lag"} <= set(lines[0])
+    store = tmp_path / "store"
+    (store / "config").mkdir(parents=True)
+    (store / "config" / "consumerOffset.json").write_text("{not json")
+    assert consumer_lag.main([str(store)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cannot read the consumer offsets") and len(err.strip().splitlines()) == 1
+
+
+# -- replica audit ----------------------------------------------------------------------
+
+
+def test_replica_audit_finds_what_the_slave_lacks_and_where_it_differs(spark, tmp_path):
+    slave = tmp_path / "slave"
+    shutil.copytree(STORE, slave)
+    log = slave / "commitlog" / "00000000000000000000"
+    data = bytearray(log.read_bytes())
+    good = [x for x in walk_commitlog(bytes(data), 0) if not isinstance(x, CorruptRegion)]
+    cut = good[100][0]
+    data[cut:] = bytes(len(data) - cut)  # the slave stopped replicating at record 100
+    at, msg = next((a, m) for a, m in good[:100] if m.body)
+    data[data.find(msg.body, at)] ^= 0x01  # one replicated body byte went bad
+    log.write_bytes(bytes(data))
+    result = replica_audit.run(spark, str(STORE), str(slave), str(tmp_path / "out"))
+    kinds = Counter(f["kind"] for f in result.findings)
+    assert kinds["missing_on_slave"] == len(good) - 100
+    assert all("not replicated yet" in f["detail"] for f in result.findings if f["kind"] == "missing_on_slave")
+    assert result.summary["slave"]["end"] == cut
+    (bad,) = [f for f in result.findings if f["kind"] == "differs"]
+    assert bad["commit_log_offset"] == at and bad["detail"] == "fields differ: crc_ok"
+    assert set(kinds) == {"missing_on_slave", "differs"}
+    assert result.summary["findings"] == len(result.findings)
+
+
+def test_replica_audit_of_the_java_master_and_slave_finds_nothing(spark):
+    ha = Path("/work/shared/store-dump-ha")
+    if not ha.is_dir():
+        pytest.skip("no /work/shared/store-dump-ha here")
+    result = replica_audit.run(spark, str(ha / "master"), str(ha / "slave"))
+    assert result.summary["findings"] == 0
+    assert result.summary["master"]["records"] == result.summary["slave"]["records"] == 20

@@ -168,6 +168,291 @@ def test_walk_without_resync_stops_at_damage():
     assert len(out) == 4 and isinstance(out[-1], CorruptRegion)
 
 
+# -- splits below one file (pure Python, then one Spark read) --------------------------
+
+# From 4 KiB up: every power of two to past the file's size, and sizes that cut records
+# and units at odd places.
+SPLIT_SIZES = [4096 << k for k in range(11)] + [4097, 5000, 6144, 10_007, 65_537, 1_000_003]
+
+
+def _split_rows(read, size: int, file_size: int) -> list[dict]:
+    rows: list[dict] = []
+    for start in range(0, file_size, size):
+        end = start + size if start + size < file_size else None
+        rows.extend(batches_to_rows(read(start, end)))
+    return rows
+
+
+def _damaged_commitlog(tmp_path: Path) -> Path:
+    """The golden CommitLog with a bad magic, a torn size, a zeroed run, a flipped body byte."""
+    data = bytearray(_golden_commitlog())
+    good = [x for x in walk_commitlog(bytes(data), 0) if not isinstance(x, CorruptRegion)]
+    data[good[5][0] + 4] ^= 0xFF
+    data[good[20][0] : good[20][0] + 4] = struct.pack(">i", 7)
+    zero_from, zero_to = good[40][0] + 100, good[44][0] + 10
+    data[zero_from:zero_to] = bytes(zero_to - zero_from)
+    data[good[70][0] + good[70][1].store_size - 30] ^= 0x55  # CRC or properties damage
+    data[good[-1][0] + 60 :] = bytes(len(data) - good[-1][0] - 60)  # a torn last record
+    path = tmp_path / "00000000000000000000"
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["golden", "damaged"])
+def test_commitlog_splits_of_every_size_give_the_rows_of_one_task(tmp_path, damaged):
+    path = _damaged_commitlog(tmp_path) if damaged else STORE / "commitlog" / "00000000000000000000"
+    whole = list(batches_to_rows(commitlog_batches(str(path), 0)))
+    if damaged:
+        assert sum(r["record_type"] == "corrupt" for r in whole) >= 4
+        assert sum(r["crc_ok"] is False or r["error"] is not None for r in whole) >= 0
+    size = path.stat().st_size
+    for split in SPLIT_SIZES:
+
+        def read(start, end):
+            return commitlog_batches(str(path), 0, start=start, end=end)
+
+        assert _split_rows(read, split, size) == whole, split
+
+
+def test_sparse_commitlog_splits_give_the_rows_of_the_written_file(tmp_path):
+    # A broker preallocates each CommitLog file: past what was written the file is a hole,
+    # which the walk (shared with ``rocketpy store check``) bounds itself by, split or not.
+    dense = _damaged_commitlog(tmp_path)
+    data = dense.read_bytes()
+    sparse = tmp_path / "sparse" / dense.name
+    sparse.parent.mkdir()
+    sparse.write_bytes(data.rstrip(b"\x00"))
+    with sparse.open("r+b") as f:
+        f.truncate(len(data) + (1 << 20))
+    whole = [dict(r, file=None) for r in batches_to_rows(commitlog_batches(str(dense), 0))]
+    assert [dict(r, file=None) for r in batches_to_rows(commitlog_batches(str(sparse), 0))] == whole
+    for split in (4096, 10_007, 1 << 20):
+
+        def read(start, end):
+            return commitlog_batches(str(sparse), 0, start=start, end=end)
+
+        rows = _split_rows(read, split, sparse.stat().st_size)
+        assert [dict(r, file=None) for r in rows] == whole, split
+
+
+def test_crashed_store_splits_give_the_rows_of_one_task():
+    crashed = Path("/work/shared/store-dump-crashed/commitlog")
+    if not crashed.is_dir():
+        pytest.skip("no /work/shared/store-dump-crashed here")
+    for path in sorted(crashed.iterdir()):
+        whole = list(batches_to_rows(commitlog_batches(str(path), int(path.name))))
+        for split in (4096, 10_007, 65_536):
+
+            def read(start, end, path=path):
+                return commitlog_batches(str(path), int(path.name), start=start, end=end)
+
+            assert _split_rows(read, split, path.stat().st_size) == whole
+
+
+def test_consumequeue_and_index_splits_give_the_rows_of_one_task():
+    from rocketpy.spark._files import consumequeue_files, index_files
+    from rocketpy.spark.consumequeue import consumequeue_batches
+    from rocketpy.spark.index import index_batches
+
+    for path, topic, qid, offset in consumequeue_files([str(STORE)]):
+        whole = list(batches_to_rows(consumequeue_batches(path, topic, qid, offset)))
+        for split in (4097, 10_007):  # both cut units in the middle
+
+            def read(start, end, path=path, topic=topic, qid=qid, offset=offset):
+                return consumequeue_batches(path, topic, qid, offset, start=start, end=end)
+
+            assert _split_rows(read, split, os.path.getsize(path)) == whole
+    for path in index_files([str(STORE)]):
+        whole = list(batches_to_rows(index_batches(path, {})))
+        assert whole
+        for split in (4096, 4097, 10_007, 40_000):
+
+            def read(start, end, path=path):
+                return index_batches(path, {}, start=start, end=end)
+
+            assert _split_rows(read, split, os.path.getsize(path)) == whole
+
+
+def test_columnar_consumequeue_and_index_agree_with_the_codecs():
+    """The numpy decoders give what the construct-backed codecs parse, unit by unit."""
+    from rocketpy.codecs.store_records import IndexFileView, parse_consumequeue_entry
+    from rocketpy.spark._files import consumequeue_files, index_files
+    from rocketpy.spark.consumequeue import consumequeue_batches
+    from rocketpy.spark.index import index_batches, index_geometry
+
+    for path, topic, qid, offset in consumequeue_files([str(STORE)]):
+        data = Path(path).read_bytes()
+        for r in batches_to_rows(consumequeue_batches(path, topic, qid, offset)):
+            e = parse_consumequeue_entry(data, (r["queue_offset"] - offset // 20) * 20)
+            assert (r["commit_log_offset"], r["size"], r["tags_code"]) == (e.commit_log_offset, e.size, e.tags_code)
+            assert (r["valid"], r["pre_blank"]) == (e.is_valid, e.is_pre_blank)
+    for path in index_files([str(STORE)]):
+        data = Path(path).read_bytes()
+        view = IndexFileView(data, *index_geometry(len(data), {}))
+        for r in batches_to_rows(index_batches(path, {})):
+            e = view.entry(r["entry"])
+            assert (r["key_hash"], r["phy_offset"], r["time_diff"], r["prev_index"]) == (
+                e.key_hash,
+                e.phy_offset,
+                e.time_diff,
+                e.prev_index,
+            )
+            assert r["slot_head"] == (view.slot(r["slot"]) == r["entry"])
+            assert r["timestamp"] == view.header.begin_timestamp + e.time_diff * 1000
+        del view
+
+
+def test_spark_reads_splits_as_the_whole_file(spark, records, tmp_path):
+    # The golden file cut to its written 36 KB plus zeros to 64 KiB: 4 tasks, not 256.
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "commitlog" / "00000000000000000000").write_bytes(_golden_commitlog()[: 64 << 10])
+    df = spark.read.format("rocketmq-commitlog").option("splitSize", "16k").load(str(tmp_path))
+    assert df.rdd.getNumPartitions() == 4
+    rows = sorted((r.asDict() for r in df.drop("file").collect()), key=lambda r: r["commit_log_offset"])
+    expected = sorted(
+        ({k: v for k, v in r.items() if k != "file"} for r in records), key=lambda r: r["commit_log_offset"]
+    )
+    assert rows == expected
+    cq = (
+        spark.read.format("rocketmq-consumequeue")
+        .option("splitSize", "100")
+        .load(str(STORE / "consumequeue" / "Batch_T_golden"))
+    )
+    assert cq.rdd.getNumPartitions() > 1
+    assert sorted(r.queue_offset for r in cq.collect()) == list(range(10))
+
+
+def test_split_size_option_is_checked(spark):
+    df = spark.read.format("rocketmq-commitlog").option("splitSize", "lots").load(str(STORE))
+    with pytest.raises(Exception, match="splitSize"):
+        df.count()
+
+
+# -- filters pushed down -----------------------------------------------------------------
+
+
+def _pushed_rows(path, filters, options=None):
+    """Rows the CommitLog source yields for ``filters`` (planned and read as Spark would, in process)."""
+    from rocketpy.spark.commitlog import READ_STATS
+    from rocketpy.spark.sources import _CommitLogReader
+
+    reader = _CommitLogReader({"path": str(path), **(options or {})})
+    back = list(reader.pushFilters(filters))
+    assert back == filters  # all go back to Spark, which checks them again
+    READ_STATS.clear()
+    rows = [row for p in reader.partitions() for row in batches_to_rows(reader.read(p))]
+    return sorted(rows, key=lambda r: r["commit_log_offset"]), READ_STATS["bytes"]
+
+
+def _filter_cases(rows):
+    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
+
+    msg = next(r for r in rows if r["record_type"] == "message" and r["topic"] == "Batch_T_golden")
+    t0 = msg["store_timestamp"]
+    return [
+        ([EqualTo(("topic",), "ProducerSync_T_golden")], lambda r: r["topic"] == "ProducerSync_T_golden"),
+        # Admin_T_golden was deleted: no queues left, found by scanning
+        (
+            [In(("topic",), ("Admin_T_golden", "Batch_T_golden"))],
+            lambda r: r["topic"] in ("Admin_T_golden", "Batch_T_golden"),
+        ),
+        (
+            [EqualTo(("topic",), "Batch_T_golden"), In(("queue_id",), (1, 2))],
+            lambda r: r["topic"] == "Batch_T_golden" and r["queue_id"] in (1, 2),
+        ),
+        (
+            [GreaterThan(("commit_log_offset",), 20_000), LessThanOrEqual(("commit_log_offset",), 30_000)],
+            lambda r: 20_000 < r["commit_log_offset"] <= 30_000,
+        ),
+        (
+            [GreaterThanOrEqual(("store_timestamp",), t0), LessThan(("store_timestamp",), t0 + 5_000)],
+            lambda r: r["store_timestamp"] is not None and t0 <= r["store_timestamp"] < t0 + 5_000,
+        ),
+        ([EqualTo(("msg_id",), msg["msg_id"])], lambda r: r["msg_id"] == msg["msg_id"]),
+        ([EqualTo(("msg_id",), "not-an-id")], lambda r: False),
+        ([EqualTo(("tags",), "TagA")], lambda r: r["tags"] == "TagA"),
+    ]
+
+
+@pytest.mark.parametrize("store", [STORE, Path("/work/shared/store-dump-crashed")], ids=["golden", "crashed"])
+def test_pushed_filters_give_the_rows_of_filtering_after(store):
+    if not store.is_dir():
+        pytest.skip(f"no {store} here")
+    everything, whole_bytes = _pushed_rows(store, [])
+    for filters, keep in _filter_cases(everything):
+        expected = [r for r in everything if r["record_type"] == "message" and keep(r)]
+        got, read = _pushed_rows(store, filters)
+        assert got == expected, filters
+        assert read <= whole_bytes
+        if "topic" in str(filters):
+            slow, _ = _pushed_rows(store, filters, {"useConsumeQueue": "false"})
+            assert slow == expected
+
+
+def test_a_one_percent_topic_filter_reads_under_five_percent(tmp_path):
+    from pyspark.sql.datasource import EqualTo
+
+    from rocketpy.spark.synth import RARE_TOPIC, synthesise_store
+
+    records, written, rare = synthesise_store(tmp_path, 2 << 20, 1 << 20, 400)
+    assert 0.005 < rare / written < 0.02
+    got, read = _pushed_rows(tmp_path, [EqualTo(("topic",), RARE_TOPIC)])
+    assert len(got) == -(-records // 100) and {r["topic"] for r in got} == {RARE_TOPIC}
+    assert read <= 0.05 * written, (read, written)
+    # A crash before dispatch caught up: every queue lacks the units of the records stored
+    # after ``cut``; the scan past the dispatch point finds them.
+    cut = got[-2]["commit_log_offset"]
+    for cq in (tmp_path / "consumequeue").glob("*/*/*"):
+        units = cq.read_bytes()
+        kept = [units[i : i + 20] for i in range(0, len(units), 20) if struct.unpack_from(">q", units, i)[0] < cut]
+        cq.write_bytes(b"".join(kept))
+    assert [r["commit_log_offset"] for r in _pushed_rows(tmp_path, [EqualTo(("topic",), RARE_TOPIC)])[0]] == [
+        r["commit_log_offset"] for r in got
+    ]
+
+
+def test_spark_where_clauses_reach_the_source(spark, records):
+    from pyspark.sql import functions as F
+
+    df = spark.read.format("rocketmq-commitlog").load(str(STORE))
+    got = df.where((F.col("topic") == "ProducerSync_T_golden") & (F.col("queue_id") == 1)).drop("body").collect()
+    expected = [r for r in records if r["topic"] == "ProducerSync_T_golden" and r["queue_id"] == 1]
+    assert sorted(r.commit_log_offset for r in got) == sorted(r["commit_log_offset"] for r in expected)
+    assert expected
+
+
+# -- paths as URIs (pyarrow.fs) ------------------------------------------------------------
+
+
+def _source_rows(reader_cls, path, **options):
+    reader = reader_cls({"path": path, **options})
+    rows = [row for p in reader.partitions() for row in batches_to_rows(reader.read(p))]
+    return [{k: v for k, v in r.items() if k != "file"} for r in rows]
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["mapped", "read-whole"])
+def test_file_uris_read_through_pyarrow_fs_as_paths_do(monkeypatch, remote):
+    from pyspark.sql.datasource import EqualTo
+
+    from rocketpy.spark import _files
+    from rocketpy.spark.sources import _CommitLogReader, _ConsumeQueueReader, _IndexReader, _PcapReader
+
+    if remote:
+        # As a task on HDFS or S3 reads: the whole file through the pyarrow filesystem.
+        monkeypatch.setattr(_files, "_local_fs", lambda fs: False)
+    uri = "file://" + str(STORE.resolve())
+    for cls in (_CommitLogReader, _ConsumeQueueReader, _IndexReader):
+        expected = _source_rows(cls, str(STORE))
+        assert expected and _source_rows(cls, uri, splitsize="16k") == expected
+    pushed = _CommitLogReader({"path": uri})
+    list(pushed.pushFilters([EqualTo(("topic",), "Batch_T_golden")]))
+    assert sum(b.num_rows for p in pushed.partitions() for b in pushed.read(p)) == 10
+    capture = CAPTURES / "03-Batch.pcap"
+    assert _source_rows(_PcapReader, "file://" + str(capture.resolve())) == _source_rows(_PcapReader, str(capture))
+    with pytest.raises(FileNotFoundError):
+        _files.expand([uri + "/no-such-dir"])
+
+
 # -- ConsumeQueue ----------------------------------------------------------------------
 
 
@@ -190,6 +475,20 @@ def test_consumequeue_topics_option_prunes_files(spark):
     df = spark.read.format("rocketmq-consumequeue").option("topics", "Batch_T_golden").load(str(STORE))
     assert df.rdd.getNumPartitions() == 1
     assert df.count() == 10
+
+
+def test_consumequeue_topic_and_queue_filters_prune_files():
+    from pyspark.sql.datasource import EqualTo, In
+
+    from rocketpy.spark.sources import _ConsumeQueueReader
+
+    reader = _ConsumeQueueReader({"path": str(STORE)})
+    filters = [In(("topic",), ("Batch_T_golden", "Ordered_T_golden")), EqualTo(("queue_id",), 3)]
+    assert list(reader.pushFilters(filters)) == filters
+    parts = reader.partitions()
+    assert {(p.topic, p.queue_id) for p in parts} == {("Batch_T_golden", 3), ("Ordered_T_golden", 3)}
+    rows = [r for p in parts for r in batches_to_rows(reader.read(p))]
+    assert len([r for r in rows if r["topic"] == "Batch_T_golden"]) == 10
 
 
 # -- IndexFile -------------------------------------------------------------------------
@@ -338,8 +637,19 @@ def _write_pcap(path: Path, payloads: list[bytes]) -> None:
     seq = 1000
     for i, data in enumerate(payloads):
         tcp = struct.pack(">HHIIBBHHH", 40000, 10911, seq, 0, 5 << 4, 0x18, 65535, 0, 0)
-        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(data), 0, 0, 64, 6, 0,
-                         bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+        ip = struct.pack(
+            ">BBHHHBBH4s4s",
+            0x45,
+            0,
+            20 + len(tcp) + len(data),
+            0,
+            0,
+            64,
+            6,
+            0,
+            bytes([10, 0, 0, 1]),
+            bytes([10, 0, 0, 2]),
+        )
         frame = b"\x00" * 12 + b"\x08\x00" + ip + tcp + data
         out.append(struct.pack("<IIII", 1_700_000_000 + i, 0, len(frame), len(frame)) + frame)
         seq += len(data)
@@ -353,8 +663,15 @@ def test_pcap_header_numbers_are_read_as_java_does(tmp_path):
     from rocketpy.spark.pcap import PcapOptions, pcap_batches
 
     header = SendMessageRequestHeaderV2(
-        producer_group="P", topic="T", default_topic="TBW102", default_topic_queue_nums=4, queue_id=1,
-        sys_flag=0, born_timestamp=1, flag=0, properties="TAGS\x01a",
+        producer_group="P",
+        topic="T",
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=1,
+        sys_flag=0,
+        born_timestamp=1,
+        flag=0,
+        properties="TAGS\x01a",
     )
     ok = RemotingCommand.request(310, header, b"body", opaque=1)
     bad = RemotingCommand.request(310, header, b"body", opaque=2)
@@ -373,8 +690,9 @@ def test_commitlog_clock_fields_out_of_timestamp_range_read_as_null_times(tmp_pa
 
     records = b""
     for born, stored in ((1 << 62, -(1 << 62)), (1_700_000_000_000, 1_700_000_000_001)):
-        msg = MessageExt(topic="T", body=b"x", born_timestamp=born, store_timestamp=stored,
-                         commit_log_offset=len(records))
+        msg = MessageExt(
+            topic="T", body=b"x", born_timestamp=born, store_timestamp=stored, commit_log_offset=len(records)
+        )
         records += encode_message(msg)
     (tmp_path / "00000000000000000000").write_bytes(records)
     rows = list(batches_to_rows(commitlog_batches(str(tmp_path / "00000000000000000000"), 0)))

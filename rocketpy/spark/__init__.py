@@ -25,4 +25,7 @@ def register(spark: SparkSession) -> SparkSession:
 
     for source in ALL_SOURCES:
         spark.dataSource.register(source)
+    # The CommitLog source takes filters (pushFilters); Spark refuses such a source unless
+    # Python filter pushdown is on.
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     return spark

@@ -1,8 +1,11 @@
 """Finding the files a data source reads, and opening them without reading them whole.
 
 Listing happens on the driver (``DataSourceReader.partitions``); executors open the
-files by path, so on a cluster the store or the captures must sit on a filesystem
-every executor mounts at the same path (NFS, a shared volume).
+files by path, so on a cluster the store or the captures must sit where every executor
+reaches them: a filesystem mounted at the same path (NFS, a shared volume), or a URI
+that ``pyarrow.fs`` opens (``file://``, ``hdfs://``, ``s3://``, ``gs://``, ...). Plain
+paths and ``file://`` files are mapped; files on other filesystems are read whole into
+memory by the task that needs them (no ranged reads yet).
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import glob
 import json
 import mmap
 import os
+import urllib.parse
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 _DIGITS = frozenset("0123456789")
 
@@ -38,11 +43,80 @@ def option_paths(options: Mapping[str, str]) -> list[str]:
     return out
 
 
+def _uri_fs(uri: str) -> tuple[Any, str, str]:
+    """(pyarrow filesystem, path inside it, prefix that turns such a path back into the URI)."""
+    import pyarrow.fs as pafs
+
+    uri = uri.rstrip("/") or uri
+    # Listed files are kept as plain text (a retry topic's '%RETRY%' dir, spaces): quote
+    # them for the parser, which hands the path back decoded.
+    fs, inner = pafs.FileSystem.from_uri(urllib.parse.quote(uri, safe=":/@"))
+    if not uri.endswith(inner):
+        raise ValueError(f"cannot tell the path inside {uri!r}")
+    return fs, inner, uri[: len(uri) - len(inner)]
+
+
+def _is_uri(p: str) -> bool:
+    return "://" in p
+
+
+def _local_fs(fs: Any) -> bool:
+    import pyarrow.fs as pafs
+
+    return isinstance(fs, pafs.LocalFileSystem)
+
+
+def _fs_info(p: str) -> Any:
+    fs, inner, _ = _uri_fs(p)
+    return fs.get_file_info(inner)
+
+
+def _isdir(p: str) -> bool:
+    if _is_uri(p):
+        import pyarrow.fs as pafs
+
+        return _fs_info(p).type == pafs.FileType.Directory
+    return os.path.isdir(p)
+
+
+def _isfile(p: str) -> bool:
+    if _is_uri(p):
+        import pyarrow.fs as pafs
+
+        return _fs_info(p).type == pafs.FileType.File
+    return os.path.isfile(p)
+
+
+def _listdir(p: str) -> list[str]:
+    """Names directly in the directory ``p``."""
+    if _is_uri(p):
+        import pyarrow.fs as pafs
+
+        fs, inner, _ = _uri_fs(p)
+        return [os.path.basename(i.path) for i in fs.get_file_info(pafs.FileSelector(inner))]
+    return os.listdir(p)
+
+
+def file_size(path: str) -> int:
+    """The size of a listed file (a path or a URI)."""
+    return _fs_info(path).size if _is_uri(path) else os.path.getsize(path)
+
+
 def expand(paths: list[str]) -> list[str]:
-    """Glob each path (a pattern that matches nothing is an error, like Spark's file sources)."""
+    """Glob each path (a pattern that matches nothing is an error, like Spark's file sources).
+
+    URIs are kept as URIs (globbing them is not supported); a missing one is an error too.
+    """
     out: list[str] = []
     for p in paths:
-        p = os.path.expanduser(p.removeprefix("file://"))
+        if _is_uri(p):
+            import pyarrow.fs as pafs
+
+            if _fs_info(p).type == pafs.FileType.NotFound:
+                raise FileNotFoundError(p)
+            out.append(p.rstrip("/") or p)
+            continue
+        p = os.path.expanduser(p)
         if glob.has_magic(p):
             hits = sorted(glob.glob(p))
             if not hits:
@@ -55,12 +129,44 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
+DEFAULT_SPLIT_SIZE = 128 << 20
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+
+
+def split_size(options: Mapping[str, str]) -> int:
+    """The ``splitSize`` option in bytes (``4096``, ``64k``, ``128m``, ``1g``); 128 MiB by default."""
+    raw = {k.lower(): v for k, v in options.items()}.get("splitsize")
+    if raw is None:
+        return DEFAULT_SPLIT_SIZE
+    text = raw.strip().lower()
+    digits = text.rstrip("kmgb")
+    unit = text[len(digits) :]
+    if not digits.isdigit() or unit not in _SIZE_UNITS or int(digits) <= 0:
+        raise ValueError(f"splitSize must be a positive size such as 4096, 64k, 128m or 1g, not {raw!r}")
+    return int(digits) * _SIZE_UNITS[unit]
+
+
+def byte_splits(size: int, split: int) -> list[tuple[int, int | None]]:
+    """``[start, end)`` ranges cutting a file of ``size`` bytes; the last one is open (None)
+    so a file that grew since it was listed is still read to its end."""
+    if size <= split:
+        return [(0, None)]
+    starts = list(range(0, size, split))
+    return [(s, s + split) for s in starts[:-1]] + [(starts[-1], None)]
+
+
 def _is_offset_name(name: str) -> bool:
     # MappedFileQueue names files by their first offset, 20 digits zero-padded.
     return bool(name) and set(name) <= _DIGITS
 
 
 def _files_under(path: str) -> list[str]:
+    if _is_uri(path):
+        import pyarrow.fs as pafs
+
+        fs, inner, prefix = _uri_fs(path)
+        infos = fs.get_file_info(pafs.FileSelector(inner, recursive=True))
+        return sorted(prefix + i.path for i in infos if i.type == pafs.FileType.File)
     found: list[str] = []
     for root, dirs, files in os.walk(path):
         dirs.sort()
@@ -71,7 +177,7 @@ def _files_under(path: str) -> list[str]:
 def store_subdir(path: str, name: str) -> str:
     """``path/name`` when ``path`` is a store directory holding it, else ``path``."""
     sub = os.path.join(path, name)
-    return sub if os.path.isdir(path) and os.path.isdir(sub) else path
+    return sub if _isdir(path) and _isdir(sub) else path
 
 
 def commitlog_files(paths: list[str]) -> list[tuple[str, int]]:
@@ -83,8 +189,8 @@ def commitlog_files(paths: list[str]) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for p in expand(paths):
         p = store_subdir(p, "commitlog")
-        if os.path.isdir(p):
-            names = sorted(n for n in os.listdir(p) if _is_offset_name(n) and os.path.isfile(os.path.join(p, n)))
+        if _isdir(p):
+            names = sorted(n for n in _listdir(p) if _is_offset_name(n) and _isfile(os.path.join(p, n)))
             out.extend((os.path.join(p, n), int(n)) for n in names)
         else:
             name = os.path.basename(p)
@@ -101,10 +207,10 @@ def consumequeue_files(paths: list[str]) -> list[tuple[str, str, int, int]]:
     out: list[tuple[str, str, int, int]] = []
     for p in expand(paths):
         p = store_subdir(p, "consumequeue")
-        files = _files_under(p) if os.path.isdir(p) else [p]
+        files = _files_under(p) if _isdir(p) else [p]
         for f in files:
             name = os.path.basename(f)
-            qdir = os.path.dirname(os.path.abspath(f))
+            qdir = os.path.dirname(f if _is_uri(f) else os.path.abspath(f))
             qid = os.path.basename(qdir)
             topic = os.path.basename(os.path.dirname(qdir))
             if not _is_offset_name(name) or not qid.lstrip("-").isdigit():
@@ -118,8 +224,8 @@ def index_files(paths: list[str]) -> list[str]:
     out: list[str] = []
     for p in expand(paths):
         p = store_subdir(p, "index")
-        if os.path.isdir(p):
-            out.extend(os.path.join(p, n) for n in sorted(os.listdir(p)) if _is_offset_name(n))
+        if _isdir(p):
+            out.extend(os.path.join(p, n) for n in sorted(_listdir(p)) if _is_offset_name(n))
         else:
             out.append(p)
     return out
@@ -132,19 +238,40 @@ def pcap_files(paths: list[str]) -> list[str]:
     """Capture files: given files as they are, directories searched for pcap/pcapng files."""
     out: list[str] = []
     for p in expand(paths):
-        if os.path.isdir(p):
+        if _isdir(p):
             out.extend(f for f in _files_under(p) if f.endswith(PCAP_SUFFIXES))
         else:
             out.append(p)
     return out
 
 
+def read_whole(fs: Any, inner: str) -> bytes:
+    """A file of a ``pyarrow.fs`` filesystem as bytes (what a task on another filesystem reads)."""
+    with fs.open_input_file(inner) as f:
+        return f.read()
+
+
+def open_binary(path: str) -> Any:
+    """A readable, seekable file object, by path or URI."""
+    if _is_uri(path):
+        fs, inner, _ = _uri_fs(path)
+        return fs.open_input_file(inner)
+    return open(path, "rb")
+
+
 @contextlib.contextmanager
 def mapped(path: str) -> Iterator[mmap.mmap | bytes]:
     """The file mapped read-only: the OS pages it in as the walk advances, nothing is copied whole.
 
-    An empty file cannot be mapped; it reads as ``b""``.
+    An empty file cannot be mapped; it reads as ``b""``. A URI is opened through
+    ``pyarrow.fs``: a local one is mapped as a path is, any other is read whole.
     """
+    if _is_uri(path):
+        fs, inner, _ = _uri_fs(path)
+        if not _local_fs(fs):
+            yield read_whole(fs, inner)
+            return
+        path = inner
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:

@@ -1,23 +1,23 @@
 """CommitLog files as rows: one per message record, plus one per damaged stretch.
 
-The walk is :func:`rocketpy.codecs.store_records.iter_commitlog` (the broker's recovery
-walk). Where that walk stops on damage or on a zero-filled gap, forensic reading goes
-on: it searches forward for the next record that is consistent with its own position
-(its stored physical offset equals where it sits) and reports the skipped bytes as a
-``corrupt`` row, so one bad record does not hide everything after it.
+The rows come from :func:`rocketpy.store.walk.walk_commitlog`, the forensic walk that
+``rocketpy store check``/``dump`` use too: it goes on past damage or a zero-filled gap
+to the next self-consistent record and reports the skipped bytes as a ``corrupt`` row,
+so one bad record does not hide everything after it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from ..codecs.errors import CodecError
-from ..codecs.message import MessageExt, body_crc
-from ..store.walk import CorruptRegion, walk_commitlog
+from ..codecs.message import MessageExt, body_crc, decode_message
+from ..store.walk import CorruptRegion, walk_commitlog, written_end
 from ._columns import BatchBuilder, ms_to_us
 from ._files import mapped
 
@@ -61,6 +61,9 @@ COMMITLOG_COLUMNS: list[tuple[str, str]] = [
     ("body", "binary"),
     ("error", "string"),
 ]
+
+# Bytes each kind of read touched in this process (the benchmark's count of what a plan reads).
+READ_STATS: Counter[str] = Counter()
 
 def _option(options: Mapping[str, str], name: str, default: bool) -> bool:
     raw = options.get(name.lower())
@@ -146,19 +149,62 @@ def _corrupt_row(path: str, region: CorruptRegion) -> list[Any]:
     return row
 
 
-def commitlog_batches(
-    path: str, base: int, options: CommitLogOptions | None = None, max_rows: int = 4096
+def commitlog_records_batches(
+    path: str, base: int, positions: Iterable[int], options: CommitLogOptions | None = None, max_rows: int = 4096
 ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the rows of one CommitLog file starting at CommitLog offset ``base``."""
+    """Rows of the records at the given file ``positions`` only (found through a ConsumeQueue,
+    an IndexFile or a message id). A position holding no record that knows its own place is
+    skipped: the reference that led here is stale or damaged, not the CommitLog."""
     opts = options or CommitLogOptions()
     builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
     with mapped(path) as buf:
-        for item in walk_commitlog(buf, base, resync=opts.resync):
+        for pos in sorted(set(positions)):
+            if not 0 <= pos < len(buf):
+                continue
+            try:
+                msg = decode_message(buf, pos, decompress=False)
+            except CodecError:
+                continue
+            if msg.commit_log_offset != base + pos:
+                continue
+            READ_STATS["bytes"] += msg.store_size
+            row, payload = _message_row(path, base + pos, msg, opts)
+            batch = builder.add(row, payload)
+            if batch is not None:
+                yield batch
+    last = builder.flush()
+    if last is not None:
+        yield last
+
+
+def commitlog_batches(
+    path: str,
+    base: int,
+    options: CommitLogOptions | None = None,
+    max_rows: int = 4096,
+    start: int = 0,
+    end: int | None = None,
+    exact_start: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the rows of one CommitLog file starting at CommitLog offset ``base``
+    (only of the split ``[start, end)`` of it when given: see :func:`walk_commitlog`)."""
+    opts = options or CommitLogOptions()
+    builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
+    with mapped(path) as buf:
+        READ_STATS["bytes"] += (len(buf) if end is None else min(end, len(buf))) - start
+        # a local CommitLog file is sparse past what was written: never search its holes
+        data_end = None if "://" in path else written_end(path)
+        walk = walk_commitlog(
+            buf, base, resync=opts.resync, data_end=data_end, start=start, end=end, exact_start=exact_start
+        )
+        for item in walk:
             if isinstance(item, CorruptRegion):
                 batch = builder.add(_corrupt_row(path, item))
-            else:
+            elif isinstance(item[1], MessageExt):
                 row, payload = _message_row(path, item[0], item[1], opts)
                 batch = builder.add(row, payload)
+            else:
+                continue  # a closing blank (not asked for: never here)
             if batch is not None:
                 yield batch
     last = builder.flush()

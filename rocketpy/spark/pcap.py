@@ -35,6 +35,7 @@ from ..sniffer.hastream import HaPairer, HaUnit
 from ..sniffer.pairing import Pairer
 from ..sniffer.pcap import CapturedFrame, read_events
 from ._columns import BatchBuilder, seconds_to_us
+from ._files import open_binary
 
 __all__ = ["PCAP_COLUMNS", "PcapOptions", "pcap_batches"]
 
@@ -371,7 +372,7 @@ def pcap_batches(path: str, options: PcapOptions | None = None) -> Iterator[pa.R
     held: dict[int, _Row] = {}  # rows of the requests the pairer holds, by id of their frame
     ha_pairer = HaPairer()
     ha_held: list[_Row] = []  # data transfers waiting for the slave's acknowledgement, oldest first
-    with open(path, "rb") as stream:
+    with open_binary(path) as stream:
         for index, fr in enumerate(read_events(stream, opts.ports)):
             if isinstance(fr, HaUnit):
                 if opts.ha_stream:

@@ -25,11 +25,14 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
     lack. On a cluster the executors' interpreter is the cluster's business
     (``spark.pyspark.python``, or rocketpy[spark] installed on the nodes).
     """
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     from . import register
 
+    # spark-submit hands its settings (--master, --conf) to the JVM it starts; a SparkConf
+    # sees them only once the gateway to that JVM is up, else it would fall back to local.
+    SparkContext._ensure_initialized()
     spark_conf = SparkConf()  # picks up spark-submit's settings
     chosen = master or spark_conf.get("spark.master", None) or DEFAULT_MASTER
     builder = SparkSession.builder.appName(app_name).master(chosen)

@@ -1,24 +1,47 @@
 """The Spark data sources: ``rocketmq-pcap``, ``rocketmq-commitlog``, ``rocketmq-consumequeue``, ``rocketmq-index``.
 
-Each lists its files on the driver and makes one partition per file, so a store or a
-pile of captures spreads across executors; each executor maps or streams its file and
-hands Spark Arrow batches built by the codecs in :mod:`rocketpy.codecs`.
+Each lists its files on the driver and makes partitions of them: store files are cut into
+byte ranges (``splitSize``), captures stay one per file (TCP reassembly needs all of it),
+so a store or a pile of captures spreads across executors; each executor maps or streams
+its range and hands Spark Arrow batches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import bisect
+import os
+from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
+from ..codecs.store_records import CQ_STORE_UNIT_SIZE
 from ._columns import ddl
-from ._files import commitlog_files, consumequeue_files, index_files, option_paths, pcap_files
-from .commitlog import COMMITLOG_COLUMNS, CommitLogOptions, commitlog_batches
+from ._files import (
+    _isdir,
+    byte_splits,
+    commitlog_files,
+    consumequeue_files,
+    file_size,
+    index_files,
+    option_paths,
+    pcap_files,
+    split_size,
+)
+from .commitlog import (
+    COMMITLOG_COLUMNS,
+    READ_STATS,
+    CommitLogOptions,
+    _option,
+    commitlog_batches,
+    commitlog_records_batches,
+)
 from .consumequeue import CONSUMEQUEUE_COLUMNS, consumequeue_batches
 from .index import INDEX_COLUMNS, index_batches
 from .pcap import PCAP_COLUMNS, PcapOptions, pcap_batches
+from .pushdown import CommitLogFilter, dispatched_end
 
 __all__ = [
     "CommitLogDataSource",
@@ -29,17 +52,33 @@ __all__ = [
 
 
 class FilePartition(InputPartition):
-    """One file (and what its path says about it): the unit of parallelism."""
+    """One file or a byte range of it (and what its path says about it): the unit of parallelism."""
 
-    def __init__(self, path: str, topic: str | None = None, queue_id: int = 0, offset: int = 0) -> None:
+    def __init__(
+        self,
+        path: str,
+        topic: str | None = None,
+        queue_id: int = 0,
+        offset: int = 0,
+        start: int = 0,
+        end: int | None = None,
+        exact_start: bool = False,
+    ) -> None:
         super().__init__(path)
+        self.exact_start = exact_start  # start is a known record boundary: no search for one
         self.path = path
         self.topic = topic
         self.queue_id = queue_id
         self.offset = offset
+        self.start = start
+        self.end = end
 
     def __repr__(self) -> str:
-        return f"FilePartition({self.path!r})"
+        return f"FilePartition({self.path!r}, {self.start}, {self.end})"
+
+
+def _splits(path: str, size: int, **fields: object) -> list[FilePartition]:
+    return [FilePartition(path, start=s, end=e, **fields) for s, e in byte_splits(file_size(path), size)]  # type: ignore[arg-type]
 
 
 def _options(raw: object) -> dict[str, str]:
@@ -66,18 +105,147 @@ class _Reader(DataSourceReader):
 # -- CommitLog ------------------------------------------------------------------
 
 
+class RecordsPartition(InputPartition):
+    """Named records of one CommitLog file (a message-id filter)."""
+
+    def __init__(self, path: str, base: int, positions: list[int]) -> None:
+        super().__init__(path)
+        self.path, self.base, self.positions = path, base, positions
+
+
+class QueuePartition(InputPartition):
+    """One ConsumeQueue file: the CommitLog records its units point at."""
+
+    def __init__(self, path: str, topic: str, queue_id: int, files: list[tuple[str, int, int]]) -> None:
+        super().__init__(path)
+        self.path, self.topic, self.queue_id = path, topic, queue_id
+        self.files = files  # (CommitLog file, first offset, size), in offset order
+
+
+def _file_at(files: list[tuple[str, int, int]], offset: int) -> tuple[str, int] | None:
+    i = bisect.bisect_right([base for _, base, _ in files], offset) - 1
+    if i < 0:
+        return None
+    path, base, size = files[i]
+    return (path, base) if offset < base + size else None
+
+
 class _CommitLogReader(_Reader):
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.filter = CommitLogFilter()
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (Spark's name)
+        # Every filter goes back to Spark too: the plan may read more than it matches.
+        for f in filters:
+            self.filter.take(f)
+            yield f
+
     def partitions(self) -> Sequence[InputPartition]:
-        return [FilePartition(path, offset=base) for path, base in commitlog_files(self._paths())]
+        opts = CommitLogOptions.parse(self.options)
+        cf = self.filter
+        files = [(path, base, file_size(path)) for path, base in commitlog_files(self._paths()) if base < cf.offset_hi]
+        files = [f for f in files if f[1] + f[2] > cf.offset_lo]
+        named = cf.message_offsets()
+        if named is not None:
+            by_file: dict[tuple[str, int], list[int]] = {}
+            for offset in named:
+                hit = _file_at(files, offset)
+                if hit is not None:
+                    by_file.setdefault(hit, []).append(offset - hit[1])
+            return [RecordsPartition(path, base, positions) for (path, base), positions in by_file.items()]
+        scan_from = 0
+        out: list[InputPartition] = []
+        store = self._store_dir()
+        if cf.topics is not None and store is not None and _option(self.options, "useConsumeQueue", True):
+            queues = [
+                q
+                for q in consumequeue_files([store])
+                if q[1] in cf.topics and (cf.queue_ids is None or q[2] in cf.queue_ids)
+            ]
+            have = {topic for _, topic, _, _ in consumequeue_files([store]) if topic in cf.topics}
+            if have == cf.topics:  # a topic without queues (deleted) can only be scanned for
+                out.extend(QueuePartition(path, topic, qid, files) for path, topic, qid, _ in queues)
+                scan_from = dispatched_end(store)  # past it, records may not be in a queue yet
+        if not opts.resync:
+            # Without resync one damaged record ends its file's rows; a later split could not know.
+            return out + [
+                FilePartition(path, offset=base, start=max(0, scan_from - base), exact_start=True)
+                for path, base, size in files
+                if base + size > scan_from
+            ]
+        size = split_size(self.options)
+        for path, base, length in files:
+            if base + length <= scan_from:
+                continue
+            # Past the dispatch point the scan starts exactly there: it is where a record ends.
+            first = max(0, scan_from - base)
+            for start, end in byte_splits(length - first, size):
+                if base + first + start >= cf.offset_hi:
+                    break
+                out.append(
+                    FilePartition(
+                        path,
+                        offset=base,
+                        start=first + start,
+                        end=None if end is None else first + end,
+                        exact_start=start == 0,
+                    )
+                )
+        return out
+
+    def _store_dir(self) -> str | None:
+        """The one store directory given, if it is one (the ConsumeQueues sit beside the CommitLog)."""
+        paths = self._paths()
+        if len(paths) == 1 and _isdir(os.path.join(paths[0], "consumequeue")):
+            return paths[0]
+        return None
 
     def _read(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
-        yield from commitlog_batches(partition.path, partition.offset, CommitLogOptions.parse(self.options))
+        opts = CommitLogOptions.parse(self.options)
+        batches = commitlog_batches(
+            partition.path,
+            partition.offset,
+            opts,
+            start=partition.start,
+            end=partition.end,
+            exact_start=partition.exact_start,
+        )
+        yield from self.filter.apply(batches)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        opts = CommitLogOptions.parse(self.options)
+        if isinstance(partition, RecordsPartition):
+            batches = commitlog_records_batches(partition.path, partition.base, partition.positions, opts)
+            yield from self.filter.apply(batches)
+        elif isinstance(partition, QueuePartition):
+            yield from self.filter.apply(self._read_queue(partition, opts))
+        else:
+            yield from super().read(partition)
+
+    def _read_queue(self, partition: QueuePartition, opts: CommitLogOptions) -> Iterator[pa.RecordBatch]:
+        cf = self.filter
+        offsets: list[int] = []
+        for batch in consumequeue_batches(partition.path, partition.topic, partition.queue_id, 0):
+            READ_STATS["bytes"] += batch.num_rows * CQ_STORE_UNIT_SIZE
+            ok = pc.and_(batch.column("valid"), pc.invert(batch.column("pre_blank")))
+            offsets.extend(batch.column("commit_log_offset").filter(ok).to_pylist())
+        by_file: dict[tuple[str, int], list[int]] = {}
+        for offset in offsets:
+            if cf.offset_lo <= offset < cf.offset_hi:
+                hit = _file_at(partition.files, offset)
+                if hit is not None:
+                    by_file.setdefault(hit, []).append(offset - hit[1])
+        for (path, base), positions in sorted(by_file.items(), key=lambda kv: kv[0][1]):
+            yield from commitlog_records_batches(path, base, positions, opts)
 
 
 class CommitLogDataSource(DataSource):
     """``spark.read.format("rocketmq-commitlog").load(store_dir)``: one row per message record.
 
-    Options: checkCrc (true), decompress (false), includeBody (true), resync (true).
+    Options: checkCrc (true), decompress (false), includeBody (true), resync (true), splitSize
+    (128m: each file is read as byte ranges of this size, one task each; with resync off,
+    one task per file).
     """
 
     @classmethod
@@ -95,22 +263,46 @@ class CommitLogDataSource(DataSource):
 
 
 class _ConsumeQueueReader(_Reader):
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.filter = CommitLogFilter()  # only its topic and queue-id conditions apply here
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (Spark's name)
+        # Topic and queue id name files: those prune the listing; Spark checks every filter.
+        for f in filters:
+            if getattr(f, "attribute", None) in (("topic",), ("queue_id",)):
+                self.filter.take(f)
+            yield f
+
     def partitions(self) -> Sequence[InputPartition]:
         wanted = {t for t in self.options.get("topics", "").split(",") if t}
+        topics, queue_ids = self.filter.topics, self.filter.queue_ids
+        size = split_size(self.options)
         return [
-            FilePartition(path, topic, qid, offset)
+            p
             for path, topic, qid, offset in consumequeue_files(self._paths())
-            if not wanted or topic in wanted
+            if (not wanted or topic in wanted)
+            and (topics is None or topic in topics)
+            and (queue_ids is None or qid in queue_ids)
+            for p in _splits(path, size, topic=topic, queue_id=qid, offset=offset)
         ]
 
     def _read(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
-        yield from consumequeue_batches(partition.path, partition.topic or "", partition.queue_id, partition.offset)
+        yield from consumequeue_batches(
+            partition.path,
+            partition.topic or "",
+            partition.queue_id,
+            partition.offset,
+            start=partition.start,
+            end=partition.end,
+        )
 
 
 class ConsumeQueueDataSource(DataSource):
     """``spark.read.format("rocketmq-consumequeue").load(store_dir)``: one row per queue unit.
 
-    Option topics: a comma-separated list to read only those topics' files.
+    Option topics: a comma-separated list to read only those topics' files; splitSize (128m)
+    cuts a file into tasks of whole units.
     """
 
     @classmethod
@@ -129,17 +321,18 @@ class ConsumeQueueDataSource(DataSource):
 
 class _IndexReader(_Reader):
     def partitions(self) -> Sequence[InputPartition]:
-        return [FilePartition(path) for path in index_files(self._paths())]
+        size = split_size(self.options)
+        return [p for path in index_files(self._paths()) for p in _splits(path, size)]
 
     def _read(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
-        yield from index_batches(partition.path, self.options)
+        yield from index_batches(partition.path, self.options, start=partition.start, end=partition.end)
 
 
 class IndexDataSource(DataSource):
     """``spark.read.format("rocketmq-index").load(store_dir)``: one row per IndexFile entry.
 
     Options maxHashSlotNum and maxIndexNum as in the broker config (derived from the
-    file size when absent).
+    file size when absent); splitSize (128m) cuts a file into tasks of whole entries.
     """
 
     @classmethod

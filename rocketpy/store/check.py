@@ -222,7 +222,7 @@ def _check_commitlog(
             pending: CorruptRegion | None = None
             file_end = start
             data_end = written_end(path)  # a sparse 1 GiB file: never read its holes
-            for item in walk_commitlog(buf, start, check_crc=check_crc, blanks=True, end=data_end):
+            for item in walk_commitlog(buf, start, check_crc=check_crc, blanks=True, data_end=data_end):
                 if isinstance(item, CorruptRegion):
                     regions.append(item)
                     if pending is not None:

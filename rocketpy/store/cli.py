@@ -250,7 +250,7 @@ class _Dump:
                 progress(i, len(names))
             path = os.path.join(self.commit_dir, name)
             with open_readonly(path) as buf:
-                for item in walk_commitlog(buf, int(name), end=written_end(path)):
+                for item in walk_commitlog(buf, int(name), data_end=written_end(path)):
                     if isinstance(item, CorruptRegion):
                         self.damaged += 1
                         print(f"warning: {name}: damaged region at offset {item.offset} ({item.length} bytes): "

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codecs.errors import CodecError
-from ..codecs.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MessageExt, decode_message
+from ..codecs.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MessageExt, body_crc, decode_message
 from ..codecs.store_records import BlankRecord, iter_commitlog
 
-__all__ = ["CorruptRegion", "last_written", "walk_commitlog", "written_end"]
+__all__ = ["CorruptRegion", "last_written", "split_start", "walk_commitlog", "written_end"]
 
 _MSG_MAGIC = struct.pack(">i", MESSAGE_MAGIC_CODE)
 _BLANK_MAGIC = struct.pack(">i", BLANK_MAGIC_CODE)
@@ -109,6 +109,42 @@ def last_written(buf: Any, start: int, end: int | None = None) -> int:
     return start
 
 
+def _sync_quality(buf: Any, pos: int, base: int) -> bool:
+    """Whether a split may start at ``pos``: a record that knows its own position and whose
+    body CRC agrees (stricter than resync's test, so a split never starts on a look-alike)."""
+    try:
+        msg = decode_message(buf, pos, decompress=False)
+    except CodecError:
+        return False
+    return msg.commit_log_offset == base + pos and (not msg.body or body_crc(msg.body) == msg.body_crc)
+
+
+def split_start(buf: Any, base: int, start: int, end: int, data_end: int | None = None) -> int | None:
+    """Where the split ``[start, end)`` of a file begins reading: the first record at or after
+    ``start`` (and before ``end``) that passes :func:`_sync_quality`, or the file's closing
+    blank; None when the split holds no such place (the split before it reads through).
+    ``data_end`` bounds the searches (see :func:`written_end`)."""
+    if start == 0:
+        return 0
+    n = len(buf) if data_end is None else min(data_end, len(buf))
+    # A record starting just before ``end`` has its magic (bytes 4 to 8) just after it.
+    limit = min(n, end + 8)
+    found: int | None = None
+    search = start + 4
+    while (i := buf.find(_MSG_MAGIC, search, limit)) >= 0:
+        if i - 4 < end and _sync_quality(buf, i - 4, base):
+            found, limit = i - 4, i  # a blank can only come first if it is before this
+            break
+        search = i + 1
+    search = start + 4
+    while (i := buf.find(_BLANK_MAGIC, search, limit)) >= 0:
+        (size,) = _INT32.unpack_from(buf, i - 4)
+        if i - 4 < end and size == len(buf) - (i - 4):  # a blank always runs to the end of the file
+            return i - 4
+        search = i + 1
+    return found
+
+
 def walk_commitlog(
     buf: Any,
     base: int,
@@ -116,20 +152,39 @@ def walk_commitlog(
     resync: bool = True,
     check_crc: bool = False,
     blanks: bool = False,
+    data_end: int | None = None,
+    start: int = 0,
     end: int | None = None,
+    exact_start: bool = False,
 ) -> Iterator[tuple[int, MessageExt | BlankRecord] | CorruptRegion]:
     """(absolute offset, record) for each record of one CommitLog file, damage as regions.
 
     The blank that closes a file is yielded only with ``blanks``. The offset is where the
     record was found, which in a damaged file need not equal the physical offset stored
     inside it. With ``check_crc`` a record whose body CRC is wrong is a damaged region of
-    its own (the broker's recovery stops there too).
+    its own (the broker's recovery stops there too). Corrupt-region reasons give offsets
+    in the CommitLog, not in the piece of the file the codec was handed.
 
-    ``buf`` must support ``find`` and slicing (an ``mmap`` or ``bytes``). ``end`` (see :func:`written_end`)
-    bounds the searches past damage or a zero gap: nothing after it was ever written.
+    ``buf`` must support ``find`` and slicing (an ``mmap`` or ``bytes``). ``data_end`` (see
+    :func:`written_end`) bounds the walk and its searches: nothing after it was ever written.
+
+    With ``start``/``end`` (file positions) only the split ``[start, end)`` is read: the
+    walk begins at :func:`split_start` and goes past ``end`` up to the first record where
+    the next split begins, so the splits of a file together give exactly its rows.
+    ``exact_start`` says ``start`` is a record boundary already (no search).
     """
-    pos = 0
-    n = len(buf) if end is None else min(end, len(buf))
+    n = len(buf) if data_end is None else min(data_end, len(buf))
+    if exact_start:
+        pos = start  # a known record boundary (the start of the file, a dispatch point)
+    elif start or end is not None:
+        first = split_start(buf, base, start, n if end is None else end, data_end)
+        if first is None:
+            return
+        pos = first
+    else:
+        pos = 0
+    if end is not None and end >= n:
+        end = None
     while pos < n:
         view = memoryview(buf)[pos:]
         walk = iter_commitlog(view, base + pos, check_crc=check_crc, decompress=False, strict=False)
@@ -137,8 +192,13 @@ def walk_commitlog(
             for item in walk:
                 if not isinstance(item, BlankRecord):
                     # end_offset has just moved past this record
-                    yield walk.end_offset - item.store_size, item
+                    at = walk.end_offset - item.store_size
+                    if end is not None and at - base >= end and _sync_quality(buf, at - base, base):
+                        return  # the next split begins here
+                    yield at, item
                 elif blanks:
+                    if end is not None and item.offset - base >= end:
+                        return  # the split holding the closing blank gives it
                     yield item.offset, item
             stop = walk.end_offset - base
             reason = walk.end_reason
@@ -150,15 +210,18 @@ def walk_commitlog(
             return
         # "zero" (an unwritten stretch) or "corrupt": is there a good record further on?
         nxt = _next_good(buf, stop, base, n) if resync else None
+        # The codec counts from the start of the view it was given: say where in the CommitLog.
+        error_text = (
+            error.reason.replace(f"offset {stop - pos}", f"offset {base + stop}", 1) if error is not None else None
+        )
         if nxt is None:
             if reason == "corrupt":
                 last = last_written(buf, stop, n)
-                why = error.reason if error is not None else "corrupt"
-                yield CorruptRegion(base + stop, max(last - stop, 1), why)
+                yield CorruptRegion(base + stop, max(last - stop, 1), error_text or "corrupt")
             return
         why = (
-            error.reason
-            if reason == "corrupt" and error is not None
+            error_text
+            if reason == "corrupt" and error_text is not None
             else f"zero-filled gap before the record at {base + nxt}"
         )
         yield CorruptRegion(base + stop, nxt - stop, why)
