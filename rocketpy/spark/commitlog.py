@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ..codecs.errors import CodecError
 from ..codecs.message import MessageExt, body_crc
+from ..codecs.store_records import BlankRecord
 from ..store.walk import CorruptRegion, walk_commitlog
 from ._columns import BatchBuilder, ms_to_us
 from ._files import mapped
@@ -156,6 +157,8 @@ def commitlog_batches(
         for item in walk_commitlog(buf, base, resync=opts.resync):
             if isinstance(item, CorruptRegion):
                 batch = builder.add(_corrupt_row(path, item))
+            elif isinstance(item[1], BlankRecord):  # only yielded with blanks=True: never here
+                continue
             else:
                 row, payload = _message_row(path, item[0], item[1], opts)
                 batch = builder.add(row, payload)
