@@ -7,6 +7,7 @@ messages and offsets, with the same requests mqadmin sends.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -37,7 +38,9 @@ from ..codecs.codes import MessageConst, MixAll, PullStatus, PullSysFlag
 from ..codecs.headers import (
     AddWritePermOfBrokerRequestHeader,
     CloneGroupOffsetRequestHeader,
+    CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
+    DeleteAccessConfigRequestHeader,
     DeleteKVConfigRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
@@ -56,6 +59,7 @@ from ..codecs.headers import (
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
     ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
@@ -99,6 +103,54 @@ class Admin:
                       ok: tuple[int, ...] = ()) -> RemotingCommand:
         req = RemotingCommand.request(code, header, body)
         return check(await self.client.api.invoke(addr, req, self.timeout), addr, *ok)
+
+    async def master_and_slave_addrs(self, cluster: str) -> list[str]:
+        """Every broker address of ``cluster``, slaves too (CommandUtil.fetchMasterAndSlaveAddrByClusterName)."""
+        info = await self.cluster_info()
+        names = (info.cluster_addr_table or {}).get(cluster)
+        if names is None:
+            raise MQClientError("Make sure the specified clusterName exists or the name server connected to is "
+                                "correct.")
+        out: list[str] = []
+        for name in sorted(names):
+            bd = (info.broker_addr_table or {}).get(name)
+            if bd is not None:
+                out.extend(addr for _bid, addr in sorted((bd.broker_addrs or {}).items()))
+        return out
+
+    # -- ACL (the four ACL codes of AdminBrokerProcessor) -------------------------------------------
+    async def create_and_update_plain_access_config(self, addr: str, config: dict[str, Any]) -> None:
+        """UPDATE_AND_CREATE_ACL_CONFIG: ``config`` holds PlainAccessConfig's fields (accessKey, secretKey,
+        whiteRemoteAddress, admin, defaultTopicPerm, defaultGroupPerm, topicPerms/groupPerms as lists)."""
+        def joined(items: list[str] | None) -> str | None:
+            return None if items is None else ",".join(items)
+
+        header = CreateAccessConfigRequestHeader(
+            access_key=config.get("accessKey"), secret_key=config.get("secretKey"),
+            white_remote_address=config.get("whiteRemoteAddress"), admin=bool(config.get("admin", False)),
+            default_topic_perm=config.get("defaultTopicPerm"), default_group_perm=config.get("defaultGroupPerm"),
+            topic_perms=joined(config.get("topicPerms")), group_perms=joined(config.get("groupPerms")))
+        await self._broker(addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header)
+
+    async def delete_plain_access_config(self, addr: str, access_key: str) -> None:
+        await self._broker(addr, RequestCode.DELETE_ACL_CONFIG, DeleteAccessConfigRequestHeader(access_key=access_key))
+
+    async def update_global_white_addr_config(self, addr: str, addresses: str, acl_file: str | None = None) -> None:
+        header = UpdateGlobalWhiteAddrsConfigRequestHeader(global_white_addrs=addresses, acl_file_full_path=acl_file)
+        await self._broker(addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header)
+
+    async def broker_cluster_acl_info(self, addr: str) -> dict[str, Any]:
+        """GET_BROKER_CLUSTER_ACL_INFO as ClusterAclVersionInfo: clusterName, brokerName, brokerAddr,
+        aclConfigDataVersion and allAclConfigDataVersion (file -> {counter, timestamp})."""
+        ext = (await self._broker(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)).ext_fields or {}
+        try:
+            version = json.loads(ext["version"]) if ext.get("version") else None
+            every = json.loads(ext["allAclFileVersion"]) if ext.get("allAclFileVersion") else {}
+        except ValueError as exc:
+            raise MQClientError(f"bad ACL version info from {addr}: {exc}") from None
+        return {"clusterName": ext.get("clusterName"), "brokerName": ext.get("brokerName"),
+                "brokerAddr": ext.get("brokerAddr"), "aclConfigDataVersion": version,
+                "allAclConfigDataVersion": every}
 
     # -- name server views ---------------------------------------------------------------------
     async def cluster_info(self) -> ClusterInfo:

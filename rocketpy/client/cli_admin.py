@@ -19,6 +19,7 @@ from ..codecs.javalang import java_string_hash
 from ..codecs.message import MessageExt
 from .admin import Admin
 from .cli import DefaultsHelp, message_json
+from .cli_acl import acl_credentials, add_acl_options
 from .cli_tls import add_tls_options, tls_options
 from .config import default_namesrv
 from .errors import BadArgument, MQClientError
@@ -81,6 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                             f"{default_namesrv()})")
         p.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
         add_tls_options(p)
+        add_acl_options(p)
         options(p)
         p.set_defaults(func=_runner(name, fn))
 
@@ -90,10 +92,16 @@ def _runner(name: str, fn: Command) -> Callable[[argparse.Namespace], int]:
         from .cli import run_quietly
 
         out = Out(args.json)
+        try:
+            credentials = acl_credentials(args)
+        except BadArgument as exc:
+            from .cli import fail
+
+            return fail(f"admin {name}", str(exc), 2)
 
         async def main() -> int:
             admin = Admin(args.namesrv or default_namesrv())
-            for key, value in tls_options(args).items():
+            for key, value in {**tls_options(args), **credentials}.items():
                 setattr(admin.client.config, key, value)
             async with admin:
                 return (await fn(admin, args, out)) or 0
@@ -1852,3 +1860,7 @@ async def cluster_rt(admin: Admin, args: argparse.Namespace, out: Out) -> int:
             await trio.sleep(args.interval)
     out.result(rows)
     return 0
+
+
+# the ACL subcommands register themselves in COMMANDS
+from . import cli_admin_acl  # noqa: E402,F401
