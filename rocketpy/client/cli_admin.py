@@ -1863,4 +1863,4 @@ async def cluster_rt(admin: Admin, args: argparse.Namespace, out: Out) -> int:
 
 
 # the ACL subcommands register themselves in COMMANDS
-from . import cli_admin_acl  # noqa: E402,F401
+from . import cli_admin_acl, cli_admin_metrics  # noqa: E402,F401
