@@ -452,8 +452,7 @@ def test_query_msg_trace_layout(capsys: pytest.CaptureFixture[str]) -> None:
 #: mqadmin flags left out: long names with a space (unusable on a shell line; the short flag works), and
 #: features rocketpy's admin lacks (direct consumption/resend from a message view, C++ offset bodies, traces)
 NOT_TAKEN = {"clusterRT": {"--machine room", "--print log"}, "printMsgByQueue": {"--print msg"},
-             "queryMsgById": {"-d", "--clientId", "-g", "--consumerGroup", "-s", "--sendMessage", "-u", "--unitName"},
-             "queryMsgByUniqueKey": {"-a", "--showAll", "-d", "--clientId", "-g", "--consumerGroup"},
+             "queryMsgByUniqueKey": {"-a", "--showAll"},
              "resetOffsetByTime": {"-c", "--cplus"}, "sendMessage": {"-m", "--msgTraceEnable"}}
 
 
@@ -563,3 +562,22 @@ def test_start_monitoring_reports_undone_messages(capsys: pytest.CaptureFixture[
                          "undoneMsgsTotal=3, undoneMsgsSingleMQ=3, undoneMsgsDelayTimeMills=5000]\n"
                          "[MONITOR] =========================================endRound\n")
     assert sorted(pulled) == [(0, 3), (1, 3)]  # the newest message of each queue
+
+
+def test_consume_directly_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    """47: queryMsgById -g -d prints the client's ConsumeMessageDirectlyResult, no newline."""
+    from rocketpy.codecs.bodies import ConsumeMessageDirectlyResult
+    from rocketpy.codecs.codes import CMResult
+
+    argv, output = golden("47")
+    admin = GoldenAdmin()
+    asked: list[tuple[Any, ...]] = []
+
+    async def consume_message_directly(group: str, client_id: str, msg_id: str, topic: str | None = None) -> Any:
+        asked.append((group, client_id, msg_id, topic))
+        return ConsumeMessageDirectlyResult(order=False, auto_commit=True, consume_result=CMResult.CR_SUCCESS,
+                                            remark=None, spent_time_mills=38)
+
+    admin.consume_message_directly = consume_message_directly  # type: ignore[attr-defined]
+    assert run_ours(argv, admin, capsys) == output
+    assert asked == [("AdminCG", "192.0.2.2@AdminConsumer", "7F000001000051AF0000000000000627", None)]

@@ -254,3 +254,44 @@ def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPat
     assert code == 0 and out.startswith(f"wipe write perm of broker[broker-a] in name server[{ns}] OK, ")
     code, out = run(capsys, "admin", "addWritePerm", "-n", ns, "-b", "broker-a")
     assert code == 0 and out.startswith(f"add write perm of broker[broker-a] in name server[{ns}] OK, ")
+
+
+def test_query_msg_by_id_consume_directly_and_resend(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """queryMsgById -g/-d: the consumer's client consumes the message once more; -s true: sent again."""
+    import threading
+
+    from rocketpy.client.facade import BlockingPushConsumer
+
+    if cluster.kind == "fake":
+        pytest.skip("the fake broker neither stores messages for viewMessage nor relays CONSUME_MESSAGE_DIRECTLY")
+    ns = cluster.namesrv
+    code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "DirectTopic", "-p", "again", "-c", "T",
+                    "--json")
+    assert code == 0, out
+    offset_id = json.loads(out)["offsetMsgId"]
+    seen: list[bytes] = []
+    consumer = BlockingPushConsumer("DirectGroup", lambda msgs, ctx: seen.extend(m.body for m in msgs), namesrv=ns)
+    consumer.subscribe("DirectTopic", "*")
+    with consumer:
+        client_id = consumer.consumer.client.client_id
+        event = threading.Event()
+        for _ in range(200):
+            if seen:
+                break
+            event.wait(0.05)
+        before = len(seen)
+        code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", offset_id, "-g", "DirectGroup", "-d",
+                        client_id)
+        assert code == 0, out
+        assert out.startswith("ConsumeMessageDirectlyResult [order=false, autoCommit=true, "
+                              "consumeResult=CR_SUCCESS, remark=") and "\n" not in out
+        assert len(seen) == before + 1 and seen[-1] == b"again"
+        code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", offset_id, "-s", "true")
+        assert code == 0, out
+        assert out.startswith(f"prepare resend msg. originalMsgId={offset_id}SendResult [sendStatus=SEND_OK, ")
+        for _ in range(200):
+            if len(seen) >= before + 2:
+                break
+            event.wait(0.05)
+        assert seen[-1] == b"again" and len(seen) == before + 2

@@ -15,6 +15,7 @@ from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
     BrokerStatsData,
     ClusterInfo,
+    ConsumeMessageDirectlyResult,
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
@@ -38,6 +39,7 @@ from ..codecs.codes import MessageConst, MixAll, PullStatus, PullSysFlag
 from ..codecs.headers import (
     AddWritePermOfBrokerRequestHeader,
     CloneGroupOffsetRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
     CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
     DeleteAccessConfigRequestHeader,
@@ -117,6 +119,19 @@ class Admin:
             if bd is not None:
                 out.extend(addr for _bid, addr in sorted((bd.broker_addrs or {}).items()))
         return out
+
+    async def consume_message_directly(self, group: str, client_id: str, msg_id: str,
+                                       topic: str | None = None) -> ConsumeMessageDirectlyResult:
+        """CONSUME_MESSAGE_DIRECTLY through the broker that stored the message: the client consumes it once more,
+        outside its queue (mqadmin's queryMsgById/queryMsgByUniqueKey -g -d). With ``topic`` the id may be a
+        client id (UNIQ_KEY); the client is then sent the message's offset id, as Java's admin does."""
+        msg = await self.view_message(msg_id, topic)
+        if topic is not None and msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX):
+            msg_id = msg.offset_msg_id
+        header = ConsumeMessageDirectlyResultRequestHeader(consumer_group=group, client_id=client_id, msg_id=msg_id)
+        req = RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
+        resp = check(await self.client.api.invoke(msg.store_host, req, self.timeout * 3), msg.store_host)
+        return ConsumeMessageDirectlyResult.decode(resp.body or b"{}")
 
     # -- ACL (the four ACL codes of AdminBrokerProcessor) -------------------------------------------
     async def create_and_update_plain_access_config(self, addr: str, config: dict[str, Any]) -> None:

@@ -919,23 +919,119 @@ async def _consumed(admin: Admin, msg: MessageExt, group: str) -> bool:
 
 
 def _query_id_opts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="offset message id")
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="Message Id (offset ids, ',' separated)")
     p.add_argument("-t", "--topic", help="needed to look up a client (UNIQ_KEY) id")
+    p.add_argument("-g", "--consumerGroup", dest="group", help="consumer group name (with -d: the client consumes "
+                   "the message again)")
+    p.add_argument("-d", "--clientId", dest="client_id", help="The consumer's client id (with -g)")
+    p.add_argument("-s", "--sendMessage", dest="resend", default=None,
+                   help="resend message: 'true' sends each message again to its topic (default: false)")
+    p.add_argument("-u", "--unitName", dest="unit_name", default=None, help="unit name of the resending producer")
+
+
+def consume_directly_str(r: Any) -> str:
+    """ConsumeMessageDirectlyResult.toString."""
+    return (f"ConsumeMessageDirectlyResult [order={java_bool(r.order)}, autoCommit={java_bool(r.auto_commit)}, "
+            f"consumeResult={java_name(r.consume_result) if r.consume_result is not None else 'null'}, "
+            f"remark={java_str(r.remark)}, spentTimeMills={r.spent_time_mills}]")
+
+
+def _direct_json(r: Any) -> dict[str, Any]:
+    return {"order": r.order, "autoCommit": r.auto_commit,
+            "consumeResult": java_name(r.consume_result) if r.consume_result is not None else None,
+            "remark": r.remark, "spentTimeMills": r.spent_time_mills}
+
+
+async def _consume_directly(admin: Admin, out: Out, ids: list[str], group: str, client_id: str,
+                            topic: str | None) -> int:
+    """-g/-d: each message consumed once more by that client; a failure is one line on stderr (mqadmin prints
+    its stack trace) and the others still go."""
+    from .cli import fail
+
+    status, results = 0, []
+    for msg_id in ids:
+        try:
+            r = await admin.consume_message_directly(group, client_id, msg_id, topic)
+        except MQClientError as exc:
+            status = fail("admin queryMsgById", f"{msg_id}: {exc}")
+            continue
+        out.raw(consume_directly_str(r))
+        results.append({"msgId": msg_id, **_direct_json(r)})
+    out.result(results)
+    return status
+
+
+async def _resend(admin: Admin, out: Out, ids: list[str], unit_name: str | None) -> int:
+    """-s true: each message sent again as it is (topic, body, properties) by producer group ReSendMsgById."""
+    import dataclasses
+
+    from ..codecs.message import Message
+    from .cli import fail
+    from .producer import Producer
+
+    client = admin.client
+    if unit_name:
+        from .instance import ClientInstance
+
+        client = ClientInstance(dataclasses.replace(admin.client.config, unit_name=unit_name))
+        await client.start()
+    status, results = 0, []
+    try:
+        async with Producer("ReSendMsgById", client=client) as producer:
+            for msg_id in ids:
+                try:
+                    msg = await admin.view_message(msg_id)
+                except MQClientError as exc:
+                    status = fail("admin queryMsgById", f"{msg_id}: {exc}")
+                    continue
+                out.raw(f"prepare resend msg. originalMsgId={msg_id}")
+                again = Message(topic=msg.topic, body=msg.decompressed_body(), flag=msg.flag,
+                                properties=dict(msg.properties))
+                try:
+                    result = await producer.send(again)
+                except MQClientError as exc:
+                    status = fail("admin queryMsgById", f"{msg_id}: {exc}")
+                    continue
+                out.raw(send_result_str(result))
+                results.append({"originalMsgId": msg_id, **result.to_dict()})
+    finally:
+        if client is not admin.client:
+            await client.aclose()
+    out.result(results)
+    return status
 
 
 @command("queryMsgById", "Query Message by Id", _query_id_opts)
 async def query_msg_by_id(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    out.result(await show_message(admin, out, await admin.view_message(args.msg_id.strip(), args.topic)))
+    ids = [i.strip() for i in args.msg_id.strip().split(",") if i.strip()]
+    if args.group and args.client_id:
+        return await _consume_directly(admin, out, ids, args.group.strip(), args.client_id.strip(), args.topic)
+    if args.resend is not None:
+        if args.resend.strip().lower() == "true":  # Boolean.parseBoolean: anything else resends nothing
+            return await _resend(admin, out, ids, args.unit_name.strip() if args.unit_name else None)
+        out.result([])
+        return 0
+    shown = [await show_message(admin, out, await admin.view_message(i, args.topic)) for i in ids]
+    out.result(shown[0] if len(shown) == 1 else shown)
     return 0
 
 
 def _query_unique_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="client message id (UNIQ_KEY)")
     p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-g", "--consumerGroup", dest="group", help="consumer group name (with -d: the client consumes "
+                   "the message again)")
+    p.add_argument("-d", "--clientId", dest="client_id", help="The consumer's client id (with -g)")
 
 
 @command("queryMsgByUniqueKey", "Query Message by Unique key", _query_unique_opts)
 async def query_msg_by_unique_key(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    if args.group and args.client_id:
+        r = await admin.consume_message_directly(args.group.strip(), args.client_id.strip(), args.msg_id.strip(),
+                                                 args.topic.strip())
+        out.raw(consume_directly_str(r))
+        out.result(_direct_json(r))
+        return 0
     msg = await admin.view_message(args.msg_id.strip(), args.topic)
     out.result(await show_message(admin, out, msg, offset_id=False))
     return 0
