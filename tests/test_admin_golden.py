@@ -242,7 +242,8 @@ class GoldenAdmin:
             found.append(ext)
         return found
 
-    async def reset_offset_by_time(self, group: str, topic: str, timestamp: int, force: bool) -> dict[Any, int]:
+    async def reset_offset_by_time(self, group: str, topic: str, timestamp: int, force: bool,
+                                   cpp: bool = False) -> dict[Any, int]:
         if timestamp == -1:  # skipAccumulatedMessage (84), after 61/63 sent 6 more
             offsets = {0: 5, 1: 6, 2: 5, 3: 5, 4: 5, 5: 3, 6: 3, 7: 4}
             return {mq(q): offsets[q] for q in sorted(offsets)}
@@ -453,7 +454,7 @@ def test_query_msg_trace_layout(capsys: pytest.CaptureFixture[str]) -> None:
 #: features rocketpy's admin lacks (direct consumption/resend from a message view, C++ offset bodies, traces)
 NOT_TAKEN = {"clusterRT": {"--machine room", "--print log"}, "printMsgByQueue": {"--print msg"},
              "queryMsgByUniqueKey": {"-a", "--showAll"},
-             "resetOffsetByTime": {"-c", "--cplus"}, "sendMessage": {"-m", "--msgTraceEnable"}}
+             "sendMessage": {"-m", "--msgTraceEnable"}}
 
 
 def test_every_mqadmin_flag_is_accepted() -> None:

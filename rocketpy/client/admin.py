@@ -35,7 +35,7 @@ from ..codecs.bodies import (
     TopicRouteData,
     TopicStatsTable,
 )
-from ..codecs.codes import MessageConst, MixAll, PullStatus, PullSysFlag
+from ..codecs.codes import LanguageCode, MessageConst, MixAll, PullStatus, PullSysFlag
 from ..codecs.headers import (
     AddWritePermOfBrokerRequestHeader,
     CloneGroupOffsetRequestHeader,
@@ -102,8 +102,10 @@ class Admin:
         return await self.client.namesrv_invoke(call)  # type: ignore[no-any-return]
 
     async def _broker(self, addr: str, code: int, header: Any = None, body: bytes | None = None,
-                      ok: tuple[int, ...] = ()) -> RemotingCommand:
+                      ok: tuple[int, ...] = (), language: LanguageCode | None = None) -> RemotingCommand:
         req = RemotingCommand.request(code, header, body)
+        if language is not None:
+            req.language = language
         return check(await self.client.api.invoke(addr, req, self.timeout), addr, *ok)
 
     async def master_and_slave_addrs(self, cluster: str) -> list[str]:
@@ -477,12 +479,15 @@ class Admin:
         return {mq: (o.min_offset, o.max_offset) for mq, o in stats.offset_table.items()}
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp: int,
-                                   force: bool = True) -> dict[MessageQueue, int]:
+                                   force: bool = True, cpp: bool = False) -> dict[MessageQueue, int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET on every master of the topic. ``cpp`` (mqadmin's -c): the request says
+        language CPP, so the broker tells the clients the new offsets in the C++ client's body layout."""
         table: dict[MessageQueue, int] = {}
         for name, addr in await self._topic_masters(topic):
             h = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=force)
             try:
-                resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h)
+                resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h,
+                                          language=LanguageCode.CPP if cpp else None)
             except MQBrokerError as exc:
                 if exc.response_code != ResponseCode.CONSUMER_NOT_ONLINE:
                     raise

@@ -1149,12 +1149,14 @@ def _reset_opts(p: argparse.ArgumentParser) -> None:
     _topic_opt(p)
     p.add_argument("-s", "--timestamp", required=True, help=f"reset to this time ({TIME_FORMATS})")
     p.add_argument("-f", "--force", type=_bool, default=True, help="also move offsets forward (true|false)")
+    p.add_argument("-c", "--cplus", dest="cpp", action="store_true",
+                   help="reset c++ client offset: the clients are sent the C++ client's offset body")
 
 
 @command("resetOffsetByTime", "Reset consumer offset by timestamp(without client restart).", _reset_opts)
 async def reset_offset_by_time(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     when = parse_time(args.timestamp, now=-1)  # 'now' is -1: the broker takes each queue's max offset
-    table = await admin.reset_offset_by_time(args.group, args.topic, when, args.force)
+    table = await admin.reset_offset_by_time(args.group, args.topic, when, args.force, args.cpp)
     out.line(f"rollback consumer offset by specified group[{args.group}], topic[{args.topic}], "
              f"force[{java_bool(args.force)}], timestamp(string)[{args.timestamp.strip()}], timestamp(long)[{when}]")
     out.line(f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}")
