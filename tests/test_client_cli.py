@@ -295,3 +295,27 @@ def test_query_msg_by_id_consume_directly_and_resend(cluster: Cluster, monkeypat
                 break
             event.wait(0.05)
         assert seen[-1] == b"again" and len(seen) == before + 2
+
+
+def test_send_message_with_trace(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    """sendMessage -m true: the send is traced (a Pub record queryMsgTraceById finds)."""
+    import threading
+
+    if cluster.kind == "fake":
+        pytest.skip("the fake broker does not answer QUERY_MESSAGE")
+    ns = cluster.namesrv
+    code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "TracedTopic", "-p", "traced", "-m", "true",
+                    "--json")
+    assert code == 0, out
+    msg_id = json.loads(out)["msgId"]
+    event = threading.Event()
+    for _ in range(100):
+        code, out = run(capsys, "admin", "queryMsgTraceById", "-n", ns, "-i", msg_id)
+        if code == 0 and "\nPub " in out:
+            break
+        event.wait(0.1)
+    assert code == 0 and "\nPub " in out, out
+    code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "TracedTopic", "-p", "plain", "--json")
+    plain_id = json.loads(out)["msgId"]
+    code, out = run(capsys, "admin", "queryMsgTraceById", "-n", ns, "-i", plain_id)
+    assert "\nPub " not in out

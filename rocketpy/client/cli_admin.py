@@ -1080,6 +1080,8 @@ def _send_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--tags", help="message tags")
     p.add_argument("-b", "--broker", help="send to this broker (name)")
     p.add_argument("-i", "--qid", type=int, help="send to this queue (needs -b)")
+    p.add_argument("-m", "--msgTraceEnable", dest="trace", default="false",
+                   help="Message Trace Enable: 'true' also writes the Pub trace record to RMQ_SYS_TRACE_TOPIC")
 
 
 @command("sendMessage", "Send a message", _send_opts)
@@ -1090,7 +1092,8 @@ async def send_message(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     if args.qid is not None and not args.broker:
         raise BadArgument("-i/--qid needs -b/--broker")
     msg = make_message(args.topic.strip(), args.body.strip().encode("utf-8"), tags=args.tags, keys=args.key)
-    async with Producer(f"PID_SMSC_{time.time_ns()}", client=admin.client) as producer:
+    trace = args.trace.strip().lower() == "true"  # Boolean.parseBoolean
+    async with Producer(f"PID_SMSC_{time.time_ns()}", client=admin.client, enable_msg_trace=trace) as producer:
         queue = None
         if args.broker:
             queue = MessageQueue(topic=args.topic.strip(), broker_name=args.broker.strip(), queue_id=args.qid or 0)
