@@ -452,8 +452,7 @@ def test_query_msg_trace_layout(capsys: pytest.CaptureFixture[str]) -> None:
 
 #: mqadmin flags left out: long names with a space (unusable on a shell line; the short flag works), and
 #: features rocketpy's admin lacks (direct consumption/resend from a message view, C++ offset bodies, traces)
-NOT_TAKEN = {"clusterRT": {"--machine room", "--print log"}, "printMsgByQueue": {"--print msg"},
-             "queryMsgByUniqueKey": {"-a", "--showAll"}}
+NOT_TAKEN = {"clusterRT": {"--machine room", "--print log"}, "printMsgByQueue": {"--print msg"}}
 
 
 def test_every_mqadmin_flag_is_accepted() -> None:

@@ -269,7 +269,7 @@ def test_query_msg_by_id_consume_directly_and_resend(cluster: Cluster, monkeypat
     code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "DirectTopic", "-p", "again", "-c", "T",
                     "--json")
     assert code == 0, out
-    offset_id = json.loads(out)["offsetMsgId"]
+    offset_id, msg_id = json.loads(out)["offsetMsgId"], json.loads(out)["msgId"]
     seen: list[bytes] = []
     consumer = BlockingPushConsumer("DirectGroup", lambda msgs, ctx: seen.extend(m.body for m in msgs), namesrv=ns)
     consumer.subscribe("DirectTopic", "*")
@@ -295,6 +295,12 @@ def test_query_msg_by_id_consume_directly_and_resend(cluster: Cluster, monkeypat
                 break
             event.wait(0.05)
         assert seen[-1] == b"again" and len(seen) == before + 2
+        # the resent message kept its client id (UNIQ_KEY): -a shows both stored copies, the original first
+        code, out = run(capsys, "admin", "queryMsgByUniqueKey", "-n", ns, "-t", "DirectTopic", "-i", msg_id, "-a")
+        assert code == 0, out
+        assert out.count("Topic:               DirectTopic\n") == 2
+        code, out = run(capsys, "admin", "queryMsgByUniqueKey", "-n", ns, "-t", "DirectTopic", "-i", msg_id)
+        assert out.count("Topic:               DirectTopic\n") == 1
 
 
 def test_send_message_with_trace(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1022,6 +1022,8 @@ def _query_unique_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-g", "--consumerGroup", dest="group", help="consumer group name (with -d: the client consumes "
                    "the message again)")
     p.add_argument("-d", "--clientId", dest="client_id", help="The consumer's client id (with -g)")
+    p.add_argument("-a", "--showAll", dest="show_all", action="store_true",
+                   help="Print all message, the limit is 32 (default: the first stored)")
 
 
 @command("queryMsgByUniqueKey", "Query Message by Unique key", _query_unique_opts)
@@ -1031,6 +1033,12 @@ async def query_msg_by_unique_key(admin: Admin, args: argparse.Namespace, out: O
                                                  args.topic.strip())
         out.raw(consume_directly_str(r))
         out.result(_direct_json(r))
+        return 0
+    if args.show_all:  # every message with this id (a resent one is stored again), oldest first
+        found = await admin.query_messages(args.topic.strip(), args.msg_id.strip(), 32, 0, 2**63 - 1, unique=True)
+        shown = [await show_message(admin, out, m, offset_id=False)
+                 for m in sorted(found, key=lambda m: m.store_timestamp)]
+        out.result(shown)
         return 0
     msg = await admin.view_message(args.msg_id.strip(), args.topic)
     out.result(await show_message(admin, out, msg, offset_id=False))
