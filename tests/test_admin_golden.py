@@ -14,13 +14,16 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from rocketpy.cli import build_parser
 from rocketpy.client import cli_admin
+from rocketpy.client.errors import MQClientError
 from rocketpy.codecs.bodies import (
     BrokerData,
     BrokerStatsData,
@@ -239,7 +242,8 @@ class GoldenAdmin:
             found.append(ext)
         return found
 
-    async def reset_offset_by_time(self, group: str, topic: str, timestamp: int, force: bool) -> dict[Any, int]:
+    async def reset_offset_by_time(self, group: str, topic: str, timestamp: int, force: bool,
+                                   cpp: bool = False) -> dict[Any, int]:
         if timestamp == -1:  # skipAccumulatedMessage (84), after 61/63 sent 6 more
             offsets = {0: 5, 1: 6, 2: 5, 3: 5, 4: 5, 5: 3, 6: 3, 7: 4}
             return {mq(q): offsets[q] for q in sorted(offsets)}
@@ -320,7 +324,7 @@ def test_send_message_layout(capsys: pytest.CaptureFixture[str], monkeypatch: py
     msg_id = expected.splitlines()[1].split()[-1]
 
     class FakeProducer:
-        def __init__(self, group: str, client: Any = None) -> None:
+        def __init__(self, group: str, client: Any = None, **kw: Any) -> None:
             pass
 
         async def __aenter__(self) -> FakeProducer:
@@ -448,10 +452,7 @@ def test_query_msg_trace_layout(capsys: pytest.CaptureFixture[str]) -> None:
 
 #: mqadmin flags left out: long names with a space (unusable on a shell line; the short flag works), and
 #: features rocketpy's admin lacks (direct consumption/resend from a message view, C++ offset bodies, traces)
-NOT_TAKEN = {"clusterRT": {"--machine room", "--print log"}, "printMsgByQueue": {"--print msg"},
-             "queryMsgById": {"-d", "--clientId", "-g", "--consumerGroup", "-s", "--sendMessage", "-u", "--unitName"},
-             "queryMsgByUniqueKey": {"-a", "--showAll", "-d", "--clientId", "-g", "--consumerGroup"},
-             "resetOffsetByTime": {"-c", "--cplus"}, "sendMessage": {"-m", "--msgTraceEnable"}}
+NOT_TAKEN = {"clusterRT": {"--machine room", "--print log"}, "printMsgByQueue": {"--print msg"}}
 
 
 def test_every_mqadmin_flag_is_accepted() -> None:
@@ -473,3 +474,109 @@ def test_every_mqadmin_flag_is_accepted() -> None:
                 assert flag in ours or flag in skip, f"{path.stem} {flag}"
                 checked += 1
     assert checked > 300
+
+
+def test_every_mqadmin_subcommand_exists() -> None:
+    """01-help.txt: all 56 subcommands mqadmin 4.9.8 lists are rocketpy admin subcommands."""
+    names = [line.split()[0] for line in (GOLDEN / "01-help.txt").read_text().splitlines() if line.startswith("   ")]
+    assert len(names) == 56
+    assert [n for n in names if n not in cli_admin.COMMANDS] == []
+    admin = build_parser()._subparsers._group_actions[0].choices["admin"]  # type: ignore[union-attr]
+    assert set(names) <= set(admin._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+
+
+def _metrics_admin() -> GoldenAdmin:
+    """The reference cluster as exportMetrics (93) saw it: three user topics, three user groups, one JAVA client."""
+    admin = GoldenAdmin()
+    runtime = {"commitLogDiskRatio": "0.25", "consumeQueueDiskRatio": "0.25", "putTps": "0.0 0.0 0.0",
+               "getTransferedTps": "0.0 0.0 0.0", "putMessageAverageSize": "225.98387096774192",
+               "msgPutTotalYesterdayMorning": "0", "msgPutTotalTodayMorning": "0",
+               "msgGetTotalYesterdayMorning": "0", "msgGetTotalTodayMorning": "0"}
+
+    async def broker_runtime_info(addr: str) -> dict[str, str]:
+        return runtime
+
+    async def user_topic_configs(addr: str, special: bool = False) -> dict[str, Any]:
+        return {t: object() for t in ("AdminTopic", "ThrowawayTopic", "AdminOrderTopic")}
+
+    async def user_sub_groups(addr: str) -> dict[str, Any]:
+        return {g: object() for g in ("AdminSubGroup", "ThrowawayCG", "AdminCG")}
+
+    admin.broker_runtime_info = broker_runtime_info  # type: ignore[method-assign]
+    admin.user_topic_configs = user_topic_configs  # type: ignore[attr-defined]
+    admin.user_sub_groups = user_sub_groups  # type: ignore[attr-defined]
+    return admin
+
+
+def test_export_metrics_writes_what_mqadmin_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """93: metrics.json byte for byte (fastjson's pretty form, HashMap order, the client Set on one line)."""
+    argv, output = golden("93")
+    out = run_ours([*argv, "-f", str(tmp_path)], _metrics_admin(), capsys)
+    assert out == output.replace("/tmp/rocketmq/export", str(tmp_path))
+    assert (tmp_path / "metrics.json").read_text() == (GOLDEN / "export-files" / "metrics.json").read_text()
+
+
+def test_start_monitoring_reports_undone_messages(capsys: pytest.CaptureFixture[str]) -> None:
+    """96: nothing in the first 20 s (mqadmin printed nothing in 8 s), then MonitorService's rounds: per %RETRY%
+    group and topic, the messages not consumed yet, the most of one queue, how far behind the newest."""
+    from rocketpy.client.cli_admin_metrics import FIRST_ROUND_S
+
+    assert [line for line in golden("96")[1].splitlines() if not line.startswith("# (")] == []
+    admin = GoldenAdmin()
+    stats = ConsumeStats(offset_table={
+        mq(0): OffsetWrapper(broker_offset=4, consumer_offset=1, last_timestamp=1000),
+        mq(1): OffsetWrapper(broker_offset=4, consumer_offset=4, last_timestamp=5000),
+    })
+    pulled: list[tuple[int, int]] = []
+
+    async def consume_stats(group: str, topic: str | None = None) -> ConsumeStats:
+        if group != "AdminCG":
+            raise MQClientError("no such group")
+        return stats
+
+    async def pull(queue: MessageQueue, offset: int, max_nums: int = 32) -> tuple[list[Any], int]:
+        pulled.append((queue.queue_id, offset))
+        return [SimpleNamespace(store_timestamp=6000)], offset + 1
+
+    admin.consume_stats = consume_stats  # type: ignore[method-assign]
+    admin.pull = pull  # type: ignore[method-assign]
+    args = build_parser().parse_args(["admin", "startMonitoring", "--roundInterval", "60"])
+    _, _, fn = cli_admin.COMMANDS["startMonitoring"]
+    seen: list[tuple[float, str]] = []
+
+    async def main() -> None:
+        with trio.move_on_after(FIRST_ROUND_S - 1):
+            await fn(admin, args, cli_admin.Out(False))  # type: ignore[arg-type]
+        seen.append((trio.current_time(), capsys.readouterr().out))
+        with trio.move_on_after(62):
+            await fn(admin, args, cli_admin.Out(False))  # type: ignore[arg-type]
+        seen.append((trio.current_time(), capsys.readouterr().out))
+
+    capsys.readouterr()
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert seen[0][1] == ""
+    rounds = seen[1][1].split("[MONITOR] =========================================beginRound\n")[1:]
+    assert len(rounds) == 1  # the second comes 60 s after the first (at 80 s)
+    assert rounds[0] == ("[MONITOR] reportUndoneMsgs: UndoneMsgs [consumerGroup=AdminCG, topic=AdminTopic, "
+                         "undoneMsgsTotal=3, undoneMsgsSingleMQ=3, undoneMsgsDelayTimeMills=5000]\n"
+                         "[MONITOR] =========================================endRound\n")
+    assert sorted(pulled) == [(0, 3), (1, 3)]  # the newest message of each queue
+
+
+def test_consume_directly_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    """47: queryMsgById -g -d prints the client's ConsumeMessageDirectlyResult, no newline."""
+    from rocketpy.codecs.bodies import ConsumeMessageDirectlyResult
+    from rocketpy.codecs.codes import CMResult
+
+    argv, output = golden("47")
+    admin = GoldenAdmin()
+    asked: list[tuple[Any, ...]] = []
+
+    async def consume_message_directly(group: str, client_id: str, msg_id: str, topic: str | None = None) -> Any:
+        asked.append((group, client_id, msg_id, topic))
+        return ConsumeMessageDirectlyResult(order=False, auto_commit=True, consume_result=CMResult.CR_SUCCESS,
+                                            remark=None, spent_time_mills=38)
+
+    admin.consume_message_directly = consume_message_directly  # type: ignore[attr-defined]
+    assert run_ours(argv, admin, capsys) == output
+    assert asked == [("AdminCG", "192.0.2.2@AdminConsumer", "7F000001000051AF0000000000000627", None)]

@@ -254,3 +254,74 @@ def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPat
     assert code == 0 and out.startswith(f"wipe write perm of broker[broker-a] in name server[{ns}] OK, ")
     code, out = run(capsys, "admin", "addWritePerm", "-n", ns, "-b", "broker-a")
     assert code == 0 and out.startswith(f"add write perm of broker[broker-a] in name server[{ns}] OK, ")
+
+
+def test_query_msg_by_id_consume_directly_and_resend(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """queryMsgById -g/-d: the consumer's client consumes the message once more; -s true: sent again."""
+    import threading
+
+    from rocketpy.client.facade import BlockingPushConsumer
+
+    if cluster.kind == "fake":
+        pytest.skip("the fake broker neither stores messages for viewMessage nor relays CONSUME_MESSAGE_DIRECTLY")
+    ns = cluster.namesrv
+    code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "DirectTopic", "-p", "again", "-c", "T",
+                    "--json")
+    assert code == 0, out
+    offset_id, msg_id = json.loads(out)["offsetMsgId"], json.loads(out)["msgId"]
+    seen: list[bytes] = []
+    consumer = BlockingPushConsumer("DirectGroup", lambda msgs, ctx: seen.extend(m.body for m in msgs), namesrv=ns)
+    consumer.subscribe("DirectTopic", "*")
+    with consumer:
+        client_id = consumer.consumer.client.client_id
+        event = threading.Event()
+        for _ in range(200):
+            if seen:
+                break
+            event.wait(0.05)
+        before = len(seen)
+        code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", offset_id, "-g", "DirectGroup", "-d",
+                        client_id)
+        assert code == 0, out
+        assert out.startswith("ConsumeMessageDirectlyResult [order=false, autoCommit=true, "
+                              "consumeResult=CR_SUCCESS, remark=") and "\n" not in out
+        assert len(seen) == before + 1 and seen[-1] == b"again"
+        code, out = run(capsys, "admin", "queryMsgById", "-n", ns, "-i", offset_id, "-s", "true")
+        assert code == 0, out
+        assert out.startswith(f"prepare resend msg. originalMsgId={offset_id}SendResult [sendStatus=SEND_OK, ")
+        for _ in range(200):
+            if len(seen) >= before + 2:
+                break
+            event.wait(0.05)
+        assert seen[-1] == b"again" and len(seen) == before + 2
+        # the resent message kept its client id (UNIQ_KEY): -a shows both stored copies, the original first
+        code, out = run(capsys, "admin", "queryMsgByUniqueKey", "-n", ns, "-t", "DirectTopic", "-i", msg_id, "-a")
+        assert code == 0, out
+        assert out.count("Topic:               DirectTopic\n") == 2
+        code, out = run(capsys, "admin", "queryMsgByUniqueKey", "-n", ns, "-t", "DirectTopic", "-i", msg_id)
+        assert out.count("Topic:               DirectTopic\n") == 1
+
+
+def test_send_message_with_trace(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    """sendMessage -m true: the send is traced (a Pub record queryMsgTraceById finds)."""
+    import threading
+
+    if cluster.kind == "fake":
+        pytest.skip("the fake broker does not answer QUERY_MESSAGE")
+    ns = cluster.namesrv
+    code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "TracedTopic", "-p", "traced", "-m", "true",
+                    "--json")
+    assert code == 0, out
+    msg_id = json.loads(out)["msgId"]
+    event = threading.Event()
+    for _ in range(100):
+        code, out = run(capsys, "admin", "queryMsgTraceById", "-n", ns, "-i", msg_id)
+        if code == 0 and "\nPub " in out:
+            break
+        event.wait(0.1)
+    assert code == 0 and "\nPub " in out, out
+    code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "TracedTopic", "-p", "plain", "--json")
+    plain_id = json.loads(out)["msgId"]
+    code, out = run(capsys, "admin", "queryMsgTraceById", "-n", ns, "-i", plain_id)
+    assert "\nPub " not in out

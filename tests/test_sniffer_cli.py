@@ -251,3 +251,34 @@ def test_write_keeps_the_packets_that_pass_the_filter(capsys: pytest.CaptureFixt
     rc, out, _ = run(capsys, "sniff", "-r", str(written), "--json")
     objs = json_lines(out)
     assert rc == 0 and {o["name"] for o in objs} == {"SEND_MESSAGE_V2", "SUCCESS"} and len(objs) == 20
+
+
+def _has_box_characters(text: str) -> bool:
+    return any("\u2500" <= ch <= "\u257f" for ch in text)
+
+
+def test_stats_tables_plain_when_not_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    """--stats into a pipe or file: columns only, no box characters, one title line per table."""
+    rc, out, _ = run(capsys, "sniff", "-r", str(SYNC), "--stats", "-q")
+    assert rc == 0 and not _has_box_characters(out)
+    lines = out.splitlines()
+    assert "Requests by code" in lines and "Bytes per topic" in lines
+    header = lines[lines.index("Requests by code") + 1]
+    assert header.split() == ["request", "count", "oneway", "unanswered", "p50", "ms", "p90", "ms", "p99", "ms",
+                              "max", "ms"]
+
+
+def test_stats_tables_keep_boxes_on_a_terminal_and_show_names_as_data() -> None:
+    from rich.console import Console
+
+    from rocketpy.sniffer.stats import Stats
+
+    stats = Stats()
+    stats.topics["[red]T[/red]"] = [1, 10]
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=120)
+    stats.render(terminal)
+    assert _has_box_characters(terminal.file.getvalue())  # type: ignore[attr-defined]
+    piped = Console(file=io.StringIO(), width=120)
+    stats.render(piped)
+    text = piped.file.getvalue()  # type: ignore[attr-defined]
+    assert not _has_box_characters(text) and "[red]T[/red]" in text

@@ -37,9 +37,7 @@ global white address, or the account's own white address, skips the signature ch
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import hashlib
 import hmac
 import ipaddress
 import json
@@ -52,15 +50,21 @@ from typing import Any
 
 import yaml
 
+from ..codecs.acl_signature import (  # noqa: F401 (re-exported: the broker side verifies with them)
+    ACCESS_KEY,
+    SECRET_KEY,
+    SECURITY_TOKEN,
+    SIGNATURE,
+    sign,
+    sign_request,
+    signature_of,
+    signing_content,
+)
 from ..codecs.codes import RequestCode as R
 from ..codecs.javalang import hashmap_order
 
 log = logging.getLogger("rocketpy.broker.acl")
 
-ACCESS_KEY = "AccessKey"
-SECRET_KEY = "SecretKey"
-SIGNATURE = "Signature"
-SECURITY_TOKEN = "SecurityToken"
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 RETRY_PREFIX = "%RETRY%"
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
@@ -72,47 +76,6 @@ WATCH_INTERVAL_S = 5.0
 # ---------------------------------------------------------------------------
 # Signatures
 # ---------------------------------------------------------------------------
-
-
-def _java_key(name: str) -> bytes:
-    """String.compareTo order (UTF-16 code units), the order of Java's TreeMap."""
-    return name.encode("utf-16-be", "surrogatepass")
-
-
-def signing_content(
-    ext_fields: Mapping[str, str | None], body: bytes | None, skip: Iterable[str] = (SIGNATURE,)
-) -> bytes:
-    """AclUtils.combineRequestContent: values sorted by field name, then the body."""
-    left_out = set(skip)
-    text = "".join(
-        "null" if ext_fields[k] is None else str(ext_fields[k])
-        for k in sorted(ext_fields, key=_java_key)
-        if k not in left_out
-    )
-    return text.encode("utf-8") + (body or b"")
-
-
-def signature_of(content: bytes, secret_key: str) -> str:
-    """AclSigner.calSignature: Base64 of HmacSHA1(content, secret key)."""
-    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
-    return base64.b64encode(digest).decode("ascii")
-
-
-def sign(ext_fields: Mapping[str, str | None], body: bytes | None, secret_key: str) -> str:
-    """The Signature a client puts on a request whose extFields (AccessKey included) are given."""
-    return signature_of(signing_content(ext_fields, body), secret_key)
-
-
-def sign_request(command: Any, access_key: str, secret_key: str, security_token: str | None = None) -> None:
-    """What AclClientRPCHook.doBeforeRequest does to a RemotingCommand: add AccessKey
-    (and SecurityToken), then Signature over all of them."""
-    ext = dict(command.ext_fields or {})
-    ext[ACCESS_KEY] = access_key
-    if security_token is not None:
-        ext[SECURITY_TOKEN] = security_token
-    ext.pop(SIGNATURE, None)
-    ext[SIGNATURE] = sign(ext, command.body, secret_key)
-    command.ext_fields = ext
 
 
 # ---------------------------------------------------------------------------

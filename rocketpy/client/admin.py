@@ -7,6 +7,7 @@ messages and offsets, with the same requests mqadmin sends.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
     BrokerStatsData,
     ClusterInfo,
+    ConsumeMessageDirectlyResult,
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
@@ -33,11 +35,14 @@ from ..codecs.bodies import (
     TopicRouteData,
     TopicStatsTable,
 )
-from ..codecs.codes import MessageConst, MixAll, PullStatus, PullSysFlag
+from ..codecs.codes import LanguageCode, MessageConst, MixAll, PullStatus, PullSysFlag
 from ..codecs.headers import (
     AddWritePermOfBrokerRequestHeader,
     CloneGroupOffsetRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
+    CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
+    DeleteAccessConfigRequestHeader,
     DeleteKVConfigRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
@@ -56,6 +61,7 @@ from ..codecs.headers import (
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
     ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
@@ -96,9 +102,72 @@ class Admin:
         return await self.client.namesrv_invoke(call)  # type: ignore[no-any-return]
 
     async def _broker(self, addr: str, code: int, header: Any = None, body: bytes | None = None,
-                      ok: tuple[int, ...] = ()) -> RemotingCommand:
+                      ok: tuple[int, ...] = (), language: LanguageCode | None = None) -> RemotingCommand:
         req = RemotingCommand.request(code, header, body)
+        if language is not None:
+            req.language = language
         return check(await self.client.api.invoke(addr, req, self.timeout), addr, *ok)
+
+    async def master_and_slave_addrs(self, cluster: str) -> list[str]:
+        """Every broker address of ``cluster``, slaves too (CommandUtil.fetchMasterAndSlaveAddrByClusterName)."""
+        info = await self.cluster_info()
+        names = (info.cluster_addr_table or {}).get(cluster)
+        if names is None:
+            raise MQClientError("Make sure the specified clusterName exists or the name server connected to is "
+                                "correct.")
+        out: list[str] = []
+        for name in sorted(names):
+            bd = (info.broker_addr_table or {}).get(name)
+            if bd is not None:
+                out.extend(addr for _bid, addr in sorted((bd.broker_addrs or {}).items()))
+        return out
+
+    async def consume_message_directly(self, group: str, client_id: str, msg_id: str,
+                                       topic: str | None = None) -> ConsumeMessageDirectlyResult:
+        """CONSUME_MESSAGE_DIRECTLY through the broker that stored the message: the client consumes it once more,
+        outside its queue (mqadmin's queryMsgById/queryMsgByUniqueKey -g -d). With ``topic`` the id may be a
+        client id (UNIQ_KEY); the client is then sent the message's offset id, as Java's admin does."""
+        msg = await self.view_message(msg_id, topic)
+        if topic is not None and msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX):
+            msg_id = msg.offset_msg_id
+        header = ConsumeMessageDirectlyResultRequestHeader(consumer_group=group, client_id=client_id, msg_id=msg_id)
+        req = RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
+        resp = check(await self.client.api.invoke(msg.store_host, req, self.timeout * 3), msg.store_host)
+        return ConsumeMessageDirectlyResult.decode(resp.body or b"{}")
+
+    # -- ACL (the four ACL codes of AdminBrokerProcessor) -------------------------------------------
+    async def create_and_update_plain_access_config(self, addr: str, config: dict[str, Any]) -> None:
+        """UPDATE_AND_CREATE_ACL_CONFIG: ``config`` holds PlainAccessConfig's fields (accessKey, secretKey,
+        whiteRemoteAddress, admin, defaultTopicPerm, defaultGroupPerm, topicPerms/groupPerms as lists)."""
+        def joined(items: list[str] | None) -> str | None:
+            return None if items is None else ",".join(items)
+
+        header = CreateAccessConfigRequestHeader(
+            access_key=config.get("accessKey"), secret_key=config.get("secretKey"),
+            white_remote_address=config.get("whiteRemoteAddress"), admin=bool(config.get("admin", False)),
+            default_topic_perm=config.get("defaultTopicPerm"), default_group_perm=config.get("defaultGroupPerm"),
+            topic_perms=joined(config.get("topicPerms")), group_perms=joined(config.get("groupPerms")))
+        await self._broker(addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header)
+
+    async def delete_plain_access_config(self, addr: str, access_key: str) -> None:
+        await self._broker(addr, RequestCode.DELETE_ACL_CONFIG, DeleteAccessConfigRequestHeader(access_key=access_key))
+
+    async def update_global_white_addr_config(self, addr: str, addresses: str, acl_file: str | None = None) -> None:
+        header = UpdateGlobalWhiteAddrsConfigRequestHeader(global_white_addrs=addresses, acl_file_full_path=acl_file)
+        await self._broker(addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header)
+
+    async def broker_cluster_acl_info(self, addr: str) -> dict[str, Any]:
+        """GET_BROKER_CLUSTER_ACL_INFO as ClusterAclVersionInfo: clusterName, brokerName, brokerAddr,
+        aclConfigDataVersion and allAclConfigDataVersion (file -> {counter, timestamp})."""
+        ext = (await self._broker(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)).ext_fields or {}
+        try:
+            version = json.loads(ext["version"]) if ext.get("version") else None
+            every = json.loads(ext["allAclFileVersion"]) if ext.get("allAclFileVersion") else {}
+        except ValueError as exc:
+            raise MQClientError(f"bad ACL version info from {addr}: {exc}") from None
+        return {"clusterName": ext.get("clusterName"), "brokerName": ext.get("brokerName"),
+                "brokerAddr": ext.get("brokerAddr"), "aclConfigDataVersion": version,
+                "allAclConfigDataVersion": every}
 
     # -- name server views ---------------------------------------------------------------------
     async def cluster_info(self) -> ClusterInfo:
@@ -410,12 +479,15 @@ class Admin:
         return {mq: (o.min_offset, o.max_offset) for mq, o in stats.offset_table.items()}
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp: int,
-                                   force: bool = True) -> dict[MessageQueue, int]:
+                                   force: bool = True, cpp: bool = False) -> dict[MessageQueue, int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET on every master of the topic. ``cpp`` (mqadmin's -c): the request says
+        language CPP, so the broker tells the clients the new offsets in the C++ client's body layout."""
         table: dict[MessageQueue, int] = {}
         for name, addr in await self._topic_masters(topic):
             h = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=force)
             try:
-                resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h)
+                resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h,
+                                          language=LanguageCode.CPP if cpp else None)
             except MQBrokerError as exc:
                 if exc.response_code != ResponseCode.CONSUMER_NOT_ONLINE:
                     raise

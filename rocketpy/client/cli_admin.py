@@ -19,6 +19,7 @@ from ..codecs.javalang import java_string_hash
 from ..codecs.message import MessageExt
 from .admin import Admin
 from .cli import DefaultsHelp, message_json
+from .cli_acl import acl_credentials, add_acl_options
 from .cli_tls import add_tls_options, tls_options
 from .config import default_namesrv
 from .errors import BadArgument, MQClientError
@@ -81,6 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                             f"{default_namesrv()})")
         p.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
         add_tls_options(p)
+        add_acl_options(p)
         options(p)
         p.set_defaults(func=_runner(name, fn))
 
@@ -90,10 +92,16 @@ def _runner(name: str, fn: Command) -> Callable[[argparse.Namespace], int]:
         from .cli import run_quietly
 
         out = Out(args.json)
+        try:
+            credentials = acl_credentials(args)
+        except BadArgument as exc:
+            from .cli import fail
+
+            return fail(f"admin {name}", str(exc), 2)
 
         async def main() -> int:
             admin = Admin(args.namesrv or default_namesrv())
-            for key, value in tls_options(args).items():
+            for key, value in {**tls_options(args), **credentials}.items():
                 setattr(admin.client.config, key, value)
             async with admin:
                 return (await fn(admin, args, out)) or 0
@@ -911,23 +919,127 @@ async def _consumed(admin: Admin, msg: MessageExt, group: str) -> bool:
 
 
 def _query_id_opts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="offset message id")
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="Message Id (offset ids, ',' separated)")
     p.add_argument("-t", "--topic", help="needed to look up a client (UNIQ_KEY) id")
+    p.add_argument("-g", "--consumerGroup", dest="group", help="consumer group name (with -d: the client consumes "
+                   "the message again)")
+    p.add_argument("-d", "--clientId", dest="client_id", help="The consumer's client id (with -g)")
+    p.add_argument("-s", "--sendMessage", dest="resend", default=None,
+                   help="resend message: 'true' sends each message again to its topic (default: false)")
+    p.add_argument("-u", "--unitName", dest="unit_name", default=None, help="unit name of the resending producer")
+
+
+def consume_directly_str(r: Any) -> str:
+    """ConsumeMessageDirectlyResult.toString."""
+    return (f"ConsumeMessageDirectlyResult [order={java_bool(r.order)}, autoCommit={java_bool(r.auto_commit)}, "
+            f"consumeResult={java_name(r.consume_result) if r.consume_result is not None else 'null'}, "
+            f"remark={java_str(r.remark)}, spentTimeMills={r.spent_time_mills}]")
+
+
+def _direct_json(r: Any) -> dict[str, Any]:
+    return {"order": r.order, "autoCommit": r.auto_commit,
+            "consumeResult": java_name(r.consume_result) if r.consume_result is not None else None,
+            "remark": r.remark, "spentTimeMills": r.spent_time_mills}
+
+
+async def _consume_directly(admin: Admin, out: Out, ids: list[str], group: str, client_id: str,
+                            topic: str | None) -> int:
+    """-g/-d: each message consumed once more by that client; a failure is one line on stderr (mqadmin prints
+    its stack trace) and the others still go."""
+    from .cli import fail
+
+    status, results = 0, []
+    for msg_id in ids:
+        try:
+            r = await admin.consume_message_directly(group, client_id, msg_id, topic)
+        except MQClientError as exc:
+            status = fail("admin queryMsgById", f"{msg_id}: {exc}")
+            continue
+        out.raw(consume_directly_str(r))
+        results.append({"msgId": msg_id, **_direct_json(r)})
+    out.result(results)
+    return status
+
+
+async def _resend(admin: Admin, out: Out, ids: list[str], unit_name: str | None) -> int:
+    """-s true: each message sent again as it is (topic, body, properties) by producer group ReSendMsgById."""
+    import dataclasses
+
+    from ..codecs.message import Message
+    from .cli import fail
+    from .producer import Producer
+
+    client = admin.client
+    if unit_name:
+        from .instance import ClientInstance
+
+        client = ClientInstance(dataclasses.replace(admin.client.config, unit_name=unit_name))
+        await client.start()
+    status, results = 0, []
+    try:
+        async with Producer("ReSendMsgById", client=client) as producer:
+            for msg_id in ids:
+                try:
+                    msg = await admin.view_message(msg_id)
+                except MQClientError as exc:
+                    status = fail("admin queryMsgById", f"{msg_id}: {exc}")
+                    continue
+                out.raw(f"prepare resend msg. originalMsgId={msg_id}")
+                again = Message(topic=msg.topic, body=msg.decompressed_body(), flag=msg.flag,
+                                properties=dict(msg.properties))
+                try:
+                    result = await producer.send(again)
+                except MQClientError as exc:
+                    status = fail("admin queryMsgById", f"{msg_id}: {exc}")
+                    continue
+                out.raw(send_result_str(result))
+                results.append({"originalMsgId": msg_id, **result.to_dict()})
+    finally:
+        if client is not admin.client:
+            await client.aclose()
+    out.result(results)
+    return status
 
 
 @command("queryMsgById", "Query Message by Id", _query_id_opts)
 async def query_msg_by_id(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    out.result(await show_message(admin, out, await admin.view_message(args.msg_id.strip(), args.topic)))
+    ids = [i.strip() for i in args.msg_id.strip().split(",") if i.strip()]
+    if args.group and args.client_id:
+        return await _consume_directly(admin, out, ids, args.group.strip(), args.client_id.strip(), args.topic)
+    if args.resend is not None:
+        if args.resend.strip().lower() == "true":  # Boolean.parseBoolean: anything else resends nothing
+            return await _resend(admin, out, ids, args.unit_name.strip() if args.unit_name else None)
+        out.result([])
+        return 0
+    shown = [await show_message(admin, out, await admin.view_message(i, args.topic)) for i in ids]
+    out.result(shown[0] if len(shown) == 1 else shown)
     return 0
 
 
 def _query_unique_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="client message id (UNIQ_KEY)")
     p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-g", "--consumerGroup", dest="group", help="consumer group name (with -d: the client consumes "
+                   "the message again)")
+    p.add_argument("-d", "--clientId", dest="client_id", help="The consumer's client id (with -g)")
+    p.add_argument("-a", "--showAll", dest="show_all", action="store_true",
+                   help="Print all message, the limit is 32 (default: the first stored)")
 
 
 @command("queryMsgByUniqueKey", "Query Message by Unique key", _query_unique_opts)
 async def query_msg_by_unique_key(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    if args.group and args.client_id:
+        r = await admin.consume_message_directly(args.group.strip(), args.client_id.strip(), args.msg_id.strip(),
+                                                 args.topic.strip())
+        out.raw(consume_directly_str(r))
+        out.result(_direct_json(r))
+        return 0
+    if args.show_all:  # every message with this id (a resent one is stored again), oldest first
+        found = await admin.query_messages(args.topic.strip(), args.msg_id.strip(), 32, 0, 2**63 - 1, unique=True)
+        shown = [await show_message(admin, out, m, offset_id=False)
+                 for m in sorted(found, key=lambda m: m.store_timestamp)]
+        out.result(shown)
+        return 0
     msg = await admin.view_message(args.msg_id.strip(), args.topic)
     out.result(await show_message(admin, out, msg, offset_id=False))
     return 0
@@ -976,6 +1088,8 @@ def _send_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--tags", help="message tags")
     p.add_argument("-b", "--broker", help="send to this broker (name)")
     p.add_argument("-i", "--qid", type=int, help="send to this queue (needs -b)")
+    p.add_argument("-m", "--msgTraceEnable", dest="trace", default="false",
+                   help="Message Trace Enable: 'true' also writes the Pub trace record to RMQ_SYS_TRACE_TOPIC")
 
 
 @command("sendMessage", "Send a message", _send_opts)
@@ -986,7 +1100,8 @@ async def send_message(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     if args.qid is not None and not args.broker:
         raise BadArgument("-i/--qid needs -b/--broker")
     msg = make_message(args.topic.strip(), args.body.strip().encode("utf-8"), tags=args.tags, keys=args.key)
-    async with Producer(f"PID_SMSC_{time.time_ns()}", client=admin.client) as producer:
+    trace = args.trace.strip().lower() == "true"  # Boolean.parseBoolean
+    async with Producer(f"PID_SMSC_{time.time_ns()}", client=admin.client, enable_msg_trace=trace) as producer:
         queue = None
         if args.broker:
             queue = MessageQueue(topic=args.topic.strip(), broker_name=args.broker.strip(), queue_id=args.qid or 0)
@@ -1045,12 +1160,14 @@ def _reset_opts(p: argparse.ArgumentParser) -> None:
     _topic_opt(p)
     p.add_argument("-s", "--timestamp", required=True, help=f"reset to this time ({TIME_FORMATS})")
     p.add_argument("-f", "--force", type=_bool, default=True, help="also move offsets forward (true|false)")
+    p.add_argument("-c", "--cplus", dest="cpp", action="store_true",
+                   help="reset c++ client offset: the clients are sent the C++ client's offset body")
 
 
 @command("resetOffsetByTime", "Reset consumer offset by timestamp(without client restart).", _reset_opts)
 async def reset_offset_by_time(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     when = parse_time(args.timestamp, now=-1)  # 'now' is -1: the broker takes each queue's max offset
-    table = await admin.reset_offset_by_time(args.group, args.topic, when, args.force)
+    table = await admin.reset_offset_by_time(args.group, args.topic, when, args.force, args.cpp)
     out.line(f"rollback consumer offset by specified group[{args.group}], topic[{args.topic}], "
              f"force[{java_bool(args.force)}], timestamp(string)[{args.timestamp.strip()}], timestamp(long)[{when}]")
     out.line(f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}")
@@ -1852,3 +1969,7 @@ async def cluster_rt(admin: Admin, args: argparse.Namespace, out: Out) -> int:
             await trio.sleep(args.interval)
     out.result(rows)
     return 0
+
+
+# the ACL subcommands register themselves in COMMANDS
+from . import cli_admin_acl, cli_admin_metrics  # noqa: E402,F401

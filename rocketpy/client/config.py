@@ -9,6 +9,7 @@ import socket
 import ssl
 import time
 
+from ..codecs.acl_signature import AclClientRPCHook, SessionCredentials
 from ..codecs.codes import LanguageCode
 from ..remoting.tls import TlsConfig
 
@@ -60,6 +61,18 @@ class ClientConfig:
     use_tls: bool = False
     #: the tls.client.* settings; None: Java's defaults (test mode: any server is trusted) then tls.config.file
     tls: TlsConfig | None = None
+    #: ACL credentials (Java's SessionCredentials for an AclClientRPCHook): with both keys set every request
+    #: is signed; the security token is optional
+    access_key: str | None = None
+    secret_key: str | None = None
+    security_token: str | None = None
+
+    def rpc_hook(self) -> AclClientRPCHook | None:
+        """The request signer the credentials ask for, None without them."""
+        if not self.access_key and not self.secret_key:
+            return None
+        return AclClientRPCHook(SessionCredentials(self.access_key or "", self.secret_key or "",
+                                                   self.security_token))
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The client's SSL context, None without TLS (blocking: reads tls.config.file and key files)."""

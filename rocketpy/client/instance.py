@@ -92,7 +92,8 @@ class ClientInstance:
         self.nursery = await self._host.open()
         ssl_context = await trio.to_thread.run_sync(self.config.ssl_context) if self.config.use_tls else None
         self.remoting = RemotingClient(self.nursery, dispatcher=self._build_dispatcher(), state=self,
-                                       connect_timeout=self.config.mq_client_api_timeout, ssl_context=ssl_context)
+                                       connect_timeout=self.config.mq_client_api_timeout, ssl_context=ssl_context,
+                                       rpc_hook=self.config.rpc_hook())
         self._api = ClientAPI(self.remoting, self.config.mq_client_api_timeout)
         self.running = True
         self.nursery.start_soon(self._route_loop)

@@ -133,6 +133,10 @@ def process_queue_str(pq: Any) -> str:
             f"lastConsumeTimestamp={_human_ms(pq.last_consume_timestamp)}]")
 
 
+class JavaSet(list):  # type: ignore[type-arg]
+    """A java.util.Set for fastjson_pretty, which writes a Set on one line (``["a","b"]``), unlike a List."""
+
+
 def fastjson_pretty(value: Any, depth: int = 0) -> str:
     """JSON.toJSONString(value, true): TAB indentation, no space after ':'; dicts print in the order given."""
     if isinstance(value, dict):
@@ -141,6 +145,8 @@ def fastjson_pretty(value: Any, depth: int = 0) -> str:
         inner = ",\n".join("\t" * (depth + 1) + json.dumps(str(k)) + ":" + fastjson_pretty(v, depth + 1)
                            for k, v in value.items())
         return "{\n" + inner + "\n" + "\t" * depth + "}"
+    if isinstance(value, JavaSet):
+        return "[" + ",".join(fastjson_pretty(v, depth + 1) for v in value) + "]"
     if isinstance(value, list):
         if not value:
             return "[]"

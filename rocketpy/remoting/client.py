@@ -49,8 +49,11 @@ class RemotingClient:
         max_frame: int = DEFAULT_MAX_FRAME,
         close_on_timeout: bool = True,
         ssl_context: ssl.SSLContext | None = None,
+        rpc_hook: Callable[[RemotingCommand], None] | None = None,
     ) -> None:
         self.nursery = nursery
+        #: Java's RPCHook.doBeforeRequest: runs on every request just before it is sent (ACL signing)
+        self.rpc_hook = rpc_hook
         #: TLS on every connection when set (see tls.TlsConfig.client_context)
         self.ssl_context = ssl_context
         #: Java clients close a connection whose sync request timed out (clientCloseSocketIfTimeout)
@@ -122,6 +125,8 @@ class RemotingClient:
         remaining = deadline - trio.current_time()
         if remaining <= 0:
             raise RemotingTimeoutError(f"invoke to {addr}: connecting used the whole {timeout} s")
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         try:
             return await conn.invoke(request, remaining)
         except RemotingTimeoutError:
@@ -131,6 +136,8 @@ class RemotingClient:
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         conn = await self.connection(addr)
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         await conn.invoke_oneway(request)
 
     async def invoke_async(
@@ -146,6 +153,8 @@ class RemotingClient:
         ConnectionClosedError.
         """
         conn = await self.connection(addr, timeout)
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         future = conn.start_request(request, timeout)
         if callback is not None:
             future.add_done_callback(callback)
@@ -178,6 +187,7 @@ async def open_remoting_client(
     max_frame: int = DEFAULT_MAX_FRAME,
     close_on_timeout: bool = True,
     ssl_context: ssl.SSLContext | None = None,
+    rpc_hook: Callable[[RemotingCommand], None] | None = None,
 ) -> AsyncIterator[RemotingClient]:
     """A RemotingClient whose connections all close when the block ends."""
     async with trio.open_nursery() as nursery:
@@ -189,6 +199,7 @@ async def open_remoting_client(
             max_frame=max_frame,
             close_on_timeout=close_on_timeout,
             ssl_context=ssl_context,
+            rpc_hook=rpc_hook,
         )
         try:
             yield client

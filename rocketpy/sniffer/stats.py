@@ -17,6 +17,15 @@ from .reassembly import CapturedFrame, HaUnit, StreamNote
 PERCENTILES = (50, 90, 99)
 
 
+def _table(console: Console, title: str) -> Table:
+    """A table with rich's borders on a terminal; in a file or pipe plain columns with no box characters,
+    the title a line of its own (easy to grep and to read back)."""
+    if console.is_terminal:
+        return Table(title=title)
+    return Table(title=title, box=None, pad_edge=False, title_justify="left", title_style=None,
+                 header_style=None)
+
+
 def percentile(sorted_values: list[float], p: float) -> float:
     """Nearest-rank percentile of an ascending list."""
     if not sorted_values:
@@ -157,38 +166,38 @@ class Stats:
             f"[bold]{self.frames}[/] commands, {self.bytes} bytes over {span:.3f} s; "
             f"{self.unpaired_responses} responses without request, {self.undecodable} undecodable"
         )
-        t = Table(title="Requests by code")
+        t = _table(console, "Requests by code")
         for col in ("request", "count", "oneway", "unanswered", "p50 ms", "p90 ms", "p99 ms", "max ms"):
             t.add_column(col, justify="left" if col == "request" else "right")
         for name, n in self.requests.most_common():
             lat = self.latency_row(name) if self.latencies.get(name) else {}
             cells = [f"{lat[k]:.3f}" if k in lat else "" for k in ("p50", "p90", "p99", "max")]
-            t.add_row(name, str(n), str(self.oneway.get(name, "")), str(self.unanswered.get(name, "")), *cells)
+            t.add_row(Text(name), str(n), str(self.oneway.get(name, "")), str(self.unanswered.get(name, "")), *cells)
         if self.requests or not self.ha_units:  # an HA stream alone (--port 10912) has no request table
             console.print(t)
         if self.responses:
-            t = Table(title="Responses")
+            t = _table(console, "Responses")
             t.add_column("request")
             t.add_column("response code")
             t.add_column("count", justify="right")
             for (req, resp), n in sorted(self.responses.items()):
-                t.add_row(req, resp, str(n), style="red" if resp != "SUCCESS" else None)
+                t.add_row(Text(req), Text(resp), str(n), style="red" if resp != "SUCCESS" else None)
             console.print(t)
         if self.errors:
-            t = Table(title="Error responses")
+            t = _table(console, "Error responses")
             t.add_column("request")
             t.add_column("code")
             t.add_column("count", justify="right")
             for (req, code), n in self.errors.most_common():
-                t.add_row(req, code, str(n))
+                t.add_row(Text(req), Text(code), str(n))
             console.print(t)
         if self.topics:
-            t = Table(title="Bytes per topic")
+            t = _table(console, "Bytes per topic")
             t.add_column("topic")
             t.add_column("commands", justify="right")
             t.add_column("bytes", justify="right")
             for topic, (f, b) in sorted(self.topics.items(), key=lambda kv: -kv[1][1]):
-                t.add_row(topic, str(f), str(b))
+                t.add_row(Text(topic), str(f), str(b))
             console.print(t)
         if self.ha_units:
             self._render_ha(console)
@@ -200,7 +209,7 @@ class Stats:
 
     def _render_ha(self, console: Console) -> None:
         ha = self.ha_dict()
-        t = Table(title=f"HA replication ({ha['connections']} connection(s), {self.ha_bytes} CommitLog bytes)")
+        t = _table(console, f"HA replication ({ha['connections']} connection(s), {self.ha_bytes} CommitLog bytes)")
         t.add_column("unit")
         t.add_column("count", justify="right")
         for name, n in ha["units"].items():
