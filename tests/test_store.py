@@ -544,6 +544,24 @@ async def test_sync_flush_acknowledges_only_after_msync(tmp_path: Path) -> None:
             nursery.cancel_scope.cancel()
 
 
+async def test_group_commit_shortens_the_gil_switch_interval_while_it_runs(tmp_path: Path) -> None:
+    """The flush thread must not wait 5 ms for the GIL after each msync: the switch interval is lowered while
+    the group commit runs, and put back when it stops (it is process-wide)."""
+    import sys
+
+    from rocketpy.store.services import SWITCH_INTERVAL
+
+    before = sys.getswitchinterval()
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    with MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL)
+            nursery.cancel_scope.cancel()
+    assert sys.getswitchinterval() == before
+
+
 async def test_sync_flush_timeout(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
     with MessageStore(cfg, clock=Clock()) as store:
