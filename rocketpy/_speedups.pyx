@@ -747,10 +747,6 @@ cdef class SendCore:
 
 # -- the send lane's deferred dispatch ---------------------------------------------------------------
 
-cdef inline int32_t _get32(const uint8_t* p) noexcept:
-    return _int32(p)
-
-
 cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, int64_t cq_offset):
     """ConsumeQueue.put for the common case (a unit appended after the last in a file with room);
     anything else is the Python method's."""
@@ -817,7 +813,7 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
         if abs_index + 20 > view.len or abs_slot + 4 > view.len:
             raise ValueError("index entry runs past the file")
         m = <uint8_t*>view.buf
-        slot_value = _get32(m + abs_slot)
+        slot_value = _int32(m + abs_slot)
         if slot_value <= 0 or slot_value > index_count:
             slot_value = 0
         _put32(m + abs_index, h)

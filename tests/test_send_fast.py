@@ -142,6 +142,17 @@ def _files(root: Path) -> dict[str, bytes]:
     return out
 
 
+def _flush_stores(*brokers: BrokerController) -> None:
+    """Everything the brokers wrote on disk, so their files can be compared byte for byte."""
+    for broker in brokers:
+        broker.store.flush()
+        for queues in broker.store.consume_queues.values():
+            for cq in queues.values():
+                cq.flush(0)
+        assert broker.store.index is not None
+        broker.store.index.flush()
+
+
 _PLAIN = {
     "topic": "FastT",
     "queue_id": 1,
@@ -178,14 +189,7 @@ def test_fast_path_equals_general_path(tmp_path_factory: pytest.TempPathFactory,
             lane.settle()
             assert fast_answers == general_answers
             assert fast.stats["put"] == general.stats["put"]
-            fast.store.flush()
-            general.store.flush()
-            for b in (fast, general):
-                for queues in b.store.consume_queues.values():
-                    for cq in queues.values():
-                        cq.flush(0)
-                assert b.store.index is not None
-                b.store.index.flush()
+            _flush_stores(fast, general)
         f, g = _files(root / "fast"), _files(root / "general")
         assert f.keys() == g.keys()
         for name in f:
@@ -194,16 +198,6 @@ def test_fast_path_equals_general_path(tmp_path_factory: pytest.TempPathFactory,
 
     taken, total = trio.run(run)
     _TAKEN.append(taken)
-
-
-def _compare_stores(root: Path, a: BrokerController, b: BrokerController) -> None:
-    for broker in (a, b):
-        broker.store.flush()
-        for queues in broker.store.consume_queues.values():
-            for cq in queues.values():
-                cq.flush(0)
-        assert broker.store.index is not None
-        broker.store.index.flush()
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -241,7 +235,7 @@ def test_compiled_lane_on_mutated_frames(
         assert answer == expected
         core_lane.settle()
         pure_lane.settle()
-        _compare_stores(root, core_b, pure_b)
+        _flush_stores(core_b, pure_b)
     f, g = _files(root / "core"), _files(root / "pure")
     assert f == g
 
