@@ -28,7 +28,7 @@ from ..remoting import Dispatcher, RemotingClient, RemotingServer
 from ..remoting.connection import Connection
 from ..remoting.tls import TlsConfig, TlsMode, broker_client_context, server_settings
 from ..store import MessageStore, PutMessageResult, PutMessageStatus
-from ..store.services import StoreServices
+from ..store.services import FlushedAnswer, StoreServices
 from ..store.types import MessageExtBatch, MessageExtBrokerInner
 from .acl import PlainAccessValidator
 from .clients import ConsumerManager, ProducerManager
@@ -166,17 +166,11 @@ class BrokerController:
         services = self.store_services
         return (services is not None and services.group_commit is not None) or self.ha.is_sync_master
 
-    def request_stored(self, offset: int) -> None:
-        """Start the group commit towards ``offset`` now (SYNC_FLUSH); wait_stored then waits for it."""
-        services = self.store_services
-        if services is not None and services.group_commit is not None:
-            services.group_commit.request(offset)
-
-    async def wait_stored(self, offset: int) -> PutMessageStatus:
-        """Wait until the CommitLog up to ``offset`` is on disk (SYNC_FLUSH's group commit)."""
+    def answer_when_stored(self, answer: FlushedAnswer) -> None:
+        """Deliver ``answer`` once the CommitLog up to its offset is on disk (SYNC_FLUSH's group commit)."""
         services = self.store_services
         assert services is not None and services.group_commit is not None
-        return await services.group_commit.wait_flushed(offset)
+        services.group_commit.answer_when_flushed(answer)
 
     def must_wait_flush(self, result: PutMessageResult, wait: bool) -> bool:
         """The producer asked to wait (WAIT not false) and the answer must wait: SYNC_FLUSH

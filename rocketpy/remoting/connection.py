@@ -13,6 +13,7 @@ import itertools
 import logging
 import math
 import socket
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -204,6 +205,14 @@ class Connection:
         self._opaques = opaques if opaques is not None else itertools.count(1)
         self._pending: dict[int, ResponseFuture] = {}
         self._send_lock = trio.StrictFIFOLock()
+        # Writes from another thread (the group commit's answers, see write_from_thread): the raw socket
+        # while _serve_socket owns it, bytes such a write left over (_tail, sent by the next trio writer
+        # before its own), and a thread lock that orders both with the trio writers' claims of _send_lock.
+        self.raw: socket.socket | None = None
+        self._wlock = threading.Lock()
+        self._tail = b""
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._tail_nursery: trio.Nursery | None = None
         self._eof = False
         #: a frame the fast lane left undecoded turned out malformed: close once its receive is answered
         self._bad_frame = False
@@ -244,19 +253,88 @@ class Connection:
         lock = self._send_lock
         try:
             if lock.locked():
-                async with lock:
-                    await self.stream.send_all(data)
+                await lock.acquire()
+                data = self._claim(data)
             else:
                 # uncontended: skip the lock's extra scheduling round (send_all checkpoints anyway)
-                lock.acquire_nowait()
-                try:
+                with self._wlock:
+                    lock.acquire_nowait()
+                    data = self._tail + data if self._tail else data
+                    self._tail = b""
+            try:
+                while data:
                     await self.stream.send_all(data)
-                finally:
-                    lock.release()
+                    data = self._unlock()
+            finally:
+                if lock.locked() and lock.statistics().owner is trio.lowlevel.current_task():
+                    with self._wlock:
+                        self._tail = b""  # the connection is failing: a thread's leftover goes with it
+                        lock.release()
             self.last_active = trio.current_time()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             await self.aclose()
             raise RemotingSendRequestError(f"send to {self.remote_addr} failed: {exc}") from exc
+
+    def _claim(self, data: bytes) -> bytes:
+        """Holding _send_lock: what a thread left over goes first."""
+        with self._wlock:
+            if self._tail:
+                data, self._tail = self._tail + data, b""
+        return data
+
+    def _unlock(self) -> bytes:
+        """Release _send_lock, unless a thread queued bytes meanwhile: those are returned, to send first."""
+        with self._wlock:
+            tail = self._tail
+            if tail:
+                self._tail = b""
+                return tail
+            self._send_lock.release()
+            return b""
+
+    def write_from_thread(self, data: bytes) -> bool:
+        """Write ``data`` from a thread other than trio's (the group commit's, whose answers then skip a
+        trip through the event loop). False when only trio can write here (no raw socket: TLS, memory
+        streams); otherwise the bytes are sent, or queued behind the trio writer of the moment, or
+        dropped with the connection if it is closing. Frames never interleave: the socket is written
+        only while no trio writer holds _send_lock, under the thread lock that writer claims it with,
+        and closing takes that lock too, so the descriptor cannot be closed (and reused) meanwhile."""
+        with self._wlock:
+            raw = self.raw
+            if raw is None:
+                return self.closed
+            if self._tail or self._send_lock.locked():
+                self._tail += data  # the lock's holder sends it before letting go; or a flush is on its way
+                return True
+            try:
+                sent = raw.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                return True  # broken: the receiving side sees it and closes
+            if sent == len(data):
+                return True
+            self._tail = data[sent:]
+        token, nursery = self._token, self._tail_nursery
+        if token is not None and nursery is not None:
+            try:
+                token.run_sync_soon(self._flush_tail, nursery)
+            except trio.RunFinishedError:
+                pass
+        return True
+
+    def _flush_tail(self, nursery: trio.Nursery) -> None:
+        if self._tail and not self.closed:
+            try:
+                nursery.start_soon(self._send_tail)
+            except RuntimeError:  # the connection's nursery is closing
+                pass
+
+    async def _send_tail(self) -> None:
+        try:
+            await self.send_bytes(b"")
+        except RemotingSendRequestError as exc:
+            log.warning("responses to %s lost: %s", self.remote_addr, exc)
 
     async def send_commands(self, commands: Iterable[RemotingCommand]) -> None:
         """Write commands with one ``send_all``."""
@@ -316,7 +394,9 @@ class Connection:
     async def aclose(self) -> None:
         if self.closed:
             return
-        self.closed = True
+        with self._wlock:  # no thread is writing on the descriptor we are about to close
+            self.closed = True
+            self.raw = None
         self.fail_pending(ConnectionClosedError(f"connection to {self.remote_addr} closed"))
         # shielded, yet bounded: a TLS stream's close_notify must not wait forever on a peer that never reads
         with trio.CancelScope(shield=True, deadline=trio.current_time() + 5):
@@ -400,6 +480,10 @@ class Connection:
         try:
             async with trio.open_nursery() as nursery:
                 context.nursery = nursery
+                self._token, self._tail_nursery = trio.lowlevel.current_trio_token(), nursery
+                with self._wlock:
+                    if not self.closed:
+                        self.raw = raw
                 while not self.closed:
                     try:
                         data = recv(size)
@@ -440,6 +524,9 @@ class Connection:
                     await trio.lowlevel.checkpoint()
                 nursery.cancel_scope.cancel()
         finally:
+            with self._wlock:
+                self.raw = None
+                self._tail_nursery = None
             raw.detach()
             await self.aclose()
 
@@ -453,20 +540,28 @@ class Connection:
             except RemotingSendRequestError as exc:
                 log.warning("responses to %s lost: %s", self.remote_addr, exc)
             return
-        lock.acquire_nowait()
+        with self._wlock:
+            lock.acquire_nowait()
+            if self._tail:
+                data, self._tail = self._tail + data, b""
         failed: BaseException | None = None
         try:
-            try:
-                sent = raw.send(data)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            if sent < len(data):
-                await self.stream.send_all(memoryview(data)[sent:])
+            while data:
+                try:
+                    sent = raw.send(data)
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                if sent < len(data):
+                    await self.stream.send_all(memoryview(data)[sent:])
+                data = self._unlock()
             self.last_active = trio.current_time()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             failed = exc
         finally:
-            lock.release()
+            if lock.locked() and lock.statistics().owner is trio.lowlevel.current_task():
+                with self._wlock:
+                    self._tail = b""
+                    lock.release()
         if failed is not None:
             log.warning("responses to %s lost: %s", self.remote_addr, failed)
             await self.aclose()

@@ -20,7 +20,9 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from collections import deque
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
@@ -29,6 +31,7 @@ from .message_store import MessageStore
 from .types import PutMessageStatus
 
 __all__ = [
+    "FlushedAnswer",
     "GroupCommitService",
     "StoreServices",
     "clean_service",
@@ -43,6 +46,22 @@ log = logging.getLogger("rocketpy.store")
 SWITCH_INTERVAL = 0.0005
 
 
+class FlushedAnswer(Protocol):
+    """What :meth:`GroupCommitService.answer_when_flushed` delivers once the disk has ``offset``."""
+
+    #: the CommitLog offset the answer waits for
+    offset: int
+
+    def deliver_from_thread(self) -> bool:
+        """Called on the flush thread once flushed: deliver now if that can be done from there."""
+        ...
+
+    async def deliver(self, status: PutMessageStatus) -> None:
+        """Called on the trio thread: flushed (PUT_OK) but not deliverable from the thread, or
+        FLUSH_DISK_TIMEOUT after syncFlushTimeout."""
+        ...
+
+
 class GroupCommitService:
     """SYNC_FLUSH acknowledgements: many waiters, one msync per round.
 
@@ -52,7 +71,9 @@ class GroupCommitService:
     thread), owned by :meth:`run`: a round flushes everything asked for when it starts;
     what is asked meanwhile is served by the next round, which the thread starts as soon
     as the last one ends, without a trip through the event loop. Each finished round wakes
-    the waiters it covers on the trio thread.
+    the waiters it covers on the trio thread; answers held with :meth:`answer_when_flushed`
+    are delivered by the flush thread itself, which saves the producer a round trip through
+    the event loop per round (the send lane's SYNC_FLUSH answers).
     """
 
     def __init__(self, store: MessageStore, *, timeout: float | None = None) -> None:
@@ -64,6 +85,18 @@ class GroupCommitService:
         self._stop = False
         self._token: trio.lowlevel.TrioToken | None = None
         self.rounds = 0  # flushes done, for observability and tests
+        #: (offset, trio deadline, answer) in offset order: appended on the trio thread, taken by the
+        #: flush thread once covered or by the watcher once past the deadline, under _held_lock
+        self._held: deque[tuple[int, float, FlushedAnswer]] = deque()
+        self._held_lock = threading.Lock()
+        self._nursery: trio.Nursery | None = None
+
+    def answer_when_flushed(self, answer: FlushedAnswer) -> None:
+        """Deliver ``answer`` once the CommitLog up to ``answer.offset`` is on disk, from the flush thread
+        when it can (see FlushedAnswer), or FLUSH_DISK_TIMEOUT after syncFlushTimeout. Offsets must not
+        go down from one call to the next (the CommitLog's end, as appended)."""
+        self._held.append((answer.offset, trio.current_time() + self.timeout, answer))
+        self.request(answer.offset)
 
     def request(self, offset: int) -> None:
         """Ask for the CommitLog up to ``offset`` on disk without waiting (Java's putRequest at append
@@ -80,6 +113,10 @@ class GroupCommitService:
         done = trio.Event()
         self._waiters.append((offset, done))
         self.request(offset)
+        if self.store.flushed_offset >= offset:
+            # flushed between the look above and the append: the round's end may have found no waiter
+            self._waiters = [w for w in self._waiters if w[1] is not done]
+            return PutMessageStatus.PUT_OK
         with trio.move_on_after(self.timeout):
             await done.wait()
         if not done.is_set():
@@ -94,18 +131,23 @@ class GroupCommitService:
         switch = sys.getswitchinterval()
         sys.setswitchinterval(min(switch, SWITCH_INTERVAL))
         thread = threading.Thread(target=self._loop, name="GroupCommitService", daemon=True)
-        thread.start()
-        task_status.started()
         try:
-            await trio.sleep_forever()
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                thread.start()
+                nursery.start_soon(self._watch_deadlines)
+                task_status.started()
+                await trio.sleep_forever()
         finally:
+            self._nursery = None
             sys.setswitchinterval(switch)
             # Shutting down: the thread does a last round for whoever still waits, then ends.
             with self._cond:
                 self._stop = True
                 self._cond.notify()
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(thread.join)
+                if thread.is_alive():
+                    await trio.to_thread.run_sync(thread.join)
                 self._wake_covered()
 
     def _loop(self) -> None:
@@ -121,16 +163,66 @@ class GroupCommitService:
                 except Exception:  # an I/O error: the waiters time out rather than hear PUT_OK
                     log.exception("group commit flush failed")
                 self.rounds += 1
+                self._deliver_covered()
                 if self.store.flushed_offset == before and not stop:
                     with self._cond:
                         self._cond.wait(0.01)  # the disk did not move: no busy loop
-                if not stop and self._token is not None:
+                if not stop and self._waiters and self._token is not None:
                     try:
                         self._token.run_sync_soon(self._wake_covered)
                     except trio.RunFinishedError:
                         return
             if stop:
                 return
+
+    def _deliver_covered(self) -> None:
+        """On the flush thread: deliver the held answers the disk now covers."""
+        held = self._held
+        if not held:
+            return
+        flushed = self.store.flushed_offset
+        covered: list[FlushedAnswer] = []
+        with self._held_lock:  # the watcher takes from the same end
+            while held and held[0][0] <= flushed:
+                covered.append(held.popleft()[2])
+        left = []
+        for answer in covered:
+            try:
+                if not answer.deliver_from_thread():
+                    left.append(answer)
+            except Exception:
+                log.exception("group commit answer failed")
+        if left and self._token is not None:
+            try:
+                self._token.run_sync_soon(self._deliver_on_trio, left, PutMessageStatus.PUT_OK)
+            except trio.RunFinishedError:
+                pass
+
+    def _deliver_on_trio(self, answers: list[FlushedAnswer], status: PutMessageStatus) -> None:
+        nursery = self._nursery
+        if nursery is not None:
+            for answer in answers:
+                nursery.start_soon(answer.deliver, status)
+
+    async def _watch_deadlines(self) -> None:
+        """FLUSH_DISK_TIMEOUT for held answers the disk has not covered by their deadline (Java's
+        FlushDiskWatcher); asleep until the oldest deadline, or a quarter of the timeout when none."""
+        held = self._held
+        while True:
+            now = trio.current_time()
+            expired: list[FlushedAnswer] = []
+            with self._held_lock:  # the flush thread takes from the same end
+                while held and held[0][1] <= now:
+                    expired.append(held.popleft()[2])
+                wake = held[0][1] if held else now + self.timeout / 4
+            if expired:
+                flushed = self.store.flushed_offset
+                for answer in expired:
+                    ok = answer.offset <= flushed  # the flush thread covered it just now
+                    status = PutMessageStatus.PUT_OK if ok else PutMessageStatus.FLUSH_DISK_TIMEOUT
+                    assert self._nursery is not None
+                    self._nursery.start_soon(answer.deliver, status)
+            await trio.sleep_until(wake)
 
     def _wake_covered(self) -> None:
         flushed = self.store.flushed_offset

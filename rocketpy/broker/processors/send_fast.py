@@ -30,6 +30,7 @@ from .common import host_of
 from .send import send_extra, send_header_values, validate_topic
 
 if TYPE_CHECKING:
+    from ...remoting.connection import Connection
     from ..controller import BrokerController
 
 _SEND_V1 = 10
@@ -385,21 +386,12 @@ class FastSend:
 
     def settle(self) -> None:
         """Dispatch the appended messages and wake the long polls waiting for them; answers held for the
-        disk go out from one task once the group commit covers them."""
+        disk go to the group commit, which sends them once it covers them."""
         if self._held:
             ctx, self._held_ctx = self._held_ctx, None
-            assert ctx is not None and ctx.nursery is not None
-            # one waiter per connection: what arrives while it waits goes with its next round
-            box = ctx.connection.attributes.get("held_answers")
-            if box is None:
-                box = ctx.connection.attributes["held_answers"] = _HeldAnswers()
-            box.answers += self._held
-            box.until = self._held_until
+            assert ctx is not None
+            self.broker.answer_when_stored(_StoredAnswers(self._held_until, ctx.connection, self._held))
             self._held = []
-            self.broker.request_stored(box.until)  # the disk starts on it before the waiter gets to run
-            if not box.waiting:
-                box.waiting = True
-                ctx.nursery.start_soon(self._answer_when_stored, ctx, box)
         if not self.pending_puts:
             return
         broker = self.broker
@@ -413,33 +405,32 @@ class FastSend:
             for topic, queue_id, tags_code in {(d[0], d[1], d[4]): None for d in done}:
                 hold.notify_arrival(topic, queue_id, tags_code)
 
-    async def _answer_when_stored(self, ctx: Any, box: _HeldAnswers) -> None:
+
+
+class _StoredAnswers:
+    """A receive's SYNC_FLUSH answers, sent once the group commit covers ``offset`` (a FlushedAnswer):
+    by the flush thread itself on a plain socket, else by a trio task."""
+
+    __slots__ = ("answers", "connection", "offset")
+
+    def __init__(self, offset: int, connection: Connection, answers: list[bytes]) -> None:
+        self.offset = offset
+        self.connection = connection
+        self.answers = answers
+
+    def deliver_from_thread(self) -> bool:
+        return self.connection.write_from_thread(b"".join(self.answers))
+
+    async def deliver(self, status: PutMessageStatus) -> None:
+        answers = self.answers
+        if status is not PutMessageStatus.PUT_OK:
+            # FLUSH_DISK_TIMEOUT, with the same header (what put_error and send_response answer)
+            code = _CODE.pack(int(ResponseCode.FLUSH_DISK_TIMEOUT))
+            answers = [a[:8] + code + a[10:] for a in answers]
         try:
-            while box.answers:
-                answers, box.answers = box.answers, []
-                status = await self.broker.wait_stored(box.until)
-                if status is not PutMessageStatus.PUT_OK:
-                    # FLUSH_DISK_TIMEOUT, with the same header (what put_error and send_response answer)
-                    code = _CODE.pack(int(ResponseCode.FLUSH_DISK_TIMEOUT))
-                    answers = [a[:8] + code + a[10:] for a in answers]
-                try:
-                    await ctx.connection.send_bytes(b"".join(answers))
-                except Exception as exc:
-                    log.warning("send answers to %s lost: %s", ctx.remote_addr, exc)
-                    return
-        finally:
-            box.waiting = False
-
-
-class _HeldAnswers:
-    """A connection's SYNC_FLUSH answers not yet sent, and the CommitLog offset they wait for."""
-
-    __slots__ = ("answers", "until", "waiting")
-
-    def __init__(self) -> None:
-        self.answers: list[bytes] = []
-        self.until = 0
-        self.waiting = False
+            await self.connection.send_bytes(b"".join(answers))
+        except Exception as exc:
+            log.warning("send answers to %s lost: %s", self.connection.remote_addr, exc)
 
 
 def _entry(key: str, value: str) -> bytes:

@@ -1,0 +1,239 @@
+"""SYNC_FLUSH answers delivered by the group commit's flush thread, and writes from that thread.
+
+GroupCommitService.answer_when_flushed hands an answer to the flush thread, which delivers it once the
+disk covers its offset (no trip through the event loop), falls back to the trio thread when it cannot,
+and answers FLUSH_DISK_TIMEOUT at the deadline. Connection.write_from_thread is how the broker's
+answers leave from that thread: never inside another writer's frame, never on a closed descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from test_store import Clock, FlushLog, make_config, make_msg
+
+from rocketpy.remoting.connection import Connection
+from rocketpy.store import MessageStore, PutMessageStatus
+from rocketpy.store.config import FlushDiskType
+from rocketpy.store.services import GroupCommitService
+
+
+class Answer:
+    """A FlushedAnswer that records where and with what it was delivered."""
+
+    def __init__(self, offset: int, token: trio.lowlevel.TrioToken, *, from_thread: bool = True) -> None:
+        self.offset = offset
+        self.token = token
+        self.from_thread = from_thread
+        self.delivered: list[tuple[str, PutMessageStatus]] = []
+        self.flushed_then = -1
+        self.event = trio.Event()
+        self.store: MessageStore | None = None
+
+    def deliver_from_thread(self) -> bool:
+        if not self.from_thread:
+            return False
+        assert self.store is not None
+        self.flushed_then = self.store.flushed_offset
+        self.delivered.append((threading.current_thread().name, PutMessageStatus.PUT_OK))
+        self.token.run_sync_soon(self.event.set)
+        return True
+
+    async def deliver(self, status: PutMessageStatus) -> None:
+        assert self.store is not None
+        self.flushed_then = self.store.flushed_offset
+        self.delivered.append((threading.current_thread().name, status))
+        self.event.set()
+
+
+async def test_held_answers_leave_from_the_flush_thread_once_on_disk(tmp_path: Path) -> None:
+    flushes = FlushLog()
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    token = trio.lowlevel.current_trio_token()
+    with trio.fail_after(30), MessageStore(cfg, clock=Clock(), sync_hook=flushes) as store:
+        group = GroupCommitService(store)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            answers = []
+            for i in range(3):
+                r = store.put_message(make_msg(keys=f"k{i}"))
+                assert r.is_ok and store.flushed_offset < r.flush_offset
+                answer = Answer(r.flush_offset, token)
+                answer.store = store
+                answers.append(answer)
+                group.answer_when_flushed(answer)
+            for answer in answers:
+                await answer.event.wait()
+                # delivered by the flush thread, after an msync that covers it, and only once
+                assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
+                assert answer.flushed_then >= answer.offset and flushes.covered(answer.offset)
+            nursery.cancel_scope.cancel()
+
+
+async def test_held_answers_go_through_trio_when_the_thread_cannot_send(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    token = trio.lowlevel.current_trio_token()
+    with trio.fail_after(30), MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            r = store.put_message(make_msg())
+            answer = Answer(r.flush_offset, token, from_thread=False)
+            answer.store = store
+            group.answer_when_flushed(answer)
+            await answer.event.wait()
+            assert answer.delivered == [(threading.current_thread().name, PutMessageStatus.PUT_OK)]
+            assert answer.flushed_then >= r.flush_offset
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.timeout(30)  # not trio.fail_after: the mocked clock jumps past it while the flush thread joins
+async def test_held_answer_times_out_with_flush_disk_timeout(tmp_path: Path, autojump_clock: Any) -> None:
+    """A disk that never syncs: the answer is FLUSH_DISK_TIMEOUT at syncFlushTimeout (Java's
+    FlushDiskWatcher), not before, and never PUT_OK."""
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    token = trio.lowlevel.current_trio_token()
+    with MessageStore(cfg, clock=Clock()) as store:
+        store.flush_until = lambda offset: False  # type: ignore[method-assign]
+        group = GroupCommitService(store, timeout=5.0)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            await trio.sleep(3)  # the watcher is asleep with nothing held
+            r = store.put_message(make_msg())
+            answer = Answer(r.flush_offset, token)
+            answer.store = store
+            start = trio.current_time()
+            group.answer_when_flushed(answer)
+            await answer.event.wait()
+            assert trio.current_time() - start >= 5.0
+            assert trio.current_time() - start <= 5.0 + 5.0 / 4
+            assert answer.delivered == [(threading.current_thread().name, PutMessageStatus.FLUSH_DISK_TIMEOUT)]
+            nursery.cancel_scope.cancel()
+
+
+async def test_waiter_sees_a_flush_that_ended_while_it_registered(tmp_path: Path) -> None:
+    """wait_flushed returns at once when the round covering it ended between its first look and its
+    registration (that round's end saw no waiter to wake)."""
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    with trio.fail_after(5), MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store, timeout=1000)
+        r = store.put_message(make_msg())
+        # no flush thread: a request() that flushes on the spot stands for a round ending just then
+        group.request = lambda offset: store.flush_until(offset)  # type: ignore[method-assign]
+        assert await group.wait_flushed(r.flush_offset) is PutMessageStatus.PUT_OK
+        assert group._waiters == []
+
+
+# -- Connection.write_from_thread ------------------------------------------------------------------
+
+
+async def _connected(nursery: trio.Nursery) -> tuple[Connection, trio.SocketStream, socket.socket]:
+    """A Connection on a real TCP socket, set up as _serve_socket sets it up for thread writes."""
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    client = await trio.open_tcp_stream("127.0.0.1", port)
+    server = await listener.accept()
+    await listener.aclose()
+    assert isinstance(server, trio.SocketStream)
+    # small buffers both ways: a few MiB the peer does not read leave a writer parked mid-frame
+    server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+    client.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    conn = Connection(server)
+    raw = socket.socket(fileno=server.socket.fileno())
+    conn.raw, conn._token, conn._tail_nursery = raw, trio.lowlevel.current_trio_token(), nursery
+    return conn, client, raw
+
+
+async def _read_exactly(stream: trio.SocketStream, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = await stream.receive_some(1 << 16)
+        assert chunk
+        data += chunk
+    return bytes(data)
+
+
+async def test_thread_write_waits_behind_a_trio_writer_mid_frame(nursery: trio.Nursery) -> None:
+    """A thread write while a trio writer is parked mid-frame lands after that frame, whole, even when
+    the socket has room again before the parked writer gets to run: frames never interleave."""
+    conn, client, raw = await _connected(nursery)
+    peer = socket.socket(fileno=client.socket.fileno())
+    try:
+        big = b"A" * (4 << 20)
+        sent = trio.Event()
+
+        async def trio_writer() -> None:
+            await conn.send_bytes(big)
+            sent.set()
+
+        nursery.start_soon(trio_writer)
+        await trio.testing.wait_all_tasks_blocked()
+        assert conn._send_lock.locked()  # parked: the socket buffer is full
+        # the peer reads some, and the socket takes bytes again, with no checkpoint for the parked writer
+        head = bytearray()
+        with contextlib.suppress(BlockingIOError):
+            while len(head) < (1 << 20):
+                head += peer.recv(1 << 16)
+        assert head and select.select([], [raw], [], 5)[1]
+        assert conn.write_from_thread(b"B" * 1000)
+        data = bytes(head) + await _read_exactly(client, len(big) + 1000 - len(head))
+        assert data == big + b"B" * 1000
+        await sent.wait()
+        assert not conn._send_lock.locked() and conn._tail == b""
+    finally:
+        peer.detach()
+        raw.detach()
+        await client.aclose()
+        await conn.aclose()
+
+
+async def test_thread_write_left_over_goes_before_the_next_trio_write(nursery: trio.Nursery) -> None:
+    """What the socket does not take of a thread write is sent, before anything else, by trio."""
+    conn, client, raw = await _connected(nursery)
+    try:
+        blob = b"B" * (4 << 20)
+        assert await trio.to_thread.run_sync(conn.write_from_thread, blob)
+        # the socket took only part: the rest waits (or is already parked in the trio task that sends it)
+        assert conn._tail or conn._send_lock.locked()
+        nursery.start_soon(conn.send_bytes, b"C" * 10)  # must not overtake the rest of the blob
+        await trio.testing.wait_all_tasks_blocked()
+        data = await _read_exactly(client, len(blob) + 10)
+        assert data == blob + b"C" * 10
+        assert conn._tail == b""
+    finally:
+        raw.detach()
+        await client.aclose()
+        await conn.aclose()
+
+
+async def test_thread_write_left_over_is_sent_without_another_write(nursery: trio.Nursery) -> None:
+    conn, client, raw = await _connected(nursery)
+    try:
+        blob = b"B" * (4 << 20)
+        assert await trio.to_thread.run_sync(conn.write_from_thread, blob)
+        assert await _read_exactly(client, len(blob)) == blob
+    finally:
+        raw.detach()
+        await client.aclose()
+        await conn.aclose()
+
+
+async def test_thread_write_on_closed_or_trio_only_connections(nursery: trio.Nursery) -> None:
+    conn, client, raw = await _connected(nursery)
+    raw.detach()
+    await conn.aclose()
+    assert conn.raw is None
+    # closed: nothing to write to, the answer goes with the connection (and the descriptor is not touched)
+    assert conn.write_from_thread(b"x") is True
+    await client.aclose()
+    # a stream only trio can write (memory streams, TLS): the caller must go through trio
+    left, _right = trio.testing.memory_stream_pair()
+    assert Connection(left).write_from_thread(b"x") is False
