@@ -64,20 +64,21 @@ class CommandReader:
         self._shortcut = shortcut
         self.lane_filter: Callable[[bytes], bool] | None = None
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
-        """Commands completed by ``data``; CodecError on a bad frame (the stream is then unusable)."""
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand | bytes]:
+        """Commands completed by ``data`` (a shortcut's answers and lane frames as bytes); CodecError on a
+        bad frame (the stream is then unusable)."""
         self._splitter.feed(data)
         max_frame = self._splitter.max_frame
         shortcut = self._shortcut
         lane_filter = self.lane_filter
         if lane_filter is not None:
             return [
-                LaneFrame(frame) if lane_filter(frame) else RemotingCommand.decode(frame, max_frame)  # type: ignore[misc]
+                LaneFrame(frame) if lane_filter(frame) else RemotingCommand.decode(frame, max_frame)
                 for frame in self._splitter
             ]
         if shortcut is None:
             return [RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
-        return [shortcut(frame) or RemotingCommand.decode(frame, max_frame) for frame in self._splitter]  # type: ignore[misc]
+        return [shortcut(frame) or RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
 
     @property
     def max_frame(self) -> int:
@@ -223,7 +224,7 @@ class Connection:
         return f"<Connection #{self.id} {self.remote_addr}{' closed' if self.closed else ''}>"
 
     # -- receiving ------------------------------------------------------------
-    async def receive_commands(self) -> list[RemotingCommand] | None:
+    async def receive_commands(self) -> list[RemotingCommand | bytes] | None:
         """The commands completed by the next receive(s); None at end of stream.
 
         Raises CodecError on a malformed frame; the caller closes the connection.
@@ -610,9 +611,10 @@ class Connection:
                     except Exception:
                         log.exception("fast lane failed on a frame from %s", self.remote_addr)
                 if answer is None:
-                    request = self._decode_late(request)
-                    if request is None:
+                    decoded = self._decode_late(request)
+                    if decoded is None:
                         break
+                    request = decoded
             if answer is not None:
                 if answer:
                     responses.append(answer)

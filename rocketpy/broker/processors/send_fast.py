@@ -178,12 +178,14 @@ class FastSend:
         return tuple(pieces), tuple(slots)
 
     def _plan(self, names: tuple[str, ...]) -> _PropsPlan | None:
-        plan = self._plans.get(names, False)
-        if plan is False:
-            self._identity()
-            if len(self._plans) >= _MAX_CACHE:  # bounded: a client may send any names
-                self._plans.clear()
-            plan = self._plans[names] = _plan_for(names)
+        try:
+            return self._plans[names]
+        except KeyError:
+            pass
+        self._identity()
+        if len(self._plans) >= _MAX_CACHE:  # bounded: a client may send any names
+            self._plans.clear()
+        plan = self._plans[names] = _plan_for(names)
         return plan
 
     def raw_plan(self, names: bytes) -> tuple[Any, ...] | None:
@@ -305,11 +307,12 @@ class FastSend:
         tags_code = 0
         if plan.tags is not None:
             tags = entries[plan.tags][5:]
-            tags_code = self._tags.get(tags, None) if tags else 0
-            if tags_code is None:
-                tags_code = tags_hash_code(tags)
+            cached = self._tags.get(tags) if tags else 0
+            if cached is None:
+                cached = tags_hash_code(tags)
                 if len(self._tags) < _MAX_CACHE:
-                    self._tags[tags] = tags_code
+                    self._tags[tags] = cached
+            tags_code = cached
         keys = entries[plan.keys][5:] if plan.keys is not None else None
         uniq = entries[plan.uniq][9:] if plan.uniq is not None else None
         done = self.store.append_plain(
