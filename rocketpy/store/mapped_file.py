@@ -18,7 +18,6 @@ import logging
 import mmap
 import os
 import threading
-import time
 from collections.abc import Callable
 
 from .config import OS_PAGE_SIZE
@@ -430,7 +429,3 @@ class MappedFileQueue:
             os.rmdir(self.store_path)
         except OSError:
             pass
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
