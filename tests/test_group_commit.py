@@ -12,6 +12,7 @@ import contextlib
 import select
 import socket
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -135,105 +136,100 @@ async def test_waiter_sees_a_flush_that_ended_while_it_registered(tmp_path: Path
 # -- Connection.write_from_thread ------------------------------------------------------------------
 
 
-async def _connected(nursery: trio.Nursery) -> tuple[Connection, trio.SocketStream, socket.socket]:
-    """A Connection on a real TCP socket, set up as _serve_socket sets it up for thread writes."""
+class Wired:
+    """A Connection on a real TCP socket, set up as _serve_socket sets it up for thread writes, and the
+    peer's end; small buffers both ways, so a few MiB the peer does not read park a writer mid-frame."""
+
+    conn: Connection
+    client: trio.SocketStream
+    raw: socket.socket
+
+
+@pytest.fixture
+async def wired(nursery: trio.Nursery) -> AsyncIterator[Wired]:
     listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
     port = listener.socket.getsockname()[1]
-    client = await trio.open_tcp_stream("127.0.0.1", port)
+    w = Wired()
+    w.client = await trio.open_tcp_stream("127.0.0.1", port)
     server = await listener.accept()
     await listener.aclose()
     assert isinstance(server, trio.SocketStream)
-    # small buffers both ways: a few MiB the peer does not read leave a writer parked mid-frame
     server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
-    client.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-    conn = Connection(server)
-    raw = socket.socket(fileno=server.socket.fileno())
-    conn.raw, conn._token, conn._tail_nursery = raw, trio.lowlevel.current_trio_token(), nursery
-    return conn, client, raw
+    w.client.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    w.conn = Connection(server)
+    w.raw = socket.socket(fileno=server.socket.fileno())
+    w.conn.raw, w.conn._token, w.conn._tail_nursery = w.raw, trio.lowlevel.current_trio_token(), nursery
+    try:
+        yield w
+    finally:
+        if w.raw.fileno() != -1:
+            w.raw.detach()
+        await w.client.aclose()
+        await w.conn.aclose()
 
 
 async def _read_exactly(stream: trio.SocketStream, n: int) -> bytes:
     data = bytearray()
     while len(data) < n:
-        chunk = await stream.receive_some(1 << 16)
+        chunk = await stream.receive_some(min(1 << 16, n - len(data)))
         assert chunk
         data += chunk
     return bytes(data)
 
 
-async def test_thread_write_waits_behind_a_trio_writer_mid_frame(nursery: trio.Nursery) -> None:
+async def test_thread_write_waits_behind_a_trio_writer_mid_frame(wired: Wired, nursery: trio.Nursery) -> None:
     """A thread write while a trio writer is parked mid-frame lands after that frame, whole, even when
     the socket has room again before the parked writer gets to run: frames never interleave."""
-    conn, client, raw = await _connected(nursery)
-    peer = socket.socket(fileno=client.socket.fileno())
+    conn = wired.conn
+    big = b"A" * (4 << 20)
+    sent = trio.Event()
+
+    async def trio_writer() -> None:
+        await conn.send_bytes(big)
+        sent.set()
+
+    nursery.start_soon(trio_writer)
+    await trio.testing.wait_all_tasks_blocked()
+    assert conn._send_lock.locked()  # parked: the socket buffer is full
+    # the peer reads some, and the socket takes bytes again, with no checkpoint for the parked writer
+    peer = socket.socket(fileno=wired.client.socket.fileno())
+    head = bytearray()
     try:
-        big = b"A" * (4 << 20)
-        sent = trio.Event()
-
-        async def trio_writer() -> None:
-            await conn.send_bytes(big)
-            sent.set()
-
-        nursery.start_soon(trio_writer)
-        await trio.testing.wait_all_tasks_blocked()
-        assert conn._send_lock.locked()  # parked: the socket buffer is full
-        # the peer reads some, and the socket takes bytes again, with no checkpoint for the parked writer
-        head = bytearray()
         with contextlib.suppress(BlockingIOError):
             while len(head) < (1 << 20):
                 head += peer.recv(1 << 16)
-        assert head and select.select([], [raw], [], 5)[1]
-        assert conn.write_from_thread(b"B" * 1000)
-        data = bytes(head) + await _read_exactly(client, len(big) + 1000 - len(head))
-        assert data == big + b"B" * 1000
-        await sent.wait()
-        assert not conn._send_lock.locked() and conn._tail == b""
     finally:
         peer.detach()
-        raw.detach()
-        await client.aclose()
-        await conn.aclose()
+    assert head and select.select([], [wired.raw], [], 5)[1]
+    assert conn.write_from_thread(b"B" * 1000)
+    data = bytes(head) + await _read_exactly(wired.client, len(big) + 1000 - len(head))
+    assert data == big + b"B" * 1000
+    await sent.wait()
+    assert not conn._send_lock.locked() and conn._tail == b""
 
 
-async def test_thread_write_left_over_goes_before_the_next_trio_write(nursery: trio.Nursery) -> None:
-    """What the socket does not take of a thread write is sent, before anything else, by trio."""
-    conn, client, raw = await _connected(nursery)
-    try:
-        blob = b"B" * (4 << 20)
-        assert await trio.to_thread.run_sync(conn.write_from_thread, blob)
-        # the socket took only part: the rest waits (or is already parked in the trio task that sends it)
-        assert conn._tail or conn._send_lock.locked()
-        nursery.start_soon(conn.send_bytes, b"C" * 10)  # must not overtake the rest of the blob
-        await trio.testing.wait_all_tasks_blocked()
-        data = await _read_exactly(client, len(blob) + 10)
-        assert data == blob + b"C" * 10
-        assert conn._tail == b""
-    finally:
-        raw.detach()
-        await client.aclose()
-        await conn.aclose()
+async def test_thread_write_left_over_goes_first(wired: Wired, nursery: trio.Nursery) -> None:
+    """What the socket does not take of a thread write is sent by trio, before anything else, and
+    without waiting for another write."""
+    conn = wired.conn
+    blob = b"B" * (4 << 20)
+    assert await trio.to_thread.run_sync(conn.write_from_thread, blob)
+    # the socket took only part: the rest waits (or is already parked in the trio task that sends it)
+    assert conn._tail or conn._send_lock.locked()
+    assert await _read_exactly(wired.client, 1 << 20) == b"B" * (1 << 20)  # flowing with no other write
+    nursery.start_soon(conn.send_bytes, b"C" * 10)  # must not overtake the rest of the blob
+    await trio.testing.wait_all_tasks_blocked()
+    data = await _read_exactly(wired.client, len(blob) + 10 - (1 << 20))
+    assert data == b"B" * (len(blob) - (1 << 20)) + b"C" * 10
+    assert conn._tail == b""
 
 
-async def test_thread_write_left_over_is_sent_without_another_write(nursery: trio.Nursery) -> None:
-    conn, client, raw = await _connected(nursery)
-    try:
-        blob = b"B" * (4 << 20)
-        assert await trio.to_thread.run_sync(conn.write_from_thread, blob)
-        assert await _read_exactly(client, len(blob)) == blob
-    finally:
-        raw.detach()
-        await client.aclose()
-        await conn.aclose()
-
-
-async def test_thread_write_on_closed_or_trio_only_connections(nursery: trio.Nursery) -> None:
-    conn, client, raw = await _connected(nursery)
-    raw.detach()
-    await conn.aclose()
-    assert conn.raw is None
+async def test_thread_write_on_closed_or_trio_only_connections(wired: Wired) -> None:
+    wired.raw.detach()
+    await wired.conn.aclose()
+    assert wired.conn.raw is None
     # closed: nothing to write to, the answer goes with the connection (and the descriptor is not touched)
-    assert conn.write_from_thread(b"x") is True
-    await client.aclose()
+    assert wired.conn.write_from_thread(b"x") is True
     # a stream only trio can write (memory streams, TLS): the caller must go through trio
     left, _right = trio.testing.memory_stream_pair()
     assert Connection(left).write_from_thread(b"x") is False
