@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from ...clock import now_ms
 from ...codecs.acl_signature import signature_of
 from ...codecs.javalang import hashmap_order
 from .accounts import AccessRequest, OwnedAccess, PlainAccessConfig, check_account, check_perm, jstr
@@ -47,7 +48,7 @@ def _data_version_of(doc: Mapping[str, Any] | None) -> dict[str, int]:
             return {"counter": int(first.get("counter") or 0), "timestamp": int(first.get("timestamp") or 0)}
         except (TypeError, ValueError):
             pass
-    return {"counter": 0, "timestamp": int(time.time() * 1000)}
+    return {"counter": 0, "timestamp": now_ms()}
 
 
 class PlainPermissionManager:
@@ -64,7 +65,7 @@ class PlainPermissionManager:
         self.key_file: dict[str, str] = {}  # access key -> file
         self.global_white: list[AddressMatcher] = []
         self.data_versions: dict[str, dict[str, int]] = {}
-        self.data_version: dict[str, int] = {"counter": 0, "timestamp": int(time.time() * 1000)}
+        self.data_version: dict[str, int] = {"counter": 0, "timestamp": now_ms()}
         self._stamp: dict[str, tuple[float, int]] = {}
         self._next_check = 0.0
         self.create = create
@@ -189,7 +190,7 @@ class PlainPermissionManager:
     def _write(self, path: str, doc: dict[str, Any]) -> None:
         version = _data_version_of(doc) if isinstance(doc.get("dataVersion"), list) and doc["dataVersion"] else None
         counter = version["counter"] if version else 0
-        doc["dataVersion"] = [{"counter": counter + 1, "timestamp": int(time.time() * 1000)}]
+        doc["dataVersion"] = [{"counter": counter + 1, "timestamp": now_ms()}]
         self.data_versions[path] = dict(doc["dataVersion"][0])
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
