@@ -29,10 +29,10 @@ def commit_log_bytes(broker, end: int) -> bytes:
     return bytes(out)
 
 
-async def wait_until(pred, timeout: float = 30.0, what: str = "condition") -> None:
+async def wait_until(pred, timeout: float = 30.0, what: str = "condition", tick: float = 0.02) -> None:
     with trio.move_on_after(timeout):
         while not pred():
-            await trio.sleep(0.02)
+            await trio.sleep(tick)
         return
     raise AssertionError(f"timed out waiting for {what}")
 
