@@ -460,13 +460,15 @@ async def test_namesrv_survives(namesrv: NameServer, case: Case, caplog: pytest.
 
 
 @pytest.mark.parametrize("interval", ["-1", "0"])
-async def test_namesrv_survives_a_non_positive_scan_interval(namesrv: NameServer, interval: str) -> None:
+async def test_namesrv_survives_a_non_positive_scan_interval(
+    namesrv: NameServer, interval: str, virtual_clock: trio.testing.MockClock
+) -> None:
     # UPDATE_NAMESRV_CONFIG changes the liveness scan period at run time; trio.sleep refuses
     # negatives, and this used to take the whole NameServer down a scan later
     body = f"scanNotActiveBrokerInterval={interval}".encode()
     answer = await exchange(namesrv.address, json_request(int(R.UPDATE_NAMESRV_CONFIG), None, body))
     assert isinstance(answer, RemotingCommand) and answer.code == ResponseCode.SUCCESS
-    await trio.sleep(0.2)  # several scan rounds at the old 50 ms period
+    await trio.sleep(0.2)  # virtual: several scan rounds at the old 50 ms period
     await assert_namesrv_healthy(namesrv)
 
 
