@@ -187,7 +187,7 @@ async def test_kill_9_sync_master_under_load_loses_no_acknowledged_message(tmp_p
                 async with trio.open_nursery() as nursery:
                     for n in range(8):
                         nursery.start_soon(sender, n)
-                    await trio.sleep(1.5)
+                    await wait_until(lambda: len(acked) >= 300, timeout=30, what="acknowledged sends")
                     os.kill(proc.pid, signal.SIGKILL)
                     with trio.fail_after(10):
                         await proc.wait()
