@@ -60,7 +60,8 @@ def clock_following(clock: trio.abc.Clock) -> Iterator[None]:
 
 async def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, tick: float = 0.01) -> None:
     """Return once ``condition()`` holds, checked every ``tick`` seconds of trio time; trio.TooSlowError
-    after ``timeout`` (both virtual on a MockClock: the check then never races the wall clock)."""
+    after ``timeout`` (both virtual on a MockClock: the check then never races the wall clock, but each
+    tick waits out the clock's autojump threshold in real time, so long waits want a coarser tick)."""
     with trio.fail_after(timeout):
         while not condition():
             await trio.sleep(tick)
