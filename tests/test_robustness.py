@@ -40,7 +40,7 @@ from rocketpy.codecs.headers.namesrv import GetRouteInfoRequestHeader
 from rocketpy.namesrv import NameServer, NamesrvConfig
 from rocketpy.remoting import open_remoting_client
 from rocketpy.remoting.connection import CommandReader
-from rocketpy.testing import BrokerTestClient, broker_client, free_broker_port, free_port, running_broker
+from rocketpy.testing import BrokerTestClient, broker_client, free_broker_port, free_port, running_broker, wait_until
 
 R = RequestCode
 TOPIC = "Robust"
@@ -610,10 +610,12 @@ async def test_running_broker_releases_fds_and_mappings(tmp_path: Path) -> None:
     async def cycle() -> None:
         async with running_broker(str(tmp_path / "store")) as b:
             async with broker_client(b.address) as c:
-                assert (await c.send(TOPIC, b"x")).code == ResponseCode.SUCCESS
+                sent = await c.send(TOPIC, b"x")
+                assert sent.code == ResponseCode.SUCCESS
+                end = int(sent.ext_fields["queueOffset"]) + 1
                 async with trio.open_nursery() as polls:  # a long poll cut short by the shutdown
-                    polls.start_soon(functools.partial(c.pull, "G", TOPIC, 0, 10**6, suspend_ms=10_000))
-                    await trio.sleep(0.02)
+                    polls.start_soon(functools.partial(c.pull, "G", TOPIC, 0, end, suspend_ms=10_000))
+                    await wait_until(lambda: b.hold.held_count > 0)  # the broker holds it
                     polls.cancel_scope.cancel()
 
     await cycle()  # first run: lazy imports, trio's thread cache
