@@ -1,7 +1,8 @@
 """Test helpers for code that talks to a rocketpy broker (like ``trio.testing``): an
 in-process broker (:func:`running_broker`), a small typed client for it (:func:`broker_client`,
-:class:`BrokerTestClient`) and free loopback ports for servers (:func:`free_port`,
-:func:`free_broker_port`). Our tests, the compat tests and the benchmarks use them.
+:class:`BrokerTestClient`), free loopback ports for servers (:func:`free_port`,
+:func:`free_broker_port`), :func:`wait_until` a condition, and :func:`clock_following`, which
+puts rocketpy's clock on a ``trio.testing.MockClock``. Our tests, the compat tests and the benchmarks use them.
 
 Built only on our codecs and :class:`rocketpy.remoting.RemotingClient`, so the wire
 traffic is what a Java client would send (V2 send headers, JSON or ROCKETMQ headers).
@@ -10,15 +11,15 @@ traffic is what a Java client would send (V2 send headers, JSON or ROCKETMQ head
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import trio
 
 from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
-from .clock import now_ms
+from .clock import now_ms, system_ms, use_clock
 from .codecs import RemotingCommand, SerializeType
 from .codecs.bodies import (
     ConsumerData,
@@ -43,6 +44,27 @@ from .codecs.message import Message, MessageExt, UniqIdGenerator, decode_message
 from .remoting import Dispatcher, RemotingClient
 
 _uniq = UniqIdGenerator()
+
+
+@contextmanager
+def clock_following(clock: trio.abc.Clock) -> Iterator[None]:
+    """Make :func:`rocketpy.clock.now_ms` follow ``clock`` (a ``trio.testing.MockClock``) in this
+    context: from the system time now, it moves only as far as ``clock`` does. Enter it before
+    ``trio.run`` (or in the test task) so that servers and clients started from there inherit it;
+    then message timestamps, delays, ages and liveness run on virtual time, like trio's timers.
+    """
+    base_ms, base = system_ms(), clock.current_time()
+    with use_clock(lambda: base_ms + int((clock.current_time() - base) * 1000)):
+        yield
+
+
+async def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, tick: float = 0.01) -> None:
+    """Return once ``condition()`` holds, checked every ``tick`` seconds of trio time; trio.TooSlowError
+    after ``timeout`` (both virtual on a MockClock: the check then never races the wall clock, but each
+    tick waits out the clock's autojump threshold in real time, so long waits want a coarser tick)."""
+    with trio.fail_after(timeout):
+        while not condition():
+            await trio.sleep(tick)
 
 
 def message_properties(

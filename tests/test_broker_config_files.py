@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-import trio
 
 from rocketpy.broker.persist import ConfigWriter
 from rocketpy.broker.topics import TopicConfigManager, new_topic
@@ -18,7 +17,7 @@ from rocketpy.codecs.bodies import ConsumerOffsetSerializeWrapper, SubscriptionG
 from rocketpy.codecs.codes import RequestCode
 from rocketpy.codecs.headers import CreateTopicRequestHeader
 from rocketpy.store import config_files
-from rocketpy.testing import broker_client, running_broker
+from rocketpy.testing import broker_client, running_broker, wait_until
 
 
 @pytest.fixture
@@ -61,9 +60,7 @@ async def test_config_files_written_off_the_event_loop(tmp_path: Path, fsync_thr
             assert r.code == ResponseCode.SUCCESS
             assert "GAdmin" in read_json(config / "subscriptionGroup.json")["subscriptionGroupTable"]
             # auto-created ones follow soon after, from the writer task
-            with trio.fail_after(10):
-                while "TAuto" not in read_json(config / "topics.json")["topicConfigTable"]:
-                    await trio.sleep(0.01)
+            await wait_until(lambda: "TAuto" in read_json(config / "topics.json")["topicConfigTable"])
             assert "GAuto" in read_json(config / "subscriptionGroup.json")["subscriptionGroupTable"]
     # shutdown flushed the committed offset (the interval had not come round)
     offsets = ConsumerOffsetSerializeWrapper.decode((config / "consumerOffset.json").read_text())

@@ -11,7 +11,7 @@ import sys
 import trio
 
 from rocketpy.codecs import ResponseCode
-from rocketpy.testing import broker_client, free_broker_port, free_port
+from rocketpy.testing import broker_client, free_broker_port, free_port, wait_until
 
 CONF = """\
 brokerName = broker-a
@@ -112,9 +112,7 @@ async def test_kill_9_under_load_loses_no_acknowledged_message(tmp_path):
             async with trio.open_nursery() as nursery:
                 for n in range(8):
                     nursery.start_soon(producer, n)
-                with trio.fail_after(20):
-                    while len(acked) < 300:
-                        await trio.sleep(0.01)
+                await wait_until(lambda: len(acked) >= 300, timeout=20)
                 proc.send_signal(signal.SIGKILL)
                 with trio.fail_after(10):
                     await proc.wait()

@@ -1,5 +1,10 @@
 """Broker flows over real sockets: retry and DLQ, delayed delivery, transactions,
-request-reply, NameServer registration and ``rocketpy serve``."""
+request-reply, NameServer registration and ``rocketpy serve``.
+
+Timed flows run on the ``virtual_clock`` fixture (trio's MockClock, which rocketpy's clock
+follows): delays and check intervals pass in virtual time, and "nothing more happened" is
+checked after a virtual wait, never after a real one.
+"""
 
 from __future__ import annotations
 
@@ -10,23 +15,24 @@ from rocketpy.codecs.codes import MessageConst, MessageSysFlag, RequestCode
 from rocketpy.codecs.headers import EndTransactionRequestHeader
 from rocketpy.codecs.message import decode_message
 from rocketpy.remoting import Dispatcher
-from rocketpy.testing import broker_client, running_broker
+from rocketpy.testing import broker_client, running_broker, wait_until
 
 FAST_DELAYS = "100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 
 
 async def _pull_until(c, group, topic, qid, offset=0, count=1, timeout=10.0, **kw):
+    """Long-poll pulls (the broker answers when a message arrives) until ``count`` messages came."""
     msgs = []
     with trio.fail_after(timeout):
         while len(msgs) < count:
-            resp, got = await c.pull(group, topic, qid, offset + len(msgs), **kw)
+            resp, got = await c.pull(group, topic, qid, offset + len(msgs), suspend_ms=1000, **kw)
             msgs.extend(got)
-            if not got:
-                await trio.sleep(0.05)
+            if resp.code not in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND):
+                await trio.sleep(0.05)  # answered at once (no such topic yet): not held, try again later
     return msgs
 
 
-async def test_delay_retry_and_dlq(tmp_path):
+async def test_delay_retry_and_dlq(tmp_path, virtual_clock):
     async with running_broker(str(tmp_path), messageDelayLevel=FAST_DELAYS) as broker:
         async with broker_client(broker.address) as c:
             await c.heartbeat(consumer_groups={"RG": ["TR"]})
@@ -35,7 +41,7 @@ async def test_delay_retry_and_dlq(tmp_path):
             r = await c.send("TR", b"later", props={"DELAY": "2"}, queue_id=0)
             assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueId"] == "0"
             (msg,) = await _pull_until(c, "RG", "TR", 0)
-            assert msg.body == b"later" and trio.current_time() - t0 >= 0.15
+            assert msg.body == b"later" and 0.19 <= trio.current_time() - t0 < 1.2  # level 2: 200 ms
             # give it back: %RETRY%RG after delay level 1
             r = await c.send_back("RG", msg, delay_level=1)
             assert r.code == ResponseCode.SUCCESS
@@ -57,7 +63,7 @@ async def test_delay_retry_and_dlq(tmp_path):
             assert broker.schedule.offsets  # delayOffset table advanced
 
 
-async def test_delay_offsets_persist(tmp_path):
+async def test_delay_offsets_persist(tmp_path, virtual_clock):
     store = str(tmp_path)
     async with running_broker(store, messageDelayLevel=FAST_DELAYS) as broker:
         async with broker_client(broker.address) as c:
@@ -65,7 +71,7 @@ async def test_delay_offsets_persist(tmp_path):
             await _pull_until(c, "G", "TD", 0)
     async with running_broker(store, messageDelayLevel=FAST_DELAYS) as broker:
         assert broker.schedule.offsets.get(1) == 1
-        await trio.sleep(0.3)
+        await trio.sleep(2)  # virtual: long past the level's 100 ms and the schedule's polls
         async with broker_client(broker.address) as c:
             resp, msgs = await c.pull("G", "TD", 0, 0)
             assert len(msgs) == 1  # not delivered twice
@@ -75,16 +81,18 @@ def _tx_props(group: str) -> dict[str, str]:
     return {MessageConst.PROPERTY_TRANSACTION_PREPARED: "true", MessageConst.PROPERTY_PRODUCER_GROUP: group}
 
 
-async def test_transactions_commit_rollback_and_check(tmp_path):
+async def test_transactions_commit_rollback_and_check(tmp_path, virtual_clock):
     prepared = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
     commit = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
     rollback = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
     checks: list[RemotingCommand] = []
+    checked = trio.Event()
     disp = Dispatcher()
 
     @disp.route(RequestCode.CHECK_TRANSACTION_STATE)
     def on_check(ctx, request):
         checks.append(request)
+        checked.set()
 
     async with running_broker(str(tmp_path), transactionCheckInterval="200", transactionTimeOut="300") as broker:
         async with broker_client(broker.address, dispatcher=disp, client_id="127.0.0.1@txp") as c:
@@ -101,11 +109,13 @@ async def test_transactions_commit_rollback_and_check(tmp_path):
             assert msg.body == b"commit me" and msg.properties["REAL_TOPIC"] == "TTx"
             assert msg.transaction_type == commit
             # an unresolved one gets checked back, then committed from the check
+            t0 = trio.current_time()
             r3 = await c.send("TTx", b"ask me", props=_tx_props("TXG"), sys_flag=prepared, group="TXG")
             assert r3.code == ResponseCode.SUCCESS
             with trio.fail_after(10):
-                while not checks:
-                    await trio.sleep(0.05)
+                await checked.wait()
+            # not before transactionTimeOut, and by the first check pass after it
+            assert 0.3 <= trio.current_time() - t0 <= 0.3 + 0.2 + 0.05
             check = checks[0]
             half = decode_message(check.body)
             assert half.body == b"ask me" and half.topic == "TTx"
@@ -126,7 +136,7 @@ async def test_transactions_commit_rollback_and_check(tmp_path):
             assert [m.body for m in msgs] == [b"commit me", b"ask me"]
             # resolved halves are not checked again
             n = len(checks)
-            await trio.sleep(0.8)
+            await trio.sleep(1)  # virtual: five check passes
             assert len(checks) == n
             # a wrong commit is refused
             bad = EndTransactionRequestHeader(
@@ -185,7 +195,7 @@ async def test_trace_topic_messages(tmp_path):
             assert msgs[0].body == b"Pub\x01trace"
 
 
-async def test_registration_with_namesrv_and_serve(tmp_path):
+async def test_registration_with_namesrv_and_serve(tmp_path, virtual_clock):
     from rocketpy.broker.cli import serve_configs
     from rocketpy.broker.controller import BrokerController
     from rocketpy.namesrv.server import NameServer
@@ -212,25 +222,19 @@ async def test_registration_with_namesrv_and_serve(tmp_path):
                 await broker.run(task_status=task_status)
 
         await nursery.start(run_broker)
-        with trio.fail_after(5):
-            while broker.outer.registrations == 0:
-                await trio.sleep(0.01)
+        await wait_until(lambda: broker.outer.registrations > 0)
         view = namesrv.routes.pickup_topic_route_data("TBW102")
         assert view is not None
         # auto-creating a topic re-registers it (oneway)
         async with broker_client(broker.address) as c:
             await c.send("TAuto", b"x")
-        with trio.fail_after(5):
-            while namesrv.routes.pickup_topic_route_data("TAuto") is None:
-                await trio.sleep(0.01)
-        scope.cancel()
-        with trio.fail_after(5):
-            while namesrv.routes.pickup_topic_route_data("TBW102") is not None:
-                await trio.sleep(0.01)
+        await wait_until(lambda: namesrv.routes.pickup_topic_route_data("TAuto") is not None, timeout=5)
+        scope.cancel()  # a broker that stops unregisters at once (long before the 120 s liveness)
+        await wait_until(lambda: namesrv.routes.pickup_topic_route_data("TBW102") is None, timeout=5)
         nursery.cancel_scope.cancel()
 
 
-async def test_transaction_discarded_after_check_max(tmp_path):
+async def test_transaction_discarded_after_check_max(tmp_path, virtual_clock):
     prepared = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
     checks: list[RemotingCommand] = []
     disp = Dispatcher()
@@ -245,9 +249,11 @@ async def test_transaction_discarded_after_check_max(tmp_path):
             await c.heartbeat(producer_groups=["TXD"])
             r = await c.send("TTxD", b"never", props=_tx_props("TXD"), sys_flag=prepared, group="TXD")
             assert r.code == ResponseCode.SUCCESS
-            with trio.fail_after(10):
-                while broker.store.get_max_offset_in_queue("TRANS_CHECK_MAX_TIME_TOPIC", 0) < 1:
-                    await trio.sleep(0.05)
+
+            def discarded() -> bool:
+                return broker.store.get_max_offset_in_queue("TRANS_CHECK_MAX_TIME_TOPIC", 0) >= 1
+
+            await wait_until(discarded, tick=0.05)
             assert len(checks) == 2
             assert [decode_message(x.body).properties["TRANSACTION_CHECK_TIMES"] for x in checks] == ["1", "2"]
             # the Java broker's CHECK_TRANSACTION_STATE lists its header fields in this order

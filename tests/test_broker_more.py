@@ -19,7 +19,7 @@ from rocketpy.codecs.headers import (
     ResetOffsetRequestHeader,
 )
 from rocketpy.remoting import Dispatcher
-from rocketpy.testing import broker_client, free_port, running_broker
+from rocketpy.testing import broker_client, free_port, running_broker, wait_until
 
 
 def test_config_defaults_and_unknown_keys(caplog):
@@ -227,9 +227,7 @@ async def test_more_admin_views_and_sql92(tmp_path):
             r = await c.invoke(RequestCode.GET_ALL_CONSUMER_OFFSET)
             table = ConsumerOffsetSerializeWrapper.decode(r.body).offset_table
             assert table["TView@VG"] == table["TView@VG2"] == {0: 0}
-            with trio.fail_after(5):
-                while not broker.schedule.offsets:
-                    await trio.sleep(0.02)
+            await wait_until(lambda: broker.schedule.offsets, timeout=5)
             r = await c.invoke(RequestCode.GET_ALL_DELAY_OFFSET)
             assert DelayOffsetSerializeWrapper.decode(r.body).offset_table == {1: 1}
             resp, _ = await c.pull("VG", "TView", 0, 0, subscription="a > 1", expression_type="SQL92")

@@ -30,6 +30,7 @@ from rocketpy.codecs.bodies import MessageQueue
 from rocketpy.codecs.bodies.store_config import OffsetSerializeWrapper
 from rocketpy.codecs.codes import ConsumeFromWhere, LocalTransactionState, MessageModel, SendStatus
 from rocketpy.codecs.message import decompress_body
+from rocketpy.testing import wait_until
 
 
 def fast(c: Cluster, **kw: object) -> ClientConfig:
@@ -39,9 +40,7 @@ def fast(c: Cluster, **kw: object) -> ClientConfig:
 
 
 async def wait_for(pred, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    with trio.fail_after(timeout):
-        while not pred():
-            await trio.sleep(0.02)
+    await wait_until(pred, timeout=timeout, tick=0.02)
 
 
 @pytest.fixture
@@ -177,7 +176,7 @@ async def test_push_consumer_with_retry(cluster_of) -> None:  # type: ignore[no-
         assert sum(off for (g, t, _), off in c.broker.offsets.items() if g == "CG" and t == "TopicP") == 8
 
 
-async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of) -> None:  # type: ignore[no-untyped-def]
+async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of, virtual_clock) -> None:  # type: ignore[no-untyped-def]
     async with cluster_of() as c:
         await make_topic(c, "TopicRb", 8)
         got: dict[str, list[bytes]] = {"A": [], "B": []}
@@ -196,7 +195,7 @@ async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of) -> None:  # t
                 owned = [mq for cons in consumers for mq in cons.pq_table if mq.topic == "TopicRb"]
                 return len(owned) == 8 and len(set(owned)) == 8
             await wait_for(split_ok)
-            await trio.sleep(0.3)
+            await trio.sleep(0.3)  # virtual: and it holds
 
         async with Producer("PG", namesrv=c.namesrv) as p:
             async def send(n: int, start: int) -> None:
@@ -209,7 +208,7 @@ async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of) -> None:  # t
                 await settle([a])
                 await send(40, 0)
                 await wait_for(lambda: total() == 40)
-                await trio.sleep(1.2)  # offsets reach the broker before the split changes
+                await trio.sleep(1.2)  # virtual: offsets reach the broker before the split changes
                 b = PushConsumer("CGR", listener_for("B"), config=fast(c))
                 b.subscribe("TopicRb")
                 async with b:
@@ -218,7 +217,7 @@ async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of) -> None:  # t
                     await send(40, 40)
                     await wait_for(lambda: total() == 80)
                     assert got["B"], "the new consumer got its share"
-                    await trio.sleep(1.2)
+                    await trio.sleep(1.2)  # virtual: offsets reach the broker before b leaves
                 # b left: a takes every queue back
                 await settle([a])
                 await send(40, 80)
@@ -342,7 +341,7 @@ async def test_lite_pull_subscribe(cluster_of) -> None:  # type: ignore[no-untyp
         assert sum(off for (g, t, _), off in c.broker.offsets.items() if g == "CGLS") == 6
 
 
-async def test_transactions_commit_rollback_and_check(cluster_of) -> None:  # type: ignore[no-untyped-def]
+async def test_transactions_commit_rollback_and_check(cluster_of, virtual_clock) -> None:  # type: ignore[no-untyped-def]
     opts = {"check_interval": 0.1} if cluster_of is fake_cluster else {}
     async with cluster_of(**opts) as c:
         await make_topic(c, "TopicTx", 4)
@@ -370,7 +369,7 @@ async def test_transactions_commit_rollback_and_check(cluster_of) -> None:  # ty
             consumer.subscribe("TopicTx")
             async with consumer:
                 await wait_for(lambda: len(got) >= 2)
-                await trio.sleep(0.3)
+                await trio.sleep(0.3)  # virtual: the rolled back one does not come later either
         # consumers see the committed and the checked-then-committed message, never the rolled back one
         assert sorted(got) == [b"COMMIT_MESSAGE", b"UNKNOW"]
         if c.kind != "fake":

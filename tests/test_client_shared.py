@@ -11,6 +11,7 @@ from rocketpy.client.errors import MQClientError
 from rocketpy.client.instance import ClientInstance
 from rocketpy.codecs import RequestCode
 from rocketpy.codecs.codes import MixAll
+from rocketpy.testing import wait_until
 
 
 def instance_tasks() -> list[trio.lowlevel.Task]:
@@ -20,9 +21,7 @@ def instance_tasks() -> list[trio.lowlevel.Task]:
 
 
 async def wait_for(pred, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    with trio.fail_after(timeout):
-        while not pred():
-            await trio.sleep(0.02)
+    await wait_until(pred, timeout=timeout, tick=0.02)
 
 
 async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
@@ -80,11 +79,10 @@ def test_producers_and_consumer_share_one_instance() -> None:
             assert not inst.running
             assert instance_tasks() == []
             # the last unregisters are oneway: give the broker's side a moment to read them (bounded)
-            with trio.fail_after(10):
-                while cid in broker.producers.get("PG2", {}) or cid in broker.producers.get(
-                    MixAll.CLIENT_INNER_PRODUCER_GROUP, {}
-                ):
-                    await trio.sleep(0.01)
+            await wait_until(
+                lambda: cid not in broker.producers.get("PG2", {})
+                and cid not in broker.producers.get(MixAll.CLIENT_INNER_PRODUCER_GROUP, {})
+            )
 
     trio.run(main)
 

@@ -10,6 +10,7 @@ import json
 from functools import cache
 
 import trio
+import trio.testing
 from client_fakes import fake_cluster
 from golden import CAPTURES, frames
 
@@ -25,6 +26,7 @@ from rocketpy.client import (
     select_by_hash,
 )
 from rocketpy.codecs import RemotingCommand, RequestCode
+from rocketpy.testing import wait_until
 
 
 @cache
@@ -47,6 +49,7 @@ def shape(value: object) -> object:
 
 
 async def run_scenario() -> dict[int, list[RemotingCommand]]:
+    """Every kind of client request against the fake cluster (run it on the virtual clock)."""
     async with fake_cluster(check_interval=0.1) as c:
         config = ClientConfig(namesrv_addr=c.namesrv, rebalance_interval=0.5, persist_consumer_offset_interval=0.3)
         retried = set()
@@ -72,10 +75,8 @@ async def run_scenario() -> dict[int, list[RemotingCommand]]:
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe("WireT", "*")
             async with consumer:
-                with trio.fail_after(10):
-                    while consumer.consumed_ok < 2:
-                        await trio.sleep(0.05)
-                await trio.sleep(0.5)
+                await wait_until(lambda: consumer.consumed_ok >= 2)
+                await trio.sleep(0.5)  # virtual: the offsets go out (persistConsumerOffsetInterval 0.3 s)
             oc = PushConsumer("WireOG", orderly, orderly=True, config=config,
                               consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             oc.subscribe("WireO")
@@ -86,16 +87,14 @@ async def run_scenario() -> dict[int, list[RemotingCommand]]:
         async with TransactionProducer("TPG", lambda m, a: "UNKNOW", lambda m: "COMMIT_MESSAGE",
                                        namesrv=c.namesrv) as tp:
             await tp.send_in_transaction(make_message("WireTx", "tx"))
-            with trio.fail_after(10):
-                while c.broker.half:
-                    await trio.sleep(0.05)
+            await wait_until(lambda: not c.broker.half)
         out: dict[int, list[RemotingCommand]] = {}
         for r in c.broker.requests:
             out.setdefault(r.code, []).append(r)
         return out
 
 
-async def test_headers_match_java_client() -> None:
+async def test_headers_match_java_client(virtual_clock: trio.testing.MockClock) -> None:
     ours = await run_scenario()
     java = {**java_requests("05-PushRetry.pcap"), **java_requests("01-ProducerSync.pcap")}
     java_tx = java_requests("08-Transaction.pcap")
@@ -131,7 +130,7 @@ async def test_headers_match_java_client() -> None:
             assert shape(json.loads(mine.body)) == shape(json.loads(theirs.body)), code
 
 
-async def test_heartbeat_body_matches_java_client() -> None:
+async def test_heartbeat_body_matches_java_client(virtual_clock: trio.testing.MockClock) -> None:
     ours = await run_scenario()
     theirs = json.loads(java_requests("01-ProducerSync.pcap")[RequestCode.HEART_BEAT][0].body)
     consumer_beats = [json.loads(r.body) for r in ours[RequestCode.HEART_BEAT] if b'"WireCG"' in r.body]

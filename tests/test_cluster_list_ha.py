@@ -104,8 +104,7 @@ def ha_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HaCluster]:
             master = await _broker(nursery, ns.address, 0, replies)
             started.append(HaCluster(ns.address, master, slave, replies))
             ready.set()
-            while not stop.is_set():
-                await trio.sleep(0.05)
+            await trio.to_thread.run_sync(stop.wait)  # until the fixture's teardown sets it
             nursery.cancel_scope.cancel()
 
     thread = threading.Thread(target=trio.run, args=(host,), daemon=True)

@@ -12,6 +12,7 @@ from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode, Serializ
 from rocketpy.codecs.javalang import hashmap_order, java_hash
 from rocketpy.namesrv import NameServer, NamesrvConfig
 from rocketpy.remoting import open_remoting_client
+from rocketpy.testing import wait_until
 
 
 @pytest.fixture
@@ -43,9 +44,7 @@ async def test_register_broker_without_a_name_is_refused(
         answer = await client.invoke(namesrv.address, RemotingCommand(code=RequestCode.REGISTER_BROKER, ext_fields=ext))
         assert answer.code == ResponseCode.SYSTEM_ERROR
         assert missing in (answer.remark or "")
-    with trio.fail_after(5):
-        while namesrv.remoting is not None and namesrv.remoting.connections:
-            await trio.sleep(0.01)
+    await wait_until(lambda: namesrv.remoting is None or not namesrv.remoting.connections, timeout=5)
     assert "b-fz" not in namesrv.routes.broker_addr_table
     assert None not in namesrv.routes.cluster_addr_table
     assert not [r for r in caplog.records if "hook failed" in r.getMessage()]

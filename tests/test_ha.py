@@ -29,10 +29,10 @@ def commit_log_bytes(broker, end: int) -> bytes:
     return bytes(out)
 
 
-async def wait_until(pred, timeout: float = 30.0, what: str = "condition") -> None:
+async def wait_until(pred, timeout: float = 30.0, what: str = "condition", tick: float = 0.02) -> None:
     with trio.move_on_after(timeout):
         while not pred():
-            await trio.sleep(0.02)
+            await trio.sleep(tick)
         return
     raise AssertionError(f"timed out waiting for {what}")
 
@@ -187,7 +187,7 @@ async def test_kill_9_sync_master_under_load_loses_no_acknowledged_message(tmp_p
                 async with trio.open_nursery() as nursery:
                     for n in range(8):
                         nursery.start_soon(sender, n)
-                    await trio.sleep(1.5)
+                    await wait_until(lambda: len(acked) >= 300, timeout=30, what="acknowledged sends")
                     os.kill(proc.pid, signal.SIGKILL)
                     with trio.fail_after(10):
                         await proc.wait()

@@ -8,7 +8,8 @@ from collections import Counter
 from contextlib import asynccontextmanager
 
 import trio
-from test_ha import FAST_HA, commit_log_bytes, wait_until
+from test_ha import FAST_HA, commit_log_bytes
+from test_ha import wait_until as _wait_until
 
 from rocketpy.broker.controller import BrokerController
 from rocketpy.client import ClientConfig, ConsumeStatus, Producer, PushConsumer, make_message
@@ -16,6 +17,11 @@ from rocketpy.codecs.codes import ConsumeFromWhere, SendStatus
 from rocketpy.namesrv.config import NamesrvConfig
 from rocketpy.namesrv.server import NameServer
 from rocketpy.testing import broker_test_config, free_broker_port
+
+
+async def wait_until(pred, timeout: float = 30.0, what: str = "condition") -> None:
+    # checked every 0.1 s: on the virtual clock each check waits out the autojump threshold in real time
+    await _wait_until(pred, timeout, what, tick=0.1)
 
 
 @asynccontextmanager
@@ -52,9 +58,8 @@ class BrokerHandle:
     async def stop(self) -> None:
         assert self.broker is not None
         await self.broker.stop()
-        with trio.fail_after(10):
-            while self.broker.nursery is not None or self.broker.store.is_open:
-                await trio.sleep(0.02)
+        broker = self.broker
+        await wait_until(lambda: broker.nursery is None and not broker.store.is_open, 10, "the broker stopped")
 
 
 def client_config(ns: NameServer) -> ClientConfig:
@@ -66,7 +71,7 @@ def client_config(ns: NameServer) -> ClientConfig:
     )
 
 
-async def test_slave_takes_over_reads_and_master_resumes(tmp_path):
+async def test_slave_takes_over_reads_and_master_resumes(tmp_path, virtual_clock):
     async with namesrv(tmp_path) as ns, trio.open_nursery() as nursery:
         port = free_broker_port()
         common = dict(namesrvAddr=ns.address, vipChannelEnable="true", brokerName="broker-ha", **FAST_HA)
@@ -139,7 +144,7 @@ async def test_slave_takes_over_reads_and_master_resumes(tmp_path):
             c1b = PushConsumer("HaCG1", listener1, config=client_config(ns))
             c1b.subscribe("HaTopic", "*")
             async with c1b:
-                await trio.sleep(2)
+                await trio.sleep(2)  # virtual: two rebalances, many pulls
             assert sum(seen1.values()) == 20
 
             # the master is back: consumption resumes there without re-reading

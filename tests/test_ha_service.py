@@ -13,6 +13,7 @@ from rocketpy.codecs.ha import HaTransferReader, build_offset_report, build_tran
 from rocketpy.store import MessageStore, MessageStoreConfig, PutMessageStatus
 from rocketpy.store.ha import HAClient, HAService
 from rocketpy.store.types import MessageExtBrokerInner
+from rocketpy.testing import wait_until
 
 FILE = 64 * 1024
 
@@ -243,9 +244,7 @@ async def test_slave_closes_on_absurd_transfer_size(slave_store, autojump_clock)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(client.run_session, slave_side)
         await master_side.send_all(struct.pack(">qi", 0, 0x7FFFFFFF))
-        with trio.fail_after(1):
-            while client.connected or client.sessions == 0:
-                await trio.sleep(0.01)
+        await wait_until(lambda: not client.connected and client.sessions > 0, timeout=1)
         assert slave_store.max_phy_offset == 0
         nursery.cancel_scope.cancel()
 
@@ -320,9 +319,7 @@ async def test_master_drops_a_slave_that_never_reads(master, autojump_clock, cap
         await trio.testing.wait_all_tasks_blocked()
         assert service.connection_count == 1
         t0 = trio.current_time()
-        with trio.fail_after(60):
-            while service.connection_count:
-                await trio.sleep(0.5)
+        await wait_until(lambda: service.connection_count == 0, timeout=60, tick=0.5)
         # the reports kept the read side alive: it is the stuck write that ended the connection
         assert 19.5 < trio.current_time() - t0 < 21
         assert any("has not read" in r.getMessage() for r in caplog.records)

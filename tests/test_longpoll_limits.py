@@ -12,6 +12,7 @@ from rocketpy.broker import longpoll
 from rocketpy.broker.testing import broker_client, now_ms, running_broker
 from rocketpy.codecs import FrameSplitter, RemotingCommand, RequestCode, ResponseCode
 from rocketpy.codecs.headers import PullMessageRequestHeader
+from rocketpy.testing import wait_until
 
 
 def held_pull(topic: str, offset: int, opaque: int) -> bytes:
@@ -41,9 +42,7 @@ async def test_held_pulls_per_connection_are_capped(tmp_path, monkeypatch, caplo
         assert sorted(a.opaque for a in answers) == [11, 12, 13, 14, 15]
         assert sum("further ones are answered at once" in r.getMessage() for r in caplog.records) == 1
         await stream.aclose()
-        with trio.fail_after(5):
-            while broker.hold.held_count:
-                await trio.sleep(0.01)
+        await wait_until(lambda: broker.hold.held_count == 0, timeout=5)
 
 
 async def test_a_peer_reading_none_of_its_woken_pulls_is_closed(tmp_path, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
@@ -57,14 +56,11 @@ async def test_a_peer_reading_none_of_its_woken_pulls_is_closed(tmp_path, monkey
         async with broker_client(broker.address) as c:
             assert (await c.send("TSlow", b"x", queue_id=0)).code == ResponseCode.SUCCESS
             await stream.send_all(b"".join(held_pull("TSlow", 1, i) for i in range(1, 41)))
-            with trio.fail_after(10):
-                while broker.hold.held_count < 40:
-                    await trio.sleep(0.01)
+            await wait_until(lambda: broker.hold.held_count >= 40)
             for _ in range(32):  # each woken answer carries 32 x 64 KiB: far more than the socket buffers
                 assert (await c.send("TSlow", b"y" * 65536, queue_id=0)).code == ResponseCode.SUCCESS
-        with trio.fail_after(20):
-            while not any("pending pull answers; closing" in r.getMessage() for r in caplog.records):
-                await trio.sleep(0.05)
+        await wait_until(lambda: any("pending pull answers; closing" in r.getMessage() for r in caplog.records),
+                         timeout=20, tick=0.05)
         # the connection is gone: what the kernel still held drains, then the end
         with trio.fail_after(20):
             try:

@@ -22,6 +22,7 @@ from rocketpy.remoting import (
     open_remoting_client,
     serve_remoting,
 )
+from rocketpy.testing import wait_until
 
 ECHO, BOOM, SLOW, NOTE = 9001, 9002, 9003, 9004
 
@@ -177,9 +178,7 @@ async def test_malformed_frame_closes_connection(nursery: trio.Nursery, caplog: 
     nursery.start_soon(server.handle_stream, good_server, "good:1")
     # a whole good request, then a negative length
     await bad_client.send_all(req(ECHO, 1).encode() + struct.pack(">i", -5) + b"junkjunk")
-    with trio.fail_after(5):
-        while closed == []:
-            await trio.sleep(0.01)
+    await wait_until(lambda: closed != [], timeout=5)
     assert [c.remote_addr for c in closed] == ["bad:1"]
     assert "decode exception, bad:1" in caplog.text and "failed" not in caplog.text
     await good_client.send_all(req(ECHO, 2).encode())
@@ -195,16 +194,16 @@ async def test_broken_json_header_closes_connection(nursery: trio.Nursery) -> No
     nursery.start_soon(server.handle_stream, server_side, "x:1")
     header = b'{"code":9001,"opaque":'
     await client.send_all(struct.pack(">ii", 4 + len(header), len(header)) + header)
+    await wait_until(lambda: closed != [], timeout=5)
     with trio.fail_after(5):
-        while not closed:
-            await trio.sleep(0.01)
         assert await client.receive_some() == b""
 
 
 # -- real sockets ----------------------------------------------------------------
 
 
-async def test_client_invoke_timeout_async_oneway(nursery: trio.Nursery) -> None:
+async def test_client_invoke_timeout_async_oneway(nursery: trio.Nursery, virtual_clock: trio.testing.MockClock) -> None:
+    # timeouts race the SLOW handler's 0.3 s on the virtual clock: no busy machine can reorder them
     notes: list[str] = []
     connects: list[Connection] = []
     closes: list[Connection] = []
@@ -253,9 +252,7 @@ async def test_client_invoke_timeout_async_oneway(nursery: trio.Nursery) -> None
         resp = await client.invoke(server.address, req(ECHO, 0, b"kept"), timeout=3)
         assert resp.body == b"kept" and len(connects) == 3
 
-    with trio.fail_after(5):
-        while len(closes) < 3:
-            await trio.sleep(0.01)
+    await wait_until(lambda: len(closes) >= 3, timeout=5)
     nursery.cancel_scope.cancel()
 
 
@@ -293,9 +290,7 @@ async def test_connect_refused_and_pending_failed_on_close(nursery: trio.Nursery
     server: RemotingServer = await nursery.start(serve_remoting, make_dispatcher())
     async with open_remoting_client() as client:
         fut = await client.invoke_async(server.address, req(SLOW, 0, b"10"), timeout=30)
-        with trio.fail_after(5):
-            while not server.connections:
-                await trio.sleep(0.01)
+        await wait_until(lambda: server.connections, timeout=5)
         for conn in list(server.connections):
             await conn.aclose()
         with pytest.raises(ConnectionClosedError):
@@ -317,7 +312,7 @@ async def test_server_survives_garbage_over_tcp(nursery: trio.Nursery) -> None:
     nursery.cancel_scope.cancel()
 
 
-async def test_idle_connection_closed(nursery: trio.Nursery) -> None:
+async def test_idle_connection_closed(nursery: trio.Nursery, virtual_clock: trio.testing.MockClock) -> None:
     closed: list[Connection] = []
     server: RemotingServer = await nursery.start(
         lambda task_status: serve_remoting(
@@ -325,9 +320,10 @@ async def test_idle_connection_closed(nursery: trio.Nursery) -> None:
         )
     )
     stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+    t0 = trio.current_time()
     with trio.fail_after(5):
         assert await stream.receive_some() == b""
-        while not closed:
-            await trio.sleep(0.01)
+    assert 0.2 <= trio.current_time() - t0 <= 0.25  # idle_timeout, checked every quarter of it (virtual time)
+    await wait_until(lambda: closed != [], timeout=5)
     await stream.aclose()
     nursery.cancel_scope.cancel()

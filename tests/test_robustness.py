@@ -40,7 +40,7 @@ from rocketpy.codecs.headers.namesrv import GetRouteInfoRequestHeader
 from rocketpy.namesrv import NameServer, NamesrvConfig
 from rocketpy.remoting import open_remoting_client
 from rocketpy.remoting.connection import CommandReader
-from rocketpy.testing import BrokerTestClient, broker_client, free_broker_port, free_port, running_broker
+from rocketpy.testing import BrokerTestClient, broker_client, free_broker_port, free_port, running_broker, wait_until
 
 R = RequestCode
 TOPIC = "Robust"
@@ -460,13 +460,15 @@ async def test_namesrv_survives(namesrv: NameServer, case: Case, caplog: pytest.
 
 
 @pytest.mark.parametrize("interval", ["-1", "0"])
-async def test_namesrv_survives_a_non_positive_scan_interval(namesrv: NameServer, interval: str) -> None:
+async def test_namesrv_survives_a_non_positive_scan_interval(
+    namesrv: NameServer, interval: str, virtual_clock: trio.testing.MockClock
+) -> None:
     # UPDATE_NAMESRV_CONFIG changes the liveness scan period at run time; trio.sleep refuses
     # negatives, and this used to take the whole NameServer down a scan later
     body = f"scanNotActiveBrokerInterval={interval}".encode()
     answer = await exchange(namesrv.address, json_request(int(R.UPDATE_NAMESRV_CONFIG), None, body))
     assert isinstance(answer, RemotingCommand) and answer.code == ResponseCode.SUCCESS
-    await trio.sleep(0.2)  # several scan rounds at the old 50 ms period
+    await trio.sleep(0.2)  # virtual: several scan rounds at the old 50 ms period
     await assert_namesrv_healthy(namesrv)
 
 
@@ -608,10 +610,12 @@ async def test_running_broker_releases_fds_and_mappings(tmp_path: Path) -> None:
     async def cycle() -> None:
         async with running_broker(str(tmp_path / "store")) as b:
             async with broker_client(b.address) as c:
-                assert (await c.send(TOPIC, b"x")).code == ResponseCode.SUCCESS
+                sent = await c.send(TOPIC, b"x")
+                assert sent.code == ResponseCode.SUCCESS
+                end = int(sent.ext_fields["queueOffset"]) + 1
                 async with trio.open_nursery() as polls:  # a long poll cut short by the shutdown
-                    polls.start_soon(functools.partial(c.pull, "G", TOPIC, 0, 10**6, suspend_ms=10_000))
-                    await trio.sleep(0.02)
+                    polls.start_soon(functools.partial(c.pull, "G", TOPIC, 0, end, suspend_ms=10_000))
+                    await wait_until(lambda: b.hold.held_count > 0)  # the broker holds it
                     polls.cancel_scope.cancel()
 
     await cycle()  # first run: lazy imports, trio's thread cache

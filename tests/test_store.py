@@ -28,6 +28,7 @@ from rocketpy.store import (
 from rocketpy.store.check import check_store
 from rocketpy.store.config_files import BrokerConfigFiles
 from rocketpy.store.services import GroupCommitService, StoreServices
+from rocketpy.testing import wait_until
 
 CL_SIZE = 4096  # small CommitLog files: a dozen records each
 CQ_UNITS = 8
@@ -592,9 +593,7 @@ async def test_async_flush_services(tmp_path: Path) -> None:
             services = await StoreServices.start(store, nursery, clean=False)
             assert services.group_commit is None
             fill(store, 5)
-            with trio.fail_after(5):
-                while store.flushed_offset < store.max_phy_offset:
-                    await trio.sleep(0.01)
+            await wait_until(lambda: store.flushed_offset >= store.max_phy_offset, timeout=5)
             nursery.cancel_scope.cancel()
 
 

@@ -19,6 +19,7 @@ from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.namesrv import NameServer, NamesrvConfig
 from rocketpy.remoting import Dispatcher, RemotingConnectError, RemotingServer, open_remoting_client
 from rocketpy.remoting.tls import TlsConfig, TlsMode, broker_client_context, server_settings
+from rocketpy.testing import wait_until
 
 ECHO = 9001
 
@@ -298,9 +299,7 @@ async def test_enforcing_cluster_produce_and_pull_over_tls(tmp_path: Path, nurse
     ns: NameServer = await nursery.start(NameServer(config).run)
     tls_props = {"tls.server.mode": "enforcing", "tls.config.file": no_file, "namesrvAddr": ns.address}
     async with running_broker(str(tmp_path / "store"), **tls_props) as broker:
-        with trio.fail_after(10):
-            while "broker-a" not in ns.routes.broker_addr_table:
-                await trio.sleep(0.02)
+        await wait_until(lambda: "broker-a" in ns.routes.broker_addr_table)
         client_config = ClientConfig(namesrv_addr=ns.address, use_tls=True)
         async with Producer("PG-tls", config=client_config) as producer:
             result = await producer.send(make_message("TopicTls", "secret"))
@@ -333,9 +332,7 @@ async def test_enforcing_master_and_slave_replicate_over_tls(tmp_path: Path, cap
             for i in range(5):
                 assert (await c.send("THaTls", b"m%d" % i)).code == ResponseCode.SUCCESS
         end = master.store.max_phy_offset
-        with trio.fail_after(20):
-            while slave.store.max_phy_offset != end:
-                await trio.sleep(0.05)
+        await wait_until(lambda: slave.store.max_phy_offset == end, timeout=20, tick=0.05)
         assert slave.ha.client.ssl_context is not None and master.ha.service.tls_context is not None
         # a plain peer on the enforcing HA port is refused with a line
         plain = await trio.open_tcp_stream("127.0.0.1", port + 1)

@@ -53,7 +53,8 @@ class BrokerController:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         cfg = config
-        self.store = MessageStore(cfg.store)
+        # store timestamps come from rocketpy.clock like every other broker time (a test may set it)
+        self.store = MessageStore(cfg.store, clock=_now_ms)
         cdir = cfg.config_dir
         self.topics = TopicConfigManager(
             cdir,

@@ -30,8 +30,9 @@ from ..clock import now_ms
 from ..codecs import RemotingCommand, ResponseCode
 from ..codecs.bodies import SubscriptionData
 from ..codecs.codes import ExpressionType, MessageConst, MixAll
+from ..codecs.message import record_properties
 from .responses import error
-from .sql92 import Expr, SelectorError, compile_cached, matches, record_properties
+from .sql92 import Expr, SelectorError, compile_cached, matches
 
 if TYPE_CHECKING:
     from .controller import BrokerController

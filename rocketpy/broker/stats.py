@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-import time
 from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+from ..clock import now_ms
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -38,10 +39,6 @@ _READ_BYTES = 1 << 20
 SECONDS_PERIOD_MS = 10_000
 MINUTES_PERIOD_MS = 600_000
 HOUR_PERIOD_MS = 3_600_000
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.bodies import ConsumerData, MessageQueue, SubscriptionData, build_subscription
 from ..codecs.codes import ConsumeFromWhere, ConsumeType, MessageConst, MessageModel, MixAll
 from ..codecs.message import MessageExt
@@ -147,7 +148,7 @@ class ConsumerBase:
         self._host = TaskHost(f"rocketpy consumer {self.group}")
         self.nursery = await self._host.open()
         self.running = True
-        self.start_time = time.time_ns() // 1_000_000
+        self.start_time = now_ms()
         for topic in list(self.subscriptions):
             await self.client.update_topic_route(topic)
 

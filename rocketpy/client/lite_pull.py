@@ -9,12 +9,12 @@ committed automatically every ``auto_commit_interval`` or by ``commit``.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.bodies import MessageQueue, build_subscription
 from ..codecs.codes import ConsumeType, MessageModel, PullStatus, PullSysFlag
 from ..codecs.headers import PullMessageRequestHeader
@@ -283,7 +283,7 @@ class LitePullConsumer(ConsumerBase):
                 log.warning("auto commit failed: %s", exc)
 
     def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
+        return now_ms()
 
     def is_broadcast(self) -> bool:
         return str(self.message_model) == MessageModel.BROADCASTING

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
+from ..clock import now_ms
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import ResetOffsetBody
 from ..codecs.codes import MessageConst, MessageSysFlag
@@ -110,7 +110,7 @@ def build_dispatcher(instance: ClientInstance) -> Dispatcher:
             born_host=h.born_host or "127.0.0.1:0", store_host=h.store_host or "127.0.0.1:0",
             store_timestamp=h.store_timestamp, reconsume_times=h.reconsume_times or 0,
         )
-        msg.properties[MessageConst.PROPERTY_REPLY_MESSAGE_ARRIVE_TIME] = str(time.time_ns() // 1_000_000)
+        msg.properties[MessageConst.PROPERTY_REPLY_MESSAGE_ARRIVE_TIME] = str(now_ms())
         cid = msg.properties.get(MessageConst.PROPERTY_CORRELATION_ID)
         waiter = instance.reply_waiters.pop(cid or "", None)
         if waiter is None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import random
 import re
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus
 from ..codecs.headers import SendMessageRequestHeader
@@ -294,7 +294,7 @@ class Producer:
         header = SendMessageRequestHeader(
             producer_group=self.group, topic=msg.topic, default_topic=self.create_topic_key,
             default_topic_queue_nums=self.default_topic_queue_nums, queue_id=mq.queue_id, sys_flag=sys_flag,
-            born_timestamp=time.time_ns() // 1_000_000, flag=msg.flag, reconsume_times=0, unit_mode=False,
+            born_timestamp=now_ms(), flag=msg.flag, reconsume_times=0, unit_mode=False,
             batch=batch, bname=mq.broker_name,
         )
         if msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
@@ -317,7 +317,7 @@ class Producer:
         result = ClientAPI.send_result(response, addr, mq, uniq)
         if self.trace is not None and batch_msgs is None:
             born = header.born_timestamp or 0
-            self.trace.on_send(msg, result, addr, time.time_ns() // 1_000_000 - born, born)
+            self.trace.on_send(msg, result, addr, now_ms() - born, born)
         return result
 
     # -- the retry loop -------------------------------------------------------------------------

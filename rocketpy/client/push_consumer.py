@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.bodies import ConsumeMessageDirectlyResult, ConsumerRunningInfo, MessageQueue
 from ..codecs.codes import CMResult, MessageConst, MessageModel, MixAll, PullStatus, PullSysFlag
 from ..codecs.headers import PullMessageRequestHeader
@@ -364,7 +365,7 @@ class PushConsumer(ConsumerBase):
             if pq.dropped:
                 return
             reset_retry_topic(msgs, self.group)
-            now = str(time.time_ns() // 1_000_000)
+            now = str(now_ms())
             for m in msgs:
                 m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
             ctx = ConsumeContext(mq)

@@ -11,12 +11,12 @@ id finds its trace (the console's timeline, mqadmin queryMsgTraceById).
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.codes import MessageConst, MixAll
 from ..codecs.trace import TraceRecord, encode_pub, encode_sub_after, encode_sub_before
 
@@ -32,10 +32,6 @@ INNER_TRACE_PRODUCER_PREFIX = "_INNER_TRACE_PRODUCER-"
 CONTEXT_SUCCESS, CONTEXT_EXCEPTION, CONTEXT_FAILED = 0, 2, 4
 MAX_BATCH_BYTES = 128 * 1024  # Java: maxMsgSize of the trace producer
 FLUSH_DELAY = 0.05  # how long a first record waits for company
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _java(value: str | None) -> str:
@@ -142,7 +138,7 @@ class TraceDispatcher:
         if not msgs:
             return None
         request_id = uuid.uuid4().hex.upper()
-        now = _now_ms()
+        now = now_ms()
         data = "".join(encode_sub_before(TraceRecord(
             "SubBefore", m.uniq_key or m.msg_id, now, m.properties.get(MessageConst.PROPERTY_MSG_REGION,
                                                                       self.region), self.group,
@@ -156,7 +152,7 @@ class TraceDispatcher:
             return
         msgs = [m for m in msgs if m.topic != self.trace_topic]
         request_id, began = token
-        now = _now_ms()
+        now = now_ms()
         cost = (now - began) // max(1, len(msgs))
         data = "".join(encode_sub_after(TraceRecord(
             "SubAfter", m.uniq_key or m.msg_id, now, group=self.group, request_id=request_id, cost_time=cost,

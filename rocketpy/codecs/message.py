@@ -156,6 +156,7 @@ _RECORD_C = MESSAGE_RECORD.compile()
 _BATCH_C = BATCH_ENTRY.compile()
 
 _INT32 = struct.Struct(">i")
+_UINT16 = struct.Struct(">H")
 
 # Fixed part of a record: everything but the two hosts and the three variable fields.
 _FIXED_LEN = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 4 + 8 + 4 + 4 + 8 + 4 + 1 + 2
@@ -459,6 +460,19 @@ def string_to_properties(text: str | None) -> dict[str, str]:
 
 def _decode_properties(raw: bytes) -> dict[str, str]:
     return string_to_properties(raw.decode("utf-8", "replace")) if raw else {}
+
+
+def record_properties(record: bytes | bytearray | memoryview) -> dict[str, str]:
+    """The properties of one CommitLog record, read without decoding the rest (a SQL92 filter's view)."""
+    (sys_flag,) = _INT32.unpack_from(record, RECORD_SYS_FLAG_AT)
+    pos = record_field_at("body", sys_flag)  # where the body length sits
+    (body_len,) = _INT32.unpack_from(record, pos)
+    pos += 4 + max(body_len, 0)
+    topic_len = record[pos]
+    pos += 1 + topic_len
+    (props_len,) = _UINT16.unpack_from(record, pos)
+    pos += 2
+    return _decode_properties(bytes(record[pos : pos + props_len]))
 
 
 # ---------------------------------------------------------------------------

@@ -30,7 +30,8 @@ class KVConfigManager:
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = Path(path) if path is not None else None
-        self.table: JavaHashMap[str, JavaHashMap[str, str]] = JavaHashMap()
+        # a value may be null (Java's HashMap keeps it): PUT_KV_CONFIG without a value, or null in the file
+        self.table: JavaHashMap[str, JavaHashMap[str, str | None]] = JavaHashMap()
         #: bumped on every change, so cached answers that embed KV values can tell
         self.version = 0
         self.loaded = False
@@ -57,7 +58,7 @@ class KVConfigManager:
         for namespace, entries in table.items():
             if not isinstance(entries, dict):
                 raise KVConfigError(f"KV config {self.path}: namespace {namespace!r} is not an object")
-            kv: JavaHashMap[str, str] = JavaHashMap()
+            kv: JavaHashMap[str, str | None] = JavaHashMap()
             for key, value in entries.items():
                 kv[str(key)] = value if isinstance(value, str) or value is None else fastjson.dumps(value)
             self.table[str(namespace)] = kv
@@ -83,7 +84,7 @@ class KVConfigManager:
         if kv is None:
             kv = self.table[namespace] = JavaHashMap()
             log.info("putKVConfig create new Namespace %s", namespace)
-        kv[key] = value  # type: ignore[assignment]
+        kv[key] = value
         self.version += 1
         self.persist()
 
@@ -96,12 +97,13 @@ class KVConfigManager:
         self.persist()
 
     def get(self, namespace: str | None, key: str | None) -> str | None:
-        kv = self.table.get(namespace)  # type: ignore[arg-type]
-        return None if kv is None else kv.get(key)  # type: ignore[arg-type]
+        # keys are never null (put takes str, load str()s them): a null namespace or key finds nothing
+        kv = None if namespace is None else self.table.get(namespace)
+        return None if kv is None or key is None else kv.get(key)
 
     def list_namespace(self, namespace: str | None) -> bytes | None:
         """KVTable JSON of one namespace, or None when it does not exist."""
-        kv = self.table.get(namespace)  # type: ignore[arg-type]
+        kv = None if namespace is None else self.table.get(namespace)
         if kv is None:
             return None
         return fastjson.dump_bytes({"table": kv.java_view()})

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import mmap
 import struct
 import threading
 import zlib
@@ -543,7 +544,9 @@ class CommitLog:
 
     # -- checking (recovery and reput) -------------------------------------------------
 
-    def check_message(self, buf: bytes | memoryview, pos: int, check_crc: bool) -> tuple[int, MessageExt | None]:
+    def check_message(
+        self, buf: bytes | memoryview | mmap.mmap, pos: int, check_crc: bool
+    ) -> tuple[int, MessageExt | None]:
         """checkMessageAndReturnSize: (size, message) for a good record, (0, None) at a
         blank or the end of the buffer, (-1, None) for anything that is not a valid record.
         """

@@ -502,7 +502,9 @@ class HAClient:
         self.reput_offset = dispatch_complete_records(store, self.reput_offset)
         return True
 
-    async def _on_data(self, reader: HaTransferReader, data: bytes, report_plus: Callable[[], Awaitable[bool]]) -> bool:
+    async def _on_data(
+        self, reader: HaTransferReader, data: bytes | bytearray, report_plus: Callable[[], Awaitable[bool]]
+    ) -> bool:
         """Append every complete transfer of ``data``; False closes the connection."""
         store = self.store
         try:

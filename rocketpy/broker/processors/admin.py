@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import hmac
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
+from ...clock import now_ms
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.bodies import (
     Connection,
@@ -203,7 +203,7 @@ def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> Remoti
 def get_broker_runtime_info(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     broker = ctx.state
     store = broker.store
-    up = max(0, int(time.time() * 1000) - broker.boot_ms) // 1000
+    up = max(0, now_ms() - broker.boot_ms) // 1000
     table = {
         "brokerVersionDesc": version_desc(int(MQVersion.V4_9_8)),
         "brokerVersion": str(int(MQVersion.V4_9_8)),

@@ -3,9 +3,9 @@ requesting client (REPLY_TO_CLIENT) with PUSH_REPLY_MESSAGE_TO_CLIENT, then stor
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
+from ...clock import now_ms
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import MessageConst, RequestCode
 from ...codecs.headers import ReplyMessageRequestHeader
@@ -37,7 +37,7 @@ async def _push(
     if channel is None or channel.closed:
         return False, f"push reply message fail, channel of <{sender}> not found."
     props = dict(msg.properties)
-    props[MessageConst.PROPERTY_PUSH_REPLY_TIME] = str(int(time.time() * 1000))
+    props[MessageConst.PROPERTY_PUSH_REPLY_TIME] = str(now_ms())
     header = ReplyMessageRequestHeader(
         producer_group=h.producer_group,
         topic=h.topic,
@@ -52,7 +52,7 @@ async def _push(
         unit_mode=h.unit_mode,
         born_host=host_of(ctx),
         store_host=broker.store_host,
-        store_timestamp=int(time.time() * 1000),
+        store_timestamp=now_ms(),
     )
     push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, header, msg.body)
     try:

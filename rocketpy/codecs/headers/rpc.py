@@ -13,8 +13,6 @@ not the subclass, which moves it relative to its bucket neighbours on the wire
 
 from __future__ import annotations
 
-from functools import cache
-
 from ..javalang import hashmap_order, java_string_hash, to_int32
 from .base import CommandHeader
 
@@ -23,9 +21,20 @@ RPC_REQUEST_HEADER_CLASS = "org.apache.rocketmq.common.rpc.RpcRequestHeader"
 INHERITED_FIELDS = frozenset({"bname"})
 
 
-@cache
+_REFLECTION_ORDERS: dict[type[CommandHeader], tuple[str, ...]] = {}
+
+
 def reflection_order(cls: type[CommandHeader]) -> tuple[str, ...]:
     """Wire names in the order Java's field set yields them (java.lang.reflect.Field.hashCode)."""
+    # a dict, not functools.cache: mypy checks a cache key against Hashable with the instances'
+    # __hash__ (dataclasses: none), so it refuses a header class as the key
+    order = _REFLECTION_ORDERS.get(cls)
+    if order is None:
+        order = _REFLECTION_ORDERS[cls] = _reflection_order(cls)
+    return order
+
+
+def _reflection_order(cls: type[CommandHeader]) -> tuple[str, ...]:
     by_hash: dict[int, str] = {}
     for spec in cls.fields_spec:
         owner = RPC_REQUEST_HEADER_CLASS if spec.java_name in INHERITED_FIELDS else cls.java_class

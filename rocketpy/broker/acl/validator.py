@@ -1,0 +1,101 @@
+"""The broker's ACL hook (PlainAccessValidator): what a request needs, then the manager's verdict."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ...codecs.acl_signature import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, signing_content
+from ...codecs.codes import RequestCode as R
+from .accounts import AccessRequest
+from .manager import DEFAULT_PLAIN_FILE, PlainPermissionManager
+from .permission import PUB, SUB, UNIQUE_MSG_QUERY_FLAG, WHERE_PARSE, AclError, is_retry, retry_topic
+
+
+def parse_request(
+    code: int, ext_fields: Mapping[str, str] | None, body: bytes | None, remote_addr: str | None
+) -> AccessRequest:
+    """PlainAccessValidator.parse: the resources a request needs and the content it signed."""
+    ip = remote_addr[: remote_addr.rfind(":")] if remote_addr and ":" in remote_addr else remote_addr
+    req = AccessRequest(request_code=code, remote_ip=ip)
+    if ext_fields is None:
+        return req
+    ext = ext_fields
+    req.access_key = ext.get(ACCESS_KEY)
+    req.signature = ext.get(SIGNATURE)
+    req.secret_token = ext.get(SECURITY_TOKEN)
+    try:
+        if code == R.SEND_MESSAGE:
+            topic = ext.get("topic")
+            if is_retry(topic):
+                req.need(retry_topic(ext.get("group")), SUB)
+            else:
+                req.need(topic, PUB)
+        elif code == R.SEND_MESSAGE_V2:
+            topic = ext.get("b")
+            if is_retry(topic):
+                req.need(retry_topic(ext.get("a")), SUB)
+            else:
+                req.need(topic, PUB)
+        elif code == R.CONSUMER_SEND_MSG_BACK:
+            req.need(retry_topic(ext.get("group")), SUB)
+        elif code == R.PULL_MESSAGE:
+            req.need(ext.get("topic"), SUB)
+            req.need(retry_topic(ext.get("consumerGroup")), SUB)
+        elif code == R.QUERY_MESSAGE:
+            req.need(ext.get("topic"), SUB)
+        elif code == R.HEART_BEAT:
+            _heartbeat_resources(req, body)
+        elif code in (R.UNREGISTER_CLIENT, R.GET_CONSUMER_LIST_BY_GROUP):
+            req.need(retry_topic(ext.get("consumerGroup")), SUB)
+        elif code == R.UPDATE_CONSUMER_OFFSET:
+            req.need(retry_topic(ext.get("consumerGroup")), SUB)
+            req.need(ext.get("topic"), SUB)
+    except AclError:
+        raise
+    except Exception as exc:
+        message = str(exc) if exc.args and exc.args[0] is not None else None
+        raise AclError(message, WHERE_PARSE) from exc
+    req.content = signing_content(ext, body, skip=(SIGNATURE, UNIQUE_MSG_QUERY_FLAG))
+    return req
+
+
+def _heartbeat_resources(req: AccessRequest, body: bytes | None) -> None:
+    from ...codecs import fastjson
+
+    if not body:
+        raise ValueError(None)  # Java: a NullPointerException decoding the absent body
+    doc = fastjson.loads(body)
+    if not isinstance(doc, dict):
+        raise ValueError("can not cast to HeartbeatData")
+    for data in doc.get("consumerDataSet") or []:
+        req.need(retry_topic(data.get("groupName")), SUB)
+        for sub in data.get("subscriptionDataSet") or []:
+            req.need(sub.get("topic"), SUB)
+
+
+class PlainAccessValidator:
+    """The broker's hook: parse a request, validate it, raise AclError when refused."""
+
+    def __init__(self, manager: PlainPermissionManager) -> None:
+        self.manager = manager
+
+    @classmethod
+    def for_home(cls, home: str | None, plain_file: str | None = None) -> PlainAccessValidator:
+        """The validator of a broker; FileNotFoundError (the broker refuses to start) when ``plain_file`` is
+        named but cannot be found: serving with no accounts would refuse every request."""
+        if plain_file:  # checked before the manager would create it empty
+            path = os.path.normpath(os.path.join(home or "", plain_file))
+            if not os.path.isfile(path):
+                where = "" if os.path.isabs(plain_file) else f" (relative to rocketmqHome={home or '<unset>'})"
+                raise FileNotFoundError(f"aclPlainFile {path} does not exist{where}")
+        return cls(PlainPermissionManager(home, plain_file or DEFAULT_PLAIN_FILE))
+
+    def check(self, code: int, ext_fields: Mapping[str, str] | None, body: bytes | None, remote_addr: str) -> None:
+        self.manager.reload_if_changed()
+        self.manager.validate(parse_request(code, ext_fields, body, remote_addr))
+
+    def __call__(self, ctx: Any, request: Any) -> None:
+        """Dispatcher before-hook form: ``(ctx, request)``."""
+        self.check(request.code, request.ext_fields, request.body, str(ctx.remote_addr))
