@@ -10,7 +10,7 @@ import json
 from functools import cache
 
 import trio
-from client_fakes import fake_cluster
+from clusters import real_cluster
 from golden import CAPTURES, frames
 
 from rocketpy.client import (
@@ -47,7 +47,7 @@ def shape(value: object) -> object:
 
 
 async def run_scenario() -> dict[int, list[RemotingCommand]]:
-    async with fake_cluster(check_interval=0.1) as c:
+    async with real_cluster(probe=True) as c:
         config = ClientConfig(namesrv_addr=c.namesrv, rebalance_interval=0.5, persist_consumer_offset_interval=0.3)
         retried = set()
 
@@ -86,11 +86,12 @@ async def run_scenario() -> dict[int, list[RemotingCommand]]:
         async with TransactionProducer("TPG", lambda m, a: "UNKNOW", lambda m: "COMMIT_MESSAGE",
                                        namesrv=c.namesrv) as tp:
             await tp.send_in_transaction(make_message("WireTx", "tx"))
-            with trio.fail_after(10):
-                while c.broker.half:
+            with trio.fail_after(10):  # the broker checks the UNKNOW half message; the answer commits it
+                while not any(r.ext_fields["fromTransactionCheck"] == "true"
+                              for r in c.probe.of(RequestCode.END_TRANSACTION)):
                     await trio.sleep(0.05)
         out: dict[int, list[RemotingCommand]] = {}
-        for r in c.broker.requests:
+        for r in c.probe.requests:
             out.setdefault(r.code, []).append(r)
         return out
 

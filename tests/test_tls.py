@@ -368,11 +368,11 @@ def test_cli_tls_flag_speaks_tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     import io
     import sys
 
-    from client_fakes import threaded_cluster
+    from clusters import threaded_cluster
 
     from rocketpy.cli import main
 
-    with threaded_cluster(real=True) as c:
+    with threaded_cluster() as c:
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"over tls\n")))
         no_file = str(tmp_path / "none.properties")
         assert main(["produce", "-n", c.namesrv, "-t", "CliTls", "--tls", "--tls-config", no_file]) == 0
