@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ..codecs.bodies import MessageQueue
@@ -341,6 +342,26 @@ async def send_message(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     return 0
 
 
+def _tag_set(sub: str) -> set[str] | None:
+    """The tags of a subscription expression (TagA || TagB), None for every tag (*)."""
+    return None if sub.strip() == "*" else {t.strip() for t in sub.split("||")}
+
+
+async def _queue_messages(
+    admin: Admin, mq: MessageQueue, lo: int, hi: int, tags: set[str] | None
+) -> AsyncIterator[MessageExt]:
+    """The messages of ``mq`` from offset ``lo`` up to ``hi`` with a tag in ``tags`` (any when None), 32 a pull."""
+    offset = lo
+    while offset < hi:
+        msgs, nxt = await admin.pull(mq, offset, 32)
+        if nxt <= offset:
+            return
+        offset = nxt
+        for m in msgs:
+            if tags is None or m.tags in tags:
+                yield m
+
+
 def _print_msg_opts(p: argparse.ArgumentParser) -> None:
     topic_opt(p)
     p.add_argument("-c", "--charsetName", dest="charset", default="UTF-8", help="body charset")
@@ -353,27 +374,19 @@ def _print_msg_opts(p: argparse.ArgumentParser) -> None:
 
 @command("printMsg", "Print Message Detail", _print_msg_opts)
 async def print_msg(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    tags = None if args.sub.strip() == "*" else {t.strip() for t in args.sub.split("||")}
+    tags = _tag_set(args.sub)
     begin = parse_time(args.begin) if args.begin else None
     end = parse_time(args.end) if args.end else None
     rows = []
     for mq, (lo, hi) in sorted((await admin.queue_bounds(args.topic)).items()):
         out.line(f"minOffset={lo}, maxOffset={hi}, MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, "
                  f"queueId={mq.queue_id}]")
-        offset = lo
-        while offset < hi:
-            msgs, nxt = await admin.pull(mq, offset, 32)
-            if nxt <= offset:
-                break
-            offset = nxt
-            for m in msgs:
-                if tags is not None and m.tags not in tags:
-                    continue
-                if (begin is not None and m.store_timestamp < begin) or (end is not None and m.store_timestamp > end):
-                    continue
-                body = m.decompressed_body().decode(args.charset, "replace") if args.print_body else "NOT PRINT BODY"
-                out.line(f"MSGID: {m.client_msg_id} {message_ext_str(m, mq.broker_name)} BODY: {body}")
-                rows.append({**message_json(m), **({} if args.print_body else {"body": None})})
+        async for m in _queue_messages(admin, mq, lo, hi, tags):
+            if (begin is not None and m.store_timestamp < begin) or (end is not None and m.store_timestamp > end):
+                continue
+            body = m.decompressed_body().decode(args.charset, "replace") if args.print_body else "NOT PRINT BODY"
+            out.line(f"MSGID: {m.client_msg_id} {message_ext_str(m, mq.broker_name)} BODY: {body}")
+            rows.append({**message_json(m), **({} if args.print_body else {"body": None})})
         out.line("-" * 56)
     out.result(rows)
     return 0
@@ -403,24 +416,15 @@ async def print_msg_by_queue(admin: Admin, args: argparse.Namespace, out: Out) -
         lo = await admin.search_offset(mq, parse_time(args.begin))
     if args.end:
         hi = await admin.search_offset(mq, parse_time(args.end))
-    tags = None if args.sub.strip() == "*" else {t.strip() for t in args.sub.split("||")}
     counts: dict[str, int] = {}
     rows = []
-    offset = lo
-    while offset < hi:
-        msgs, nxt = await admin.pull(mq, offset, 32)
-        if nxt <= offset:
-            break
-        offset = nxt
-        for m in msgs:
-            if tags is not None and m.tags not in tags:
-                continue
-            if args.calculate:
-                counts[m.tags or ""] = counts.get(m.tags or "", 0) + 1
-            if args.print_msg:
-                body = m.decompressed_body().decode(args.charset, "replace") if args.print_body else "NOT PRINT BODY"
-                out.line(f"MSGID: {m.client_msg_id} {message_ext_str(m, mq.broker_name)} BODY: {body}")
-            rows.append(message_json(m))
+    async for m in _queue_messages(admin, mq, lo, hi, _tag_set(args.sub)):
+        if args.calculate:
+            counts[m.tags or ""] = counts.get(m.tags or "", 0) + 1
+        if args.print_msg:
+            body = m.decompressed_body().decode(args.charset, "replace") if args.print_body else "NOT PRINT BODY"
+            out.line(f"MSGID: {m.client_msg_id} {message_ext_str(m, mq.broker_name)} BODY: {body}")
+        rows.append(message_json(m))
     if args.calculate:
         # TagCountBean sorts by count, most first; equal counts keep the HashMap's order
         ordered = sorted(java_hash_order(list(counts), java_string_hash), key=lambda t: -counts[t])
