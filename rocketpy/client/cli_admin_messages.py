@@ -362,12 +362,17 @@ async def _queue_messages(
                 yield m
 
 
-def _print_msg_opts(p: argparse.ArgumentParser) -> None:
-    topic_opt(p)
+def _charset_tags_time_opts(p: argparse.ArgumentParser) -> None:
+    """-c -s -b -e of printMsg and printMsgByQueue."""
     p.add_argument("-c", "--charsetName", dest="charset", default="UTF-8", help="body charset")
     p.add_argument("-s", "--subExpression", dest="sub", default="*", help="tag expression (TagA || TagB)")
     p.add_argument("-b", "--beginTimestamp", dest="begin", help=f"from ({TIME_FORMATS})")
     p.add_argument("-e", "--endTimestamp", dest="end", help=f"to ({TIME_FORMATS})")
+
+
+def _print_msg_opts(p: argparse.ArgumentParser) -> None:
+    topic_opt(p)
+    _charset_tags_time_opts(p)
     p.add_argument("-d", "--printBody", dest="print_body", type=parse_bool, default=True,
                    help="print bodies (true|false)")
 
@@ -396,10 +401,7 @@ def _print_by_queue_opts(p: argparse.ArgumentParser) -> None:
     topic_opt(p)
     p.add_argument("-a", "--brokerName", dest="broker", required=True, help="broker name")
     p.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True, help="queue id")
-    p.add_argument("-c", "--charsetName", dest="charset", default="UTF-8", help="body charset")
-    p.add_argument("-s", "--subExpression", dest="sub", default="*", help="tag expression (TagA || TagB)")
-    p.add_argument("-b", "--beginTimestamp", dest="begin", help=f"from ({TIME_FORMATS})")
-    p.add_argument("-e", "--endTimestamp", dest="end", help=f"to ({TIME_FORMATS})")
+    _charset_tags_time_opts(p)
     p.add_argument("-p", "--printMsg", dest="print_msg", type=parse_bool, default=False,
                    help="print each message (true|false)")
     p.add_argument("-d", "--printBody", dest="print_body", type=parse_bool, default=False,
