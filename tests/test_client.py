@@ -52,8 +52,11 @@ async def stored(c: Cluster, topic: str) -> list[MessageExt]:
         for mq, (lo, hi) in sorted((await admin.queue_bounds(topic)).items(), key=lambda kv: kv[0].queue_id):
             offset = lo
             while offset < hi:
-                msgs, offset = await admin.pull(mq, offset)
+                msgs, nxt = await admin.pull(mq, offset)
+                if nxt <= offset:
+                    break
                 out += msgs
+                offset = nxt
     return out
 
 

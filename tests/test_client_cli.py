@@ -78,7 +78,7 @@ def test_consume_unknown_topic_fails(cluster: Cluster, capsys: pytest.CaptureFix
 @pytest.mark.parametrize("command", ["consume", "produce"])
 def test_unreachable_namesrv_is_one_line_with_the_cause(command: str, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from rocketpy.broker.testing import free_broker_port
+    from rocketpy.testing import free_broker_port
 
     addr = f"127.0.0.1:{free_broker_port()}"  # nothing listens there
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x\n")))
