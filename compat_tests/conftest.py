@@ -1,12 +1,17 @@
-"""Fixtures of the compat tests: the third-party clients, our servers, a stub broker, a capture proxy.
+"""Fixtures of the compat tests: the third-party clients, our servers, a stub broker, a capture proxy,
+and the official Java 4.9.8 install and client (``java_ref``, ``java_classes``).
 
 Our servers bind 127.0.0.1 on free ports and stop with the test that started them:
 the NameServer runs in the test's trio loop; the broker runs as ``rocketpy serve``
 in a subprocess (skipped with "broker not built yet" while ``rocketpy.broker`` is absent).
+The Java fixtures skip with the reason when ROCKETMQ_JAVA_REF / ROCKETMQ_JAVA_CLASSPATH are not set.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -18,11 +23,13 @@ from rocketpy.namesrv.config import NamesrvConfig
 from rocketpy.namesrv.server import NameServer
 
 from .capture import RecordingProxy
-from .harness import ClientEnv, client_env
+from .harness import CLIENTS, ClientEnv, client_env
 from .servers import BrokerProcess, broker_skip_reason, start_broker_process
 from .stub_broker import StubBroker
 
 CLIENT_NAMES = ("cpp1", "cpp2", "node")
+JAVA_REF_VAR = "ROCKETMQ_JAVA_REF"
+JAVA_CLASSPATH_VAR = "ROCKETMQ_JAVA_CLASSPATH"
 
 
 def require_client(name: str) -> ClientEnv:
@@ -122,6 +129,41 @@ async def rocketpy_server(broker_built: None, nursery: trio.Nursery, tmp_path: P
     # whatever the clients saw, the server must not have logged an error or a traceback
     problems = server.log_problems()
     assert not problems, "rocketpy serve logged errors:\n" + "\n".join(problems[:40])
+
+
+@pytest.fixture(scope="session")
+def java_ref() -> Path:
+    """The official Java 4.9.8 install (its ``bin/namesrv.sh``, ``bin/broker.sh``, ``bin/mqadmin.sh``), or skip."""
+    ref = os.environ.get(JAVA_REF_VAR)
+    if not ref:
+        pytest.skip(f"{JAVA_REF_VAR} is not set: the official Java 4.9.8 servers are not available here")
+    path = Path(ref).expanduser()
+    for script in ("namesrv.sh", "broker.sh", "mqadmin.sh"):
+        if not (path / "bin" / script).exists():
+            pytest.skip(f"{JAVA_REF_VAR}={ref} has no bin/{script}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def java_classes(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The classpath to run clients/java/CompatClient with (compiled once per run against the Java client's
+    jars in ROCKETMQ_JAVA_CLASSPATH), or skip."""
+    classpath = os.environ.get(JAVA_CLASSPATH_VAR)
+    if not classpath:
+        pytest.skip(f"{JAVA_CLASSPATH_VAR} is not set: the official Java client's jars are not available here")
+    for tool in ("javac", "java"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    out = tmp_path_factory.mktemp("java-classes")
+    proc = subprocess.run(
+        ["javac", "-encoding", "UTF-8", "-cp", classpath, "-d", str(out), str(CLIENTS / "java" / "CompatClient.java")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"javac against {JAVA_CLASSPATH_VAR}={classpath} failed:\n{proc.stderr[-3000:]}")
+    return f"{out}{os.pathsep}{classpath}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,22 +1,33 @@
-"""Our broker for the compat tests: ``rocketpy serve`` in a subprocess, and its admin calls.
+"""Servers for the compat tests: ``rocketpy serve`` in a subprocess and its admin calls; our broker
+in-process; the official Java 4.9.8 NameServer, broker and client (the Java tests).
 
-The broker is started as a separate process (a crash or a hang there cannot take the
+``rocketpy serve`` is started as a separate process (a crash or a hang there cannot take the
 test runner with it) on free 127.0.0.1 ports, with its store in a temporary directory;
-it is stopped (SIGTERM, then SIGKILL) when the test ends.
+it is stopped (SIGTERM, then SIGKILL) when the test ends. The Java servers are subprocesses
+stopped the same way when their context ends.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode
+
+from .harness import DriverResult, parse_result
+
+if TYPE_CHECKING:
+    from rocketpy.broker.controller import BrokerController
 
 BROKER_NOT_BUILT = "broker not built yet"
 #: how long ``rocketpy serve`` may take to listen and register its broker
@@ -203,3 +214,106 @@ async def wait_for_route(namesrv_addr: str, topic: str, timeout: float = 15.0) -
         f"the NameServer has no route for {topic} after {timeout} s: "
         f"{None if response is None else (response.code, response.remark)}"
     )
+
+
+# -- the official Java 4.9.8 servers and client (ROCKETMQ_JAVA_REF, ROCKETMQ_JAVA_CLASSPATH) -----------------------
+#: store sizes of the brokers in the Java tests (theirs and ours alike): small files, so a test writes little
+JAVA_STORE_KEYS = {
+    "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": "60000",
+    "maxHashSlotNum": "1000",
+    "maxIndexNum": "4000",
+}
+
+
+@asynccontextmanager
+async def _java_server(ref: Path, script: str, env: dict[str, str], log_path: Path) -> AsyncIterator[trio.Process]:
+    """``bin/<script>`` of the Java install, until it prints "boot success"; SIGTERM (then SIGKILL) on exit."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "wb")  # noqa: SIM115 - the process writes it until it stops
+    proc = await trio.lowlevel.open_process(
+        ["bash", str(ref / "bin" / script)], stdout=subprocess.PIPE, stderr=log, env=dict(os.environ, **env)
+    )
+    try:
+        assert proc.stdout is not None
+        buf = b""
+        with trio.fail_after(60):
+            while b"boot success" not in buf:
+                chunk = await proc.stdout.receive_some(4096)
+                if not chunk:
+                    raise RuntimeError(f"Java {script} exited: {buf[-2000:]!r}")
+                buf += chunk
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            with trio.move_on_after(30):
+                await proc.wait()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        log.close()
+
+
+@asynccontextmanager
+async def java_namesrv(ref: Path, port: int, log_dir: Path) -> AsyncIterator[str]:
+    """The Java NameServer on 127.0.0.1:``port``; yields its address."""
+    async with _java_server(ref, "namesrv.sh", {"NAMESRV_PORT": str(port)}, log_dir / f"java-namesrv-{port}.log"):
+        yield f"127.0.0.1:{port}"
+
+
+@asynccontextmanager
+async def java_broker(
+    ref: Path, port: int, namesrv: str, store: Path, extra: dict[str, str]
+) -> AsyncIterator[trio.Process]:
+    """A Java broker (broker-a unless ``extra`` names it) on ``port`` registered with ``namesrv``, its store in
+    ``store``; ``extra`` are more broker.conf keys."""
+    store.mkdir(parents=True, exist_ok=True)
+    lines = {**JAVA_STORE_KEYS, "brokerName": "broker-a", **extra}
+    env = {
+        "BROKER_PORT": str(port),
+        "NAMESRV_ADDR": namesrv,
+        "STORE_DIR": str(store),
+        "BROKER_NAME": lines["brokerName"],
+        "BROKER_CONF_EXTRA": "\n".join(f"{k}={v}" for k, v in lines.items()),
+    }
+    async with _java_server(ref, "broker.sh", env, store.parent / f"java-broker-{port}.log") as proc:
+        yield proc
+
+
+async def stop_java(proc: trio.Process) -> None:
+    """Stop a Java server before its context ends (to test what happens without it)."""
+    proc.send_signal(signal.SIGTERM)
+    with trio.fail_after(40):
+        await proc.wait()
+
+
+@asynccontextmanager
+async def our_broker(nursery: trio.Nursery, store: Path, **props: object) -> AsyncIterator[BrokerController]:
+    """Our broker in-process (``props`` are broker.conf keys), stopped (unregistered first) on exit."""
+    from rocketpy.broker.controller import BrokerController
+    from rocketpy.testing import broker_test_config
+
+    store.mkdir(parents=True, exist_ok=True)
+    broker = BrokerController(broker_test_config(str(store), **props))
+    await nursery.start(broker.run)
+    try:
+        yield broker
+    finally:
+        await broker.stop()
+
+
+async def run_java(
+    classes: str, args: list[str], home: Path, *, tls: bool = False, timeout: float = 90
+) -> DriverResult:
+    """clients/java/CompatClient with ``args``; ``tls``: TLS on as a user turns it on (-Dtls.enable=true; test
+    mode, Java's default)."""
+    home.mkdir(parents=True, exist_ok=True)
+    flags = ["-Dtls.enable=true", "-Dtls.test.mode.enable=true", f"-Dtls.config.file={home / 'none'}"] if tls else []
+    cmd = ["java", *flags, f"-Duser.home={home}", f"-Drocketmq.client.logRoot={home / 'logs'}", "-cp", classes,
+           "CompatClient", *args]  # fmt: skip
+    with trio.fail_after(timeout):
+        proc = await trio.run_process(cmd, capture_stdout=True, capture_stderr=True, check=False,
+                                      env=dict(os.environ, HOME=str(home)), cwd=str(home))  # fmt: skip
+    stdout = proc.stdout.decode("utf-8", "replace")
+    return DriverResult(proc.returncode, parse_result(stdout), stdout, proc.stderr.decode("utf-8", "replace"))

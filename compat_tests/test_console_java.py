@@ -9,12 +9,7 @@ counters.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,56 +18,19 @@ import trio
 
 pytest.importorskip("starlette")
 
-from rocketpy.broker.testing import free_broker_port  # noqa: E402
 from rocketpy.client import ClientConfig, Producer, make_message  # noqa: E402
 from rocketpy.client.admin import Admin  # noqa: E402
 from rocketpy.codecs.bodies import SubscriptionGroupConfig, TopicConfig  # noqa: E402
 from rocketpy.console.data import ConsoleData  # noqa: E402
 from rocketpy.console.metrics import render  # noqa: E402
 from rocketpy.console.testing import console_cluster  # noqa: E402
+from rocketpy.testing import free_broker_port  # noqa: E402
 
-from .test_ha_java import STORE_KEYS, java_broker  # noqa: E402
+from .servers import java_broker, java_namesrv  # noqa: E402
 
-REF_VAR = "ROCKETMQ_JAVA_REF"
 N = 12
 TOPIC, GROUP = "TConsoleJava", "GConsoleJava"
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(scope="module")
-def java_ref() -> Path:
-    ref = os.environ.get(REF_VAR)
-    if not ref:
-        pytest.skip(f"{REF_VAR} is not set: the official Java 4.9.8 servers are not available here")
-    path = Path(ref).expanduser()
-    if not (path / "bin" / "namesrv.sh").exists():
-        pytest.skip(f"{REF_VAR}={ref} has no bin/namesrv.sh")
-    return path
-
-
-@asynccontextmanager
-async def java_namesrv(ref: Path, port: int, log_dir: Path) -> AsyncIterator[str]:
-    log = open(log_dir / f"java-namesrv-{port}.log", "wb")  # noqa: SIM115
-    proc = await trio.lowlevel.open_process(["bash", str(ref / "bin" / "namesrv.sh")], stdout=subprocess.PIPE,
-                                            stderr=log, env=dict(os.environ, NAMESRV_PORT=str(port)))
-    try:
-        buf = b""
-        with trio.fail_after(60):
-            while b"boot success" not in buf:
-                chunk = await proc.stdout.receive_some(4096)
-                if not chunk:
-                    raise RuntimeError(f"Java NameServer exited: {buf[-2000:]!r}")
-                buf += chunk
-        yield f"127.0.0.1:{port}"
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            with trio.move_on_after(30):
-                await proc.wait()
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-        log.close()
 
 
 async def scenario(namesrv: str) -> dict[str, Any]:
@@ -117,8 +75,7 @@ async def test_console_shows_the_same_on_java_servers_and_ours(java_ref: Path, t
     ns_port = free_broker_port()
     async with java_namesrv(java_ref, ns_port, tmp_path) as namesrv:
         port = free_broker_port()
-        async with java_broker(java_ref, port, namesrv, tmp_path / "java-store",
-                               {"brokerName": "broker-a", "autoCreateTopicEnable": "true"}):
+        async with java_broker(java_ref, port, namesrv, tmp_path / "java-store", {"autoCreateTopicEnable": "true"}):
             java = await scenario(namesrv)
     async with console_cluster(str(tmp_path / "ours")) as c:
         ours = await scenario(c.namesrv)
@@ -175,5 +132,3 @@ async def test_java_mqadmin_reads_the_python_clients_traces(java_ref: Path, tmp_
     assert re.search(r"^Pub\s+PTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
     assert re.search(r"^Sub\s+CTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
 
-
-__all__ = ["STORE_KEYS"]

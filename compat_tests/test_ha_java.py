@@ -13,106 +13,24 @@ stopped when the test ends.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 import trio
 
-from rocketpy.broker.controller import BrokerController
 from rocketpy.client import ClientConfig, Producer, make_message
 from rocketpy.codecs import RemotingCommand, RequestCode
 from rocketpy.codecs.bodies import TopicConfigSerializeWrapper
 from rocketpy.codecs.codes import SendStatus
 from rocketpy.namesrv.server import NameServer
 from rocketpy.remoting import open_remoting_client
-from rocketpy.testing import broker_test_config, free_broker_port
+from rocketpy.testing import free_broker_port
 
-from .test_java_client import java_classes as _java_classes
-from .test_java_client import run_java
+from .servers import JAVA_STORE_KEYS, java_broker, our_broker, run_java, stop_java
 
-REF_VAR = "ROCKETMQ_JAVA_REF"
 N = 20
-FILE = 4 * 1024 * 1024
-STORE_KEYS = {
-    "mappedFileSizeCommitLog": str(FILE),
-    "mappedFileSizeConsumeQueue": "60000",
-    "maxHashSlotNum": "1000",
-    "maxIndexNum": "4000",
-}
-
+HA = {"brokerName": "broker-ha"}  # master and slave: one broker name
 pytestmark = pytest.mark.timeout(240)
-java_classes = _java_classes  # the fixture compiling CompatClient.java, shared with test_java_client
-
-
-@pytest.fixture(scope="session")
-def java_ref() -> Path:
-    ref = os.environ.get(REF_VAR)
-    if not ref:
-        pytest.skip(f"{REF_VAR} is not set: the official Java 4.9.8 broker is not available here")
-    path = Path(ref).expanduser()
-    if not (path / "bin" / "broker.sh").exists():
-        pytest.skip(f"{REF_VAR}={ref} has no bin/broker.sh")
-    return path
-
-
-@asynccontextmanager
-async def java_broker(
-    ref: Path, port: int, namesrv: str, store: Path, extra: dict[str, str]
-) -> AsyncIterator[trio.Process]:
-    store.mkdir(parents=True, exist_ok=True)
-    lines = {**STORE_KEYS, "brokerName": "broker-ha", **extra}
-    env = dict(
-        os.environ,
-        BROKER_PORT=str(port),
-        NAMESRV_ADDR=namesrv,
-        STORE_DIR=str(store),
-        BROKER_NAME="broker-ha",
-        BROKER_CONF_EXTRA="\n".join(f"{k}={v}" for k, v in lines.items()),
-    )
-    log = open(store.parent / f"java-broker-{port}.log", "wb")  # noqa: SIM115
-    proc = await trio.lowlevel.open_process(
-        ["bash", str(ref / "bin" / "broker.sh")], stdout=subprocess.PIPE, stderr=log, env=env
-    )
-    try:
-        buf = b""
-        with trio.fail_after(60):
-            while b"boot success" not in buf:
-                chunk = await proc.stdout.receive_some(4096)
-                if not chunk:
-                    raise RuntimeError(f"Java broker exited: {buf[-2000:]!r}")
-                buf += chunk
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            with trio.move_on_after(30):
-                await proc.wait()
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-        log.close()
-
-
-async def stop_java(proc: trio.Process) -> None:
-    proc.send_signal(signal.SIGTERM)
-    with trio.fail_after(40):
-        await proc.wait()
-
-
-@asynccontextmanager
-async def our_broker(nursery: trio.Nursery, store: Path, **props: object) -> AsyncIterator[BrokerController]:
-    store.mkdir(parents=True, exist_ok=True)
-    broker = BrokerController(broker_test_config(str(store), **STORE_KEYS, brokerName="broker-ha", **props))
-    await nursery.start(broker.run)
-    try:
-        yield broker
-    finally:
-        await broker.stop()
 
 
 async def wait_until(pred, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
@@ -162,9 +80,10 @@ async def test_our_slave_beside_java_sync_master(
     topic = "HaJavaMaster"
     port = free_broker_port()
     java_store = tmp_path / "java-master"
-    async with java_broker(java_ref, port, namesrv.address, java_store, {"brokerRole": "SYNC_MASTER"}) as proc:
+    async with java_broker(java_ref, port, namesrv.address, java_store, {**HA, "brokerRole": "SYNC_MASTER"}) as proc:
         async with our_broker(
-            nursery, tmp_path / "our-slave", namesrvAddr=namesrv.address, brokerRole="SLAVE", brokerId="1"
+            nursery, tmp_path / "our-slave", **JAVA_STORE_KEYS, **HA, namesrvAddr=namesrv.address,
+            brokerRole="SLAVE", brokerId="1",
         ) as slave:
 
             async def connected() -> bool:
@@ -199,6 +118,8 @@ async def test_java_slave_beside_our_sync_master(
     async with our_broker(
         nursery,
         tmp_path / "our-master",
+        **JAVA_STORE_KEYS,
+        **HA,
         namesrvAddr=namesrv.address,
         brokerRole="SYNC_MASTER",
         listenPort=port,
@@ -206,7 +127,7 @@ async def test_java_slave_beside_our_sync_master(
     ) as master:
         master_stopped = False
         async with java_broker(
-            java_ref, java_port, namesrv.address, java_store, {"brokerRole": "SLAVE", "brokerId": "1"}
+            java_ref, java_port, namesrv.address, java_store, {**HA, "brokerRole": "SLAVE", "brokerId": "1"}
         ) as _proc:
 
             async def slave_in_sync() -> bool:

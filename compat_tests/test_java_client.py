@@ -3,66 +3,26 @@
 Its jars cannot be downloaded here: the tests run when ROCKETMQ_JAVA_CLASSPATH names them
 (a ``:``-separated classpath, ``dir/*`` allowed, e.g. the ``lib/`` of a RocketMQ 4.9.8
 binary distribution) and skip with that reason otherwise. clients/java/CompatClient.java
-is compiled with javac against that classpath at test time.
+is compiled with javac against that classpath at test time (the ``java_classes`` fixture, conftest.py).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
-import trio
 
 from rocketpy.codecs import MQVersion, RequestCode, ResponseCode
 from rocketpy.codecs.bodies.route import TopicRouteData
 from rocketpy.namesrv.server import NameServer
 
 from .capture import RecordingProxy
-from .harness import CLIENTS, DriverResult, parse_result, sample_messages
-from .servers import BrokerProcess, create_topic, wait_for_route
+from .harness import sample_messages
+from .servers import BrokerProcess, create_topic, run_java, wait_for_route
 from .stub_broker import StubBroker
 
-CLASSPATH_VAR = "ROCKETMQ_JAVA_CLASSPATH"
 N_MESSAGES = 4
 QUEUES = 4
-
-
-@pytest.fixture(scope="session")
-def java_classes(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The classpath to run CompatClient with (compiled once per run), or skip."""
-    classpath = os.environ.get(CLASSPATH_VAR)
-    if not classpath:
-        pytest.skip(f"{CLASSPATH_VAR} is not set: the official Java client's jars are not available here")
-    for tool in ("javac", "java"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed")
-    out = tmp_path_factory.mktemp("java-classes")
-    proc = subprocess.run(
-        ["javac", "-encoding", "UTF-8", "-cp", classpath, "-d", str(out), str(CLIENTS / "java" / "CompatClient.java")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"javac against {CLASSPATH_VAR}={classpath} failed:\n{proc.stderr[-3000:]}")
-    return f"{out}{os.pathsep}{classpath}"
-
-
-async def run_java(classes: str, args: list[str], home: Path, timeout: float = 90) -> DriverResult:
-    home.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, HOME=str(home))
-    cmd = ["java", f"-Duser.home={home}", f"-Drocketmq.client.logRoot={home / 'logs'}", "-cp", classes,
-           "CompatClient", *args]  # fmt: skip
-    with trio.fail_after(timeout):
-        proc = await trio.run_process(cmd, capture_stdout=True, capture_stderr=True, check=False, env=env,
-                                      cwd=str(home))
-    stdout = proc.stdout.decode("utf-8", "replace")
-    return DriverResult(proc.returncode, parse_result(stdout), stdout, proc.stderr.decode("utf-8", "replace"))
 
 
 def _produce_args(namesrv: str, topic: str, run_id: str, prefix: str = "TagJ") -> list[str]:

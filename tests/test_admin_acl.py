@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from client_fakes import Cluster, real_broker_available, threaded_cluster
+from clusters import Cluster, threaded_cluster
 
 from rocketpy.broker.acl import AclError, PlainAccessValidator
 from rocketpy.cli import main
@@ -79,9 +79,7 @@ def test_client_config_builds_the_hook() -> None:
 
 @pytest.fixture
 def acl_cluster(acl_home: Path) -> Iterator[Cluster]:
-    if not real_broker_available():
-        pytest.skip("rocketpy.broker is not available")
-    with threaded_cluster(real=True, aclEnable="true", rocketmqHome=str(acl_home)) as c:
+    with threaded_cluster(aclEnable="true", rocketmqHome=str(acl_home)) as c:
         yield c
 
 

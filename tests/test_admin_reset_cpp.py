@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from client_fakes import real_broker_available, real_cluster
+from clusters import real_cluster
 
 from rocketpy.client.admin import Admin
 from rocketpy.codecs.bodies import MessageQueue, ResetOffsetBody, ResetOffsetBodyForC, TopicConfig
@@ -15,8 +15,6 @@ from rocketpy.testing import broker_client
 
 @pytest.mark.parametrize("cpp", [False, True])
 async def test_reset_offset_tells_the_clients_in_their_layout(cpp: bool) -> None:
-    if not real_broker_available():
-        pytest.skip("rocketpy.broker is not available")
     pushed: list[bytes] = []
     got = trio.Event()
 

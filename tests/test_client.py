@@ -1,7 +1,7 @@
-"""The Python client against our NameServer and a broker: sends, consumers, transactions, request-reply.
+"""The Python client against our NameServer and real broker: sends, consumers, transactions, request-reply.
 
-Each test says what it ran against (``server`` property: "fake" is tests/client_fakes.py,
-"rocketpy" would be rocketpy.broker once it serves these requests).
+What the client sent is read from the broker's probe (tests/clusters.py); the broker's view (offsets,
+locks, connections) from the broker itself.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from client_fakes import Cluster, fake_cluster, real_broker_available, real_cluster
+from clusters import Cluster, committed_offsets, make_topic, real_cluster
 
 from rocketpy.client import (
     ClientConfig,
@@ -25,11 +25,12 @@ from rocketpy.client import (
     make_message,
     select_by_hash,
 )
+from rocketpy.client.admin import Admin
 from rocketpy.codecs import RequestCode
 from rocketpy.codecs.bodies import MessageQueue
 from rocketpy.codecs.bodies.store_config import OffsetSerializeWrapper
 from rocketpy.codecs.codes import ConsumeFromWhere, LocalTransactionState, MessageModel, SendStatus
-from rocketpy.codecs.message import decompress_body
+from rocketpy.codecs.message import MessageExt, decompress_body
 from rocketpy.testing import wait_until
 
 
@@ -43,44 +44,23 @@ async def wait_for(pred, timeout: float = 10.0) -> None:  # type: ignore[no-unty
     await wait_until(pred, timeout=timeout, tick=0.02)
 
 
-@pytest.fixture
-def server(record_property):  # type: ignore[no-untyped-def]
-    def mark(c: Cluster) -> Cluster:
-        record_property("server", c.kind)
-        return c
-
-    return mark
-
-
-@pytest.fixture(params=["fake", "rocketpy"])
-def cluster_of(request, record_property):  # type: ignore[no-untyped-def]
-    """Open a cluster of the parametrized kind: the in-process fake or our real broker."""
-    if request.param == "rocketpy" and not real_broker_available():
-        pytest.skip("rocketpy.broker is not available")
-    record_property("server", request.param)
-    return real_cluster if request.param == "rocketpy" else fake_cluster
-
-
-async def make_topic(c: Cluster, topic: str, queues: int) -> None:
-    """Create a topic through the admin API (both kinds of broker answer UPDATE_AND_CREATE_TOPIC)."""
-    from rocketpy.client.admin import Admin
-    from rocketpy.codecs.bodies import TopicConfig
-
+async def stored(c: Cluster, topic: str) -> list[MessageExt]:
+    """Every message the brokers hold in ``topic``, queue by queue."""
+    out: list[MessageExt] = []
     async with Admin(c.namesrv) as admin:
-        for addr in await admin.master_addrs("DefaultCluster"):
-            await admin.create_topic(addr, TopicConfig(topic_name=topic, read_queue_nums=queues,
-                                                       write_queue_nums=queues, perm=6))
-        with trio.fail_after(10):
-            while True:
-                route = await admin.client.fetch_route(topic)
-                if route is not None and len(route.queue_datas or []) == len(c.brokers):
-                    return
-                await trio.sleep(0.05)
+        for mq, (lo, hi) in sorted((await admin.queue_bounds(topic)).items(), key=lambda kv: kv[0].queue_id):
+            offset = lo
+            while offset < hi:
+                msgs, nxt = await admin.pull(mq, offset)
+                if nxt <= offset:
+                    break
+                out += msgs
+                offset = nxt
+    return out
 
 
-async def test_send_modes_and_wire_format(server) -> None:  # type: ignore[no-untyped-def]
-    async with fake_cluster() as c:
-        server(c)
+async def test_send_modes_and_wire_format() -> None:
+    async with real_cluster(probe=True) as c:
         async with Producer("PG", namesrv=c.namesrv) as p:
             r = await p.send(make_message("TopicA", "hello", tags="TagA", keys=["k1", "k2"],
                                           properties={"color": "red"}))
@@ -94,20 +74,23 @@ async def test_send_modes_and_wire_format(server) -> None:  # type: ignore[no-un
             assert got == [r3]
             rb = await p.send_batch([make_message("TopicA", f"b{i}", tags="B") for i in range(3)])
             assert len(rb.msg_id.split(",")) == 3
-            await wait_for(lambda: sum(len(q) for (t, _), q in c.broker.queues.items() if t == "TopicA") == 7)
-        sends = [r for r in c.broker.requests if r.code == RequestCode.SEND_MESSAGE_V2]
+        with trio.fail_after(10):
+            while len(messages := await stored(c, "TopicA")) < 7:
+                await trio.sleep(0.05)
+        sends = c.probe.of(RequestCode.SEND_MESSAGE_V2)
         first = sends[0].ext_fields
         # the V2 short header, properties in Java HashMap order, WAIT and UNIQ_KEY added, as Java sends them
         assert first["a"] == "PG" and first["b"] == "TopicA" and first["c"] == "TBW102" and first["d"] == "4"
         assert first["i"].split("\x02")[0].split("\x01")[0] in {"KEYS", "color", "UNIQ_KEY", "WAIT", "TAGS"}
         assert "KEYS\x01k1 k2" in first["i"] and f"UNIQ_KEY\x01{r.msg_id}" in first["i"]
-        stored = c.broker.queues[("TopicA", r2.message_queue.queue_id)][r2.queue_offset]
-        assert stored.sys_flag == 0x301 and decompress_body(stored.body) == b"x" * 5000
-        assert any(r.code == RequestCode.SEND_BATCH_MESSAGE for r in c.broker.requests)
+        assert len(messages) == 7
+        big_stored = next(m for m in messages if m.msg_id == r2.offset_msg_id)
+        assert big_stored.sys_flag == 0x301 and decompress_body(big_stored.body) == b"x" * 5000
+        assert c.probe.of(RequestCode.SEND_BATCH_MESSAGE)
 
 
-async def test_ordered_send_by_hash(cluster_of) -> None:  # type: ignore[no-untyped-def]
-    async with cluster_of() as c:
+async def test_ordered_send_by_hash() -> None:
+    async with real_cluster() as c:
         await make_topic(c, "TopicO", 4)
         async with Producer("PG", namesrv=c.namesrv) as p:
             results = [await p.send(make_message("TopicO", f"o{i}"), selector=select_by_hash, arg=i % 3)
@@ -116,36 +99,33 @@ async def test_ordered_send_by_hash(cluster_of) -> None:  # type: ignore[no-unty
         assert [r.message_queue.queue_id for r in results] == [0, 1, 2] * 3
 
 
-async def test_retry_on_another_broker_after_failure(server) -> None:  # type: ignore[no-untyped-def]
-    async with fake_cluster(("broker-a", "broker-b")) as c:
-        server(c)
-        for b in c.brokers:
-            b.create_topic("TopicR", 2)
+async def test_retry_on_another_broker_after_failure() -> None:
+    async with real_cluster(("broker-a", "broker-b"), probe=True) as c:
+        await make_topic(c, "TopicR", 2)
         async with Producer("PG", client=None, config=fast(c), send_latency_fault_enable=True) as p:
             await p.send(make_message("TopicR", "warm"))
-            c.brokers[0].fail_sends = 100
+            c.probes[0].fail_sends = 100
             results = [await p.send(make_message("TopicR", f"r{i}")) for i in range(6)]
             assert {r.message_queue.broker_name for r in results} == {"broker-b"}
             # the failed broker is in quarantine: later sends do not even try it
-            tried_a = c.brokers[0].fail_sends
+            tried_a = c.probes[0].fail_sends
             for i in range(4):
                 await p.send(make_message("TopicR", f"s{i}"))
-            assert c.brokers[0].fail_sends == tried_a
+            assert c.probes[0].fail_sends == tried_a
 
 
-async def test_send_fails_after_retries(server) -> None:  # type: ignore[no-untyped-def]
+async def test_send_fails_after_retries() -> None:
     from rocketpy.client import MQClientError
 
-    async with fake_cluster() as c:
-        server(c)
-        c.broker.fail_sends = 10
+    async with real_cluster(probe=True) as c:
+        c.probe.fail_sends = 10
         async with Producer("PG", namesrv=c.namesrv) as p:
             with pytest.raises(MQClientError, match="Send \\[3\\] times"):
                 await p.send(make_message("TopicF", "x"))
 
 
-async def test_push_consumer_with_retry(cluster_of) -> None:  # type: ignore[no-untyped-def]
-    async with cluster_of() as c:
+async def test_push_consumer_with_retry() -> None:
+    async with real_cluster(probe=True) as c:
         await make_topic(c, "TopicP", 4)
         seen: list[tuple[bytes, int]] = []
 
@@ -168,16 +148,14 @@ async def test_push_consumer_with_retry(cluster_of) -> None:  # type: ignore[no-
         bodies = Counter(b for b, _ in seen)
         assert set(bodies) == {b"m1", b"m2", b"m3", b"m5", b"m6", b"m7"}
         assert bodies[b"m3"] == 3 and sorted(t for b, t in seen if b == b"m3") == [0, 1, 2]
-        if c.kind != "fake":
-            return
-        back = [r for r in c.broker.requests if r.code == RequestCode.CONSUMER_SEND_MSG_BACK]
+        back = c.probe.of(RequestCode.CONSUMER_SEND_MSG_BACK)
         assert len(back) == 2 and back[0].ext_fields["group"] == "CG" and back[0].ext_fields["delayLevel"] == "0"
         # offsets committed to the broker for every queue of the topic
-        assert sum(off for (g, t, _), off in c.broker.offsets.items() if g == "CG" and t == "TopicP") == 8
+        assert sum(committed_offsets(c.broker, "CG", "TopicP").values()) == 8
 
 
-async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of, virtual_clock) -> None:  # type: ignore[no-untyped-def]
-    async with cluster_of() as c:
+async def test_rebalance_join_and_leave_no_loss_no_dup(virtual_clock) -> None:  # type: ignore[no-untyped-def]
+    async with real_cluster() as c:
         await make_topic(c, "TopicRb", 8)
         got: dict[str, list[bytes]] = {"A": [], "B": []}
 
@@ -226,8 +204,8 @@ async def test_rebalance_join_and_leave_no_loss_no_dup(cluster_of, virtual_clock
         assert len(everything) == 120 and len(set(everything)) == 120
 
 
-async def test_orderly_consumer_locks_and_order(cluster_of) -> None:  # type: ignore[no-untyped-def]
-    async with cluster_of() as c:
+async def test_orderly_consumer_locks_and_order() -> None:
+    async with real_cluster(probe=True) as c:
         await make_topic(c, "TopicOrd", 4)
         per_order: dict[int, list[int]] = {}
         failed_once: set[int] = set()
@@ -253,18 +231,16 @@ async def test_orderly_consumer_locks_and_order(cluster_of) -> None:  # type: ig
                 await wait_for(lambda: sum(len(v) for v in per_order.values()) == 30)
                 mine = {mq: pq for mq, pq in consumer.pq_table.items() if mq.topic == "TopicOrd"}
                 assert len(mine) == 4 and all(pq.locked for pq in mine.values())
-                if c.kind == "fake":
-                    locks = {mq.queue_id for (g, mq), (cid, _) in c.broker.locks.items() if g == "CGO"}
-                    assert locks == {0, 1, 2, 3}
+                held = c.broker.locks.table.get("CGO", {})
+                assert {mq.queue_id for mq in held} == {0, 1, 2, 3}
+                assert {e.client_id for e in held.values()} == {consumer.client.client_id}
         assert all(v == [0, 1, 2, 3, 4] for v in per_order.values())
-        if c.kind != "fake":
-            return
-        assert not any(g == "CGO" for g, _ in c.broker.locks), "locks released at shutdown"
-        assert any(r.code == RequestCode.LOCK_BATCH_MQ for r in c.broker.requests)
+        assert not c.broker.locks.table.get("CGO"), "locks released at shutdown"
+        assert c.probe.of(RequestCode.LOCK_BATCH_MQ)
 
 
-async def test_broadcast_offsets_on_disk(cluster_of, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    async with cluster_of() as c:
+async def test_broadcast_offsets_on_disk(tmp_path: Path) -> None:
+    async with real_cluster(probe=True) as c:
         await make_topic(c, "TopicBc", 2)
         counts = [0, 0]
 
@@ -291,14 +267,13 @@ async def test_broadcast_offsets_on_disk(cluster_of, tmp_path: Path) -> None:  #
         assert text.startswith('{\n\t"offsetTable":{{\n\t\t\t"brokerName":"broker-a",')
         table = OffsetSerializeWrapper.decode(text).offset_table
         assert sum(table.values()) == 6 and {mq.queue_id for mq in table} == {0, 1}
-        if c.kind != "fake":
-            return
-        assert not any(r.code == RequestCode.UPDATE_CONSUMER_OFFSET and r.ext_fields.get("consumerGroup") == "CGB"
-                       for r in c.broker.requests)
+        updates = c.probe.of(RequestCode.UPDATE_CONSUMER_OFFSET)
+        assert not any(r.ext_fields.get("consumerGroup") == "CGB" for r in updates)
+        assert not committed_offsets(c.broker, "CGB", "TopicBc")
 
 
-async def test_lite_pull_assign_seek_commit(cluster_of) -> None:  # type: ignore[no-untyped-def]
-    async with cluster_of() as c:
+async def test_lite_pull_assign_seek_commit() -> None:
+    async with real_cluster(probe=True) as c:
         await make_topic(c, "TopicLp", 1)
         async with Producer("PG", namesrv=c.namesrv) as p:
             for i in range(10):
@@ -316,14 +291,12 @@ async def test_lite_pull_assign_seek_commit(cluster_of) -> None:  # type: ignore
             assert [m.body for m in again][:1] == [b"l7"]
             await lp.commit()
             assert await lp.committed(mq) == again[-1].queue_offset + 1
-        if c.kind != "fake":
-            return
-        pulls = [r for r in c.broker.requests if r.code == RequestCode.PULL_MESSAGE]
+        pulls = c.probe.of(RequestCode.PULL_MESSAGE)
         assert pulls[0].ext_fields["sysFlag"] == "22"
 
 
-async def test_lite_pull_subscribe(cluster_of) -> None:  # type: ignore[no-untyped-def]
-    async with cluster_of() as c:
+async def test_lite_pull_subscribe() -> None:
+    async with real_cluster() as c:
         await make_topic(c, "TopicLs", 2)
         async with Producer("PG", namesrv=c.namesrv) as p:
             for i in range(6):
@@ -336,14 +309,11 @@ async def test_lite_pull_subscribe(cluster_of) -> None:  # type: ignore[no-untyp
                 while len(got) < 6:
                     got += [m.body for m in await lp.poll(1.0)]
         assert sorted(got) == [f"s{i}".encode() for i in range(6)]
-        if c.kind != "fake":
-            return
-        assert sum(off for (g, t, _), off in c.broker.offsets.items() if g == "CGLS") == 6
+        assert sum(committed_offsets(c.broker, "CGLS", "TopicLs").values()) == 6
 
 
-async def test_transactions_commit_rollback_and_check(cluster_of, virtual_clock) -> None:  # type: ignore[no-untyped-def]
-    opts = {"check_interval": 0.1} if cluster_of is fake_cluster else {}
-    async with cluster_of(**opts) as c:
+async def test_transactions_commit_rollback_and_check(virtual_clock) -> None:  # type: ignore[no-untyped-def]
+    async with real_cluster(probe=True) as c:
         await make_topic(c, "TopicTx", 4)
         checks: list[str] = []
 
@@ -372,18 +342,15 @@ async def test_transactions_commit_rollback_and_check(cluster_of, virtual_clock)
                 await trio.sleep(0.3)  # virtual: the rolled back one does not come later either
         # consumers see the committed and the checked-then-committed message, never the rolled back one
         assert sorted(got) == [b"COMMIT_MESSAGE", b"UNKNOW"]
-        if c.kind != "fake":
-            return
-        stored = sorted(m.body for (t, _), q in c.broker.queues.items() if t == "TopicTx" for m in q)
-        assert stored == [b"COMMIT_MESSAGE", b"UNKNOW"]
+        assert sorted(m.body for m in await stored(c, "TopicTx")) == [b"COMMIT_MESSAGE", b"UNKNOW"]
         assert checks == ["tx-UNKNOW"]
-        ends = [r.ext_fields for r in c.broker.requests if r.code == RequestCode.END_TRANSACTION]
+        ends = [r.ext_fields for r in c.probe.of(RequestCode.END_TRANSACTION)]
         assert [e["commitOrRollback"] for e in ends] == ["8", "12", "0", "8"]
         assert [e["fromTransactionCheck"] for e in ends] == ["false", "false", "false", "true"]
 
 
-async def test_request_reply(cluster_of) -> None:  # type: ignore[no-untyped-def]
-    async with cluster_of() as c:
+async def test_request_reply() -> None:
+    async with real_cluster(probe=True) as c:
         await make_topic(c, "TopicReq", 1)
         async with Producer("PG", namesrv=c.namesrv) as requester, Producer("RPG", namesrv=c.namesrv) as responder:
             async def serve(msgs, ctx):  # type: ignore[no-untyped-def]
@@ -395,42 +362,30 @@ async def test_request_reply(cluster_of) -> None:  # type: ignore[no-untyped-def
             async with consumer:
                 reply = await requester.request(make_message("TopicReq", "ping"), timeout=5.0)
         assert reply.body == b"pong:ping"
-        if c.kind == "fake":
-            assert any(r.code == RequestCode.SEND_REPLY_MESSAGE_V2 for r in c.broker.requests)
+        assert c.probe.of(RequestCode.SEND_REPLY_MESSAGE_V2)
 
 
-async def test_request_timeout(server) -> None:  # type: ignore[no-untyped-def]
+async def test_request_timeout() -> None:
     from rocketpy.client import RequestTimeoutError
 
-    async with fake_cluster() as c:
-        server(c)
+    async with real_cluster() as c:
         async with Producer("PG", namesrv=c.namesrv) as p:
             with pytest.raises(RequestTimeoutError):
                 await p.request(make_message("TopicNobody", "ping"), timeout=0.3)
 
 
-async def test_broker_initiated_requests(server) -> None:  # type: ignore[no-untyped-def]
-    """GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY and RESET_CONSUMER_CLIENT_OFFSET reach the consumer."""
-    from rocketpy.codecs import RemotingCommand
-    from rocketpy.codecs.bodies import ConsumeMessageDirectlyResult, ConsumerRunningInfo
-    from rocketpy.codecs.headers import (
-        ConsumeMessageDirectlyResultRequestHeader,
-        GetConsumerRunningInfoRequestHeader,
-        ResetOffsetRequestHeader,
-    )
-    from rocketpy.codecs.message import encode_message
-
-    async with fake_cluster() as c:
-        server(c)
-        c.broker.create_topic("TopicBi", 2)
+async def test_broker_initiated_requests() -> None:
+    """GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY and RESET_CONSUMER_CLIENT_OFFSET, relayed by the
+    broker from an admin, reach the consumer."""
+    async with real_cluster() as c:
+        await make_topic(c, "TopicBi", 2)
         seen: list[bytes] = []
 
         async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
             seen.extend(m.body for m in msgs)
 
-        async with Producer("PG", namesrv=c.namesrv) as p:
-            for i in range(4):
-                await p.send(make_message("TopicBi", f"bi{i}"))
+        async with Producer("PG", namesrv=c.namesrv) as p, Admin(c.namesrv) as admin:
+            sent = [await p.send(make_message("TopicBi", f"bi{i}")) for i in range(4)]
             consumer = PushConsumer("CGBi", listener, config=fast(c),
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe("TopicBi")
@@ -438,24 +393,17 @@ async def test_broker_initiated_requests(server) -> None:  # type: ignore[no-unt
                 await wait_for(lambda: len(seen) == 4)
                 # the retry topic's queue is rebalanced in on its own schedule: wait for it, not for luck
                 await wait_for(lambda: any(mq.topic == "%RETRY%CGBi" for mq in consumer.pq_table))
-                entry = c.broker.consumers["CGBi"][consumer.client.client_id]
-                h = GetConsumerRunningInfoRequestHeader(consumer_group="CGBi", client_id=consumer.client.client_id)
-                resp = await entry.conn.invoke(RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h), 3)
-                info = ConsumerRunningInfo.decode(resp.body)
+                client_id = consumer.client.client_id
+                info = await admin.consumer_running_info("CGBi", client_id)
                 assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
                 assert {mq.topic for mq in info.mq_table} == {"TopicBi", "%RETRY%CGBi"}
-                stored = c.broker.queues[("TopicBi", 0)][0]
-                h2 = ConsumeMessageDirectlyResultRequestHeader(consumer_group="CGBi", client_id="x",
-                                                               msg_id=stored.msg_id, broker_name="broker-a")
-                req = RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h2, encode_message(stored))
-                result = ConsumeMessageDirectlyResult.decode((await entry.conn.invoke(req, 3)).body)
-                assert str(result.consume_result) == "CR_SUCCESS" and len(seen) == 5
-                # reset to 0: everything is consumed again
-                body = (await c.broker.admin_reset_offset(
-                    None, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,  # type: ignore[arg-type]
-                                                  ResetOffsetRequestHeader(topic="TopicBi", group="CGBi",
-                                                                           timestamp=0, is_force=True)))).body
-                assert body
+                result = await admin.consume_message_directly("CGBi", client_id, sent[0].offset_msg_id or "")
+                assert str(result.consume_result) == "CR_SUCCESS" and len(seen) == 5 and seen[-1] == b"bi0"
+                # reset to the start: everything is consumed again (as Java's, the broker resets only a group
+                # with an offset on every queue)
+                await wait_for(lambda: len(committed_offsets(c.broker, "CGBi", "TopicBi")) == 2)
+                table = await admin.reset_offset_by_time("CGBi", "TopicBi", 0)
+                assert sorted(table.values()) == [0, 0]
                 await wait_for(lambda: len(seen) == 9)
 
 
@@ -463,7 +411,7 @@ async def test_broker_initiated_requests(server) -> None:  # type: ignore[no-unt
 async def test_consumer_started_inside_a_timeout_shuts_down_outside_it(kind: str) -> None:
     """start() under move_on_after and shutdown() after it: the consumer's tasks are hosted, so trio's
     cancel-scope stack stays intact, the consumer still pulls in between, and shutdown ends them."""
-    async with real_cluster() if real_broker_available() else fake_cluster() as c:
+    async with real_cluster() as c:
         await make_topic(c, "TopicScope", 1)
         async with Producer("PG", namesrv=c.namesrv) as p:
             for i in range(3):
@@ -503,7 +451,7 @@ async def test_consumer_started_inside_a_timeout_shuts_down_outside_it(kind: str
 async def test_client_instance_started_inside_a_timeout_closes_outside_it() -> None:
     from rocketpy.client.instance import ClientInstance
 
-    async with fake_cluster() as c:
+    async with real_cluster() as c:
         instance = ClientInstance(fast(c))
         with trio.move_on_after(30):
             await instance.start()

@@ -9,17 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from client_fakes import Cluster, real_broker_available, threaded_cluster
+from clusters import Cluster, threaded_cluster
 
 from rocketpy.cli import main
 from rocketpy.client import make_message
 
 
-@pytest.fixture(scope="module", params=["fake", "rocketpy"])
-def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    if request.param == "rocketpy" and not real_broker_available():
-        pytest.skip("rocketpy.broker is not available")
-    with threaded_cluster(real=request.param == "rocketpy") as c:
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with threaded_cluster() as c:
         yield c
 
 
@@ -80,7 +78,7 @@ def test_consume_unknown_topic_fails(cluster: Cluster, capsys: pytest.CaptureFix
 @pytest.mark.parametrize("command", ["consume", "produce"])
 def test_unreachable_namesrv_is_one_line_with_the_cause(command: str, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from rocketpy.broker.testing import free_broker_port
+    from rocketpy.testing import free_broker_port
 
     addr = f"127.0.0.1:{free_broker_port()}"  # nothing listens there
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x\n")))
@@ -184,8 +182,6 @@ def test_consumer_connection(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
                 break
             event.wait(0.05)
         assert code == 0 and "A || B" in out and "CLUSTERING" in out
-        if cluster.kind == "fake":
-            return  # the fake broker does not forward GET_CONSUMER_RUNNING_INFO
         client_id = consumer.consumer.client.client_id
         monkeypatch.chdir(tmp_path)  # mqadmin writes each client's running info under the working directory
         code, out = run(capsys, "admin", "consumerStatus", "-n", cluster.namesrv, "-g", "ConnGroup")
@@ -231,8 +227,6 @@ def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPat
     code = main(["admin", "resetOffsetByTime", "-n", ns, "-g", "G", "-t", "NewCmdTopic", "-s", "yesterday"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "bad time 'yesterday'" in err
-    if cluster.kind == "fake":
-        return  # the fake broker knows no broker-wide stats or config updates
     code, out = run(capsys, "admin", "sendMsgStatus", "-n", ns, "-b", "broker-a", "-c", "2", "-s", "20")
     assert code == 0 and [ln.split(", SendResult=SendResult [sendStatus=")[1][:7] for ln in out.splitlines()] == [
         "SEND_OK", "SEND_OK"]
@@ -263,8 +257,6 @@ def test_query_msg_by_id_consume_directly_and_resend(cluster: Cluster, monkeypat
 
     from rocketpy.client.facade import BlockingPushConsumer
 
-    if cluster.kind == "fake":
-        pytest.skip("the fake broker neither stores messages for viewMessage nor relays CONSUME_MESSAGE_DIRECTLY")
     ns = cluster.namesrv
     code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "DirectTopic", "-p", "again", "-c", "T",
                     "--json")
@@ -307,8 +299,6 @@ def test_send_message_with_trace(cluster: Cluster, capsys: pytest.CaptureFixture
     """sendMessage -m true: the send is traced (a Pub record queryMsgTraceById finds)."""
     import threading
 
-    if cluster.kind == "fake":
-        pytest.skip("the fake broker does not answer QUERY_MESSAGE")
     ns = cluster.namesrv
     code, out = run(capsys, "admin", "sendMessage", "-n", ns, "-t", "TracedTopic", "-p", "traced", "-m", "true",
                     "--json")

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from client_fakes import Cluster, threaded_cluster
+from clusters import Cluster, threaded_cluster
 
 from rocketpy.client import make_message
 from rocketpy.client.facade import (

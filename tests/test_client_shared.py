@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from client_fakes import fake_cluster
+from clusters import consumer_ids, make_topic, producer_ids, real_cluster
 
 from rocketpy.client import ClientConfig, ConsumeStatus, Producer, PushConsumer
 from rocketpy.client.errors import MQClientError
@@ -30,14 +30,13 @@ async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
 
 def test_producers_and_consumer_share_one_instance() -> None:
     async def main() -> None:
-        async with fake_cluster() as c:
-            broker = c.broker
+        async with real_cluster(probe=True) as c:
+            broker, probe = c.broker, c.probe
             p1 = Producer("PG1", namesrv=c.namesrv)
             p2 = Producer("PG2", namesrv=c.namesrv)
             consumer = PushConsumer("CG1", listener, namesrv=c.namesrv)
             consumer.subscribe("TopicShared")
-            broker.create_topic("TopicShared")
-            await broker.register()
+            await make_topic(c, "TopicShared", 4)
             async with p1, p2:
                 async with consumer:
                     assert p1.client is p2.client is consumer.client
@@ -46,7 +45,7 @@ def test_producers_and_consumer_share_one_instance() -> None:
                     await inst.send_heartbeat_to_all_brokers()
                     cid = inst.client_id
                     # one heartbeat names both producer groups and the consumer group
-                    beats = [r for r in broker.requests if r.code == RequestCode.HEART_BEAT]
+                    beats = probe.of(RequestCode.HEART_BEAT)
                     assert beats
                     from rocketpy.codecs.bodies import HeartbeatData
 
@@ -55,23 +54,23 @@ def test_producers_and_consumer_share_one_instance() -> None:
                     assert {"PG1", "PG2"} <= {p.group_name for p in last.producer_data_set}
                     assert [d.group_name for d in last.consumer_data_set] == ["CG1"]
                     # one connection per broker address
-                    assert set(inst.remoting._pool) == {c.namesrv, broker.addr}  # type: ignore[union-attr]
-                    conns = {e.conn for g in ("PG1", "PG2") for e in broker.producers[g].values()}
-                    conns |= {e.conn for e in broker.consumers["CG1"].values()}
+                    assert set(inst.remoting._pool) == {c.namesrv, c.broker_addr}  # type: ignore[union-attr]
+                    conns = {ch for g in ("PG1", "PG2") for ch in broker.producers.groups[g]}
+                    conns |= set(broker.consumers.groups["CG1"].channels)
                     assert len(conns) == 1
-                    assert cid in broker.producers["PG1"] and cid in broker.producers["PG2"]
+                    assert cid in producer_ids(broker, "PG1") and cid in producer_ids(broker, "PG2")
                     # leaving one producer unregisters only its group
-                    n = len([r for r in broker.requests if r.code == RequestCode.UNREGISTER_CLIENT])
+                    n = len(probe.of(RequestCode.UNREGISTER_CLIENT))
                     await p1.shutdown()
-                    unreg = [r for r in broker.requests if r.code == RequestCode.UNREGISTER_CLIENT][n:]
+                    unreg = probe.of(RequestCode.UNREGISTER_CLIENT)[n:]
                     assert [(r.ext_fields or {}).get("producerGroup") for r in unreg] == ["PG1"]
                     assert all(not (r.ext_fields or {}).get("consumerGroup") for r in unreg)
-                    assert cid not in broker.producers["PG1"] and cid in broker.producers["PG2"]
-                    assert cid in broker.consumers["CG1"]
+                    assert cid not in producer_ids(broker, "PG1") and cid in producer_ids(broker, "PG2")
+                    assert cid in consumer_ids(broker, "CG1")
                     assert inst.running and "PG1" not in inst.producers
                     # the consumer leaves: only its group goes
                     await consumer.shutdown()
-                    assert cid not in broker.consumers.get("CG1", {}) and cid in broker.producers["PG2"]
+                    assert cid not in consumer_ids(broker, "CG1") and cid in producer_ids(broker, "PG2")
                     assert inst.running and len(instance_tasks()) == 1
                 # consumer left, p2 still holds the instance
                 assert inst.running
@@ -79,17 +78,15 @@ def test_producers_and_consumer_share_one_instance() -> None:
             assert not inst.running
             assert instance_tasks() == []
             # the last unregisters are oneway: give the broker's side a moment to read them (bounded)
-            await wait_until(
-                lambda: cid not in broker.producers.get("PG2", {})
-                and cid not in broker.producers.get(MixAll.CLIENT_INNER_PRODUCER_GROUP, {})
-            )
+            inner = MixAll.CLIENT_INNER_PRODUCER_GROUP
+            await wait_until(lambda: cid not in producer_ids(broker, "PG2") | producer_ids(broker, inner))
 
     trio.run(main)
 
 
 def test_different_instance_name_or_group_clash_gives_another_instance() -> None:
     async def main() -> None:
-        async with fake_cluster() as c:
+        async with real_cluster() as c:
             a = Producer("PGA", namesrv=c.namesrv)
             b = Producer("PGB", config=ClientConfig(namesrv_addr=c.namesrv, instance_name="other"))
             same_group = Producer("PGA", namesrv=c.namesrv)  # default name: a group never shares an instance
@@ -115,7 +112,7 @@ def test_different_instance_name_or_group_clash_gives_another_instance() -> None
 
 def test_explicit_client_is_not_shared_and_cancellation_stops_all() -> None:
     async def main() -> None:
-        async with fake_cluster() as c:
+        async with real_cluster() as c:
             async with ClientInstance(ClientConfig(namesrv_addr=c.namesrv)) as mine:
                 async with Producer("PGX", client=mine) as p, Producer("PGY", namesrv=c.namesrv) as q:
                     assert p.client is mine and q.client is not mine
@@ -134,7 +131,7 @@ def test_instance_outlives_its_first_opener() -> None:
     """The first opener's scope may end while others still use the instance."""
 
     async def main() -> None:
-        async with fake_cluster() as c:
+        async with real_cluster() as c:
             first = Producer("PG1", namesrv=c.namesrv)
             second = Producer("PG2", namesrv=c.namesrv)
             opened = trio.Event()

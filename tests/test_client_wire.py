@@ -11,7 +11,7 @@ from functools import cache
 
 import trio
 import trio.testing
-from client_fakes import fake_cluster
+from clusters import real_cluster
 from golden import CAPTURES, frames
 
 from rocketpy.client import (
@@ -49,8 +49,8 @@ def shape(value: object) -> object:
 
 
 async def run_scenario() -> dict[int, list[RemotingCommand]]:
-    """Every kind of client request against the fake cluster (run it on the virtual clock)."""
-    async with fake_cluster(check_interval=0.1) as c:
+    """Every kind of client request against our cluster, recorded by its probe (run it on the virtual clock)."""
+    async with real_cluster(probe=True) as c:
         config = ClientConfig(namesrv_addr=c.namesrv, rebalance_interval=0.5, persist_consumer_offset_interval=0.3)
         retried = set()
 
@@ -87,9 +87,11 @@ async def run_scenario() -> dict[int, list[RemotingCommand]]:
         async with TransactionProducer("TPG", lambda m, a: "UNKNOW", lambda m: "COMMIT_MESSAGE",
                                        namesrv=c.namesrv) as tp:
             await tp.send_in_transaction(make_message("WireTx", "tx"))
-            await wait_until(lambda: not c.broker.half)
+            # the broker checks the UNKNOW half message; the answer commits it
+            await wait_until(lambda: any(r.ext_fields["fromTransactionCheck"] == "true"
+                                         for r in c.probe.of(RequestCode.END_TRANSACTION)))
         out: dict[int, list[RemotingCommand]] = {}
-        for r in c.broker.requests:
+        for r in c.probe.requests:
             out.setdefault(r.code, []).append(r)
         return out
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 pytest.importorskip("starlette")
 pytest.importorskip("prometheus_client")
 
-from client_fakes import real_cluster  # noqa: E402
+from clusters import real_cluster  # noqa: E402
 
 from rocketpy.client import Producer, make_message  # noqa: E402
 from rocketpy.client.admin import Admin  # noqa: E402

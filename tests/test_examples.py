@@ -1,7 +1,6 @@
 """Every example runs to completion against a live cluster.
 
-The examples are subprocesses talking to a NameServer and broker on 127.0.0.1; the
-cluster kind each ran against is recorded (``server`` property) and printed.
+The examples are subprocesses talking to our NameServer and broker on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from client_fakes import Cluster, real_broker_available, threaded_cluster
+from clusters import Cluster, threaded_cluster
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXPECT = {
@@ -33,17 +32,9 @@ EXPECT = {
 }
 
 
-@pytest.fixture(scope="module", params=["rocketpy", "fake"])
-def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    """Our real broker when rocketpy.broker is importable, and the in-process fake (always)."""
-    if request.param == "rocketpy":
-        if not real_broker_available():
-            pytest.skip("rocketpy.broker is not available")
-        ctx = threaded_cluster(real=True)
-    else:
-        ctx = threaded_cluster(check_interval=0.3)
-    with ctx as c:
-        print(f"\nexamples run against: {c.kind} cluster at {c.namesrv}")
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with threaded_cluster() as c:
         yield c
 
 
@@ -52,8 +43,7 @@ def test_every_example_is_tested() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECT))
-def test_example(name: str, cluster: Cluster, tmp_path: Path, record_property) -> None:  # type: ignore[no-untyped-def]
-    record_property("server", cluster.kind)
+def test_example(name: str, cluster: Cluster, tmp_path: Path) -> None:
     env = {**os.environ, "ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.run([sys.executable, str(EXAMPLES / name), "-n", cluster.namesrv], capture_output=True,
                           text=True, timeout=120, env=env)

@@ -288,9 +288,9 @@ async def test_proxy_decodes_tls_both_sides(serve, tmp_path) -> None:  # type: i
 async def test_enforcing_cluster_produce_and_pull_over_tls(tmp_path: Path, nursery: trio.Nursery) -> None:
     # NameServer and broker both enforcing: the broker registers over TLS (BrokerStartup's rule),
     # our producer finds the route and sends over TLS, a plain client is refused
-    from rocketpy.broker.testing import BrokerTestClient, running_broker
     from rocketpy.client import ClientConfig, Producer
     from rocketpy.client.message import make_message
+    from rocketpy.testing import BrokerTestClient, running_broker
 
     no_file = str(tmp_path / "none.properties")
     config = NamesrvConfig(listen_port=0, kv_config_path=str(tmp_path / "kv.json"),
@@ -316,7 +316,7 @@ async def test_enforcing_cluster_produce_and_pull_over_tls(tmp_path: Path, nurse
 async def test_enforcing_master_and_slave_replicate_over_tls(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
     from contextlib import AsyncExitStack
 
-    from rocketpy.broker.testing import BrokerTestClient, free_broker_port, running_broker
+    from rocketpy.testing import BrokerTestClient, free_broker_port, running_broker
 
     tls = {"tls.server.mode": "enforcing", "tls.config.file": str(tmp_path / "none"),
            "haSendHeartbeatInterval": "200"}
@@ -365,11 +365,11 @@ def test_cli_tls_flag_speaks_tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     import io
     import sys
 
-    from client_fakes import threaded_cluster
+    from clusters import threaded_cluster
 
     from rocketpy.cli import main
 
-    with threaded_cluster(real=True) as c:
+    with threaded_cluster() as c:
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"over tls\n")))
         no_file = str(tmp_path / "none.properties")
         assert main(["produce", "-n", c.namesrv, "-t", "CliTls", "--tls", "--tls-config", no_file]) == 0

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..codecs.javalang import java_string_hash
 from .admin import Admin
-from .cli_admin import Out, _need_target, _ts, command
+from .cli_admin import Out, command, need_target, time_str
 from .java_text import java_bool, java_hash_order
 
 
@@ -18,7 +18,7 @@ def _target_opts(p: argparse.ArgumentParser, what: str) -> None:
 
 async def _targets(admin: Admin, args: argparse.Namespace) -> list[str]:
     """-b as given, else every broker of -c, slaves too (as mqadmin's update/delete commands)."""
-    _need_target(args)
+    need_target(args)
     if args.broker_addr:
         return [args.broker_addr.strip()]
     return await admin.master_and_slave_addrs(args.cluster.strip())
@@ -148,14 +148,14 @@ def acl_version_rows(info: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _print_row(out: Out, r: dict[str, Any]) -> None:
-    stamp = _ts(r["timestamp"]) if r["timestamp"] > 0 else "1970-01-01 00:00:00"
+    stamp = time_str(r["timestamp"]) if r["timestamp"] > 0 else "1970-01-01 00:00:00"
     out.line(_ROW.format(str(r["clusterName"]), str(r["brokerName"]), str(r["brokerAddr"]), r["aclFilePath"],
                          str(r["counter"]), stamp))
 
 
 @command("clusterAclConfigVersion", "List all of acl config version information in cluster", _version_opts)
 async def cluster_acl_config_version(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    _need_target(args)
+    need_target(args)
     rows: list[dict[str, Any]] = []
     if args.broker_addr:
         rows = acl_version_rows(await admin.broker_cluster_acl_info(args.broker_addr.strip()))

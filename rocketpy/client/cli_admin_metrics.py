@@ -11,7 +11,9 @@ import trio
 from ..codecs.codes import CURRENT_VERSION, MixAll, version_desc
 from ..codecs.javalang import java_string_hash
 from .admin import Admin
-from .cli_admin import Out, _hash_map, _sum_24h, _write_text, command
+from .cli_admin import Out, command, write_text
+from .cli_admin_config import hash_map
+from .cli_admin_topics import sum_24h
 from .errors import MQClientError
 from .java_text import JavaSet, fastjson_pretty, java_hash_order, java_name
 
@@ -69,8 +71,8 @@ async def _broker_metrics(admin: Admin, addr: str, total_tps: dict[str, float],
     day_map = {
         "normalOneDayInNum": _long(kv.get("msgPutTotalTodayMorning")) - _long(kv.get("msgPutTotalYesterdayMorning")),
         "normalOneDayOutNum": _long(kv.get("msgGetTotalTodayMorning")) - _long(kv.get("msgGetTotalYesterdayMorning")),
-        "transOneDayInNum": _sum_24h(trans) if trans is not None else 0,
-        "scheduleOneDayInNum": _sum_24h(schedule) if schedule is not None else 0,
+        "transOneDayInNum": sum_24h(trans) if trans is not None else 0,
+        "scheduleOneDayInNum": sum_24h(schedule) if schedule is not None else 0,
     }
     for ours, total in (("normalInTps", "totalNormalInTps"), ("normalOutTps", "totalNormalOutTps"),
                         ("transInTps", "totalTransInTps"), ("scheduleInTps", "totalScheduleInTps")):
@@ -92,14 +94,14 @@ async def _broker_metrics(admin: Admin, addr: str, total_tps: dict[str, float],
     env = {k: v for k, v in (("cpuNum", config.get("clientCallbackExecutorThreads")),
                              ("totalMemKBytes", kv.get("totalMemKBytes"))) if v is not None}
     disk = {k: kv[k] for k in ("commitLogDiskRatio", "consumeQueueDiskRatio") if kv.get(k) is not None}
-    quota: dict[str, Any] = {"diskRatio": _hash_map(disk), "tps": _hash_map(tps_map), "oneDayNum": _hash_map(day_map),
+    quota: dict[str, Any] = {"diskRatio": hash_map(disk), "tps": hash_map(tps_map), "oneDayNum": hash_map(day_map),
                              "topicSize": len(topics), "groupSize": len(groups)}
     if kv.get("putMessageAverageSize") is not None:
         quota["messageAverageSize"] = kv["putMessageAverageSize"]
     version = {"rocketmqVersion": version_desc(CURRENT_VERSION),
                "clientInfo": JavaSet(java_hash_order(clients, java_string_hash))}
-    return _hash_map({"runtimeEnv": _hash_map(env), "runtimeQuota": _hash_map(quota),
-                      "runtimeVersion": _hash_map(version)})
+    return hash_map({"runtimeEnv": hash_map(env), "runtimeQuota": hash_map(quota),
+                      "runtimeVersion": hash_map(version)})
 
 
 @command("exportMetrics", "export metrics", _export_metrics_opts)
@@ -119,11 +121,11 @@ async def export_metrics(admin: Admin, args: argparse.Namespace, out: Out) -> in
         if master is None:
             continue
         report[name] = await _broker_metrics(admin, master, total_tps, total_day)
-    result = _hash_map({"evaluateReport": _hash_map(report),
-                        "totalData": _hash_map({"totalTps": _hash_map(total_tps),
-                                                "totalOneDayNum": _hash_map(total_day)})})
+    result = hash_map({"evaluateReport": hash_map(report),
+                        "totalData": hash_map({"totalTps": hash_map(total_tps),
+                                                "totalOneDayNum": hash_map(total_day)})})
     path = os.path.join(args.path.strip(), "metrics.json")
-    await trio.to_thread.run_sync(_write_text, path, fastjson_pretty(result))
+    await trio.to_thread.run_sync(write_text, path, fastjson_pretty(result))
     out.raw(f"export {path} success")
     out.result({"path": path, **result})
     return 0

@@ -3,7 +3,7 @@
 Run against a running server:   python tools/bench/bench_client.py -n 127.0.0.1:9876
 or let it start ``rocketpy serve`` (NameServer + broker) in a subprocess on free ports:
                                 python tools/bench/bench_client.py [--count 5000] [--seconds 60]
-``--fake`` uses the in-process fake broker of the tests instead (on its own thread).
+``--in-process`` runs our NameServer and broker in this process instead (on their own thread).
 Every phase is bounded by --count and --seconds.
 """
 
@@ -57,9 +57,9 @@ def serve_subprocess() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def fake_server() -> Iterator[str]:
+def in_process_server() -> Iterator[str]:
     sys.path.insert(0, str(ROOT / "tests"))
-    from client_fakes import threaded_cluster  # type: ignore[import-not-found]
+    from clusters import threaded_cluster  # type: ignore[import-not-found]
 
     with threaded_cluster() as c:
         yield c.namesrv
@@ -143,7 +143,7 @@ async def bench(namesrv: str, count: int, seconds: float, size: int, senders: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", "--namesrv", help="use this running server instead of starting one")
-    parser.add_argument("--fake", action="store_true", help="use the in-process fake broker of the tests")
+    parser.add_argument("--in-process", action="store_true", help="run the NameServer and broker on a thread here")
     parser.add_argument("--count", type=int, default=5000)
     parser.add_argument("--seconds", type=float, default=60.0, help="upper bound of each phase")
     parser.add_argument("--size", type=int, default=128, help="message body bytes")
@@ -152,8 +152,8 @@ def main() -> None:
     if args.namesrv:
         ctx: contextlib.AbstractContextManager[str] = contextlib.nullcontext(args.namesrv)
         kind = f"server at {args.namesrv}"
-    elif args.fake:
-        ctx, kind = fake_server(), "in-process fake broker"
+    elif args.in_process:
+        ctx, kind = in_process_server(), "in-process NameServer and broker"
     else:
         ctx, kind = serve_subprocess(), "rocketpy serve (subprocess)"
     with ctx as namesrv:
