@@ -10,7 +10,7 @@ import time
 
 from golden import STORE_DUMP
 
-from rocketpy.broker.testing import free_broker_port
+from rocketpy.testing import free_broker_port
 
 
 def _rocketpy(*argv: str, **kw: object) -> subprocess.Popen[bytes]:

@@ -7,10 +7,10 @@ import re
 from types import SimpleNamespace
 
 from rocketpy.broker.store_stats import StoreStats, human_bytes, next_morning_ms
-from rocketpy.broker.testing import broker_client, now_ms, running_broker
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.bodies import KVTable
 from rocketpy.codecs.codes import RequestCode
+from rocketpy.testing import broker_client, now_ms, running_broker
 
 
 def _fake_broker() -> SimpleNamespace:

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from rocketpy.broker.testing import free_broker_port  # noqa: E402
+from rocketpy.testing import free_broker_port  # noqa: E402
 
 ROOT = str(Path(__file__).resolve().parents[1])
 

@@ -62,7 +62,7 @@ async def test_send_with_a_field_beyond_its_java_type_is_refused(
     # finding: a SEND_MESSAGE_V2 whose bornTimestamp was 400 digits reached the CommitLog record builder,
     # which raised struct.error; Java's Long.parseLong refuses the field (the send fails with SYSTEM_ERROR).
     # Same on the fast lane (a reconsumeTimes beyond int32 made its record writer raise OverflowError)
-    from rocketpy.broker.testing import broker_client, running_broker
+    from rocketpy.testing import broker_client, running_broker
 
     async with running_broker(str(tmp_path)) as broker:
         async with broker_client(broker.address, serialize_type=SerializeType.ROCKETMQ) as c:

@@ -9,10 +9,9 @@ import pytest
 import trio
 
 from rocketpy.broker import longpoll
-from rocketpy.broker.testing import broker_client, now_ms, running_broker
 from rocketpy.codecs import FrameSplitter, RemotingCommand, RequestCode, ResponseCode
 from rocketpy.codecs.headers import PullMessageRequestHeader
-from rocketpy.testing import wait_until
+from rocketpy.testing import broker_client, now_ms, running_broker, wait_until
 
 
 def held_pull(topic: str, offset: int, opaque: int) -> bytes:

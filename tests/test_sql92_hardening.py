@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rocketpy.broker.sql92 import MAX_SELECTOR_DEPTH, MAX_SELECTOR_LENGTH, SelectorError, matches, parse
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.codecs import ResponseCode
+from rocketpy.testing import broker_client, running_broker
 
 HUGE = "9" * 5000  # Python's int() refuses more than 4300 digits
 

@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 import trio
 
 from ..broker.controller import BrokerController
-from ..broker.testing import broker_test_config
 from ..namesrv.config import NamesrvConfig
 from ..namesrv.server import NameServer
+from ..testing import broker_test_config
 from .app import ConsoleSettings
 from .server import run_console
 

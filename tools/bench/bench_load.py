@@ -27,10 +27,10 @@ from pathlib import Path
 
 import trio
 
-from rocketpy.broker.testing import broker_client, now_ms
 from rocketpy.codecs import FrameSplitter, RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketpy.codecs.bodies import HeartbeatData, ProducerData
 from rocketpy.codecs.headers import PullMessageRequestHeader
+from rocketpy.testing import broker_client, now_ms
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_broker import start_subprocess  # noqa: E402

@@ -34,7 +34,6 @@ from typing import Any
 
 import trio
 
-from rocketpy.broker.testing import broker_client, running_broker
 from rocketpy.codecs import RemotingCommand
 from rocketpy.codecs.codes import LanguageCode, RequestCode, SerializeType
 from rocketpy.codecs.headers.registry import REQUEST_HEADERS
@@ -42,6 +41,7 @@ from rocketpy.namesrv.config import NamesrvConfig
 from rocketpy.namesrv.server import NameServer
 from rocketpy.remoting import open_remoting_client
 from rocketpy.remoting.tls import TlsConfig, connect_stream
+from rocketpy.testing import broker_client, running_broker
 
 TLS_CLIENT = TlsConfig(enable=True).client_context()
 
