@@ -322,6 +322,18 @@ def test_spark_reads_splits_as_the_whole_file(spark, records, tmp_path):
     assert sorted(r.queue_offset for r in cq.collect()) == list(range(10))
 
 
+def test_a_requested_schema_builds_only_its_columns(spark, records):
+    df = (
+        spark.read.format("rocketmq-commitlog")
+        .schema("topic string, commit_log_offset long, tags string")
+        .load(str(STORE))
+    )
+    got = sorted(tuple(r) for r in df.collect())
+    assert got == sorted((r["topic"], r["commit_log_offset"], r["tags"]) for r in records)
+    pushed = df.where(df.topic == "Batch_T_golden").collect()
+    assert len(pushed) == 10 and all(len(r) == 3 for r in pushed)
+
+
 def test_split_size_option_is_checked(spark):
     df = spark.read.format("rocketmq-commitlog").option("splitSize", "lots").load(str(STORE))
     with pytest.raises(Exception, match="splitSize"):

@@ -117,6 +117,19 @@ class CommitLogFilter:
         self.pushed.append(repr(f))
         return True
 
+    def columns(self) -> set[str]:
+        """The columns :meth:`mask` reads."""
+        out = {"commit_log_offset", "store_timestamp"} if not self.empty else set()
+        for col, values in (
+            ("topic", self.topics),
+            ("queue_id", self.queue_ids),
+            ("tags", self.tags),
+            ("msg_id", self.msg_ids),
+        ):
+            if values is not None:
+                out.add(col)
+        return out
+
     def message_offsets(self) -> list[int] | None:
         """The CommitLog offsets the msg-id condition names (None: no such condition)."""
         if self.msg_ids is None:
