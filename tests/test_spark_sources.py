@@ -360,6 +360,7 @@ def _filter_cases(rows):
     from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
 
     msg = next(r for r in rows if r["record_type"] == "message" and r["topic"] == "Batch_T_golden")
+    keyed = next(r for r in rows if r["record_type"] == "message" and r["keys"] and r["uniq_key"])
     t0 = msg["store_timestamp"]
     return [
         ([EqualTo(("topic",), "ProducerSync_T_golden")], lambda r: r["topic"] == "ProducerSync_T_golden"),
@@ -383,6 +384,20 @@ def _filter_cases(rows):
         ([EqualTo(("msg_id",), msg["msg_id"])], lambda r: r["msg_id"] == msg["msg_id"]),
         ([EqualTo(("msg_id",), "not-an-id")], lambda r: False),
         ([EqualTo(("tags",), "TagA")], lambda r: r["tags"] == "TagA"),
+        # keys and UNIQ_KEY with a topic: looked up in the IndexFile
+        (
+            [EqualTo(("topic",), keyed["topic"]), EqualTo(("uniq_key",), keyed["uniq_key"])],
+            lambda r: r["topic"] == keyed["topic"] and r["uniq_key"] == keyed["uniq_key"],
+        ),
+        (
+            [EqualTo(("topic",), "Ordered_T_golden"), EqualTo(("keys",), ["order-1-golden"])],
+            lambda r: r["topic"] == "Ordered_T_golden" and r["keys"] == ["order-1-golden"],
+        ),
+        (
+            [In(("topic",), ("Ordered_T_golden", "Admin_T_golden")), EqualTo(("keys",), ["nope"])],
+            lambda r: False,
+        ),
+        ([EqualTo(("uniq_key",), keyed["uniq_key"])], lambda r: r["uniq_key"] == keyed["uniq_key"]),
     ]
 
 
@@ -399,6 +414,37 @@ def test_pushed_filters_give_the_rows_of_filtering_after(store):
         if "topic" in str(filters):
             slow, _ = _pushed_rows(store, filters, {"useConsumeQueue": "false"})
             assert slow == expected
+
+
+def test_key_and_message_id_filters_read_only_the_records_they_name(tmp_path):
+    from pyspark.sql.datasource import EqualTo
+
+    from rocketpy.codecs.store_records import IndexFileView, index_key
+    from rocketpy.spark.index import index_geometry, index_lookup
+    from rocketpy.spark.synth import synthesise_store
+
+    synthesise_store(tmp_path, 1 << 20, 1 << 20, 400, index=True)
+    everything, whole = _pushed_rows(tmp_path, [])
+    target = everything[1234]
+    for filters in (
+        [EqualTo(("topic",), target["topic"]), EqualTo(("keys",), target["keys"])],
+        [EqualTo(("topic",), target["topic"]), EqualTo(("uniq_key",), target["uniq_key"])],
+        [EqualTo(("msg_id",), target["msg_id"])],
+    ):
+        got, read = _pushed_rows(tmp_path, filters)
+        assert got == [target], filters
+        # the record; for the index also its header, a slot, a short chain and the scan from
+        # the last indexed record (for records stored but not yet indexed) to the written end
+        assert read <= target["store_size"] + 40 + 4 + 20 * 16 + 4096, (filters, read)
+        assert read < whole / 300
+    # the lookup walks the chains as IndexFileView does over the whole mapping
+    (path,) = (tmp_path / "index").iterdir()
+    data = path.read_bytes()
+    view = IndexFileView(data, *index_geometry(len(data), {}))
+    for r in everything[::97]:
+        key = index_key(r["topic"], r["keys"][0])
+        assert index_lookup(str(path), {}, [key])[0] == sorted(set(view.lookup(key)))
+    del view
 
 
 def test_a_one_percent_topic_filter_reads_under_five_percent(tmp_path):
@@ -431,6 +477,12 @@ def test_spark_where_clauses_reach_the_source(spark, records):
     expected = [r for r in records if r["topic"] == "ProducerSync_T_golden" and r["queue_id"] == 1]
     assert sorted(r.commit_log_offset for r in got) == sorted(r["commit_log_offset"] for r in expected)
     assert expected
+    keyed = df.where((F.col("topic") == "Ordered_T_golden") & (F.col("keys") == F.array(F.lit("order-1-golden"))))
+    expected = [r for r in records if r["topic"] == "Ordered_T_golden" and r["keys"] == ["order-1-golden"]]
+    assert sorted(r.commit_log_offset for r in keyed.select("commit_log_offset").collect()) == sorted(
+        r["commit_log_offset"] for r in expected
+    )
+    assert len(expected) == 5
 
 
 # -- paths as URIs (pyarrow.fs) ------------------------------------------------------------

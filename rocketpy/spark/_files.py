@@ -16,10 +16,14 @@ import json
 import mmap
 import os
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 _DIGITS = frozenset("0123456789")
+
+# Bytes the readers touched in this process (the benchmark's and the tests' count of what a plan reads).
+READ_STATS: Counter[str] = Counter()
 
 
 def option_paths(options: Mapping[str, str]) -> list[str]:
@@ -289,3 +293,34 @@ def mapped(path: str) -> Iterator[mmap.mmap | bytes]:
                 # A view of it is still alive (an exception unwound past its release);
                 # the mapping goes when that view is collected.
                 pass
+
+
+ReadAt = Callable[[int, int], bytes]
+
+
+@contextlib.contextmanager
+def ranged(path: str) -> Iterator[ReadAt]:
+    """``read_at(offset, n)`` over a file (a path or a URI): only the bytes asked for are read
+    (``pread`` locally, ``RandomAccessFile.read_at`` through ``pyarrow.fs``); each read is counted."""
+    if _is_uri(path):
+        fs, inner, _ = _uri_fs(path)
+        with fs.open_input_file(inner) as f:
+
+            def read_remote(offset: int, n: int) -> bytes:
+                data = f.read_at(n, offset) if n > 0 else b""
+                READ_STATS["bytes"] += len(data)
+                return bytes(data)
+
+            yield read_remote
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+
+        def read_local(offset: int, n: int) -> bytes:
+            data = os.pread(fd, n, offset) if n > 0 else b""
+            READ_STATS["bytes"] += len(data)
+            return data
+
+        yield read_local
+    finally:
+        os.close(fd)

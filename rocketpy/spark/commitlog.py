@@ -8,7 +8,6 @@ so one bad record does not hide everything after it.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from ..codecs.errors import CodecError
 from ..codecs.message import MessageExt, body_crc, decode_message
 from ..store.walk import CorruptRegion, walk_commitlog, written_end
 from ._columns import BatchBuilder, ms_to_us
-from ._files import mapped
+from ._files import READ_STATS, mapped
 from ._records import columnar_walk, record_columns
 
 __all__ = [
@@ -63,9 +62,6 @@ COMMITLOG_COLUMNS: list[tuple[str, str]] = [
     ("body", "binary"),
     ("error", "string"),
 ]
-
-# Bytes each kind of read touched in this process (the benchmark's count of what a plan reads).
-READ_STATS: Counter[str] = Counter()
 
 
 def _option(options: Mapping[str, str], name: str, default: bool) -> bool:
@@ -207,9 +203,10 @@ def commitlog_batches(
         return None if batch is None else batch.select(names)
 
     with mapped(path) as buf:
-        READ_STATS["bytes"] += max(0, (len(buf) if end is None else min(end, len(buf))) - start)
         # a local CommitLog file is sparse past what was written: never search its holes
         data_end = None if "://" in path else written_end(path)
+        stop = len(buf) if data_end is None else min(data_end, len(buf))
+        READ_STATS["bytes"] += max(0, (stop if end is None else min(end, stop)) - start)
         walk = columnar_walk(
             buf,
             base,

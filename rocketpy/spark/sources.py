@@ -39,7 +39,7 @@ from .commitlog import (
     commitlog_records_batches,
 )
 from .consumequeue import CONSUMEQUEUE_COLUMNS, consumequeue_batches
-from .index import INDEX_COLUMNS, index_batches
+from .index import INDEX_COLUMNS, index_batches, index_lookup
 from .pcap import PCAP_COLUMNS, PcapOptions, pcap_batches
 from .pushdown import CommitLogFilter, dispatched_end
 
@@ -185,7 +185,23 @@ class _CommitLogReader(_Reader):
         scan_from = 0
         out: list[InputPartition] = []
         store = self._store_dir()
-        if cf.topics is not None and store is not None and _option(self.options, "useConsumeQueue", True):
+        keys = cf.index_keys()
+        indexes = index_files([store]) if keys and store is not None and _option(self.options, "useIndex", True) else []
+        if keys and indexes:
+            # The records the IndexFiles name, then a scan past the last indexed record (the
+            # broker may have stored records it had not indexed yet).
+            found: set[int] = set()
+            for path in indexes:
+                offsets, indexed_end = index_lookup(path, self.options, keys)
+                found.update(offsets)
+                scan_from = max(scan_from, indexed_end)
+            by_file = {}
+            for offset in sorted(found):
+                hit = _file_at(files, offset)
+                if hit is not None and cf.offset_lo <= offset < min(cf.offset_hi, scan_from):
+                    by_file.setdefault(hit, []).append(offset - hit[1])
+            out.extend(RecordsPartition(path, base, positions) for (path, base), positions in by_file.items())
+        elif cf.topics is not None and store is not None and _option(self.options, "useConsumeQueue", True):
             queues = [
                 q
                 for q in consumequeue_files([store])
@@ -274,7 +290,9 @@ class CommitLogDataSource(DataSource):
 
     Options: checkCrc (true), decompress (false), includeBody (true), resync (true), splitSize
     (128m: each file is read as byte ranges of this size, one task each; with resync off,
-    one task per file). A schema given to the reader (``.schema("commit_log_offset long,
+    one task per file), useConsumeQueue (true: a topic filter reads the topic's queues),
+    useIndex (true: a uniq_key filter, or keys = array(...), with a topic filter looks the
+    key up in the IndexFiles). A schema given to the reader (``.schema("commit_log_offset long,
     topic string")``) that names some of the columns builds only those: bodies and
     properties are not even sliced out unless asked for.
     """
