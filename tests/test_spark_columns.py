@@ -46,8 +46,15 @@ PROPS = st.one_of(
         st.sampled_from(["UNIQ_KEY", "KEYS", "TAGS", "a", "WAIT"]),
         st.text(st.characters(blacklist_characters="\x01\x02"), max_size=12),
         max_size=4,
-    ).map(lambda d: "\x02".join(f"{k}\x01{v}" for k, v in d.items()).encode()),
+    ).map(lambda d: "\x02".join(f"{k}\x01{v}" for k, v in d.items()).encode("utf-8", "surrogatepass")),
     st.binary(max_size=20),  # anything at all, invalid UTF-8 included
+    # entries as they come: names given twice, empty names or values, no separator, spaces in KEYS
+    st.lists(
+        st.tuples(
+            st.sampled_from(["KEYS", "TAGS", "UNIQ_KEY", "", "x"]), st.sampled_from(["", "a", " b  c ", "é\x01d"])
+        ),
+        max_size=4,
+    ).map(lambda es: "\x02".join(f"{k}\x01{v}" if k != "x" else v for k, v in es).encode()),
 )
 
 
@@ -190,3 +197,20 @@ def test_layouts_come_from_the_record_declaration():
         assert lay.fields["store_host"][1] == (16 if v & 2 else 4)
         assert lay.body_at == record_field_at("body", flags)
     assert {name for name, _ in COMMITLOG_COLUMNS} >= {"queue_offset", "prepared_transaction_offset"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(PROPS, max_size=8))
+def test_property_columns_in_bulk_are_the_codecs(props):
+    import numpy as np
+
+    from rocketpy.spark._properties import property_columns, property_columns_by_row
+
+    data = b"".join(props)
+    u8 = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)
+    lengths = np.array([len(p) for p in props], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if props else lengths
+    bulk = property_columns(u8, starts, lengths)
+    expected = property_columns_by_row(props)
+    if bulk is not None:
+        assert {k: v.to_pylist() for k, v in bulk.items()} == {k: v.to_pylist() for k, v in expected.items()}

@@ -31,12 +31,12 @@ from ..codecs.message import (
     decompress_body,
     format_host,
     record_field_at,
-    string_to_properties,
 )
 from ..codecs.message import _compression_of as compression_of
 from ..store.walk import CorruptRegion, split_start, walk_commitlog
 from ._arrays import constant_strings, ms_to_timestamps
 from ._columns import arrow_schema
+from ._properties import PropertyColumns, property_columns, property_columns_by_row
 
 __all__ = ["RecordLayout", "columnar_walk", "record_columns", "record_layouts"]
 
@@ -261,12 +261,13 @@ def record_columns(
                 errors[i] = str(exc)
         body_size = sizes
 
-    props: list[dict[str, str]] | None = None
+    props: PropertyColumns | None = None
     if want & _PROPERTY_COLUMNS:
-        props = []
-        for s, n_ in zip(d.props_start.tolist(), d.props_len.tolist()):
-            raw = buf[s : s + n_]
-            props.append(string_to_properties(raw.decode("utf-8", "replace")) if raw else {})
+        props = property_columns(u8, d.props_start, d.props_len)
+        if props is None:
+            props = property_columns_by_row(
+                [buf[s : s + n_] for s, n_ in zip(d.props_start.tolist(), d.props_len.tolist())]
+            )
 
     topic = None
     if "topic" in want:
@@ -313,18 +314,7 @@ def record_columns(
         if name == "error":
             return pa.array(errors, pa.string()) if errors is not None else pa.nulls(n, pa.string())
         assert props is not None
-        if name == "uniq_key":
-            return pa.array([p.get(_UNIQ) for p in props], pa.string())
-        if name == "tags":
-            return pa.array([p.get(_TAGS) for p in props], pa.string())
-        if name == "keys":
-            return pa.array(
-                [[k for k in p[_KEYS].split(_KEY_SEPARATOR) if k] if p.get(_KEYS) else [] for p in props],
-                pa.list_(pa.string()),
-            )
-        if name == "properties":
-            return pa.array(props, pa.map_(pa.string(), pa.string()))
-        raise KeyError(name)
+        return props[name]
 
     schema = arrow_schema(columns)
     return pa.RecordBatch.from_arrays([column(name, kind) for name, kind in columns], schema=schema)
