@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..codecs.codes import MessageConst, MessageSysFlag
+from ..codecs.codes import MessageSysFlag
 from ..codecs.errors import CodecError
 from ..codecs.message import (
     MESSAGE_MAGIC_CODE,
@@ -44,12 +44,7 @@ _BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
 _STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
 _COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
 _TRANSACTION_BITS = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
-_MAGIC = np.int32(MESSAGE_MAGIC_CODE)
 _SIZE_MAGIC_LEN = 8
-_KEYS = MessageConst.PROPERTY_KEYS
-_TAGS = MessageConst.PROPERTY_TAGS
-_UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
-_KEY_SEPARATOR = MessageConst.KEY_SEPARATOR
 
 # The fixed-position fields, up to the body's length prefix, in declared order.
 _FIXED_FIELDS = [sub.name for sub in MESSAGE_RECORD.subcons[: [s.name for s in MESSAGE_RECORD.subcons].index("body")]]
