@@ -214,6 +214,27 @@ def test_commitlog_splits_of_every_size_give_the_rows_of_one_task(tmp_path, dama
         assert _split_rows(read, split, size) == whole, split
 
 
+@pytest.mark.parametrize("damaged", [False, True], ids=["golden", "damaged"])
+def test_records_named_by_position_are_the_walks_rows(tmp_path, damaged):
+    from rocketpy.spark.commitlog import commitlog_records_batches, commitlog_rows_batches
+
+    path = _damaged_commitlog(tmp_path) if damaged else STORE / "commitlog" / "00000000000000000000"
+    walked = [
+        r
+        for r in batches_to_rows(commitlog_rows_batches(str(path), 0))
+        if r["record_type"] == "message" and r["physical_offset"] == r["commit_log_offset"]
+    ]
+    starts = [r["commit_log_offset"] for r in walked]
+    # every record, and stale references: mid-record, past the end, negative
+    named = starts + [s + 3 for s in starts[::7]] + [-5, path.stat().st_size + 10]
+    got = list(batches_to_rows(commitlog_records_batches(str(path), 0, named)))
+    assert got == walked
+    few = starts[::5]
+    assert list(batches_to_rows(commitlog_records_batches(str(path), 0, few, max_rows=3))) == [
+        r for r in walked if r["commit_log_offset"] in set(few)
+    ]
+
+
 def test_sparse_commitlog_splits_give_the_rows_of_the_written_file(tmp_path):
     # A broker preallocates each CommitLog file: past what was written the file is a hole,
     # which the walk (shared with ``rocketpy store check``) bounds itself by, split or not.

@@ -38,7 +38,7 @@ from ._arrays import constant_strings, ms_to_timestamps
 from ._columns import arrow_schema
 from ._properties import PropertyColumns, property_columns, property_columns_by_row
 
-__all__ = ["RecordLayout", "columnar_walk", "record_columns", "record_layouts"]
+__all__ = ["RecordLayout", "columnar_walk", "decode_at", "record_columns", "record_layouts"]
 
 _BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
 _STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
@@ -75,6 +75,8 @@ _V4 = _LAYOUTS[0]
 _SYS_FLAG_AT = _V4.at("sys_flag")
 assert all(lay.at("sys_flag") == _SYS_FLAG_AT for lay in _LAYOUTS)  # before the hosts: one place
 _MIN_RECORD = min(lay.min_size for lay in _LAYOUTS)
+_PHYSICAL_AT = _V4.at("physical_offset")
+assert all(lay.at("physical_offset") == _PHYSICAL_AT for lay in _LAYOUTS)  # before the hosts too
 
 # Two upper-case hex digits per byte value (offset msg ids).
 _HEX = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
@@ -157,11 +159,34 @@ class _Decoded:
         self.props_start = pos + tend + 2
         self.props_len = plen
 
+    _ARRAYS = ("pos", "size", "sys_flag", "variant", "body_start", "body_len", "topic_at", "topic_len")
+
     def cut(self, k: int) -> None:
         """Keep the first ``k`` records only."""
-        for name in ("pos", "size", "sys_flag", "variant", "body_start", "body_len", "topic_at", "topic_len"):
-            setattr(self, name, getattr(self, name)[:k])
-        self.props_start, self.props_len = self.props_start[:k], self.props_len[:k]
+        self.keep(slice(0, k))
+
+    def keep(self, rows: Any) -> None:
+        """Keep the records ``rows`` (a slice or a boolean mask) selects."""
+        for name in self._ARRAYS + ("props_start", "props_len", "ok"):
+            setattr(self, name, getattr(self, name)[rows])
+
+
+def decode_at(u8: np.ndarray, positions: np.ndarray, base: int) -> _Decoded | None:
+    """The records at ``positions`` (sorted, distinct) of a file at CommitLog offset ``base``,
+    keeping those that sit where their stored physical offset says (a position without a
+    record's size and magic holds none); None when one of them needs the codec to decide
+    (its lengths are not plainly right)."""
+    n = len(u8)
+    pos = positions[(positions >= 0) & (positions + _MIN_RECORD <= n)]
+    size = _int(u8, pos, 4, "int64")
+    magic = _int(u8, pos + 4, 4, "int64")
+    # what the codec refuses before looking further (_check_record_at): no record there
+    pos = pos[(magic == MESSAGE_MAGIC_CODE) & (size >= _MIN_RECORD) & (pos + size <= n)]
+    d = _Decoded(u8, pos, n)
+    if not d.ok.all():
+        return None
+    d.keep(_int(u8, pos + _PHYSICAL_AT, 8, "int64") == pos + base)
+    return d
 
 
 _INT_FIELDS = {
