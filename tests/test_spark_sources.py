@@ -214,6 +214,27 @@ def test_commitlog_splits_of_every_size_give_the_rows_of_one_task(tmp_path, dama
         assert _split_rows(read, split, size) == whole, split
 
 
+@pytest.mark.parametrize("damaged", [False, True], ids=["golden", "damaged"])
+def test_records_named_by_position_are_the_walks_rows(tmp_path, damaged):
+    from rocketpy.spark.commitlog import commitlog_records_batches, commitlog_rows_batches
+
+    path = _damaged_commitlog(tmp_path) if damaged else STORE / "commitlog" / "00000000000000000000"
+    walked = [
+        r
+        for r in batches_to_rows(commitlog_rows_batches(str(path), 0))
+        if r["record_type"] == "message" and r["physical_offset"] == r["commit_log_offset"]
+    ]
+    starts = [r["commit_log_offset"] for r in walked]
+    # every record, and stale references: mid-record, past the end, negative
+    named = starts + [s + 3 for s in starts[::7]] + [-5, path.stat().st_size + 10]
+    got = list(batches_to_rows(commitlog_records_batches(str(path), 0, named)))
+    assert got == walked
+    few = starts[::5]
+    assert list(batches_to_rows(commitlog_records_batches(str(path), 0, few, max_rows=3))) == [
+        r for r in walked if r["commit_log_offset"] in set(few)
+    ]
+
+
 def test_sparse_commitlog_splits_give_the_rows_of_the_written_file(tmp_path):
     # A broker preallocates each CommitLog file: past what was written the file is a hole,
     # which the walk (shared with ``rocketpy store check``) bounds itself by, split or not.
@@ -322,6 +343,18 @@ def test_spark_reads_splits_as_the_whole_file(spark, records, tmp_path):
     assert sorted(r.queue_offset for r in cq.collect()) == list(range(10))
 
 
+def test_a_requested_schema_builds_only_its_columns(spark, records):
+    df = (
+        spark.read.format("rocketmq-commitlog")
+        .schema("topic string, commit_log_offset long, tags string")
+        .load(str(STORE))
+    )
+    got = sorted(tuple(r) for r in df.collect())
+    assert got == sorted((r["topic"], r["commit_log_offset"], r["tags"]) for r in records)
+    pushed = df.where(df.topic == "Batch_T_golden").collect()
+    assert len(pushed) == 10 and all(len(r) == 3 for r in pushed)
+
+
 def test_split_size_option_is_checked(spark):
     df = spark.read.format("rocketmq-commitlog").option("splitSize", "lots").load(str(STORE))
     with pytest.raises(Exception, match="splitSize"):
@@ -348,6 +381,7 @@ def _filter_cases(rows):
     from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
 
     msg = next(r for r in rows if r["record_type"] == "message" and r["topic"] == "Batch_T_golden")
+    keyed = next(r for r in rows if r["record_type"] == "message" and r["keys"] and r["uniq_key"])
     t0 = msg["store_timestamp"]
     return [
         ([EqualTo(("topic",), "ProducerSync_T_golden")], lambda r: r["topic"] == "ProducerSync_T_golden"),
@@ -371,6 +405,20 @@ def _filter_cases(rows):
         ([EqualTo(("msg_id",), msg["msg_id"])], lambda r: r["msg_id"] == msg["msg_id"]),
         ([EqualTo(("msg_id",), "not-an-id")], lambda r: False),
         ([EqualTo(("tags",), "TagA")], lambda r: r["tags"] == "TagA"),
+        # keys and UNIQ_KEY with a topic: looked up in the IndexFile
+        (
+            [EqualTo(("topic",), keyed["topic"]), EqualTo(("uniq_key",), keyed["uniq_key"])],
+            lambda r: r["topic"] == keyed["topic"] and r["uniq_key"] == keyed["uniq_key"],
+        ),
+        (
+            [EqualTo(("topic",), "Ordered_T_golden"), EqualTo(("keys",), ["order-1-golden"])],
+            lambda r: r["topic"] == "Ordered_T_golden" and r["keys"] == ["order-1-golden"],
+        ),
+        (
+            [In(("topic",), ("Ordered_T_golden", "Admin_T_golden")), EqualTo(("keys",), ["nope"])],
+            lambda r: False,
+        ),
+        ([EqualTo(("uniq_key",), keyed["uniq_key"])], lambda r: r["uniq_key"] == keyed["uniq_key"]),
     ]
 
 
@@ -387,6 +435,37 @@ def test_pushed_filters_give_the_rows_of_filtering_after(store):
         if "topic" in str(filters):
             slow, _ = _pushed_rows(store, filters, {"useConsumeQueue": "false"})
             assert slow == expected
+
+
+def test_key_and_message_id_filters_read_only_the_records_they_name(tmp_path):
+    from pyspark.sql.datasource import EqualTo
+
+    from rocketpy.codecs.store_records import IndexFileView, index_key
+    from rocketpy.spark.index import index_geometry, index_lookup
+    from rocketpy.spark.synth import synthesise_store
+
+    synthesise_store(tmp_path, 1 << 20, 1 << 20, 400, index=True)
+    everything, whole = _pushed_rows(tmp_path, [])
+    target = everything[1234]
+    for filters in (
+        [EqualTo(("topic",), target["topic"]), EqualTo(("keys",), target["keys"])],
+        [EqualTo(("topic",), target["topic"]), EqualTo(("uniq_key",), target["uniq_key"])],
+        [EqualTo(("msg_id",), target["msg_id"])],
+    ):
+        got, read = _pushed_rows(tmp_path, filters)
+        assert got == [target], filters
+        # the record; for the index also its header, a slot, a short chain and the scan from
+        # the last indexed record (for records stored but not yet indexed) to the written end
+        assert read <= target["store_size"] + 40 + 4 + 20 * 16 + 4096, (filters, read)
+        assert read < whole / 300
+    # the lookup walks the chains as IndexFileView does over the whole mapping
+    (path,) = (tmp_path / "index").iterdir()
+    data = path.read_bytes()
+    view = IndexFileView(data, *index_geometry(len(data), {}))
+    for r in everything[::97]:
+        key = index_key(r["topic"], r["keys"][0])
+        assert index_lookup(str(path), {}, [key])[0] == sorted(set(view.lookup(key)))
+    del view
 
 
 def test_a_one_percent_topic_filter_reads_under_five_percent(tmp_path):
@@ -419,6 +498,12 @@ def test_spark_where_clauses_reach_the_source(spark, records):
     expected = [r for r in records if r["topic"] == "ProducerSync_T_golden" and r["queue_id"] == 1]
     assert sorted(r.commit_log_offset for r in got) == sorted(r["commit_log_offset"] for r in expected)
     assert expected
+    keyed = df.where((F.col("topic") == "Ordered_T_golden") & (F.col("keys") == F.array(F.lit("order-1-golden"))))
+    expected = [r for r in records if r["topic"] == "Ordered_T_golden" and r["keys"] == ["order-1-golden"]]
+    assert sorted(r.commit_log_offset for r in keyed.select("commit_log_offset").collect()) == sorted(
+        r["commit_log_offset"] for r in expected
+    )
+    assert len(expected) == 5
 
 
 # -- paths as URIs (pyarrow.fs) ------------------------------------------------------------
@@ -718,3 +803,152 @@ def test_empty_store_reads_as_no_rows(spark, tmp_path):
 def test_missing_path_is_an_error(spark, tmp_path):
     with pytest.raises(Exception, match="nope"):
         spark.read.format("rocketmq-commitlog").load(str(tmp_path / "nope")).count()
+
+
+# -- ranged reads on a filesystem that is not local ------------------------------------------
+
+
+def _counting_handler():
+    """A pyarrow filesystem handler over the local disk that counts the bytes read through it."""
+    import pyarrow.fs as pafs
+
+    class CountingHandler(pafs.FileSystemHandler):
+        def __init__(self):
+            self.local = pafs.LocalFileSystem()
+            self.read = 0
+
+        def get_type_name(self):
+            return "counting"
+
+        def equals(self, other):
+            return self is other
+
+        def get_file_info(self, paths):
+            return self.local.get_file_info(paths)
+
+        def get_file_info_selector(self, selector):
+            return self.local.get_file_info(selector)
+
+        def open_input_file(self, path):
+            import pyarrow as pa
+
+            handler = self
+
+            class Counting:
+                def __init__(self, f):
+                    self.f = f
+                    self.closed = False
+
+                def read(self, n=-1):
+                    data = self.f.read(n)
+                    handler.read += len(data)
+                    return data
+
+                def seek(self, pos, whence=0):
+                    return self.f.seek(pos, whence)
+
+                def tell(self):
+                    return self.f.tell()
+
+                def seekable(self):
+                    return True
+
+                def readable(self):
+                    return True
+
+                def writable(self):
+                    return False
+
+                def close(self):
+                    self.closed = True
+                    self.f.close()
+
+                def size(self):
+                    return os.fstat(self.f.fileno()).st_size
+
+            return pa.PythonFile(Counting(open(path, "rb")), mode="r")
+
+        open_input_stream = open_input_file
+
+        def normalize_path(self, path):
+            return path
+
+        def _read_only(self, *args, **kwargs):
+            raise OSError("read-only test filesystem")
+
+        create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = _read_only
+        move = copy_file = open_output_stream = open_append_stream = _read_only
+
+    return CountingHandler()
+
+
+@pytest.fixture
+def counting_fs(monkeypatch):
+    """URIs ``count:///abs/path`` read through a PyFileSystem that counts bytes (not LocalFileSystem)."""
+    import pyarrow.fs as pafs
+
+    from rocketpy.spark import _files
+
+    handler = _counting_handler()
+    fs = pafs.PyFileSystem(handler)
+
+    def uri_fs(uri):
+        assert uri.startswith("count://")
+        inner = uri[len("count://") :].rstrip("/") or "/"
+        return fs, inner, "count://"
+
+    monkeypatch.setattr(_files, "_uri_fs", uri_fs)
+    return handler
+
+
+def test_remote_splits_read_only_their_range(counting_fs, monkeypatch, tmp_path):
+    from rocketpy.spark import commitlog
+    from rocketpy.spark.sources import _CommitLogReader
+    from rocketpy.spark.synth import synthesise_store
+
+    synthesise_store(tmp_path, 4 << 20, 4 << 20, 400)
+    local = _source_rows(_CommitLogReader, str(tmp_path), splitsize="512k")
+    monkeypatch.setattr(commitlog, "REMOTE_TAIL", 64 << 10)
+    reader = _CommitLogReader({"path": "count://" + str(tmp_path), "splitsize": "512k"})
+    parts = reader.partitions()
+    rows = []
+    for p in parts:
+        before = counting_fs.read
+        rows += [{k: v for k, v in r.items() if k != "file"} for r in batches_to_rows(reader.read(p))]
+        assert counting_fs.read - before <= (512 << 10) + (64 << 10) + 8, p
+    assert rows == local
+    assert counting_fs.read <= (4 << 20) + len(parts) * ((64 << 10) + 8)
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["golden", "damaged"])
+def test_remote_splits_give_the_rows_of_one_local_task(counting_fs, monkeypatch, tmp_path, damaged):
+    from rocketpy.spark import commitlog
+
+    path = _damaged_commitlog(tmp_path) if damaged else STORE / "commitlog" / "00000000000000000000"
+    whole = list(batches_to_rows(commitlog_batches(str(path), 0)))
+    # a tail shorter than the golden 9 KB record: some splits must read on to finish theirs
+    monkeypatch.setattr(commitlog, "REMOTE_TAIL", 2048)
+    size = path.stat().st_size
+    for split in (4096, 10_007):
+
+        def read(start, end):
+            return commitlog_batches("count://" + str(path), 0, start=start, end=end)
+
+        rows = _split_rows(read, split, size)
+        assert [dict(r, file=None) for r in rows] == [dict(r, file=None) for r in whole], split
+
+
+def test_remote_key_filter_reads_records_not_files(counting_fs, tmp_path):
+    from pyspark.sql.datasource import EqualTo
+
+    from rocketpy.spark.sources import _CommitLogReader
+    from rocketpy.spark.synth import synthesise_store
+
+    synthesise_store(tmp_path, 1 << 20, 1 << 20, 400, index=True)
+    target = _source_rows(_CommitLogReader, str(tmp_path))[777]
+    reader = _CommitLogReader({"path": "count://" + str(tmp_path)})
+    list(reader.pushFilters([EqualTo(("topic",), target["topic"]), EqualTo(("uniq_key",), target["uniq_key"])]))
+    counting_fs.read = 0
+    got = [r for p in reader.partitions() for r in batches_to_rows(reader.read(p))]
+    assert [r["commit_log_offset"] for r in got] == [target["commit_log_offset"]]
+    assert counting_fs.read < 64 << 10  # of a 1 MiB CommitLog and a 400 KB IndexFile

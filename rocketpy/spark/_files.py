@@ -4,8 +4,10 @@ Listing happens on the driver (``DataSourceReader.partitions``); executors open 
 files by path, so on a cluster the store or the captures must sit where every executor
 reaches them: a filesystem mounted at the same path (NFS, a shared volume), or a URI
 that ``pyarrow.fs`` opens (``file://``, ``hdfs://``, ``s3://``, ``gs://``, ...). Plain
-paths and ``file://`` files are mapped; files on other filesystems are read whole into
-memory by the task that needs them (no ranged reads yet).
+paths and ``file://`` files are mapped. On other filesystems a CommitLog split, a record
+named by a queue, an index or an id, and an IndexFile lookup read only their byte ranges
+(:func:`ranged`, :func:`window`); ConsumeQueue files (small) and whole-IndexFile scans are
+read whole by the task that needs them.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ import json
 import mmap
 import os
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 _DIGITS = frozenset("0123456789")
+
+# Bytes the readers touched in this process (the benchmark's and the tests' count of what a plan reads).
+READ_STATS: Counter[str] = Counter()
 
 
 def option_paths(options: Mapping[str, str]) -> list[str]:
@@ -58,6 +64,11 @@ def _uri_fs(uri: str) -> tuple[Any, str, str]:
 
 def _is_uri(p: str) -> bool:
     return "://" in p
+
+
+def is_remote(path: str) -> bool:
+    """Whether ``path`` is a URI of a filesystem that is not local (read by ranges, never mapped)."""
+    return _is_uri(path) and not _local_fs(_uri_fs(path)[0])
 
 
 def _local_fs(fs: Any) -> bool:
@@ -289,3 +300,61 @@ def mapped(path: str) -> Iterator[mmap.mmap | bytes]:
                 # A view of it is still alive (an exception unwound past its release);
                 # the mapping goes when that view is collected.
                 pass
+
+
+ReadAt = Callable[[int, int], bytes]
+
+
+@contextlib.contextmanager
+def ranged(path: str) -> Iterator[ReadAt]:
+    """``read_at(offset, n)`` over a file (a path or a URI): only the bytes asked for are read
+    (``pread`` locally, ``RandomAccessFile.read_at`` through ``pyarrow.fs``); each read is counted."""
+    if _is_uri(path):
+        fs, inner, _ = _uri_fs(path)
+        with fs.open_input_file(inner) as f:
+
+            def read_remote(offset: int, n: int) -> bytes:
+                data = f.read_at(n, offset) if n > 0 else b""
+                READ_STATS["bytes"] += len(data)
+                return bytes(data)
+
+            yield read_remote
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+
+        def read_local(offset: int, n: int) -> bytes:
+            data = os.pread(fd, n, offset) if n > 0 else b""
+            READ_STATS["bytes"] += len(data)
+            return data
+
+        yield read_local
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def window(path: str, size: int, lo: int, hi: int) -> Iterator[mmap.mmap | bytes]:
+    """A file-sized buffer holding the bytes ``[lo, hi)`` of a file at their own positions,
+    zeros elsewhere: an anonymous mapping, so only the pages written take memory."""
+    if size == 0:
+        yield b""
+        return
+    mm = mmap.mmap(-1, size)
+    try:
+        fill(path, mm, lo, hi)
+        yield mm
+    finally:
+        try:
+            mm.close()
+        except BufferError:
+            pass  # a view is still alive (an exception unwound past it); it goes with the view
+
+
+def fill(path: str, buf: mmap.mmap | bytes, lo: int, hi: int, chunk: int = 8 << 20) -> None:
+    """Read ``[lo, hi)`` of the file into the same positions of ``buf`` (ranged reads)."""
+    assert isinstance(buf, mmap.mmap)
+    with ranged(path) as read_at:
+        for at in range(lo, hi, chunk):
+            data = read_at(at, min(chunk, hi - at))
+            buf[at : at + len(data)] = data

@@ -8,18 +8,20 @@ so one bad record does not hide everything after it.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..codecs.errors import CodecError
 from ..codecs.message import MessageExt, body_crc, decode_message
 from ..store.walk import CorruptRegion, walk_commitlog, written_end
+from ..store.walk import _sync_quality as split_quality
 from ._columns import BatchBuilder, ms_to_us
-from ._files import mapped
+from ._files import READ_STATS, file_size, fill, is_remote, mapped, ranged, window
+from ._records import columnar_walk, decode_at, record_columns
 
 __all__ = [
     "COMMITLOG_COLUMNS",
@@ -62,8 +64,6 @@ COMMITLOG_COLUMNS: list[tuple[str, str]] = [
     ("error", "string"),
 ]
 
-# Bytes each kind of read touched in this process (the benchmark's count of what a plan reads).
-READ_STATS: Counter[str] = Counter()
 
 def _option(options: Mapping[str, str], name: str, default: bool) -> bool:
     raw = options.get(name.lower())
@@ -156,9 +156,68 @@ def commitlog_records_batches(
     an IndexFile or a message id). A position holding no record that knows its own place is
     skipped: the reference that led here is stale or damaged, not the CommitLog."""
     opts = options or CommitLogOptions()
+    wanted = sorted(set(positions))
+    if not is_remote(path) and wanted:
+        # Plainly sound records are decoded in columns, in chunks; any doubt, and the codec decides.
+        with mapped(path) as buf:
+            u8 = np.frombuffer(buf, dtype=np.uint8) if len(buf) else np.zeros(0, np.uint8)
+            try:
+                decoded = [
+                    decode_at(u8, np.array(wanted[i : i + max_rows], dtype=np.int64), base)
+                    for i in range(0, len(wanted), max_rows)
+                ]
+                if all(d is not None for d in decoded):
+                    for d in decoded:
+                        assert d is not None
+                        if len(d.pos):
+                            READ_STATS["bytes"] += int(d.size.sum())
+                            yield record_columns(
+                                buf,
+                                u8,
+                                d,
+                                path,
+                                base,
+                                COMMITLOG_COLUMNS,
+                                check_crc=opts.check_crc,
+                                decompress=opts.decompress,
+                                include_body=opts.include_body,
+                            )
+                    return
+            finally:
+                del u8
+                decoded = []
     builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
+    for pos, msg in _named_records(path, base, wanted):
+        row, payload = _message_row(path, base + pos, msg, opts)
+        batch = builder.add(row, payload)
+        if batch is not None:
+            yield batch
+    last = builder.flush()
+    if last is not None:
+        yield last
+
+
+def _named_records(path: str, base: int, positions: list[int]) -> Iterator[tuple[int, MessageExt]]:
+    """(position, record) for each position holding a record that knows its own place."""
+    if is_remote(path):
+        # Only the records themselves: a size, then the record (ranged reads, counted by them).
+        size = file_size(path)
+        with ranged(path) as read_at:
+            for pos in positions:
+                if not 0 <= pos <= size - 8:
+                    continue
+                length = int.from_bytes(read_at(pos, 4), "big", signed=True)
+                if not 0 < length <= size - pos:
+                    continue
+                try:
+                    msg = decode_message(read_at(pos, length), 0, decompress=False)
+                except CodecError:
+                    continue
+                if msg.commit_log_offset == base + pos:
+                    yield pos, msg
+        return
     with mapped(path) as buf:
-        for pos in sorted(set(positions)):
+        for pos in positions:
             if not 0 <= pos < len(buf):
                 continue
             try:
@@ -168,16 +227,160 @@ def commitlog_records_batches(
             if msg.commit_log_offset != base + pos:
                 continue
             READ_STATS["bytes"] += msg.store_size
-            row, payload = _message_row(path, base + pos, msg, opts)
-            batch = builder.add(row, payload)
+            yield pos, msg
+
+
+def commitlog_batches(
+    path: str,
+    base: int,
+    options: CommitLogOptions | None = None,
+    max_rows: int = 16384,
+    start: int = 0,
+    end: int | None = None,
+    exact_start: bool = False,
+    columns: Sequence[tuple[str, str]] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the rows of one CommitLog file starting at CommitLog offset ``base``
+    (only of the split ``[start, end)`` of it when given: see :func:`walk_commitlog`).
+
+    Runs of good records are decoded in columns (:mod:`._records`); ``columns`` (a subset of
+    :data:`COMMITLOG_COLUMNS`, in any order) says which to build: bodies and properties cost
+    only when asked for. What the forensic walk has to judge comes as rows built from it.
+
+    A file on a filesystem that is not local is not mapped: only the split's byte range and a
+    tail to finish its last record are read (see :func:`_remote_batches`).
+    """
+    opts = options or CommitLogOptions()
+    cols = list(columns or COMMITLOG_COLUMNS)
+    if is_remote(path):
+        yield from _remote_batches(path, base, opts, cols, max_rows, start, end, exact_start)
+        return
+    with mapped(path) as buf:
+        # a local CommitLog file is sparse past what was written: never search its holes
+        data_end = None if "://" in path else written_end(path)
+        stop = len(buf) if data_end is None else min(data_end, len(buf))
+        READ_STATS["bytes"] += max(0, (stop if end is None else min(end, stop)) - start)
+        yield from _walk_batches(buf, path, base, opts, cols, max_rows, start, end, exact_start, data_end, [])
+
+
+# Read past a remote split's end: enough for the record that crosses it and the next one,
+# whose start ends the split (records are at most maxMessageSize, 4 MiB by default, plus headers).
+REMOTE_TAIL = 9 << 20
+
+
+def _remote_batches(
+    path: str,
+    base: int,
+    opts: CommitLogOptions,
+    cols: list[tuple[str, str]],
+    max_rows: int,
+    start: int,
+    end: int | None,
+    exact_start: bool,
+) -> Iterator[pa.RecordBatch]:
+    """The split of a file on a remote filesystem, from ranged reads of its bytes.
+
+    The bytes read are placed at their own positions in a file-sized anonymous mapping (pages
+    never written cost nothing and read as zeros), so the walk runs unchanged. If the walk did
+    not end at the record that begins the next split inside what was read (damage, or a record
+    bigger than the tail), the rest of the file is read and the split walked again: rows are
+    only handed on once they are known to be the whole-file walk's.
+    """
+    size = file_size(path)
+    lo = start if exact_start else max(0, start - 8)  # the split search looks 4 bytes past start
+    hi = size if end is None else min(size, end + REMOTE_TAIL)
+    with window(path, size, lo, hi) as buf:
+        ends: list[int] = []
+        batches = list(_walk_batches(buf, path, base, opts, cols, max_rows, start, end, exact_start, None, ends))
+        if hi < size and ends and not _ends_at_split(buf, base, ends[-1], end, hi):
+            fill(path, buf, hi, size)
+            batches = list(_walk_batches(buf, path, base, opts, cols, max_rows, start, end, exact_start, None, []))
+    yield from batches
+
+
+def _ends_at_split(buf: Any, base: int, last_end: int, end: int | None, hi: int) -> bool:
+    """Whether the rows stopped where the next split begins: a record at or past ``end``
+    that passes the split test and lies wholly in the bytes read (``[.., hi)``)."""
+    pos = last_end - base
+    if end is None or pos < end or pos + 8 > hi:
+        return False
+    size = int.from_bytes(buf[pos : pos + 4], "big", signed=True)
+    return 0 < size <= hi - pos and split_quality(buf, pos, base)
+
+
+def _walk_batches(
+    buf: Any,
+    path: str,
+    base: int,
+    opts: CommitLogOptions,
+    cols: list[tuple[str, str]],
+    max_rows: int,
+    start: int,
+    end: int | None,
+    exact_start: bool,
+    data_end: int | None,
+    ends: list[int],
+) -> Iterator[pa.RecordBatch]:
+    """The batches of one walk over ``buf``; ``ends`` gets the CommitLog offset past each row run."""
+    names = [name for name, _ in cols]
+    builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
+
+    def walked() -> pa.RecordBatch | None:
+        batch = builder.flush()
+        return None if batch is None else batch.select(names)
+
+    walk = columnar_walk(
+        buf,
+        base,
+        resync=opts.resync,
+        data_end=data_end,
+        start=start,
+        end=end,
+        exact_start=exact_start,
+        max_rows=max_rows,
+    )
+    try:
+        for kind, item in walk:
+            if kind == "columns":
+                pending = walked()
+                if pending is not None:
+                    yield pending
+                ends.append(base + int(item.pos[-1]) + int(item.size[-1]))
+                u8 = np.frombuffer(buf, dtype=np.uint8)
+                try:
+                    yield record_columns(
+                        buf,
+                        u8,
+                        item,
+                        path,
+                        base,
+                        cols,
+                        check_crc=opts.check_crc,
+                        decompress=opts.decompress,
+                        include_body=opts.include_body,
+                    )
+                finally:
+                    del u8, item
+                continue
+            if isinstance(item, CorruptRegion):
+                ends.append(item.offset + item.length)
+                batch = builder.add(_corrupt_row(path, item))
+            elif isinstance(item[1], MessageExt):
+                ends.append(item[0] + item[1].store_size)
+                row, payload = _message_row(path, item[0], item[1], opts)
+                batch = builder.add(row, payload)
+            else:
+                continue  # a closing blank (not asked for: never here)
             if batch is not None:
-                yield batch
-    last = builder.flush()
+                yield batch.select(names)
+    finally:
+        walk.close()
+    last = walked()
     if last is not None:
         yield last
 
 
-def commitlog_batches(
+def commitlog_rows_batches(
     path: str,
     base: int,
     options: CommitLogOptions | None = None,
@@ -186,8 +389,8 @@ def commitlog_batches(
     end: int | None = None,
     exact_start: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the rows of one CommitLog file starting at CommitLog offset ``base``
-    (only of the split ``[start, end)`` of it when given: see :func:`walk_commitlog`)."""
+    """The rows :func:`commitlog_batches` gives, decoded record by record with the construct
+    codec (:func:`walk_commitlog` and ``MessageExt``): the reference the columns are tested against."""
     opts = options or CommitLogOptions()
     builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
     with mapped(path) as buf:

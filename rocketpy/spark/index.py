@@ -16,16 +16,20 @@ import pyarrow as pa
 
 from ..codecs.store_records import (
     INDEX_ENTRY_SIZE,
+    INDEX_ENTRY_UNIT,
     INDEX_HASH_SLOT_SIZE,
     INDEX_HEADER_SIZE,
+    INDEX_HEADER_UNIT,
+    INVALID_INDEX,
     IndexFileView,
     IndexHeader,
+    index_key_hash,
 )
 from ._arrays import constant_strings, ms_to_timestamps
 from ._columns import arrow_schema
-from ._files import file_size, mapped
+from ._files import file_size, mapped, ranged
 
-__all__ = ["INDEX_COLUMNS", "index_batches", "index_geometry"]
+__all__ = ["INDEX_COLUMNS", "index_batches", "index_geometry", "index_lookup"]
 
 INDEX_COLUMNS: list[tuple[str, str]] = [
     ("file", "string"),
@@ -137,3 +141,42 @@ def index_batches(
         hi = count if end is None else min(count, -(-(end - entries_at) // INDEX_ENTRY_SIZE))
         for at in range(lo, hi, max_rows):
             yield _entry_batch(buf, path, header, slots, at, min(hi, at + max_rows))
+
+
+def index_lookup(path: str, options: Mapping[str, str], keys: list[str]) -> tuple[list[int], int]:
+    """(CommitLog offsets indexed under any of ``keys`` (``topic#key`` strings), the header's
+    end_phy_offset: where the last indexed record starts) of one IndexFile.
+
+    Reads the header, one hash slot per key and the entries of its chain, nothing else
+    (ranged reads, so a file on object storage is not fetched whole). Follows
+    IndexFile.selectPhyOffset as :meth:`IndexFileView.lookup` does over a whole mapping, with
+    no time bounds: an entry's time is in whole seconds, the caller filters on the records'.
+    Hashes collide, so the caller checks the records' keys.
+    """
+    slots, entries = index_geometry(file_size(path), options)
+    entries_at = INDEX_HEADER_SIZE + slots * INDEX_HASH_SLOT_SIZE
+    found: list[int] = []
+    with ranged(path) as read_at:
+        header = IndexHeader(*INDEX_HEADER_UNIT.unpack(read_at(0, INDEX_HEADER_SIZE)))
+        count = max(header.index_count, 1)
+        for key in keys:
+            key_hash = index_key_hash(key)
+            slot_at = INDEX_HEADER_SIZE + (key_hash % slots) * INDEX_HASH_SLOT_SIZE
+            current = int.from_bytes(read_at(slot_at, INDEX_HASH_SLOT_SIZE), "big", signed=True)
+            if current <= INVALID_INDEX or current > count or count <= 1:
+                continue
+            for _ in range(count):  # a chain visits each entry once; a cycle in a damaged file ends here
+                if current >= entries:
+                    break
+                hash_read, phy_offset, time_diff, prev = INDEX_ENTRY_UNIT.unpack(
+                    read_at(entries_at + current * INDEX_ENTRY_SIZE, INDEX_ENTRY_SIZE)
+                )
+                if time_diff < 0:
+                    break
+                time_read = header.begin_timestamp + time_diff * 1000
+                if hash_read == key_hash and time_read >= 0:
+                    found.append(phy_offset)
+                if prev <= INVALID_INDEX or prev > count or prev == current or time_read < 0:
+                    break
+                current = prev
+    return sorted(set(found)), header.end_phy_offset

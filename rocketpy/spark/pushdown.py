@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ..codecs.errors import CodecError
 from ..codecs.message import decode_offset_msg_id
-from ..codecs.store_records import CQ_STORE_UNIT_SIZE
+from ..codecs.store_records import CQ_STORE_UNIT_SIZE, index_key
 from ._files import consumequeue_files, file_size, open_binary
 
 __all__ = ["CommitLogFilter", "dispatched_end", "parse_filters"]
@@ -52,6 +52,8 @@ class CommitLogFilter:
     queue_ids: frozenset[int] | None = None
     tags: frozenset[str] | None = None
     msg_ids: frozenset[str] | None = None
+    uniq_keys: frozenset[str] | None = None
+    keys_equal: list[tuple[str, ...]] = field(default_factory=list)  # keys = array(...): each must hold
     offset_lo: int = 0  # commit_log_offset >= offset_lo
     offset_hi: int = _INT64_MAX  # commit_log_offset < offset_hi
     time_lo: int | None = None  # store_timestamp >= time_lo (millis)
@@ -82,8 +84,19 @@ class CommitLogFilter:
         if not attr or len(attr) != 1:
             return False
         col = attr[0]
-        sets = {"topic": "topics", "queue_id": "queue_ids", "tags": "tags", "msg_id": "msg_ids"}
-        if col in sets and isinstance(f, (EqualTo, In)):
+        sets = {
+            "topic": "topics",
+            "queue_id": "queue_ids",
+            "tags": "tags",
+            "msg_id": "msg_ids",
+            "uniq_key": "uniq_keys",
+        }
+        if col == "keys" and isinstance(f, EqualTo):
+            # keys = array('a', 'b'): Spark pushes the array as a list (array_contains is not pushed)
+            if not isinstance(f.value, (list, tuple)) or not all(isinstance(k, str) for k in f.value):
+                return False
+            self.keys_equal.append(tuple(f.value))
+        elif col in sets and isinstance(f, (EqualTo, In)):
             values = f.value if isinstance(f, In) else (f.value,)
             if any(v is None for v in values):
                 return False
@@ -117,6 +130,35 @@ class CommitLogFilter:
         self.pushed.append(repr(f))
         return True
 
+    def columns(self) -> set[str]:
+        """The columns :meth:`mask` reads."""
+        out = {"commit_log_offset", "store_timestamp"} if not self.empty else set()
+        for col, values in (
+            ("topic", self.topics),
+            ("queue_id", self.queue_ids),
+            ("tags", self.tags),
+            ("msg_id", self.msg_ids),
+            ("uniq_key", self.uniq_keys),
+        ):
+            if values is not None:
+                out.add(col)
+        if self.keys_equal:
+            out.add("keys")
+        return out
+
+    def index_keys(self) -> list[str] | None:
+        """The IndexFile keys (``topic#key``) whose records hold every row this filter can keep;
+        None when the filter names no key, or no topic (the index hashes the topic with the key)."""
+        if self.topics is None:
+            return None
+        if self.uniq_keys is not None:
+            keys: Iterable[str] = self.uniq_keys
+        elif self.keys_equal and self.keys_equal[0]:
+            keys = self.keys_equal[0][:1]  # a record is indexed under each of its keys: one will do
+        else:
+            return None
+        return sorted(index_key(topic, key) for topic in self.topics for key in keys)
+
     def message_offsets(self) -> list[int] | None:
         """The CommitLog offsets the msg-id condition names (None: no such condition)."""
         if self.msg_ids is None:
@@ -139,9 +181,12 @@ class CommitLogFilter:
             ("queue_id", self.queue_ids),
             ("tags", self.tags),
             ("msg_id", self.msg_ids),
+            ("uniq_key", self.uniq_keys),
         ):
             if values is not None:
                 conds.append(pc.is_in(batch.column(col), value_set=pa.array(sorted(values))))
+        for wanted in self.keys_equal:
+            conds.append(_lists_equal(batch.column("keys"), wanted))
         offsets = batch.column("commit_log_offset")
         if self.offset_lo > 0:
             conds.append(pc.greater_equal(offsets, self.offset_lo))
@@ -164,6 +209,23 @@ class CommitLogFilter:
             out = batch if m is None else batch.filter(m)
             if out.num_rows:
                 yield out
+
+
+def _lists_equal(column: pa.Array, wanted: tuple[str, ...]) -> pa.Array:
+    """Which rows of a list<string> column equal ``wanted`` (order included); null stays null."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(column)
+    lengths = pc.list_value_length(column).fill_null(-1).to_numpy(zero_copy_only=False)
+    ok = lengths == len(wanted)
+    if ok.any() and wanted:
+        flat = column.values.to_numpy(zero_copy_only=False)  # values of every list, nulls as None
+        starts = column.offsets.to_numpy()[:-1][ok]
+        rows = np.nonzero(ok)[0]
+        for i, key in enumerate(wanted):
+            rows_ok = flat[starts + i] == key
+            ok[rows[~rows_ok]] = False
+            rows, starts = rows[rows_ok], starts[rows_ok]
+    return pa.array(ok, mask=np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool) if n else None)
 
 
 def parse_filters(filters: Iterable[Any]) -> CommitLogFilter:

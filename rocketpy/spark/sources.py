@@ -39,7 +39,7 @@ from .commitlog import (
     commitlog_records_batches,
 )
 from .consumequeue import CONSUMEQUEUE_COLUMNS, consumequeue_batches
-from .index import INDEX_COLUMNS, index_batches
+from .index import INDEX_COLUMNS, index_batches, index_lookup
 from .pcap import PCAP_COLUMNS, PcapOptions, pcap_batches
 from .pushdown import CommitLogFilter, dispatched_end
 
@@ -130,10 +130,38 @@ def _file_at(files: list[tuple[str, int, int]], offset: int) -> tuple[str, int] 
     return (path, base) if offset < base + size else None
 
 
+def _projection(schema: StructType | None) -> list[tuple[str, str]] | None:
+    """The CommitLog columns a requested schema (``.schema(...)`` on the reader) names, in its
+    order; None for the full schema or one naming other columns."""
+    if schema is None:
+        return None
+    kinds = dict(COMMITLOG_COLUMNS)
+    names = [f.name for f in schema.fields]
+    if not names or any(n not in kinds for n in names) or names == list(kinds):
+        return None
+    return [(n, kinds[n]) for n in names]
+
+
 class _CommitLogReader(_Reader):
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], columns: list[tuple[str, str]] | None = None) -> None:
         super().__init__(options)
         self.filter = CommitLogFilter()
+        self.columns = columns  # None: every column
+
+    def _decoded_columns(self) -> list[tuple[str, str]] | None:
+        """What to decode: the projection and whatever the pushed filters test."""
+        if self.columns is None:
+            return None
+        names = {n for n, _ in self.columns} | self.filter.columns()
+        return [c for c in COMMITLOG_COLUMNS if c[0] in names]
+
+    def _project(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if self.columns is None:
+            yield from batches
+            return
+        names = [n for n, _ in self.columns]
+        for batch in batches:
+            yield batch.select(names)
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (Spark's name)
         # Every filter goes back to Spark too: the plan may read more than it matches.
@@ -157,7 +185,23 @@ class _CommitLogReader(_Reader):
         scan_from = 0
         out: list[InputPartition] = []
         store = self._store_dir()
-        if cf.topics is not None and store is not None and _option(self.options, "useConsumeQueue", True):
+        keys = cf.index_keys()
+        indexes = index_files([store]) if keys and store is not None and _option(self.options, "useIndex", True) else []
+        if keys and indexes:
+            # The records the IndexFiles name, then a scan past the last indexed record (the
+            # broker may have stored records it had not indexed yet).
+            found: set[int] = set()
+            for path in indexes:
+                offsets, indexed_end = index_lookup(path, self.options, keys)
+                found.update(offsets)
+                scan_from = max(scan_from, indexed_end)
+            by_file = {}
+            for offset in sorted(found):
+                hit = _file_at(files, offset)
+                if hit is not None and cf.offset_lo <= offset < min(cf.offset_hi, scan_from):
+                    by_file.setdefault(hit, []).append(offset - hit[1])
+            out.extend(RecordsPartition(path, base, positions) for (path, base), positions in by_file.items())
+        elif cf.topics is not None and store is not None and _option(self.options, "useConsumeQueue", True):
             queues = [
                 q
                 for q in consumequeue_files([store])
@@ -210,6 +254,7 @@ class _CommitLogReader(_Reader):
             start=partition.start,
             end=partition.end,
             exact_start=partition.exact_start,
+            columns=self._decoded_columns(),
         )
         yield from self.filter.apply(batches)
 
@@ -217,11 +262,11 @@ class _CommitLogReader(_Reader):
         opts = CommitLogOptions.parse(self.options)
         if isinstance(partition, RecordsPartition):
             batches = commitlog_records_batches(partition.path, partition.base, partition.positions, opts)
-            yield from self.filter.apply(batches)
+            yield from self._project(self.filter.apply(batches))
         elif isinstance(partition, QueuePartition):
-            yield from self.filter.apply(self._read_queue(partition, opts))
+            yield from self._project(self.filter.apply(self._read_queue(partition, opts)))
         else:
-            yield from super().read(partition)
+            yield from self._project(super().read(partition))
 
     def _read_queue(self, partition: QueuePartition, opts: CommitLogOptions) -> Iterator[pa.RecordBatch]:
         cf = self.filter
@@ -245,7 +290,11 @@ class CommitLogDataSource(DataSource):
 
     Options: checkCrc (true), decompress (false), includeBody (true), resync (true), splitSize
     (128m: each file is read as byte ranges of this size, one task each; with resync off,
-    one task per file).
+    one task per file), useConsumeQueue (true: a topic filter reads the topic's queues),
+    useIndex (true: a uniq_key filter, or keys = array(...), with a topic filter looks the
+    key up in the IndexFiles). A schema given to the reader (``.schema("commit_log_offset long,
+    topic string")``) that names some of the columns builds only those: bodies and
+    properties are not even sliced out unless asked for.
     """
 
     @classmethod
@@ -256,7 +305,7 @@ class CommitLogDataSource(DataSource):
         return ddl(COMMITLOG_COLUMNS)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return _CommitLogReader(_options(self.options))
+        return _CommitLogReader(_options(self.options), _projection(schema))
 
 
 # -- ConsumeQueue -----------------------------------------------------------------

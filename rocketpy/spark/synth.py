@@ -13,17 +13,19 @@ from pathlib import Path
 
 from ..codecs.javalang import java_string_hash
 from ..codecs.message import MessageExt, UniqIdGenerator, body_crc, encode_message
-from ..codecs.store_records import build_blank_record, build_consumequeue_entry
+from ..codecs.store_records import build_blank_record, build_consumequeue_entry, index_key
 
 RARE_TOPIC = "Rare_T"
 QUEUES = 4
 
 
 def synthesise_store(
-    store: Path, total: int, file_size: int, body_size: int, rare_every: int = 100
+    store: Path, total: int, file_size: int, body_size: int, rare_every: int = 100, index: bool = False
 ) -> tuple[int, int, int]:
     """Fill ``ceil(total / file_size)`` CommitLog files under ``store/commitlog`` and write the
-    queues under ``store/consumequeue``; returns (records, record bytes, rare-topic record bytes)."""
+    queues under ``store/consumequeue`` (and with ``index`` one IndexFile under ``store/index``
+    holding every record's UNIQ_KEY and key, as the broker's IndexService writes them);
+    returns (records, record bytes, rare-topic record bytes)."""
     commitlog = store / "commitlog"
     commitlog.mkdir(parents=True, exist_ok=True)
     ids = UniqIdGenerator(ip="10.0.0.1", pid=4242, class_loader_hash=7)
@@ -32,6 +34,7 @@ def synthesise_store(
     records = written = rare = 0
     queues: dict[tuple[str, int], bytearray] = {}
     tag_codes = {t: java_string_hash(t) for t in ("TagA", "TagB")}
+    indexed: list[tuple[str, str, str, int, int]] = []  # (topic, uniq key, key, offset, store time)
     for n in range(max(1, -(-total // file_size))):
         base = n * file_size
         pos = 0
@@ -64,6 +67,9 @@ def synthesise_store(
                 pos += len(raw)
                 written += len(raw)
                 rare += len(raw) if topic == RARE_TOPIC else 0
+                if index:
+                    uniq = msg.uniq_key or ""
+                    indexed.append((topic, uniq, f"order-{records}", base + pos - len(raw), msg.store_timestamp))
                 records += 1
             f.write(build_blank_record(file_size - pos))
             f.truncate(file_size)  # the rest reads as zeros, as in a preallocated file
@@ -71,4 +77,23 @@ def synthesise_store(
         qdir = store / "consumequeue" / topic / str(queue_id)
         qdir.mkdir(parents=True, exist_ok=True)
         (qdir / f"{0:020d}").write_bytes(bytes(units))
+    if indexed:
+        _write_index(store / "index", indexed)
     return records, written, rare
+
+
+def _write_index(where: Path, entries: list[tuple[str, str, str, int, int]]) -> None:
+    """One IndexFile (4 entries per slot, as the reader assumes without options) of ``entries``."""
+    from ..store.index import IndexFile, index_file_name
+
+    where.mkdir(parents=True, exist_ok=True)
+    slots = max(64, len(entries) // 2 + 1)
+    f = IndexFile(str(where / index_file_name(entries[0][4])), slots, 4 * slots)
+    try:
+        for topic, uniq, key, offset, ts in entries:
+            for k in (uniq, key):
+                if not f.put_key(index_key(topic, k), offset, ts):
+                    raise ValueError("the synthetic IndexFile is full")
+        f.flush()
+    finally:
+        f.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,7 +156,7 @@ def walk_commitlog(
     start: int = 0,
     end: int | None = None,
     exact_start: bool = False,
-) -> Iterator[tuple[int, MessageExt | BlankRecord] | CorruptRegion]:
+) -> Generator[tuple[int, MessageExt | BlankRecord] | CorruptRegion, None, None]:
     """(absolute offset, record) for each record of one CommitLog file, damage as regions.
 
     The blank that closes a file is yielded only with ``blanks``. The offset is where the

@@ -1,19 +1,28 @@
 """Store-reading throughput of the Spark sources: one Python process against Spark, and the
-bytes a pushed topic filter reads.
+bytes pushed filters read.
 
 Generates a store of ``--size`` MiB (``rocketpy.spark.synth``: CommitLog files of
-``--file-size`` MiB laid out as the broker lays them out, and their ConsumeQueues; 1% of
-the records in the topic ``Rare_T``), then times, for the ConsumeQueues, the CommitLog
-without bodies (``includeBody=false``; the CRC is still checked) and with bodies:
+``--file-size`` MiB laid out as the broker lays them out, their ConsumeQueues and an
+IndexFile; 1% of the records in the topic ``Rare_T``), then times three reads:
+
+* ``consumequeue``: every ConsumeQueue unit;
+* ``commitlog-meta``: the CommitLog's record header columns only (a reader schema without
+  the body and the property columns: offsets, sizes, topic, queue, flags, times, hosts, msg
+  id, CRC check of the body), so bodies and properties are never sliced out;
+* ``commitlog-body``: every column, bodies and properties included, CRC checked;
+
+each in two ways:
 
 * ``1 process``: the very partitions and read code Spark's tasks run, one after another;
 * ``spark``: ``spark.read.format(...)`` with ``--master`` (local[2]), counting rows and
-  summing a column so every row is decoded; files are cut in 128 MiB splits.
+  summing a column so every row is decoded; files are cut in 128 MiB splits;
 
 and counts the bytes the CommitLog source reads for ``topic = 'Rare_T'`` (its ConsumeQueues,
-the records they name, and the scan past the dispatch point). Spark's start-up is left out
-(a warm-up query per kind runs first). The files are in the page cache, so the figures are
-CPU-bound decoding, not disk. Each figure is the best of ``--repeat`` runs.
+the records they name, and the scan past the dispatch point) and for one record's key
+(``topic = ... AND keys = array(...)``: the IndexFile's slot and chain, the record, and the
+scan past the last indexed record). Spark's start-up is left out (a warm-up query per kind
+runs first). The files are in the page cache, so the figures are CPU-bound decoding, not
+disk. Each figure is the best of ``--repeat`` runs (the count is printed).
 
     python tools/bench/bench_spark.py                 # 2 GiB, as the issue asks
     python tools/bench/bench_spark.py --size 256 --file-size 64 --repeat 1
@@ -43,28 +52,37 @@ def _best(fn, repeat: int) -> tuple[float, int]:
     return best
 
 
+# The header columns: what a forensic query over offsets, topics, queues and times reads.
+_NOT_META = ("body", "properties", "keys", "tags", "uniq_key")
+
+
+def meta_columns() -> list[tuple[str, str]]:
+    from rocketpy.spark.commitlog import COMMITLOG_COLUMNS
+
+    return [c for c in COMMITLOG_COLUMNS if c[0] not in _NOT_META]
+
+
 def time_python(store: Path, kind: str) -> tuple[float, int]:
     """One process running what the Spark tasks run, over every split in turn."""
     from rocketpy.spark.sources import _CommitLogReader, _ConsumeQueueReader
 
     options = {"path": str(store)}
-    if kind == "commitlog-meta":
-        options["includebody"] = "false"
-    reader = _ConsumeQueueReader(options) if kind == "consumequeue" else _CommitLogReader(options)
+    if kind == "consumequeue":
+        reader: Any = _ConsumeQueueReader(options)
+    else:
+        reader = _CommitLogReader(options, meta_columns() if kind == "commitlog-meta" else None)
     t = time.perf_counter()
     rows = sum(batch.num_rows for p in reader.partitions() for batch in reader.read(p))
     return time.perf_counter() - t, rows
 
 
-def topic_filter_bytes(store: Path, topic: str) -> tuple[int, int, float]:
-    """(rows, bytes read, seconds) of the CommitLog source with a pushed ``topic = ...`` filter."""
-    from pyspark.sql.datasource import EqualTo
-
+def filter_bytes(store: Path, filters: list[Any]) -> tuple[int, int, float]:
+    """(rows, bytes read, seconds) of the CommitLog source with pushed ``filters``."""
     from rocketpy.spark.commitlog import READ_STATS
     from rocketpy.spark.sources import _CommitLogReader
 
     reader = _CommitLogReader({"path": str(store)})
-    list(reader.pushFilters([EqualTo(("topic",), topic)]))
+    list(reader.pushFilters(filters))
     READ_STATS.clear()
     t = time.perf_counter()
     rows = sum(batch.num_rows for p in reader.partitions() for batch in reader.read(p))
@@ -83,17 +101,19 @@ def time_spark(store: Path, warmup: Path, master: str, repeat: int) -> dict[str,
     )
     spark.sparkContext.setLogLevel("ERROR")
 
+    from rocketpy.spark._columns import ddl
+
     def frame(kind: str, path: Path) -> Any:
         fmt = "rocketmq-consumequeue" if kind == "consumequeue" else "rocketmq-commitlog"
         reader = spark.read.format(fmt)
         if kind == "commitlog-meta":
-            reader = reader.option("includeBody", "false")
+            reader = reader.schema(ddl(meta_columns()))
         return reader.load(str(path))
 
     def count(kind: str, path: Path) -> int:
         df = frame(kind, path)
         # Sum a column so every row is really decoded (a bare count could be answered cheaper).
-        col = "size" if kind == "consumequeue" else "body_size"
+        col = {"consumequeue": "size", "commitlog-meta": "store_size"}.get(kind, "body_size")
         return df.agg(F.count(F.lit(1)).alias("n"), F.sum(col).alias("b")).first()["n"]
 
     out = {}
@@ -137,14 +157,18 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     if not (args.keep and (store / "commitlog").is_dir()):
         shutil.rmtree(store, ignore_errors=True)
-        synthesise_store(store, args.size * MiB, args.file_size * MiB, args.body_size)
+        synthesise_store(store, args.size * MiB, args.file_size * MiB, args.body_size, index=True)
     cl_bytes = sum(p.stat().st_size for p in (store / "commitlog").iterdir())
     cq_bytes = sum(p.stat().st_size for p in (store / "consumequeue").glob("*/*/*"))
     print(
         f"store: {cl_bytes / MiB:.0f} MiB of CommitLog in {args.file_size} MiB files, {cq_bytes / MiB:.1f} MiB of "
         f"ConsumeQueue ({args.body_size}-byte bodies), ready in {time.perf_counter() - t:.1f} s under {store}"
     )
-    print(f"best of {args.repeat} runs each; the machine's other load only ever adds time")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"best of {args.repeat} runs each on {os.cpu_count()} cores (load average {load}); "
+        "the machine's other load only ever adds time"
+    )
     sizes = {"consumequeue": cq_bytes, "commitlog-meta": cl_bytes, "commitlog-body": cl_bytes}
     try:
         single: dict[str, float] = {}
@@ -155,10 +179,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"{kind:15} 1 process : {secs:7.2f} s {sizes[kind] / MiB / secs:8.1f} MiB/s  "
                 f"{records / secs:10.0f} rows/s"
             )
-        rows, read, secs = topic_filter_bytes(store, RARE_TOPIC)
+        from pyspark.sql.datasource import EqualTo
+
+        rows, read, secs = filter_bytes(store, [EqualTo(("topic",), RARE_TOPIC)])
         print(
             f"topic filter ({RARE_TOPIC}, 1% of records): {rows} rows, read {read / MiB:.2f} MiB "
             f"= {100 * read / cl_bytes:.2f}% of the CommitLog, {secs:.2f} s"
+        )
+        n = 12_345  # synth names record n's key order-n and puts it in Bench_T{n % 4}
+        key_filter = [EqualTo(("topic",), f"Bench_T{n % 4}"), EqualTo(("keys",), [f"order-{n}"])]
+        rows, read, secs = filter_bytes(store, key_filter)
+        print(
+            f"key filter (topic = Bench_T{n % 4} AND keys = array('order-{n}')): {rows} rows, read {read} bytes "
+            f"= {100 * read / cl_bytes:.5f}% of the CommitLog, {secs:.3f} s"
         )
         if not args.no_spark:
             for kind, (secs, rows, parts) in time_spark(store, warmup, args.master, args.repeat).items():

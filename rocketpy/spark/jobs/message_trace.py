@@ -169,17 +169,17 @@ def run(
         for r in recs.filter(cond).orderBy("store_timestamp", "commit_log_offset").collect():
             props = r["properties"] or {}
             stage = _store_stage(r["topic"])
-            detail = []
+            notes: list[str] = []
             if props.get(MessageConst.PROPERTY_REAL_TOPIC):
-                detail.append(f"real topic {props[MessageConst.PROPERTY_REAL_TOPIC]}")
+                notes.append(f"real topic {props[MessageConst.PROPERTY_REAL_TOPIC]}")
             if props.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL):
-                detail.append(f"delay level {props[MessageConst.PROPERTY_DELAY_TIME_LEVEL]}")
+                notes.append(f"delay level {props[MessageConst.PROPERTY_DELAY_TIME_LEVEL]}")
             if r["reconsume_times"]:
-                detail.append(f"reconsume times {r['reconsume_times']}")
+                notes.append(f"reconsume times {r['reconsume_times']}")
             if props.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID):
-                detail.append(f"origin {props[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID]}")
+                notes.append(f"origin {props[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID]}")
             if r["crc_ok"] is False:
-                detail.append("BODY CRC FAILS")
+                notes.append("BODY CRC FAILS")
             events.append(
                 {
                     "time": r["store_time"],
@@ -193,7 +193,7 @@ def run(
                     "commit_log_offset": r["commit_log_offset"],
                     "msg_id": r["msg_id"],
                     "uniq_key": r["uniq_key"],
-                    "detail": "; ".join(detail) or None,
+                    "detail": "; ".join(notes) or None,
                 }
             )
     # 3. The captures.

@@ -1,0 +1,460 @@
+"""CommitLog records decoded in columns: offsets and header fields as numpy arrays, then Arrow.
+
+The walk from one record to the next is inherently sequential (each record's size says
+where the next begins), so a tight loop collects only the record offsets; every header
+field is then gathered for a whole chunk of records at once from the mapped bytes. The
+byte positions of the fields come from ``MESSAGE_RECORD`` (:func:`record_field_at`), one
+layout per combination of IPv4/IPv6 hosts. A record the vectorised checks do not pass
+plainly (damage, a zero-filled gap, a blank, an odd length) is handed to the forensic
+walk (:func:`rocketpy.store.walk.walk_commitlog`), which decides with the construct
+codec and resyncs; the columnar walk takes over again at the first record after it.
+
+Bodies and properties (with the tags, keys and UNIQ_KEY read from them) are only sliced
+out when the requested columns include them.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..codecs.codes import MessageSysFlag
+from ..codecs.errors import CodecError
+from ..codecs.message import (
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_RECORD,
+    decompress_body,
+    format_host,
+    record_field_at,
+)
+from ..codecs.message import _compression_of as compression_of
+from ..store.walk import CorruptRegion, split_start, walk_commitlog
+from ._arrays import constant_strings, ms_to_timestamps
+from ._columns import arrow_schema
+from ._properties import PropertyColumns, property_columns, property_columns_by_row
+
+__all__ = ["RecordLayout", "columnar_walk", "decode_at", "record_columns", "record_layouts"]
+
+_BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
+_STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
+_TRANSACTION_BITS = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+_SIZE_MAGIC_LEN = 8
+
+# The fixed-position fields, up to the body's length prefix, in declared order.
+_FIXED_FIELDS = [sub.name for sub in MESSAGE_RECORD.subcons[: [s.name for s in MESSAGE_RECORD.subcons].index("body")]]
+
+
+class RecordLayout:
+    """Where each fixed field of a record sits, and its width, for one host-width combination."""
+
+    def __init__(self, sys_flag: int) -> None:
+        at = [record_field_at(name, sys_flag) for name in _FIXED_FIELDS]
+        self.body_at = record_field_at("body", sys_flag)  # the body's int32 length prefix
+        ends = at[1:] + [self.body_at]
+        self.fields = {name: (a, e - a) for name, a, e in zip(_FIXED_FIELDS, at, ends)}
+        self.head = self.body_at + 4  # bytes before the body
+        self.min_size = self.head + 1 + 2  # an empty body, topic and properties
+
+    def at(self, name: str) -> int:
+        return self.fields[name][0]
+
+
+def record_layouts() -> tuple[RecordLayout, ...]:
+    """Layouts indexed by (1 if the born host is IPv6) | (2 if the store host is IPv6)."""
+    return tuple(RecordLayout((_BORN_V6 if v & 1 else 0) | (_STORE_V6 if v & 2 else 0)) for v in range(4))
+
+
+_LAYOUTS = record_layouts()
+_V4 = _LAYOUTS[0]
+_SYS_FLAG_AT = _V4.at("sys_flag")
+assert all(lay.at("sys_flag") == _SYS_FLAG_AT for lay in _LAYOUTS)  # before the hosts: one place
+_MIN_RECORD = min(lay.min_size for lay in _LAYOUTS)
+_PHYSICAL_AT = _V4.at("physical_offset")
+assert all(lay.at("physical_offset") == _PHYSICAL_AT for lay in _LAYOUTS)  # before the hosts too
+
+# Two upper-case hex digits per byte value (offset msg ids).
+_HEX = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
+_V4_MAPPED_PREFIX = np.array([0] * 10 + [0xFF, 0xFF], dtype=np.uint8)
+
+
+def _at(u8: np.ndarray, dtype: str) -> np.ndarray:
+    """A view of the bytes with one ``dtype`` value starting at every byte position (stride 1),
+    so a gather of n values at any offsets is one indexing operation."""
+    dt = np.dtype(dtype)
+    return np.ndarray((max(len(u8) - dt.itemsize + 1, 0),), dtype=dt, buffer=u8, strides=(1,))
+
+
+def _gather(u8: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """``width`` bytes at each of ``pos``: an (n, width) uint8 array."""
+    return _at(u8, f"V{width}")[pos].view(np.uint8).reshape(len(pos), width)
+
+
+def _int(u8: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray:
+    """The big-endian signed integers of ``width`` bytes at ``pos``, as native ``dtype``."""
+    return _at(u8, f">i{width}")[pos].astype(dtype)
+
+
+def _strings(keys: np.ndarray, decode: Callable[[bytes], str]) -> pa.Array:
+    """One string per row from rows of key bytes, each distinct key decoded once (dictionary)."""
+    n = len(keys)
+    if n == 0:
+        return pa.array([], pa.string())
+    flat = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1]))).reshape(n)
+    uniq, inverse = np.unique(flat, return_inverse=True)
+    values = pa.array([decode(bytes(u)) for u in uniq], pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32)), values).cast(pa.string())
+
+
+def _topic_text(key: bytes) -> str:
+    return key[1 : 1 + key[0]].decode("utf-8", "replace")
+
+
+def _host_decoder(width: int) -> Callable[[bytes], str]:
+    def decode(key: bytes) -> str:
+        return format_host(key[:width], int.from_bytes(key[width:], "big", signed=True))
+
+    return decode
+
+
+class _Decoded:
+    """The fixed fields of a chunk of records, and which of them passed the plain checks."""
+
+    def __init__(self, u8: np.ndarray, pos: np.ndarray, limit: int) -> None:
+        n = len(pos)
+        self.pos = pos
+        self.size = _int(u8, pos, 4, "int32")
+        self.sys_flag = _int(u8, pos + _SYS_FLAG_AT, 4, "int32")
+        self.variant = ((self.sys_flag & _BORN_V6) != 0).astype(np.int8) | (
+            ((self.sys_flag & _STORE_V6) != 0).astype(np.int8) << 1
+        )
+        body_at = np.empty(n, np.int64)
+        for v in np.unique(self.variant):
+            body_at[self.variant == v] = _LAYOUTS[int(v)].body_at
+        head = body_at + 4
+        size = self.size.astype(np.int64)
+        # As the codec's plain path (parse_record_fields) checks before it trusts a record.
+        ok = (size >= head) & (pos + size <= limit)
+        safe = np.where(ok, pos, 0)
+        blen = _int(u8, safe + body_at, 4, "int64")
+        bend = head + blen
+        ok &= (blen >= 0) & (bend < size)
+        safe = np.where(ok, pos, 0)
+        tlen = u8[safe + np.where(ok, bend, 0)].astype(np.int64)
+        tend = bend + 1 + tlen
+        ok &= (tlen <= 127) & (tend + 2 <= size)
+        safe = np.where(ok, pos, 0)
+        plen = _int(u8, safe + np.where(ok, tend, 0), 2, "int64")
+        ok &= (plen >= 0) & (tend + 2 + plen == size)
+        self.ok = ok
+        self.body_start = pos + head
+        self.body_len = blen
+        self.topic_at = pos + bend  # the topic's length byte
+        self.topic_len = tlen
+        self.props_start = pos + tend + 2
+        self.props_len = plen
+
+    _ARRAYS = ("pos", "size", "sys_flag", "variant", "body_start", "body_len", "topic_at", "topic_len")
+
+    def cut(self, k: int) -> None:
+        """Keep the first ``k`` records only."""
+        self.keep(slice(0, k))
+
+    def keep(self, rows: Any) -> None:
+        """Keep the records ``rows`` (a slice or a boolean mask) selects."""
+        for name in self._ARRAYS + ("props_start", "props_len", "ok"):
+            setattr(self, name, getattr(self, name)[rows])
+
+
+def decode_at(u8: np.ndarray, positions: np.ndarray, base: int) -> _Decoded | None:
+    """The records at ``positions`` (sorted, distinct) of a file at CommitLog offset ``base``,
+    keeping those that sit where their stored physical offset says (a position without a
+    record's size and magic holds none); None when one of them needs the codec to decide
+    (its lengths are not plainly right)."""
+    n = len(u8)
+    pos = positions[(positions >= 0) & (positions + _MIN_RECORD <= n)]
+    size = _int(u8, pos, 4, "int64")
+    magic = _int(u8, pos + 4, 4, "int64")
+    # what the codec refuses before looking further (_check_record_at): no record there
+    pos = pos[(magic == MESSAGE_MAGIC_CODE) & (size >= _MIN_RECORD) & (pos + size <= n)]
+    d = _Decoded(u8, pos, n)
+    if not d.ok.all():
+        return None
+    d.keep(_int(u8, pos + _PHYSICAL_AT, 8, "int64") == pos + base)
+    return d
+
+
+_INT_FIELDS = {
+    "body_crc": "int32",
+    "queue_id": "int32",
+    "flag": "int32",
+    "queue_offset": "int64",
+    "physical_offset": "int64",
+    "born_timestamp": "int64",
+    "store_timestamp": "int64",
+    "reconsume_times": "int32",
+    "prepared_transaction_offset": "int64",
+}
+_PROPERTY_COLUMNS = frozenset({"uniq_key", "tags", "keys", "properties"})
+
+
+def record_columns(
+    buf: Any,
+    u8: np.ndarray,
+    d: _Decoded,
+    path: str,
+    base: int,
+    columns: Sequence[tuple[str, str]],
+    *,
+    check_crc: bool,
+    decompress: bool,
+    include_body: bool,
+) -> pa.RecordBatch:
+    """The rows of the decoded records ``d`` (all passed the checks) as one batch of ``columns``."""
+    n = len(d.pos)
+    pos = d.pos
+    want = {name for name, _ in columns}
+    ints: dict[str, np.ndarray] = {name: np.empty(n, dtype) for name, dtype in _INT_FIELDS.items()}
+    hosts: dict[str, pa.Array] = {}
+    msg_id: pa.Array | None = None
+    variants = [int(v) for v in np.unique(d.variant)]
+    host_parts: dict[str, list[tuple[np.ndarray, pa.Array]]] = {"born_host": [], "store_host": []}
+    id_parts: list[tuple[np.ndarray, list[str | None] | pa.Array]] = []
+    for v in variants:
+        lay = _LAYOUTS[v]
+        rows = np.nonzero(d.variant == v)[0] if len(variants) > 1 else np.arange(n)
+        p = pos[rows]
+        for name, dtype in _INT_FIELDS.items():
+            at, width = lay.fields[name]
+            ints[name][rows] = _int(u8, p + at, width, dtype)
+        for host in ("born_host", "store_host"):
+            if host not in want and not (host == "store_host" and "msg_id" in want):
+                continue
+            at, width = lay.fields[host]
+            raw = _gather(u8, p + at, width + 4)  # the address and the port after it
+            if host in want:
+                host_parts[host].append((rows, _strings(raw, _host_decoder(width))))
+            if host == "store_host" and "msg_id" in want:
+                id_parts.append((rows, _offset_ids(raw, _gather(u8, p + lay.at("physical_offset"), 8), width)))
+    for host, parts in host_parts.items():
+        if parts:
+            hosts[host] = _scatter(n, parts, pa.string())
+    if id_parts:
+        msg_id = _scatter(n, id_parts, pa.string())
+
+    bodies: list[bytes] | None = None
+    body_size = d.body_len.astype(np.int32)
+    errors: list[str | None] | None = None
+    need_bodies = "body" in want and include_body
+    compressed = (d.sys_flag & _COMPRESSED) != 0
+    inflate = decompress and bool((compressed & (d.body_len > 0)).any())
+    if need_bodies or inflate:
+        bs, bl = d.body_start.tolist(), d.body_len.tolist()
+        bodies = [buf[s : s + n_] for s, n_ in zip(bs, bl)]
+    crc_ok: pa.Array
+    if check_crc and "crc_ok" in want:
+        view = memoryview(buf)
+        try:
+            got = np.fromiter(
+                (zlib.crc32(view[s : s + n_]) for s, n_ in zip(d.body_start.tolist(), d.body_len.tolist())),
+                dtype=np.int64,
+                count=n,
+            )
+        finally:
+            view.release()
+        crc_ok = pa.array((d.body_len == 0) | ((got & 0x7FFFFFFF) == ints["body_crc"]))
+    else:
+        crc_ok = pa.nulls(n, pa.bool_())
+    if inflate and bodies is not None:
+        errors = [None] * n
+        sizes = body_size.copy()
+        for i in np.nonzero(compressed & (d.body_len > 0))[0].tolist():
+            try:
+                bodies[i] = decompress_body(bodies[i], compression_of(int(d.sys_flag[i])))
+                sizes[i] = len(bodies[i])
+            except CodecError as exc:
+                errors[i] = str(exc)
+        body_size = sizes
+
+    props: PropertyColumns | None = None
+    if want & _PROPERTY_COLUMNS:
+        props = property_columns(u8, d.props_start, d.props_len)
+        if props is None:
+            props = property_columns_by_row(
+                [buf[s : s + n_] for s, n_ in zip(d.props_start.tolist(), d.props_len.tolist())]
+            )
+
+    topic = None
+    if "topic" in want:
+        width = int(d.topic_len.max()) + 1 if n else 1
+        # clamped: a short topic's row may reach past the end of the buffer
+        keys = u8[np.minimum(d.topic_at[:, None] + np.arange(width), len(u8) - 1)]
+        # bytes past a topic's own length belong to the next field: zero them before comparing
+        keys[np.arange(width) > d.topic_len[:, None]] = 0
+        topic = _strings(keys, _topic_text)
+
+    def column(name: str, kind: str) -> pa.Array:
+        if name == "file":
+            return constant_strings(path, n)
+        if name == "record_type":
+            return constant_strings("message", n)
+        if name == "commit_log_offset":
+            return pa.array(pos + base)
+        if name == "store_size":
+            return pa.array(d.size)
+        if name == "topic":
+            return topic
+        if name in ints:
+            return pa.array(ints[name])
+        if name == "msg_id":
+            return msg_id
+        if name in hosts:
+            return hosts[name]
+        if name == "sys_flag":
+            return pa.array(d.sys_flag)
+        if name == "transaction_type":
+            return pa.array(d.sys_flag & _TRANSACTION_BITS)
+        if name == "compressed":
+            return pa.array(compressed)
+        if name == "born_time":
+            return ms_to_timestamps(ints["born_timestamp"])
+        if name == "store_time":
+            return ms_to_timestamps(ints["store_timestamp"])
+        if name == "crc_ok":
+            return crc_ok
+        if name == "body_size":
+            return pa.array(body_size)
+        if name == "body":
+            return pa.array(bodies, pa.binary()) if need_bodies else pa.nulls(n, pa.binary())
+        if name == "error":
+            return pa.array(errors, pa.string()) if errors is not None else pa.nulls(n, pa.string())
+        assert props is not None
+        return props[name]
+
+    schema = arrow_schema(columns)
+    return pa.RecordBatch.from_arrays([column(name, kind) for name, kind in columns], schema=schema)
+
+
+def _offset_ids(store: np.ndarray, offset: np.ndarray, width: int) -> list[str | None] | pa.Array:
+    """Offset msg ids (store ip, port, CommitLog offset in upper-case hex) of one host width."""
+    if width == 16:
+        # an IPv4-mapped address is written as the IPv4 one (32 characters, not 56)
+        mapped = (store[:, :12] == _V4_MAPPED_PREFIX).all(axis=1)
+        out: list[str | None] = []
+        for row, is_mapped, off in zip(store, mapped.tolist(), offset):
+            raw = (bytes(row[12:]) if is_mapped else bytes(row)) + bytes(off)
+            out.append(raw.hex().upper())
+        return out
+    both = np.concatenate([store, offset], axis=1)
+    hexed = np.ascontiguousarray(_HEX[both].reshape(len(both), -1))
+    k = hexed.shape[1]
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(k), len(both), [None, pa.py_buffer(hexed.tobytes())])
+    return fixed.cast(pa.binary()).cast(pa.string())
+
+
+def _scatter(n: int, parts: list[tuple[np.ndarray, Any]], type_: pa.DataType) -> pa.Array:
+    """Parts computed for row subsets (one per host-width combination) put back in row order."""
+    if len(parts) == 1:
+        arr = parts[0][1]
+        return arr if isinstance(arr, pa.Array) else pa.array(arr, type_)
+    out: list[Any] = [None] * n
+    for rows, values in parts:
+        vals = values.to_pylist() if isinstance(values, pa.Array) else values
+        for i, v in zip(rows.tolist(), vals):
+            out[i] = v
+    return pa.array(out, type_)
+
+
+_SIZE_MAGIC = struct.Struct(">ii")
+
+
+def _next_positions(buf: Any, pos: int, stop: int, max_rows: int, max_bytes: int) -> tuple[list[int], int]:
+    """Positions of the records from ``pos`` whose size and magic look right (before ``stop``)."""
+    unpack = _SIZE_MAGIC.unpack_from
+    magic_ok, least = MESSAGE_MAGIC_CODE, _MIN_RECORD
+    # bounded so that every size-and-magic read and every record fits in the buffer
+    stop = min(stop, len(buf) - _SIZE_MAGIC_LEN + 1, pos + max_bytes)
+    total = len(buf)
+    out: list[int] = []
+    append = out.append
+    for _ in range(max_rows):
+        if pos >= stop:
+            break
+        size, magic = unpack(buf, pos)
+        if magic != magic_ok or size < least or pos + size > total:
+            break
+        append(pos)
+        pos += size
+    return out, pos
+
+
+def columnar_walk(
+    buf: Any,
+    base: int,
+    *,
+    resync: bool = True,
+    data_end: int | None = None,
+    start: int = 0,
+    end: int | None = None,
+    exact_start: bool = False,
+    max_rows: int = 16384,
+    max_bytes: int = 32 << 20,
+) -> Generator[tuple[str, Any], None, None]:
+    """The records of one CommitLog file (or of the split ``[start, end)``) in the order of
+    :func:`walk_commitlog`, which gives the same records: ``("columns", decoded chunk)`` for
+    runs of plainly good records, ``("walk", item)`` for what the forensic walk decided.
+
+    The caller must let go of a chunk (it holds views of ``buf``) before ``buf`` closes.
+    """
+    n = len(buf) if data_end is None else min(data_end, len(buf))
+    if exact_start:
+        pos = start
+    elif start or end is not None:
+        first = split_start(buf, base, start, n if end is None else end, data_end)
+        if first is None:
+            return
+        pos = first
+    else:
+        pos = 0
+    if end is not None and end >= n:
+        end = None
+    stop = n if end is None else min(n, end)
+    u8 = np.frombuffer(buf, dtype=np.uint8) if len(buf) else np.empty(0, np.uint8)
+    try:
+        while True:
+            positions, after = _next_positions(buf, pos, stop, max_rows, max_bytes)
+            if positions:
+                d = _Decoded(u8, np.array(positions, dtype=np.int64), len(buf))
+                bad = np.nonzero(~d.ok)[0]
+                k = int(bad[0]) if len(bad) else len(positions)
+                if k:
+                    d.cut(k)
+                    yield "columns", d
+                if k < len(positions):
+                    pos = positions[k]
+                else:
+                    pos = after
+                    if len(positions) >= max_rows or pos - positions[0] >= max_bytes:
+                        continue  # a full chunk: more of the same follows
+            if pos >= n:
+                return
+            # The forensic walk decides about the record at ``pos``; the columns resume at the
+            # first record after it.
+            resumed = None
+            walk = walk_commitlog(buf, base, resync=resync, data_end=data_end, start=pos, end=end, exact_start=True)
+            for item in walk:
+                if not isinstance(item, CorruptRegion) and item[0] - base > pos:
+                    resumed = item[0] - base
+                    break
+                yield "walk", item
+            walk.close()
+            if resumed is None:
+                return
+            pos = resumed
+    finally:
+        del u8
