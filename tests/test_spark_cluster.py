@@ -1,5 +1,6 @@
 """The store audit on a Spark standalone cluster: a master and a worker on 127.0.0.1, the
-job submitted to them, so the data sources run in executor processes of their own.
+job submitted to them with spark-submit (the way a user runs spark/jobs/), so the data sources
+run in executor processes of their own.
 
 Kept to one small run (the golden store, one worker of 2 cores): Spark tests are the
 slowest part of CI. Skipped, with the reason, where pyspark's launch scripts or Java are missing.
@@ -134,6 +135,7 @@ def test_store_audit_on_a_standalone_cluster(cluster, tmp_path):
     summary = json.loads((tmp_path / "audit" / "summary.json").read_text())
     manifest = json.loads((STORE / "manifest.json").read_text())
     assert summary["records"] == manifest["store"]["records"]
+    assert "findings: 6" in out.stdout  # the golden store's known damage, as spark-submit prints it
     # The tasks ran in the worker's executor processes, not in the driver.
     executors = list((tmp_path / "work").glob("app-*/*/stderr"))
     assert executors, "no executor ran on the worker"

@@ -403,36 +403,6 @@ def test_job_script_help(job):
     assert "--master" in out.stdout
 
 
-def test_spark_submit_runs_the_audit(tmp_path):
-    submit = shutil.which("spark-submit") or str(Path(sys.executable).parent / "spark-submit")
-    if not os.path.exists(submit):
-        pytest.skip("spark-submit is not installed next to this interpreter")
-    env = dict(os.environ)
-    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    out = subprocess.run(
-        [
-            submit,
-            "--master",
-            "local[2]",
-            "--conf",
-            "spark.ui.enabled=false",
-            str(ROOT / "spark" / "jobs" / "store_audit.py"),
-            str(STORE),
-            "--out",
-            str(tmp_path / "audit"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    summary = json.loads((tmp_path / "audit" / "summary.json").read_text())
-    assert summary["records"] == STORE_MANIFEST["store"]["records"]
-    assert "findings: 6" in out.stdout
-
-
 def test_job_mains_in_process(spark, capsys, tmp_path):
     # main() reuses the running session (getOrCreate), as a notebook or a test would.
     pcap = str(CAPTURES / "05-PushRetry.pcap")
