@@ -339,6 +339,39 @@ async def test_kv_config_roundtrip_and_persistence(
     nursery.cancel_scope.cancel()
 
 
+async def test_kv_and_config_files_written_off_the_event_loop(
+    config: NamesrvConfig, nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PUT_KV_CONFIG, DELETE_KV_CONFIG and UPDATE_NAMESRV_CONFIG answer once their file is written,
+    and write it from a worker thread, never on the thread trio runs on."""
+    import threading
+
+    from rocketpy.namesrv import kv_config, server
+
+    writes: list[tuple[str, bool]] = []
+    real = kv_config.write_file_safely
+
+    def recording(path: Path, data: bytes) -> None:
+        writes.append((path.name, threading.current_thread() is threading.main_thread()))
+        real(path, data)
+
+    monkeypatch.setattr(kv_config, "write_file_safely", recording)
+    monkeypatch.setattr(server, "write_file_safely", recording)
+    ns: NameServer = await nursery.start(NameServer(config).run)
+    async with open_remoting_client() as client:
+        put = PutKVConfigRequestHeader(namespace="ns1", key="k", value="v")
+        assert (await call(client, ns, kv_request(RequestCode.PUT_KV_CONFIG, put))).code == 0
+        assert (tmp_path / "kvConfig.json").read_text() == '{"configTable":{"ns1":{"k":"v"}}}'
+        delete = DeleteKVConfigRequestHeader(namespace="ns1", key="k")
+        assert (await call(client, ns, kv_request(RequestCode.DELETE_KV_CONFIG, delete))).code == 0
+        assert (tmp_path / "kvConfig.json").read_text() == '{"configTable":{"ns1":{}}}'
+        update = RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=true\n")
+        assert (await call(client, ns, update)).code == 0
+        assert "orderMessageEnable=true" in (tmp_path / "namesrv.properties").read_text()
+    assert writes == [("kvConfig.json", False), ("kvConfig.json", False), ("namesrv.properties", False)]
+    nursery.cancel_scope.cancel()
+
+
 async def test_order_topic_conf(config: NamesrvConfig, nursery: trio.Nursery) -> None:
     config.order_message_enable = True
     ns: NameServer = await nursery.start(NameServer(config).run)

@@ -74,11 +74,13 @@ def _ns(ctx: RequestContext) -> NameServer:
 # -- KV config ---------------------------------------------------------------------
 
 
-def put_kv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+async def put_kv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, PutKVConfigRequestHeader)
     if h.namespace is None or h.key is None:
         return request.response(ResponseCode.SYSTEM_ERROR, remark="namespace or key is null")
-    _ns(ctx).kv.put(h.namespace, h.key, h.value)
+    kv = _ns(ctx).kv
+    kv.put(h.namespace, h.key, h.value)
+    await kv.save()  # answered once on disk, as Java's handler does
     return _ok(request)
 
 
@@ -94,9 +96,11 @@ def get_kv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingComm
     )
 
 
-def delete_kv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+async def delete_kv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, DeleteKVConfigRequestHeader)
-    _ns(ctx).kv.delete(h.namespace, h.key)
+    kv = _ns(ctx).kv
+    kv.delete(h.namespace, h.key)
+    await kv.save()
     return _ok(request)
 
 
@@ -281,7 +285,7 @@ def get_has_unit_sub_ununit_topic_list(ctx: RequestContext, request: RemotingCom
 # -- configuration ------------------------------------------------------------------------
 
 
-def update_namesrv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+async def update_namesrv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
     ns = _ns(ctx)
     log.info("updateConfig called by %s", ctx.remote_addr)
     if request.body is not None:
@@ -293,6 +297,7 @@ def update_namesrv_config(ctx: RequestContext, request: RemotingCommand) -> Remo
         if ns.config.black_list() & props.keys():
             return request.response(ResponseCode.NO_PERMISSION, remark="Can not update config in black list.")
         ns.update_config(props)
+        await ns.save_config()
     return _ok(request)
 
 
