@@ -82,6 +82,20 @@ async def test_wait_until_gives_up_after_its_timeout(virtual_clock: trio.testing
     assert trio.current_time() - start == 5
 
 
+async def test_wait_until_awaits_an_async_condition(virtual_clock: trio.testing.MockClock) -> None:
+    """A condition that queries something (a server, a page) is awaited each tick, not taken as true."""
+    asked: list[float] = []
+
+    async def ready() -> bool:
+        await trio.sleep(0.1)  # the round trip
+        asked.append(trio.current_time())
+        return len(asked) == 3
+
+    start = trio.current_time()
+    await wait_until(ready, timeout=10, tick=0.5)
+    assert [round(t - start, 3) for t in asked] == [0.1, 0.7, 1.3]
+
+
 def test_admin_times_and_consume_timestamp_read_the_installed_clock() -> None:
     """mqadmin's 'now' and the consumers' default consumeTimestamp (half an hour ago) come from
     rocketpy's clock, so they move with a virtual one like every server timestamp."""

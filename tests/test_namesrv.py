@@ -44,6 +44,7 @@ from rocketpy.namesrv.processor import APPLY_TOPIC_TIP
 from rocketpy.namesrv.route_info import RouteInfoManager
 from rocketpy.remoting import RemotingClient, open_remoting_client
 from rocketpy.remoting.connection import CommandReader
+from rocketpy.testing import wait_until
 
 CLUSTER = "DefaultCluster"
 
@@ -121,12 +122,6 @@ async def route(client: RemotingClient, ns: NameServer, topic: str, **kw: Any) -
         return None
     assert resp.code == ResponseCode.SUCCESS, resp
     return json.loads(resp.body or b"")
-
-
-async def eventually(predicate: Any, timeout: float = 5) -> None:
-    with trio.fail_after(timeout):
-        while not await predicate():
-            await trio.sleep(0.02)
 
 
 # -- registration -----------------------------------------------------------------------
@@ -256,16 +251,12 @@ async def test_broker_expires_without_heartbeat(
             return await route(client, ns, "T2") is None
 
         start = trio.current_time()
-        await eventually(gone)
+        await wait_until(gone, timeout=5, tick=0.02)
         assert trio.current_time() - start >= 0.55
-        await eventually(lambda: _true_async(broker_conn.closed))
+        await wait_until(lambda: broker_conn.closed, timeout=5, tick=0.02)
         # broker-a was on the same connection: it left with it
         assert await route(client, ns, "T1") is None
     nursery.cancel_scope.cancel()
-
-
-async def _true_async(value: bool) -> bool:
-    return value
 
 
 async def test_connection_close_drops_broker(ns: NameServer, client: RemotingClient) -> None:
@@ -276,7 +267,7 @@ async def test_connection_close_drops_broker(ns: NameServer, client: RemotingCli
     async def gone() -> bool:
         return await route(client, ns, "GONE") is None
 
-    await eventually(gone)
+    await wait_until(gone, timeout=5, tick=0.02)
     assert ns.routes.broker_addr_table == {} and ns.routes.cluster_addr_table == {}
 
 
