@@ -28,6 +28,12 @@ def now_ms() -> int:
     return _SOURCE.get()()
 
 
+def monotonic_ms() -> int:
+    """Milliseconds of the monotonic clock: for intervals and expiries that must not jump with the
+    wall clock (quarantines, lock leases); not a timestamp, and not moved by :func:`use_clock`."""
+    return time.monotonic_ns() // 1_000_000
+
+
 @contextmanager
 def use_clock(source: Callable[[], int]) -> Iterator[None]:
     """Make :func:`now_ms` read ``source`` in this context (and what it starts) until the block ends."""
@@ -38,4 +44,4 @@ def use_clock(source: Callable[[], int]) -> Iterator[None]:
         _SOURCE.reset(token)
 
 
-__all__ = ["now_ms", "system_ms", "use_clock"]
+__all__ = ["monotonic_ms", "now_ms", "system_ms", "use_clock"]

@@ -10,8 +10,9 @@ traffic is what a Java client would send (V2 send headers, JSON or ROCKETMQ head
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -58,12 +59,20 @@ def clock_following(clock: trio.abc.Clock) -> Iterator[None]:
         yield
 
 
-async def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, tick: float = 0.01) -> None:
+async def wait_until(
+    condition: Callable[[], object | Awaitable[object]], *, timeout: float = 10.0, tick: float = 0.01
+) -> None:
     """Return once ``condition()`` holds, checked every ``tick`` seconds of trio time; trio.TooSlowError
     after ``timeout`` (both virtual on a MockClock: the check then never races the wall clock, but each
-    tick waits out the clock's autojump threshold in real time, so long waits want a coarser tick)."""
+    tick waits out the clock's autojump threshold in real time, so long waits want a coarser tick).
+    ``condition`` may be async (a query to a server, a page fetch): its result is awaited."""
     with trio.fail_after(timeout):
-        while not condition():
+        while True:
+            held = condition()
+            if inspect.isawaitable(held):
+                held = await held
+            if held:
+                return
             await trio.sleep(tick)
 
 

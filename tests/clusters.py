@@ -21,7 +21,7 @@ from rocketpy.codecs import RemotingCommand, RequestCode
 from rocketpy.namesrv.config import NamesrvConfig
 from rocketpy.namesrv.server import NameServer
 from rocketpy.remoting import RequestContext
-from rocketpy.testing import broker_test_config
+from rocketpy.testing import broker_test_config, wait_until
 
 #: broker settings that keep tests quick: short delay levels and transaction checks
 FAST_BROKER = {
@@ -93,9 +93,7 @@ async def real_cluster(broker_names: tuple[str, ...] = ("broker-a",), *, probe: 
                     probes.append(BrokerProbe())
                     broker.dispatcher.add_before_hook(probes[-1])
                 brokers.append(await nursery.start(broker.run, None))
-            with trio.fail_after(10):
-                while len(ns.routes.broker_live_table) < len(brokers):
-                    await trio.sleep(0.02)
+            await wait_until(lambda: len(ns.routes.broker_live_table) >= len(brokers), timeout=10, tick=0.02)
             try:
                 yield Cluster(ns.address, brokers, probes)
             finally:
@@ -107,26 +105,30 @@ def threaded_cluster(**opts: Any) -> Iterator[Cluster]:
     """:func:`real_cluster` served by a trio loop on its own thread, for code that runs its own event loop
     (blocking scripts, asyncio, the CLI, examples in subprocesses)."""
     import concurrent.futures
-    import threading
 
     from rocketpy.client.facade import TrioPortal
 
     portal = TrioPortal()
-    ready: concurrent.futures.Future[Cluster] = concurrent.futures.Future()
-    stop = threading.Event()
+    ready: concurrent.futures.Future[tuple[Cluster, trio.Event]] = concurrent.futures.Future()
 
     async def host() -> None:
+        stop = trio.Event()
         async with real_cluster(**opts) as c:
-            ready.set_result(c)
-            while not stop.is_set():
-                await trio.sleep(0.05)
+            ready.set_result((c, stop))
+            await stop.wait()
+
+    async def set_event(event: trio.Event) -> None:
+        event.set()
 
     done = portal.submit(host)
     try:
-        yield ready.result(10)
+        cluster, stop = ready.result(10)
+        try:
+            yield cluster
+        finally:
+            portal.run(set_event, stop)  # the cluster's own loop ends it: no polling between threads
+            done.result(10)
     finally:
-        stop.set()
-        done.result(10)
         portal.close()
 
 
@@ -139,12 +141,12 @@ async def make_topic(c: Cluster, topic: str, queues: int) -> None:
         for addr in await admin.master_addrs("DefaultCluster"):
             await admin.create_topic(addr, TopicConfig(topic_name=topic, read_queue_nums=queues,
                                                        write_queue_nums=queues, perm=6))
-        with trio.fail_after(10):
-            while True:
-                route = await admin.client.fetch_route(topic)
-                if route is not None and len(route.queue_datas or []) == len(c.brokers):
-                    return
-                await trio.sleep(0.05)
+
+        async def routed() -> bool:
+            route = await admin.client.fetch_route(topic)
+            return route is not None and len(route.queue_datas or []) == len(c.brokers)
+
+        await wait_until(routed, timeout=10, tick=0.05)
 
 
 def committed_offsets(broker: BrokerController, group: str, topic: str) -> dict[int, int]:

@@ -165,12 +165,14 @@ async def test_serve_command_end_to_end(tmp_path):
         async with broker_client(f"127.0.0.1:{broker_port}") as c:
             assert (await c.send("TServe", b"hi")).code == 0
             req = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic="TServe"))
-            with trio.fail_after(10):
-                while True:
-                    resp = await c.client.invoke(f"127.0.0.1:{ns_port}", req)
-                    if resp.code == 0:
-                        break
-                    await trio.sleep(0.05)
+            resp = RemotingCommand(code=-1)
+
+            async def routed() -> bool:  # the serving process registers the topic on its next heartbeat
+                nonlocal resp
+                resp = await c.client.invoke(f"127.0.0.1:{ns_port}", req)
+                return resp.code == 0
+
+            await wait_until(routed, timeout=10, tick=0.05)
             route = TopicRouteData.decode(resp.body)
             assert route.broker_datas[0].broker_addrs[0] == f"127.0.0.1:{broker_port}"
     finally:

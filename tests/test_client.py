@@ -74,9 +74,14 @@ async def test_send_modes_and_wire_format() -> None:
             assert got == [r3]
             rb = await p.send_batch([make_message("TopicA", f"b{i}", tags="B") for i in range(3)])
             assert len(rb.msg_id.split(",")) == 3
-        with trio.fail_after(10):
-            while len(messages := await stored(c, "TopicA")) < 7:
-                await trio.sleep(0.05)
+        messages: list[MessageExt] = []
+
+        async def all_stored() -> bool:
+            nonlocal messages
+            messages = await stored(c, "TopicA")
+            return len(messages) >= 7
+
+        await wait_until(all_stored, timeout=10, tick=0.05)
         sends = c.probe.of(RequestCode.SEND_MESSAGE_V2)
         first = sends[0].ext_fields
         # the V2 short header, properties in Java HashMap order, WAIT and UNIQ_KEY added, as Java sends them
@@ -432,12 +437,12 @@ async def test_consumer_started_inside_a_timeout_shuts_down_outside_it(kind: str
         with trio.move_on_after(30):
             await consumer.start()
         assert consumer.nursery is not None
-        with trio.fail_after(15):
-            while len(got) < 3:
-                if isinstance(consumer, LitePullConsumer):
+        if isinstance(consumer, LitePullConsumer):
+            with trio.fail_after(15):
+                while len(got) < 3:
                     got += [m.body for m in await consumer.poll(1.0)]
-                else:
-                    await trio.sleep(0.02)
+        else:
+            await wait_until(lambda: len(got) >= 3, timeout=15, tick=0.02)
         assert sorted(got) == [b"m0", b"m1", b"m2"]
         hosted = consumer.nursery
         await consumer.shutdown()

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from rocketpy.clock import now_ms, system_ms, use_clock
+from rocketpy.clock import monotonic_ms, now_ms, system_ms, use_clock
 from rocketpy.testing import clock_following, wait_until
 
 
@@ -80,3 +80,43 @@ async def test_wait_until_gives_up_after_its_timeout(virtual_clock: trio.testing
     with pytest.raises(trio.TooSlowError):
         await wait_until(lambda: False, timeout=5, tick=1)  # each tick costs the autojump threshold in real time
     assert trio.current_time() - start == 5
+
+
+async def test_wait_until_awaits_an_async_condition(virtual_clock: trio.testing.MockClock) -> None:
+    """A condition that queries something (a server, a page) is awaited each tick, not taken as true."""
+    asked: list[float] = []
+
+    async def ready() -> bool:
+        await trio.sleep(0.1)  # the round trip
+        asked.append(trio.current_time())
+        return len(asked) == 3
+
+    start = trio.current_time()
+    await wait_until(ready, timeout=10, tick=0.5)
+    assert [round(t - start, 3) for t in asked] == [0.1, 0.7, 1.3]
+
+
+def test_admin_times_and_consume_timestamp_read_the_installed_clock() -> None:
+    """mqadmin's 'now' and the consumers' default consumeTimestamp (half an hour ago) come from
+    rocketpy's clock, so they move with a virtual one like every server timestamp."""
+    from datetime import datetime
+
+    from rocketpy.client.cli_admin import parse_time
+    from rocketpy.client.consumer_base import half_hour_ago
+
+    at = int(datetime(2024, 5, 1, 12, 0, 0).timestamp() * 1000)
+    with use_clock(lambda: at):
+        assert parse_time("now") == at
+        assert half_hour_ago() == "20240501113000"
+
+
+def test_quarantines_and_lock_leases_run_on_the_monotonic_clock() -> None:
+    """Fault quarantines and queue-lock leases measure intervals: a monotonic clock, which a wall-clock
+    step (or a virtual clock installed for timestamps) does not move."""
+    from rocketpy.broker.locks import RebalanceLockManager
+    from rocketpy.client.fault import LatencyFaultTolerance
+
+    with use_clock(lambda: 0):
+        before = monotonic_ms()
+        for clock in (LatencyFaultTolerance().clock(), RebalanceLockManager().clock()):
+            assert before <= clock <= monotonic_ms()

@@ -33,6 +33,7 @@ from rocketpy.codecs.trace import (  # noqa: E402
 from rocketpy.console.app import ConsoleSettings, build_app  # noqa: E402
 from rocketpy.console.auth import SESSION_COOKIE, parse_users  # noqa: E402
 from rocketpy.console.data import ConsoleData  # noqa: E402
+from rocketpy.testing import wait_until  # noqa: E402
 
 
 class Browser:
@@ -132,10 +133,12 @@ async def test_pages_show_the_cluster_and_changes_go_through_admin_calls():
         status, page = await browser.post("/topics/save", {"topic": "TConsole", "read": "2", "write": "2",
                                                             "perm": "RW", "back": "/topics"}, csrf_from="/topics")
         assert status == 200 and "topic TConsole saved" in page
-        with trio.fail_after(5):  # the broker registers the new topic with the NameServer in the background
-            while not re.search(r"<td class=\"n\">2</td>\s*<td class=\"n\">2</td>", page):  # 2 read, 2 write queues
-                await trio.sleep(0.05)
-                _, page = await browser.get("/topic/TConsole")
+
+        async def routed() -> bool:  # the broker registers the new topic with the NameServer in the background
+            _, page = await browser.get("/topic/TConsole")
+            return bool(re.search(r"<td class=\"n\">2</td>\s*<td class=\"n\">2</td>", page))  # 2 read, 2 write
+
+        await wait_until(routed, timeout=5, tick=0.05)
         status, page = await browser.post("/topic/TConsole/send", {"tags": "TagA", "keys": "order-42",
                                                                    "body": '{"id": 42}', "back": "/topic/TConsole"},
                                           csrf_from="/topic/TConsole")
@@ -186,13 +189,16 @@ async def test_message_detail_shows_consumers_and_resends_to_one_client():
                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
         consumer.subscribe("TResend", "*")
         async with consumer:
-            with trio.fail_after(20):
-                while not got:
-                    await trio.sleep(0.05)
+            await wait_until(lambda: got, timeout=20, tick=0.05)
             detail = "/message?" + urlencode({"topic": "TResend", "id": sent.msg_id})
-            with trio.fail_after(10):  # the offset reaches the broker
-                while "CONSUMED" not in (page := (await browser.get(detail))[1]).replace("NOT_CONSUMED", ""):
-                    await trio.sleep(0.1)
+            page = ""
+
+            async def consumed() -> bool:  # the offset reaches the broker
+                nonlocal page
+                page = (await browser.get(detail))[1]
+                return "CONSUMED" in page.replace("NOT_CONSUMED", "")
+
+            await wait_until(consumed, timeout=10, tick=0.1)
             assert re.search(r"GResend</a></td><td>CONSUMED</td>", page)
             status, page = await browser.post("/message/resend", {
                 "topic": "TResend", "id": sent.msg_id, "group": "GResend", "client": consumer.client.client_id,
@@ -285,16 +291,16 @@ async def test_trace_timeline_of_python_clients_with_enable_msg_trace():
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe("TTraced", "*")
             async with consumer:
-                with trio.fail_after(20):
-                    while result.msg_id not in seen:
-                        await trio.sleep(0.05)
+                await wait_until(lambda: result.msg_id in seen, timeout=20, tick=0.05)
         # both trace dispatchers flushed on shutdown: the timeline has send, consume start and end
-        with trio.fail_after(10):
-            while True:
-                _, page = await browser.get("/trace?id=" + result.msg_id)
-                if 'class="step-SubAfter"' in page:
-                    break
-                await trio.sleep(0.1)
+        page = ""
+
+        async def timeline() -> bool:
+            nonlocal page
+            _, page = await browser.get("/trace?id=" + result.msg_id)
+            return 'class="step-SubAfter"' in page
+
+        await wait_until(timeline, timeout=10, tick=0.1)
         steps = re.findall(r'class="step-(\w+)"', page)
         assert steps == ["Pub", "SubBefore", "SubAfter"], steps
         assert "PG_traced" in page and "CG_traced" in page and "TTraced" in page and "trace-key" in page

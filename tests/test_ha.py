@@ -9,6 +9,7 @@ from contextlib import AsyncExitStack
 
 import trio
 
+from rocketpy import testing
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.ha import build_offset_report
 from rocketpy.testing import broker_client, free_broker_port, running_broker
@@ -30,11 +31,11 @@ def commit_log_bytes(broker, end: int) -> bytes:
 
 
 async def wait_until(pred, timeout: float = 30.0, what: str = "condition", tick: float = 0.02) -> None:
-    with trio.move_on_after(timeout):
-        while not pred():
-            await trio.sleep(tick)
-        return
-    raise AssertionError(f"timed out waiting for {what}")
+    """rocketpy.testing.wait_until, failing with what was awaited."""
+    try:
+        await testing.wait_until(pred, timeout=timeout, tick=tick)
+    except trio.TooSlowError:
+        raise AssertionError(f"timed out waiting for {what}") from None
 
 
 def ha_addr(master) -> str:

@@ -44,6 +44,7 @@ from rocketpy.namesrv.processor import APPLY_TOPIC_TIP
 from rocketpy.namesrv.route_info import RouteInfoManager
 from rocketpy.remoting import RemotingClient, open_remoting_client
 from rocketpy.remoting.connection import CommandReader
+from rocketpy.testing import wait_until
 
 CLUSTER = "DefaultCluster"
 
@@ -121,12 +122,6 @@ async def route(client: RemotingClient, ns: NameServer, topic: str, **kw: Any) -
         return None
     assert resp.code == ResponseCode.SUCCESS, resp
     return json.loads(resp.body or b"")
-
-
-async def eventually(predicate: Any, timeout: float = 5) -> None:
-    with trio.fail_after(timeout):
-        while not await predicate():
-            await trio.sleep(0.02)
 
 
 # -- registration -----------------------------------------------------------------------
@@ -256,16 +251,12 @@ async def test_broker_expires_without_heartbeat(
             return await route(client, ns, "T2") is None
 
         start = trio.current_time()
-        await eventually(gone)
+        await wait_until(gone, timeout=5, tick=0.02)
         assert trio.current_time() - start >= 0.55
-        await eventually(lambda: _true_async(broker_conn.closed))
+        await wait_until(lambda: broker_conn.closed, timeout=5, tick=0.02)
         # broker-a was on the same connection: it left with it
         assert await route(client, ns, "T1") is None
     nursery.cancel_scope.cancel()
-
-
-async def _true_async(value: bool) -> bool:
-    return value
 
 
 async def test_connection_close_drops_broker(ns: NameServer, client: RemotingClient) -> None:
@@ -276,7 +267,7 @@ async def test_connection_close_drops_broker(ns: NameServer, client: RemotingCli
     async def gone() -> bool:
         return await route(client, ns, "GONE") is None
 
-    await eventually(gone)
+    await wait_until(gone, timeout=5, tick=0.02)
     assert ns.routes.broker_addr_table == {} and ns.routes.cluster_addr_table == {}
 
 
@@ -336,6 +327,39 @@ async def test_kv_config_roundtrip_and_persistence(
         bad = RemotingCommand(code=RequestCode.PUT_KV_CONFIG, ext_fields={"namespace": "x"})
         resp = await call(client, ns2, bad)
         assert resp.code == ResponseCode.SYSTEM_ERROR and resp.remark == "namespace or key is null"
+    nursery.cancel_scope.cancel()
+
+
+async def test_kv_and_config_files_written_off_the_event_loop(
+    config: NamesrvConfig, nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PUT_KV_CONFIG, DELETE_KV_CONFIG and UPDATE_NAMESRV_CONFIG answer once their file is written,
+    and write it from a worker thread, never on the thread trio runs on."""
+    import threading
+
+    from rocketpy.namesrv import kv_config, server
+
+    writes: list[tuple[str, bool]] = []
+    real = kv_config.write_file_safely
+
+    def recording(path: Path, data: bytes) -> None:
+        writes.append((path.name, threading.current_thread() is threading.main_thread()))
+        real(path, data)
+
+    monkeypatch.setattr(kv_config, "write_file_safely", recording)
+    monkeypatch.setattr(server, "write_file_safely", recording)
+    ns: NameServer = await nursery.start(NameServer(config).run)
+    async with open_remoting_client() as client:
+        put = PutKVConfigRequestHeader(namespace="ns1", key="k", value="v")
+        assert (await call(client, ns, kv_request(RequestCode.PUT_KV_CONFIG, put))).code == 0
+        assert (tmp_path / "kvConfig.json").read_text() == '{"configTable":{"ns1":{"k":"v"}}}'
+        delete = DeleteKVConfigRequestHeader(namespace="ns1", key="k")
+        assert (await call(client, ns, kv_request(RequestCode.DELETE_KV_CONFIG, delete))).code == 0
+        assert (tmp_path / "kvConfig.json").read_text() == '{"configTable":{"ns1":{}}}'
+        update = RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=true\n")
+        assert (await call(client, ns, update)).code == 0
+        assert "orderMessageEnable=true" in (tmp_path / "namesrv.properties").read_text()
+    assert writes == [("kvConfig.json", False), ("kvConfig.json", False), ("namesrv.properties", False)]
     nursery.cancel_scope.cancel()
 
 

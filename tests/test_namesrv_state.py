@@ -185,6 +185,7 @@ def test_kv_reads_java_file(tmp_path: Path) -> None:
     assert kv.get("ORDER_TOPIC_CONFIG", "T") == "b:4"
     assert kv.list_namespace("n2") == b'{"table":{}}'
     kv.put("n2", "k", "v")
+    kv.persist()
     parts = {"n2": '"n2":{"k":"v"}', "ORDER_TOPIC_CONFIG": '"ORDER_TOPIC_CONFIG":{"T":"b:4"}'}
     expected = '{"configTable":{' + ",".join(parts[k] for k in hashmap_order(parts)) + "}}"
     assert path.read_text() == expected

@@ -139,6 +139,23 @@ def test_not_a_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["store", "check", str(tmp_path / "missing")]) == 2
 
 
+def test_check_reads_config_as_java_and_refuses_a_bad_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--config is read as Java's Properties.load reads a .conf (continuation lines, escapes); an unreadable
+    or malformed one is one line on stderr and exit 2, not a traceback."""
+    good = tmp_path / "broker.conf"
+    good.write_bytes(b"# the golden broker's sizes\nmappedFileSizeCommitLog = 41\\\n  94304\n"
+                     b"mappedFileSizeConsumeQueue=60000\nmaxHashSlotNum=\\u0031000\nmaxIndexNum=4000\n")
+    assert main(["store", "check", "--config", str(good), str(STORE_DUMP)]) == 0
+    assert "OK" in capsys.readouterr().out
+    bad = tmp_path / "bad.conf"
+    bad.write_bytes(b"a=\\u12\n")
+    for config in (bad, tmp_path / "missing.conf"):
+        assert main(["store", "check", "--config", str(config), str(STORE_DUMP)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"rocketpy store check: cannot read --config {config}:") and err.count("\n") == 1
+        assert "Traceback" not in err
+
+
 def test_dump_and_check_print_markup_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from test_store import make_config, make_msg
 

@@ -400,9 +400,14 @@ def test_record_is_found_by_offset_from_cq() -> None:
 
 
 def _unit_pairs() -> list[tuple[str, object, object, int | None]]:
-    from rocketpy.codecs import frame, store_records
+    from rocketpy.codecs import frame, message, store_records
+    from rocketpy.sniffer import hastream
 
     return [
+        ("BLANK_RECORD _SIZE_MAGIC", store_records._SIZE_MAGIC, store_records.BLANK_RECORD, None),
+        ("CHECKPOINT _CHECKPOINT_TIMES", store_records._CHECKPOINT_TIMES, store_records.CHECKPOINT, 3),
+        ("MESSAGE_RECORD head (sniffer)", hastream._PHYSICAL, message.MESSAGE_RECORD, 7),
+        ("MESSAGE_RECORD size and magic", message._SIZE_MAGIC, message.MESSAGE_RECORD, 2),
         ("CONSUME_QUEUE_UNIT", store_records.CONSUME_QUEUE_UNIT, store_records.CONSUME_QUEUE_ENTRY, None),
         ("INDEX_HEADER_UNIT", store_records.INDEX_HEADER_UNIT, store_records.INDEX_HEADER, None),
         ("INDEX_ENTRY_UNIT", store_records.INDEX_ENTRY_UNIT, store_records.INDEX_ENTRY, None),
@@ -411,7 +416,7 @@ def _unit_pairs() -> list[tuple[str, object, object, int | None]]:
     ]
 
 
-@pytest.mark.parametrize("index", range(5), ids=[name for name, *_ in _unit_pairs()])
+@pytest.mark.parametrize("index", range(len(_unit_pairs())), ids=[name for name, *_ in _unit_pairs()])
 @given(data=st.data())
 def test_fast_unit_reads_what_its_construct_definition_builds(index: int, data: st.DataObject) -> None:
     """Each struct form (derived by codecs.units.struct_unit) equals its construct Struct field by field."""
@@ -421,6 +426,9 @@ def test_fast_unit_reads_what_its_construct_definition_builds(index: int, data: 
     fields = definition.subcons[:count]  # type: ignore[attr-defined]
     values = []
     for sub in fields:
+        if isinstance(sub.subcon, cs.Const):  # a magic code: the one value it may hold
+            values.append(sub.subcon.value)
+            continue
         bits = sub.sizeof() * 8
         signed = sub.subcon.fmtstr[-1].islower()
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
@@ -436,3 +444,24 @@ def test_struct_unit_refuses_variable_fields() -> None:
 
     with pytest.raises(TypeError, match="remark"):
         struct_unit(ROCKETMQ_HEADER)
+
+
+@given(
+    st.one_of(st.binary(min_size=4, max_size=4), st.binary(min_size=16, max_size=16)),
+    st.integers(0, 65535),
+    st.integers(-(1 << 63), (1 << 63) - 1),
+)
+def test_store_offset_msg_id_is_the_codecs(ip: bytes, port: int, offset: int) -> None:
+    """The CommitLog's fast message id (a cached host prefix, then the offset in hex) equals
+    MessageDecoder.createMessageId as the codec writes it and reads back."""
+    import ipaddress
+
+    from rocketpy.codecs.message import create_offset_msg_id, decode_offset_msg_id
+    from rocketpy.store.commitlog import _host, _offset_msg_id
+
+    addr = ipaddress.ip_address(ip)
+    host = f"{addr}:{port}" if len(ip) == 4 else f"[{addr}]:{port}"
+    store_ip, store_port = _host(host)
+    msg_id = _offset_msg_id(store_ip, store_port, offset)
+    assert msg_id == create_offset_msg_id(host, offset)
+    assert decode_offset_msg_id(msg_id)[1:] == (store_port, offset)

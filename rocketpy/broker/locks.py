@@ -5,8 +5,9 @@ refresh (``rocketmq.broker.rebalance.lockMaxLiveTime``) or on UNLOCK_BATCH_MQ.""
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Hashable, Iterable
+
+from ..clock import monotonic_ms
 
 LOCK_MAX_LIVE_MS = 60_000
 
@@ -20,7 +21,7 @@ class LockEntry:
 class RebalanceLockManager:
     def __init__(self, max_live_ms: int = LOCK_MAX_LIVE_MS, clock: Callable[[], float] | None = None) -> None:
         self.max_live_ms = max_live_ms
-        self.clock = clock or (lambda: time.monotonic() * 1000)
+        self.clock: Callable[[], float] = clock or monotonic_ms
         self.table: dict[str, dict[Hashable, LockEntry]] = {}
 
     def _expired(self, entry: LockEntry, now: float) -> bool:

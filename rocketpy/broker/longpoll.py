@@ -20,6 +20,7 @@ from ..codecs import RemotingCommand
 from ..remoting.dispatch import fix_response
 
 if TYPE_CHECKING:
+    from .context import BrokerContext
     from .controller import BrokerController
 
 log = logging.getLogger("rocketpy.broker")
@@ -39,7 +40,7 @@ def _addr(conn: Any) -> str:
 @dataclasses.dataclass(eq=False)
 class HeldPull:
     request: RemotingCommand
-    ctx: Any  # RequestContext of the connection to answer on
+    ctx: BrokerContext  # the connection to answer on
     timeout_ms: int
     suspend_ts: int
     pull_from_offset: int

@@ -16,12 +16,12 @@ units the queue lengths or the committed offsets moved over since the last round
 from __future__ import annotations
 
 import dataclasses
-import struct
 from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..clock import now_ms
+from ..codecs.store_records import CONSUME_QUEUE_UNIT, CQ_STORE_UNIT_SIZE
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -32,8 +32,7 @@ BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
 GROUP_GET_SIZE = "GROUP_GET_SIZE"
-_UNIT = 20  # a consume-queue unit: commit log offset (8), size (4), tags code (8)
-_SIZE = struct.Struct(">qiq")
+_UNIT = CQ_STORE_UNIT_SIZE
 _READ_BYTES = 1 << 20
 
 SECONDS_PERIOD_MS = 10_000
@@ -113,7 +112,7 @@ def units_size(store: object, topic: str, queue_id: int, start: int, end: int) -
         if not raw:
             break
         count = len(raw) // _UNIT
-        total += sum(size for _, size, _ in _SIZE.iter_unpack(raw[: count * _UNIT]))
+        total += sum(size for _, size, _ in CONSUME_QUEUE_UNIT.iter_unpack(raw[: count * _UNIT]))
         index += count
     return total
 

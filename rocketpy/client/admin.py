@@ -8,9 +8,9 @@ messages and offsets, with the same requests mqadmin sends.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
+from ..clock import now_ms
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
     BrokerStatsData,
@@ -82,7 +82,7 @@ class Admin:
                  timeout: float = 5.0) -> None:
         if config is None:
             config = ClientConfig(namesrv_addr=namesrv) if namesrv else ClientConfig()
-            config.instance_name = str(time.time_ns() // 1_000_000)
+            config.instance_name = str(now_ms())
         self.client = ClientInstance(config)
         self.timeout = timeout
 

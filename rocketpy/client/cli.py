@@ -19,7 +19,7 @@ from .config import ClientConfig, default_namesrv
 from .errors import MQClientError
 from .message import make_message
 from .producer import Producer
-from .push_consumer import PushConsumer
+from .push_consumer import ConsumeContext, PushConsumer
 
 
 class DefaultsHelp(argparse.HelpFormatter):
@@ -180,7 +180,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
         done = trio.Event()
         last = trio.current_time()
 
-        async def listener(msgs: list[MessageExt], ctx: Any) -> None:
+        async def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> None:
             nonlocal seen, last
             for m in msgs:
                 if args.count and seen >= args.count:

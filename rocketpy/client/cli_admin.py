@@ -11,11 +11,11 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
+from ..clock import now_ms
 from ..codecs.bodies import MessageQueue, TopicConfig
 from .admin import Admin
 from .cli import DefaultsHelp
@@ -139,7 +139,7 @@ def parse_time(text: str, now: int | None = None) -> int:
     """mqadmin timestamps: millis, 'now' (``now`` if given, else the current time), or yyyy-MM-dd#HH:mm:ss:SSS."""
     text = text.strip()
     if text == "now":
-        return time.time_ns() // 1_000_000 if now is None else now
+        return now_ms() if now is None else now
     if text.lstrip("-").isdigit():
         return int(text)
     try:

@@ -12,6 +12,7 @@ from typing import Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.codes import RequestCode
 from .admin import Admin
 from .cli_admin import Out, broker_or_cluster_opts, command, namesrv_list, need_target, parse_bool, send_result_str
@@ -85,7 +86,7 @@ async def _cluster_list_once(admin: Admin, args: argparse.Namespace, out: Out) -
     fmt = "{:<16}  {:<22}  {:<4}  {:<22} {:<16} {:>19} {:>19} {:>10} {:>5} {:>6}"
     out.line(fmt.format("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)",
                         "#OutTPS(LOAD)", "#PCWait(ms)", "#Hour", "#SPACE"))
-    now = time.time_ns() // 1_000_000
+    now = now_ms()
     for cluster, name, bid, addr in rows:
         tps_in = tps_out = hour = space = 0.0
         version = send_q = pull_q = send_wait = pull_wait = pc_wait = ""
@@ -241,7 +242,7 @@ async def cluster_rt(admin: Admin, args: argparse.Namespace, out: Out) -> int:
         out.line(f"{'#Cluster Name':<24}  {'#Broker Name':<24}  {'#RT':<4}  {'#successCount':<8}  {'#failCount':<8}")
     rows: list[dict[str, Any]] = []
     rounds = 0
-    async with Producer(str(time.time_ns() // 1_000_000), client=admin.client) as producer:
+    async with Producer(str(now_ms()), client=admin.client) as producer:
         while True:
             for cluster in clusters:
                 if cluster not in table:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from typing import Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.javalang import java_string_hash
 from .admin import Admin
 from .cli_admin import (
@@ -190,7 +190,7 @@ async def export_metadata(admin: Admin, args: argparse.Namespace, out: Out) -> i
         result["topicConfigTable"] = hash_map({k: _bean(v) for k, v in topics.items()})
     if not args.topic:
         result["subscriptionGroupTable"] = hash_map({k: _bean(v) for k, v in groups.items()})
-    result["exportTime"] = time.time_ns() // 1_000_000
+    result["exportTime"] = now_ms()
     name = "topic.json" if args.topic else "subscriptionGroup.json" if args.groups else "metadata.json"
     path = os.path.join(args.path, name)
     await trio.to_thread.run_sync(write_text, path, fastjson_pretty(hash_map(result)))

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 import trio
 
+from ..clock import now_ms
 from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig
 from ..codecs.codes import MixAll, PermName, version_desc
 from ..codecs.javalang import java_string_hash
@@ -317,7 +317,7 @@ async def consumer_status(admin: Admin, args: argparse.Namespace, out: Out) -> i
         out.result(_running_info_json(info))
         return 0
     cc = await admin.consumer_connection(group, args.broker_addr)
-    now = time.time_ns() // 1_000_000
+    now = now_ms()
     infos: dict[str, Any] = {}
     out.line(f"{'#Index':<10} {'#ClientId':<40} {'#Version':<20} #ConsumerRunningInfoFile")
     index = 1

@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
 from ..codecs.javalang import java_string_hash
 from ..codecs.message import MessageExt
@@ -501,7 +502,7 @@ async def check_msg_send_rt(admin: Admin, args: argparse.Namespace, out: Out) ->
 
     total, rows = 0, []
     msg = make_message(args.topic.strip(), b"a" * args.size)
-    async with Producer(str(time.time_ns() // 1_000_000), client=admin.client) as producer:
+    async with Producer(str(now_ms()), client=admin.client) as producer:
         for i in range(args.amount):
             begin = time.monotonic()
             try:
@@ -542,7 +543,7 @@ async def consume_message(admin: Admin, args: argparse.Namespace, out: Out) -> i
         raise BadArgument("Please set the brokerName before queueId!")
     if args.offset is not None and args.queue_id is None:
         raise BadArgument("Please set queueId before offset!")
-    now = time.time_ns() // 1_000_000
+    now = now_ms()
     begin = parse_time(args.begin) if args.begin else 0
     end = parse_time(args.end) if args.end else 0
     if begin > now or end > now:
@@ -616,7 +617,7 @@ def _trace_opts(p: argparse.ArgumentParser) -> None:
 @command("queryMsgTraceById", "query a message trace", _trace_opts)
 async def query_msg_trace_by_id(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     msg_id, topic = args.msg_id.strip(), args.trace_topic.strip()
-    traces = await admin.query_messages(topic, msg_id, 64, 0, time.time_ns() // 1_000_000)
+    traces = await admin.query_messages(topic, msg_id, 64, 0, now_ms())
     views = []
     for m in traces:
         host = m.born_host

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from datetime import datetime
 from typing import Any
 
@@ -29,7 +28,7 @@ log = logging.getLogger("rocketpy.client")
 
 def half_hour_ago() -> str:
     """DefaultMQPushConsumer's consumeTimestamp default: yyyyMMddHHmmss of 30 minutes ago."""
-    return datetime.fromtimestamp(time.time() - 1800).strftime("%Y%m%d%H%M%S")
+    return datetime.fromtimestamp(now_ms() / 1000 - 1800).strftime("%Y%m%d%H%M%S")
 
 
 def reset_retry_topic(msgs: list[MessageExt], group: str) -> None:

@@ -7,20 +7,16 @@ skipped for a while when choosing the next queue. Off by default, as in Java.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..clock import monotonic_ms
 from ..codecs.bodies import MessageQueue
 from .route import QueueCounter, TopicPublishInfo
 
 #: send latency thresholds (ms) and the quarantine each one earns (ms)
 LATENCY_MAX = (50, 100, 550, 1000, 2000, 3000, 15000)
 NOT_AVAILABLE_DURATION = (0, 0, 30000, 60000, 120000, 180000, 600000)
-
-
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 @dataclass
@@ -36,7 +32,7 @@ class FaultItem:
 class LatencyFaultTolerance:
     """Brokers in quarantine, with when each may be used again."""
 
-    def __init__(self, clock: Callable[[], int] = _now_ms) -> None:
+    def __init__(self, clock: Callable[[], int] = monotonic_ms) -> None:
         self.clock = clock
         self.items: dict[str, FaultItem] = {}
         self._worst = QueueCounter(0)
@@ -74,7 +70,7 @@ class LatencyFaultTolerance:
 class FaultStrategy:
     """Chooses the queue of each send attempt and records how each attempt went."""
 
-    def __init__(self, enabled: bool = False, clock: Callable[[], int] = _now_ms) -> None:
+    def __init__(self, enabled: bool = False, clock: Callable[[], int] = monotonic_ms) -> None:
         self.enabled = enabled
         self.tolerance = LatencyFaultTolerance(clock)
 

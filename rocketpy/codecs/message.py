@@ -57,6 +57,7 @@ from .codes import CompressionType, MessageConst, MessageSysFlag
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
 from .javalang import java_string_hash, parse_java_int
+from .units import struct_unit
 
 __all__ = [
     "BATCH_ENTRY",
@@ -183,7 +184,8 @@ RECORD_MAGIC_AT = record_field_at("magic_code")
 RECORD_SYS_FLAG_AT = record_field_at("sys_flag")
 #: offset of store_timestamp, indexed by 1 if the born host is IPv6
 _STORE_TIMESTAMP_AT = (record_field_at("store_timestamp"), record_field_at("store_timestamp", _BORN_V6))
-_SIZE_MAGIC = struct.Struct(">ii")
+#: total size and magic code, the head every record (and the blank) starts with
+_SIZE_MAGIC = struct_unit(MESSAGE_RECORD, 2)
 _INT64 = struct.Struct(">q")
 
 

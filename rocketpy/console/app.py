@@ -11,7 +11,6 @@ import dataclasses
 import datetime
 import hmac
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from ..client.errors import MQClientError
+from ..clock import now_ms
 from ..codecs.bodies.register import PERM_READ_WRITE
 from ..codecs.message import MessageExt
 from . import metrics
@@ -145,7 +145,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
             rows = await data.brokers()
         except ADMIN_ERRORS as exc:
             return JSONResponse({"error": str(exc)}, status_code=502)
-        return JSONResponse({"time": int(time.time() * 1000),
+        return JSONResponse({"time": now_ms(),
                              "brokers": [{"name": b.name, "id": b.broker_id, "addr": b.addr, "putTps": b.put_tps,
                                           "getTps": b.get_tps} for b in rows]})
 
@@ -235,7 +235,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
         elif msg_id:
             found, searched = [await data.by_id(topic, msg_id)], f"id {msg_id}"
         elif topic:
-            end = parse_local_time(p["end"]) if p.get("end") else int(time.time() * 1000)
+            end = parse_local_time(p["end"]) if p.get("end") else now_ms()
             begin = parse_local_time(p["begin"]) if p.get("begin") else end - 3600_000
             found, searched = await data.by_time(topic, begin, end), f"{_ts(begin)} .. {_ts(end)}"
         return render(request, "messages.html", session, found=found, searched=searched, topic=topic, key=key,

@@ -23,6 +23,8 @@ import struct
 from typing import TYPE_CHECKING
 
 from ..codecs import CodecError, RemotingCommand, RequestCode
+from ..codecs.frame import FRAME_PREFIX_UNIT, ROCKETMQ_HEADER
+from ..codecs.units import struct_unit
 from ..remoting.dispatch import RequestContext, fix_response
 from .processor import get_route_info_by_topic
 
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 #: distinct request shapes (header minus opaque, body) kept between two state changes
 MEMO_LIMIT = 4096
 
-_PREFIX = struct.Struct(">iI")
+_PREFIX = FRAME_PREFIX_UNIT
 _CODE = RequestCode.GET_ROUTEINFO_BY_TOPIC
 #: fastjson (and our encoder) write the code first: a JSON route lookup starts so
 _JSON_START = b'{"code":%d,' % _CODE
@@ -41,8 +43,8 @@ _OPAQUE_KEY = b'"opaque":'
 #: a JSON int as Java's and our encoders print one (what str(int) gives back), then , or }
 _JSON_INT = re.compile(rb"-?(?:0|[1-9][0-9]{0,9})(?=[,}])")
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
-#: ROCKETMQ binary header: the opaque follows code(2) language(1) version(2)
-_BIN_OPAQUE = 8 + 5
+#: ROCKETMQ binary header: the opaque follows code, language and version (in the frame, after its prefix)
+_BIN_OPAQUE = FRAME_PREFIX_UNIT.size + struct_unit(ROCKETMQ_HEADER, 3).size
 
 
 class RouteShortcut:

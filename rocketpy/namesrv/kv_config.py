@@ -3,7 +3,8 @@
 The file is the compact fastjson form of KVConfigSerializeWrapper,
 ``{"configTable":{"namespace":{"key":"value"}}}``, written through ``.tmp`` with the
 previous content kept as ``.bak`` (MixAll.string2File), so a Java NameServer and
-ours can read each other's file.
+ours can read each other's file. A change updates the table at once (readers see it) and
+is written by :meth:`KVConfigManager.save` from a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+
+import trio
 
 from ..codecs import CodecError, fastjson
 from .javamap import JavaHashMap
@@ -26,7 +29,7 @@ class KVConfigError(RuntimeError):
 
 
 class KVConfigManager:
-    """Namespace -> key -> value, in java.util.HashMap order; persisted after each change."""
+    """Namespace -> key -> value, in java.util.HashMap order; saved (:meth:`save`) after each change."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = Path(path) if path is not None else None
@@ -35,6 +38,8 @@ class KVConfigManager:
         #: bumped on every change, so cached answers that embed KV values can tell
         self.version = 0
         self.loaded = False
+        # one write at a time, each of the table as it is when the write begins: the last write wins
+        self._write_lock = trio.Lock()
 
     # -- disk ---------------------------------------------------------------------
     def load(self) -> None:
@@ -71,12 +76,17 @@ class KVConfigManager:
         return fastjson.dump_bytes(doc)
 
     def persist(self) -> None:
+        """Write the file now, on this thread (tools and tests; servers :meth:`save`)."""
+        if self.path is not None:
+            _write_logged(self.path, self.to_json())
+
+    async def save(self) -> None:
+        """Write the table as it is now from a worker thread; returns once it is on disk (or logged)."""
         if self.path is None:
             return
-        try:
-            write_file_safely(self.path, self.to_json())
-        except OSError as exc:
-            log.error("persist kvconfig Exception, %s: %s", self.path, exc)
+        async with self._write_lock:
+            data = self.to_json()  # the snapshot, taken on the trio thread
+            await trio.to_thread.run_sync(_write_logged, self.path, data)
 
     # -- operations -----------------------------------------------------------------
     def put(self, namespace: str, key: str, value: str | None) -> None:
@@ -86,7 +96,6 @@ class KVConfigManager:
             log.info("putKVConfig create new Namespace %s", namespace)
         kv[key] = value
         self.version += 1
-        self.persist()
 
     def delete(self, namespace: str, key: str) -> None:
         kv = self.table.get(namespace)
@@ -94,7 +103,6 @@ class KVConfigManager:
             value = kv.pop(key, None)
             log.info("deleteKVConfig delete a config item, Namespace: %s Key: %s Value: %s", namespace, key, value)
         self.version += 1
-        self.persist()
 
     def get(self, namespace: str | None, key: str | None) -> str | None:
         # keys are never null (put takes str, load str()s them): a null namespace or key finds nothing
@@ -107,6 +115,13 @@ class KVConfigManager:
         if kv is None:
             return None
         return fastjson.dump_bytes({"table": kv.java_view()})
+
+
+def _write_logged(path: Path, data: bytes) -> None:
+    try:
+        write_file_safely(path, data)
+    except OSError as exc:
+        log.error("persist kvconfig Exception, %s: %s", path, exc)
 
 
 def write_file_safely(path: Path, data: bytes) -> None:

@@ -7,7 +7,7 @@ NameServer state (``ctx.state``); answers carry Java's codes and remarks.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..codecs import CodecError, MQVersion, RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies.register import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper, body_crc32
@@ -41,6 +41,9 @@ from .route_info import RouteView
 if TYPE_CHECKING:
     from .server import NameServer
 
+#: the context NameServer handlers get: ``state`` is the NameServer
+NamesrvContext: TypeAlias = "RequestContext[NameServer]"
+
 log = logging.getLogger("rocketpy.namesrv")
 
 #: FAQUrl.suggestTodo(FAQUrl.APPLY_TOPIC_URL)
@@ -67,24 +70,22 @@ def _j(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
-def _ns(ctx: RequestContext) -> NameServer:
-    return ctx.state  # type: ignore[no-any-return]
-
-
 # -- KV config ---------------------------------------------------------------------
 
 
-def put_kv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+async def put_kv_config(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, PutKVConfigRequestHeader)
     if h.namespace is None or h.key is None:
         return request.response(ResponseCode.SYSTEM_ERROR, remark="namespace or key is null")
-    _ns(ctx).kv.put(h.namespace, h.key, h.value)
+    kv = ctx.state.kv
+    kv.put(h.namespace, h.key, h.value)
+    await kv.save()  # answered once on disk, as Java's handler does
     return _ok(request)
 
 
-def get_kv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+def get_kv_config(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, GetKVConfigRequestHeader)
-    value = _ns(ctx).kv.get(h.namespace, h.key)
+    value = ctx.state.kv.get(h.namespace, h.key)
     if value is not None:
         return _ok(request, GetKVConfigResponseHeader(value=value))
     return request.response(
@@ -94,15 +95,17 @@ def get_kv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingComm
     )
 
 
-def delete_kv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+async def delete_kv_config(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, DeleteKVConfigRequestHeader)
-    _ns(ctx).kv.delete(h.namespace, h.key)
+    kv = ctx.state.kv
+    kv.delete(h.namespace, h.key)
+    await kv.save()
     return _ok(request)
 
 
-def get_kv_list_by_namespace(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+def get_kv_list_by_namespace(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, GetKVListByNamespaceRequestHeader)
-    body = _ns(ctx).kv.list_namespace(h.namespace)
+    body = ctx.state.kv.list_namespace(h.namespace)
     if body is not None:
         return _ok(request, body=body)
     return request.response(ResponseCode.QUERY_NOT_FOUND, remark=f"No config item, Namespace: {_j(h.namespace)}")
@@ -111,9 +114,9 @@ def get_kv_list_by_namespace(ctx: RequestContext, request: RemotingCommand) -> R
 # -- brokers ---------------------------------------------------------------------------
 
 
-def query_data_version(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+def query_data_version(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, QueryDataVersionRequestHeader)
-    routes = _ns(ctx).routes
+    routes = ctx.state.routes
     if request.body is None:
         raise RequestFailed("QUERY_DATA_VERSION without a DataVersion body")  # Java fails the same way
     version = DataVersion.decode(request.body)
@@ -125,8 +128,8 @@ def query_data_version(ctx: RequestContext, request: RemotingCommand) -> Remotin
     return _ok(request, QueryDataVersionResponseHeader(changed=changed), body)
 
 
-def register_broker(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    ns = _ns(ctx)
+def register_broker(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    ns = ctx.state
     h = java_decode_header(request, RegisterBrokerRequestHeader)
     if h.body_crc32 and body_crc32(request.body) != h.body_crc32:
         log.warning("receive registerBroker request,crc32 not match,from %s", ctx.remote_addr)
@@ -169,22 +172,22 @@ def register_broker(ctx: RequestContext, request: RemotingCommand) -> RemotingCo
     return _ok(request, header, ns.kv.list_namespace(NAMESPACE_ORDER_TOPIC_CONFIG))
 
 
-def unregister_broker(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+def unregister_broker(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, UnRegisterBrokerRequestHeader)
-    _ns(ctx).routes.unregister_broker(h.cluster_name, h.broker_addr, h.broker_name, _require(h.broker_id, "brokerId"))
+    ctx.state.routes.unregister_broker(h.cluster_name, h.broker_addr, h.broker_name, _require(h.broker_id, "brokerId"))
     return _ok(request)
 
 
-def wipe_write_perm_of_broker(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+def wipe_write_perm_of_broker(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, WipeWritePermOfBrokerRequestHeader)
-    count = _ns(ctx).routes.wipe_write_perm_of_broker(h.broker_name)
+    count = ctx.state.routes.wipe_write_perm_of_broker(h.broker_name)
     log.info("wipe write perm of broker[%s], client: %s, %d", h.broker_name, ctx.remote_addr, count)
     return _ok(request, WipeWritePermOfBrokerResponseHeader(wipe_topic_count=count))
 
 
-def add_write_perm_of_broker(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+def add_write_perm_of_broker(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, AddWritePermOfBrokerRequestHeader)
-    count = _ns(ctx).routes.add_write_perm_of_broker(h.broker_name)
+    count = ctx.state.routes.add_write_perm_of_broker(h.broker_name)
     log.info("add write perm of broker[%s], client: %s, %d", h.broker_name, ctx.remote_addr, count)
     return _ok(request, AddWritePermOfBrokerResponseHeader(add_topic_count=count))
 
@@ -215,8 +218,8 @@ def route_body(view: RouteView, order_topic_conf: str | None, standard_json: boo
     return data.encode(**route_data_features(MQVersion.V4_9_4 if standard_json else 0, None))
 
 
-def get_route_info_by_topic(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    ns = _ns(ctx)
+def get_route_info_by_topic(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    ns = ctx.state
     h = java_decode_header(request, GetRouteInfoRequestHeader)
     standard = request.version >= MQVersion.V4_9_4 or bool(h.accept_standard_json_only)
     if ns.config.cluster_test:
@@ -230,8 +233,8 @@ def get_route_info_by_topic(ctx: RequestContext, request: RemotingCommand) -> Re
     )
 
 
-def get_broker_cluster_info(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    brokers, clusters = _ns(ctx).routes.cluster_view()
+def get_broker_cluster_info(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    brokers, clusters = ctx.state.routes.cluster_view()
     info = ClusterInfo(
         broker_addr_table={
             name: BrokerData(cluster=cluster, broker_name=bname, broker_addrs=addrs)
@@ -246,43 +249,43 @@ def _topic_list(topics: list[str], broker_addr: str | None = None) -> bytes:
     return TopicList(topic_list=topics, broker_addr=broker_addr).encode()
 
 
-def get_all_topic_list(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    return _ok(request, body=_topic_list(_ns(ctx).routes.all_topics()))
+def get_all_topic_list(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    return _ok(request, body=_topic_list(ctx.state.routes.all_topics()))
 
 
-def delete_topic_in_namesrv(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+def delete_topic_in_namesrv(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, DeleteTopicFromNamesrvRequestHeader)
-    _ns(ctx).routes.delete_topic(h.topic, h.cluster_name or None)
+    ctx.state.routes.delete_topic(h.topic, h.cluster_name or None)
     return _ok(request)
 
 
-def get_topics_by_cluster(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+def get_topics_by_cluster(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, GetTopicsByClusterRequestHeader)
-    return _ok(request, body=_topic_list(_ns(ctx).routes.topics_by_cluster(h.cluster)))
+    return _ok(request, body=_topic_list(ctx.state.routes.topics_by_cluster(h.cluster)))
 
 
-def get_system_topic_list(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    topics, broker_addr = _ns(ctx).routes.system_topic_list()
+def get_system_topic_list(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    topics, broker_addr = ctx.state.routes.system_topic_list()
     return _ok(request, body=_topic_list(topics, broker_addr))
 
 
-def get_unit_topic_list(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    return _ok(request, body=_topic_list(_ns(ctx).routes.unit_topics()))
+def get_unit_topic_list(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    return _ok(request, body=_topic_list(ctx.state.routes.unit_topics()))
 
 
-def get_has_unit_sub_topic_list(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    return _ok(request, body=_topic_list(_ns(ctx).routes.has_unit_sub_topics()))
+def get_has_unit_sub_topic_list(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    return _ok(request, body=_topic_list(ctx.state.routes.has_unit_sub_topics()))
 
 
-def get_has_unit_sub_ununit_topic_list(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    return _ok(request, body=_topic_list(_ns(ctx).routes.has_unit_sub_ununit_topics()))
+def get_has_unit_sub_ununit_topic_list(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    return _ok(request, body=_topic_list(ctx.state.routes.has_unit_sub_ununit_topics()))
 
 
 # -- configuration ------------------------------------------------------------------------
 
 
-def update_namesrv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    ns = _ns(ctx)
+async def update_namesrv_config(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    ns = ctx.state
     log.info("updateConfig called by %s", ctx.remote_addr)
     if request.body is not None:
         try:
@@ -293,11 +296,12 @@ def update_namesrv_config(ctx: RequestContext, request: RemotingCommand) -> Remo
         if ns.config.black_list() & props.keys():
             return request.response(ResponseCode.NO_PERMISSION, remark="Can not update config in black list.")
         ns.update_config(props)
+        await ns.save_config()
     return _ok(request)
 
 
-def get_namesrv_config(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-    text = properties.dumps(_ns(ctx).config.to_properties())
+def get_namesrv_config(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    text = properties.dumps(ctx.state.config.to_properties())
     return _ok(request, body=text.encode("utf-8") if text else None)
 
 

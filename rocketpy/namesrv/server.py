@@ -35,6 +35,7 @@ class NameServer:
         self.config = config or NamesrvConfig()
         self.routes = routes or RouteInfoManager()
         self.kv = KVConfigManager(self.config.kv_config_path)
+        self._config_write_lock = trio.Lock()
         self.dispatcher = build_dispatcher()
         self.remoting: RemotingServer | None = None
         #: answers repeated route lookups from bytes (same answers as the dispatcher's)
@@ -76,18 +77,20 @@ class NameServer:
         return body
 
     def update_config(self, props: dict[str, str]) -> None:
-        """UPDATE_NAMESRV_CONFIG: change known settings, then persist all to configStorePath."""
+        """UPDATE_NAMESRV_CONFIG: change known settings (:meth:`save_config` then persists them all)."""
         known = self.config.settings()
         accepted = {k: v for k, v in props.items() if k in known or k in self.config.extra}
         ignored = sorted(props.keys() - accepted.keys())
         if ignored:
             log.warning("updateConfig ignores unknown keys: %s", ", ".join(ignored))
         self.config.apply(accepted, warn_unknown=False)
-        text = properties.dumps(self.config.to_properties())
-        try:
-            write_file_safely(Path(self.config.config_store_path), text.encode("utf-8"))
-        except OSError as exc:
-            log.error("persist string2File error, %s: %s", self.config.config_store_path, exc)
+
+    async def save_config(self) -> None:
+        """Write every setting to configStorePath from a worker thread (Java's string2File)."""
+        async with self._config_write_lock:  # one write at a time, each of the settings as they are then
+            path = Path(self.config.config_store_path)
+            text = properties.dumps(self.config.to_properties())  # the snapshot, on the trio thread
+            await trio.to_thread.run_sync(_write_config, path, text.encode("utf-8"))
 
     # -- lifecycle -------------------------------------------------------------------------
     def on_connection_closed(self, conn: Connection) -> None:
@@ -148,3 +151,10 @@ async def run_namesrv(
 ) -> None:
     """Serve a NameServer with ``config`` until cancelled; started with the NameServer."""
     await NameServer(config).run(task_status=task_status)
+
+
+def _write_config(path: Path, data: bytes) -> None:
+    try:
+        write_file_safely(path, data)
+    except OSError as exc:
+        log.error("persist string2File error, %s: %s", path, exc)

@@ -15,15 +15,17 @@ import struct
 
 from ..codecs.errors import CodecError
 from ..codecs.ha import HaOffsetReader, HaTransferReader
-from ..codecs.message import MESSAGE_MAGIC_CODE, MessageExt, decode_message
+from ..codecs.message import MESSAGE_MAGIC_CODE, MESSAGE_RECORD, MessageExt, decode_message
+from ..codecs.units import struct_unit
 from .packet import Endpoint
 
 __all__ = ["HaDecoder", "HaPairer", "HaUnit"]
 
-_SIZE_MAGIC = struct.Struct(">ii")
-_PHYSICAL = struct.Struct(">q")
+#: a record's total size and magic code; its head up to the physical offset field (the last one)
+_SIZE_MAGIC = struct_unit(MESSAGE_RECORD, 2)
+_PHYSICAL = struct_unit(MESSAGE_RECORD, 7)
 #: a record start is checked against its physical offset field, which ends 36 bytes in
-_JUDGE_MIN = 36
+_JUDGE_MIN = _PHYSICAL.size
 #: bytes of a record cut between transfers kept waiting for the rest
 _MAX_CARRY = 8 << 20
 
@@ -126,14 +128,14 @@ class HaDecoder:
 def _record_start(data: bytes, offset: int) -> int | None:
     """Where the first record starts in CommitLog bytes from ``offset`` (0 unless they begin mid-record):
     a record says where it sits (its physical offset field), so a start is found without guessing."""
-    if len(data) >= 36 and _SIZE_MAGIC.unpack_from(data, 0)[1] == MESSAGE_MAGIC_CODE:
-        if _PHYSICAL.unpack_from(data, 28)[0] == offset:
+    if len(data) >= _JUDGE_MIN and _SIZE_MAGIC.unpack_from(data, 0)[1] == MESSAGE_MAGIC_CODE:
+        if _PHYSICAL.unpack_from(data)[-1] == offset:
             return 0
     marker = struct.pack(">i", MESSAGE_MAGIC_CODE)
     pos = data.find(marker, 4)
     while pos != -1:
         start = pos - 4
-        if len(data) - start >= 36 and _PHYSICAL.unpack_from(data, start + 28)[0] == offset + start:
+        if len(data) - start >= _JUDGE_MIN and _PHYSICAL.unpack_from(data, start)[-1] == offset + start:
             return start
         pos = data.find(marker, pos + 1)
     return None

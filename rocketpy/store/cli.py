@@ -56,8 +56,9 @@ add_parsers = add_store_parser  # the name rocketpy.cli looks for
 def _load_config(path: str | None, root: str) -> MessageStoreConfig | None:
     if not path:
         return None
-    with open(path, encoding="utf-8") as f:
-        return MessageStoreConfig.from_properties(f.read(), store_path_root_dir=root, store_path_commit_log=None)
+    from ..namesrv.properties import load_file  # as Java reads it: ISO-8859-1, \uXXXX escapes
+
+    return MessageStoreConfig.from_properties(load_file(path), store_path_root_dir=root, store_path_commit_log=None)
 
 
 #: what a store root holds (Java creates these on first start)
@@ -98,9 +99,13 @@ def _progress_bar(what: str) -> Iterator[Callable[[int, int], None] | None]:
 def _cmd_check(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.dir) or not is_store(args.dir):
         return _not_a_store("check", args.dir)
+    try:
+        config = _load_config(args.config, args.dir)
+    except (OSError, ValueError) as exc:  # unreadable, or not a properties file (ConfigError is a ValueError)
+        print(f"rocketpy store check: cannot read --config {args.config}: {exc}", file=sys.stderr)
+        return 2
     with _progress_bar("checking CommitLog files") as progress:
-        report = check_store(args.dir, _load_config(args.config, args.dir), check_crc=not args.no_crc,
-                             progress=progress)
+        report = check_store(args.dir, config, check_crc=not args.no_crc, progress=progress)
     if args.json:
         print(json.dumps(_report_json(report), indent=1))
     else:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,16 +162,10 @@ def _convert(kind: Any, raw: str) -> Any:
 
 
 def parse_properties_text(text: str) -> dict[str, str]:
-    """The key = value lines of a java.util.Properties file (comments and blanks skipped)."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", line)
-        if m:
-            out[m.group(1)] = m.group(2)
-    return out
+    """A java.util.Properties text (escapes, continuation lines): the one reader every config file goes through."""
+    from ..namesrv.properties import loads  # imported here: the store does not otherwise reach into the NameServer
+
+    return loads(text)
 
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

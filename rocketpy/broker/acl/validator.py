@@ -6,8 +6,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ...codecs import RemotingCommand
 from ...codecs.acl_signature import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, signing_content
 from ...codecs.codes import RequestCode as R
+from ...remoting.dispatch import RequestContext
 from .accounts import AccessRequest
 from .manager import DEFAULT_PLAIN_FILE, PlainPermissionManager
 from .permission import PUB, SUB, UNIQUE_MSG_QUERY_FLAG, WHERE_PARSE, AclError, is_retry, retry_topic
@@ -96,6 +98,6 @@ class PlainAccessValidator:
         self.manager.reload_if_changed()
         self.manager.validate(parse_request(code, ext_fields, body, remote_addr))
 
-    def __call__(self, ctx: Any, request: Any) -> None:
+    def __call__(self, ctx: RequestContext[Any], request: RemotingCommand) -> None:
         """Dispatcher before-hook form: ``(ctx, request)``."""
         self.check(request.code, request.ext_fields, request.body, str(ctx.remote_addr))

@@ -5,21 +5,23 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ...codecs import RemotingCommand
-from ...remoting.dispatch import system_error
+from ...remoting.dispatch import RequestContext, system_error
 
 log = logging.getLogger("rocketpy.broker")
 
-AsyncHandler = Callable[[Any, RemotingCommand], Awaitable[RemotingCommand | None]]
+#: the handler's context: a RequestContext over its server's state (BrokerContext for the broker)
+C = TypeVar("C", bound=RequestContext[Any])
+AsyncHandler = Callable[[C, RemotingCommand], Awaitable[RemotingCommand | None]]
 
 FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
 #: FAQUrl.suggestTodo(...): every FAQ constant points at the same page in 4.9.8
 SUGGEST_TODO = f"\nSee {FAQ_URL} for further details."
 
 
-def host_of(ctx: Any) -> str:
+def host_of(ctx: RequestContext[Any]) -> str:
     """The peer's ``ip:port`` (the born host of what it sends)."""
     addr = str(ctx.remote_addr)
     if addr.startswith("stream-"):
@@ -27,7 +29,7 @@ def host_of(ctx: Any) -> str:
     return addr
 
 
-def deferred(handler: AsyncHandler) -> AsyncHandler:
+def deferred(handler: AsyncHandler[C]) -> AsyncHandler[C]:
     """Answer later, from the connection's nursery.
 
     Connections handle their requests inline (one batch at a time, answers written
@@ -37,7 +39,7 @@ def deferred(handler: AsyncHandler) -> AsyncHandler:
     """
 
     @functools.wraps(handler)
-    async def start(ctx: Any, request: RemotingCommand) -> RemotingCommand | None:
+    async def start(ctx: C, request: RemotingCommand) -> RemotingCommand | None:
         if ctx.nursery is None:  # no connection nursery (direct calls in tests): answer inline
             return await handler(ctx, request)
         ctx.nursery.start_soon(_finish, handler, ctx, request)
@@ -46,7 +48,7 @@ def deferred(handler: AsyncHandler) -> AsyncHandler:
     return start
 
 
-async def _finish(handler: AsyncHandler, ctx: Any, request: RemotingCommand) -> None:
+async def _finish(handler: AsyncHandler[C], ctx: C, request: RemotingCommand) -> None:
     try:
         response = await handler(ctx, request)
     except Exception as exc:
