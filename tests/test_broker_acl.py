@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import trio
 import yaml
 
 from rocketpy.broker.acl import (
@@ -394,6 +395,62 @@ async def test_acl_admin_codes(acl_home, tmp_path):
             white.acl_file_full_path = "/etc/passwd"
             r = await c.invoke(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, white)
             assert r.code == ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
+
+
+async def test_acl_files_are_written_and_reloaded_off_the_event_loop(acl_home, tmp_path, virtual_clock):
+    """The ACL admin codes write and re-read the YAML from a worker thread, and the broker's watcher picks
+    up files changed on disk every WATCH_INTERVAL_S (Java's AclFileWatchService), also from a worker
+    thread: a request is never kept waiting behind file I/O on the event loop."""
+    import threading
+
+    from rocketpy.broker.acl import PlainPermissionManager
+    from rocketpy.broker.acl.manager import WATCH_INTERVAL_S
+    from rocketpy.testing import wait_until
+
+    io_threads: list[str] = []
+    loop_thread = threading.current_thread().name
+    real_read, real_write = PlainPermissionManager.read, PlainPermissionManager._write
+
+    def read(path):  # type: ignore[no-untyped-def]
+        io_threads.append(threading.current_thread().name)
+        return real_read(path)
+
+    def write(self, path, doc):  # type: ignore[no-untyped-def]
+        io_threads.append(threading.current_thread().name)
+        return real_write(self, path, doc)
+
+    async with running_broker(str(tmp_path / "store"), aclEnable="true", rocketmqHome=str(acl_home)) as broker:
+        PlainPermissionManager.read = staticmethod(read)  # type: ignore[method-assign]
+        PlainPermissionManager._write = write  # type: ignore[method-assign]
+        try:
+            async with broker_client(broker.address) as c:
+                create = CreateAccessConfigRequestHeader(access_key="threadAccess", secret_key="threadSecret1")
+                r = await _signed(c, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, create)
+                assert r.code == ResponseCode.SUCCESS
+                r = await _signed(c, 105, None, ak="threadAccess", sk="threadSecret1")
+                assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED  # reloaded: usable at once
+                assert io_threads and loop_thread not in io_threads
+                io_threads.clear()
+
+                # a file added on disk: refused until the watcher's next look, then accepted
+                (acl_home / "conf" / "acl").mkdir(exist_ok=True)
+                (acl_home / "conf" / "acl" / "more.yml").write_text(
+                    "accounts:\n- accessKey: diskAccess\n  secretKey: diskSecret1\n  admin: true\n"
+                )
+                r = await _signed(c, 105, None, ak="diskAccess", sk="diskSecret1")
+                assert r.code == ResponseCode.SYSTEM_ERROR and "No acl config for diskAccess" in r.remark
+                start = trio.current_time()
+
+                async def accepted() -> bool:
+                    r = await _signed(c, 105, None, ak="diskAccess", sk="diskSecret1")
+                    return r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+                await wait_until(accepted, timeout=3 * WATCH_INTERVAL_S, tick=0.5)
+                assert trio.current_time() - start <= WATCH_INTERVAL_S + 1
+                assert io_threads and loop_thread not in io_threads
+        finally:
+            PlainPermissionManager.read = staticmethod(real_read)  # type: ignore[method-assign]
+            PlainPermissionManager._write = real_write  # type: ignore[method-assign]
 
 
 async def test_acl_codes_without_acl(tmp_path):

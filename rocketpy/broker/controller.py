@@ -318,6 +318,8 @@ class BrokerController:
                     await nursery.start(self.transactions.run_check)
                 await nursery.start(self.config_writer.run)
                 nursery.start_soon(self._persist_config_loop)
+                if self.acl is not None:
+                    nursery.start_soon(self.acl.watch)
                 nursery.start_soon(self._scan_clients_loop)
                 nursery.start_soon(self._sample_store_stats_loop)
                 nursery.start_soon(self.outer.register_loop)

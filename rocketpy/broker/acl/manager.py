@@ -7,12 +7,15 @@ the ACL admin codes.
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -51,8 +54,25 @@ def _data_version_of(doc: Mapping[str, Any] | None) -> dict[str, int]:
     return {"counter": 0, "timestamp": now_ms()}
 
 
+@dataclass(frozen=True)
+class AclSnapshot:
+    """What one reading of the ACL files gave; the manager swaps a whole snapshot in at once, so a
+    request validated while a worker thread reloads sees the old accounts or the new, never a mix."""
+
+    files: list[str] = field(default_factory=list)
+    accounts: dict[str, dict[str, OwnedAccess]] = field(default_factory=dict)  # file -> access key -> rights
+    key_file: dict[str, str] = field(default_factory=dict)  # access key -> file
+    global_white: list[AddressMatcher] = field(default_factory=list)
+    data_versions: dict[str, dict[str, int]] = field(default_factory=dict)
+    stamp: dict[str, tuple[float, int]] = field(default_factory=dict)
+
+
 class PlainPermissionManager:
-    """The accounts of every ACL file and the checks of one request."""
+    """The accounts of every ACL file and the checks of one request.
+
+    Thread-safe: reloads and the updates of the ACL admin codes (file reads and writes) run in worker
+    threads, one at a time, while requests are validated on the event loop against the snapshot of the
+    moment."""
 
     def __init__(self, home: str | None, plain_file: str = DEFAULT_PLAIN_FILE, *, create: bool = True) -> None:
         self.home = home or ""
@@ -60,16 +80,33 @@ class PlainPermissionManager:
         self.acl_dir = os.path.normpath(os.path.join(self.home, ACL_DIR)) if self.home else ""
         self.default_file = os.path.normpath(os.path.join(self.home, plain_file))
         self.readable = bool(self.home) or os.path.isabs(self.default_file)
-        self.files: list[str] = []
-        self.accounts: dict[str, dict[str, OwnedAccess]] = {}  # file -> access key -> rights
-        self.key_file: dict[str, str] = {}  # access key -> file
-        self.global_white: list[AddressMatcher] = []
-        self.data_versions: dict[str, dict[str, int]] = {}
+        self._snap = AclSnapshot()
         self.data_version: dict[str, int] = {"counter": 0, "timestamp": now_ms()}
-        self._stamp: dict[str, tuple[float, int]] = {}
+        self._lock = threading.RLock()  # one reload or update at a time
         self._next_check = 0.0
         self.create = create
         self.load()
+
+    # the current snapshot's parts
+    @property
+    def files(self) -> list[str]:
+        return self._snap.files
+
+    @property
+    def accounts(self) -> dict[str, dict[str, OwnedAccess]]:
+        return self._snap.accounts
+
+    @property
+    def key_file(self) -> dict[str, str]:
+        return self._snap.key_file
+
+    @property
+    def global_white(self) -> list[AddressMatcher]:
+        return self._snap.global_white
+
+    @property
+    def data_versions(self) -> dict[str, dict[str, int]]:
+        return self._snap.data_versions
 
     # -- loading -------------------------------------------------------------------------
     def _list_files(self) -> list[str]:
@@ -99,7 +136,12 @@ class PlainPermissionManager:
         return doc if isinstance(doc, dict) else None
 
     def load(self) -> None:
-        """Read every ACL file anew (PlainPermissionManager.load); raises AclError on a bad file."""
+        """Read every ACL file anew (PlainPermissionManager.load); raises AclError on a bad file.
+        Blocking file I/O: the broker calls it from a worker thread."""
+        with self._lock:
+            self._load()
+
+    def _load(self) -> None:
         if not self.readable:
             log.warning("ACL enabled but no rocketmqHome: every request without a white address is refused")
             return
@@ -130,11 +172,11 @@ class PlainPermissionManager:
             if table:
                 accounts[path] = table
             versions[path] = _data_version_of(doc)
-        if self.default_file in versions:
-            self.data_version = dict(versions[self.default_file])
-        self.files = files
-        self.accounts, self.key_file, self.global_white, self.data_versions = accounts, key_file, white, versions
-        self._stamp = self._stamps()
+        snap = AclSnapshot(files, accounts, key_file, white, versions, self._stamps())
+        with self._lock:
+            if self.default_file in versions:
+                self.data_version = dict(versions[self.default_file])
+            self._snap = snap
 
     def _stamps(self) -> dict[str, tuple[float, int]]:
         out = {}
@@ -147,34 +189,42 @@ class PlainPermissionManager:
         return out
 
     def reload_if_changed(self, now: float | None = None) -> bool:
-        """Reload when an ACL file changed, appeared or went (checked every few seconds)."""
+        """Reload when an ACL file changed, appeared or went, at most once per WATCH_INTERVAL_S."""
         now = time.monotonic() if now is None else now
-        if now < self._next_check:
-            return False
-        self._next_check = now + WATCH_INTERVAL_S
-        if not self.readable or self._stamps() == self._stamp:
-            return False
-        try:
-            self.load()
-        except AclError as exc:
-            log.error("reloading the ACL files failed, keeping the previous accounts: %s", exc.message)
-            self._stamp = self._stamps()
-            return False
+        with self._lock:
+            if now < self._next_check:
+                return False
+            self._next_check = now + WATCH_INTERVAL_S
+            return self.reload_changed()
+
+    def reload_changed(self) -> bool:
+        """Reload if an ACL file changed, appeared or went (Java's AclFileWatchService); a broken file
+        keeps the previous accounts. Blocking file I/O: the broker's watcher calls it from a worker thread."""
+        with self._lock:
+            if not self.readable or self._stamps() == self._snap.stamp:
+                return False
+            try:
+                self._load()
+            except AclError as exc:
+                log.error("reloading the ACL files failed, keeping the previous accounts: %s", exc.message)
+                self._snap = dataclasses.replace(self._snap, stamp=self._stamps())
+                return False
         log.info("ACL files reloaded: %s", ", ".join(self.files))
         return True
 
     # -- validation ----------------------------------------------------------------------
     def validate(self, req: AccessRequest) -> None:
         """PlainPermissionManager.validate; raises AclError."""
-        for matcher in self.global_white:
+        snap = self._snap
+        for matcher in snap.global_white:
             if matcher(req.remote_ip):
                 return
         if req.access_key is None:
             raise AclError("No accessKey is configured", WHERE_NO_KEY)
-        path = self.key_file.get(req.access_key)
+        path = snap.key_file.get(req.access_key)
         if path is None:
             raise AclError(f"No acl config for {req.access_key}", WHERE_NO_CONFIG)
-        owned = self.accounts.get(path, {}).get(req.access_key)
+        owned = snap.accounts.get(path, {}).get(req.access_key)
         if owned is None:
             raise AclError(f"No PlainAccessResource for accessKey={req.access_key}", WHERE_NO_RESOURCE)
         if owned.matcher(req.remote_ip):
@@ -191,13 +241,12 @@ class PlainPermissionManager:
         version = _data_version_of(doc) if isinstance(doc.get("dataVersion"), list) and doc["dataVersion"] else None
         counter = version["counter"] if version else 0
         doc["dataVersion"] = [{"counter": counter + 1, "timestamp": now_ms()}]
-        self.data_versions[path] = dict(doc["dataVersion"][0])
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             yaml.safe_dump(doc, f, default_flow_style=False, sort_keys=False, allow_unicode=True)
         os.replace(tmp, path)
         try:
-            self.load()
+            self._load()
         except AclError as exc:
             log.error("reloading %s after an update failed: %s", path, exc.message)
 
@@ -225,7 +274,7 @@ class PlainPermissionManager:
             entry["groupPerms"] = list(cfg.group_perms)
         return entry
 
-    def update_access_config(self, cfg: PlainAccessConfig) -> bool:
+    def _update_access_config(self, cfg: PlainAccessConfig) -> bool:
         """UPDATE_AND_CREATE_ACL_CONFIG: change an account where it is defined, else add it
         to the default file; raises AclError for a bad account."""
         check_account(cfg)
@@ -257,7 +306,7 @@ class PlainPermissionManager:
         self._write(self.default_file, doc)
         return True
 
-    def delete_access_config(self, access_key: str | None) -> bool:
+    def _delete_access_config(self, access_key: str | None) -> bool:
         """DELETE_ACL_CONFIG: remove an account from its file."""
         if not access_key:
             return False
@@ -271,12 +320,11 @@ class PlainPermissionManager:
         for i, entry in enumerate(accounts if isinstance(accounts, list) else []):
             if isinstance(entry, dict) and str(entry.get("accessKey")) == access_key:
                 del accounts[i]  # type: ignore[union-attr]
-                self.key_file.pop(access_key, None)
                 self._write(path, doc)
                 return True
         return False
 
-    def update_global_white_addrs(self, addresses: list[str] | None, path: str | None = None) -> bool:
+    def _update_global_white_addrs(self, addresses: list[str] | None, path: str | None = None) -> bool:
         """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: replace the global white list of an ACL file."""
         path = path or self.default_file
         if addresses is None:
@@ -294,6 +342,18 @@ class PlainPermissionManager:
         doc["globalWhiteRemoteAddresses"] = list(addresses)
         self._write(path, doc)
         return True
+
+    def update_access_config(self, cfg: PlainAccessConfig) -> bool:
+        with self._lock:
+            return self._update_access_config(cfg)
+
+    def delete_access_config(self, access_key: str | None) -> bool:
+        with self._lock:
+            return self._delete_access_config(access_key)
+
+    def update_global_white_addrs(self, addresses: list[str] | None, path: str | None = None) -> bool:
+        with self._lock:
+            return self._update_global_white_addrs(addresses, path)
 
     def version_json(self) -> str:
         """The deprecated single version (the default file's DataVersion as JSON)."""

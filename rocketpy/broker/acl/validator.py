@@ -11,7 +11,7 @@ from ...codecs.acl_signature import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, signi
 from ...codecs.codes import RequestCode as R
 from ...remoting.dispatch import RequestContext
 from .accounts import AccessRequest
-from .manager import DEFAULT_PLAIN_FILE, PlainPermissionManager
+from .manager import DEFAULT_PLAIN_FILE, WATCH_INTERVAL_S, PlainPermissionManager
 from .permission import PUB, SUB, UNIQUE_MSG_QUERY_FLAG, WHERE_PARSE, AclError, is_retry, retry_topic
 
 
@@ -95,8 +95,16 @@ class PlainAccessValidator:
         return cls(PlainPermissionManager(home, plain_file or DEFAULT_PLAIN_FILE))
 
     def check(self, code: int, ext_fields: Mapping[str, str] | None, body: bytes | None, remote_addr: str) -> None:
-        self.manager.reload_if_changed()
         self.manager.validate(parse_request(code, ext_fields, body, remote_addr))
+
+    async def watch(self) -> None:
+        """Reload the ACL files when they change, every WATCH_INTERVAL_S, the file reads in a worker thread
+        (requests go on being checked against the accounts of the moment meanwhile)."""
+        import trio  # the ACL package stays importable without trio (only the broker runs this)
+
+        while True:
+            await trio.sleep(WATCH_INTERVAL_S)
+            await trio.to_thread.run_sync(self.manager.reload_changed)
 
     def __call__(self, ctx: RequestContext[Any], request: RemotingCommand) -> None:
         """Dispatcher before-hook form: ``(ctx, request)``."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import trio
+
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.headers import (
     CreateAccessConfigRequestHeader,
@@ -36,7 +38,7 @@ def _split(text: str | None) -> list[str] | None:
     return None if text is None else java_split(text, ",")
 
 
-def update_and_create_acl_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+async def update_and_create_acl_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, CreateAccessConfigRequestHeader)
     cfg = PlainAccessConfig(
         access_key=h.access_key,
@@ -53,7 +55,7 @@ def update_and_create_acl_config(ctx: BrokerContext, request: RemotingCommand) -
     if manager is None:
         return respond(request, code)  # Java: NullPointerException, remark null
     try:
-        ok = manager.update_access_config(cfg)
+        ok = await trio.to_thread.run_sync(manager.update_access_config, cfg)
     except AclError as exc:
         return error(request, code, exc.message or "")
     except OSError as exc:
@@ -65,7 +67,7 @@ def update_and_create_acl_config(ctx: BrokerContext, request: RemotingCommand) -
     return respond(request)
 
 
-def delete_acl_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+async def delete_acl_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, DeleteAccessConfigRequestHeader)
     log.info("DeleteAccessConfig called by %s", ctx.remote_addr)
     code = ResponseCode.DELETE_ACL_CONFIG_FAILED
@@ -73,7 +75,7 @@ def delete_acl_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingC
     if manager is None:
         return respond(request, code)
     try:
-        ok = manager.delete_access_config(h.access_key)
+        ok = await trio.to_thread.run_sync(manager.delete_access_config, h.access_key)
     except (AclError, OSError) as exc:
         return error(request, code, getattr(exc, "message", None) or str(exc))
     if not ok:
@@ -83,14 +85,15 @@ def delete_acl_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingC
     return respond(request)
 
 
-def update_global_white_addrs_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+async def update_global_white_addrs_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     h = java_decode_header(request, UpdateGlobalWhiteAddrsConfigRequestHeader)
     code = ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
     manager = _manager(ctx)
     if manager is None:
         return respond(request, code)
     try:
-        ok = manager.update_global_white_addrs(_split(h.global_white_addrs), h.acl_file_full_path)
+        addresses = _split(h.global_white_addrs)
+        ok = await trio.to_thread.run_sync(manager.update_global_white_addrs, addresses, h.acl_file_full_path)
     except (AclError, OSError) as exc:
         return error(request, code, getattr(exc, "message", None) or str(exc))
     if not ok:
@@ -98,13 +101,13 @@ def update_global_white_addrs_config(ctx: BrokerContext, request: RemotingComman
     return respond(request)
 
 
-def get_broker_cluster_acl_info(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand | None:
+async def get_broker_cluster_acl_info(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand | None:
     broker = ctx.state
     manager = _manager(ctx)
     if manager is None:
         log.error("Failed to generate a proper getBrokerAclConfigVersion response: ACL is not enabled")
         return None
-    manager.reload_if_changed()
+    await trio.to_thread.run_sync(manager.reload_if_changed)
     header = {
         "allAclFileVersion": manager.all_versions_json(),
         "version": manager.version_json(),
