@@ -31,6 +31,7 @@ from .send import send_extra, send_header_values, validate_topic
 
 if TYPE_CHECKING:
     from ...remoting.connection import Connection
+    from ..context import BrokerContext
     from ..controller import BrokerController
 
 _SEND_V1 = 10
@@ -130,7 +131,7 @@ class FastSend:
             self.handle_frame = self.core.handle  # type: ignore[method-assign]
         #: SYNC_FLUSH answers of the current receive, held until the disk has them (see settle)
         self._held: list[bytes] = []
-        self._held_ctx: Any = None
+        self._held_ctx: BrokerContext | None = None
         self._held_until = 0
 
     # -- the answer ----------------------------------------------------------------------------
@@ -197,7 +198,7 @@ class FastSend:
             return None
         return (plan.order, plan.tags, plan.keys, plan.uniq, plan.wait_at)
 
-    def _born_host(self, ctx: Any) -> tuple[bytes, int] | None:
+    def _born_host(self, ctx: BrokerContext) -> tuple[bytes, int] | None:
         attributes = ctx.connection.attributes
         born_host = attributes.get("born_host")
         if born_host is None:
@@ -207,7 +208,7 @@ class FastSend:
                 return None
         return born_host  # type: ignore[no-any-return]
 
-    def hold_answer(self, ctx: Any, answer: bytes) -> None:
+    def hold_answer(self, ctx: BrokerContext, answer: bytes) -> None:
         """Keep a SYNC_FLUSH answer until the group commit covers what was appended (see settle)."""
         self._held.append(answer)
         self._held_ctx = ctx
@@ -222,14 +223,14 @@ class FastSend:
             return frame[8:10] in _RAW_CODES
         return frame[4] == 0 and (frame.startswith(b'{"code":310,', 8) or frame.startswith(b'{"code":10,', 8))
 
-    def handle_frame(self, ctx: Any, frame: bytes) -> bytes | None:
+    def handle_frame(self, ctx: BrokerContext, frame: bytes) -> bytes | None:
         """:meth:`handle` on the frame's bytes (the compiled SendCore): the answer, or None to decode the
         frame and take the general path."""
         assert self.core is not None
         return self.core.handle(ctx, frame)  # type: ignore[no-any-return]
 
     # -- the lane ------------------------------------------------------------------------------
-    def handle(self, ctx: Any, request: RemotingCommand) -> bytes | None:
+    def handle(self, ctx: BrokerContext, request: RemotingCommand) -> bytes | None:
         """The encoded answer to ``request`` (b"" for a oneway one), or None: take the general path."""
         values = send_header_values(request)
         if values is None:
