@@ -33,7 +33,7 @@ from ..codecs.message import (
     record_field_at,
 )
 from ..codecs.message import _compression_of as compression_of
-from ..store.walk import CorruptRegion, split_start, walk_commitlog
+from ..store.walk import CorruptRegion, walk_bounds, walk_commitlog
 from ._arrays import constant_strings, ms_to_timestamps
 from ._columns import arrow_schema
 from ._properties import PropertyColumns, property_columns, property_columns_by_row
@@ -411,18 +411,10 @@ def columnar_walk(
 
     The caller must let go of a chunk (it holds views of ``buf``) before ``buf`` closes.
     """
-    n = len(buf) if data_end is None else min(data_end, len(buf))
-    if exact_start:
-        pos = start
-    elif start or end is not None:
-        first = split_start(buf, base, start, n if end is None else end, data_end)
-        if first is None:
-            return
-        pos = first
-    else:
-        pos = 0
-    if end is not None and end >= n:
-        end = None
+    bounds = walk_bounds(buf, base, start, end, data_end, exact_start)
+    if bounds is None:
+        return
+    pos, end, n = bounds
     stop = n if end is None else min(n, end)
     u8 = np.frombuffer(buf, dtype=np.uint8) if len(buf) else np.empty(0, np.uint8)
     try:

@@ -130,18 +130,21 @@ class CommitLogFilter:
         self.pushed.append(repr(f))
         return True
 
-    def columns(self) -> set[str]:
-        """The columns :meth:`mask` reads."""
-        out = {"commit_log_offset", "store_timestamp"} if not self.empty else set()
-        for col, values in (
+    def _value_sets(self) -> list[tuple[str, frozenset[Any]]]:
+        """(column, values it must be one of) for each value filter pushed."""
+        pairs = (
             ("topic", self.topics),
             ("queue_id", self.queue_ids),
             ("tags", self.tags),
             ("msg_id", self.msg_ids),
             ("uniq_key", self.uniq_keys),
-        ):
-            if values is not None:
-                out.add(col)
+        )
+        return [(col, values) for col, values in pairs if values is not None]
+
+    def columns(self) -> set[str]:
+        """The columns :meth:`mask` reads."""
+        out = {"commit_log_offset", "store_timestamp"} if not self.empty else set()
+        out.update(col for col, _values in self._value_sets())
         if self.keys_equal:
             out.add("keys")
         return out
@@ -176,15 +179,8 @@ class CommitLogFilter:
         if self.empty:
             return None
         conds = []
-        for col, values in (
-            ("topic", self.topics),
-            ("queue_id", self.queue_ids),
-            ("tags", self.tags),
-            ("msg_id", self.msg_ids),
-            ("uniq_key", self.uniq_keys),
-        ):
-            if values is not None:
-                conds.append(pc.is_in(batch.column(col), value_set=pa.array(sorted(values))))
+        for col, values in self._value_sets():
+            conds.append(pc.is_in(batch.column(col), value_set=pa.array(sorted(values))))
         for wanted in self.keys_equal:
             conds.append(_lists_equal(batch.column("keys"), wanted))
         offsets = batch.column("commit_log_offset")

@@ -145,6 +145,28 @@ def split_start(buf: Any, base: int, start: int, end: int, data_end: int | None 
     return found
 
 
+def walk_bounds(
+    buf: Any, base: int, start: int, end: int | None, data_end: int | None, exact_start: bool
+) -> tuple[int, int | None, int] | None:
+    """Where a walk of ``buf`` (or of its split ``[start, end)``) begins, the split end it goes past (None:
+    to the end) and where the data ends: (first record, end, data end); None when the split holds no record
+    start. ``exact_start`` says ``start`` is a record boundary already (the start of the file, a dispatch
+    point), so nothing is searched."""
+    n = len(buf) if data_end is None else min(data_end, len(buf))
+    if exact_start:
+        pos = start
+    elif start or end is not None:
+        first = split_start(buf, base, start, n if end is None else end, data_end)
+        if first is None:
+            return None
+        pos = first
+    else:
+        pos = 0
+    if end is not None and end >= n:
+        end = None
+    return pos, end, n
+
+
 def walk_commitlog(
     buf: Any,
     base: int,
@@ -173,18 +195,10 @@ def walk_commitlog(
     the next split begins, so the splits of a file together give exactly its rows.
     ``exact_start`` says ``start`` is a record boundary already (no search).
     """
-    n = len(buf) if data_end is None else min(data_end, len(buf))
-    if exact_start:
-        pos = start  # a known record boundary (the start of the file, a dispatch point)
-    elif start or end is not None:
-        first = split_start(buf, base, start, n if end is None else end, data_end)
-        if first is None:
-            return
-        pos = first
-    else:
-        pos = 0
-    if end is not None and end >= n:
-        end = None
+    bounds = walk_bounds(buf, base, start, end, data_end, exact_start)
+    if bounds is None:
+        return
+    pos, end, n = bounds
     while pos < n:
         view = memoryview(buf)[pos:]
         walk = iter_commitlog(view, base + pos, check_crc=check_crc, decompress=False, strict=False)
