@@ -233,3 +233,32 @@ async def test_thread_write_on_closed_or_trio_only_connections(wired: Wired) -> 
     # a stream only trio can write (memory streams, TLS): the caller must go through trio
     left, _right = trio.testing.memory_stream_pair()
     assert Connection(left).write_from_thread(b"x") is False
+
+
+async def test_bytes_a_thread_queues_while_a_trio_writer_lets_go_are_sent(wired: Wired) -> None:
+    """A thread's bytes queued just after a trio writer claimed the lock (here: a write of nothing, as the
+    task that flushes a leftover does when another writer sent it first) go out; they are not dropped."""
+    conn = wired.conn
+
+    class QueueOnFirstExit:
+        """The connection's thread lock, with a thread's write landing right after the first claim."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+            self.exits = 0
+
+        def __enter__(self) -> None:
+            self.lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            self.exits += 1
+            self.lock.release()
+            if self.exits == 1:
+                with self.lock:
+                    conn._tail += b"from-thread"
+
+    conn._wlock = QueueOnFirstExit()  # type: ignore[assignment]
+    await conn.send_bytes(b"")
+    with trio.fail_after(10):
+        assert await _read_exactly(wired.client, len(b"from-thread")) == b"from-thread"
+    assert not conn._send_lock.locked() and conn._tail == b""

@@ -263,9 +263,13 @@ class Connection:
                     data = self._tail + data if self._tail else data
                     self._tail = b""
             try:
-                while data:
-                    await self.stream.send_all(data)
+                while True:
+                    if data:
+                        await self.stream.send_all(data)
+                    # let go only through _unlock: a thread may have queued bytes behind us meanwhile
                     data = self._unlock()
+                    if not data:
+                        break
             finally:
                 if lock.locked() and lock.statistics().owner is trio.lowlevel.current_task():
                     with self._wlock:
@@ -554,7 +558,7 @@ class Connection:
                     sent = 0
                 if sent < len(data):
                     await self.stream.send_all(memoryview(data)[sent:])
-                data = self._unlock()
+                data = self._unlock()  # let go, or send what a thread queued behind us meanwhile
             self.last_active = trio.current_time()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             failed = exc
