@@ -47,6 +47,11 @@ async def scenario(namesrv: str) -> dict[str, Any]:
                     break
                 except Exception:
                     await trio.sleep(0.2)
+        # a Java broker answers GET_BROKER_RUNTIME_INFO with SYSTEM_ERROR (NoSuchElementException) until its
+        # StoreStatsService has taken a first sample: wait for a clean answer, as a console user would see one
+        with trio.fail_after(30):
+            while any(b.error for b in await data.brokers()):
+                await trio.sleep(0.2)
         before = {b.name: b.put_today for b in await data.brokers()}
         async with Producer("PConsoleJava", config=ClientConfig(namesrv_addr=namesrv)) as p:
             for i in range(N):
