@@ -75,39 +75,36 @@ def run(spark: Any, master: str, slave: str, out: str | None = None, max_finding
     )
     joined = mm.join(ss, "commit_log_offset", "full_outer")
     diff_cols = F.concat_ws(",", *[F.when(~F.col(f"m_{c}").eqNullSafe(F.col(f"s_{c}")), F.lit(c)) for c in _COMPARED])
-    missing = joined.where(F.col("s_store_size").isNull()).select(
-        F.lit("missing_on_slave").alias("kind"),
-        "commit_log_offset",
-        F.col("m_topic").alias("topic"),
-        F.col("m_queue_id").alias("queue_id"),
-        F.col("m_queue_offset").alias("queue_offset"),
-        F.col("m_store_size").alias("size"),
+
+    def finding(df: Any, kind: str, side: str, detail: Any) -> Any:
+        """A finding row per record of ``df``, its identity read from the ``side`` ("m" or "s") columns."""
+        return df.select(
+            F.lit(kind).alias("kind"),
+            "commit_log_offset",
+            F.col(f"{side}_topic").alias("topic"),
+            F.col(f"{side}_queue_id").alias("queue_id"),
+            F.col(f"{side}_queue_offset").alias("queue_offset"),
+            F.col(f"{side}_store_size").alias("size"),
+            detail.alias("detail"),
+        )
+
+    missing = finding(
+        joined.where(F.col("s_store_size").isNull()),
+        "missing_on_slave",
+        "m",
         F.when(F.col("commit_log_offset") >= F.lit(slave_end), F.lit("past the slave's end: not replicated yet"))
-        .otherwise(F.lit("inside the slave's log: lost or overwritten"))
-        .alias("detail"),
+        .otherwise(F.lit("inside the slave's log: lost or overwritten")),
     )
-    extra = joined.where(F.col("m_store_size").isNull()).select(
-        F.lit("extra_on_slave").alias("kind"),
-        "commit_log_offset",
-        F.col("s_topic").alias("topic"),
-        F.col("s_queue_id").alias("queue_id"),
-        F.col("s_queue_offset").alias("queue_offset"),
-        F.col("s_store_size").alias("size"),
-        F.lit("the master has no record here").alias("detail"),
+    extra = finding(
+        joined.where(F.col("m_store_size").isNull()), "extra_on_slave", "s", F.lit("the master has no record here")
     )
-    differs = (
+    differs = finding(
         joined.where(F.col("m_store_size").isNotNull() & F.col("s_store_size").isNotNull())
         .withColumn("fields", diff_cols)
-        .where(F.col("fields") != "")
-        .select(
-            F.lit("differs").alias("kind"),
-            "commit_log_offset",
-            F.col("m_topic").alias("topic"),
-            F.col("m_queue_id").alias("queue_id"),
-            F.col("m_queue_offset").alias("queue_offset"),
-            F.col("m_store_size").alias("size"),
-            F.concat(F.lit("fields differ: "), F.col("fields")).alias("detail"),
-        )
+        .where(F.col("fields") != ""),
+        "differs",
+        "m",
+        F.concat(F.lit("fields differ: "), F.col("fields")),
     )
     corrupt = [
         df.where(F.col("record_type") == "corrupt").select(
