@@ -258,10 +258,7 @@ class Connection:
                 data = self._claim(data)
             else:
                 # uncontended: skip the lock's extra scheduling round (send_all checkpoints anyway)
-                with self._wlock:
-                    lock.acquire_nowait()
-                    data = self._tail + data if self._tail else data
-                    self._tail = b""
+                data = self._claim(data, acquire=True)
             try:
                 while True:
                     if data:
@@ -271,21 +268,30 @@ class Connection:
                     if not data:
                         break
             finally:
-                if lock.locked() and lock.statistics().owner is trio.lowlevel.current_task():
-                    with self._wlock:
-                        self._tail = b""  # the connection is failing: a thread's leftover goes with it
-                        lock.release()
+                self._let_go()
             self.last_active = trio.current_time()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             await self.aclose()
             raise RemotingSendRequestError(f"send to {self.remote_addr} failed: {exc}") from exc
 
-    def _claim(self, data: bytes) -> bytes:
-        """Holding _send_lock: what a thread left over goes first."""
+    def _claim(self, data: bytes, *, acquire: bool = False) -> bytes:
+        """Holding _send_lock (or taking it now, with ``acquire``, under the thread lock so that a thread sees
+        it taken): what a thread left over goes first."""
         with self._wlock:
+            if acquire:
+                self._send_lock.acquire_nowait()
             if self._tail:
                 data, self._tail = self._tail + data, b""
         return data
+
+    def _let_go(self) -> None:
+        """After a failed write: release _send_lock if this task still holds it; a thread's leftover goes with
+        the failing connection."""
+        lock = self._send_lock
+        if lock.locked() and lock.statistics().owner is trio.lowlevel.current_task():
+            with self._wlock:
+                self._tail = b""
+                lock.release()
 
     def _unlock(self) -> bytes:
         """Release _send_lock, unless a thread queued bytes meanwhile: those are returned, to send first."""
@@ -545,10 +551,7 @@ class Connection:
             except RemotingSendRequestError as exc:
                 log.warning("responses to %s lost: %s", self.remote_addr, exc)
             return
-        with self._wlock:
-            lock.acquire_nowait()
-            if self._tail:
-                data, self._tail = self._tail + data, b""
+        data = self._claim(data, acquire=True)
         failed: BaseException | None = None
         try:
             while data:
@@ -563,10 +566,7 @@ class Connection:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             failed = exc
         finally:
-            if lock.locked() and lock.statistics().owner is trio.lowlevel.current_task():
-                with self._wlock:
-                    self._tail = b""
-                    lock.release()
+            self._let_go()
         if failed is not None:
             log.warning("responses to %s lost: %s", self.remote_addr, failed)
             await self.aclose()
