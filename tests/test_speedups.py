@@ -135,3 +135,71 @@ def test_send_answer_matches_the_pure_builder(opaque: int, phys: int, queue_id: 
     cmd = RemotingCommand.decode(got)
     assert cmd.opaque == opaque and cmd.is_response and cmd.ext_fields is not None
     assert cmd.ext_fields["msgId"] == f"7F00000100002A9F{phys:016X}" and cmd.ext_fields["ab"] == "c"
+
+
+# -- the Spark sources' CommitLog walk ------------------------------------------------------------
+
+_ranges = st.lists(st.tuples(st.integers(0, 600), st.integers(0, 600)), max_size=12)
+
+
+@given(st.binary(max_size=600), _ranges)
+def test_body_crcs_match_zlib(buf: bytes, pairs: list[tuple[int, int]]) -> None:
+    import zlib
+
+    import numpy as np
+
+    from rocketpy.spark._records import _body_crcs
+
+    inside = [(s, min(n, len(buf) - s)) for s, n in pairs if s <= len(buf)]
+    starts = np.array([s for s, _ in inside], np.int64)
+    lengths = np.array([n for _, n in inside], np.int64)
+    assert _body_crcs(buf, starts, lengths).tolist() == [zlib.crc32(buf[s : s + n]) for s, n in inside]
+
+
+@given(st.binary(max_size=600), _ranges)
+def test_binary_ranges_match_the_pure_slices(buf: bytes, pairs: list[tuple[int, int]]) -> None:
+    import numpy as np
+
+    from rocketpy.spark._arrays import binary_ranges, binary_ranges_pure
+
+    inside = [(s, min(n, len(buf) - s)) for s, n in pairs if s <= len(buf)]
+    starts = np.array([s for s, _ in inside], np.int64)
+    lengths = np.array([n for _, n in inside], np.int64)
+    assert binary_ranges(buf, starts, lengths).equals(binary_ranges_pure(buf, starts, lengths))
+
+
+def test_compiled_ranges_outside_the_buffer_are_refused() -> None:
+    import numpy as np
+
+    out = np.zeros(4, np.int64)
+    for fn, dest in ((compiled("crc32_ranges"), out), (compiled("gather_ranges"), np.zeros(5, np.uint8))):
+        with pytest.raises(ValueError, match="outside the buffer"):
+            fn(b"abcd", np.array([2], np.int64), np.array([3], np.int64), dest)
+        with pytest.raises(ValueError, match="outside the buffer"):
+            fn(b"abcd", np.array([-1], np.int64), np.array([1], np.int64), dest)
+
+
+_record_sizes = st.lists(st.integers(-5, 200), max_size=20)
+
+
+@given(
+    _record_sizes, st.lists(st.booleans(), max_size=20), st.integers(0, 40), st.integers(1, 25), st.integers(1, 4000)
+)
+def test_record_positions_match_the_pure_walk(
+    sizes: list[int], bad_magic: list[bool], start: int, max_rows: int, max_bytes: int
+) -> None:
+    """Records of any size (too small, too large for the buffer), some with a wrong magic: the
+    compiled walk stops where the pure one does and names the same positions."""
+    from rocketpy.codecs.message import MESSAGE_MAGIC_CODE
+    from rocketpy.spark._records import _MIN_RECORD, _next_positions, _next_positions_pure
+
+    buf = bytearray(b"\x01" * start)
+    for i, size in enumerate(sizes):
+        magic = MESSAGE_MAGIC_CODE ^ 1 if i < len(bad_magic) and bad_magic[i] else MESSAGE_MAGIC_CODE
+        size = size if size < 0 else _MIN_RECORD + size
+        buf += struct.pack(">ii", size, magic) + b"\x00" * max(0, size - 8)
+    buf = bytes(buf[: len(buf) - (len(sizes) % 3)])  # sometimes the last record is cut short
+    for stop in (len(buf), len(buf) // 2):
+        want, want_after = _next_positions_pure(buf, start, stop, max_rows, max_bytes)
+        got, after = _next_positions(buf, start, stop, max_rows, max_bytes)
+        assert got.tolist() == want.tolist() and after == want_after

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..codecs.accel import compiled
 from ._columns import _MAX_US, _MIN_US
 
 # Bounds on millis whose microseconds fit a timestamp column (see _columns.ms_to_us).
@@ -39,3 +40,27 @@ def ms_to_timestamps(ms: np.ndarray) -> pa.Array:
 def native(values: Any, dtype: str) -> np.ndarray:
     """A big-endian field view as a native-order array of ``dtype`` (a copy, so the mapping is free)."""
     return np.ascontiguousarray(values, dtype=dtype)
+
+
+def binary_ranges_pure(buf: Any, start: np.ndarray, length: np.ndarray) -> pa.Array:
+    """The byte ranges ``[start, start + length)`` of ``buf`` as one binary array, a slice a row."""
+    return pa.array([bytes(buf[s : s + n]) for s, n in zip(start.tolist(), length.tolist())], pa.binary())
+
+
+_c_gather = compiled("gather_ranges")
+
+
+def binary_ranges(buf: Any, start: np.ndarray, length: np.ndarray) -> pa.Array:
+    """What :func:`binary_ranges_pure` gives; with the compiled build, each range is copied once
+    straight into the array's data buffer."""
+    if _c_gather is None or not len(buf):
+        return binary_ranges_pure(buf, start, length)
+    n = len(start)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(length, out=offsets[1:])
+    total = int(offsets[-1])
+    if total >= 1 << 31:  # past what 32-bit offsets reach
+        return binary_ranges_pure(buf, start, length)
+    data = np.empty(total, dtype=np.uint8)
+    _c_gather(buf, np.ascontiguousarray(start, np.int64), np.ascontiguousarray(length, np.int64), data)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])

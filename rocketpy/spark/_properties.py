@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from ..codecs.codes import MessageConst
 from ..codecs.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, string_to_properties
+from ._arrays import binary_ranges
 
 __all__ = ["PropertyColumns", "property_columns"]
 
@@ -31,15 +32,14 @@ _LIST = pa.list_(pa.string())
 PropertyColumns = dict[str, pa.Array]  # "properties", "tags", "keys", "uniq_key"
 
 
-def _gather_strings(u8: np.ndarray, start: np.ndarray, length: np.ndarray) -> pa.Array:
-    """The byte ranges ``[start, start + length)`` of ``u8`` as one binary array, copied in bulk."""
-    n = len(start)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(length, out=offsets[1:])
-    total = int(offsets[-1])
-    idx = np.repeat(start - offsets[:-1], length) + np.arange(total, dtype=np.int64)
-    values = u8[idx]
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(values)])
+def _has_repeats(ids: np.ndarray) -> bool:
+    """Whether a value occurs twice in ``ids`` (non-negative): a count per value while the
+    values are small (a chunk's rows times its distinct names), else a sort."""
+    if not len(ids):
+        return False
+    if int(ids.max()) < 1 << 24:
+        return bool(np.bincount(ids).max() > 1)
+    return len(np.unique(ids)) != len(ids)
 
 
 def _by_row(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
@@ -65,7 +65,7 @@ def property_columns(u8: np.ndarray, start: np.ndarray, length: np.ndarray) -> P
     """The property columns of the records whose properties are at ``start``/``length`` in
     ``u8``; None when the chunk needs the codec's parser (see the module doc)."""
     n = len(start)
-    raw = _gather_strings(u8, start, length)
+    raw = binary_ranges(u8, start, length)
     try:
         text = raw.cast(pa.string())
     except pa.ArrowInvalid:
@@ -84,7 +84,7 @@ def property_columns(u8: np.ndarray, start: np.ndarray, length: np.ndarray) -> P
     codes = pc.dictionary_encode(names)
     ids = codes.indices.to_numpy().astype(np.int64)
     pair_ids = parent.astype(np.int64) * max(len(codes.dictionary), 1) + ids
-    if len(np.unique(pair_ids)) != len(pair_ids):
+    if _has_repeats(pair_ids):
         return None  # a name given twice in one record: the codec keeps its first place, last value
     counts = np.bincount(parent, minlength=n)
     offsets = np.zeros(n + 1, dtype=np.int32)

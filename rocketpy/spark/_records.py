@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..codecs.accel import compiled
 from ..codecs.codes import MessageSysFlag
 from ..codecs.errors import CodecError
 from ..codecs.message import (
@@ -34,7 +35,7 @@ from ..codecs.message import (
 )
 from ..codecs.message import _compression_of as compression_of
 from ..store.walk import CorruptRegion, walk_bounds, walk_commitlog
-from ._arrays import constant_strings, ms_to_timestamps
+from ._arrays import binary_ranges, constant_strings, ms_to_timestamps
 from ._columns import arrow_schema
 from ._properties import PropertyColumns, property_columns, property_columns_by_row
 
@@ -102,13 +103,14 @@ def _int(u8: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray:
 
 def _strings(keys: np.ndarray, decode: Callable[[bytes], str]) -> pa.Array:
     """One string per row from rows of key bytes, each distinct key decoded once (dictionary)."""
-    n = len(keys)
+    n, width = keys.shape
     if n == 0:
         return pa.array([], pa.string())
-    flat = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1]))).reshape(n)
-    uniq, inverse = np.unique(flat, return_inverse=True)
-    values = pa.array([decode(bytes(u)) for u in uniq], pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32)), values).cast(pa.string())
+    # Arrow's hash-based dictionary encoding: linear, where sorting the keys is not.
+    raw = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(np.ascontiguousarray(keys))])
+    encoded = raw.dictionary_encode()
+    values = pa.array([decode(u) for u in encoded.dictionary.to_pylist()], pa.string())
+    return pa.DictionaryArray.from_arrays(encoded.indices, values).cast(pa.string())
 
 
 def _topic_text(key: bytes) -> str:
@@ -248,25 +250,20 @@ def record_columns(
         msg_id = _scatter(n, id_parts, pa.string())
 
     bodies: list[bytes] | None = None
+    body_column: pa.Array | None = None
     body_size = d.body_len.astype(np.int32)
     errors: list[str | None] | None = None
     need_bodies = "body" in want and include_body
     compressed = (d.sys_flag & _COMPRESSED) != 0
     inflate = decompress and bool((compressed & (d.body_len > 0)).any())
-    if need_bodies or inflate:
+    if inflate:
         bs, bl = d.body_start.tolist(), d.body_len.tolist()
         bodies = [buf[s : s + n_] for s, n_ in zip(bs, bl)]
+    elif need_bodies:
+        body_column = binary_ranges(buf, d.body_start, d.body_len)
     crc_ok: pa.Array
     if check_crc and "crc_ok" in want:
-        view = memoryview(buf)
-        try:
-            got = np.fromiter(
-                (zlib.crc32(view[s : s + n_]) for s, n_ in zip(d.body_start.tolist(), d.body_len.tolist())),
-                dtype=np.int64,
-                count=n,
-            )
-        finally:
-            view.release()
+        got = _body_crcs(buf, d.body_start, d.body_len)
         crc_ok = pa.array((d.body_len == 0) | ((got & 0x7FFFFFFF) == ints["body_crc"]))
     else:
         crc_ok = pa.nulls(n, pa.bool_())
@@ -330,7 +327,9 @@ def record_columns(
         if name == "body_size":
             return pa.array(body_size)
         if name == "body":
-            return pa.array(bodies, pa.binary()) if need_bodies else pa.nulls(n, pa.binary())
+            if not need_bodies:
+                return pa.nulls(n, pa.binary())
+            return body_column if body_column is not None else pa.array(bodies, pa.binary())
         if name == "error":
             return pa.array(errors, pa.string()) if errors is not None else pa.nulls(n, pa.string())
         assert props is not None
@@ -353,8 +352,8 @@ def _offset_ids(store: np.ndarray, offset: np.ndarray, width: int) -> list[str |
     both = np.concatenate([store, offset], axis=1)
     hexed = np.ascontiguousarray(_HEX[both].reshape(len(both), -1))
     k = hexed.shape[1]
-    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(k), len(both), [None, pa.py_buffer(hexed.tobytes())])
-    return fixed.cast(pa.binary()).cast(pa.string())
+    ends = np.arange(0, (len(both) + 1) * k, k, dtype=np.int32)
+    return pa.StringArray.from_buffers(len(both), pa.py_buffer(ends), pa.py_buffer(hexed))
 
 
 def _scatter(n: int, parts: list[tuple[np.ndarray, Any]], type_: pa.DataType) -> pa.Array:
@@ -373,7 +372,7 @@ def _scatter(n: int, parts: list[tuple[np.ndarray, Any]], type_: pa.DataType) ->
 _SIZE_MAGIC = struct.Struct(">ii")
 
 
-def _next_positions(buf: Any, pos: int, stop: int, max_rows: int, max_bytes: int) -> tuple[list[int], int]:
+def _next_positions_pure(buf: Any, pos: int, stop: int, max_rows: int, max_bytes: int) -> tuple[np.ndarray, int]:
     """Positions of the records from ``pos`` whose size and magic look right (before ``stop``)."""
     unpack = _SIZE_MAGIC.unpack_from
     magic_ok, least = MESSAGE_MAGIC_CODE, _MIN_RECORD
@@ -390,7 +389,44 @@ def _next_positions(buf: Any, pos: int, stop: int, max_rows: int, max_bytes: int
             break
         append(pos)
         pos += size
-    return out, pos
+    return np.array(out, dtype=np.int64), pos
+
+
+_c_positions = compiled("record_positions")
+
+
+def _next_positions(buf: Any, pos: int, stop: int, max_rows: int, max_bytes: int) -> tuple[np.ndarray, int]:
+    """What :func:`_next_positions_pure` gives, from the compiled loop when it is built."""
+    if _c_positions is None or not len(buf):
+        return _next_positions_pure(buf, pos, stop, max_rows, max_bytes)
+    out = np.empty(max_rows, dtype=np.int64)
+    count, after = _c_positions(buf, pos, min(stop, pos + max_bytes), max_rows, MESSAGE_MAGIC_CODE, _MIN_RECORD, out)
+    return out[:count], after
+
+
+def _body_crcs_pure(buf: Any, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``zlib.crc32`` of each body ``buf[start : start + length]``."""
+    view = memoryview(buf)
+    try:
+        return np.fromiter(
+            (zlib.crc32(view[s : s + n]) for s, n in zip(starts.tolist(), lengths.tolist())),
+            dtype=np.int64,
+            count=len(starts),
+        )
+    finally:
+        view.release()
+
+
+_c_crcs = compiled("crc32_ranges")
+
+
+def _body_crcs(buf: Any, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """What :func:`_body_crcs_pure` gives, from the compiled loop when it is built."""
+    if _c_crcs is None or not len(buf):
+        return _body_crcs_pure(buf, starts, lengths)
+    out = np.empty(len(starts), dtype=np.int64)
+    _c_crcs(buf, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(lengths, np.int64), out)
+    return out
 
 
 def columnar_walk(
@@ -420,18 +456,18 @@ def columnar_walk(
     try:
         while True:
             positions, after = _next_positions(buf, pos, stop, max_rows, max_bytes)
-            if positions:
-                d = _Decoded(u8, np.array(positions, dtype=np.int64), len(buf))
+            if len(positions):
+                d = _Decoded(u8, positions, len(buf))
                 bad = np.nonzero(~d.ok)[0]
                 k = int(bad[0]) if len(bad) else len(positions)
                 if k:
                     d.cut(k)
                     yield "columns", d
                 if k < len(positions):
-                    pos = positions[k]
+                    pos = int(positions[k])
                 else:
                     pos = after
-                    if len(positions) >= max_rows or pos - positions[0] >= max_bytes:
+                    if len(positions) >= max_rows or pos - int(positions[0]) >= max_bytes:
                         continue  # a full chunk: more of the same follows
             if pos >= n:
                 return
