@@ -109,13 +109,14 @@ def test_consumequeue_source_splits_read_only_their_units(counting_fs, tmp_path)
         assert _plain(rows) == expected, split
 
 
-def _written(path: str) -> int:
-    data = Path(path).read_bytes()
+def _written(path: str | bytes) -> int:
+    """The written end the plain way: past the last byte set among the whole units."""
+    data = path if isinstance(path, bytes) else Path(path).read_bytes()
     data = data[: len(data) - len(data) % UNIT].rstrip(b"\x00")
     return -(-len(data) // UNIT) * UNIT
 
 
-def test_queue_filter_reads_its_queue_files_by_ranges(counting_fs, tmp_path):
+def test_queue_filter_finds_the_same_records_in_a_remote_store(counting_fs, tmp_path):
     from pyspark.sql.datasource import EqualTo
 
     from rocketpy.spark.sources import QueuePartition, _CommitLogReader
@@ -197,3 +198,22 @@ def test_coalesced_ranges_cover_each_item_once(positions, width, gap):
     covered = {p for a, b in ranges for p in range(a, b, width)}
     assert {int(s) for s in starts} <= covered
     assert all(any(s == a for s in starts) and any(s + width == b for s in starts) for a, b in ranges)
+
+
+def test_written_end_of_a_full_remote_queue_file_is_its_last_unit(counting_fs, tmp_path):
+    from rocketpy.spark.consumequeue import remote_written_end
+
+    path = tmp_path / f"{0:020d}"
+    path.write_bytes(b"".join(_unit(n) for n in range(5000)))
+    assert remote_written_end("count://" + str(path)) == 5000 * UNIT
+    assert counting_fs.read == UNIT
+    holed = _holed_queue(tmp_path)
+    assert remote_written_end("count://" + str(holed)) == _written(str(holed)) == 1001 * UNIT
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 200)), max_size=40), st.binary(max_size=19))
+def test_written_end_is_the_end_of_the_last_unit_with_a_byte_set(runs, torn):
+    from rocketpy.spark.consumequeue import _written_end
+
+    data = b"".join((_unit(n) if set_ else bytes(UNIT)) * n for set_, n in runs) + torn
+    assert _written_end(data) == _written(data)

@@ -54,9 +54,9 @@ def _units_up(n: int) -> int:
 
 def _last_written(read: Callable[[int, int], Any], floor: int, top: int) -> int:
     """The end (rounded up to a unit) of the last byte that is not zero in ``[floor, top)``,
-    or ``floor`` when they are all zero. Scans backwards in chunks that double, so a short
-    zero run costs a short read and a long one few requests."""
-    chunk = 64 << 10
+    or ``floor`` when they are all zero. Looks at the last unit first (a full file ends
+    there), then scans backwards in chunks that double: a long zero run takes few requests."""
+    chunk = CQ_STORE_UNIT_SIZE
     end = top
     while end > floor:
         lo = max(floor, end - chunk)
@@ -64,7 +64,7 @@ def _last_written(read: Callable[[int, int], Any], floor: int, top: int) -> int:
         if piece:
             return _units_up(lo + len(piece))
         end = lo
-        chunk = min(chunk * 2, 8 << 20)
+        chunk = min(max(64 << 10, chunk * 2), 8 << 20)
     return floor
 
 
