@@ -1,5 +1,6 @@
 """Test-wide settings: Hypothesis judged by what it finds, not by how fast a busy 2-core CI machine runs it."""
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -38,3 +39,96 @@ def virtual_clock() -> Iterator[trio.testing.MockClock]:
     clock = trio.testing.MockClock(autojump_threshold=AUTOJUMP_THRESHOLD_S)
     with clock_following(clock):  # set before trio.run: pytest-trio copies this context into the test
         yield clock
+
+
+def _counting_handler():
+    """A pyarrow filesystem handler over the local disk that counts the bytes read through it."""
+    import pyarrow.fs as pafs
+
+    class CountingHandler(pafs.FileSystemHandler):
+        def __init__(self):
+            self.local = pafs.LocalFileSystem()
+            self.read = 0
+
+        def get_type_name(self):
+            return "counting"
+
+        def equals(self, other):
+            return self is other
+
+        def get_file_info(self, paths):
+            return self.local.get_file_info(paths)
+
+        def get_file_info_selector(self, selector):
+            return self.local.get_file_info(selector)
+
+        def open_input_file(self, path):
+            import pyarrow as pa
+
+            handler = self
+
+            class Counting:
+                def __init__(self, f):
+                    self.f = f
+                    self.closed = False
+
+                def read(self, n=-1):
+                    data = self.f.read(n)
+                    handler.read += len(data)
+                    return data
+
+                def seek(self, pos, whence=0):
+                    return self.f.seek(pos, whence)
+
+                def tell(self):
+                    return self.f.tell()
+
+                def seekable(self):
+                    return True
+
+                def readable(self):
+                    return True
+
+                def writable(self):
+                    return False
+
+                def close(self):
+                    self.closed = True
+                    self.f.close()
+
+                def size(self):
+                    return os.fstat(self.f.fileno()).st_size
+
+            return pa.PythonFile(Counting(open(path, "rb")), mode="r")
+
+        open_input_stream = open_input_file
+
+        def normalize_path(self, path):
+            return path
+
+        def _read_only(self, *args, **kwargs):
+            raise OSError("read-only test filesystem")
+
+        create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = _read_only
+        move = copy_file = open_output_stream = open_append_stream = _read_only
+
+    return CountingHandler()
+
+
+@pytest.fixture
+def counting_fs(monkeypatch):
+    """URIs ``count:///abs/path`` read through a PyFileSystem that counts bytes (not LocalFileSystem)."""
+    import pyarrow.fs as pafs
+
+    from rocketpy.spark import _files
+
+    handler = _counting_handler()
+    fs = pafs.PyFileSystem(handler)
+
+    def uri_fs(uri):
+        assert uri.startswith("count://")
+        inner = uri[len("count://") :].rstrip("/") or "/"
+        return fs, inner, "count://"
+
+    monkeypatch.setattr(_files, "_uri_fs", uri_fs)
+    return handler

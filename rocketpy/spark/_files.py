@@ -5,9 +5,8 @@ files by path, so on a cluster the store or the captures must sit where every ex
 reaches them: a filesystem mounted at the same path (NFS, a shared volume), or a URI
 that ``pyarrow.fs`` opens (``file://``, ``hdfs://``, ``s3://``, ``gs://``, ...). Plain
 paths and ``file://`` files are mapped. On other filesystems a CommitLog split, a record
-named by a queue, an index or an id, and an IndexFile lookup read only their byte ranges
-(:func:`ranged`, :func:`window`); ConsumeQueue files (small) and whole-IndexFile scans are
-read whole by the task that needs them.
+named by a queue, an index or an id, a ConsumeQueue or IndexFile split, and an IndexFile
+lookup read only their byte ranges (:func:`ranged`, :func:`window`).
 """
 
 from __future__ import annotations
@@ -351,10 +350,28 @@ def window(path: str, size: int, lo: int, hi: int) -> Iterator[mmap.mmap | bytes
             pass  # a view is still alive (an exception unwound past it); it goes with the view
 
 
+def coalesced_ranges(starts: Any, width: int, gap: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` byte ranges covering items of ``width`` bytes at the sorted positions
+    ``starts`` (a numpy array), joining items at most ``gap`` bytes apart into one range."""
+    import numpy as np
+
+    if len(starts) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(starts) - width > gap)
+    firsts = np.concatenate(([0], breaks + 1))
+    lasts = np.concatenate((breaks, [len(starts) - 1]))
+    return [(int(starts[a]), int(starts[b]) + width) for a, b in zip(firsts, lasts)]
+
+
 def fill(path: str, buf: mmap.mmap | bytes, lo: int, hi: int, chunk: int = 8 << 20) -> None:
     """Read ``[lo, hi)`` of the file into the same positions of ``buf`` (ranged reads)."""
-    assert isinstance(buf, mmap.mmap)
     with ranged(path) as read_at:
-        for at in range(lo, hi, chunk):
-            data = read_at(at, min(chunk, hi - at))
-            buf[at : at + len(data)] = data
+        fill_from(read_at, buf, lo, hi, chunk)
+
+
+def fill_from(read_at: ReadAt, buf: mmap.mmap | bytes, lo: int, hi: int, chunk: int = 8 << 20) -> None:
+    """:func:`fill` through an open :func:`ranged` reader (several ranges, one open file)."""
+    assert isinstance(buf, mmap.mmap)
+    for at in range(lo, hi, chunk):
+        data = read_at(at, min(chunk, hi - at))
+        buf[at : at + len(data)] = data

@@ -4,10 +4,16 @@ The file does not record its own geometry: the number of hash slots and entries 
 from the broker config (maxHashSlotNum, maxIndexNum). Without options the reader
 assumes the broker's shape (entries = 4 x slots, which both Java's defaults and the
 usual tuned configs keep) and derives it from the file size.
+
+A local file is mapped. On another filesystem a split reads the 40-byte header, its own
+entries and, for ``slot_head``, only the hash slots those entries fall in (nearby slots
+are read in one request): never the whole file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -27,7 +33,7 @@ from ..codecs.store_records import (
 )
 from ._arrays import constant_strings, ms_to_timestamps
 from ._columns import arrow_schema
-from ._files import file_size, mapped, ranged
+from ._files import coalesced_ranges, file_size, fill_from, is_remote, mapped, ranged
 
 __all__ = ["INDEX_COLUMNS", "index_batches", "index_geometry", "index_lookup"]
 
@@ -125,22 +131,73 @@ def _entry_batch(buf: Any, path: str, header: IndexHeader, slots: int, lo: int, 
     return pa.RecordBatch.from_arrays(arrays, schema=_SCHEMA)
 
 
+def _entry_range(count: int, entries_at: int, start: int, end: int | None) -> tuple[int, int]:
+    """The entry numbers ``[lo, hi)`` that begin in the bytes ``[start, end)`` (entry 0 is never written)."""
+    lo = max(1, -(-(start - entries_at) // INDEX_ENTRY_SIZE))
+    hi = count if end is None else min(count, -(-(end - entries_at) // INDEX_ENTRY_SIZE))
+    return lo, hi
+
+
 def index_batches(
     path: str, options: Mapping[str, str], max_rows: int = 1 << 16, start: int = 0, end: int | None = None
 ) -> Iterator[pa.RecordBatch]:
     """Batches of the entries of one IndexFile; with ``start``/``end`` (byte positions in the
     file) only the entries that begin in that split."""
-    slots, entries = index_geometry(file_size(path), options)
+    size = file_size(path)
+    slots, entries = index_geometry(size, options)
     entries_at = INDEX_HEADER_SIZE + slots * INDEX_HASH_SLOT_SIZE
-    with mapped(path) as buf:
+    opened = _split_window(path, size, slots, entries, start, end) if is_remote(path) else mapped(path)
+    with opened as buf:
         view = IndexFileView(buf, slots, entries)  # checks the size against the geometry
         header = view.header
         count = min(view.index_count, entries)
         del view  # holds the mapping; let it go before the file closes
-        lo = max(1, -(-(start - entries_at) // INDEX_ENTRY_SIZE))
-        hi = count if end is None else min(count, -(-(end - entries_at) // INDEX_ENTRY_SIZE))
+        lo, hi = _entry_range(count, entries_at, start, end)
         for at in range(lo, hi, max_rows):
             yield _entry_batch(buf, path, header, slots, at, min(hi, at + max_rows))
+
+
+# Slots closer than this are read in one request: a request to object storage costs about
+# what reading tens of kilobytes does.
+SLOT_GAP = 64 << 10
+
+
+@contextlib.contextmanager
+def _split_window(
+    path: str, size: int, slots: int, entries: int, start: int, end: int | None
+) -> Iterator[mmap.mmap | bytes]:
+    """A file-sized buffer (an anonymous mapping: only the pages written take memory) holding
+    what :func:`_entry_batch` reads for the split's entries, at their own positions: the
+    header, the entries, and the hash slots those entries fall in. Zeros elsewhere."""
+    need = INDEX_HEADER_SIZE + slots * INDEX_HASH_SLOT_SIZE + entries * INDEX_ENTRY_SIZE
+    if size < INDEX_HEADER_SIZE or size < need:
+        # too short for its geometry: the header (if any) is enough for the view to say so
+        with ranged(path) as read_at:
+            yield read_at(0, min(size, INDEX_HEADER_SIZE)) + bytes(size - min(size, INDEX_HEADER_SIZE))
+        return
+    entries_at = INDEX_HEADER_SIZE + slots * INDEX_HASH_SLOT_SIZE
+    buf = mmap.mmap(-1, size)
+    try:
+        with ranged(path) as read_at:
+            buf[:INDEX_HEADER_SIZE] = read_at(0, INDEX_HEADER_SIZE)
+            header = IndexHeader(*INDEX_HEADER_UNIT.unpack_from(buf, 0))
+            lo, hi = _entry_range(min(max(header.index_count, 1), entries), entries_at, start, end)
+            if lo < hi:
+                first, last = entries_at + lo * INDEX_ENTRY_SIZE, entries_at + hi * INDEX_ENTRY_SIZE
+                fill_from(read_at, buf, first, last)
+                used = np.zeros(slots, dtype=bool)
+                for at in range(lo, hi, 1 << 20):  # bounded temporaries for a large split
+                    n = min(hi, at + (1 << 20)) - at
+                    e = np.frombuffer(buf, dtype=_ENTRY, count=n, offset=entries_at + at * INDEX_ENTRY_SIZE)
+                    used[np.mod(e["key_hash"].astype(np.int64), slots)] = True
+                    del e
+                slot_at = INDEX_HEADER_SIZE + np.flatnonzero(used) * INDEX_HASH_SLOT_SIZE
+                for a, b in coalesced_ranges(slot_at, INDEX_HASH_SLOT_SIZE, SLOT_GAP):
+                    fill_from(read_at, buf, a, b)
+        yield buf
+    finally:
+        with contextlib.suppress(BufferError):  # a view still alive (an exception unwound past it)
+            buf.close()
 
 
 def index_lookup(path: str, options: Mapping[str, str], keys: list[str]) -> tuple[list[int], int]:

@@ -26,6 +26,7 @@ from ._files import (
     consumequeue_files,
     file_size,
     index_files,
+    is_remote,
     option_paths,
     pcap_files,
     split_size,
@@ -38,7 +39,7 @@ from .commitlog import (
     commitlog_batches,
     commitlog_records_batches,
 )
-from .consumequeue import CONSUMEQUEUE_COLUMNS, consumequeue_batches
+from .consumequeue import CONSUMEQUEUE_COLUMNS, consumequeue_batches, remote_written_end
 from .index import INDEX_COLUMNS, index_batches, index_lookup
 from .pcap import PCAP_COLUMNS, PcapOptions, pcap_batches
 from .pushdown import CommitLogFilter, dispatched_end
@@ -63,8 +64,10 @@ class FilePartition(InputPartition):
         start: int = 0,
         end: int | None = None,
         exact_start: bool = False,
+        written: int | None = None,
     ) -> None:
         super().__init__(path)
+        self.written = written  # a ConsumeQueue file's written end, when the driver read it
         self.exact_start = exact_start  # start is a known record boundary: no search for one
         self.path = path
         self.topic = topic
@@ -271,8 +274,10 @@ class _CommitLogReader(_Reader):
     def _read_queue(self, partition: QueuePartition, opts: CommitLogOptions) -> Iterator[pa.RecordBatch]:
         cf = self.filter
         offsets: list[int] = []
+        mapped = not is_remote(partition.path)  # a remote file's ranged reads count themselves
         for batch in consumequeue_batches(partition.path, partition.topic, partition.queue_id, 0):
-            READ_STATS["bytes"] += batch.num_rows * CQ_STORE_UNIT_SIZE
+            if mapped:
+                READ_STATS["bytes"] += batch.num_rows * CQ_STORE_UNIT_SIZE
             ok = pc.and_(batch.column("valid"), pc.invert(batch.column("pre_blank")))
             offsets.extend(batch.column("commit_log_offset").filter(ok).to_pylist())
         by_file: dict[tuple[str, int], list[int]] = {}
@@ -327,14 +332,23 @@ class _ConsumeQueueReader(_Reader):
         wanted = {t for t in self.options.get("topics", "").split(",") if t}
         topics, queue_ids = self.filter.topics, self.filter.queue_ids
         size = split_size(self.options)
-        return [
-            p
-            for path, topic, qid, offset in consumequeue_files(self._paths())
-            if (not wanted or topic in wanted)
-            and (topics is None or topic in topics)
-            and (queue_ids is None or qid in queue_ids)
-            for p in _splits(path, size, topic=topic, queue_id=qid, offset=offset)
-        ]
+        out: list[InputPartition] = []
+        for path, topic, qid, offset in consumequeue_files(self._paths()):
+            if (wanted and topic not in wanted) or (topics is not None and topic not in topics):
+                continue
+            if queue_ids is not None and qid not in queue_ids:
+                continue
+            splits = _splits(path, size, topic=topic, queue_id=qid, offset=offset)
+            if len(splits) > 1 and is_remote(path):
+                # Where a split's rows end can depend on every byte after it (a zero unit is a
+                # row only if something is written later): read the file's never-written tail
+                # once here rather than in each split, and drop the splits past the written end.
+                written = remote_written_end(path)
+                splits = [p for p in splits if -(-p.start // CQ_STORE_UNIT_SIZE) * CQ_STORE_UNIT_SIZE < written]
+                for p in splits:
+                    p.written = written
+            out.extend(splits)
+        return out
 
     def _read(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
         yield from consumequeue_batches(
@@ -344,6 +358,7 @@ class _ConsumeQueueReader(_Reader):
             partition.offset,
             start=partition.start,
             end=partition.end,
+            written=partition.written,
         )
 
 
