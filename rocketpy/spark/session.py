@@ -12,12 +12,6 @@ if TYPE_CHECKING:
 
 DEFAULT_MASTER = "local[*]"
 
-# The JVM options of a local session's driver, whose JVM get_session starts itself. Without
-# tiered compilation the JIT compiles only what stays hot: each query of a scan through a
-# Python data source otherwise spends 0.4-2 s of CPU compiling (C1, then C2) the code it
-# generates, on the same cores the Python workers decode on (tools/bench/bench_spark.py).
-LOCAL_JAVA_OPTIONS = "-XX:-TieredCompilation"
-
 
 def _is_local(master: str) -> bool:
     return master.startswith("local")
@@ -39,7 +33,7 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
 
     # spark-submit hands its settings (--master, --conf) to the JVM it starts; a SparkConf
     # sees them only once the gateway to that JVM is up, else it would fall back to local.
-    SparkContext._ensure_initialized(conf=_launch_conf(master, conf or {}))
+    SparkContext._ensure_initialized(conf=_launch_conf(conf or {}))
     spark_conf = SparkConf()  # picks up spark-submit's settings
     chosen = master or spark_conf.get("spark.master", None) or DEFAULT_MASTER
     builder = SparkSession.builder.appName(app_name).master(chosen)
@@ -52,10 +46,10 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
     return register(spark)
 
 
-def _launch_conf(master: str | None, conf: dict[str, str]) -> SparkConf | None:
-    """What the JVM must be started with, when this process starts it (no spark-submit, no
-    gateway yet): the driver's settings in ``conf`` (memory, Java options) take effect only
-    there, and a local session gets :data:`LOCAL_JAVA_OPTIONS` unless Java options are given."""
+def _launch_conf(conf: dict[str, str]) -> SparkConf | None:
+    """The driver's settings in ``conf`` (memory, Java options), when this process starts the
+    JVM (no spark-submit, no gateway yet): they take effect only at its launch, and a
+    builder's config set after it would be silently ignored."""
     from pyspark import SparkConf, SparkContext
 
     if SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
@@ -64,11 +58,4 @@ def _launch_conf(master: str | None, conf: dict[str, str]) -> SparkConf | None:
     for key, value in conf.items():
         if key.startswith("spark.driver."):
             launch.set(key, value)
-    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
-    given = "spark.driver.extraJavaOptions" in conf or any(
-        option in submit_args for option in ("java-options", "extraJavaOptions")
-    )
-    local = _is_local(master) if master else "--master" not in submit_args
-    if local and not given:
-        launch.set("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
     return launch
