@@ -7,6 +7,7 @@ the resulting arrays without a Python loop per entry.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -20,9 +21,11 @@ _MIN_MS = _MIN_US // 1000
 _MAX_MS = _MAX_US // 1000
 
 
+@functools.lru_cache(maxsize=8)
 def constant_strings(value: str, n: int) -> pa.Array:
     """``n`` copies of one string (a file path, a topic): the bytes repeated and evenly spaced
-    offsets, built straight into Arrow's buffers."""
+    offsets, built straight into Arrow's buffers. Arrays are immutable, so the batches of one
+    file share one (the last few are kept)."""
     raw = value.encode("utf-8")
     if len(raw) * n >= 1 << 31:  # past what 32-bit offsets reach: let Arrow decide
         return pa.array([value] * n, pa.string())
