@@ -88,10 +88,10 @@ def _ready_made_source() -> Any:
     """A Spark data source whose tasks only hand over batches made beforehand (Spark's share)."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-    class Slice(InputPartition):
-        def __init__(self, batch: Any, rows: int) -> None:
+    class Share(InputPartition):
+        def __init__(self, rows: int) -> None:
             super().__init__(rows)
-            self.batch, self.rows = batch, rows
+            self.rows = rows
 
     class ReadyMade(DataSource):
         # Defined in a function, so cloudpickle ships it by value: the workers need no module of it.
@@ -105,17 +105,18 @@ def _ready_made_source() -> Any:
             return Reader(*self.batches[self.options["kind"]])
 
     class Reader(DataSourceReader):
+        # The batch travels once, in the pickled reader (not in every partition: the driver
+        # holds those all at once).
         def __init__(self, batch: Any, rows: int, parts: int) -> None:
             self.batch, self.rows, self.parts = batch, rows, parts
 
         def partitions(self) -> list[InputPartition]:
-            share = [self.rows // self.parts + (i < self.rows % self.parts) for i in range(self.parts)]
-            return [Slice(self.batch, n) for n in share]
+            return [Share(self.rows // self.parts + (i < self.rows % self.parts)) for i in range(self.parts)]
 
         def read(self, partition: Any) -> Any:
             left = partition.rows
             while left > 0:
-                batch = partition.batch if left >= partition.batch.num_rows else partition.batch.slice(0, left)
+                batch = self.batch if left >= self.batch.num_rows else self.batch.slice(0, left)
                 left -= batch.num_rows
                 yield batch
 
@@ -183,7 +184,7 @@ def time_spark(
         # The floor: the first batch of the real read, handed over again and again.
         reader = _reader(store, kind)
         sample = next(iter(reader.read(reader.partitions()[0])))
-        ready_made.batches[kind] = (sample, rows_of[kind], parts)
+        ready_made.batches = {kind: (sample, rows_of[kind], parts)}
         spark.dataSource.register(ready_made)  # pickled as it is now, with this kind's batch
         count(kind, warmup, floor=True)
 
