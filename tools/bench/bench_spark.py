@@ -27,8 +27,8 @@ the records they name, and the scan past the dispatch point) and for one record'
 (``topic = ... AND keys = array(...)``: the IndexFile's slot and chain, the record, and the
 scan past the last indexed record). Spark's start-up is left out (a warm-up query per kind
 runs first). The files are in the page cache, so the figures are CPU-bound decoding, not
-disk. Each figure is the best of ``--repeat`` runs; a one-process read shorter than that is
-repeated until its runs add up to a second (up to 50; the count is printed).
+disk. Each figure is the best of ``--repeat`` runs; a one-process read shorter than a second is
+repeated until its runs add up to one (up to 50; the count is printed).
 
     python tools/bench/bench_spark.py                 # 2 GiB, as the issue asks
     python tools/bench/bench_spark.py --size 256 --file-size 64 --repeat 1
