@@ -933,17 +933,26 @@ cdef uint32_t _crc32(const uint8_t* p, Py_ssize_t n) noexcept nogil:
     return c ^ 0xFFFFFFFFU
 
 
+cdef Py_ssize_t _ranges_total(Py_ssize_t size, const int64_t[::1] starts, const int64_t[::1] lengths) except -1:
+    """The bytes the ranges ``[starts[i], starts[i] + lengths[i])`` hold together; ValueError if one
+    is not inside a buffer of ``size`` bytes (compared without overflowing, whatever the values)."""
+    cdef Py_ssize_t i, total = 0
+    if lengths.shape[0] != starts.shape[0]:
+        raise ValueError("starts and lengths differ in length")
+    for i in range(starts.shape[0]):
+        if starts[i] < 0 or starts[i] > size or lengths[i] < 0 or lengths[i] > size - starts[i]:
+            raise ValueError(f"range {i} ({starts[i]}, {lengths[i]}) is outside the buffer")
+        total += lengths[i]
+    return total
+
+
 def crc32_ranges(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] lengths, int64_t[::1] out):
     """``out[i] = zlib.crc32(buf[starts[i] : starts[i] + lengths[i]])``; every range must lie in ``buf``
     (ValueError otherwise, before anything is computed)."""
     cdef Py_ssize_t i, n = starts.shape[0]
-    cdef Py_ssize_t size = buf.shape[0]
-    if lengths.shape[0] != n or out.shape[0] < n:
-        raise ValueError("starts, lengths and out differ in length")
-    for i in range(n):
-        if starts[i] < 0 or lengths[i] < 0 or starts[i] + lengths[i] > size:
-            raise ValueError(f"range {i} ({starts[i]}, {lengths[i]}) is outside the buffer")
-    if size == 0:
+    if out.shape[0] < n:
+        raise ValueError("out is shorter than the ranges")
+    if _ranges_total(buf.shape[0], starts, lengths) == 0:
         for i in range(n):
             out[i] = 0
         return
@@ -984,14 +993,8 @@ def gather_ranges(const uint8_t[::1] buf, const int64_t[::1] starts, const int64
     """Copy the ranges ``buf[starts[i] : starts[i] + lengths[i]]`` one after another into ``out``
     (which holds exactly their total); every range must lie in ``buf`` (ValueError otherwise,
     before anything is copied)."""
-    cdef Py_ssize_t i, n = starts.shape[0]
-    cdef Py_ssize_t size = buf.shape[0], total = 0, at = 0
-    if lengths.shape[0] != n:
-        raise ValueError("starts and lengths differ in length")
-    for i in range(n):
-        if starts[i] < 0 or lengths[i] < 0 or starts[i] + lengths[i] > size:
-            raise ValueError(f"range {i} ({starts[i]}, {lengths[i]}) is outside the buffer")
-        total += lengths[i]
+    cdef Py_ssize_t i, at = 0
+    cdef Py_ssize_t total = _ranges_total(buf.shape[0], starts, lengths)
     if total != out.shape[0]:
         raise ValueError("out does not hold exactly the ranges' total")
     if total == 0:
@@ -999,6 +1002,6 @@ def gather_ranges(const uint8_t[::1] buf, const int64_t[::1] starts, const int64
     cdef const uint8_t* src = &buf[0]
     cdef uint8_t* dst = &out[0]
     with nogil:
-        for i in range(n):
+        for i in range(starts.shape[0]):
             memcpy(dst + at, src + starts[i], lengths[i])
             at += lengths[i]

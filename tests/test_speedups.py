@@ -177,6 +177,8 @@ def test_compiled_ranges_outside_the_buffer_are_refused() -> None:
             fn(b"abcd", np.array([2], np.int64), np.array([3], np.int64), dest)
         with pytest.raises(ValueError, match="outside the buffer"):
             fn(b"abcd", np.array([-1], np.int64), np.array([1], np.int64), dest)
+        with pytest.raises(ValueError, match="outside the buffer"):  # start + length overflows int64
+            fn(b"abcd", np.array([2], np.int64), np.array([(1 << 63) - 1], np.int64), dest)
 
 
 _record_sizes = st.lists(st.integers(-5, 200), max_size=20)
