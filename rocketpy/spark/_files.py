@@ -333,21 +333,29 @@ def ranged(path: str) -> Iterator[ReadAt]:
 
 
 @contextlib.contextmanager
-def window(path: str, size: int, lo: int, hi: int) -> Iterator[mmap.mmap | bytes]:
-    """A file-sized buffer holding the bytes ``[lo, hi)`` of a file at their own positions,
-    zeros elsewhere: an anonymous mapping, so only the pages written take memory."""
+def zeroed(size: int) -> Iterator[mmap.mmap | bytes]:
+    """A file-sized buffer of zeros, to be filled with some of a file's bytes at their own
+    positions: an anonymous mapping, so only the pages written take memory."""
     if size == 0:
         yield b""
         return
     mm = mmap.mmap(-1, size)
     try:
-        fill(path, mm, lo, hi)
         yield mm
     finally:
         try:
             mm.close()
         except BufferError:
             pass  # a view is still alive (an exception unwound past it); it goes with the view
+
+
+@contextlib.contextmanager
+def window(path: str, size: int, lo: int, hi: int) -> Iterator[mmap.mmap | bytes]:
+    """A :func:`zeroed` buffer holding the bytes ``[lo, hi)`` of a file at their own positions."""
+    with zeroed(size) as buf:
+        if size:
+            fill(path, buf, lo, hi)
+        yield buf
 
 
 def coalesced_ranges(starts: Any, width: int, gap: int) -> list[tuple[int, int]]:

@@ -28,7 +28,7 @@ from ._arrays import constant_strings
 from ._columns import arrow_schema
 from ._files import file_size, is_remote, mapped, ranged
 
-__all__ = ["CONSUMEQUEUE_COLUMNS", "consumequeue_batches", "remote_written_end"]
+__all__ = ["CONSUMEQUEUE_COLUMNS", "consumequeue_batches", "remote_written_end", "units_up"]
 
 CONSUMEQUEUE_COLUMNS: list[tuple[str, str]] = [
     ("file", "string"),
@@ -47,7 +47,7 @@ assert _UNIT.itemsize == CQ_STORE_UNIT_SIZE
 _INT_MAX = 0x7FFFFFFF
 
 
-def _units_up(n: int) -> int:
+def units_up(n: int) -> int:
     """``n`` rounded up to a whole number of units."""
     return -(-n // CQ_STORE_UNIT_SIZE) * CQ_STORE_UNIT_SIZE
 
@@ -62,7 +62,7 @@ def _last_written(read: Callable[[int, int], Any], floor: int, top: int) -> int:
         lo = max(floor, end - chunk)
         piece = bytes(read(lo, end - lo)).rstrip(b"\x00")
         if piece:
-            return _units_up(lo + len(piece))
+            return units_up(lo + len(piece))
         end = lo
         chunk = min(max(64 << 10, chunk * 2), 8 << 20)
     return floor
@@ -137,7 +137,7 @@ def consumequeue_batches(
     """
     first_unit = file_offset // CQ_STORE_UNIT_SIZE
     step = max_rows * CQ_STORE_UNIT_SIZE
-    lo = _units_up(start)
+    lo = units_up(start)
     if is_remote(path):
         data, hi = _remote_split(path, lo, end, written)
         for at in range(lo, hi, step):
@@ -148,7 +148,7 @@ def consumequeue_batches(
         return
     with mapped(path) as buf:
         written = _written_end(buf)
-        hi = written if end is None else min(written, _units_up(end))
+        hi = written if end is None else min(written, units_up(end))
         for at in range(lo, hi, step):
             yield unit_batch(buf, at, min(hi, at + step), path, topic, queue_id, first_unit)
 
@@ -158,7 +158,7 @@ def _remote_split(path: str, lo: int, end: int | None, written: int | None) -> t
     same units the mapped read gives."""
     size = file_size(path)
     whole = size - size % CQ_STORE_UNIT_SIZE
-    hi = whole if end is None else min(whole, _units_up(end))
+    hi = whole if end is None else min(whole, units_up(end))
     if written is not None:
         hi = min(hi, written)
     if lo >= hi:
@@ -167,7 +167,7 @@ def _remote_split(path: str, lo: int, end: int | None, written: int | None) -> t
         data = read_at(lo, hi - lo)
         if written is not None:
             return data, hi
-        inside = _units_up(lo + len(data.rstrip(b"\x00")))
+        inside = units_up(lo + len(data.rstrip(b"\x00")))
         # Zero units at the split's end are rows only if something is written after them.
         if inside < hi and not _written_after(read_at, hi, whole):
             hi = max(lo, inside)

@@ -33,7 +33,7 @@ from ..codecs.store_records import (
 )
 from ._arrays import constant_strings, ms_to_timestamps
 from ._columns import arrow_schema
-from ._files import coalesced_ranges, file_size, fill_from, is_remote, mapped, ranged
+from ._files import coalesced_ranges, file_size, fill_from, is_remote, mapped, ranged, zeroed
 
 __all__ = ["INDEX_COLUMNS", "index_batches", "index_geometry", "index_lookup"]
 
@@ -176,8 +176,8 @@ def _split_window(
             yield read_at(0, min(size, INDEX_HEADER_SIZE)) + bytes(size - min(size, INDEX_HEADER_SIZE))
         return
     entries_at = INDEX_HEADER_SIZE + slots * INDEX_HASH_SLOT_SIZE
-    buf = mmap.mmap(-1, size)
-    try:
+    with zeroed(size) as buf:
+        assert isinstance(buf, mmap.mmap)  # size is past the header: not the empty file's b""
         with ranged(path) as read_at:
             buf[:INDEX_HEADER_SIZE] = read_at(0, INDEX_HEADER_SIZE)
             header = IndexHeader(*INDEX_HEADER_UNIT.unpack_from(buf, 0))
@@ -195,9 +195,6 @@ def _split_window(
                 for a, b in coalesced_ranges(slot_at, INDEX_HASH_SLOT_SIZE, SLOT_GAP):
                     fill_from(read_at, buf, a, b)
         yield buf
-    finally:
-        with contextlib.suppress(BufferError):  # a view still alive (an exception unwound past it)
-            buf.close()
 
 
 def index_lookup(path: str, options: Mapping[str, str], keys: list[str]) -> tuple[list[int], int]:

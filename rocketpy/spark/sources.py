@@ -39,7 +39,7 @@ from .commitlog import (
     commitlog_batches,
     commitlog_records_batches,
 )
-from .consumequeue import CONSUMEQUEUE_COLUMNS, consumequeue_batches, remote_written_end
+from .consumequeue import CONSUMEQUEUE_COLUMNS, consumequeue_batches, remote_written_end, units_up
 from .index import INDEX_COLUMNS, index_batches, index_lookup
 from .pcap import PCAP_COLUMNS, PcapOptions, pcap_batches
 from .pushdown import CommitLogFilter, dispatched_end
@@ -344,7 +344,7 @@ class _ConsumeQueueReader(_Reader):
                 # row only if something is written later): read the file's never-written tail
                 # once here rather than in each split, and drop the splits past the written end.
                 written = remote_written_end(path)
-                splits = [p for p in splits if -(-p.start // CQ_STORE_UNIT_SIZE) * CQ_STORE_UNIT_SIZE < written]
+                splits = [p for p in splits if units_up(p.start) < written]
                 for p in splits:
                     p.written = written
             out.extend(splits)
