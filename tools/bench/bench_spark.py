@@ -175,17 +175,19 @@ def time_spark(
         col = {"consumequeue": "size", "commitlog-meta": "store_size"}.get(kind, "body_size")
         return df.agg(F.count(F.lit(1)).alias("n"), F.sum(col).alias("b")).first()["n"]
 
+    def timed(kind: str, floor: bool = False) -> Any:
+        def once() -> tuple[float, int]:
+            t = time.perf_counter()
+            rows = count(kind, store, floor)
+            return time.perf_counter() - t, rows
+
+        return once
+
     out = {}
     for kind in KINDS:
         # Warm-up on a small store: starts the Python workers and imports rocketpy in them.
         count(kind, warmup)
-
-        def once(kind: str = kind) -> tuple[float, int]:
-            t = time.perf_counter()
-            rows = count(kind, store)
-            return time.perf_counter() - t, rows
-
-        secs, rows, _ = _best(once, repeat)
+        secs, rows, _ = _best(timed(kind), repeat)
         parts = frame(kind, store).rdd.getNumPartitions()
         # The floor: the first batch of the real read, handed over again and again.
         reader = _reader(store, kind)
@@ -193,13 +195,7 @@ def time_spark(
         ready_made.batches = {kind: (sample, rows_of[kind], parts)}
         spark.dataSource.register(ready_made)  # pickled as it is now, with this kind's batch
         count(kind, warmup, floor=True)
-
-        def floor_once(kind: str = kind) -> tuple[float, int]:
-            t = time.perf_counter()
-            rows = count(kind, store, floor=True)
-            return time.perf_counter() - t, rows
-
-        floor_secs, floor_rows, _ = _best(floor_once, repeat)
+        floor_secs, floor_rows, _ = _best(timed(kind, floor=True), repeat)
         assert floor_rows == rows, (floor_rows, rows)
         out[kind] = (secs, rows, parts, floor_secs)
     spark.stop()
