@@ -18,7 +18,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e 
 pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
 
 from rocketpy.spark._columns import batches_to_rows  # noqa: E402
-from rocketpy.spark._files import consumequeue_files, index_files  # noqa: E402
+from rocketpy.spark._files import byte_splits, consumequeue_files, index_files  # noqa: E402
 from rocketpy.spark.consumequeue import consumequeue_batches  # noqa: E402
 from rocketpy.spark.index import index_batches  # noqa: E402
 
@@ -46,10 +46,6 @@ def _holed_queue(tmp_path: Path) -> Path:
     return path
 
 
-def _cuts(size: int, split: int) -> list[tuple[int, int | None]]:
-    return [(s, s + split if s + split < size else None) for s in range(0, size, split)]
-
-
 def _plain(rows: list[dict]) -> list[dict]:
     return [dict(r, file=None) for r in rows]
 
@@ -66,7 +62,7 @@ def test_consumequeue_splits_give_the_local_rows_and_read_their_units(counting_f
         size = Path(path).stat().st_size
         for split in SPLITS if "Holed_T" in path else SPLITS[1:]:  # unit by unit: the holed file only
             rows: list[dict] = []
-            for start, end in _cuts(size, split):
+            for start, end in byte_splits(size, split):
                 before = counting_fs.read
                 got = list(batches_to_rows(consumequeue_batches("count://" + path, topic, qid, offset, 7, start, end)))
                 read = counting_fs.read - before
@@ -152,7 +148,7 @@ def test_index_splits_give_the_local_rows_and_read_their_entries(counting_fs, mo
         assert local and sum(r["slot_head"] for r in local) > 1
         for split in (*SPLITS, 40_000):
             rows: list[dict] = []
-            for start, end in _cuts(size, split):
+            for start, end in byte_splits(size, split):
                 before = counting_fs.read
                 got = list(batches_to_rows(index_batches("count://" + path, {}, 100, start, end)))
                 read = counting_fs.read - before
