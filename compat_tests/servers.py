@@ -229,6 +229,8 @@ JAVA_STORE_KEYS = {
 @asynccontextmanager
 async def _java_server(ref: Path, script: str, env: dict[str, str], log_path: Path) -> AsyncIterator[trio.Process]:
     """``bin/<script>`` of the Java install, until it prints "boot success"; SIGTERM (then SIGKILL) on exit."""
+    from rocketpy.testing import read_until
+
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "wb")  # noqa: SIM115 - the process writes it until it stops
     proc = await trio.lowlevel.open_process(
@@ -236,13 +238,8 @@ async def _java_server(ref: Path, script: str, env: dict[str, str], log_path: Pa
     )
     try:
         assert proc.stdout is not None
-        buf = b""
         with trio.fail_after(60):
-            while b"boot success" not in buf:
-                chunk = await proc.stdout.receive_some(4096)
-                if not chunk:
-                    raise RuntimeError(f"Java {script} exited: {buf[-2000:]!r}")
-                buf += chunk
+            await read_until(proc.stdout, b"boot success", f"Java {script}")
         yield proc
     finally:
         if proc.returncode is None:

@@ -76,6 +76,19 @@ async def wait_until(
             await trio.sleep(tick)
 
 
+async def read_until(stream: trio.abc.ReceiveStream, marker: bytes, what: str) -> bytes:
+    """What a started process printed on ``stream`` up to and including the chunk holding
+    ``marker`` (its "ready" line); RuntimeError, with the last of its output, if it ends first.
+    The caller bounds the wait (``trio.fail_after``)."""
+    buf = b""
+    while marker not in buf:
+        chunk = await stream.receive_some(4096)
+        if not chunk:
+            raise RuntimeError(f"{what} exited before printing {marker!r}: {buf[-2000:]!r}")
+        buf += chunk
+    return buf
+
+
 def message_properties(
     tags: str | None = None, keys: str | None = None, extra: dict[str, str] | None = None, wait: bool = True
 ) -> dict[str, str]:

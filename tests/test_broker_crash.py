@@ -11,7 +11,7 @@ import sys
 import trio
 
 from rocketpy.codecs import ResponseCode
-from rocketpy.testing import broker_client, free_broker_port, free_port, wait_until
+from rocketpy.testing import broker_client, free_broker_port, free_port, read_until, wait_until
 
 CONF = """\
 brokerName = broker-a
@@ -34,13 +34,8 @@ async def _start(conf: str) -> tuple[trio.Process, str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
-    buf = b""
     with trio.fail_after(20):
-        while b"serving on" not in buf:
-            chunk = await proc.stdout.receive_some(4096)
-            if not chunk:
-                raise RuntimeError(f"broker exited: {buf!r}")
-            buf += chunk
+        buf = await read_until(proc.stdout, b"serving on", "broker")
     line = next(ln for ln in buf.decode().splitlines() if "serving on" in ln)
     return proc, line.rsplit(" ", 1)[1]
 
@@ -156,12 +151,8 @@ async def test_serve_command_end_to_end(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     try:
-        buf = b""
         with trio.fail_after(20):
-            while b"rocketpy serve:" not in buf:
-                chunk = await proc.stdout.receive_some(4096)
-                assert chunk, buf
-                buf += chunk
+            await read_until(proc.stdout, b"rocketpy serve:", "rocketpy serve")
         async with broker_client(f"127.0.0.1:{broker_port}") as c:
             assert (await c.send("TServe", b"hi")).code == 0
             req = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic="TServe"))

@@ -9,6 +9,7 @@ import sys
 import trio
 
 from rocketpy.broker.cli import advertise_listen_host
+from rocketpy.testing import read_until
 
 
 def test_specific_listen_host_is_advertised() -> None:
@@ -29,13 +30,9 @@ async def test_broker_host_flag_registers_that_address(tmp_path) -> None:
          "--store", str(tmp_path / "store")],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
-    buf = b""
     try:
         with trio.fail_after(20):
-            while b"\n" not in buf:
-                chunk = await proc.stdout.receive_some(4096)
-                assert chunk, "broker exited"
-                buf += chunk
+            buf = await read_until(proc.stdout, b"\n", "broker")
     finally:
         proc.send_signal(signal.SIGTERM)
         with trio.fail_after(20):

@@ -25,7 +25,7 @@ import trio
 
 from rocketpy.codecs import ResponseCode, SerializeType
 from rocketpy.codecs.bodies import TopicConfig  # noqa: F401  (warm import)
-from rocketpy.testing import broker_client, running_broker
+from rocketpy.testing import broker_client, read_until, running_broker
 
 TOPIC = "BenchTopic"
 QUEUES = 4  # DefaultMQProducer.defaultTopicQueueNums: what auto-creation gives
@@ -49,13 +49,8 @@ async def start_subprocess(store: str, flush: str) -> tuple[trio.Process, str]:
     proc = await trio.lowlevel.open_process(
         [sys.executable, "-m", "rocketpy.cli", "broker", "-c", conf], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
-    buf = b""
     with trio.fail_after(30):
-        while b"serving on" not in buf:
-            chunk = await proc.stdout.receive_some(4096)
-            if not chunk:
-                raise RuntimeError("broker exited")
-            buf += chunk
+        buf = await read_until(proc.stdout, b"serving on", "broker")
     line = next(ln for ln in buf.decode().splitlines() if "serving on" in ln)
     return proc, line.rsplit(" ", 1)[1]
 

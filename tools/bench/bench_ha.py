@@ -28,7 +28,7 @@ from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode, Serializ
 from rocketpy.codecs.bodies import KVTable
 from rocketpy.codecs.message import decode_offset_msg_id
 from rocketpy.remoting import open_remoting_client
-from rocketpy.testing import broker_client, free_broker_port
+from rocketpy.testing import broker_client, free_broker_port, read_until
 
 TOPIC = "BenchHaTopic"
 QUEUES = 4
@@ -48,13 +48,8 @@ async def start(conf_text: str, path: str) -> trio.Process:
     proc = await trio.lowlevel.open_process(
         [sys.executable, "-m", "rocketpy.cli", "broker", "-c", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
-    buf = b""
     with trio.fail_after(30):
-        while b"serving on" not in buf:
-            chunk = await proc.stdout.receive_some(4096)
-            if not chunk:
-                raise RuntimeError("broker exited")
-            buf += chunk
+        await read_until(proc.stdout, b"serving on", "broker")
     return proc
 
 
