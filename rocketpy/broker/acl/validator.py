@@ -28,16 +28,11 @@ def parse_request(
     req.signature = ext.get(SIGNATURE)
     req.secret_token = ext.get(SECURITY_TOKEN)
     try:
-        if code == R.SEND_MESSAGE:
-            topic = ext.get("topic")
+        if code in (R.SEND_MESSAGE, R.SEND_MESSAGE_V2):
+            v2 = code == R.SEND_MESSAGE_V2  # V2 names its header fields with single letters
+            topic = ext.get("b" if v2 else "topic")
             if is_retry(topic):
-                req.need(retry_topic(ext.get("group")), SUB)
-            else:
-                req.need(topic, PUB)
-        elif code == R.SEND_MESSAGE_V2:
-            topic = ext.get("b")
-            if is_retry(topic):
-                req.need(retry_topic(ext.get("a")), SUB)
+                req.need(retry_topic(ext.get("a" if v2 else "group")), SUB)
             else:
                 req.need(topic, PUB)
         elif code == R.CONSUMER_SEND_MSG_BACK:
