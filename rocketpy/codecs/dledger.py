@@ -221,6 +221,12 @@ class DLedgerEntry:
     def entry_size(self) -> int:
         return ENTRY_HEADER_SIZE + len(self.body) if self.size is None else self.size
 
+    def same(self, other: DLedgerEntry | None) -> bool:
+        """DLedgerEntry.equals: size, magic, index, term, channel, pos and body (not the CRCs)."""
+        return other is not None and (
+            self.entry_size, self.magic, self.index, self.term, self.channel, self.pos, self.body
+        ) == (other.entry_size, other.magic, other.index, other.term, other.channel, other.pos, other.body)
+
     @property
     def body_offset(self) -> int:
         """The ledger offset of the body: a message record's physical offset in DLedger mode."""
@@ -424,6 +430,13 @@ class PushEntryRequest(_RequestOrResponse):
     last_entry_index: int | None = bfield(LONG, computed=_last_index)
     total_size: int = bfield(LONG, default=0)
     type: PushType = bfield(enum_of(PushType), default=PushType.APPEND)
+
+    def first_index(self) -> int:
+        """getFirstEntryIndex, from the entries (what the wire's ``firstEntryIndex`` says)."""
+        return _first_index(self)
+
+    def entry_count(self) -> int:
+        return _count(self)
 
 
 class PushEntryResponse(_RequestOrResponse):
