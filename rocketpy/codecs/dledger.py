@@ -215,11 +215,16 @@ class DLedgerEntry:
     channel: int = 0
     chain_crc: int = 0
     body_crc: int = 0
-    size: int | None = None
+    #: what the entry's size field says; -1: the header and the body (the well-formed size)
+    size: int = -1
+
+    def __post_init__(self) -> None:
+        if self.size == -1:
+            object.__setattr__(self, "size", ENTRY_HEADER_SIZE + len(self.body))
 
     @property
     def entry_size(self) -> int:
-        return ENTRY_HEADER_SIZE + len(self.body) if self.size is None else self.size
+        return self.size
 
     def same(self, other: DLedgerEntry | None) -> bool:
         """DLedgerEntry.equals: size, magic, index, term, channel, pos and body (not the CRCs)."""
