@@ -47,7 +47,7 @@ def test_every_dledger_frame_decodes_typed_and_reencodes_to_javas_bytes() -> Non
     for f in _dledger_frames():
         cmd = f.command
         body = cmd.decode_body()
-        assert isinstance(body, dl._RequestOrResponse), (cmd.name, body)
+        assert isinstance(body, dl.DLedgerBase), (cmd.name, body)
         assert body.encode() == cmd.body
         if cmd.is_response:
             assert cmd.code == dl.REPLY_HEADER_CODE and not cmd.ext_fields
@@ -186,3 +186,15 @@ def test_a_reply_to_an_unknown_code_or_a_bad_body_is_a_codec_error() -> None:
         dl.decode_reply_body(int(dl.DLedgerRequestCode.VOTE), b'{"term":"x"}')
     with pytest.raises(CodecError):
         dl.DLedgerEntryBean.decode(b'{"body":"not base64!"}')
+
+
+def test_sniff_says_what_each_dledger_frame_did(capsys: pytest.CaptureFixture[str]) -> None:
+    from rocketpy import cli
+
+    assert cli.main(["sniff", "-r", str(PCAP)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    compare = next(i for i, line in enumerate(lines) if "PUSH(51004)" in line and "COMPARE index=0" in line)
+    reply = next(line for line in lines[compare:] if "↩ PUSH" in line)
+    assert "INCONSISTENT_STATE(406) term=1 end=-1" in reply
+    assert any("VOTE(51001)" in line and "term=0 ledgerEnd=-1/-1 n1→n2" in line for line in lines)
+    assert any("REJECT_EXPIRED_LEDGER_TERM" in line for line in lines)

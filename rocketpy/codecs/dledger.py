@@ -48,6 +48,7 @@ __all__ = [
     "AppendEntryRequest",
     "AppendEntryResponse",
     "DLedgerEntry",
+    "DLedgerBase",
     "DLedgerEntryBean",
     "DLedgerRequestCode",
     "DLedgerResponseCode",
@@ -366,7 +367,7 @@ class DLedgerEntryBean(JsonBody):
     term: int = bfield(LONG, default=0)
 
 
-class _RequestOrResponse(JsonBody):
+class DLedgerBase(JsonBody):
     """RequestOrResponse: the fields every DLedger request and reply carries."""
 
     code: int = bfield(INT, default=int(DLedgerResponseCode.SUCCESS))
@@ -384,22 +385,22 @@ class _RequestOrResponse(JsonBody):
             return DLedgerResponseCode.UNKNOWN
 
 
-class VoteRequest(_RequestOrResponse):
+class VoteRequest(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.VoteRequest"
     ledger_end_index: int = bfield(LONG, default=-1)
     ledger_end_term: int = bfield(LONG, default=-1)
 
 
-class VoteResponse(_RequestOrResponse):
+class VoteResponse(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.VoteResponse"
     vote_result: VoteResult = bfield(enum_of(VoteResult), default=VoteResult.UNKNOWN)
 
 
-class HeartBeatRequest(_RequestOrResponse):
+class HeartBeatRequest(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.HeartBeatRequest"
 
 
-class HeartBeatResponse(_RequestOrResponse):
+class HeartBeatResponse(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.HeartBeatResponse"
 
 
@@ -421,7 +422,7 @@ def _count(r: PushEntryRequest) -> int:
     return 1 if r.entry is not None else 0
 
 
-class PushEntryRequest(_RequestOrResponse):
+class PushEntryRequest(DLedgerBase):
     """The leader's push; ``batch``, ``count``, ``firstEntryIndex`` and ``lastEntryIndex`` are
     getters with no field behind them (computed from the entries when left None)."""
 
@@ -444,7 +445,7 @@ class PushEntryRequest(_RequestOrResponse):
         return _count(self)
 
 
-class PushEntryResponse(_RequestOrResponse):
+class PushEntryResponse(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.PushEntryResponse"
     begin_index: int = bfield(LONG, default=0)
     count: int = bfield(INT, default=0)
@@ -452,57 +453,57 @@ class PushEntryResponse(_RequestOrResponse):
     index: int | None = bfield(LONG)
 
 
-class AppendEntryRequest(_RequestOrResponse):
+class AppendEntryRequest(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.AppendEntryRequest"
     body: bytes | None = bfield(BYTES)
 
 
-class AppendEntryResponse(_RequestOrResponse):
+class AppendEntryResponse(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.AppendEntryResponse"
     index: int = bfield(LONG, default=-1)
     pos: int = bfield(LONG, default=-1)
 
 
-class GetEntriesRequest(_RequestOrResponse):
+class GetEntriesRequest(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.GetEntriesRequest"
     begin_index: int | None = bfield(LONG)
     index_list: list[int] | None = bfield(list_of(LONG))
     max_size: int = bfield(INT, default=0)
 
 
-class GetEntriesResponse(_RequestOrResponse):
+class GetEntriesResponse(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.GetEntriesResponse"
     entries: list[DLedgerEntryBean] = bfield(list_of(obj(DLedgerEntryBean)), default=[])
 
 
-class MetadataRequest(_RequestOrResponse):
+class MetadataRequest(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.MetadataRequest"
 
 
-class MetadataResponse(_RequestOrResponse):
+class MetadataResponse(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.MetadataResponse"
     peers: dict[str, str] | None = bfield(map_of(STR, STR))
 
 
-class PullEntriesRequest(_RequestOrResponse):
+class PullEntriesRequest(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.PullEntriesRequest"
     begin_index: int | None = bfield(LONG)
     node_id: str | None = bfield(STR)
 
 
-class PullEntriesResponse(_RequestOrResponse):
+class PullEntriesResponse(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.PullEntriesResponse"
     entries: list[DLedgerEntryBean] = bfield(list_of(obj(DLedgerEntryBean)), default=[])
 
 
-class LeadershipTransferRequest(_RequestOrResponse):
+class LeadershipTransferRequest(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.LeadershipTransferRequest"
     take_leadership_ledger_index: int = bfield(LONG, default=0)
     transfer_id: str | None = bfield(STR)
     transferee_id: str | None = bfield(STR)
 
 
-class LeadershipTransferResponse(_RequestOrResponse):
+class LeadershipTransferResponse(DLedgerBase):
     java_class = "io.openmessaging.storage.dledger.protocol.LeadershipTransferResponse"
 
 
