@@ -10,6 +10,7 @@ GOLDEN = Path(__file__).resolve().parent.parent / "protocol" / "golden"
 CAPTURES = GOLDEN / "captures"
 STORE_DUMP = GOLDEN / "store-dump"
 STORE_DUMP_CRASHED = GOLDEN / "store-dump-crashed"
+STORE_DUMP_DLEDGER = GOLDEN / "store-dump-dledger"
 
 PCAPS = sorted(CAPTURES.glob("*.pcap"))
 

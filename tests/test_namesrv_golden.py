@@ -16,6 +16,8 @@ import trio
 from rocketpy.codecs import RequestCode, ResponseCode
 from rocketpy.namesrv import NameServer, NamesrvConfig
 from rocketpy.remoting.connection import CommandReader
+from rocketpy.sniffer.pcap import read_packets
+from rocketpy.testing import wait_until
 from tests.golden import CAPTURES, PCAPS, frames
 
 NAMESRV_PORT = 9876
@@ -40,6 +42,18 @@ def namesrv_exchanges(pcap: Path) -> list[tuple]:
     return out
 
 
+def closes_before(pcap: Path) -> dict[tuple, float]:
+    """When each connection to the NameServer was first closed (FIN or RST), client side first: a broker
+    killed with kill -9 leaves the NameServer nothing but that (Java then drops its routes)."""
+    out: dict[tuple, float] = {}
+    with open(pcap, "rb") as f:
+        for pkt in read_packets(f):
+            if pkt.fin_or_rst and NAMESRV_PORT in (pkt.src[1], pkt.dst[1]):
+                conn = (pkt.dst, pkt.src) if pkt.src[1] == NAMESRV_PORT else (pkt.src, pkt.dst)
+                out.setdefault(conn, pkt.ts)
+    return out
+
+
 async def replay(pcaps: list[Path], tmp_path: Path) -> tuple[int, list[str]]:
     config = NamesrvConfig(listen_port=0, kv_config_path=str(tmp_path / "kv.json"))
     same, diffs = 0, []
@@ -48,7 +62,18 @@ async def replay(pcaps: list[Path], tmp_path: Path) -> tuple[int, list[str]]:
         streams: dict[tuple, tuple[trio.SocketStream, CommandReader]] = {}
         last_oneway_register = -1.0
         for pcap in pcaps:
+            closes = closes_before(pcap)
             for req, resp in namesrv_exchanges(pcap):
+                for (name, conn), (stream, _) in list(streams.items()):
+                    if name == pcap.name and closes.get(conn, req.ts) < req.ts:
+                        local = f"127.0.0.1:{stream.socket.getsockname()[1]}"
+                        await stream.aclose()  # the capture's connection closed here: ours too
+                        del streams[(name, conn)]
+                        # a broker registered over it is gone once the NameServer has seen the close
+                        await wait_until(lambda gone=local: all(
+                            getattr(live.channel, "remote_addr", None) != gone
+                            for live in ns.routes.broker_live_table.values()
+                        ))
                 key = (pcap.name, req.conn)
                 if key not in streams:
                     streams[key] = (await trio.open_tcp_stream("127.0.0.1", ns.port), CommandReader())
@@ -85,12 +110,14 @@ async def replay(pcaps: list[Path], tmp_path: Path) -> tuple[int, list[str]]:
     return same, diffs
 
 
-#: the master/slave capture ran against its own NameServer (no broker-a in it): replayed alone
+#: the master/slave and DLedger captures ran against NameServers of their own (no broker-a in them):
+#: each is replayed alone
 HA_PCAP = CAPTURES / "15-ha-master-slave.pcap"
+DLEDGER_PCAP = CAPTURES / "16-dledger.pcap"
 
 
 async def test_replay_every_capture(tmp_path: Path) -> None:
-    same, diffs = await replay([p for p in PCAPS if p != HA_PCAP], tmp_path)
+    same, diffs = await replay([p for p in PCAPS if p not in (HA_PCAP, DLEDGER_PCAP)], tmp_path)
     assert not diffs, "\n".join(diffs[:5])
     assert same >= 150
 
@@ -99,6 +126,14 @@ async def test_replay_master_slave_capture(tmp_path: Path) -> None:
     """A master and a slave of one broker name register, the master unregisters: every answer as Java's
     (routes listing both addresses, then the slave alone; the slave's registration reply naming the master)."""
     same, diffs = await replay([HA_PCAP], tmp_path)
+    assert not diffs, "\n".join(diffs[:5])
+    assert same >= 40
+
+
+async def test_replay_dledger_capture(tmp_path: Path) -> None:
+    """Three DLedger members register as their roles change (leader as brokerId 0, followers as their node
+    number + 1, oneway), the leader dies and another takes brokerId 0: every answer as Java's."""
+    same, diffs = await replay([DLEDGER_PCAP], tmp_path)
     assert not diffs, "\n".join(diffs[:5])
     assert same >= 40
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from golden import CAPTURES, PCAPS, manifest
 
-from rocketpy.codecs.codes import request_code_name, response_code_name
+from rocketpy.codecs.codes import request_code_name
 from rocketpy.sniffer.cli import add_parsers, main
 
 SYNC = CAPTURES / "01-ProducerSync.pcap"
@@ -67,7 +67,7 @@ def test_json_lines_carry_every_command_with_its_pairing(pcap: Path, capsys: pyt
     for o in objs:
         if o["is_response"] and o["paired"]:
             key = f"{o['request_code']} {request_code_name(o['request_code'])}"
-            by_request.setdefault(key, Counter())[f"{o['code']} {response_code_name(o['code'])}"] += 1
+            by_request.setdefault(key, Counter())[f"{o['code']} {o['name']}"] += 1
             assert o["latency_ms"] >= 0
     assert {k: dict(v) for k, v in by_request.items()} == traffic["responsesByRequest"]
     assert sum(o["is_response"] and not o["paired"] for o in objs) == traffic["unpairedResponses"]

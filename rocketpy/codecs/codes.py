@@ -211,11 +211,26 @@ def request_code_name(code: int) -> str:
     try:
         return RequestCode(code).name
     except ValueError:
+        pass
+    from .dledger import DLedgerRequestCode  # the Raft RPC of DLedger groups rides the same frames
+
+    try:
+        return DLedgerRequestCode(code).name
+    except ValueError:
         return f"UNKNOWN({code})"
 
 
-def response_code_name(code: int) -> str:
-    """Java name of a response code, or ``UNKNOWN(<code>)``."""
+def response_code_name(code: int, request_code: int | None = None) -> str:
+    """Java name of a response code, or ``UNKNOWN(<code>)``; the reply to a DLedger request
+    (``request_code``) is named by DLedgerResponseCode, marked ``(DLedger)``."""
+    if request_code is not None:
+        from .dledger import DLedgerResponseCode, is_dledger_code
+
+        if is_dledger_code(request_code):
+            try:
+                return f"{DLedgerResponseCode(code).name} (DLedger)"
+            except ValueError:
+                return f"UNKNOWN({code}) (DLedger)"
     try:
         return ResponseCode(code).name
     except ValueError:

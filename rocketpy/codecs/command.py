@@ -297,5 +297,5 @@ class RemotingCommand:
         from .codes import request_code_name, response_code_name
 
         if self.is_response:
-            return response_code_name(self.code)
+            return response_code_name(self.code, self.request_code)
         return request_code_name(self.code)

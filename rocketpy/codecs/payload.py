@@ -36,14 +36,19 @@ def decode_body(cmd: RemotingCommand) -> Any:
     Responses need ``cmd.request_code`` (set when pairing); error responses and
     unknown codes give the raw bytes (None when there is no body).
     """
-    from . import message
+    from . import dledger, message
     from .bodies import registry
 
     body = cmd.body
     if not body:
         return None
+    code = cmd.request_code if cmd.is_response else cmd.code
+    if code is not None and dledger.is_dledger_code(code):
+        # DLedger's RPC: every reply's header says 200, the body says how it went
+        if not cmd.is_response:
+            return dledger.decode_request_body(code, body)
+        return dledger.decode_reply_body(code, body) if cmd.code == dledger.REPLY_HEADER_CODE else body
     if cmd.is_response:
-        code = cmd.request_code
         if code is None or cmd.code != ResponseCode.SUCCESS:
             return body
         if code in MESSAGE_RECORD_RESPONSES:

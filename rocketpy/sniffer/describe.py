@@ -7,6 +7,7 @@ import dataclasses
 import enum
 from typing import Any
 
+from ..codecs import dledger as dl
 from ..codecs.codes import RequestCode, SerializeType, request_code_name
 from ..codecs.command import RemotingCommand
 from ..codecs.errors import CodecError
@@ -58,6 +59,38 @@ def group_of(fr: CapturedFrame) -> str | None:
         if key in ext:
             return ext[key]
     return None
+
+
+def dledger_summary(fr: CapturedFrame) -> tuple[str, bool] | None:
+    """What a DLedger frame says in a few words, and whether it went well (a reply's body ``code``);
+    None for other frames."""
+    req = _request_of(fr)
+    cmd = fr.command
+    if req is None or cmd is None or not dl.is_dledger_code(req.code):
+        return None
+    try:
+        body = cmd.decode_body()
+    except CodecError:
+        return None
+    if not isinstance(body, dl.DLedgerBase):
+        return None
+    words = [f"term={body.term}"]
+    if isinstance(body, dl.PushEntryRequest):
+        index = body.first_index()
+        words.insert(0, body.type.name + (f" index={index}" if index >= 0 else ""))
+        words.append(f"commit={body.commit_index}")
+    elif isinstance(body, dl.VoteRequest):
+        words.append(f"ledgerEnd={body.ledger_end_index}/{body.ledger_end_term}")
+    elif isinstance(body, dl.PushEntryResponse):
+        words.append(f"end={body.end_index}")
+    elif isinstance(body, dl.VoteResponse):
+        words.insert(0, body.vote_result.name)
+    if not cmd.is_response:
+        words.append(f"{body.local_id}→{body.remote_id}")
+        return " ".join(words), True
+    ok = body.code == dl.DLedgerResponseCode.SUCCESS
+    words.insert(0, f"{body.response_code.name}({body.code})")
+    return " ".join(words), ok
 
 
 def header_length(raw: bytes) -> int:

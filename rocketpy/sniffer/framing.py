@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from ..codecs.command import RemotingCommand
+from ..codecs.dledger import is_dledger_code
 from ..codecs.errors import CodecError
 from ..codecs.frame import (
     DEFAULT_MAX_FRAME,
@@ -127,6 +128,11 @@ class StreamDecoder:
 #: ordinals are far below these, LanguageCode has a dozen members
 _MAX_CODE = 4096
 _MAX_VERSION = 4096
+
+
+def _code_ok(code: int) -> bool:
+    """RocketMQ's codes are small; DLedger's Raft RPC uses 50000-51005 on the same framing."""
+    return 0 <= code < _MAX_CODE or is_dledger_code(code)
 _MAX_LANGUAGE = 63
 _JSON_SECOND = frozenset(b'"} \t\r\n')
 _KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*\Z")
@@ -155,7 +161,7 @@ def _plausible(buf: bytearray, pos: int, max_frame: int) -> bool | None:
             return False
         if avail >= 8 + ROCKETMQ_FIXED_UNIT.size:  # judge the fixed fields before the whole header is in
             code, language, version, _opaque, flag = ROCKETMQ_FIXED_UNIT.unpack_from(buf, pos + 8)
-            if flag & ~3 or not 0 <= code < _MAX_CODE or not 0 <= version < _MAX_VERSION or language > _MAX_LANGUAGE:
+            if flag & ~3 or not _code_ok(code) or not 0 <= version < _MAX_VERSION or language > _MAX_LANGUAGE:
                 return False
     else:
         return False
@@ -173,7 +179,7 @@ def _plausible(buf: bytearray, pos: int, max_frame: int) -> bool | None:
             keys = list(ext or ())
     except (CodecError, RecursionError):
         return False
-    if flag & ~3 or not 0 <= code < _MAX_CODE or not 0 <= version < _MAX_VERSION or language > _MAX_LANGUAGE:
+    if flag & ~3 or not _code_ok(code) or not 0 <= version < _MAX_VERSION or language > _MAX_LANGUAGE:
         return False
     return all(_KEY.match(k) for k in keys)  # header fields are Java identifiers
 
@@ -192,7 +198,7 @@ def quick_frame_start(data: bytes | bytearray) -> bool:
         return hlen >= 2 and data[8] == 0x7B and data[9] in _JSON_SECOND
     if stype == 1 and hlen >= ROCKETMQ_HEADER_MIN and len(data) >= 8 + ROCKETMQ_FIXED_UNIT.size:
         code, language, version, _opaque, flag = ROCKETMQ_FIXED_UNIT.unpack_from(data, 8)
-        return not flag & ~3 and 0 <= code < _MAX_CODE and 0 <= version < _MAX_VERSION and language <= _MAX_LANGUAGE
+        return not flag & ~3 and _code_ok(code) and 0 <= version < _MAX_VERSION and language <= _MAX_LANGUAGE
     return False
 
 

@@ -13,6 +13,7 @@ from ..codecs.errors import CodecError
 from .describe import (
     PROPERTY_KEYS,
     decoded_body,
+    dledger_summary,
     endpoint,
     frame_json,
     group_of,
@@ -77,8 +78,9 @@ def line_parts(fr: CapturedFrame, t0: float) -> list[tuple[str, str]]:
     if cmd is None:
         add((f"[undecodable frame, {len(fr.raw)} bytes: {fr.error}]", "bold red"))
         return parts
+    dledger = dledger_summary(fr)
     if cmd.is_response:
-        style = "green" if cmd.code == 0 else "bold red"
+        style = "green" if (cmd.code == 0 if dledger is None else dledger[1]) else "bold red"
         add((f"{cmd.name}({cmd.code})", style))
         if fr.request is not None and fr.request.command is not None:
             add((f" ↩ {request_code_name(fr.request.command.code)}", "cyan"))
@@ -89,6 +91,8 @@ def line_parts(fr: CapturedFrame, t0: float) -> list[tuple[str, str]]:
         if cmd.is_oneway:
             add((" oneway", "magenta"))
     add((f"  #{cmd.opaque}", ""))
+    if dledger is not None:
+        add((f"  {dledger[0]}", "bold" if dledger[1] else "bold red"))
     topic, group = topic_of(fr), group_of(fr)
     if topic is not None:
         add((f"  topic={topic}", "bold"))

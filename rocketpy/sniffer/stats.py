@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..codecs.codes import request_code_name, response_code_name
+from ..codecs.dledger import REPLY_HEADER_CODE, is_dledger_code
 from .describe import topic_of
 from .reassembly import CapturedFrame, HaUnit, StreamNote
 
@@ -79,9 +80,10 @@ class Stats:
                 rname = request_code_name(req.code)
                 if fr.latency is not None:
                     self.latencies[rname].append(fr.latency)
-            resp = response_code_name(cmd.code)
+            resp = response_code_name(cmd.code, None if req is None else req.code)
             self.responses[(rname, resp)] += 1
-            if cmd.code != 0:
+            ok = REPLY_HEADER_CODE if req is not None and is_dledger_code(req.code) else 0
+            if cmd.code != ok:
                 self.errors[(rname, f"{cmd.code} {resp}")] += 1
         else:
             self.requests[request_code_name(cmd.code)] += 1

@@ -356,6 +356,8 @@ class _Emitter:
 def _pair(req: _Row, resp: _Row) -> None:
     rq, rs = req.values, resp.values
     latency = (resp.frame.ts - req.frame.ts) * 1000.0
+    # a DLedger reply's header code (200) is named by DLedger's table, which only the request tells
+    rs["code_name"] = rs["response_code_name"] = response_code_name(rs["code"], rq["code"])
     rq.update(paired=True, latency_ms=latency, response_code=rs["code"], response_code_name=rs["code_name"])
     rs.update(paired=True, latency_ms=latency, request_code=rq["code"], request_code_name=rq["code_name"])
     # A response names no topic or group of its own (PULL, SEND): it answers for its request's.

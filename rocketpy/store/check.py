@@ -13,13 +13,15 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..codecs import store_records as sr
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll
 from ..codecs.errors import CodecError
-from ..codecs.message import MessageExt, tags_hash_code
+from ..codecs.message import MessageExt, decode_message, tags_hash_code
 from .config import DelayLevels, MessageStoreConfig
 from .config_files import BrokerConfigFiles
+from .dledger_ledger import DLedgerLedger, find_ledger_dirs
 from .walk import CorruptRegion, last_written, walk_commitlog, written_end
 
 __all__ = ["CheckReport", "check_store", "commitlog_file_size", "iter_store_records", "open_readonly"]
@@ -171,7 +173,12 @@ def check_store(
 
     records: dict[int, _Rec] = {}
     regions: list[CorruptRegion] = []
-    valid_end = _check_commitlog(report, commit_dir, cfg, delay, records, check_crc, regions, progress)
+    ledgers = find_ledger_dirs(root)
+    valid_end = 0
+    if not ledgers or _numeric_files(commit_dir):  # DLedger mode may follow a CommitLog of its own
+        valid_end = _check_commitlog(report, commit_dir, cfg, delay, records, check_crc, regions, progress)
+    for ledger in ledgers:
+        valid_end = max(valid_end, _check_dledger(report, ledger, delay, records, check_crc))
     _check_consume_queues(report, root, cfg, records, valid_end, regions)
     _check_index(report, root, cfg, records, valid_end, regions)
     _check_checkpoint(report, root, records)
@@ -273,6 +280,50 @@ def _check_commitlog(
     sec.facts["valid end (max offset)"] = valid_end
     sec.facts["CRC checked"] = check_crc
     return valid_end
+
+
+def _check_dledger(
+    report: CheckReport, path: Path, delay: DelayLevels, records: dict[int, _Rec], check_crc: bool
+) -> int:
+    """A DLedger member's ledger (DLedgerCommitLog): entries, index units and checkpoint agree, and every
+    entry's body is one message record whose physical offset is the entry's pos + 48."""
+    ledger = DLedgerLedger(path)
+    sec = Section(f"DLedger ledger {path.name}")
+    report.sections.append(sec)
+    sec.errors.extend(ledger.check())
+    state = ledger.state()
+    count = 0
+    first = last = -1
+    end = 0
+    try:
+        for entry in ledger.entries():
+            first = entry.index if first == -1 else first
+            last = entry.index
+            count += 1
+            end = entry.body_offset + len(entry.body)
+            try:
+                msg = decode_message(entry.body, check_crc=check_crc)
+            except CodecError as exc:
+                sec.errors.append(f"entry {entry.index} at {entry.pos}: its body is not a message record: {exc}")
+                continue
+            if msg.commit_log_offset != entry.body_offset:
+                sec.errors.append(
+                    f"entry {entry.index}: the record says its physical offset is {msg.commit_log_offset}, "
+                    f"not {entry.body_offset} (pos + 48)"
+                )
+            records[entry.body_offset] = _rec_of(msg, delay)
+    except CodecError as exc:
+        sec.errors.append(f"data: {exc}")
+    sec.facts["entries"] = count
+    sec.facts["first index"] = first
+    sec.facts["last index"] = last
+    sec.facts["committedIndex"] = state.committed_index
+    sec.facts["endIndex"] = state.end_index
+    sec.facts["currTerm"] = state.current_term
+    sec.facts["voteLeader"] = state.vote_leader or ""
+    sec.facts["valid end (max offset)"] = end
+    sec.facts["CRC checked"] = check_crc
+    return end
 
 
 def _damage(sec: Section, name: str, region: CorruptRegion, *, follows: bool, recovery_end: int | None) -> None:

@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..codecs.errors import CodecError
-from ..codecs.message import MessageExt
+from ..codecs.message import MessageExt, decode_message
 from .check import CheckReport, check_store, open_readonly
 from .config import MessageStoreConfig
+from .dledger_ledger import DLedgerLedger, find_ledger_dirs
 from .walk import CorruptRegion, walk_commitlog, written_end
 
 __all__ = ["add_parsers", "add_store_parser", "message_to_dict"]
@@ -66,7 +67,7 @@ _STORE_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "config", 
 
 
 def is_store(root: str) -> bool:
-    return any(os.path.exists(os.path.join(root, e)) for e in _STORE_ENTRIES)
+    return any(os.path.exists(os.path.join(root, e)) for e in _STORE_ENTRIES) or bool(find_ledger_dirs(root))
 
 
 def _not_a_store(command: str, path: str) -> int:
@@ -276,11 +277,45 @@ def _store_time(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+class _LedgerDump:
+    """The message records inside a DLedger member's entries (DLedger mode), in ledger order."""
+
+    def __init__(self, ledgers: list[Any], args: argparse.Namespace) -> None:
+        self.ledgers = ledgers
+        self.args = args
+        self.damaged = 0
+
+    def __iter__(self) -> Iterator[MessageExt]:
+        args, n = self.args, 0
+        for path in self.ledgers:
+            try:
+                for entry in DLedgerLedger(path).entries():
+                    try:
+                        rec = decode_message(entry.body)
+                    except CodecError as exc:
+                        self.damaged += 1
+                        print(f"warning: {path.name}: entry {entry.index} at {entry.pos} is not a message record: "
+                              f"{exc}; skipped", file=sys.stderr, flush=True)
+                        continue
+                    if args.topic and rec.topic != args.topic:
+                        continue
+                    yield rec
+                    n += 1
+                    if args.limit and n >= args.limit:
+                        return
+            except CodecError as exc:
+                self.damaged += 1
+                print(f"warning: {path.name}: {exc}; the rest of the ledger is skipped", file=sys.stderr, flush=True)
+
+
 def _cmd_dump(args: argparse.Namespace) -> int:
+    ledgers = find_ledger_dirs(args.dir) if os.path.isdir(args.dir) else []
     commit_dir = _commit_dir(args.dir) if os.path.isdir(args.dir) else None
-    if commit_dir is None:
+    if commit_dir is not None and ledgers and not any(n.isdigit() for n in os.listdir(commit_dir)):
+        commit_dir = None  # DLedger mode: the records live in the ledger
+    if commit_dir is None and not ledgers:
         return _not_a_store("dump", args.dir)
-    dump = _Dump(commit_dir, args)
+    dump: _Dump | _LedgerDump = _Dump(commit_dir, args) if commit_dir is not None else _LedgerDump(ledgers, args)
     out = sys.stdout
     if args.json:
         for msg in dump:

@@ -9,6 +9,7 @@ Unknown properties are kept in ``extra`` so a body re-encodes to what was read.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import enum
 from collections.abc import Callable
@@ -94,6 +95,19 @@ LONG: Codec[int] = Codec("long", _int_loader(64), _ident, "long")
 BOOL: Codec[bool] = Codec("boolean", _load_bool, _ident, "bool")
 DOUBLE: Codec[float] = Codec("double", _load_float, _ident, "double")
 ANY: Codec[Any] = Codec("Object", _ident, _ident, "any")
+
+
+def _load_bytes(v: Any) -> bytes:
+    if not isinstance(v, str):
+        raise CodecError(f"expected base64 text, got {type(v).__name__}")
+    try:
+        return base64.b64decode(v, validate=True)
+    except ValueError:
+        raise CodecError(f"expected base64 text, got {v[:40]!r}") from None
+
+
+#: a Java ``byte[]``: fastjson writes it as base64 text
+BYTES: Codec[bytes] = Codec("byte[]", _load_bytes, lambda v: base64.b64encode(v).decode("ascii"), "bytes")
 
 
 def enum_of(cls: type[enum.Enum]) -> Codec[Any]:

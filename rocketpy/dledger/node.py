@@ -1,0 +1,309 @@
+"""A DLedger member on the network: the sans-IO elector, pusher and entry handler driven by trio.
+
+It listens on its own ``dLegerPeers`` address for VOTE, HEART_BEAT and PUSH (RemotingCommand frames,
+replies with header code 200 and the result in the body, as DLedgerRpcNettyService), asks its peers
+over one pooled connection each, turns the state machines every 10 ms as Java's threads do, writes
+``currterm`` before a vote that depends on it leaves, and persists the checkpoint every
+``checkPointInterval``. :meth:`DLedgerNode.append` is the leader's append that returns once a quorum
+holds the entry.
+
+File writes (``currterm``, ``checkpoint``, flushes) run in worker threads, off the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from ..codecs import RemotingCommand
+from ..codecs.dledger import (
+    REPLY_HEADER_CODE,
+    DLedgerRequestCode,
+    DLedgerResponseCode,
+    HeartBeatRequest,
+    HeartBeatResponse,
+    PushEntryRequest,
+    PushEntryResponse,
+    VoteRequest,
+    VoteResponse,
+)
+from ..codecs.errors import CodecError
+from ..remoting.client import RemotingClient, open_remoting_client, split_address
+from ..remoting.dispatch import Dispatcher, RequestContext
+from ..remoting.server import RemotingServer
+from .file_ledger import persist_term
+from .ledger import Ledger, LedgerError
+from .member import DLedgerConfig, Elector, MemberState, PersistTerm, Role, RoleChanged, Send
+from .replication import Acked, AckFailed, EntryHandler, Pusher, PushReply, ReplicationConfig, SendPush
+
+__all__ = ["AppendResult", "DLedgerNode"]
+
+log = logging.getLogger("rocketpy.dledger")
+
+#: DLedgerRpcNettyService's request timeout
+RPC_TIMEOUT_S = 3.0
+#: the longest pause between turns: replies and appends turn the machines at once, the elector says when
+#: it needs the next turn; the rest (COMMIT pushes, resends after 1 s) is good to this much
+MAX_TICK_MS = 100
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    index: int
+    term: int
+    pos: int
+
+
+class _Waiter:
+    __slots__ = ("event", "result")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.result: Acked | AckFailed | None = None
+
+
+class DLedgerNode:
+    """One member; ``ledger_dir`` holds ``currterm`` (None: terms are not persisted, for tests)."""
+
+    def __init__(
+        self,
+        config: DLedgerConfig,
+        ledger: Ledger,
+        *,
+        ledger_dir: str | Path | None = None,
+        term: int = 0,
+        vote_for: str | None = None,
+        replication: ReplicationConfig | None = None,
+        on_role_change: Callable[[int, Role], Any] | None = None,
+        checkpoint_interval_s: float = 3.0,
+    ) -> None:
+        self.config = config
+        self.ledger = ledger
+        self.ledger_dir = Path(ledger_dir) if ledger_dir is not None else None
+        self.state = MemberState(
+            config, curr_term=term, curr_vote_for=vote_for,
+            ledger_end_index=ledger.end_index, ledger_end_term=ledger.end_term,
+        )
+        self.elector = Elector(self.state)
+        self.pusher = Pusher(self.state, ledger, replication)
+        self.handler = EntryHandler(self.state, ledger, replication)
+        self.on_role_change = on_role_change
+        self.checkpoint_interval_s = checkpoint_interval_s
+        self.server: RemotingServer | None = None
+        self._client: RemotingClient | None = None
+        self._nursery: trio.Nursery | None = None
+        self._waiters: dict[tuple[int, int], _Waiter] = {}
+        self._lock = trio.Lock()  # one carry at a time: outputs go out in the order they were made
+        self.role_changed = trio.Event()
+
+    # -- the clock Java's threads read ------------------------------------------------------------
+    @staticmethod
+    def now() -> int:
+        return int(trio.current_time() * 1000)
+
+    @property
+    def role(self) -> Role:
+        return self.state.role
+
+    @property
+    def leader_id(self) -> str | None:
+        return self.state.leader_id
+
+    # -- running -------------------------------------------------------------------------------------
+    async def run(self, *, task_status: trio.TaskStatus[DLedgerNode] = trio.TASK_STATUS_IGNORED) -> None:
+        host, port = split_address(self.config.peers[self.config.self_id])
+        dispatcher = Dispatcher()
+        dispatcher.register(DLedgerRequestCode.VOTE, self._on_vote)
+        dispatcher.register(DLedgerRequestCode.HEART_BEAT, self._on_heartbeat)
+        dispatcher.register(DLedgerRequestCode.PUSH, self._on_push)
+        self.server = RemotingServer(dispatcher, state=self)
+        try:
+            async with open_remoting_client(close_on_timeout=False) as client, trio.open_nursery() as nursery:
+                self._client, self._nursery = client, nursery
+                await nursery.start(self.server.serve, host, port)
+                nursery.start_soon(self._maintain)
+                nursery.start_soon(self._checkpoints)
+                log.info("DLedger member %s of %s on %s:%d", self.config.self_id, self.config.group, host, port)
+                task_status.started(self)
+        finally:
+            for w in self._waiters.values():
+                w.event.set()
+            with trio.CancelScope(shield=True):
+                await self._persist_checkpoint()
+
+    async def _maintain(self) -> None:
+        while True:
+            now = self.now()
+            await self._carry(self.elector.poll(now))
+            await self._carry(self.pusher.poll(now))
+            await self._carry(self.handler.poll(now))
+            wake = min(self.elector.next_deadline(), now + MAX_TICK_MS)
+            await trio.sleep(max(1, wake - self.now()) / 1000)
+
+    async def _checkpoints(self) -> None:
+        if self.checkpoint_interval_s == math.inf:
+            return
+        while True:
+            await trio.sleep(self.checkpoint_interval_s)
+            await self._persist_checkpoint()
+
+    async def _persist_checkpoint(self) -> None:
+        persist = getattr(self.ledger, "persist_checkpoint", None)
+        flush = getattr(self.ledger, "flush", None)
+        if persist is None:
+            return
+
+        def write() -> None:
+            if flush is not None:
+                flush()
+            persist()
+
+        try:
+            await trio.to_thread.run_sync(write)
+        except OSError as exc:
+            log.error("DLedger %s: persisting the checkpoint failed: %s", self.config.self_id, exc)
+
+    # -- outputs ----------------------------------------------------------------------------------------
+    async def _carry(self, outputs: list[Any]) -> None:
+        if not outputs:
+            return
+        async with self._lock:
+            for o in outputs:
+                await self._carry_one(o)
+
+    async def _carry_one(self, o: Any) -> None:
+        nursery = self._nursery
+        assert nursery is not None
+        if isinstance(o, PersistTerm):
+            if self.ledger_dir is not None:
+                await trio.to_thread.run_sync(persist_term, self.ledger_dir, o.term, o.vote_for)
+        elif isinstance(o, Send):
+            nursery.start_soon(self._ask, o)
+        elif isinstance(o, SendPush):
+            nursery.start_soon(self._push, o)
+        elif isinstance(o, PushReply):
+            ctx: RequestContext[Any]
+            request: RemotingCommand
+            ctx, request = o.token  # type: ignore[misc]
+            resp = request.response(code=REPLY_HEADER_CODE, body=o.response.encode())
+            try:
+                await ctx.reply(request, resp)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass  # the leader went away; it will push again
+        elif isinstance(o, Acked | AckFailed):
+            w = self._waiters.pop((o.term, o.index), None)
+            if w is not None:
+                w.result = o
+                w.event.set()
+        elif isinstance(o, RoleChanged):
+            log.info("DLedger %s: %s in term %d (leader %s)", self.config.self_id, o.role.value, o.term,
+                     self.state.leader_id)
+            self.role_changed.set()
+            self.role_changed = trio.Event()
+            if self.on_role_change is not None:
+                self.on_role_change(o.term, o.role)
+
+    async def _invoke(self, peer: str, code: int, body: bytes) -> RemotingCommand | None:
+        client = self._client
+        assert client is not None
+        request = RemotingCommand.request(code, body=body)
+        try:
+            resp = await client.invoke(self.config.peers[peer], request, RPC_TIMEOUT_S)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, Exception) as exc:
+            log.debug("DLedger %s -> %s %d failed: %s", self.config.self_id, peer, code, exc)
+            return None
+        if resp.code != REPLY_HEADER_CODE:
+            return None
+        return resp
+
+    async def _ask(self, s: Send) -> None:
+        if isinstance(s.request, VoteRequest):
+            raw = await self._invoke(s.peer, DLedgerRequestCode.VOTE, s.request.encode())
+            vote = _decode(VoteResponse, raw)
+            await self._carry(self.elector.on_vote_reply(s.round_id, s.peer, vote, self.now()))
+        else:
+            raw = await self._invoke(s.peer, DLedgerRequestCode.HEART_BEAT, s.request.encode())
+            beat = _decode(HeartBeatResponse, raw)
+            await self._carry(self.elector.on_heartbeat_reply(s.round_id, s.peer, beat, self.now()))
+
+    async def _push(self, s: SendPush) -> None:
+        raw = await self._invoke(s.peer, DLedgerRequestCode.PUSH, s.request.encode())
+        await self._carry(self.pusher.on_push_reply(s.token, _decode(PushEntryResponse, raw), self.now()))
+
+    # -- the peers' requests --------------------------------------------------------------------
+    def _checked(self, ctx: RequestContext[Any], request: RemotingCommand, cls: type[Any]) -> Any:
+        try:
+            body = cls.decode(request.body or b"")
+        except CodecError as exc:
+            log.warning("DLedger %s: bad %s from %s: %s", self.config.self_id, cls.__name__, ctx.remote_addr, exc)
+            return None
+        return body
+
+    def _refusal(self, body: Any, response_cls: type[Any]) -> Any:
+        """DLedgerServer's checks: the request is for this member of this group."""
+        st = self.state
+        if body.remote_id != st.self_id:
+            return response_cls(code=int(DLedgerResponseCode.UNKNOWN_MEMBER), group=body.group, term=st.curr_term)
+        if body.group != self.config.group:
+            return response_cls(code=int(DLedgerResponseCode.UNKNOWN_GROUP), group=body.group, term=st.curr_term)
+        return None
+
+    async def _on_vote(self, ctx: RequestContext[Any], request: RemotingCommand) -> RemotingCommand | None:
+        body = self._checked(ctx, request, VoteRequest)
+        if body is None:
+            return request.response(code=REPLY_HEADER_CODE, body=VoteResponse(
+                code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT)).encode())
+        resp = self._refusal(body, VoteResponse)
+        if resp is None:
+            resp, out = self.elector.handle_vote(body, self.now())
+            await self._carry(out)
+        return request.response(code=REPLY_HEADER_CODE, body=resp.encode())
+
+    async def _on_heartbeat(self, ctx: RequestContext[Any], request: RemotingCommand) -> RemotingCommand | None:
+        body = self._checked(ctx, request, HeartBeatRequest)
+        if body is None:
+            return request.response(code=REPLY_HEADER_CODE, body=HeartBeatResponse(
+                code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT)).encode())
+        resp = self._refusal(body, HeartBeatResponse)
+        if resp is None:
+            resp, out = self.elector.handle_heartbeat(body, self.now())
+            await self._carry(out)
+        return request.response(code=REPLY_HEADER_CODE, body=resp.encode())
+
+    async def _on_push(self, ctx: RequestContext[Any], request: RemotingCommand) -> RemotingCommand | None:
+        body = self._checked(ctx, request, PushEntryRequest)
+        if body is None:
+            return request.response(code=REPLY_HEADER_CODE, body=PushEntryResponse(
+                code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT)).encode())
+        # answered when the entry handler gets to it (an APPEND may wait for the ones before it)
+        await self._carry(self.handler.handle_push(body, (ctx, request), self.now()))
+        return None
+
+    # -- the broker's side ----------------------------------------------------------------------------
+    async def append(self, body: bytes) -> AppendResult:
+        """Append as the leader and wait for a quorum; LedgerError with Java's code otherwise."""
+        now = self.now()
+        entry = self.pusher.append(body, now)  # raises NOT_LEADER, LEADER_PENDING_FULL...
+        waiter = self._waiters[(entry.term, entry.index)] = _Waiter()
+        await self._carry(self.pusher.poll(now))  # push now rather than at the next turn
+        await waiter.event.wait()
+        result = waiter.result
+        if isinstance(result, Acked):
+            return AppendResult(result.index, result.term, result.pos)
+        code = result.code if isinstance(result, AckFailed) else DLedgerResponseCode.INTERNAL_ERROR
+        raise LedgerError(code, f"entry {entry.index} of term {entry.term}")
+
+
+def _decode(cls: Any, raw: RemotingCommand | None) -> Any:
+    if raw is None or not raw.body:
+        return None
+    try:
+        return cls.decode(raw.body)
+    except CodecError:
+        return None

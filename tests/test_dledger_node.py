@@ -1,0 +1,117 @@
+"""Three DLedger members over real sockets on 127.0.0.1 and trio's MockClock: election, appends acknowledged
+by a quorum, the leader's death and a new leader, the old one catching up; terms persisted as Java's."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from rocketpy.codecs.dledger import DLedgerResponseCode
+from rocketpy.dledger.file_ledger import FileLedger, load_term
+from rocketpy.dledger.ledger import LedgerError, MemoryLedger
+from rocketpy.dledger.member import DLedgerConfig, Role, parse_peers
+from rocketpy.dledger.node import DLedgerNode
+from rocketpy.testing import free_port, wait_until
+
+
+def peers() -> dict[str, str]:
+    return parse_peers(";".join(f"n{i}-127.0.0.1:{free_port()}" for i in range(3)))
+
+
+async def start(nursery: trio.Nursery, node: DLedgerNode) -> trio.CancelScope:
+    scope = trio.CancelScope()
+
+    async def run(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        with scope:
+            await node.run(task_status=task_status)
+
+    await nursery.start(run)
+    return scope
+
+
+def leader_of(nodes: dict[str, DLedgerNode], alive: set[str]) -> DLedgerNode | None:
+    leaders = [n for m, n in nodes.items() if m in alive and n.role is Role.LEADER]
+    if len(leaders) != 1:
+        return None
+    lead = leaders[0]
+    ok = all(nodes[m].role is Role.FOLLOWER and nodes[m].leader_id == lead.config.self_id
+             for m in alive if m != lead.config.self_id)
+    return lead if ok else None
+
+
+@pytest.mark.timeout(60)
+async def test_a_group_elects_replicates_fails_over_and_catches_up(virtual_clock, tmp_path) -> None:
+    cfgs = peers()
+    ledgers = {m: MemoryLedger() for m in cfgs}
+    nodes = {m: DLedgerNode(DLedgerConfig(group="g", self_id=m, peers=cfgs), ledgers[m],
+                            ledger_dir=tmp_path / m) for m in cfgs}
+    for m in cfgs:
+        (tmp_path / m).mkdir()
+    alive = set(cfgs)
+    async with trio.open_nursery() as nursery:
+        scopes = {m: await start(nursery, n) for m, n in nodes.items()}
+        await wait_until(lambda: leader_of(nodes, alive) is not None, timeout=30, tick=0.25)
+        first = leader_of(nodes, alive)
+        assert first is not None
+        results = [await first.append(b"m%d" % i) for i in range(10)]
+        assert [r.index for r in results] == list(range(10))
+        await wait_until(lambda: all(ledgers[m].end_index == 9 for m in alive), timeout=10, tick=0.25)
+        follower = next(n for n in nodes.values() if n.role is Role.FOLLOWER)
+        with pytest.raises(LedgerError) as err:
+            await follower.append(b"no")
+        assert err.value.code is DLedgerResponseCode.NOT_LEADER
+
+        old = first.config.self_id
+        scopes[old].cancel()
+        alive.discard(old)
+        killed = trio.current_time()
+        await wait_until(lambda: leader_of(nodes, alive) is not None, timeout=30, tick=0.25)
+        took = trio.current_time() - killed
+        second = leader_of(nodes, alive)
+        assert second is not None and second.config.self_id != old
+        assert second.state.curr_term > first.state.curr_term
+        assert 3.0 < took < 12.0, took  # three missed heartbeats, then a vote
+        more = [await second.append(b"after%d" % i) for i in range(5)]
+        assert [r.index for r in more] == list(range(10, 15))
+        # every member wrote its term and vote as Java's currterm
+        term, vote = load_term(tmp_path / second.config.self_id)
+        assert term == second.state.curr_term and vote == second.config.self_id
+
+        # the old leader comes back on its ledger and persisted term, and catches up
+        t0, v0 = load_term(tmp_path / old)
+        back = DLedgerNode(DLedgerConfig(group="g", self_id=old, peers=cfgs), ledgers[old],
+                           ledger_dir=tmp_path / old, term=t0, vote_for=v0)
+        nodes[old] = back
+        alive.add(old)
+        scopes[old] = await start(nursery, back)
+        await wait_until(lambda: ledgers[old].end_index == 14 and leader_of(nodes, alive) is second,
+                         timeout=30, tick=0.25)
+        assert [e.body for e in ledgers[old].entries] == [e.body for e in ledgers[second.config.self_id].entries]
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.timeout(60)
+async def test_a_lone_leader_times_out_appends_with_javas_code(virtual_clock, tmp_path) -> None:
+    cfgs = peers()
+    nodes = {m: DLedgerNode(DLedgerConfig(group="g", self_id=m, peers=cfgs),
+                            FileLedger(tmp_path / m, 1 << 20, index_file_size=32 * 1024)) for m in cfgs}
+    for n in nodes.values():
+        n.ledger.load()  # type: ignore[attr-defined]
+    alive = set(cfgs)
+    async with trio.open_nursery() as nursery:
+        scopes = {m: await start(nursery, n) for m, n in nodes.items()}
+        await wait_until(lambda: leader_of(nodes, alive) is not None, timeout=30, tick=0.25)
+        lead = leader_of(nodes, alive)
+        assert lead is not None
+        await lead.append(b"ok")
+        for m in list(alive):
+            if m != lead.config.self_id:
+                scopes[m].cancel()
+        with pytest.raises(LedgerError) as err:
+            await lead.append(b"alone")
+        assert err.value.code in (DLedgerResponseCode.WAIT_QUORUM_ACK_TIMEOUT, DLedgerResponseCode.TERM_CHANGED)
+        nursery.cancel_scope.cancel()
+    for n in nodes.values():
+        n.ledger.close()  # type: ignore[attr-defined]
+    cp = (tmp_path / lead.config.self_id / "checkpoint").read_text()
+    assert cp.startswith("committedIndex=0\n")
