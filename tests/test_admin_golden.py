@@ -22,7 +22,6 @@ import trio
 import trio.testing
 
 from rocketpy.cli import build_parser
-from rocketpy.client import cli_admin
 from rocketpy.client.errors import MQClientError
 from rocketpy.codecs.bodies import (
     BrokerData,
@@ -44,6 +43,7 @@ from rocketpy.codecs.bodies import (
 )
 from rocketpy.codecs.bodies.consumer import Connection
 from rocketpy.codecs.codes import ConsumeFromWhere, ConsumeType, LanguageCode, MessageModel, SendStatus
+from rocketpy.mqadmin import core as cli_admin
 
 GOLDEN = Path(__file__).parent / "data" / "mqadmin"
 NS, BROKER = "127.0.0.1:19876", "127.0.0.1:20911"
@@ -519,7 +519,7 @@ def test_export_metrics_writes_what_mqadmin_wrote(tmp_path: Path, capsys: pytest
 def test_start_monitoring_reports_undone_messages(capsys: pytest.CaptureFixture[str]) -> None:
     """96: nothing in the first 20 s (mqadmin printed nothing in 8 s), then MonitorService's rounds: per %RETRY%
     group and topic, the messages not consumed yet, the most of one queue, how far behind the newest."""
-    from rocketpy.client.cli_admin_metrics import FIRST_ROUND_S
+    from rocketpy.mqadmin.metrics import FIRST_ROUND_S
 
     assert [line for line in golden("96")[1].splitlines() if not line.startswith("# (")] == []
     admin = GoldenAdmin()

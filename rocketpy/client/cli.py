@@ -34,7 +34,7 @@ class DefaultsHelp(argparse.HelpFormatter):
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from . import cli_admin
+    from ..mqadmin import core as cli_admin
 
     p = sub.add_parser("produce", help="send each stdin line as a message; print one JSON line per result",
                        formatter_class=DefaultsHelp)

@@ -11,12 +11,14 @@ from typing import Any
 
 import trio
 
+from ..client.admin import Admin
+from ..client.errors import MQClientError
+from ..client.java_text import java_bool, java_hash_order, java_name, java_str, process_queue_str
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig
 from ..codecs.codes import MixAll, PermName, version_desc
 from ..codecs.javalang import java_string_hash
-from .admin import Admin
-from .cli_admin import (
+from .core import (
     _GROUP_FIELDS,
     Out,
     broker_or_cluster_opts,
@@ -29,8 +31,6 @@ from .cli_admin import (
     topic_opt,
     write_text,
 )
-from .errors import MQClientError
-from .java_text import java_bool, java_hash_order, java_name, java_str, process_queue_str
 
 
 def _update_group_opts(p: argparse.ArgumentParser) -> None:
@@ -362,7 +362,7 @@ def _allocate_opts(p: argparse.ArgumentParser) -> None:
 
 @command("allocateMQ", "Allocate MQ", _allocate_opts)
 async def allocate_mq(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    from .allocate import AllocateAveragely
+    from ..client.allocate import AllocateAveragely
 
     topic = args.topic.strip()
     route = await admin.topic_route(topic)

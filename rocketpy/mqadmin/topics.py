@@ -7,10 +7,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..client.admin import Admin
+from ..client.errors import MQClientError
+from ..client.java_text import java_bool, java_name
 from ..codecs.bodies import TopicConfig
 from ..codecs.codes import MixAll, PermName
-from .admin import Admin
-from .cli_admin import (
+from .core import (
     Out,
     broker_or_cluster_opts,
     command,
@@ -22,8 +24,6 @@ from .cli_admin import (
     topic_config_json,
     topic_opt,
 )
-from .errors import MQClientError
-from .java_text import java_bool, java_name
 
 
 def topic_config_str(c: TopicConfig) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from .admin import Admin
-from .cli_admin import TIME_FORMATS, Out, command, front_string, mq_json, parse_bool, parse_time, topic_opt
-from .java_text import java_bool, java_hash_order
+from ..client.admin import Admin
+from ..client.java_text import java_bool, java_hash_order
+from .core import TIME_FORMATS, Out, command, front_string, mq_json, parse_bool, parse_time, topic_opt
 
 
 def _clone_opts(p: argparse.ArgumentParser) -> None:

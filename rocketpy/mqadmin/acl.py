@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..client.admin import Admin
+from ..client.java_text import java_bool, java_hash_order
 from ..codecs.javalang import java_string_hash
-from .admin import Admin
-from .cli_admin import Out, command, need_target, time_str
-from .java_text import java_bool, java_hash_order
+from .core import Out, command, need_target, time_str
 
 
 def _target_opts(p: argparse.ArgumentParser, what: str) -> None:
