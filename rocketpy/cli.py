@@ -82,8 +82,30 @@ def _silence_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    return run(parse(build_parser(), argv))
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """parse_args, except that an unknown option is reported with the usage of the subcommand it was
+    given to (argparse would show the top-level usage)."""
+    _mark_leaves(parser)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        getattr(args, "_parser", parser).error("unrecognized arguments: " + " ".join(extras))
+    return args
+
+
+def _mark_leaves(parser: argparse.ArgumentParser) -> None:
+    """Each subcommand's parser records itself in the namespace it fills (the innermost one wins)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(_parser=sub)
+                _mark_leaves(sub)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command: a closed pipe, Ctrl-C are quiet exits with the shell's status, not tracebacks."""
     try:
         return int(args.func(args) or 0)
     except BaseException as exc:

@@ -50,7 +50,7 @@ def _tps(text: str | None) -> float:
     return float((text or "0").split(" ")[0])
 
 
-@command("clusterList", "List cluster infos", _cluster_list_opts)
+@command("clusterList", "List all of clusters", _cluster_list_opts)
 async def cluster_list(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     while True:
         await _cluster_list_once(admin, args, out)

@@ -61,7 +61,21 @@ def command(name: str, help_text: str, options: Callable[[argparse.ArgumentParse
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     admin = sub.add_parser("admin", help="mqadmin's commands (updateTopic, topicList, clusterList, ...)")
-    cmds = admin.add_subparsers(dest="admin_command", required=True, metavar="SUBCOMMAND")
+    cmds = admin.add_subparsers(dest="admin_command", metavar="SUBCOMMAND")
+    admin.set_defaults(func=_list_commands)
+    add_commands(cmds)
+
+
+def _list_commands(args: argparse.Namespace) -> int:
+    """``rocketpy admin`` alone: the subcommands, as ``mqadmin`` alone lists them."""
+    from .usage import command_list
+
+    sys.stdout.write(command_list("rocketpy admin", "<command> -h"))
+    return 0
+
+
+def add_commands(cmds: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Every subcommand as a parser of ``cmds`` (``rocketpy admin``'s, or the ``mqadmin`` launcher's)."""
     for name, (help_text, options, fn) in COMMANDS.items():
         p = cmds.add_parser(name, help=help_text, description=help_text,
                             formatter_class=DefaultsHelp)

@@ -249,7 +249,7 @@ def _group_name_opt(p: argparse.ArgumentParser) -> None:
     p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group name")
 
 
-@command("getConsumerConfig", "get consumer config by subscription group name!", _group_name_opt)
+@command("getConsumerConfig", "Get consumer config by subscription group name!", _group_name_opt)
 async def get_consumer_config(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     info = await admin.cluster_info()
     result = []
@@ -387,7 +387,7 @@ def _producer_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--broker", dest="broker_addr", required=True, help="broker address host:port")
 
 
-@command("producer", "Query producer's instances", _producer_opts)
+@command("producer", "Query producer's instances, connection, status, etc.", _producer_opts)
 async def producer(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     table = await admin.all_producer_info(args.broker_addr.strip())
     result: dict[str, list[dict[str, Any]]] = {}
