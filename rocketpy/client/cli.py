@@ -14,6 +14,7 @@ import trio
 
 from ..codecs.codes import ConsumeFromWhere, ResponseCode
 from ..codecs.message import MessageExt
+from ..remoting.errors import RemotingError
 from .cli_tls import add_tls_options, tls_options
 from .config import ClientConfig, default_namesrv
 from .errors import MQClientError
@@ -106,7 +107,7 @@ def run_quietly(command: str, main: Callable[[], Awaitable[int]], verbose: bool 
         return trio.run(main)
     except* KeyboardInterrupt:
         interrupted = True
-    except* MQClientError as group:
+    except* (MQClientError, RemotingError) as group:  # a broker gone, a timeout: the cause in one line
         failure = group
         while isinstance(failure, BaseExceptionGroup):
             failure = failure.exceptions[0]

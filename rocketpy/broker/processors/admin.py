@@ -204,6 +204,7 @@ def get_broker_runtime_info(ctx: BrokerContext, request: RemotingCommand) -> Rem
     broker = ctx.state
     store = broker.store
     up = max(0, now_ms() - broker.boot_ms) // 1000
+    props = broker.config.props
     table = {
         "brokerVersionDesc": version_desc(int(MQVersion.V4_9_8)),
         "brokerVersion": str(int(MQVersion.V4_9_8)),
@@ -215,10 +216,22 @@ def get_broker_runtime_info(ctx: BrokerContext, request: RemotingCommand) -> Rem
         "dispatchBehindBytes": "0",
         "remainHowManyDataToFlush": f"{max(0, store.max_phy_offset - store.flushed_offset)} B",
         "startAcceptSendRequestTimeStamp": "0",
+        # requests are served as they are read, with no executor queue between: sizes and waits are 0
         "pullThreadPoolQueueSize": "0",
         "sendThreadPoolQueueSize": "0",
         "queryThreadPoolQueueSize": "0",
         "EndTransactionQueueSize": "0",
+        "sendThreadPoolQueueHeadWaitTimeMills": "0",
+        "pullThreadPoolQueueHeadWaitTimeMills": "0",
+        "queryThreadPoolQueueHeadWaitTimeMills": "0",
+        "sendThreadPoolQueueCapacity": props.get("sendThreadPoolQueueCapacity", "10000"),
+        "pullThreadPoolQueueCapacity": props.get("pullThreadPoolQueueCapacity", "100000"),
+        "queryThreadPoolQueueCapacity": props.get("queryThreadPoolQueueCapacity", "20000"),
+        "EndTransactionThreadPoolQueueCapacity": props.get("endTransactionPoolQueueCapacity", "100000"),
+        # the CommitLog's put lock is held only inside one synchronous append: never while this runs
+        "pageCacheLockTimeMills": "0",
+        # no transient store pool: Java answers Integer.MAX_VALUE then
+        "remainTransientStoreBufferNumbs": "2147483647",
     }
     table.update(broker.store_stats.runtime_info(broker))
     table.update(disk_info(broker.config.store.commit_log_dir, broker.config.store.consume_queue_dir))
