@@ -176,27 +176,39 @@ def message_json(msg: MessageExt) -> dict[str, Any]:
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
+    reader_gone = False
+
     async def main() -> int:
+        nonlocal reader_gone
         seen = 0
         done = trio.Event()
         last = trio.current_time()
 
         async def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> None:
-            nonlocal seen, last
+            nonlocal seen, last, reader_gone
             for m in msgs:
-                if args.count and seen >= args.count:
-                    return
-                print(json.dumps(message_json(m), ensure_ascii=False), flush=True)
+                if done.is_set():
+                    # --count reached or the reader gone (| head): what was fetched but not printed is neither
+                    # acknowledged nor sent back; the shutdown cancels this wait, the offset stays before it
+                    await trio.sleep_forever()
+                try:
+                    print(json.dumps(message_json(m), ensure_ascii=False), flush=True)
+                except BrokenPipeError:
+                    reader_gone = True
+                    done.set()
+                    await trio.sleep_forever()
                 seen += 1
                 last = trio.current_time()
-            if args.count and seen >= args.count:
-                done.set()
+                if args.count and seen >= args.count:
+                    done.set()
 
         where = (ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET if args.from_where == "first"
                  else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
         config = _config(args)
         config.rebalance_interval = 2.0
-        consumer = PushConsumer(args.group, listener, config=config, consume_from_where=where, consume_concurrency=1)
+        # a listener held back by ``done`` never finishes: the shutdown waits for it only briefly
+        consumer = PushConsumer(args.group, listener, config=config, consume_from_where=where, consume_concurrency=1,
+                                await_termination=0.5)
         consumer.subscribe(args.topic, args.tag_expr)
         await preflight("consume", config, args.topic, need_route=True)
         async with consumer:
@@ -205,4 +217,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
                     await done.wait()
         return 0
 
-    return run_quietly("consume", main, args.verbose)
+    status = run_quietly("consume", main, args.verbose)
+    if reader_gone:
+        raise BrokenPipeError  # quiet exit 141, as any command whose reader went away
+    return status

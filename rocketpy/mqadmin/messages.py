@@ -282,6 +282,8 @@ def _query_key_opts(p: argparse.ArgumentParser) -> None:
 async def query_msg_by_key(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     begin, end = parse_time(args.begin), parse_time(args.end)
     msgs = await admin.query_messages(args.topic, args.key, args.max_num, begin, end)
+    if not msgs:  # MQAdminImpl.queryMessage's failure, as mqadmin reports it
+        raise MQClientError("CODE: 208 DESC: query message by key finished, but no message.", 208)
     out.line(f"{'#Message ID':<50} {'#QID':>4} {'#Offset':>40}")
     for m in msgs:
         out.line(f"{java_str(m.client_msg_id):<50} {m.queue_id:>4} {m.queue_offset:>40}")
@@ -414,7 +416,10 @@ def _print_by_queue_opts(p: argparse.ArgumentParser) -> None:
 async def print_msg_by_queue(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     topic = args.topic.strip()
     mq = MessageQueue(topic=topic, broker_name=args.broker.strip(), queue_id=args.queue_id)
-    lo, hi = (await admin.queue_bounds(topic)).get(mq, (0, 0))
+    bounds = await admin.queue_bounds(topic)
+    if all(q.broker_name != mq.broker_name for q in bounds):  # as MQAdminImpl.minOffset finds no address
+        raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+    lo, hi = bounds.get(mq, (0, 0))
     if args.begin:
         lo = await admin.search_offset(mq, parse_time(args.begin))
     if args.end:
