@@ -53,7 +53,7 @@ def test_produce_then_consume(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
     assert sorted(m["body"] for m in msgs if not m.get("bodyBase64")) == ["one", "two"]
     binary = [m for m in msgs if m.get("bodyBase64")]
     assert binary and binary[0]["body"] == "//4="
-    assert all(m["tags"] == "T1" and m["keys"] == "k1 k2" and m["properties"]["color"] == "blue" for m in msgs)
+    assert all(m["tags"] == "T1" and m["keys"] == ["k1", "k2"] and m["properties"]["color"] == "blue" for m in msgs)
     assert {m["msgId"] for m in msgs} == {r["msgId"] for r in results}
 
 

@@ -163,7 +163,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 def message_json(msg: MessageExt) -> dict[str, Any]:
     body = msg.decompressed_body()
     out: dict[str, Any] = {
-        "msgId": msg.client_msg_id, "topic": msg.topic, "tags": msg.tags, "keys": msg.keys_string,
+        "msgId": msg.client_msg_id, "topic": msg.topic, "tags": msg.tags, "keys": msg.keys,
         "properties": dict(msg.properties), "queueId": msg.queue_id, "queueOffset": msg.queue_offset,
         "reconsumeTimes": msg.reconsume_times,
     }
