@@ -168,6 +168,10 @@ def mqbroker(argv: Sequence[str] | None = None) -> int:
     ROCKETMQ_HOME from the environment as Java reads them; every interface, listenPort 10911."""
     from ..cli import parse, run
 
+    return run(parse(mqbroker_parser(), argv))
+
+
+def mqbroker_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mqbroker", description="run a broker as Java's mqbroker does")
     p.add_argument("-c", "--configFile", dest="config", help="Broker config properties file")
     p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr",
@@ -178,7 +182,7 @@ def mqbroker(argv: Sequence[str] | None = None) -> int:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     add_log_options(p)
     p.set_defaults(func=run_broker, host=None, port=None, store=None, no_vip=False)
-    return run(parse(p, argv))
+    return p
 
 
 def _warn_config(command: str, given: dict[str, str]) -> None:

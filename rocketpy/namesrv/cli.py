@@ -118,6 +118,10 @@ def mqnamesrv(argv: Sequence[str] | None = None) -> int:
     """The ``mqnamesrv`` command: Java's launcher flags (-c, -p, -n), on every interface, port 9876."""
     from ..cli import parse, run
 
+    return run(parse(mqnamesrv_parser(), argv))
+
+
+def mqnamesrv_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mqnamesrv", description="run a NameServer as Java's mqnamesrv does")
     p.add_argument("-c", "--configFile", dest="config_file", help="Name server config properties file")
     p.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true", help="Print all config items")
@@ -126,7 +130,7 @@ def mqnamesrv(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     add_log_options(p)
     p.set_defaults(func=run_cli, listen=None, all_interfaces=True)
-    return run(parse(p, argv))
+    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
