@@ -193,7 +193,9 @@ async def test_mqnamesrv_binds_every_interface_and_stops_on_sigterm(tmp_path: Pa
         assert f"listening on 0.0.0.0:{port}".encode() in out
     finally:
         assert await _stop(proc) == 0
-    assert "NameServer listening on 0.0.0.0" in (tmp_path / "logs" / "namesrv.log").read_text()
+    namesrv_log = (tmp_path / "logs" / "namesrv.log").read_text()
+    assert "NameServer listening on 0.0.0.0" in namesrv_log
+    assert " INFO rocketpy.namesrv - The Name Server boot success. serializeType=JSON\n" in namesrv_log
 
 
 @pytest.mark.timeout(120)
@@ -222,3 +224,4 @@ async def test_serve_second_instance_names_the_store_holder_and_sigterm_stops(tm
         assert await _stop(proc) == 0
     broker_log = (tmp_path / "logs" / "broker.log").read_text()
     assert "boot success" in broker_log and "stopped" in broker_log
+    assert f" INFO rocketpy.broker - register broker[0]to name server 127.0.0.1:{ns} OK\n" in broker_log

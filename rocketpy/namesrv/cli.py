@@ -71,6 +71,7 @@ async def serve_until_signal(server: NameServer) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
             print(f"The Name Server boot success. serializeType=JSON, listening on {server.address}", flush=True)
+            log.info("The Name Server boot success. serializeType=JSON")
             async for signum in signals:
                 log.info("signal %s: shutting down", signal.Signals(signum).name)
                 break
