@@ -132,3 +132,20 @@ def test_systemd_units(unit: Path) -> None:
             # the file it reads is one we ship under deploy/
             assert (ROOT / "deploy" / Path(word).name).exists() or Path(word).name == "broker.conf", word
     assert parser["Install"]["WantedBy"] == "multi-user.target"
+
+
+def test_readme_says_what_is_there() -> None:
+    """The README's admin count is the number of subcommands, its Python examples are valid Python, and every
+    command its Deploy section names is an entry point."""
+    import ast
+    import re
+
+    from rocketpy.mqadmin.core import COMMANDS
+
+    text = (ROOT / "README.md").read_text()
+    assert f"all {len(COMMANDS)} of mqadmin 4.9.8's subcommands" in text
+    for block in re.findall(r"```python\n(.*?)```", text, re.S):
+        ast.parse(block)
+    deploy = text.split("## Deploy", 1)[1].split("\n## ", 1)[0]
+    for name in ("mqnamesrv", "mqbroker", "mqadmin"):
+        assert f"`{name} " in deploy and name in SCRIPTS
