@@ -14,7 +14,7 @@ COPY pyproject.toml setup.py README.md ./
 COPY rocketpy ./rocketpy
 RUN python3 -m venv /opt/rocketpy \
  && /opt/rocketpy/bin/pip install --no-cache-dir '.[console]' \
- && /opt/rocketpy/bin/python -c "import rocketpy._speedups"
+ && cd / && /opt/rocketpy/bin/python -c "import rocketpy._speedups"
 
 FROM ${BASE}
 RUN useradd --system --uid 3000 --user-group --create-home --home-dir /home/rocketmq rocketmq \
