@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, logs
 
 
 def _cmd_codes(args: argparse.Namespace) -> int:
@@ -115,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         if only(exc, KeyboardInterrupt):
             return 130  # Ctrl-C: as the shell reports SIGINT, without a traceback
         raise
+    finally:
+        logs.stop()  # a server command's log files: flushed and closed as it returns
 
 
 if __name__ == "__main__":

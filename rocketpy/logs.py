@@ -108,6 +108,8 @@ class _Route(logging.Filter):
 
 
 _listener: logging.handlers.QueueListener | None = None
+#: the root logger's handlers and level before setup, put back by stop (a command run in-process, in tests)
+_saved: tuple[list[logging.Handler], int] | None = None
 
 
 def setup(role: str, *, log_format: str = "text", log_dir: str | None = None, files: bool = True,
@@ -115,7 +117,7 @@ def setup(role: str, *, log_format: str = "text", log_dir: str | None = None, fi
           sizes: dict[str, tuple[int, int]] | None = None) -> str | None:
     """Route the ``rocketpy`` loggers of a server process: ``role`` is "broker", "namesrv" or "serve" (both).
     Returns the log directory, or None when there are no files. Call once, before the servers start."""
-    global _listener
+    global _listener, _saved
     stop()
     formatter: logging.Formatter = JsonFormatter() if log_format == "json" else TextFormatter()
     handlers: list[logging.Handler] = []
@@ -139,6 +141,7 @@ def setup(role: str, *, log_format: str = "text", log_dir: str | None = None, fi
         handlers.append(err)
     records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     root = logging.getLogger()
+    _saved = (list(root.handlers), root.level)
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(logging.handlers.QueueHandler(records))
@@ -149,13 +152,24 @@ def setup(role: str, *, log_format: str = "text", log_dir: str | None = None, fi
 
 
 def stop() -> None:
-    """Write what is queued and close the files (at exit, or before a second ``setup``)."""
-    global _listener
+    """Write what is queued, close the files and give the root logger its handlers back (when the command
+    returns, at exit, or before a second ``setup``)."""
+    global _listener, _saved
     if _listener is not None:
         _listener.stop()
         for h in _listener.handlers:
             h.close()
         _listener = None
+    if _saved is not None:
+        root = logging.getLogger()
+        for h in list(root.handlers):
+            if isinstance(h, logging.handlers.QueueHandler):
+                root.removeHandler(h)
+        handlers, level = _saved
+        for h in handlers:
+            root.addHandler(h)
+        root.setLevel(level)
+        _saved = None
 
 
 atexit.register(stop)

@@ -154,6 +154,17 @@ def test_logs_go_to_javas_files(tmp_path: Path) -> None:
     assert line["level"] == "INFO" and line["logger"] == "rocketpy.remoting" and line["message"] == "conn"
 
 
+def test_a_server_command_run_in_process_leaves_logging_as_it_was(tmp_path: Path) -> None:
+    from rocketpy.cli import main
+
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    conf = tmp_path / "broker.conf"
+    conf.write_text("listenPort=notaport\n")
+    assert main(["broker", "-c", str(conf), "--log-dir", str(tmp_path / "logs")]) == 2
+    assert (list(root.handlers), root.level) == before
+
+
 def test_logs_rotate_by_size_and_count(tmp_path: Path) -> None:
     logs.setup("broker", log_dir=str(tmp_path), stream=False, sizes={"broker.log": (1000, 3)})
     try:
