@@ -37,3 +37,11 @@ async def test_register_message_listener_keys_and_language() -> None:
             async with Admin(c.namesrv) as admin:
                 conn = await admin.consumer_connection("CGNames")
             assert [x.language for x in conn.connection_set] == [LanguageCode.PYTHON]
+
+
+def test_java_names_are_the_same_methods() -> None:
+    from rocketpy.client import LitePullConsumer
+
+    assert PushConsumer.register_message_listener is PushConsumer.register_listener
+    assert LitePullConsumer.commit_sync is LitePullConsumer.commit
+    assert LitePullConsumer.fetch_message_queues is LitePullConsumer.fetch_queues
