@@ -65,10 +65,21 @@ def test_rocketpy_admin_alone_lists_the_subcommands() -> None:
     assert len(names) == 56 and names[0] == "updateTopic" and "clusterList" in names
 
 
-def test_mqadmin_help_has_javas_options() -> None:
-    """``mqadmin help X``: commons-cli's layout, and every option line names Java's short and long flag."""
+def test_mqadmin_help_is_javas_text() -> None:
+    """``mqadmin help X`` prints what mqadmin 4.9.8 prints, for every subcommand."""
     from rocketpy.mqadmin.launcher import build_parser
     from rocketpy.mqadmin.usage import usage
+
+    choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for name in choices:
+        assert usage(name, choices[name]) == golden_body(GOLDEN / "help" / f"{name}.txt"), name
+
+
+def test_usage_layout_of_our_parsers_names_javas_options() -> None:
+    """The commons-cli layout made from our parsers (for a subcommand mqadmin lacks): each option line names
+    Java's short and long flag, as the golden usage does."""
+    from rocketpy.mqadmin.launcher import build_parser
+    from rocketpy.mqadmin.usage import command_usage as usage
 
     choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     checked = 0

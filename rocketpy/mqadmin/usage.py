@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .core import COMMANDS
+from .java_usage import USAGE
 
 #: MQAdminStartup.initCommand's order, the order ``mqadmin`` lists them
 JAVA_ORDER = (
@@ -67,7 +68,15 @@ def _wrapped(text: str, indent: int, width: int = WIDTH) -> list[str]:
 
 
 def usage(name: str, parser: argparse.ArgumentParser, prog: str = "mqadmin") -> str:
-    """``mqadmin help NAME``: the usage line and one line per option, sorted by short name as commons-cli."""
+    """``mqadmin help NAME``: Java's text for its subcommands; else (a subcommand of ours alone) the usage
+    line and one line per option, sorted by short name, in commons-cli's layout."""
+    if prog == "mqadmin" and name in USAGE:
+        return USAGE[name]
+    return command_usage(name, parser, prog)
+
+
+def command_usage(name: str, parser: argparse.ArgumentParser, prog: str = "mqadmin") -> str:
+    """A subcommand's usage in commons-cli's layout, from our parser's options that have a short name."""
     options = []
     for action in parser._actions:
         java = _java_option(action)
