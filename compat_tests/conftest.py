@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -28,6 +29,9 @@ from .servers import BrokerProcess, broker_skip_reason, start_broker_process
 from .stub_broker import StubBroker
 
 CLIENT_NAMES = ("cpp1", "cpp2", "node")
+
+# the servers these suites start (rocketpy serve in subprocesses too) log under a temporary directory
+os.environ.setdefault("ROCKETMQ_LOG_DIR", tempfile.mkdtemp(prefix="rocketpy-compat-logs-"))
 JAVA_REF_VAR = "ROCKETMQ_JAVA_REF"
 JAVA_CLASSPATH_VAR = "ROCKETMQ_JAVA_CLASSPATH"
 

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, logs
 
 
 def _cmd_codes(args: argparse.Namespace) -> int:
@@ -37,7 +37,7 @@ def _cmd_codes(args: argparse.Namespace) -> int:
 
 #: packages that add subcommands: each has a ``cli`` module with ``add_parsers(subparsers)``
 _PROVIDERS = ("rocketpy.namesrv.cli", "rocketpy.store.cli", "rocketpy.sniffer.cli", "rocketpy.broker.cli",
-              "rocketpy.client.cli", "rocketpy.console.cli")
+              "rocketpy.client.cli", "rocketpy.console.cli", "rocketpy.health")
 
 
 def _add_providers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -82,8 +82,30 @@ def _silence_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    return run(parse(build_parser(), argv))
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """parse_args, except that an unknown option is reported with the usage of the subcommand it was
+    given to (argparse would show the top-level usage)."""
+    _mark_leaves(parser)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        getattr(args, "_parser", parser).error("unrecognized arguments: " + " ".join(extras))
+    return args
+
+
+def _mark_leaves(parser: argparse.ArgumentParser) -> None:
+    """Each subcommand's parser records itself in the namespace it fills (the innermost one wins)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(_parser=sub)
+                _mark_leaves(sub)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command: a closed pipe, Ctrl-C are quiet exits with the shell's status, not tracebacks."""
     try:
         return int(args.func(args) or 0)
     except BaseException as exc:
@@ -93,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if only(exc, KeyboardInterrupt):
             return 130  # Ctrl-C: as the shell reports SIGINT, without a traceback
         raise
+    finally:
+        logs.stop()  # a server command's log files: flushed and closed as it returns
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Test-wide settings: Hypothesis judged by what it finds, not by how fast a busy 2-core CI machine runs it."""
 
 import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,9 @@ settings.register_profile(
     "rocketpy", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 settings.load_profile("rocketpy")
+
+# servers started by tests (the CLI's, in subprocesses too) log under a temporary directory, not ~/logs
+os.environ.setdefault("ROCKETMQ_LOG_DIR", tempfile.mkdtemp(prefix="rocketpy-test-logs-"))
 
 #: interop suites that start JVMs (Spark): marked ``slow`` so a quick local run can leave them out
 #: (``pytest -m "not slow"``); CI runs everything

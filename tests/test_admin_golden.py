@@ -22,7 +22,6 @@ import trio
 import trio.testing
 
 from rocketpy.cli import build_parser
-from rocketpy.client import cli_admin
 from rocketpy.client.errors import MQClientError
 from rocketpy.codecs.bodies import (
     BrokerData,
@@ -44,6 +43,7 @@ from rocketpy.codecs.bodies import (
 )
 from rocketpy.codecs.bodies.consumer import Connection
 from rocketpy.codecs.codes import ConsumeFromWhere, ConsumeType, LanguageCode, MessageModel, SendStatus
+from rocketpy.mqadmin import core as cli_admin
 
 GOLDEN = Path(__file__).parent / "data" / "mqadmin"
 NS, BROKER = "127.0.0.1:19876", "127.0.0.1:20911"
@@ -162,6 +162,23 @@ class GoldenAdmin:
             consume_type=ConsumeType.CONSUME_PASSIVELY, message_model=MessageModel.CLUSTERING,
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
 
+    async def consumer_running_info(self, group: str, client_id: str, jstack: bool = False) -> Any:
+        from rocketpy.codecs.bodies.consumer import ConsumerRunningInfo, ProcessQueueInfo
+
+        assert client_id == "192.0.2.2@AdminConsumer"  # the one client: every queue of the group is its own
+        queues = consume_stats(golden("30")[1]).offset_table
+        return ConsumerRunningInfo(mq_table={q: ProcessQueueInfo() for q in queues})
+
+    async def delete_sub_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
+        self.changes.append(("deleteSubGroup", addr, group))
+
+    async def reset_offset_old(self, group: str, topic: str, timestamp: int, force: bool = True) -> list[Any]:
+        from rocketpy.client.admin import RollbackStats
+
+        assert (group, topic, force) == ("AdminCloneCG", "AdminTopic", True)
+        rows = [r.split() for r in golden("83")[1].splitlines()[2:]]
+        return [RollbackStats(mq(int(q)), int(b), int(c), int(t), int(r), True) for _, q, b, c, t, r in rows]
+
     async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
         return ProducerConnection(connection_set=[connection("192.0.2.2@AdminProducer", "127.0.0.1:43518")])
 
@@ -243,7 +260,13 @@ class GoldenAdmin:
         return found
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp: int, force: bool,
-                                   cpp: bool = False) -> dict[Any, int]:
+                                   cpp: bool = False, offline: bool = True) -> dict[Any, int]:
+        if group == "AdminCloneCG":  # 83: offsets cloned, no client ever online
+            from rocketpy.client.errors import MQBrokerError
+            from rocketpy.codecs.codes import ResponseCode
+
+            assert not offline  # mqadmin's own fallback (ResetOffsetByTimeOldCommand) prints the old layout
+            raise MQBrokerError(ResponseCode.CONSUMER_NOT_ONLINE, "Consumer not online", BROKER)
         if timestamp == -1:  # skipAccumulatedMessage (84), after 61/63 sent 6 more
             offsets = {0: 5, 1: 6, 2: 5, 3: 5, 4: 5, 5: 3, 6: 3, 7: 4}
             return {mq(q): offsets[q] for q in sorted(offsets)}
@@ -299,7 +322,7 @@ def run_ours(argv: list[str], admin: Any, capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize("prefix", [
     "08", "14", "18", "21", "23", "28", "29", "30", "33", "37", "38", "41", "42", "43", "44", "48",
     "57", "65", "66", "67", "72", "74", "75", "76", "77", "78", "79", "81", "84", "85", "87", "88",
-    "89", "90", "98", "40", "58", "56", "60", "45", "51", "52", "25", "26",
+    "89", "90", "98", "40", "58", "56", "60", "45", "51", "52", "25", "26", "10", "31", "83", "99",
 ])
 def test_same_output_as_mqadmin(prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv, expected = golden(prefix)
@@ -519,7 +542,7 @@ def test_export_metrics_writes_what_mqadmin_wrote(tmp_path: Path, capsys: pytest
 def test_start_monitoring_reports_undone_messages(capsys: pytest.CaptureFixture[str]) -> None:
     """96: nothing in the first 20 s (mqadmin printed nothing in 8 s), then MonitorService's rounds: per %RETRY%
     group and topic, the messages not consumed yet, the most of one queue, how far behind the newest."""
-    from rocketpy.client.cli_admin_metrics import FIRST_ROUND_S
+    from rocketpy.mqadmin.metrics import FIRST_ROUND_S
 
     assert [line for line in golden("96")[1].splitlines() if not line.startswith("# (")] == []
     admin = GoldenAdmin()

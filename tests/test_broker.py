@@ -313,9 +313,19 @@ async def test_lookups_and_admin(tmp_path):
             assert KVTable.decode(r.body).table["brokerVersionDesc"] == "V4_9_8"
             r = await c.invoke(RequestCode.GET_BROKER_CONFIG)
             assert b"brokerName=broker-a\n" in r.body and "version" in r.ext_fields
-            r = await c.invoke(RequestCode.UPDATE_BROKER_CONFIG, None, b"brokerPermission=2\n")
-            assert r.code == ResponseCode.NO_PERMISSION and "adminCredential" in r.remark
-            assert broker.config.props["brokerPermission"] == "6"
+            # as Java 4.9.8: any key but the black-listed ones, taking effect at once
+            r = await c.invoke(RequestCode.UPDATE_BROKER_CONFIG, None, b"brokerPermission=4\nfileReservedTime=72\n")
+            assert r.code == ResponseCode.SUCCESS
+            assert broker.config.broker_permission == 4 and broker.config.props["brokerPermission"] == "4"
+            assert broker.config.store.file_reserved_time == 72
+            for body in (b"brokerConfigPath=/tmp/x.conf\n", b"rocketmqHome=/tmp\nbrokerPermission=6\n"):
+                r = await c.invoke(RequestCode.UPDATE_BROKER_CONFIG, None, body)
+                assert (r.code, r.remark) == (ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+            assert broker.config.broker_permission == 4  # refused as a whole
+            r = await c.invoke(RequestCode.UPDATE_BROKER_CONFIG, None, b"fileReservedTime=soon\n")
+            assert r.code == ResponseCode.SYSTEM_ERROR and broker.config.store.file_reserved_time == 72
+            r = await c.invoke(RequestCode.UPDATE_BROKER_CONFIG, None, b"brokerPermission=6\n")
+            assert r.code == ResponseCode.SUCCESS and broker.config.broker_permission == 6
             from rocketpy.codecs.headers import DeleteTopicRequestHeader
 
             r = await c.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic="TAdm"))

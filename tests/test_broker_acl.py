@@ -191,6 +191,10 @@ def test_permissions(acl_home):
     refused = _refusal(m, RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": "x"})
     assert "Need admin permission for request code=17, but accessKey=userAccess is not" in refused
     _check(m, RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": "x"}, ak="adminAccess", secret="adminSecret1")
+    # updateBrokerConfig: an admin account only, with ACL on (without, the broker's configBlackList decides)
+    refused = _refusal(m, RequestCode.UPDATE_BROKER_CONFIG, {}, b"fileReservedTime=72\n")
+    assert "Need admin permission for request code=25, but accessKey=userAccess is not" in refused
+    _check(m, RequestCode.UPDATE_BROKER_CONFIG, {}, b"fileReservedTime=72\n", ak="adminAccess", secret="adminSecret1")
     # who is asking
     assert _refusal(m, 105, {}, secret="wrong").startswith(
         "org.apache.rocketmq.acl.common.AclException: Check signature failed for accessKey=userAccess, "

@@ -170,13 +170,18 @@ async def test_vip_port_and_admin_credential(tmp_path):
             req = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, None, b"brokerPermission=4\n")
             req.ext_fields = {"adminCredential": "wrong"}
             assert (await c.client.invoke(c.addr, req)).code == ResponseCode.NO_PERMISSION
-            req = RemotingCommand.request(
-                RequestCode.UPDATE_BROKER_CONFIG, None, b"shortPollingTimeMills=500\nstorePathRootDir=/etc\n"
-            )
+            req = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, None, b"shortPollingTimeMills=500\n")
             req.ext_fields = {"adminCredential": "s3cret"}
             assert (await c.client.invoke(c.addr, req)).code == ResponseCode.SUCCESS
             assert b.config.props["shortPollingTimeMills"] == "500"
+            # a path is never changed remotely, credential or not
+            req = RemotingCommand.request(
+                RequestCode.UPDATE_BROKER_CONFIG, None, b"shortPollingTimeMills=700\nstorePathRootDir=/etc\n"
+            )
+            req.ext_fields = {"adminCredential": "s3cret"}
+            assert (await c.client.invoke(c.addr, req)).code == ResponseCode.NO_PERMISSION
             assert b.config.props["storePathRootDir"] == str(tmp_path)
+            assert b.config.props["shortPollingTimeMills"] == "500"
 
 
 async def test_more_admin_views_and_sql92(tmp_path):

@@ -53,7 +53,7 @@ def test_produce_then_consume(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
     assert sorted(m["body"] for m in msgs if not m.get("bodyBase64")) == ["one", "two"]
     binary = [m for m in msgs if m.get("bodyBase64")]
     assert binary and binary[0]["body"] == "//4="
-    assert all(m["tags"] == "T1" and m["keys"] == "k1 k2" and m["properties"]["color"] == "blue" for m in msgs)
+    assert all(m["tags"] == "T1" and m["keys"] == ["k1", "k2"] and m["properties"]["color"] == "blue" for m in msgs)
     assert {m["msgId"] for m in msgs} == {r["msgId"] for r in results}
 
 
@@ -249,10 +249,14 @@ def test_new_admin_commands_live(cluster: Cluster, monkeypatch: pytest.MonkeyPat
     assert row.split()[:2] == ["DefaultCluster", "broker-a"] and row.split()[3:] == ["3", "0"]
     code, out = run(capsys, "admin", "brokerConsumeStats", "-n", ns, "-b", addr)
     assert code == 0 and out.startswith("#Topic ") and "Diff Total: " in out
-    # without adminCredential a rocketpy broker refuses remote config changes: one line, exit 1
-    code = main(["admin", "updateBrokerConfig", "-n", ns, "-b", addr, "-k", "fileReservedTime", "-v", "72"])
+    # as Java's: a key of configBlackList is refused (one line, exit 1), another one changes
+    code = main(["admin", "updateBrokerConfig", "-n", ns, "-b", addr, "-k", "brokerConfigPath", "-v", "/tmp/x"])
     err = capsys.readouterr().err
-    assert code == 1 and err.count("\n") == 1 and "UPDATE_BROKER_CONFIG is disabled" in err
+    assert code == 1 and err.count("\n") == 1
+    assert "CODE: 16 NO_PERMISSION DESC: Can not update config in black list." in err
+    code, out = run(capsys, "admin", "updateBrokerConfig", "-n", ns, "-b", addr, "-k", "fileReservedTime", "-v", "72")
+    assert code == 0 and out == f"update broker config success, {addr}\n"
+    assert cluster.broker.config.store.file_reserved_time == 72
     code, out = run(capsys, "admin", "wipeWritePerm", "-n", ns, "-b", "broker-a")
     assert code == 0 and out.startswith(f"wipe write perm of broker[broker-a] in name server[{ns}] OK, ")
     code, out = run(capsys, "admin", "addWritePerm", "-n", ns, "-b", "broker-a")

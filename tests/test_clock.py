@@ -101,8 +101,8 @@ def test_admin_times_and_consume_timestamp_read_the_installed_clock() -> None:
     rocketpy's clock, so they move with a virtual one like every server timestamp."""
     from datetime import datetime
 
-    from rocketpy.client.cli_admin import parse_time
     from rocketpy.client.consumer_base import half_hour_ago
+    from rocketpy.mqadmin.core import parse_time
 
     at = int(datetime(2024, 5, 1, 12, 0, 0).timestamp() * 1000)
     with use_clock(lambda: at):

@@ -122,3 +122,49 @@ async def test_put_and_get_sizes_count_the_stored_bytes(tmp_path):
             await c.update_offset("GSize", "TSize", 0, 1)  # a reset back: not counted as consumed
             broker.stats_manager.sample(broker, at_ms=t0 + 20_002)
             assert await view(GROUP_GET_SIZE, "TSize@GSize") == sum(sizes[0:4])
+
+
+def test_put_latency_as_store_stats_service():
+    from rocketpy.broker.store_stats import PutLatency
+
+    lat = PutLatency()
+    info = lat.runtime_info()
+    # before the first minute Java answers null and 0.00 (nothing rotated yet)
+    assert info["putMessageDistributeTime"] == "null" and info["putLatency99"] == "0.00"
+    for ms, count in ((0, 18), (1, 5), (9, 6), (10, 1), (9999, 1), (10000, 1)):
+        lat.put(ms, count)
+    lat.get(7)
+    lat.get(3)
+    assert lat.runtime_info()["putMessageDistributeTime"] == "null"  # the current minute is not shown
+    lat.rotate()
+    info = lat.runtime_info()
+    assert info["putMessageDistributeTime"] == (
+        "[<=0ms]:18 [0~10ms]:11 [10~50ms]:1 [50~100ms]:0 [100~200ms]:0 [200~500ms]:0 [500ms~1s]:0 [1~2s]:0 "
+        "[2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:1 [10s~]:1 ")
+    assert info["putMessageEntireTimeMax"] == "10000" and info["getMessageEntireTimeMax"] == "7"
+    # 32 puts: index int(32 * 0.99) = 31 lands in the 9000-10000 ms bucket (the 31st and 32nd put),
+    # interpolated by the count before it
+    assert info["putLatency99"] == "9500.00" and info["putLatency999"] == "9500.00"
+    lat.put(0, 100)
+    lat.rotate()
+    assert lat.runtime_info()["putLatency99"] == "0.99"  # all in the first (0-1 ms) bucket: 99/100 of 1 ms
+
+
+async def test_runtime_info_has_every_key_java_reports(tmp_path):
+    """Every key of the reference broker's brokerStatus (golden 24), and clusterList's columns without nulls."""
+    from pathlib import Path
+
+    golden = Path(__file__).parent / "data" / "mqadmin" / "24-brokerStatus.txt"
+    java_keys = {line.split(":")[0].strip() for line in golden.read_text().splitlines()[2:]}
+    java_keys = {k for k in java_keys if not k.startswith("commitLogDiskRatio_")}
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            for i in range(3):
+                await c.send("TKeys", f"m{i}".encode(), queue_id=0)
+            r = await c.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+            table = KVTable.decode(r.body).table
+    assert java_keys - table.keys() == set()
+    assert table["sendThreadPoolQueueCapacity"] == "10000" and table["pullThreadPoolQueueCapacity"] == "100000"
+    assert table["sendThreadPoolQueueHeadWaitTimeMills"] == "0" and table["pageCacheLockTimeMills"] == "0"
+    assert int(table["putMessageEntireTimeMax"]) >= 0 and table["putLatency99"] == "0.00"
+    assert table["remainTransientStoreBufferNumbs"] == "2147483647"

@@ -8,10 +8,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
+
+from .. import logs
+from ..logs import add_log_options
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -29,6 +32,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p.add_argument("--store", help="store root (overrides storePathRootDir)")
     p.add_argument("--no-vip", action="store_true", help="do not listen on the VIP port (listenPort - 2)")
     p.add_argument("-v", "--verbose", action="store_true")
+    add_log_options(p)
     p.set_defaults(func=run_broker)
 
     s = sub.add_parser("serve", help="NameServer and broker in one process, store under ./store")
@@ -46,14 +50,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     else:
         add_console_options(s, prefix="console-")
     s.add_argument("-v", "--verbose", action="store_true")
+    add_log_options(s)
     s.set_defaults(func=run_serve)
 
 
-def _logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _logging(args: argparse.Namespace, role: str) -> None:
+    """Java's log files under ~/logs/rocketmqlogs (or --log-dir), and stderr."""
+    logs.setup(role, log_format=getattr(args, "log_format", "text"), log_dir=getattr(args, "log_dir", None),
+               files=not getattr(args, "no_log_files", False),
+               level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
 
 
 def _given(path: str | None) -> dict[str, str]:
@@ -108,7 +113,8 @@ def run_broker(args: argparse.Namespace) -> int:
     from .config import BrokerConfig
     from .controller import BrokerController
 
-    _logging(args.verbose)
+    if not (getattr(args, "print_config", False) or getattr(args, "print_important", False)):
+        _logging(args, "broker")
     try:
         given = _given(args.config)
     except _config_errors() as exc:
@@ -128,6 +134,8 @@ def run_broker(args: argparse.Namespace) -> int:
     try:
         _warn_config("broker", given)
         cfg = BrokerConfig.from_properties(given, strict=True)
+        if getattr(args, "print_config", False) or getattr(args, "print_important", False):
+            return _print_config(cfg, important=not args.print_config)
         _check_store_dirs(cfg)
         broker = BrokerController(cfg)
     except _config_errors() as exc:
@@ -142,6 +150,39 @@ def run_broker(args: argparse.Namespace) -> int:
                       f"registered as {broker.broker_addr}", flush=True)
 
     return _run(main, "broker", f"cannot run on {cfg.listen_host}:{cfg.listen_port}")
+
+
+def _print_config(cfg: Any, important: bool) -> int:
+    """mqbroker -p (every setting) / -m (the @ImportantField ones): key=value lines, then exit."""
+    from .java_defaults import IMPORTANT_KEYS
+
+    keys = IMPORTANT_KEYS if important else tuple(cfg.props)
+    for key in keys:
+        value = cfg.props.get(key)
+        sys.stdout.write(f"{key}={'' if value is None else value}\n")
+    return 0
+
+
+def mqbroker(argv: Sequence[str] | None = None) -> int:
+    """The ``mqbroker`` command: Java's launcher flags (-c broker.conf, -n, -p, -m); NAMESRV_ADDR and
+    ROCKETMQ_HOME from the environment as Java reads them; every interface, listenPort 10911."""
+    from ..cli import parse, run
+
+    return run(parse(mqbroker_parser(), argv))
+
+
+def mqbroker_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mqbroker", description="run a broker as Java's mqbroker does")
+    p.add_argument("-c", "--configFile", dest="config", help="Broker config properties file")
+    p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr",
+                   help="Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'")
+    p.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true", help="Print all config items")
+    p.add_argument("-m", "--printImportantConfig", dest="print_important", action="store_true",
+                   help="Print important config items")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    add_log_options(p)
+    p.set_defaults(func=run_broker, host=None, port=None, store=None, no_vip=False)
+    return p
 
 
 def _warn_config(command: str, given: dict[str, str]) -> None:
@@ -163,10 +204,12 @@ def advertise_listen_host(given: dict[str, str]) -> None:
 
 def _run(main: Any, command: str, what: str) -> int:
     """trio.run(main); an OSError (the port is taken, the store cannot be opened ...) is one line, status 1."""
+    from ..store.types import StoreError
+
     failure: BaseException | None = None
     try:
         trio.run(main)
-    except* OSError as group:
+    except* (OSError, StoreError) as group:
         failure = group
         while isinstance(failure, BaseExceptionGroup):
             failure = failure.exceptions[0]
@@ -217,7 +260,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from ..namesrv.server import NameServer
     from .controller import BrokerController
 
-    _logging(args.verbose)
+    _logging(args, "serve")
     try:
         ns_cfg, broker_cfg = serve_configs(args)
         _check_store_dirs(broker_cfg)

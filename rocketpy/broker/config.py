@@ -174,6 +174,17 @@ class BrokerConfig:
                 f"messageDelayLevel={store.message_delay_level!r} is malformed (levels look like '1s 5m 2h')"
             ) from exc
 
+    def update(self, changes: Mapping[str, str]) -> None:
+        """Configuration.update: the changed keys take effect on this running config (and its store config,
+        the same objects the broker reads); ConfigError, and nothing changed, for a value it cannot parse."""
+        fresh = type(self).from_properties({**self.props, **changes}, strict=True)
+        for f in dataclasses.fields(self):
+            if f.name not in ("props", "store"):
+                setattr(self, f.name, getattr(fresh, f.name))
+        for f in dataclasses.fields(self.store):
+            setattr(self.store, f.name, getattr(fresh.store, f.name))
+        self.props.update({k: v.strip() for k, v in changes.items()})
+
     @classmethod
     def load(cls, path: str | None = None, *, strict: bool = False, **overrides: Any) -> BrokerConfig:
         given: dict[str, str] = {}

@@ -14,6 +14,7 @@ import logging
 import math
 import random
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -144,7 +145,9 @@ class BrokerController:
 
     def put_now(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Append (and dispatch) now, wake long-polls on the queue; no flush wait."""
+        began = time.perf_counter()
         result = self.store.put_message(msg)
+        self.store_stats.latency.put(int((time.perf_counter() - began) * 1000))
         if result.is_ok:
             self.stats["put"] += 1
             self.ha.on_put()
@@ -153,8 +156,11 @@ class BrokerController:
         return result
 
     def put_batch_now(self, batch: MessageExtBatch) -> PutMessageResult:
+        began = time.perf_counter()
         result = self.store.put_messages(batch)
         if result.is_ok:
+            self.store_stats.latency.put(int((time.perf_counter() - began) * 1000),
+                                         result.append.msg_num if result.append else 1)
             self.stats["put"] += result.append.msg_num if result.append else 1
             self.ha.on_put()
             if self.hold.table:

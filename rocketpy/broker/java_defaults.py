@@ -192,3 +192,18 @@ JAVA_PROPERTIES: tuple[tuple[str, str], ...] = (
 #: keys Java knows whose default is null (left out of the printed properties until set)
 NULL_DEFAULT_KEYS = frozenset({"haMasterAddress"})
 KNOWN_KEYS: frozenset[str] = frozenset(k for k, _ in JAVA_PROPERTIES) | NULL_DEFAULT_KEYS
+
+#: the fields Java marks @ImportantField (BrokerConfig, then MessageStoreConfig): what ``mqbroker -m`` prints
+IMPORTANT_KEYS: tuple[str, ...] = (
+    "namesrvAddr", "brokerIP1", "brokerIP2", "brokerName", "brokerClusterName", "brokerId", "brokerPermission",
+    "autoCreateTopicEnable", "autoCreateSubscriptionGroup", "messageStorePlugIn", "msgTraceTopicName",
+    "traceTopicEnable", "rejectTransactionMessage", "fetchNamesrvAddrByAddressServer", "sendThreadPoolQueueCapacity",
+    "transactionTimeOut", "transactionCheckMax", "transactionCheckInterval", "aclEnable",
+    "storePathRootDir", "storePathCommitLog", "storePathDLedgerCommitLog", "flushIntervalCommitLog",
+    "commitIntervalCommitLog", "flushCommitLogTimed", "deleteWhen", "diskMaxUsedSpaceRatio", "fileReservedTime",
+    "maxTransferBytesOnMessageInMemory", "maxTransferCountOnMessageInMemory", "maxTransferBytesOnMessageInDisk",
+    "maxTransferCountOnMessageInDisk", "accessMessageInMemoryMaxRatio", "messageIndexEnable", "maxHashSlotNum",
+    "messageIndexSafe", "haListenPort", "haMasterAddress", "haSlaveFallbehindMax", "brokerRole", "flushDiskType",
+    "syncFlushTimeout", "cleanFileForciblyEnable", "warmMapedFileEnable", "transientStorePoolEnable",
+    "transientStorePoolSize",
+)

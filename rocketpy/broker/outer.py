@@ -69,6 +69,7 @@ class BrokerOuterAPI:
                 answer = await client.invoke(addr, self._request(), timeout)
                 if answer.code == 0:
                     self.registrations += 1
+                    log.info("register broker[%d]to name server %s OK", self.broker.config.broker_id, addr)
                     self.broker.ha.on_register_result(answer)
                 else:
                     log.warning("register broker to name server %s failed: %d %s", addr, answer.code, answer.remark)

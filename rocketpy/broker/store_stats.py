@@ -14,7 +14,9 @@ CommitLog grew by since boot (Java's putMessageSizeTotal is the sum of wrote byt
 
 from __future__ import annotations
 
+import bisect
 import datetime
+import logging
 import math
 import os
 from collections import deque
@@ -25,7 +27,10 @@ from ..codecs.fastjson import java_double
 if TYPE_CHECKING:
     from .controller import BrokerController
 
+log = logging.getLogger("rocketpy.store")
+
 MAX_RECORDS_OF_SAMPLING = 600
+PRINT_TPS_INTERVAL_S = 60
 WINDOWS = (10, 60, 600)
 
 
@@ -99,6 +104,88 @@ class _Series:
         return " ".join("" if r is None else _double(r) for r in rates)
 
 
+#: StoreStatsService's put-time distribution: upper bounds (ms, exclusive) of its 13 ranges but the first (<= 0)
+DISTRIBUTION_LIMITS = (1, 10, 50, 100, 200, 500, 1000, 2000, 3000, 4000, 5000, 10000)
+DISTRIBUTION_NAMES = ("[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]", "[500ms~1s]",
+                      "[1~2s]", "[2~3s]", "[3~4s]", "[4~5s]", "[5~10s]", "[10s~]")
+#: the percentile buckets' (step ms, count) rule: 0-20 by 1, 20-50 by 2, ... 1-10 s by 1000, then the rest
+_BUCKET_RULE = ((1, 20), (2, 15), (5, 10), (10, 10), (50, 6), (100, 5), (1000, 9))
+
+
+def _bucket_bounds() -> list[int]:
+    bounds, at = [], 0
+    for step, times in _BUCKET_RULE:
+        for _ in range(times):
+            at += step
+            bounds.append(at)
+    return bounds
+
+
+BUCKET_BOUNDS = _bucket_bounds()
+
+
+class PutLatency:
+    """Put times as StoreStatsService keeps them: a 13-range distribution and percentile buckets, each
+    swapped for a fresh one every minute (the answers show the last full minute), and the maxima since boot."""
+
+    def __init__(self) -> None:
+        self.distribution = [0] * len(DISTRIBUTION_NAMES)
+        self.last_distribution: list[int] | None = None  # Java: null until the first minute has passed
+        self.buckets = [0] * (len(BUCKET_BOUNDS) + 1)  # the last one: beyond 10 s
+        self.last_buckets: list[int] = []
+        self.put_max_ms = 0
+        self.get_max_ms = 0
+
+    def put(self, elapsed_ms: int, count: int = 1) -> None:
+        """``count`` messages stored in ``elapsed_ms`` each (setPutMessageEntireTimeMax)."""
+        self.distribution[0 if elapsed_ms <= 0 else bisect.bisect_right(DISTRIBUTION_LIMITS, elapsed_ms)] += count
+        self.buckets[bisect.bisect_left(BUCKET_BOUNDS, elapsed_ms)] += count  # the first bound >= elapsed
+        if elapsed_ms > self.put_max_ms:
+            self.put_max_ms = elapsed_ms
+
+    def get(self, elapsed_ms: int) -> None:
+        if elapsed_ms > self.get_max_ms:
+            self.get_max_ms = elapsed_ms
+
+    def rotate(self) -> list[int]:
+        """The minute's end: the current counts become the answered ones; returns the distribution."""
+        self.last_distribution, self.distribution = self.distribution, [0] * len(DISTRIBUTION_NAMES)
+        self.last_buckets, self.buckets = self.buckets, [0] * (len(BUCKET_BOUNDS) + 1)
+        return self.last_distribution
+
+    def percentile(self, px: float) -> float:
+        """findPutMessageEntireTimePX over the last minute's buckets, interpolated inside the bucket."""
+        total = sum(self.last_buckets)
+        index = int(total * px)
+        passed = 0
+        bounds = [*BUCKET_BOUNDS, 2**63 - 1]
+        for i, count in enumerate(self.last_buckets):
+            if index <= passed + count:
+                rel = index - passed
+                if i == 0:
+                    return 0.0 if count == 0 else bounds[0] * rel / count
+                low = bounds[i - 1]
+                return low + (0.0 if count == 0 else (bounds[i] - low) * rel / count)
+            passed += count
+        return 0.0
+
+    @staticmethod
+    def distribution_text(counts: list[int] | None) -> str:
+        if counts is None:
+            return "null"
+        return "".join(f"{name}:{n} " for name, n in zip(DISTRIBUTION_NAMES, counts))
+
+    def runtime_info(self) -> dict[str, str]:
+        return {
+            "putMessageEntireTimeMax": str(self.put_max_ms),
+            "getMessageEntireTimeMax": str(self.get_max_ms),
+            "putMessageDistributeTime": self.distribution_text(self.last_distribution),
+            "putLatency99": f"{self.percentile(0.99):.2f}",
+            "putLatency999": f"{self.percentile(0.999):.2f}",
+            "dispatchMaxBuffer": "0",  # Java 4.9.8 never sets it
+        }
+
+
 class StoreStats:
     def __init__(self, boot_ms: int, commitlog_base: int = 0) -> None:
         self.put = _Series()
@@ -111,6 +198,8 @@ class StoreStats:
         self.get_yesterday_morning = 0
         self.get_today_morning = 0
         self.next_record_ms = next_morning_ms(boot_ms)
+        self.latency = PutLatency()
+        self.next_print_ms = boot_ms + PRINT_TPS_INTERVAL_S * 1000
 
     def sample(self, broker: BrokerController, at_ms: int) -> None:
         """One sampling round (every second), and the midnight record when one has passed."""
@@ -122,6 +211,18 @@ class StoreStats:
         if at_ms >= self.next_record_ms:
             self.record(broker)
             self.next_record_ms = next_morning_ms(at_ms)
+        if at_ms > self.next_print_ms:
+            self.next_print_ms = at_ms + PRINT_TPS_INTERVAL_S * 1000
+            self.print_tps()
+
+    def print_tps(self) -> None:
+        """StoreStatsService.printTps, once a minute: the store log's TPS line, the minute's put times."""
+        rates = [s.rate(PRINT_TPS_INTERVAL_S) for s in (self.put, self.found, self.miss, self.transferred)]
+        log.info("[STORETPS] put_tps %s get_found_tps %s get_miss_tps %s get_transfered_tps %s",
+                 *("" if r is None else _double(r) for r in rates))
+        counts = self.latency.rotate()
+        log.info("[PAGECACHERT] TotalPut %d, PutMessageDistributeTime %s", sum(counts),
+                 self.latency.distribution_text(counts))
 
     def record(self, broker: BrokerController) -> None:
         """BrokerStats.record: today's morning marks become yesterday's, the totals now today's."""
@@ -158,4 +259,5 @@ class StoreStats:
             "getMissTps": self.miss.text(),
             "getTotalTps": self.total_tps(),
             "getTransferedTps": self.transferred.text(),
+            **self.latency.runtime_info(),
         }

@@ -7,6 +7,7 @@ messages and offsets, with the same requests mqadmin sends.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -478,10 +479,12 @@ class Admin:
         stats = await self.topic_stats(topic)
         return {mq: (o.min_offset, o.max_offset) for mq, o in stats.offset_table.items()}
 
-    async def reset_offset_by_time(self, group: str, topic: str, timestamp: int,
-                                   force: bool = True, cpp: bool = False) -> dict[MessageQueue, int]:
+    async def reset_offset_by_time(self, group: str, topic: str, timestamp: int, force: bool = True,
+                                   cpp: bool = False, offline: bool = True) -> dict[MessageQueue, int]:
         """INVOKE_BROKER_TO_RESET_OFFSET on every master of the topic. ``cpp`` (mqadmin's -c): the request says
-        language CPP, so the broker tells the clients the new offsets in the C++ client's body layout."""
+        language CPP, so the broker tells the clients the new offsets in the C++ client's body layout.
+        ``offline``: where no client of the group is online, write the offsets on the broker directly
+        (:meth:`reset_offset_old`); else the broker's CONSUMER_NOT_ONLINE is raised, as mqadmin sees it."""
         table: dict[MessageQueue, int] = {}
         for name, addr in await self._topic_masters(topic):
             h = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=force)
@@ -489,29 +492,64 @@ class Admin:
                 resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h,
                                           language=LanguageCode.CPP if cpp else None)
             except MQBrokerError as exc:
-                if exc.response_code != ResponseCode.CONSUMER_NOT_ONLINE:
+                if exc.response_code != ResponseCode.CONSUMER_NOT_ONLINE or not offline:
                     raise
-                # nobody online to tell: write the offsets on the broker directly (mqadmin's old way)
-                table.update(await self._reset_offline(name, addr, group, topic, timestamp, force))
+                stats = await self._reset_offline(name, addr, group, topic, timestamp, force)
+                table.update({s.mq: s.rollback_offset for s in stats if s.updated})
                 continue
             if resp.body:
                 table.update(ResetOffsetBody.decode(resp.body).offset_table or {})
         return table
 
-    async def _reset_offline(self, broker_name: str, addr: str, group: str, topic: str, timestamp: int,
-                             force: bool) -> dict[MessageQueue, int]:
-        api = self.client.api
-        stats = await self.consume_stats(group, topic)
-        out = {}
-        for mq, bounds in (await self.topic_stats(topic)).offset_table.items():
-            if mq.broker_name != broker_name:
-                continue
-            target = bounds.max_offset if timestamp == -1 else await api.search_offset(addr, mq, timestamp)
-            current = stats.offset_table.get(mq)
-            if force or current is None or target <= current.consumer_offset:
-                await api.update_consumer_offset(addr, group, mq, target)
-                out[mq] = target
+    async def reset_offset_old(self, group: str, topic: str, timestamp: int, force: bool = True) -> list[RollbackStats]:
+        """mqadmin's fallback for a group nobody consumes with now (resetOffsetByTimestampOld): on every master
+        of the topic, each queue's offset is set to the one found for ``timestamp`` (-1: the max offset)."""
+        out: list[RollbackStats] = []
+        for name, addr in await self._topic_masters(topic):
+            out += await self._reset_offline(name, addr, group, topic, timestamp, force)
         return out
+
+    async def _reset_offline(self, broker_name: str, addr: str, group: str, topic: str, timestamp: int,
+                             force: bool) -> list[RollbackStats]:
+        from .java_text import java_hash_order
+
+        api = self.client.api
+        h = GetConsumeStatsRequestHeader(consumer_group=group)
+        stats = ConsumeStats.decode((await self._broker(addr, RequestCode.GET_CONSUME_STATS, h)).body or b"{}")
+        # the group's committed queues of the topic on this broker, in the HashMap order Java walks them
+        marks = {mq: (w.broker_offset, w.consumer_offset) for mq, w in stats.offset_table.items() if mq.topic == topic}
+        queues = java_hash_order(list(marks))
+        if not queues:  # never consumed here: every readable queue, from its min offset
+            h_stats = GetTopicStatsInfoRequestHeader(topic=topic)
+            resp = await self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, h_stats)
+            bounds = TopicStatsTable.decode(resp.body or b"{}").offset_table
+            queues = sorted((mq for mq in bounds if mq.broker_name == broker_name), key=lambda q: q.queue_id)
+            marks = {mq: (bounds[mq].max_offset, bounds[mq].min_offset) for mq in queues}
+        out = []
+        for mq in queues:
+            broker_offset, consumer_offset = marks[mq]
+            if timestamp == -1:
+                target = await api.get_max_offset(addr, mq)
+            else:
+                target = await api.search_offset(addr, mq, timestamp)
+            updated = force or target <= consumer_offset
+            if updated:
+                await api.update_consumer_offset(addr, group, mq, target)
+            out.append(RollbackStats(mq, broker_offset, consumer_offset, target,
+                                     target if updated else consumer_offset, updated))
+        return out
+
+
+@dataclasses.dataclass
+class RollbackStats:
+    """One queue of the offline reset (Java's RollbackStats), and whether its offset was written."""
+
+    mq: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    timestamp_offset: int
+    rollback_offset: int
+    updated: bool
 
 
 __all__ = ["Admin", "MQBrokerError"]

@@ -20,7 +20,7 @@ from ..codecs.bodies import (
     TopicRouteData,
     UnlockBatchRequestBody,
 )
-from ..codecs.codes import MessageSysFlag, PullStatus, SendStatus
+from ..codecs.codes import LanguageCode, MessageSysFlag, PullStatus, SendStatus
 from ..codecs.headers import (
     ConsumerSendMsgBackRequestHeader,
     EndTransactionRequestHeader,
@@ -169,10 +169,12 @@ class ClientAPI:
         return await self._offset(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, h, addr)
 
     # -- membership --------------------------------------------------------------------
-    async def heartbeat(self, addr: str, data: HeartbeatData) -> int:
-        """HEART_BEAT; returns the broker's version."""
-        resp = check(await self.invoke(addr, RemotingCommand.request(RequestCode.HEART_BEAT, body=data.encode())),
-                     addr)
+    async def heartbeat(self, addr: str, data: HeartbeatData, language: LanguageCode = LanguageCode.PYTHON) -> int:
+        """HEART_BEAT; returns the broker's version. As Java's client, only the heartbeat carries the configured
+        language: it is what the broker shows for the client (consumerConnection, producerConnection)."""
+        request = RemotingCommand.request(RequestCode.HEART_BEAT, body=data.encode())
+        request.language = language
+        resp = check(await self.invoke(addr, request), addr)
         return resp.version
 
     async def unregister_client(self, addr: str, client_id: str, producer_group: str | None = None,

@@ -14,6 +14,7 @@ import trio
 
 from ..codecs.codes import ConsumeFromWhere, ResponseCode
 from ..codecs.message import MessageExt
+from ..remoting.errors import RemotingError
 from .cli_tls import add_tls_options, tls_options
 from .config import ClientConfig, default_namesrv
 from .errors import MQClientError
@@ -34,7 +35,7 @@ class DefaultsHelp(argparse.HelpFormatter):
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from . import cli_admin
+    from ..mqadmin import core as cli_admin
 
     p = sub.add_parser("produce", help="send each stdin line as a message; print one JSON line per result",
                        formatter_class=DefaultsHelp)
@@ -106,7 +107,7 @@ def run_quietly(command: str, main: Callable[[], Awaitable[int]], verbose: bool 
         return trio.run(main)
     except* KeyboardInterrupt:
         interrupted = True
-    except* MQClientError as group:
+    except* (MQClientError, RemotingError) as group:  # a broker gone, a timeout: the cause in one line
         failure = group
         while isinstance(failure, BaseExceptionGroup):
             failure = failure.exceptions[0]
@@ -162,7 +163,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 def message_json(msg: MessageExt) -> dict[str, Any]:
     body = msg.decompressed_body()
     out: dict[str, Any] = {
-        "msgId": msg.client_msg_id, "topic": msg.topic, "tags": msg.tags, "keys": msg.keys_string,
+        "msgId": msg.client_msg_id, "topic": msg.topic, "tags": msg.tags, "keys": msg.keys,
         "properties": dict(msg.properties), "queueId": msg.queue_id, "queueOffset": msg.queue_offset,
         "reconsumeTimes": msg.reconsume_times,
     }
@@ -175,27 +176,39 @@ def message_json(msg: MessageExt) -> dict[str, Any]:
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
+    reader_gone = False
+
     async def main() -> int:
+        nonlocal reader_gone
         seen = 0
         done = trio.Event()
         last = trio.current_time()
 
         async def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> None:
-            nonlocal seen, last
+            nonlocal seen, last, reader_gone
             for m in msgs:
-                if args.count and seen >= args.count:
-                    return
-                print(json.dumps(message_json(m), ensure_ascii=False), flush=True)
+                if done.is_set():
+                    # --count reached or the reader gone (| head): what was fetched but not printed is neither
+                    # acknowledged nor sent back; the shutdown cancels this wait, the offset stays before it
+                    await trio.sleep_forever()
+                try:
+                    print(json.dumps(message_json(m), ensure_ascii=False), flush=True)
+                except BrokenPipeError:
+                    reader_gone = True
+                    done.set()
+                    await trio.sleep_forever()
                 seen += 1
                 last = trio.current_time()
-            if args.count and seen >= args.count:
-                done.set()
+                if args.count and seen >= args.count:
+                    done.set()
 
         where = (ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET if args.from_where == "first"
                  else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
         config = _config(args)
         config.rebalance_interval = 2.0
-        consumer = PushConsumer(args.group, listener, config=config, consume_from_where=where, consume_concurrency=1)
+        # a listener held back by ``done`` never finishes: the shutdown waits for it only briefly
+        consumer = PushConsumer(args.group, listener, config=config, consume_from_where=where, consume_concurrency=1,
+                                await_termination=0.5)
         consumer.subscribe(args.topic, args.tag_expr)
         await preflight("consume", config, args.topic, need_route=True)
         async with consumer:
@@ -204,4 +217,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
                     await done.wait()
         return 0
 
-    return run_quietly("consume", main, args.verbose)
+    status = run_quietly("consume", main, args.verbose)
+    if reader_gone:
+        raise BrokenPipeError  # quiet exit 141, as any command whose reader went away
+    return status

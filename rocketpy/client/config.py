@@ -56,7 +56,8 @@ class ClientConfig:
     rebalance_interval: float = 20.0
     mq_client_api_timeout: float = 3.0
     vip_channel_enabled: bool = False
-    language: LanguageCode = LanguageCode.JAVA
+    #: what the heartbeat reports (LanguageCode 3; the 4.9.8 broker treats only CPP differently)
+    language: LanguageCode = LanguageCode.PYTHON
     #: TLS to the NameServers and brokers (Java's useTLS, from -Dtls.enable)
     use_tls: bool = False
     #: the tls.client.* settings; None: Java's defaults (test mode: any server is trusted) then tls.config.file

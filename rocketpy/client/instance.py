@@ -308,7 +308,7 @@ class ClientInstance:
                     if only_masters and broker_id != MASTER_ID:
                         continue
                     try:
-                        self.broker_versions[addr] = await self.api.heartbeat(addr, data)
+                        self.broker_versions[addr] = await self.api.heartbeat(addr, data, self.config.language)
                     except (RemotingError, MQClientError) as exc:
                         log.info("send heart beat to broker[%s %d %s] failed: %s", name, broker_id, addr, exc)
 

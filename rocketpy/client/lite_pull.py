@@ -132,6 +132,9 @@ class LitePullConsumer(ConsumerBase):
         self.client.broker_addr_table.update(broker_addrs(route))
         return subscribe_queues(topic, route)
 
+    #: Java's name (DefaultLitePullConsumer.fetchMessageQueues)
+    fetch_message_queues = fetch_queues
+
     async def do_rebalance(self) -> None:
         if not self._manual:
             await super().do_rebalance()
@@ -265,6 +268,9 @@ class LitePullConsumer(ConsumerBase):
             if a.consume_offset >= 0:
                 self.offset_store.update_offset(mq, a.consume_offset, False)
         await self.offset_store.persist_all(list(self.assigned))
+
+    #: Java's name (DefaultLitePullConsumer.commitSync)
+    commit_sync = commit
 
     async def committed(self, mq: MessageQueue) -> int:
         assert self.offset_store is not None

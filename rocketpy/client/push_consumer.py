@@ -136,6 +136,9 @@ class PushConsumer(ConsumerBase):
         if orderly is not None:
             self.orderly = orderly
 
+    #: Java's name (DefaultMQPushConsumer.registerMessageListener)
+    register_message_listener = register_listener
+
     @property
     def max_reconsume(self) -> int:
         if self.max_reconsume_times == -1:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import trio
 
+from .. import logs
+from ..logs import add_log_options
 from .config import NamesrvConfig
 from .kv_config import KVConfigError
 from .properties import ConfigError
@@ -37,6 +39,7 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true", help="print all config items")
     p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    add_log_options(p)
     p.set_defaults(func=run_cli)
     return p
 
@@ -49,7 +52,15 @@ def load_config(args: argparse.Namespace) -> NamesrvConfig:
     config = NamesrvConfig.from_file(args.config_file, strict=True) if args.config_file else NamesrvConfig()
     if args.listen:
         config.listen_host, config.listen_port = args.listen
+    elif getattr(args, "all_interfaces", False) and "listenHost" not in _file_keys(args.config_file):
+        config.listen_host = "0.0.0.0"  # mqnamesrv: as Java's, on every interface
     return config
+
+
+def _file_keys(path: str | None) -> dict[str, str]:
+    from .properties import load_file
+
+    return load_file(path) if path else {}
 
 
 async def serve_until_signal(server: NameServer) -> None:
@@ -60,6 +71,7 @@ async def serve_until_signal(server: NameServer) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
             print(f"The Name Server boot success. serializeType=JSON, listening on {server.address}", flush=True)
+            log.info("The Name Server boot success. serializeType=JSON")
             async for signum in signals:
                 log.info("signal %s: shutting down", signal.Signals(signum).name)
                 break
@@ -67,10 +79,8 @@ async def serve_until_signal(server: NameServer) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
+    logs.setup("namesrv", log_format=args.log_format, log_dir=args.log_dir, files=not args.no_log_files,
+               level=getattr(logging, str(args.log_level).upper(), logging.INFO))
     try:
         config = load_config(args)
     except OSError as exc:
@@ -103,6 +113,25 @@ def run_cli(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: a late Ctrl-C must not turn into a traceback
     return status
+
+
+def mqnamesrv(argv: Sequence[str] | None = None) -> int:
+    """The ``mqnamesrv`` command: Java's launcher flags (-c, -p, -n), on every interface, port 9876."""
+    from ..cli import parse, run
+
+    return run(parse(mqnamesrv_parser(), argv))
+
+
+def mqnamesrv_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mqnamesrv", description="run a NameServer as Java's mqnamesrv does")
+    p.add_argument("-c", "--configFile", dest="config_file", help="Name server config properties file")
+    p.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true", help="Print all config items")
+    p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr",
+                   help="Name server address list (taken, unused: as Java's mqnamesrv)")
+    p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    add_log_options(p)
+    p.set_defaults(func=run_cli, listen=None, all_interfaces=True)
+    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -89,7 +89,11 @@ class RemotingServer:
                 # the implicit default must not keep a server from serving plain connections
                 log.warning("TLS off: %s", exc)
         async with trio.open_nursery() as nursery:
-            self.listeners = await nursery.start(functools.partial(trio.serve_tcp, self.handle_stream, port, host=host))
+            try:
+                self.listeners = await nursery.start(functools.partial(trio.serve_tcp, self.handle_stream, port,
+                                                                       host=host))
+            except OSError as exc:  # name the address: "Address already in use" alone does not say which
+                raise OSError(exc.errno, f"cannot listen on {host or '0.0.0.0'}:{port}: {exc.strerror}") from None
             sockname = self.listeners[0].socket.getsockname()
             self.host, self.port = sockname[0], sockname[1]
             log.info("remoting server listening on %s (TLS %s)", self.address,

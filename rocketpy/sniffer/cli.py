@@ -32,6 +32,8 @@ def _ports(values: list[str] | None) -> frozenset[int] | None:
     for value in values:
         for part in value.split(","):
             if part.strip():
+                if not part.strip().isdigit() or not 0 < int(part) < 65536:
+                    raise ValueError(f"--port {part.strip()!r} is not a port number (1-65535)")
                 ports.add(int(part))
     return frozenset(ports)
 
@@ -156,6 +158,8 @@ def cmd_sniff(args: argparse.Namespace) -> int:
             truncated = _sniff_file(args, session, ports)
         else:
             _sniff_live(args, session, ports)
+    except BrokenPipeError:
+        raise  # the reader went away (| head): rocketpy's main ends quietly
     except (OSError, CaptureFormatError, RuntimeError) as exc:
         return _fail(str(exc))
     except KeyboardInterrupt:

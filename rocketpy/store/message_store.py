@@ -218,8 +218,10 @@ class MessageStore(StoreReads, StoreRetention):
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
         except OSError:
+            holder = lock_holder(fd)
             os.close(fd)
-            raise StoreError(f"{self.config.lock_path} is locked: the store is already in use") from None
+            raise StoreError(f"store {self.config.store_path_root_dir} is in use by {holder} "
+                             f"(it holds {self.config.lock_path})") from None
         os.pwrite(fd, b"lock", 0)
         os.fsync(fd)
         self._lock_fd = fd
@@ -478,3 +480,24 @@ class MessageStore(StoreReads, StoreRetention):
             if logics_ts > 0:
                 self.checkpoint.logics_msg_timestamp = logics_ts
             self.checkpoint.flush()
+
+
+def lock_holder(fd: int) -> str:
+    """Who holds the record lock on byte 0 of ``fd`` (F_GETLK): "process PID (command line)", or "another
+    process" when the kernel does not say (a holder in another PID namespace)."""
+    import struct
+
+    flock = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0)
+    try:
+        pid = struct.unpack("hhqqi4x", fcntl.fcntl(fd, fcntl.F_GETLK, flock))[4]
+    except OSError:
+        return "another process"
+    if pid <= 0:
+        return "another process"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        cmdline = ""
+    return f"process {pid} ({cmdline[:200]})" if cmdline else f"process {pid}"
+

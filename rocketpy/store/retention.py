@@ -3,6 +3,7 @@ CleanConsumeQueueService and the topic clean-ups of DefaultMessageStore), as a p
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from .index import IndexService
 
 __all__ = ["CleanResult", "StoreRetention", "disk_used_ratio", "is_it_time_to_do", "total_physical_memory"]
+
+log = logging.getLogger("rocketpy.store")
 
 
 def total_physical_memory() -> int:
@@ -121,14 +124,21 @@ class StoreRetention:
         ratio = self.config.disk_max_used_space_ratio / 100.0
         warning, forcibly = 0.90, 0.85  # rocketmq.broker.diskSpaceWarningLevelRatio / CleanForciblyRatio
         full = immediately = disk_full = False
-        for path in (self.config.commit_log_dir, self.config.consume_queue_dir):
+        was_full = self._disk_full
+        for kind, path in (("physic", self.config.commit_log_dir), ("logics", self.config.consume_queue_dir)):
             used = self._disk_usage(path)
+            where = f", storePathPhysic={path}" if kind == "physic" else ""
             if used > warning:
                 disk_full = immediately = True
+                if not was_full:  # the store's log says it once, as RunningFlags.getAndMakeDiskFull
+                    log.error("%s disk maybe full soon %s, so mark disk full%s", kind, used, where)
             elif used > forcibly:
                 immediately = True
             if used < 0 or used > ratio:
                 full = True
+                log.info("%s disk maybe full soon, so reclaim space, %s%s", kind, used, where)
+        if was_full and not disk_full:
+            log.info("physic disk space OK, so mark disk ok, storePathPhysic=%s", self.config.commit_log_dir)
         # Past the warning level writes are refused (RunningFlags disk full) until space is back.
         self._disk_full = disk_full
         return full, immediately

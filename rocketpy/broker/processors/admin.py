@@ -167,36 +167,43 @@ def get_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingC
     return respond(request, header={"version": version}, body=broker.config.properties_text().encode())
 
 
+#: keys no remote update may change, whatever configBlackList says: paths and the home directory (the way
+#: into CVE-2023-33246 on Java brokers), and rocketpy's own credential
+ALWAYS_BLACK_LISTED = frozenset({"brokerConfigPath", "configBlackList", "storePathRootDir", "storePathCommitLog",
+                                 "rocketmqHome", "adminCredential"})
+
+
 def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
-    """Refused unless an admin credential is configured and presented: remote config
-    changes were the way into CVE-2023-33246 (remote code execution) on Java brokers."""
+    """AdminBrokerProcessor.updateBrokerConfig: any key but those of ``configBlackList`` (and
+    ALWAYS_BLACK_LISTED), refused as a whole with NO_PERMISSION if one is named. Who may call it is the ACL
+    hook's business (an admin account, when aclEnable=true); a broker with ``adminCredential`` set also wants
+    that credential in the request's ``adminCredential`` ext field."""
     broker = ctx.state
     secret = broker.config.admin_credential
     given = (request.ext_fields or {}).get("adminCredential", "")
-    if not secret or not hmac.compare_digest(secret.encode(), given.encode()):
-        return error(
-            request,
-            ResponseCode.NO_PERMISSION,
-            "UPDATE_BROKER_CONFIG is disabled: set adminCredential in the broker config and send it as the "
-            "adminCredential ext field to change settings remotely",
-        )
+    if secret and not hmac.compare_digest(secret.encode(), given.encode()):
+        return error(request, ResponseCode.NO_PERMISSION,
+                     "this broker has an adminCredential: send it as the adminCredential ext field")
+    log.info("updateBrokerConfig called by %s", ctx.connection.remote_addr)
     from ...namesrv import properties
+    from ...namesrv.properties import ConfigError
 
-    text = (request.body or b"").decode("utf-8", "replace")
-    changes = properties.loads(text)
-    blocked = {
-        "brokerConfigPath",
-        "configBlackList",
-        "storePathRootDir",
-        "storePathCommitLog",
-        "rocketmqHome",
-        "adminCredential",
-    }
-    for key, value in changes.items():
-        if key in blocked:
-            log.warning("updateBrokerConfig refuses to change %s", key)
-            continue
-        broker.config.props[key] = value
+    changes = properties.loads((request.body or b"").decode("utf-8", "replace"))
+    black = {k.strip() for k in broker.config.props.get("configBlackList", "").split(";") if k.strip()}
+    if any(key in black or key in ALWAYS_BLACK_LISTED for key in changes):
+        log.warning("updateBrokerConfig refused, a key in the black list: %s", sorted(changes))
+        return error(request, ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+    if not changes:
+        return respond(request)
+    log.info("updateBrokerConfig, new config: [%s] client: %s", changes,
+             ctx.connection.remote_addr)
+    try:
+        broker.config.update(changes)
+    except ConfigError as exc:
+        return error(request, ResponseCode.SYSTEM_ERROR, f"bad config value: {exc}")
+    if "brokerPermission" in changes:
+        broker.topics.data_version.next_version()
+        broker.register_soon()
     return respond(request)
 
 
@@ -204,6 +211,7 @@ def get_broker_runtime_info(ctx: BrokerContext, request: RemotingCommand) -> Rem
     broker = ctx.state
     store = broker.store
     up = max(0, now_ms() - broker.boot_ms) // 1000
+    props = broker.config.props
     table = {
         "brokerVersionDesc": version_desc(int(MQVersion.V4_9_8)),
         "brokerVersion": str(int(MQVersion.V4_9_8)),
@@ -215,10 +223,22 @@ def get_broker_runtime_info(ctx: BrokerContext, request: RemotingCommand) -> Rem
         "dispatchBehindBytes": "0",
         "remainHowManyDataToFlush": f"{max(0, store.max_phy_offset - store.flushed_offset)} B",
         "startAcceptSendRequestTimeStamp": "0",
+        # requests are served as they are read, with no executor queue between: sizes and waits are 0
         "pullThreadPoolQueueSize": "0",
         "sendThreadPoolQueueSize": "0",
         "queryThreadPoolQueueSize": "0",
         "EndTransactionQueueSize": "0",
+        "sendThreadPoolQueueHeadWaitTimeMills": "0",
+        "pullThreadPoolQueueHeadWaitTimeMills": "0",
+        "queryThreadPoolQueueHeadWaitTimeMills": "0",
+        "sendThreadPoolQueueCapacity": props.get("sendThreadPoolQueueCapacity", "10000"),
+        "pullThreadPoolQueueCapacity": props.get("pullThreadPoolQueueCapacity", "100000"),
+        "queryThreadPoolQueueCapacity": props.get("queryThreadPoolQueueCapacity", "20000"),
+        "EndTransactionThreadPoolQueueCapacity": props.get("endTransactionPoolQueueCapacity", "100000"),
+        # the CommitLog's put lock is held only inside one synchronous append: never while this runs
+        "pageCacheLockTimeMills": "0",
+        # no transient store pool: Java answers Integer.MAX_VALUE then
+        "remainTransientStoreBufferNumbs": "2147483647",
     }
     table.update(broker.store_stats.runtime_info(broker))
     table.update(disk_info(broker.config.store.commit_log_dir, broker.config.store.consume_queue_dir))

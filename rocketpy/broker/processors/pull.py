@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from ...codecs import RemotingCommand, ResponseCode
@@ -132,7 +133,9 @@ def process_pull(
             ResponseCode.SYSTEM_ERROR,
             f"The broker does not support consumer to filter message by {sub.expression_type}",
         )
+    began = time.perf_counter()
     result = broker.store.get_message(topic, queue_id, queue_offset, max_nums, flt)
+    broker.store_stats.latency.get(int((time.perf_counter() - began) * 1000))
     if result is None:
         return _pull_error(request, ResponseCode.SYSTEM_ERROR, "store getMessage return null")
     status = result.status

@@ -8,14 +8,14 @@ from typing import Any
 
 import trio
 
+from ..client.admin import Admin
+from ..client.errors import MQClientError
+from ..client.java_text import JavaSet, fastjson_pretty, java_hash_order, java_name
 from ..codecs.codes import CURRENT_VERSION, MixAll, version_desc
 from ..codecs.javalang import java_string_hash
-from .admin import Admin
-from .cli_admin import Out, command, write_text
-from .cli_admin_config import hash_map
-from .cli_admin_topics import sum_24h
-from .errors import MQClientError
-from .java_text import JavaSet, fastjson_pretty, java_hash_order, java_name
+from .config import hash_map
+from .core import Out, command, write_text
+from .topics import sum_24h
 
 #: TopicValidator's system topics whose put stats exportMetrics reads, and Stats.TOPIC_PUT_NUMS
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"

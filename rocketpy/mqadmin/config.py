@@ -11,10 +11,12 @@ from typing import Any
 
 import trio
 
+from ..client.admin import Admin
+from ..client.errors import BadArgument
+from ..client.java_text import fastjson_pretty, java_hash_order, java_properties_order, java_str
 from ..clock import now_ms
 from ..codecs.javalang import java_string_hash
-from .admin import Admin
-from .cli_admin import (
+from .core import (
     _GROUP_FIELDS,
     Out,
     broker_or_cluster_opts,
@@ -25,8 +27,6 @@ from .cli_admin import (
     topic_opt,
     write_text,
 )
-from .errors import BadArgument
-from .java_text import fastjson_pretty, java_hash_order, java_properties_order, java_str
 
 
 @command("getBrokerConfig", "Get broker config by cluster or special broker!", broker_or_cluster_opts)

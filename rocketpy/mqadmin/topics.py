@@ -7,23 +7,25 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..client.admin import Admin
+from ..client.errors import MQClientError
+from ..client.java_text import java_bool, java_hash_order, java_name
 from ..codecs.bodies import TopicConfig
 from ..codecs.codes import MixAll, PermName
-from .admin import Admin
-from .cli_admin import (
+from ..codecs.javalang import java_string_hash
+from .core import (
     Out,
     broker_or_cluster_opts,
     command,
     front_string,
     mq_json,
+    namesrv_list,
     need_target,
     parse_bool,
     time_ms_str,
     topic_config_json,
     topic_opt,
 )
-from .errors import MQClientError
-from .java_text import java_bool, java_name
 
 
 def topic_config_str(c: TopicConfig) -> str:
@@ -54,13 +56,64 @@ async def update_topic(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     config = TopicConfig(topic_name=args.topic, read_queue_nums=args.read, write_queue_nums=args.write,
                          perm=args.perm, order=args.order, topic_sys_flag=sys_flag)
     done = []
-    for addr in await admin.master_addrs(args.cluster, args.broker_addr):
+    order_conf = None
+    if args.broker_addr:
+        addr = args.broker_addr.strip()
         await admin.create_topic(addr, config)
+        if args.order:
+            order_conf = await _order_conf_of_broker(admin, args, addr)
+            out.raw(f"set broker orderConf. isOrder=true, orderConf=[{order_conf}]")
         out.line(f"create topic to {addr} success.")
         done.append(addr)
+    else:
+        for addr in await admin.master_addrs(args.cluster, None):
+            await admin.create_topic(addr, config)
+            out.line(f"create topic to {addr} success.")
+            done.append(addr)
+        if args.order:
+            order_conf = await _order_conf_of_cluster(admin, args)
+            out.raw(f"set cluster orderConf. isOrder=true, orderConf=[{order_conf}]")
     out.raw(topic_config_str(config))
-    out.result({"brokers": done, "topicConfig": topic_config_json(config)})
+    out.result({"brokers": done, "topicConfig": topic_config_json(config), "orderConf": order_conf})
     return 0
+
+
+async def _order_conf_of_cluster(admin: Admin, args: argparse.Namespace) -> str:
+    """createOrUpdateOrderConf(topic, "b1:W;b2:W", isCluster=true): every broker of the cluster, on every
+    name server (the brokers in the order Java's HashSet of their names gives)."""
+    from .config import ORDER_TOPIC_CONFIG  # here: importing config first would list its commands first
+    info = await admin.cluster_info()
+    names = java_hash_order(list((info.cluster_addr_table or {}).get(args.cluster.strip()) or []),
+                            java_string_hash)
+    conf = ";".join(f"{name}:{args.write}" for name in names)
+    for ns in namesrv_list(args):
+        await admin.put_kv_config(ORDER_TOPIC_CONFIG, args.topic, conf, ns)
+    return conf
+
+
+async def _order_conf_of_broker(admin: Admin, args: argparse.Namespace, addr: str) -> str:
+    """createOrUpdateOrderConf(topic, "broker:W", isCluster=false): merged into the topic's order conf, the
+    entry of this broker replaced; returns this broker's entry, as mqadmin prints it."""
+    from .config import ORDER_TOPIC_CONFIG
+    info = await admin.cluster_info()
+    name = next((n for n, bd in (info.broker_addr_table or {}).items()
+                 if addr in (bd.broker_addrs or {}).values()), None)
+    if name is None:
+        raise MQClientError(f"broker {addr} is not in the cluster the name server knows")
+    entry = f"{name}:{args.write}"
+    entries: dict[str, str] = {}
+    try:
+        old = await admin.get_kv_config(ORDER_TOPIC_CONFIG, args.topic)
+    except MQClientError:
+        old = None
+    for item in (old or "").split(";"):
+        if item.strip():
+            entries[item.split(":")[0]] = item
+    entries[name] = entry
+    merged = ";".join(entries[k] for k in java_hash_order(list(entries), java_string_hash))  # HashMap.values()
+    for ns in namesrv_list(args):
+        await admin.put_kv_config(ORDER_TOPIC_CONFIG, args.topic, merged, ns)
+    return entry
 
 
 def _delete_topic_opts(p: argparse.ArgumentParser) -> None:

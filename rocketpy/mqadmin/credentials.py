@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
+from ..client.errors import BadArgument
 from ..codecs.codes import MixAll
-from .errors import BadArgument
 
 HOME_ENV = "ROCKETMQ_HOME"
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import trio
 
+from ..client.admin import Admin
+from ..client.errors import MQClientError
+from ..client.java_text import java_str
 from ..clock import now_ms
 from ..codecs.codes import RequestCode
-from .admin import Admin
-from .cli_admin import Out, broker_or_cluster_opts, command, namesrv_list, need_target, parse_bool, send_result_str
-from .errors import MQClientError
-from .java_text import java_str
+from .core import Out, broker_or_cluster_opts, command, namesrv_list, need_target, parse_bool, send_result_str
 
 
 def _cluster_list_opts(p: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def _tps(text: str | None) -> float:
     return float((text or "0").split(" ")[0])
 
 
-@command("clusterList", "List cluster infos", _cluster_list_opts)
+@command("clusterList", "List all of clusters", _cluster_list_opts)
 async def cluster_list(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     while True:
         await _cluster_list_once(admin, args, out)
@@ -202,8 +202,8 @@ def _jodie(size: int) -> bytes:
 
 @command("sendMsgStatus", "send msg to broker.", _send_status_opts)
 async def send_msg_status(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    from .message import make_message
-    from .producer import Producer
+    from ..client.message import make_message
+    from ..client.producer import Producer
 
     topic = args.broker.strip()  # every broker serves a topic named after itself
     rows = []
@@ -232,8 +232,8 @@ def _cluster_rt_opts(p: argparse.ArgumentParser) -> None:
 
 @command("clusterRT", "List All clusters Message Send RT", _cluster_rt_opts)
 async def cluster_rt(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    from .message import make_message
-    from .producer import Producer
+    from ..client.message import make_message
+    from ..client.producer import Producer
 
     info = await admin.cluster_info()
     table = info.cluster_addr_table or {}

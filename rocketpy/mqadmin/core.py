@@ -1,7 +1,7 @@
 """``rocketpy admin SUBCOMMAND``: mqadmin's commands, names, options and output layout (``--json`` for scripts).
 
 This module holds what every subcommand shares (the ``command`` registry, the ``Out`` printer, the runner
-and common options and helpers); the subcommands live in ``cli_admin_<topic>`` modules (topics, brokers,
+and common options and helpers); the subcommands live in the package's topic modules (topics, brokers,
 groups, offsets, messages, config, acl, metrics), imported at the end.
 """
 
@@ -15,15 +15,15 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
+from ..client.admin import Admin
+from ..client.cli import DefaultsHelp
+from ..client.cli_tls import add_tls_options, tls_options
+from ..client.config import default_namesrv
+from ..client.errors import BadArgument
+from ..client.java_text import java_name, mq_str
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue, TopicConfig
-from .admin import Admin
-from .cli import DefaultsHelp
-from .cli_acl import acl_credentials, add_acl_options
-from .cli_tls import add_tls_options, tls_options
-from .config import default_namesrv
-from .errors import BadArgument
-from .java_text import java_name, mq_str
+from .credentials import acl_credentials, add_acl_options
 
 Command = Callable[[Admin, argparse.Namespace, "Out"], Awaitable[int | None]]
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Command]] = {}
@@ -61,7 +61,21 @@ def command(name: str, help_text: str, options: Callable[[argparse.ArgumentParse
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     admin = sub.add_parser("admin", help="mqadmin's commands (updateTopic, topicList, clusterList, ...)")
-    cmds = admin.add_subparsers(dest="admin_command", required=True, metavar="SUBCOMMAND")
+    cmds = admin.add_subparsers(dest="admin_command", metavar="SUBCOMMAND")
+    admin.set_defaults(func=_list_commands)
+    add_commands(cmds)
+
+
+def _list_commands(args: argparse.Namespace) -> int:
+    """``rocketpy admin`` alone: the subcommands, as ``mqadmin`` alone lists them."""
+    from .usage import command_list
+
+    sys.stdout.write(command_list("rocketpy admin", "<command> -h"))
+    return 0
+
+
+def add_commands(cmds: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Every subcommand as a parser of ``cmds`` (``rocketpy admin``'s, or the ``mqadmin`` launcher's)."""
     for name, (help_text, options, fn) in COMMANDS.items():
         p = cmds.add_parser(name, help=help_text, description=help_text,
                             formatter_class=DefaultsHelp)
@@ -77,13 +91,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def _runner(name: str, fn: Command) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        from .cli import run_quietly
+        from ..client.cli import run_quietly
 
         out = Out(args.json)
         try:
             credentials = acl_credentials(args)
         except BadArgument as exc:
-            from .cli import fail
+            from ..client.cli import fail
 
             return fail(f"admin {name}", str(exc), 2)
 
@@ -192,20 +206,19 @@ def send_result_str(r: Any) -> str:
 
 # the subcommands register themselves in COMMANDS on import, topic by topic (the order `admin --help` lists)
 from . import (  # noqa: E402, I001
-    cli_admin_topics,
-    cli_admin_brokers,
-    cli_admin_groups,
-    cli_admin_offsets,
-    cli_admin_messages,
-    cli_admin_config,
-    cli_admin_acl,
-    cli_admin_metrics,
+    topics,
+    brokers,
+    groups,
+    offsets,
+    messages,
+    config,
+    acl,
+    metrics,
 )
 
 # mqadmin's Java text helpers, reached through this module by tests/test_admin_golden.py
-from .java_text import decode_trace, java_hash_order, java_properties_order, java_props  # noqa: E402
+from ..client.java_text import decode_trace, java_hash_order, java_properties_order, java_props  # noqa: E402
 
 __all__ = ["COMMANDS", "Command", "Out", "add_parser", "command", "decode_trace", "java_hash_order",
-           "java_properties_order", "java_props", "parse_time", "cli_admin_acl", "cli_admin_brokers",
-           "cli_admin_config", "cli_admin_groups", "cli_admin_messages", "cli_admin_metrics", "cli_admin_offsets",
-           "cli_admin_topics"]
+           "java_properties_order", "java_props", "parse_time", "acl", "brokers", "config", "groups",
+           "messages", "metrics", "offsets", "topics"]

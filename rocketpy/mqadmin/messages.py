@@ -11,13 +11,24 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..client.admin import Admin
+from ..client.cli import message_json
+from ..client.errors import BadArgument, MQClientError
+from ..client.java_text import (
+    decode_trace,
+    java_bool,
+    java_hash_order,
+    java_name,
+    java_props,
+    java_str,
+    message_ext_str,
+    mq_str,
+)
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
 from ..codecs.javalang import java_string_hash
 from ..codecs.message import MessageExt
-from .admin import Admin
-from .cli import message_json
-from .cli_admin import (
+from .core import (
     TIME_FORMATS,
     Out,
     command,
@@ -27,17 +38,6 @@ from .cli_admin import (
     time_ms_str,
     time_str,
     topic_opt,
-)
-from .errors import BadArgument, MQClientError
-from .java_text import (
-    decode_trace,
-    java_bool,
-    java_hash_order,
-    java_name,
-    java_props,
-    java_str,
-    message_ext_str,
-    mq_str,
 )
 
 #: where mqadmin writes a viewed message's body (MessageClientIDSetter: the UNIQ_KEY names the file)
@@ -92,7 +92,7 @@ async def show_message(admin: Admin, out: Out, msg: MessageExt, offset_id: bool 
 
 async def message_tracks(admin: Admin, msg: MessageExt) -> list[tuple[str, str, str | None]]:
     """DefaultMQAdminExtImpl.messageTrackDetail: (group, trackType, exceptionDesc) per group of the topic."""
-    from .errors import MQBrokerError
+    from ..client.errors import MQBrokerError
 
     route = await admin.topic_route(msg.topic)
     master = next((a for bd in route.broker_datas or [] for k, a in (bd.broker_addrs or {}).items() if int(k) == 0),
@@ -171,7 +171,7 @@ async def _consume_directly(admin: Admin, out: Out, ids: list[str], group: str, 
                             topic: str | None) -> int:
     """-g/-d: each message consumed once more by that client; a failure is one line on stderr (mqadmin prints
     its stack trace) and the others still go."""
-    from .cli import fail
+    from ..client.cli import fail
 
     status, results = 0, []
     for msg_id in ids:
@@ -190,13 +190,13 @@ async def _resend(admin: Admin, out: Out, ids: list[str], unit_name: str | None)
     """-s true: each message sent again as it is (topic, body, properties) by producer group ReSendMsgById."""
     import dataclasses
 
+    from ..client.cli import fail
+    from ..client.producer import Producer
     from ..codecs.message import Message
-    from .cli import fail
-    from .producer import Producer
 
     client = admin.client
     if unit_name:
-        from .instance import ClientInstance
+        from ..client.instance import ClientInstance
 
         client = ClientInstance(dataclasses.replace(admin.client.config, unit_name=unit_name))
         await client.start()
@@ -282,6 +282,8 @@ def _query_key_opts(p: argparse.ArgumentParser) -> None:
 async def query_msg_by_key(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     begin, end = parse_time(args.begin), parse_time(args.end)
     msgs = await admin.query_messages(args.topic, args.key, args.max_num, begin, end)
+    if not msgs:  # MQAdminImpl.queryMessage's failure, as mqadmin reports it
+        raise MQClientError("CODE: 208 DESC: query message by key finished, but no message.", 208)
     out.line(f"{'#Message ID':<50} {'#QID':>4} {'#Offset':>40}")
     for m in msgs:
         out.line(f"{java_str(m.client_msg_id):<50} {m.queue_id:>4} {m.queue_offset:>40}")
@@ -319,8 +321,8 @@ def _send_opts(p: argparse.ArgumentParser) -> None:
 
 @command("sendMessage", "Send a message", _send_opts)
 async def send_message(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    from .message import make_message
-    from .producer import Producer
+    from ..client.message import make_message
+    from ..client.producer import Producer
 
     if args.qid is not None and not args.broker:
         raise BadArgument("-i/--qid needs -b/--broker")
@@ -414,7 +416,10 @@ def _print_by_queue_opts(p: argparse.ArgumentParser) -> None:
 async def print_msg_by_queue(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     topic = args.topic.strip()
     mq = MessageQueue(topic=topic, broker_name=args.broker.strip(), queue_id=args.queue_id)
-    lo, hi = (await admin.queue_bounds(topic)).get(mq, (0, 0))
+    bounds = await admin.queue_bounds(topic)
+    if all(q.broker_name != mq.broker_name for q in bounds):  # as MQAdminImpl.minOffset finds no address
+        raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+    lo, hi = bounds.get(mq, (0, 0))
     if args.begin:
         lo = await admin.search_offset(mq, parse_time(args.begin))
     if args.end:
@@ -489,8 +494,8 @@ def _check_rt_opts(p: argparse.ArgumentParser) -> None:
 
 @command("checkMsgSendRT", "check message send response time", _check_rt_opts)
 async def check_msg_send_rt(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    from .message import make_message
-    from .producer import Producer
+    from ..client.message import make_message
+    from ..client.producer import Producer
 
     fmt = "{:<32}  {:<4}  {:<20}    {}"
     out.line(fmt.format("#Broker Name", "#QID", "#Send Result", "#RT"))

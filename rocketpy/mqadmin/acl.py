@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..client.admin import Admin
+from ..client.errors import MQClientError
+from ..client.java_text import java_bool, java_hash_order
 from ..codecs.javalang import java_string_hash
-from .admin import Admin
-from .cli_admin import Out, command, need_target, time_str
-from .java_text import java_bool, java_hash_order
+from ..remoting.errors import RemotingTimeoutError
+from .core import Out, command, need_target, time_str
 
 
 def _target_opts(p: argparse.ArgumentParser, what: str) -> None:
@@ -155,6 +157,13 @@ def _print_row(out: Out, r: dict[str, Any]) -> None:
 
 @command("clusterAclConfigVersion", "List all of acl config version information in cluster", _version_opts)
 async def cluster_acl_config_version(admin: Admin, args: argparse.Namespace, out: Out) -> int:
+    try:
+        return await _cluster_acl_config_version(admin, args, out)
+    except RemotingTimeoutError as exc:  # as Java's, a broker without ACL leaves the request unanswered
+        raise MQClientError(f"{exc} (a broker with aclEnable=false does not answer)") from None
+
+
+async def _cluster_acl_config_version(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     need_target(args)
     rows: list[dict[str, Any]] = []
     if args.broker_addr:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from .admin import Admin
-from .cli_admin import TIME_FORMATS, Out, command, front_string, mq_json, parse_bool, parse_time, topic_opt
-from .java_text import java_bool, java_hash_order
+from ..client.admin import Admin
+from ..client.errors import MQBrokerError
+from ..client.java_text import java_bool, java_hash_order
+from ..codecs.codes import ResponseCode
+from .core import TIME_FORMATS, Out, command, front_string, mq_json, parse_bool, parse_time, topic_opt
 
 
 def _clone_opts(p: argparse.ArgumentParser) -> None:
@@ -42,13 +44,32 @@ def _reset_opts(p: argparse.ArgumentParser) -> None:
 @command("resetOffsetByTime", "Reset consumer offset by timestamp(without client restart).", _reset_opts)
 async def reset_offset_by_time(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     when = parse_time(args.timestamp, now=-1)  # 'now' is -1: the broker takes each queue's max offset
-    table = await admin.reset_offset_by_time(args.group, args.topic, when, args.force, args.cpp)
+    try:
+        table = await admin.reset_offset_by_time(args.group, args.topic, when, args.force, args.cpp, offline=False)
+    except MQBrokerError as exc:
+        if exc.response_code != ResponseCode.CONSUMER_NOT_ONLINE:
+            raise
+        return await _reset_offline(admin, args, when, out)  # nobody online: ResetOffsetByTimeOldCommand
     out.line(f"rollback consumer offset by specified group[{args.group}], topic[{args.topic}], "
              f"force[{java_bool(args.force)}], timestamp(string)[{args.timestamp.strip()}], timestamp(long)[{when}]")
     out.line(f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}")
     for mq in java_hash_order(list(table)):
         out.line(f"{front_string(mq.broker_name, 32):<40}  {mq.queue_id:<40}  {table[mq]:<40}")
     out.result([{**mq_json(mq), "offset": table[mq]} for mq in sorted(table)])
+    return 0
+
+
+async def _reset_offline(admin: Admin, args: argparse.Namespace, when: int, out: Out) -> int:
+    rows = await admin.reset_offset_old(args.group, args.topic, when, args.force)
+    out.line(f"rollback consumer offset by specified consumerGroup[{args.group}], topic[{args.topic}], "
+             f"force[{java_bool(args.force)}], timestamp(string)[{args.timestamp.strip()}], timestamp(long)[{when}]")
+    out.line("  ".join(f"{h:<20}" for h in ("#brokerName", "#queueId", "#brokerOffset", "#consumerOffset",
+                                              "#timestampOffset", "#rollbackOffset")))
+    for r in rows:
+        out.line("  ".join(f"{v:<20}" for v in (front_string(r.mq.broker_name, 32), r.mq.queue_id, r.broker_offset,
+                                                r.consumer_offset, r.timestamp_offset, r.rollback_offset)))
+    out.result([{**mq_json(r.mq), "brokerOffset": r.broker_offset, "consumerOffset": r.consumer_offset,
+                 "timestampOffset": r.timestamp_offset, "rollbackOffset": r.rollback_offset} for r in rows])
     return 0
 
 

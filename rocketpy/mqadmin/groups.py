@@ -11,12 +11,14 @@ from typing import Any
 
 import trio
 
+from ..client.admin import Admin
+from ..client.errors import MQClientError
+from ..client.java_text import java_bool, java_hash_order, java_name, java_str, process_queue_str
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig
 from ..codecs.codes import MixAll, PermName, version_desc
 from ..codecs.javalang import java_string_hash
-from .admin import Admin
-from .cli_admin import (
+from .core import (
     _GROUP_FIELDS,
     Out,
     broker_or_cluster_opts,
@@ -29,8 +31,6 @@ from .cli_admin import (
     topic_opt,
     write_text,
 )
-from .errors import MQClientError
-from .java_text import java_bool, java_hash_order, java_name, java_str, process_queue_str
 
 
 def _update_group_opts(p: argparse.ArgumentParser) -> None:
@@ -95,7 +95,14 @@ async def delete_sub_group(admin: Admin, args: argparse.Namespace, out: Out) -> 
         where = f" in cluster [{args.cluster}]" if args.cluster else ""
         out.line(f"delete subscription group [{args.group}] from broker [{addr}]{where} success.")
         done.append(addr)
-    out.result({"group": args.group, "brokers": done})
+    topics = []
+    if not args.broker_addr:  # -c: the group's retry and dead-letter topics go too, as mqadmin's
+        for topic in (MixAll.get_retry_topic(args.group), MixAll.get_dlq_topic(args.group)):
+            await admin.delete_topic(topic, args.cluster)
+            out.line(f"delete topic [{topic}] from cluster [{args.cluster}] success.")
+            out.line(f"delete topic [{topic}] from NameServer success.")
+            topics.append(topic)
+    out.result({"group": args.group, "brokers": done, "deletedTopics": topics})
     return 0
 
 
@@ -115,21 +122,44 @@ async def consumer_progress(admin: Admin, args: argparse.Namespace, out: Out) ->
     if not args.group:
         return await _all_groups_progress(admin, out)
     stats = await admin.consume_stats(args.group, args.topic)
+    owners = await _queue_owners(admin, args.group) if args.show_ip else None
+    ip_head = f"{'#Client IP':<20} " if owners is not None else ""
     out.line(f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#Broker Offset':<20}  {'#Consumer Offset':<20}  "
-             f"{'#Diff':<20}  #LastTime")
+             f"{ip_head}{'#Diff':<20}  #LastTime")
     total, rows = 0, []
     for mq, w in _offset_rows(stats):
         diff = w.broker_offset - w.consumer_offset
         total += diff
+        ip = f"{owners.get(mq, 'N/A'):<20} " if owners is not None else ""
         out.line(f"{front_string(mq.topic, 64):<64}  {front_string(mq.broker_name, 32):<32}  {mq.queue_id:<4}  "
-                 f"{w.broker_offset:<20}  {w.consumer_offset:<20}  {diff:<20}  {time_str(w.last_timestamp)}")
-        rows.append({**mq_json(mq), "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
-                     "diff": diff, "lastTimestamp": w.last_timestamp})
+                 f"{w.broker_offset:<20}  {w.consumer_offset:<20}  {ip}{diff:<20}  {time_str(w.last_timestamp)}")
+        row = {**mq_json(mq), "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
+               "diff": diff, "lastTimestamp": w.last_timestamp}
+        if owners is not None:
+            row["clientIP"] = owners.get(mq)
+        rows.append(row)
     out.line()
     out.line(f"Consume TPS: {stats.consume_tps:.2f}")
     out.line(f"Diff Total: {total}")
     out.result({"queues": rows, "consumeTps": stats.consume_tps, "diffTotal": total})
     return 0
+
+
+async def _queue_owners(admin: Admin, group: str) -> dict[MessageQueue, str]:
+    """Which client IP holds each queue, from every online client's running info (as mqadmin's -s: a
+    client that cannot be asked is left out, its queues shown as N/A)."""
+    owners: dict[MessageQueue, str] = {}
+    try:
+        cc = await admin.consumer_connection(group)
+        for conn in cc.connection_set:
+            if not conn.client_id:
+                continue
+            info = await admin.consumer_running_info(group, conn.client_id)
+            for mq in info.mq_table or {}:
+                owners[mq] = conn.client_id.split("@")[0]
+    except MQClientError:
+        pass
+    return owners
 
 
 async def _all_groups_progress(admin: Admin, out: Out) -> int:
@@ -249,7 +279,7 @@ def _group_name_opt(p: argparse.ArgumentParser) -> None:
     p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group name")
 
 
-@command("getConsumerConfig", "get consumer config by subscription group name!", _group_name_opt)
+@command("getConsumerConfig", "Get consumer config by subscription group name!", _group_name_opt)
 async def get_consumer_config(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     info = await admin.cluster_info()
     result = []
@@ -362,7 +392,7 @@ def _allocate_opts(p: argparse.ArgumentParser) -> None:
 
 @command("allocateMQ", "Allocate MQ", _allocate_opts)
 async def allocate_mq(admin: Admin, args: argparse.Namespace, out: Out) -> int:
-    from .allocate import AllocateAveragely
+    from ..client.allocate import AllocateAveragely
 
     topic = args.topic.strip()
     route = await admin.topic_route(topic)
@@ -387,7 +417,7 @@ def _producer_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--broker", dest="broker_addr", required=True, help="broker address host:port")
 
 
-@command("producer", "Query producer's instances", _producer_opts)
+@command("producer", "Query producer's instances, connection, status, etc.", _producer_opts)
 async def producer(admin: Admin, args: argparse.Namespace, out: Out) -> int:
     table = await admin.all_producer_info(args.broker_addr.strip())
     result: dict[str, list[dict[str, Any]]] = {}
