@@ -748,10 +748,10 @@ cdef class SendCore:
 # -- the send lane's deferred dispatch ---------------------------------------------------------------
 
 cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, int64_t cq_offset):
-    """ConsumeQueue.put for the common case (a unit appended after the last in a file with room);
-    anything else is the Python method's."""
+    """ConsumeQueue.put for the common case (a unit appended after the last in a file with room whose
+    blocks are allocated); anything else is the Python method's."""
     cdef Py_buffer view
-    cdef Py_ssize_t wp, file_size
+    cdef Py_ssize_t wp, allocated
     cdef uint8_t* u
     if offset + size <= <int64_t>cq.max_physic_offset:
         return True
@@ -760,8 +760,8 @@ cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, 
         return cq.put(offset, size, tags_code, cq_offset)
     mf = files[len(files) - 1]
     wp = mf.wrote_position
-    file_size = mf.file_size
-    if wp == 0 or wp + 20 > file_size:
+    allocated = mf.allocated  # never past the file's size
+    if wp == 0 or wp + 20 > allocated:
         return cq.put(offset, size, tags_code, cq_offset)
     if cq_offset != 0 and cq_offset * 20 != wp + <int64_t>mf.file_from_offset:
         return cq.put(offset, size, tags_code, cq_offset)  # already there, or out of order: as Python decides

@@ -613,6 +613,8 @@ def test_retention_deletes_only_expired_files(tmp_path: Path) -> None:
         for f in files[3:]:
             os.utime(cl / f, ns=(0, now * 1_000_000))
         assert store.clean_expired(now).commitlog == []  # not the hour, disk not full
+        assert store.clean_expired(now, force=True).commitlog == []  # nothing flushed: nothing goes
+        store.flush_until(store.max_phy_offset)
         res = store.clean_expired(now, force=True)
         assert sorted(os.path.basename(p) for p in res.commitlog) == files[:3]
         assert sorted(os.listdir(cl)) == files[3:]
@@ -644,6 +646,7 @@ def test_retention_by_hour_and_disk_ratio(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, file_reserved_time=0, delete_when=f"{(hour + 5) % 24};{hour}")
     with MessageStore(cfg, clock=Clock(), disk_usage=lambda p: 0.1) as store:
         fill(store, 40, queues=1)
+        store.flush_until(store.max_phy_offset)
         n = len(os.listdir(tmp_path / "commitlog"))
         assert store.clean_expired(now + 3_600_000).commitlog == []  # an hour later: not a delete hour
         assert len(store.clean_expired(now).commitlog) == n - 1
@@ -651,6 +654,7 @@ def test_retention_by_hour_and_disk_ratio(tmp_path: Path) -> None:
     usage = [0.5]
     with MessageStore(cfg2, clock=Clock(), disk_usage=lambda p: usage[0]) as store:
         fill(store, 40, queues=1)
+        store.flush_until(store.max_phy_offset)
         assert store.clean_expired(T0).commitlog == []
         usage[0] = 0.87  # above the forcibly-clean ratio: unexpired files go too
         assert store.clean_expired(T0).commitlog

@@ -492,7 +492,8 @@ class CommitLog:
         return PutMessageResult(PutMessageStatus.PUT_OK, result), reqs
 
     def append_data(self, start_offset: int, data: bytes) -> bool:
-        """Append raw CommitLog bytes at ``start_offset`` (a slave replicating its master)."""
+        """Append raw CommitLog bytes at ``start_offset`` (a slave replicating its master); OSError
+        when the file they go to cannot be made or allocated (then nothing was written)."""
         with self.lock:
             mf = self.mfq.get_last_mapped_file(start_offset)
             if mf is None:
@@ -583,6 +584,34 @@ class CommitLog:
     def flush(self, least_pages: int = 0) -> int:
         self.mfq.flush(least_pages)
         return self.mfq.flushed_where
+
+    def allocate_writable_file(self) -> None:
+        """Make sure the file appends go to has all its blocks (OSError when the disk cannot give
+        them): a file this store did not create itself (loaded, or cut by recovery) may be sparse,
+        and the send lanes write into the last file's mapping directly."""
+        mf = self.mfq.last_file()
+        if mf is not None and not mf.is_full():
+            mf.reserve(self.file_size)
+
+    def delete_expired_files(
+        self, expired_ms: int, now_ms: int, *, clean_immediately: bool, keep_from: int
+    ) -> list[str]:
+        """deleteExpiredFile: whole files older than ``expired_ms`` (any, with ``clean_immediately``),
+        never the one being written nor one holding a byte at or past ``keep_from``; each deletion is
+        logged with the offsets it held."""
+        gone = self.mfq.delete_expired_by_time(
+            expired_ms, now_ms, clean_immediately=clean_immediately, keep_from=keep_from
+        )
+        for path in gone:
+            start = int(path.rsplit("/", 1)[-1])
+            log.warning(
+                "deleted CommitLog file %s, offsets [%d, %d)%s",
+                path,
+                start,
+                start + self.file_size,
+                " (forcibly: disk space)" if clean_immediately else "",
+            )
+        return gone
 
     def remove_queue_from_topic_queue_table(self, topic: str, queue_id: int) -> None:
         with self.lock:

@@ -164,6 +164,11 @@ class IndexService:
         self.clock = clock
         self.max_msgs_num_batch = max_msgs_num_batch
         self.files: list[IndexFile] = []
+        #: CommitLog offset from where keys could not be indexed (no disk space for a file): nothing
+        #: is indexed until the store re-dispatches from here (MessageStore.check_disk)
+        self.failed_from: int | None = None
+        #: told of the first failure (the store stops taking writes)
+        self.on_failure: Callable[[int], None] | None = None
 
     def load(self, last_exit_ok: bool) -> int | None:
         """Map the existing files.
@@ -190,22 +195,58 @@ class IndexService:
                 f.destroy()
                 continue
             self.files.append(f)
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.is_write_full():
+            # keys are written into the last file's mapping directly: its blocks must exist
+            try:
+                last.mf.reserve(last.mf.file_size)
+            except OSError as exc:
+                self._fail(last.end_phy_offset, exc)
         return rebuild_from
 
     # -- building ---------------------------------------------------------------------
 
-    def _last_file(self) -> IndexFile:
+    def _fail(self, phy_offset: int, exc: OSError) -> None:
+        if self.failed_from is None:
+            self.failed_from = phy_offset
+            log.error("build index error, stop building index from CommitLog offset %d: %s", phy_offset, exc)
+            if self.on_failure is not None:
+                self.on_failure(phy_offset)
+
+    def resume(self) -> int | None:
+        """Take keys again if the last file's blocks can be had now: where the failure began (the
+        caller re-dispatches from there), or None (still failing)."""
+        failed = self.failed_from
+        if failed is None:
+            return None
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.is_write_full():
+            try:
+                last.mf.reserve(last.mf.file_size)
+            except OSError:
+                return None
+        self.failed_from = None
+        return failed
+
+    def _last_file(self) -> IndexFile | None:
+        """The file keys go to, a new one when the last is full; None while none can be made."""
         last = self.files[-1] if self.files else None
         if last is not None and not last.is_write_full():
             return last
         end_phy = last.end_phy_offset if last is not None else 0
+        if self.failed_from is not None:
+            return None
         end_ts = last.end_timestamp if last is not None else 0
         now = self.clock()
         path = os.path.join(self.store_path, index_file_name(now))
         while os.path.exists(path) or any(f.path == path for f in self.files):
             now += 1  # two files in one millisecond: keep names unique and ordered
             path = os.path.join(self.store_path, index_file_name(now))
-        f = IndexFile(path, self.hash_slot_num, self.index_num, end_phy, end_ts)
+        try:
+            f = IndexFile(path, self.hash_slot_num, self.index_num, end_phy, end_ts)
+        except OSError as exc:
+            self._fail(end_phy, exc)
+            return None
         self.files.append(f)
         if last is not None:
             self._flush_full(last)
@@ -219,7 +260,7 @@ class IndexService:
 
     def build_index(self, req: DispatchRequest) -> None:
         f = self._last_file()
-        if req.commit_log_offset < f.end_phy_offset:
+        if f is None or req.commit_log_offset < f.end_phy_offset:
             return  # already indexed (re-dispatch after recovery)
         if req.sys_flag & _TRAN_ROLLBACK == _TRAN_ROLLBACK:
             return
@@ -228,21 +269,24 @@ class IndexService:
     def put_keys(self, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_ts: int) -> None:
         """build_index for a plain message appended in order (the send hot path's dispatch)."""
         f = self._last_file()
-        if phy_offset >= f.end_phy_offset:
+        if f is not None and phy_offset >= f.end_phy_offset:
             self._put_keys(f, topic, uniq_key, keys, phy_offset, store_ts)
 
     def _put_keys(
         self, f: IndexFile, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_ts: int
     ) -> None:
+        put: IndexFile | None = f
         if uniq_key:
-            f = self._put(f, sr.index_key(topic, uniq_key), phy_offset, store_ts)
+            put = self._put(put, sr.index_key(topic, uniq_key), phy_offset, store_ts)
         if keys:
             for key in keys.split(MessageConst.KEY_SEPARATOR):
                 if key:
-                    f = self._put(f, sr.index_key(topic, key), phy_offset, store_ts)
+                    put = self._put(put, sr.index_key(topic, key), phy_offset, store_ts)
 
-    def _put(self, f: IndexFile, key: str, phy_offset: int, store_ts: int) -> IndexFile:
-        while not f.put_key(key, phy_offset, store_ts):
+    def _put(self, f: IndexFile | None, key: str, phy_offset: int, store_ts: int) -> IndexFile | None:
+        """Put ``key`` into ``f`` or the files after it; None (nothing written) while no new file can
+        be made."""
+        while f is not None and not f.put_key(key, phy_offset, store_ts):
             f = self._last_file()
         return f
 
