@@ -167,6 +167,7 @@ class IndexService:
         #: CommitLog offset from where keys could not be indexed (no disk space for a file): nothing
         #: is indexed until the store re-dispatches from here (MessageStore.check_disk)
         self.failed_from: int | None = None
+        self._error: OSError | None = None  # why the last new file could not be made
         #: told of the first failure (the store stops taking writes)
         self.on_failure: Callable[[int], None] | None = None
 
@@ -201,15 +202,19 @@ class IndexService:
             try:
                 last.mf.reserve(last.mf.file_size)
             except OSError as exc:
-                self._fail(last.end_phy_offset, exc)
+                self._error = exc
+                # re-dispatched from its last record once there is room (whose keys may go in twice)
+                self._fail(last.end_phy_offset)
         return rebuild_from
 
     # -- building ---------------------------------------------------------------------
 
-    def _fail(self, phy_offset: int, exc: OSError) -> None:
+    def _fail(self, phy_offset: int) -> None:
+        """The keys of the record at ``phy_offset`` found no file: nothing more is indexed until
+        :meth:`resume` (the store re-dispatches from there)."""
         if self.failed_from is None:
             self.failed_from = phy_offset
-            log.error("build index error, stop building index from CommitLog offset %d: %s", phy_offset, exc)
+            log.error("build index error, stop building index from CommitLog offset %d: %s", phy_offset, self._error)
             if self.on_failure is not None:
                 self.on_failure(phy_offset)
 
@@ -229,7 +234,8 @@ class IndexService:
         return failed
 
     def _last_file(self) -> IndexFile | None:
-        """The file keys go to, a new one when the last is full; None while none can be made."""
+        """The file keys go to, a new one when the last is full; None while none can be made (the
+        caller, which knows the record, calls _fail)."""
         last = self.files[-1] if self.files else None
         if last is not None and not last.is_write_full():
             return last
@@ -245,7 +251,7 @@ class IndexService:
         try:
             f = IndexFile(path, self.hash_slot_num, self.index_num, end_phy, end_ts)
         except OSError as exc:
-            self._fail(end_phy, exc)
+            self._error = exc
             return None
         self.files.append(f)
         if last is not None:
@@ -260,7 +266,10 @@ class IndexService:
 
     def build_index(self, req: DispatchRequest) -> None:
         f = self._last_file()
-        if f is None or req.commit_log_offset < f.end_phy_offset:
+        if f is None:
+            self._fail(req.commit_log_offset)
+            return
+        if req.commit_log_offset < f.end_phy_offset:
             return  # already indexed (re-dispatch after recovery)
         if req.sys_flag & _TRAN_ROLLBACK == _TRAN_ROLLBACK:
             return
@@ -269,7 +278,9 @@ class IndexService:
     def put_keys(self, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_ts: int) -> None:
         """build_index for a plain message appended in order (the send hot path's dispatch)."""
         f = self._last_file()
-        if f is not None and phy_offset >= f.end_phy_offset:
+        if f is None:
+            self._fail(phy_offset)
+        elif phy_offset >= f.end_phy_offset:
             self._put_keys(f, topic, uniq_key, keys, phy_offset, store_ts)
 
     def _put_keys(
@@ -288,6 +299,8 @@ class IndexService:
         be made."""
         while f is not None and not f.put_key(key, phy_offset, store_ts):
             f = self._last_file()
+        if f is None:
+            self._fail(phy_offset)
         return f
 
     # -- querying ---------------------------------------------------------------------
