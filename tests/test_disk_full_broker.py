@@ -1,0 +1,202 @@
+"""The broker as a separate process with its store on a 48 MiB tmpfs that producers fill: it never dies,
+refuses sends with SERVICE_NOT_AVAILABLE (14) while the disk is full, takes them again once space is
+freed, restarts on the full store, and every acknowledged message is read back afterwards (unless a
+logged forced deletion removed its CommitLog file); ``rocketpy store check`` finds nothing wrong.
+
+Needs root for ``mount -t tmpfs`` (skipped with the reason otherwise)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from rocketpy.codecs import ResponseCode
+from rocketpy.codecs.message import decode_offset_msg_id
+from rocketpy.testing import broker_client, read_until
+
+pytestmark = pytest.mark.slow
+
+MIB = 1 << 20
+CONF = """\
+brokerName = broker-a
+brokerIP1 = 127.0.0.1
+listenPort = 0
+listenHost = 127.0.0.1
+vipChannelEnable = false
+flushDiskType = ASYNC_FLUSH
+mappedFileSizeCommitLog = 4194304
+mappedFileSizeConsumeQueue = 60000
+maxHashSlotNum = 1000
+maxIndexNum = 4000
+storePathRootDir = {store}
+"""
+TOPIC = "TDiskFull"
+QUEUES = 4
+BODY = 2048
+_DELETED = re.compile(r"deleted CommitLog file \S+, offsets \[(\d+), (\d+)\)")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 48 MiB tmpfs, unmounted afterwards."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+async def _start(conf: Path, log: Path) -> tuple[trio.Process, str]:
+    with open(log, "ab") as err:
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "rocketpy.cli", "broker", "-c", str(conf)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+    assert proc.stdout is not None
+    with trio.fail_after(30):
+        buf = await read_until(proc.stdout, b"serving on", "broker")
+    line = next(ln for ln in buf.decode().splitlines() if "serving on" in ln)
+    return proc, line.rsplit(" ", 1)[1]
+
+
+async def _stop(proc: trio.Process) -> int:
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(30):
+            await proc.wait()
+    return proc.returncode
+
+
+async def _pull_all(addr: str) -> dict[tuple[int, int], bytes]:
+    got: dict[tuple[int, int], bytes] = {}
+    async with broker_client(addr) as c:
+        for qid in range(QUEUES):
+            offset = 0
+            while True:
+                resp, msgs = await c.pull("CHECK", TOPIC, qid, offset, max_nums=32)
+                if resp.code != ResponseCode.SUCCESS:
+                    if resp.code == ResponseCode.PULL_OFFSET_MOVED or int(resp.ext_fields["nextBeginOffset"]) > offset:
+                        offset = int(resp.ext_fields["nextBeginOffset"])  # past a deleted file's units
+                        continue
+                    break
+                for m in msgs:
+                    got[(qid, m.queue_offset)] = m.body
+                offset = int(resp.ext_fields["nextBeginOffset"])
+    return got
+
+
+class Load:
+    """Producers sending until stopped: what was acknowledged (queue, queue offset) -> (body, CommitLog
+    offset), how many were refused with 14, and any other answer."""
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+        self.acked: dict[tuple[int, int], tuple[bytes, int]] = {}
+        self.refused = 0
+        self.refusal_remark = ""
+        self.other: dict[int, int] = {}
+        self.refused_since_ok = 0
+
+    async def producer(self, n: int, stop: trio.Event) -> None:
+        i = 0
+        async with broker_client(self.addr) as c:
+            while not stop.is_set():
+                body = (b"p%d-%d-" % (n, i)).ljust(BODY, b"x")
+                r = await c.send(TOPIC, body, queue_id=n % QUEUES)
+                assert r is not None
+                if r.code == ResponseCode.SUCCESS:
+                    phys = decode_offset_msg_id(r.ext_fields["msgId"])[2]
+                    self.acked[(int(r.ext_fields["queueId"]), int(r.ext_fields["queueOffset"]))] = (body, phys)
+                    self.refused_since_ok = 0
+                elif r.code == ResponseCode.SERVICE_NOT_AVAILABLE:
+                    self.refused += 1
+                    self.refused_since_ok += 1
+                    self.refusal_remark = r.remark or ""
+                    await trio.sleep(0.01)
+                else:
+                    self.other[r.code] = self.other.get(r.code, 0) + 1
+                i += 1
+
+    async def run_until(self, condition: object, timeout: float) -> None:
+        stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            for n in range(8):
+                nursery.start_soon(self.producer, n, stop)
+            with trio.fail_after(timeout):
+                while not condition():  # type: ignore[operator]
+                    await trio.sleep(0.05)
+            stop.set()
+
+
+async def test_full_disk_refuses_sends_and_the_broker_survives(tmp_path: Path, small_disk: Path) -> None:
+    ballast = small_disk / "ballast"
+    with open(ballast, "wb") as f:
+        f.write(b"\xff" * (8 * MIB))  # freed later: the operator's "make room"
+    store = small_disk / "store"
+    conf = tmp_path / "broker.conf"
+    conf.write_text(CONF.format(store=store))
+    log = tmp_path / "broker.log"
+    proc, addr = await _start(conf, log)
+    load = Load(addr)
+    try:
+        # fill the disk: sends are refused with 14 (not a dead broker)
+        await load.run_until(lambda: load.refused_since_ok >= 200, timeout=120)
+        assert proc.returncode is None, "the broker died"
+        assert load.refusal_remark.startswith(
+            "service not available now. It may be caused by one of the following reasons: the broker's disk is full [CL:"
+        )
+        full_acked = len(load.acked)
+        assert full_acked > 1000
+        # reads go on while the disk is full
+        async with broker_client(addr) as c:
+            resp, msgs = await c.pull("READER", TOPIC, 0, 0)
+            assert resp.code == ResponseCode.SUCCESS and msgs
+        # make room: sends are taken again (the disk check runs every 10 s)
+        os.remove(ballast)
+        await load.run_until(lambda: len(load.acked) >= full_acked + 200, timeout=60)
+        assert proc.returncode is None, "the broker died"
+        # full again, then a clean stop
+        await load.run_until(lambda: load.refused_since_ok >= 50, timeout=120)
+        assert await _stop(proc) == 0
+        # restart on the full store: it comes up and serves
+        proc, addr = await _start(conf, log)
+        got = await _pull_all(addr)
+        async with broker_client(addr) as c:
+            r = await c.send(TOPIC, b"after restart", queue_id=0)
+            assert r is not None and r.code in (ResponseCode.SUCCESS, ResponseCode.SERVICE_NOT_AVAILABLE)
+        assert proc.returncode is None, "the restarted broker died"
+    finally:
+        await _stop(proc)
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text, text[-3000:]
+    deleted = [(int(a), int(b)) for a, b in _DELETED.findall(text)]
+    lost = [
+        key
+        for key, (body, phys) in load.acked.items()
+        if got.get(key) != body and not any(a <= phys < b for a, b in deleted)
+    ]
+    assert not lost, f"{len(lost)} of {len(load.acked)} acknowledged messages lost: {lost[:5]}"
+    assert not load.other, load.other
+    check = subprocess.run(
+        [sys.executable, "-m", "rocketpy.cli", "store", "check", str(store)], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    print(
+        f"acknowledged {len(load.acked)}, refused with 14: {load.refused}, "
+        f"deletions logged: {len(deleted)}, lost: {len(lost)}"
+    )
