@@ -158,7 +158,8 @@ async def test_full_disk_refuses_sends_and_the_broker_survives(tmp_path: Path, s
         await load.run_until(lambda: load.refused_since_ok >= 200, timeout=120)
         assert proc.returncode is None, "the broker died"
         assert load.refusal_remark.startswith(
-            "service not available now. It may be caused by one of the following reasons: the broker's disk is full [CL:"
+            "service not available now. It may be caused by one of the following reasons: the broker's disk is "
+            "full [CL:"
         )
         full_acked = len(load.acked)
         assert full_acked > 1000
