@@ -19,8 +19,7 @@ import pytest
 import trio
 
 from rocketpy.codecs import ResponseCode
-from rocketpy.codecs.message import decode_offset_msg_id
-from rocketpy.testing import broker_client, read_until
+from rocketpy.testing import SendLoad, broker_client, pull_queues, read_until
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +38,6 @@ maxIndexNum = 4000
 storePathRootDir = {store}
 """
 TOPIC = "TDiskFull"
-QUEUES = 4
-BODY = 2048
 _DELETED = re.compile(r"deleted CommitLog file \S+, offsets \[(\d+), (\d+)\)")
 
 
@@ -82,67 +79,6 @@ async def _stop(proc: trio.Process) -> int:
     return proc.returncode
 
 
-async def _pull_all(addr: str) -> dict[tuple[int, int], bytes]:
-    got: dict[tuple[int, int], bytes] = {}
-    async with broker_client(addr) as c:
-        for qid in range(QUEUES):
-            offset = 0
-            while True:
-                resp, msgs = await c.pull("CHECK", TOPIC, qid, offset, max_nums=32)
-                if resp.code != ResponseCode.SUCCESS:
-                    if resp.code == ResponseCode.PULL_OFFSET_MOVED or int(resp.ext_fields["nextBeginOffset"]) > offset:
-                        offset = int(resp.ext_fields["nextBeginOffset"])  # past a deleted file's units
-                        continue
-                    break
-                for m in msgs:
-                    got[(qid, m.queue_offset)] = m.body
-                offset = int(resp.ext_fields["nextBeginOffset"])
-    return got
-
-
-class Load:
-    """Producers sending until stopped: what was acknowledged (queue, queue offset) -> (body, CommitLog
-    offset), how many were refused with 14, and any other answer."""
-
-    def __init__(self, addr: str) -> None:
-        self.addr = addr
-        self.acked: dict[tuple[int, int], tuple[bytes, int]] = {}
-        self.refused = 0
-        self.refusal_remark = ""
-        self.other: dict[int, int] = {}
-        self.refused_since_ok = 0
-
-    async def producer(self, n: int, stop: trio.Event) -> None:
-        i = 0
-        async with broker_client(self.addr) as c:
-            while not stop.is_set():
-                body = (b"p%d-%d-" % (n, i)).ljust(BODY, b"x")
-                r = await c.send(TOPIC, body, queue_id=n % QUEUES)
-                assert r is not None
-                if r.code == ResponseCode.SUCCESS:
-                    phys = decode_offset_msg_id(r.ext_fields["msgId"])[2]
-                    self.acked[(int(r.ext_fields["queueId"]), int(r.ext_fields["queueOffset"]))] = (body, phys)
-                    self.refused_since_ok = 0
-                elif r.code == ResponseCode.SERVICE_NOT_AVAILABLE:
-                    self.refused += 1
-                    self.refused_since_ok += 1
-                    self.refusal_remark = r.remark or ""
-                    await trio.sleep(0.01)
-                else:
-                    self.other[r.code] = self.other.get(r.code, 0) + 1
-                i += 1
-
-    async def run_until(self, condition: object, timeout: float) -> None:
-        stop = trio.Event()
-        async with trio.open_nursery() as nursery:
-            for n in range(8):
-                nursery.start_soon(self.producer, n, stop)
-            with trio.fail_after(timeout):
-                while not condition():  # type: ignore[operator]
-                    await trio.sleep(0.05)
-            stop.set()
-
-
 async def test_full_disk_refuses_sends_and_the_broker_survives(tmp_path: Path, small_disk: Path) -> None:
     ballast = small_disk / "ballast"
     with open(ballast, "wb") as f:
@@ -152,11 +88,11 @@ async def test_full_disk_refuses_sends_and_the_broker_survives(tmp_path: Path, s
     conf.write_text(CONF.format(store=store))
     log = tmp_path / "broker.log"
     proc, addr = await _start(conf, log)
-    load = Load(addr)
+    load = SendLoad(addr, TOPIC)
     try:
         # fill the disk: sends are refused with 14 (not a dead broker)
-        await load.run_until(lambda: load.refused_since_ok >= 200, timeout=120)
-        assert proc.returncode is None, "the broker died"
+        assert await load.run_until(lambda: load.refused_since_ok >= 200, timeout=120)
+        assert proc.returncode is None and not load.broken, "the broker died"
         assert load.refusal_remark.startswith(
             "service not available now. It may be caused by one of the following reasons: the broker's disk is "
             "full [CL:"
@@ -169,14 +105,14 @@ async def test_full_disk_refuses_sends_and_the_broker_survives(tmp_path: Path, s
             assert resp.code == ResponseCode.SUCCESS and msgs
         # make room: sends are taken again (the disk check runs every 10 s)
         os.remove(ballast)
-        await load.run_until(lambda: len(load.acked) >= full_acked + 200, timeout=60)
-        assert proc.returncode is None, "the broker died"
+        assert await load.run_until(lambda: len(load.acked) >= full_acked + 200, timeout=60)
+        assert proc.returncode is None and not load.broken, "the broker died"
         # full again, then a clean stop
-        await load.run_until(lambda: load.refused_since_ok >= 50, timeout=120)
+        assert await load.run_until(lambda: load.refused_since_ok >= 50, timeout=120)
         assert await _stop(proc) == 0
         # restart on the full store: it comes up and serves
         proc, addr = await _start(conf, log)
-        got = await _pull_all(addr)
+        got = await pull_queues(addr, TOPIC, load.queues)
         async with broker_client(addr) as c:
             r = await c.send(TOPIC, b"after restart", queue_id=0)
             assert r is not None and r.code in (ResponseCode.SUCCESS, ResponseCode.SERVICE_NOT_AVAILABLE)
@@ -186,11 +122,7 @@ async def test_full_disk_refuses_sends_and_the_broker_survives(tmp_path: Path, s
     text = log.read_text(errors="replace")
     assert "Traceback" not in text, text[-3000:]
     deleted = [(int(a), int(b)) for a, b in _DELETED.findall(text)]
-    lost = [
-        key
-        for key, (body, phys) in load.acked.items()
-        if got.get(key) != body and not any(a <= phys < b for a, b in deleted)
-    ]
+    lost = load.lost(got, deleted)
     assert not lost, f"{len(lost)} of {len(load.acked)} acknowledged messages lost: {lost[:5]}"
     assert not load.other, load.other
     check = subprocess.run(
