@@ -391,7 +391,7 @@ cdef class SendCore:
             mf = files[len(files) - 1]  # (wraparound is off in this module)
             pos = mf.wrote_position
             limit = cl.file_size - self.end_blank
-            if pos + total > limit:
+            if pos + total > limit or pos + total > mf.allocated:  # (past allocated: put_message allocates)
                 return None
             store_ts = cl.clock()
             queue_offset = table.get(key, 0)
@@ -790,6 +790,8 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
     cdef uint8_t* m
     if index_count >= index_num:
         return False
+    if <Py_ssize_t>f._entries_at + (index_count + 1) * 20 > <Py_ssize_t>f.mf.allocated:
+        return False  # the entry's blocks are not allocated yet: IndexFile.put_key allocates them
     h = <int64_t>_jhash(key)
     if h < 0:
         h = -h

@@ -447,8 +447,8 @@ async def pull_queues(addr: str, topic: str, queues: int, group: str = "CHECK") 
 class SendLoad:
     """Producers sending ``body_size``-byte messages to ``topic`` until told to stop, keeping score:
     what was acknowledged ((queue id, queue offset) -> (body, CommitLog offset)), how many sends were
-    refused with SERVICE_NOT_AVAILABLE (14, and the last remark), any other answer by code, and
-    whether the broker went away (a send that failed outright)."""
+    refused with SERVICE_NOT_AVAILABLE (14, and the last remark), any other answer by code, sends
+    not answered in time, and whether the broker went away (a connection that failed)."""
 
     def __init__(self, addr: str, topic: str, *, queues: int = 4, body_size: int = 2048) -> None:
         self.addr = addr
@@ -460,11 +460,13 @@ class SendLoad:
         self.refused_since_ok = 0
         self.refusal_remark = ""
         self.other: dict[int, int] = {}
+        self.timeouts = 0
         self.broken = False
 
     async def producer(self, n: int, stop: trio.Event) -> None:
         from .codecs import ResponseCode
         from .codecs.message import decode_offset_msg_id
+        from .remoting.errors import RemotingError, RemotingTimeoutError
 
         i = 0
         async with broker_client(self.addr) as c:
@@ -472,7 +474,10 @@ class SendLoad:
                 body = (b"p%d-%d-" % (n, i)).ljust(self.body_size, b"x")
                 try:
                     r = await c.send(self.topic, body, queue_id=n % self.queues)
-                except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
+                except RemotingTimeoutError:
+                    self.timeouts += 1  # a stalled broker: it may answer again
+                    continue
+                except (RemotingError, OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                     self.broken = True
                     return
                 assert r is not None

@@ -16,6 +16,7 @@ from test_store import CL_SIZE, Clock, fill, make_config, make_msg, pull_all
 
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.bodies.store_config import encode_config_file
+from rocketpy.codecs.message import properties_to_string
 from rocketpy.store import GetMessageStatus, MessageStore, PutMessageStatus
 from rocketpy.store import mapped_file as mapped_file_module
 from rocketpy.store.check import check_store
@@ -156,9 +157,10 @@ def test_consume_queue_that_cannot_grow_is_caught_up_when_space_returns(
     assert check_store(str(tmp_path), make_config(tmp_path)).ok
 
 
-def _plain_record(body: bytes) -> tuple[object, ...]:
-    """CommitLog.append_plain's arguments after topic and queue id, for topic T."""
-    return (b"T", 0, 0, 1_700_000_000_000, bytes([10, 0, 0, 1]), 5555, bytes([10, 0, 0, 2]), 10911, 0, body, b"")
+def _plain_record(body: bytes, keys: str | None = None) -> tuple[object, ...]:
+    """CommitLog.append_plain's arguments after topic and queue id, for topic T (with a KEYS property)."""
+    props = properties_to_string({"KEYS": keys}).encode() if keys else b""
+    return (b"T", 0, 0, 1_700_000_000_000, bytes([10, 0, 0, 1]), 5555, bytes([10, 0, 0, 2]), 10911, 0, body, props)
 
 
 def test_consume_queue_allocated_by_chunks_stops_at_the_chunk_the_disk_refuses(tmp_path: Path, disk: FullDisk) -> None:
@@ -323,3 +325,58 @@ async def test_broker_answers_14_with_javas_remark_while_the_disk_is_full(
             usage[0] = 0.5
             broker.store.check_disk()
             assert (await c.send("TDisk", b"again")).code == ResponseCode.SUCCESS
+
+
+def test_commitlog_and_index_allocated_by_chunks_fill_and_stop_cleanly(
+    tmp_path: Path, disk: FullDisk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files bigger than their allocation chunk: the send lane's put and the compiled dispatch stop
+    at the allocated end and leave the rest to the Python paths, which allocate (or fail cleanly)."""
+    from rocketpy.store import commitlog, index
+
+    monkeypatch.setattr(commitlog, "ALLOCATION_CHUNK", 8192)
+    monkeypatch.setattr(index, "ALLOCATION_CHUNK", 4096)
+    cfg = make_config(tmp_path, mapped_file_size_commit_log=64 * 1024, max_index_num=2000, max_hash_slot_num=100)
+    with MessageStore(cfg, clock=Clock(), disk_usage=lambda p: 0.5) as store:
+        assert store.put_message(make_msg("T", 0, b"first", keys="k0")).is_ok
+        n = 1
+        while store.commitlog.mfq.files[-1].wrote_position < 40 * 1024:  # past several chunks
+            done = store.append_plain(0, f"k{n}", None, "T", 0, *_plain_record(b"%d" % n, f"k{n}"))
+            if done is None:  # the chunk's end: the general put allocates the next one
+                assert store.put_message(make_msg("T", 0, b"%d" % n, keys=f"k{n}")).is_ok
+            n += 1
+        store.settle()
+        last = store.commitlog.mfq.files[-1]
+        assert last.wrote_position <= last.allocated < last.file_size
+        disk.full.add("/commitlog/")
+        refused = 0
+        for _ in range(200):  # until the next chunk is needed: refused, never a fault
+            if store.append_plain(0, None, None, "T", 0, *_plain_record(b"x" * 200)) is not None:
+                continue
+            if store.put_message(make_msg("T", 0, b"x" * 200)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+                refused += 1
+        store.settle()
+        assert refused > 0 and not store.writable
+        assert last.wrote_position <= last.allocated
+        disk.full.clear()
+        store.check_disk()
+        assert store.writable and store.put_message(make_msg("T", 0, b"again")).is_ok
+        for i in range(n):
+            assert len(store.query_message("T", f"k{i}", 32, 0, 1 << 62).messages) == 1, i
+        assert store.index is not None and store.index.files[-1].mf.allocated < store.index.files[-1].mf.file_size
+    assert check_store(str(tmp_path), cfg).ok
+
+
+async def test_send_lane_crosses_allocation_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocketpy.store import commitlog
+
+    monkeypatch.setattr(commitlog, "ALLOCATION_CHUNK", 16 * 1024)
+    async with running_broker(str(tmp_path), mappedFileSizeCommitLog=str(256 * 1024)) as broker:
+        async with broker_client(broker.address) as c:
+            for i in range(300):  # 300 KiB: chunk after chunk, and a new file
+                assert (await c.send("TChunks", b"%04d" % i + b"x" * 1000)).code == ResponseCode.SUCCESS
+            resp, msgs = await c.pull("G", "TChunks", 0, 0, max_nums=32)
+            assert resp.code == ResponseCode.SUCCESS and msgs[0].body.startswith(b"0000")
+        files = broker.store.commitlog.mfq.files
+        assert len(files) == 2 and all(f.wrote_position <= f.allocated for f in files)
+        assert files[-1].allocated < files[-1].file_size

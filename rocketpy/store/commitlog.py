@@ -61,6 +61,9 @@ __all__ = ["CommitLog", "dispatch_request_of", "END_FILE_MIN_BLANK_LENGTH"]
 log = logging.getLogger("rocketpy.store")
 
 END_FILE_MIN_BLANK_LENGTH = 8  # a file always keeps room for the blank record's size + magic
+#: blocks are allocated this far ahead of the appends (see mapped_file); the send lanes write below
+#: the last file's ``allocated`` only and leave the put that crosses it to put_message, which allocates
+ALLOCATION_CHUNK = 4 * 1024 * 1024
 _BATCH_ENTRY = BATCH_ENTRY.compile()
 _INT32 = struct.Struct(">i")
 _V4_MAPPED = b"\x00" * 10 + b"\xff\xff"
@@ -151,7 +154,9 @@ class CommitLog:
     ) -> None:
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
-        self.mfq = MappedFileQueue(config.commit_log_dir, self.file_size, sync_hook=sync_hook)
+        self.mfq = MappedFileQueue(
+            config.commit_log_dir, self.file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK
+        )
         self.delay_levels = DelayLevels(config.message_delay_level)
         self.clock = clock
         self.topic_queue_table: dict[tuple[str, int], int] = {}
@@ -282,7 +287,7 @@ class CommitLog:
                 topic_b,
                 props_b,
             )
-            mf.write_at(pos, record)
+            mf.write_at(pos, record)  # allocates what it needs first (OSError: nothing written)
             mf.wrote_position = pos + msg_len
             mf.store_timestamp = store_ts
             if tran in (_TRAN_NOT, _TRAN_COMMIT):
@@ -343,7 +348,7 @@ class CommitLog:
             if mf is None:
                 return None
             pos = mf.wrote_position
-            limit = self.file_size - END_FILE_MIN_BLANK_LENGTH
+            limit = min(self.file_size - END_FILE_MIN_BLANK_LENGTH, mf.allocated)
             store_ts = self.clock()
             queue_offset = table.get(key, 0)
             phys = mf.file_from_offset + pos
@@ -586,12 +591,12 @@ class CommitLog:
         return self.mfq.flushed_where
 
     def allocate_writable_file(self) -> None:
-        """Make sure the file appends go to has all its blocks (OSError when the disk cannot give
-        them): a file this store did not create itself (loaded, or cut by recovery) may be sparse,
-        and the send lanes write into the last file's mapping directly."""
+        """Allocate the next chunk of the file appends go to (OSError when the disk cannot give it):
+        a file loaded or cut by recovery may be sparse, and the send lanes write into the last file's
+        mapping directly, below its ``allocated``."""
         mf = self.mfq.last_file()
         if mf is not None and not mf.is_full():
-            mf.reserve(self.file_size)
+            mf.reserve(min(self.file_size, mf.wrote_position + ALLOCATION_CHUNK))
 
     def delete_expired_files(
         self, expired_ms: int, now_ms: int, *, clean_immediately: bool, keep_from: int

@@ -29,6 +29,8 @@ _ENTRY = sr.INDEX_ENTRY_UNIT
 _INT32 = sr._INT32
 _INT_MAX = 0x7FFFFFFF
 _TRAN_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+#: entries' blocks are allocated this far ahead (header and hash slots, written anywhere, at once)
+ALLOCATION_CHUNK = 1024 * 1024
 
 
 def index_file_name(now_ms: int) -> str:
@@ -46,9 +48,14 @@ class IndexFile:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         size = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE + index_num * sr.INDEX_ENTRY_SIZE
-        self.mf = MappedFile(path, size)
-        self.path = path
         self._entries_at = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE
+        self.mf = MappedFile(
+            path,
+            size,
+            allocation_chunk=ALLOCATION_CHUNK,
+            initial_allocation=self._entries_at + ALLOCATION_CHUNK,
+        )
+        self.path = path
         self.begin_timestamp = 0
         self.end_timestamp = 0
         self.begin_phy_offset = 0
@@ -85,12 +92,20 @@ class IndexFile:
         self.hash_slot_count = h[4]
         self.index_count = max(h[5], 1)
 
+    def allocation_needed(self) -> int:
+        """How far the blocks must go before the next key: header, every slot, the next entry."""
+        return self._entries_at + (self.index_count + 1) * sr.INDEX_ENTRY_SIZE
+
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """False when the file is full; OSError (nothing written) when the entry's blocks cannot be had."""
         if self.index_count >= self.index_num:
             return False
+        end = self._entries_at + (self.index_count + 1) * sr.INDEX_ENTRY_SIZE
+        if end > self.mf.allocated:
+            self.mf.reserve(end)
         mm = self.mf.mm
         key_hash = sr.index_key_hash(key)
         abs_slot = sr.INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * sr.INDEX_HASH_SLOT_SIZE
@@ -198,9 +213,9 @@ class IndexService:
             self.files.append(f)
         last = self.files[-1] if self.files else None
         if last is not None and not last.is_write_full():
-            # keys are written into the last file's mapping directly: its blocks must exist
+            # keys are written into the last file's mapping directly, slots anywhere: their blocks must exist
             try:
-                last.mf.reserve(last.mf.file_size)
+                last.mf.reserve(last.allocation_needed())
             except OSError as exc:
                 self._error = exc
                 # re-dispatched from its last record once there is room (whose keys may go in twice)
@@ -227,7 +242,7 @@ class IndexService:
         last = self.files[-1] if self.files else None
         if last is not None and not last.is_write_full():
             try:
-                last.mf.reserve(last.mf.file_size)
+                last.mf.reserve(last.allocation_needed())
             except OSError:
                 return None
         self.failed_from = None
@@ -295,10 +310,14 @@ class IndexService:
                     put = self._put(put, sr.index_key(topic, key), phy_offset, store_ts)
 
     def _put(self, f: IndexFile | None, key: str, phy_offset: int, store_ts: int) -> IndexFile | None:
-        """Put ``key`` into ``f`` or the files after it; None (nothing written) while no new file can
-        be made."""
-        while f is not None and not f.put_key(key, phy_offset, store_ts):
-            f = self._last_file()
+        """Put ``key`` into ``f`` or the files after it; None (nothing written) while the disk has no
+        room for it."""
+        try:
+            while f is not None and not f.put_key(key, phy_offset, store_ts):
+                f = self._last_file()
+        except OSError as exc:
+            self._error = exc
+            f = None
         if f is None:
             self._fail(phy_offset)
         return f

@@ -8,9 +8,11 @@ mapped whole; data is appended at ``wrote_position`` and made durable by ``flush
 Blocks are allocated (posix_fallocate) before anything is written into them: a store
 on a full filesystem must get an error where a file is made or grown, never a SIGBUS
 on a write into a page the filesystem cannot back. A file allocates itself whole when
-created, or, with ``allocation_chunk``, chunk by chunk ahead of its writes (the
-ConsumeQueues: many files, each mostly empty for a long time); ``allocated`` is how
-far the blocks are known to be there, and :meth:`MappedFile.reserve` extends it.
+created, or, with ``allocation_chunk``, chunk by chunk ahead of its writes (so a 1 GiB
+CommitLog file or a 420 MB index file does not take its whole size on disk the moment
+it is made, nor an idle queue's ConsumeQueue file its 6 MB); ``allocated`` is how far
+the blocks are known to be there, and :meth:`MappedFile.reserve` extends it. Whoever
+writes into ``mm`` directly stays below ``allocated``.
 
 Threading: one writer appends (the store's caller, e.g. the trio thread) while a
 flush may run in a worker thread (trio.to_thread). Appends never take a lock;
@@ -76,10 +78,12 @@ class MappedFile:
         *,
         sync_hook: SyncHook | None = None,
         allocation_chunk: int = 0,
+        initial_allocation: int | None = None,
     ) -> None:
-        """Map ``path``, creating it (allocated whole, or its first ``allocation_chunk`` bytes) when
-        it does not exist; an existing file is mapped as it is (``allocated`` 0 until
-        :meth:`reserve`). OSError when the file cannot be made, and then nothing is left behind."""
+        """Map ``path``, creating it when it does not exist, with ``initial_allocation`` bytes
+        allocated (default: the first ``allocation_chunk``, or the whole file without one); an
+        existing file is mapped as it is (``allocated`` 0 until :meth:`reserve`). OSError when the
+        file cannot be made, and then nothing is left behind."""
         self.path = path
         self.file_name = os.path.basename(path)
         self.file_size = file_size
@@ -105,7 +109,9 @@ class MappedFile:
                 # Like RandomAccessFile + map: the file gets its full size, zero filled.
                 os.ftruncate(fd, file_size)
             if made:
-                end = min(allocation_chunk, file_size) if allocation_chunk > 0 else file_size
+                if initial_allocation is None:
+                    initial_allocation = allocation_chunk if allocation_chunk > 0 else file_size
+                end = min(initial_allocation, file_size)
                 allocate(fd, 0, end)
                 self.allocated = end
             self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)

@@ -201,6 +201,7 @@ async def run_one(impl: str, after: float) -> dict[str, Any]:
             acked=len(load.acked),
             refused_14=load.refused,
             other_answers=load.other,
+            timeouts=load.timeouts,
             exit_codes=broker.exits,  # 0: stopped by us; 135: SIGBUS (128 + 7); 143: SIGTERM
             deletions_logged=len(deleted),
             acked_in_deleted_files=in_deleted,
