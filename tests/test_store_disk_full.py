@@ -380,3 +380,18 @@ async def test_send_lane_crosses_allocation_chunks(tmp_path: Path, monkeypatch: 
         files = broker.store.commitlog.mfq.files
         assert len(files) == 2 and all(f.wrote_position <= f.allocated for f in files)
         assert files[-1].allocated < files[-1].file_size
+
+
+def test_a_filesystem_that_cannot_preallocate_keeps_files_sparse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def unsupported(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+
+    monkeypatch.setattr(mapped_file_module.os, "posix_fallocate", unsupported)
+    monkeypatch.setattr(mapped_file_module, "_unsupported_logged", False)
+    with MessageStore(make_config(tmp_path), clock=Clock(), disk_usage=lambda p: 0.5) as store:
+        fill(store, 30)  # several files: every put taken (not refused for want of preallocation)
+        assert store.writable
+    warnings = [r.getMessage() for r in caplog.records if "cannot preallocate" in r.getMessage()]
+    assert len(warnings) == 1

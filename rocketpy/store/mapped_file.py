@@ -33,7 +33,7 @@ from collections.abc import Callable
 from .config import OS_PAGE_SIZE
 from .types import StoreError
 
-__all__ = ["MappedFile", "MappedFileQueue", "SyncHook", "allocate", "is_no_space", "offset_to_file_name"]
+__all__ = ["MappedFile", "MappedFileQueue", "SyncHook", "allocate", "offset_to_file_name"]
 
 log = logging.getLogger("rocketpy.store")
 
@@ -46,11 +46,6 @@ def offset_to_file_name(offset: int) -> str:
     return f"{offset:020d}"
 
 
-def is_no_space(exc: OSError) -> bool:
-    """The filesystem is full (or the quota reached)."""
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT)
-
-
 def _remove_quietly(path: str) -> None:
     try:
         os.remove(path)
@@ -58,14 +53,29 @@ def _remove_quietly(path: str) -> None:
         pass
 
 
+#: errors of a filesystem that cannot preallocate at all (not of one that is full)
+_UNSUPPORTED = (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS)
+_unsupported_logged = False
+
+
 def allocate(fd: int, offset: int, length: int) -> None:
     """Make sure the blocks of [offset, offset + length) exist (OSError, e.g. ENOSPC, when they cannot).
 
     posix_fallocate: glibc falls back to writing a byte per block where the filesystem has
-    no fallocate, so this works everywhere, tmpfs included.
+    no fallocate, so this works almost everywhere, tmpfs included. Where it cannot work at all,
+    files stay sparse as before (logged once) rather than every write being refused.
     """
-    if length > 0:
+    global _unsupported_logged
+    if length <= 0:
+        return
+    try:
         os.posix_fallocate(fd, offset, length)
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED:
+            raise
+        if not _unsupported_logged:
+            _unsupported_logged = True
+            log.warning("this filesystem cannot preallocate store files (%s): a full disk may stop the broker", exc)
 
 
 class MappedFile:
@@ -155,15 +165,15 @@ class MappedFile:
             return
         chunk = self.allocation_chunk
         target = min(max(end, self.allocated + chunk) if chunk > 0 else self.file_size, self.file_size)
-        with self._lock:
-            if self._closed:
-                raise OSError(errno.EBADF, "mapped file is closed", self.path)
-            fd = os.open(self.path, os.O_RDWR)
-            try:
-                allocate(fd, self.allocated, target - self.allocated)
-            finally:
-                os.close(fd)
-            self.allocated = target
+        # (not under the file's lock: that one is held through a flush's msync, and this runs on the put path)
+        if self._closed:
+            raise OSError(errno.EBADF, "mapped file is closed", self.path)
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            allocate(fd, self.allocated, target - self.allocated)
+        finally:
+            os.close(fd)
+        self.allocated = target
 
     def append(self, data: bytes) -> bool:
         """Append at the wrote position; False when it does not fit (OSError when its blocks cannot
