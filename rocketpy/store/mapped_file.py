@@ -10,9 +10,12 @@ on a full filesystem must get an error where a file is made or grown, never a SI
 on a write into a page the filesystem cannot back. A file allocates itself whole when
 created, or, with ``allocation_chunk``, chunk by chunk ahead of its writes (so a 1 GiB
 CommitLog file or a 420 MB index file does not take its whole size on disk the moment
-it is made, nor an idle queue's ConsumeQueue file its 6 MB); ``allocated`` is how far
-the blocks are known to be there, and :meth:`MappedFile.reserve` extends it. Whoever
-writes into ``mm`` directly stays below ``allocated``.
+it is made, nor an idle queue's ConsumeQueue file its 6 MB). ``allocated`` is how far
+writes may go without :meth:`MappedFile.reserve`, which extends it; whoever writes into
+``mm`` directly stays below it. It ends ``ALLOCATED_SLACK`` bytes short of the blocks
+known to be there, so a reader looking just past the written end (recovery's "is there
+another record/unit here?") reads blocks that exist: on tmpfs even a read of a hole needs
+a page, and gets a SIGBUS when the filesystem has none left.
 
 Threading: one writer appends (the store's caller, e.g. the trio thread) while a
 flush may run in a worker thread (trio.to_thread). Appends never take a lock;
@@ -37,6 +40,9 @@ __all__ = ["MappedFile", "MappedFileQueue", "SyncHook", "allocate", "offset_to_f
 
 log = logging.getLogger("rocketpy.store")
 
+#: allocated bytes kept past the writable limit: more than any look past the written end reads
+ALLOCATED_SLACK = 64
+
 SyncHook = Callable[[str, int, int], None]
 """Called after each msync with (path, from_position, to_position): tests record flushes with it."""
 
@@ -44,6 +50,14 @@ SyncHook = Callable[[str, int, int], None]
 def offset_to_file_name(offset: int) -> str:
     """UtilAll.offset2FileName: the offset as 20 zero-padded digits."""
     return f"{offset:020d}"
+
+
+def _first_hole(fd: int, size: int) -> int:
+    """Where the first hole of a file begins (its size when it has none, 0 when it cannot be told)."""
+    try:
+        return min(size, os.lseek(fd, 0, os.SEEK_HOLE))
+    except (OSError, AttributeError):
+        return 0
 
 
 def _remove_quietly(path: str) -> None:
@@ -92,8 +106,8 @@ class MappedFile:
     ) -> None:
         """Map ``path``, creating it when it does not exist, with ``initial_allocation`` bytes
         allocated (default: the first ``allocation_chunk``, or the whole file without one); an
-        existing file is mapped as it is (``allocated`` 0 until :meth:`reserve`). OSError when the
-        file cannot be made, and then nothing is left behind."""
+        existing file is mapped as it is, ``allocated`` up to its first hole. OSError when the file
+        cannot be made, and then nothing is left behind."""
         self.path = path
         self.file_name = os.path.basename(path)
         self.file_size = file_size
@@ -106,7 +120,8 @@ class MappedFile:
         self._lock = threading.Lock()
         self._closed = False
         self.allocation_chunk = allocation_chunk
-        self.allocated = 0
+        self.allocated = 0  # writes below this need no reserve()
+        self._allocated_end = 0  # the blocks known to exist: [0, this)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         made = False
         try:
@@ -123,7 +138,9 @@ class MappedFile:
                     initial_allocation = allocation_chunk if allocation_chunk > 0 else file_size
                 end = min(initial_allocation, file_size)
                 allocate(fd, 0, end)
-                self.allocated = end
+                self._set_allocated(end)
+            else:
+                self._set_allocated(_first_hole(fd, file_size))
             self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(fd)
@@ -164,16 +181,21 @@ class MappedFile:
         if end <= self.allocated:
             return
         chunk = self.allocation_chunk
-        target = min(max(end, self.allocated + chunk) if chunk > 0 else self.file_size, self.file_size)
+        done = self._allocated_end
+        target = min(max(end + ALLOCATED_SLACK, done + chunk) if chunk > 0 else self.file_size, self.file_size)
         # (not under the file's lock: that one is held through a flush's msync, and this runs on the put path)
         if self._closed:
             raise OSError(errno.EBADF, "mapped file is closed", self.path)
         fd = os.open(self.path, os.O_RDWR)
         try:
-            allocate(fd, self.allocated, target - self.allocated)
+            allocate(fd, done, target - done)
         finally:
             os.close(fd)
-        self.allocated = target
+        self._set_allocated(target)
+
+    def _set_allocated(self, end: int) -> None:
+        self._allocated_end = end
+        self.allocated = self.file_size if end >= self.file_size else max(0, end - ALLOCATED_SLACK)
 
     def append(self, data: bytes) -> bool:
         """Append at the wrote position; False when it does not fit (OSError when its blocks cannot
@@ -205,8 +227,9 @@ class MappedFile:
         chunk = 1 << 20
         p = pos
         extent = 0
-        while p < self.file_size:
-            n = min(chunk, self.file_size - p)
+        end = min(self.file_size, self._allocated_end)  # past the first hole there is no data to clear
+        while p < end:
+            n = min(chunk, end - p)
             block = self.mm[p : p + n]
             if block.count(0) == n:
                 break
