@@ -15,6 +15,10 @@ where they run. The contract for an async (trio) broker:
   the blocking one-call form.
 * ``flush_consume_queues`` (every flushIntervalConsumeQueue ms) also writes the
   checkpoint; ``clean_expired`` (every cleanResourceInterval ms) applies retention.
+* ``check_disk`` (every 10 s) refuses puts (SERVICE_NOT_AVAILABLE) while the disk is
+  full and takes them again once there is room; so does a put that finds no room for
+  the CommitLog's next blocks (see mapped_file: blocks are allocated before they are
+  written, so a full disk is never a SIGBUS).
 * Reads (``get_message``, ``query_message`` ...) return copies of the record
   bytes, so results stay valid after files are deleted.
 """
