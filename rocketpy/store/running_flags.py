@@ -59,8 +59,5 @@ class RunningFlags:
     def set_index_file_error(self, on: bool) -> bool:
         return self._set(WRITE_INDEX_FILE_ERROR_BIT, on)
 
-    def set_not_writeable(self, on: bool) -> bool:
-        return self._set(NOT_WRITEABLE_BIT, on)
-
     def __repr__(self) -> str:
         return f"RunningFlags(bits={self.bits:#x})"
