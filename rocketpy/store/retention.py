@@ -31,10 +31,11 @@ __all__ = [
 
 log = logging.getLogger("rocketpy.store")
 
-#: Java's system properties rocketmq.broker.diskSpaceWarningLevelRatio and diskSpaceCleanForciblyRatio:
-#: past the first the store refuses puts, past the second retention deletes files whatever their age
-DISK_SPACE_WARNING_LEVEL_RATIO = float(os.environ.get("rocketmq.broker.diskSpaceWarningLevelRatio", "0.90"))
-DISK_SPACE_CLEAN_FORCIBLY_RATIO = float(os.environ.get("rocketmq.broker.diskSpaceCleanForciblyRatio", "0.85"))
+#: the defaults of Java's system properties rocketmq.broker.diskSpaceWarningLevelRatio and
+#: diskSpaceCleanForciblyRatio: past the first the store refuses puts, past the second retention
+#: deletes files whatever their age (with cleanFileForciblyEnable)
+DISK_SPACE_WARNING_LEVEL_RATIO = 0.90
+DISK_SPACE_CLEAN_FORCIBLY_RATIO = 0.85
 
 
 def total_physical_memory() -> int:
