@@ -395,3 +395,33 @@ def test_a_filesystem_that_cannot_preallocate_keeps_files_sparse(
         assert store.writable
     warnings = [r.getMessage() for r in caplog.records if "cannot preallocate" in r.getMessage()]
     assert len(warnings) == 1
+
+
+@pytest.mark.parametrize("path", ["put_message", "append_plain"])
+def test_index_that_cannot_grow_its_file_is_caught_up_in_order(
+    tmp_path: Path, disk: FullDisk, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    from rocketpy.store import index
+
+    monkeypatch.setattr(index, "ALLOCATION_CHUNK", 4096)  # about 200 entries a chunk
+    cfg = make_config(tmp_path, mapped_file_size_commit_log=256 * 1024, max_index_num=2000, max_hash_slot_num=100)
+    with MessageStore(cfg, clock=Clock(), disk_usage=lambda p: 0.5) as store:
+        assert store.put_message(make_msg("T", 0, b"0", keys="k0")).is_ok
+        acked = [0]
+        for i in range(1, 400):
+            if i == 150:
+                disk.full.add("/index/")
+            if path == "put_message":
+                ok = store.put_message(make_msg("T", 0, b"%d" % i, keys=f"k{i}")).is_ok
+            else:
+                ok = store.append_plain(0, f"k{i}", None, "T", 0, *_plain_record(b"%d" % i, f"k{i}")) is not None
+                store.settle()
+            if ok:
+                acked.append(i)
+        assert 150 < len(acked) < 400 and not store.writable  # the index's next chunk was refused
+        disk.full.clear()
+        store.check_disk()
+        assert store.writable
+        for i in acked:
+            assert len(store.query_message("T", f"k{i}", 32, 0, 1 << 62).messages) == 1, i
+    assert check_store(str(tmp_path), cfg).ok

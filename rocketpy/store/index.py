@@ -251,12 +251,12 @@ class IndexService:
     def _last_file(self) -> IndexFile | None:
         """The file keys go to, a new one when the last is full; None while none can be made (the
         caller, which knows the record, calls _fail)."""
+        if self.failed_from is not None:
+            return None  # nothing goes in out of order: the re-dispatch comes first
         last = self.files[-1] if self.files else None
         if last is not None and not last.is_write_full():
             return last
         end_phy = last.end_phy_offset if last is not None else 0
-        if self.failed_from is not None:
-            return None
         end_ts = last.end_timestamp if last is not None else 0
         now = self.clock()
         path = os.path.join(self.store_path, index_file_name(now))
