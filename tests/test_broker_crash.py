@@ -28,12 +28,14 @@ storePathRootDir = {store}
 """
 
 
-async def _start(conf: str) -> tuple[trio.Process, str]:
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "rocketpy.cli", "broker", "-c", conf],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+async def _start(conf: str, log: str | None = None) -> tuple[trio.Process, str]:
+    """``rocketpy broker -c conf`` until it serves: (the process, its address); its log appended to ``log``."""
+    with open(log or os.devnull, "ab") as err:
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "rocketpy.cli", "broker", "-c", conf],
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
     with trio.fail_after(20):
         buf = await read_until(proc.stdout, b"serving on", "broker")
     line = next(ln for ln in buf.decode().splitlines() if "serving on" in ln)

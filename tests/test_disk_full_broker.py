@@ -17,26 +17,15 @@ from pathlib import Path
 
 import pytest
 import trio
+from test_broker_crash import CONF
+from test_broker_crash import _start as start_broker
 
 from rocketpy.codecs import ResponseCode
-from rocketpy.testing import SendLoad, broker_client, pull_queues, read_until
+from rocketpy.testing import SendLoad, broker_client, pull_queues
 
 pytestmark = pytest.mark.slow
 
 MIB = 1 << 20
-CONF = """\
-brokerName = broker-a
-brokerIP1 = 127.0.0.1
-listenPort = 0
-listenHost = 127.0.0.1
-vipChannelEnable = false
-flushDiskType = ASYNC_FLUSH
-mappedFileSizeCommitLog = 4194304
-mappedFileSizeConsumeQueue = 60000
-maxHashSlotNum = 1000
-maxIndexNum = 4000
-storePathRootDir = {store}
-"""
 TOPIC = "TDiskFull"
 _DELETED = re.compile(r"deleted CommitLog file \S+, offsets \[(\d+), (\d+)\)")
 
@@ -57,20 +46,6 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
-async def _start(conf: Path, log: Path) -> tuple[trio.Process, str]:
-    with open(log, "ab") as err:
-        proc = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "rocketpy.cli", "broker", "-c", str(conf)],
-            stdout=subprocess.PIPE,
-            stderr=err,
-        )
-    assert proc.stdout is not None
-    with trio.fail_after(30):
-        buf = await read_until(proc.stdout, b"serving on", "broker")
-    line = next(ln for ln in buf.decode().splitlines() if "serving on" in ln)
-    return proc, line.rsplit(" ", 1)[1]
-
-
 async def _stop(proc: trio.Process) -> int:
     if proc.returncode is None:
         proc.send_signal(signal.SIGTERM)
@@ -85,9 +60,11 @@ async def test_full_disk_refuses_sends_and_the_broker_survives(tmp_path: Path, s
         f.write(b"\xff" * (8 * MIB))  # freed later: the operator's "make room"
     store = small_disk / "store"
     conf = tmp_path / "broker.conf"
-    conf.write_text(CONF.format(store=store))
+    # 4 MiB CommitLog files, as in the issue
+    text = CONF.format(flush="ASYNC_FLUSH", store=store)
+    conf.write_text(text.replace("mappedFileSizeCommitLog = 1048576", "mappedFileSizeCommitLog = 4194304"))
     log = tmp_path / "broker.log"
-    proc, addr = await _start(conf, log)
+    proc, addr = await start_broker(str(conf), str(log))
     load = SendLoad(addr, TOPIC)
     try:
         # fill the disk: sends are refused with 14 (not a dead broker)
@@ -111,7 +88,7 @@ async def test_full_disk_refuses_sends_and_the_broker_survives(tmp_path: Path, s
         assert await load.run_until(lambda: load.refused_since_ok >= 50, timeout=120)
         assert await _stop(proc) == 0
         # restart on the full store: it comes up and serves
-        proc, addr = await _start(conf, log)
+        proc, addr = await start_broker(str(conf), str(log))
         got = await pull_queues(addr, TOPIC, load.queues)
         async with broker_client(addr) as c:
             r = await c.send(TOPIC, b"after restart", queue_id=0)
