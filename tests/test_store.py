@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import zlib
@@ -637,7 +638,7 @@ def test_retention_deletes_only_expired_files(tmp_path: Path) -> None:
         assert store.put_message(make_msg()).is_ok
 
 
-def test_retention_by_hour_and_disk_ratio(tmp_path: Path) -> None:
+def test_retention_by_hour_and_disk_ratio(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     import time
     from datetime import datetime
 
@@ -659,11 +660,17 @@ def test_retention_by_hour_and_disk_ratio(tmp_path: Path) -> None:
         usage[0] = 0.87  # above the forcibly-clean ratio: unexpired files go too
         assert store.clean_expired(T0).commitlog
         usage[0] = 0.95  # above the warning level: writes refused until space is back
-        store.clean_expired(T0)
-        assert store.put_message(make_msg()).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
-        usage[0] = 0.5
-        store.clean_expired(T0)
+        with caplog.at_level(logging.INFO, logger="rocketpy.store"):
+            store.clean_expired(T0)
+            store.clean_expired(T0)  # still full: said once, as Java's store log says it
+            assert store.put_message(make_msg()).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+            usage[0] = 0.5
+            store.clean_expired(T0)
         assert store.put_message(make_msg()).is_ok
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        # one line: the logics check finds the DISK_FULL bit the physic one just set (getAndMakeDiskFull)
+        assert errors == [f"physic disk maybe full soon 0.95, so mark disk full, storePathPhysic={cfg2.commit_log_dir}"]
+        assert any(r.getMessage().startswith("physic disk space OK") for r in caplog.records)
 
 
 def test_delete_topic(store: MessageStore, tmp_path: Path) -> None:

@@ -146,18 +146,19 @@ class StoreRetention:
         ratio = self.config.disk_max_used_space_ratio / 100.0
         flags = self.running_flags
         full = immediately = False
-        for name, path in (("physic", self.config.commit_log_dir), ("logics", self.config.consume_queue_dir)):
+        for kind, path in (("physic", self.config.commit_log_dir), ("logics", self.config.consume_queue_dir)):
             used = self._disk_usage(path)
+            where = f", storePathPhysic={path}" if kind == "physic" else ""
             if used > DISK_SPACE_WARNING_LEVEL_RATIO:
-                if flags.set_disk_full(True):
-                    log.error("%s disk maybe full soon %s, so mark disk full", name, used)
+                if flags.set_disk_full(True):  # said once, as RunningFlags.getAndMakeDiskFull
+                    log.error("%s disk maybe full soon %s, so mark disk full%s", kind, used, where)
                 immediately = True
             elif used > DISK_SPACE_CLEAN_FORCIBLY_RATIO:
                 immediately = True
             elif not self._allocation_failed and flags.set_disk_full(False):
-                log.info("%s disk space OK %s, so mark disk ok", name, used)
+                log.info("%s disk space OK %s, so mark disk ok%s", kind, used, where)
             if used < 0 or used > ratio:
-                log.info("%s disk maybe full soon, so reclaim space, %s", name, used)
+                log.info("%s disk maybe full soon, so reclaim space, %s%s", kind, used, where)
                 full = True
         self._sync_flags()
         return full, immediately
