@@ -23,8 +23,6 @@ from test_broker_crash import _start as start_broker
 from rocketpy.codecs import ResponseCode
 from rocketpy.testing import SendLoad, broker_client, pull_queues
 
-pytestmark = pytest.mark.slow
-
 MIB = 1 << 20
 TOPIC = "TDiskFull"
 _DELETED = re.compile(r"deleted CommitLog file \S+, offsets \[(\d+), (\d+)\)")
@@ -54,6 +52,7 @@ async def _stop(proc: trio.Process) -> int:
     return proc.returncode
 
 
+@pytest.mark.slow  # about 30 s
 async def test_full_disk_refuses_sends_and_the_broker_survives(tmp_path: Path, small_disk: Path) -> None:
     ballast = small_disk / "ballast"
     with open(ballast, "wb") as f:
