@@ -391,7 +391,7 @@ cdef class SendCore:
             mf = files[len(files) - 1]  # (wraparound is off in this module)
             pos = mf.wrote_position
             limit = cl.file_size - self.end_blank
-            if pos + total > limit:
+            if pos + total > limit or pos + total > mf.allocated:  # (past allocated: put_message allocates)
                 return None
             store_ts = cl.clock()
             queue_offset = table.get(key, 0)
@@ -748,10 +748,10 @@ cdef class SendCore:
 # -- the send lane's deferred dispatch ---------------------------------------------------------------
 
 cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, int64_t cq_offset):
-    """ConsumeQueue.put for the common case (a unit appended after the last in a file with room);
-    anything else is the Python method's."""
+    """ConsumeQueue.put for the common case (a unit appended after the last in a file with room whose
+    blocks are allocated); anything else is the Python method's."""
     cdef Py_buffer view
-    cdef Py_ssize_t wp, file_size
+    cdef Py_ssize_t wp, allocated
     cdef uint8_t* u
     if offset + size <= <int64_t>cq.max_physic_offset:
         return True
@@ -760,8 +760,8 @@ cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, 
         return cq.put(offset, size, tags_code, cq_offset)
     mf = files[len(files) - 1]
     wp = mf.wrote_position
-    file_size = mf.file_size
-    if wp == 0 or wp + 20 > file_size:
+    allocated = mf.allocated  # never past the file's size
+    if wp == 0 or wp + 20 > allocated:
         return cq.put(offset, size, tags_code, cq_offset)
     if cq_offset != 0 and cq_offset * 20 != wp + <int64_t>mf.file_from_offset:
         return cq.put(offset, size, tags_code, cq_offset)  # already there, or out of order: as Python decides
@@ -790,6 +790,8 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
     cdef uint8_t* m
     if index_count >= index_num:
         return False
+    if <Py_ssize_t>f._entries_at + (index_count + 1) * 20 > <Py_ssize_t>f.mf.allocated:
+        return False  # the entry's blocks are not allocated yet: IndexFile.put_key allocates them
     h = <int64_t>_jhash(key)
     if h < 0:
         h = -h

@@ -419,3 +419,98 @@ async def broker_client(
         finally:
             await client.aclose()
             nursery.cancel_scope.cancel()
+
+
+async def pull_queues(addr: str, topic: str, queues: int, group: str = "CHECK") -> dict[tuple[int, int], bytes]:
+    """Every message a broker serves from ``topic``'s queues 0..queues-1: (queue id, queue offset) -> body.
+    Offsets the broker moves a puller past (units of deleted CommitLog files) are followed."""
+    from .codecs import ResponseCode
+
+    got: dict[tuple[int, int], bytes] = {}
+    async with broker_client(addr) as c:
+        for qid in range(queues):
+            offset = 0
+            while True:
+                resp, msgs = await c.pull(group, topic, qid, offset)
+                nxt = int((resp.ext_fields or {}).get("nextBeginOffset", offset))
+                if resp.code != ResponseCode.SUCCESS:
+                    if nxt > offset:
+                        offset = nxt
+                        continue
+                    break
+                for m in msgs:
+                    got[(qid, m.queue_offset)] = m.body
+                offset = nxt
+    return got
+
+
+class SendLoad:
+    """Producers sending ``body_size``-byte messages to ``topic`` until told to stop, keeping score:
+    what was acknowledged ((queue id, queue offset) -> (body, CommitLog offset)), how many sends were
+    refused with SERVICE_NOT_AVAILABLE (14, and the last remark), any other answer by code, sends
+    not answered in time, and whether the broker went away (a connection that failed)."""
+
+    def __init__(self, addr: str, topic: str, *, queues: int = 4, body_size: int = 2048) -> None:
+        self.addr = addr
+        self.topic = topic
+        self.queues = queues
+        self.body_size = body_size
+        self.acked: dict[tuple[int, int], tuple[bytes, int]] = {}
+        self.refused = 0
+        self.refused_since_ok = 0
+        self.refusal_remark = ""
+        self.other: dict[int, int] = {}
+        self.timeouts = 0
+        self.broken = False
+
+    async def producer(self, n: int, stop: trio.Event) -> None:
+        from .codecs import ResponseCode
+        from .codecs.message import decode_offset_msg_id
+        from .remoting.errors import RemotingError, RemotingTimeoutError
+
+        i = 0
+        async with broker_client(self.addr) as c:
+            while not stop.is_set():
+                body = (b"p%d-%d-" % (n, i)).ljust(self.body_size, b"x")
+                try:
+                    r = await c.send(self.topic, body, queue_id=n % self.queues)
+                except RemotingTimeoutError:
+                    self.timeouts += 1  # a stalled broker: it may answer again
+                    continue
+                except (RemotingError, OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+                    self.broken = True
+                    return
+                assert r is not None
+                if r.code == ResponseCode.SUCCESS:
+                    fields = r.ext_fields or {}
+                    phys = decode_offset_msg_id(fields["msgId"])[2]
+                    self.acked[(int(fields["queueId"]), int(fields["queueOffset"]))] = (body, phys)
+                    self.refused_since_ok = 0
+                elif r.code == ResponseCode.SERVICE_NOT_AVAILABLE:
+                    self.refused += 1
+                    self.refused_since_ok += 1
+                    self.refusal_remark = r.remark or ""
+                    await trio.sleep(0.01)
+                else:
+                    self.other[r.code] = self.other.get(r.code, 0) + 1
+                i += 1
+
+    async def run_until(self, done: Callable[[], bool], timeout: float, producers: int = 8) -> bool:
+        """Send until ``done()`` or the broker went away; False when ``timeout`` seconds passed first."""
+        stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            for n in range(producers):
+                nursery.start_soon(self.producer, n, stop)
+            with trio.move_on_after(timeout) as scope:
+                while not done() and not self.broken:
+                    await trio.sleep(0.05)
+            stop.set()
+        return not scope.cancelled_caught
+
+    def lost(self, got: dict[tuple[int, int], bytes], deleted: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Acknowledged messages not in ``got`` whose CommitLog offset no [start, end) of ``deleted`` covers."""
+        return [
+            key
+            for key, (body, phys) in self.acked.items()
+            if got.get(key) != body and not any(a <= phys < b for a, b in deleted)
+        ]

@@ -11,7 +11,7 @@ import sys
 import trio
 
 from rocketpy.codecs import ResponseCode
-from rocketpy.testing import broker_client, free_broker_port, free_port, read_until, wait_until
+from rocketpy.testing import broker_client, free_broker_port, free_port, pull_queues, read_until, wait_until
 
 CONF = """\
 brokerName = broker-a
@@ -28,12 +28,14 @@ storePathRootDir = {store}
 """
 
 
-async def _start(conf: str) -> tuple[trio.Process, str]:
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "rocketpy.cli", "broker", "-c", conf],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+async def _start(conf: str, log: str | None = None) -> tuple[trio.Process, str]:
+    """``rocketpy broker -c conf`` until it serves: (the process, its address); its log appended to ``log``."""
+    with open(log or os.devnull, "ab") as err:
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "rocketpy.cli", "broker", "-c", conf],
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
     with trio.fail_after(20):
         buf = await read_until(proc.stdout, b"serving on", "broker")
     line = next(ln for ln in buf.decode().splitlines() if "serving on" in ln)
@@ -44,21 +46,6 @@ async def _stop(proc: trio.Process, sig: int) -> None:
     proc.send_signal(sig)
     with trio.fail_after(20):
         await proc.wait()
-
-
-async def _pull_all(addr: str, topic: str, queues: int) -> dict[tuple[int, int], bytes]:
-    got = {}
-    async with broker_client(addr) as c:
-        for qid in range(queues):
-            offset = 0
-            while True:
-                resp, msgs = await c.pull("CHECK", topic, qid, offset)
-                if resp.code != ResponseCode.SUCCESS:
-                    break
-                for m in msgs:
-                    got[(qid, m.queue_offset)] = m.body
-                offset = int(resp.ext_fields["nextBeginOffset"])
-    return got
 
 
 async def test_restart_after_clean_stop(tmp_path):
@@ -76,7 +63,7 @@ async def test_restart_after_clean_stop(tmp_path):
     assert not os.path.exists(tmp_path / "store" / "abort")  # clean shutdown
     proc, addr = await _start(str(conf))
     try:
-        got = await _pull_all(addr, "TClean", 2)
+        got = await pull_queues(addr, "TClean", 2)
         assert sorted(got.values()) == sorted(b"m%d" % i for i in range(20))
         async with broker_client(addr) as c:
             assert (await c.query_offset("G", "TClean", 0)).ext_fields == {"offset": "7"}
@@ -118,7 +105,7 @@ async def test_kill_9_under_load_loses_no_acknowledged_message(tmp_path):
     assert os.path.exists(tmp_path / "store" / "abort")  # it did crash
     proc, addr = await _start(str(conf))
     try:
-        got = await _pull_all(addr, "TCrash", 4)
+        got = await pull_queues(addr, "TCrash", 4)
     finally:
         await _stop(proc, signal.SIGTERM)
     missing = [k for k, body in acked.items() if got.get(k) != body]

@@ -12,7 +12,7 @@ import trio
 from rocketpy import testing
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.ha import build_offset_report
-from rocketpy.testing import broker_client, free_broker_port, running_broker
+from rocketpy.testing import broker_client, free_broker_port, pull_queues, running_broker
 
 FAST_HA = {"haSendHeartbeatInterval": "200", "haHousekeepingInterval": "5000"}
 
@@ -153,7 +153,7 @@ storePathRootDir = {store}
 
 
 async def test_kill_9_sync_master_under_load_loses_no_acknowledged_message(tmp_path):
-    from test_broker_crash import _pull_all, _start, _stop
+    from test_broker_crash import _start, _stop
 
     port = free_broker_port()
     conf = tmp_path / "master.conf"
@@ -195,7 +195,7 @@ async def test_kill_9_sync_master_under_load_loses_no_acknowledged_message(tmp_p
                     await trio.sleep(0.5)
                     nursery.cancel_scope.cancel()
             assert len(acked) > 50
-            got = await _pull_all(slave.address, "TKill", 4)
+            got = await pull_queues(slave.address, "TKill", 4)
             missing = {k: v for k, v in acked.items() if got.get(k) != v}
             assert not missing, f"{len(missing)} of {len(acked)} acknowledged messages missing on the slave"
     finally:

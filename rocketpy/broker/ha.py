@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING
 
 import trio
@@ -22,6 +21,7 @@ from ..codecs.bodies.admin import SubscriptionGroupWrapper
 from ..codecs.codes import RequestCode
 from ..store import PutMessageResult, PutMessageStatus
 from ..store.config import BrokerRole
+from ..store.config_files import string_to_file
 from ..store.ha import HAClient, HAService, split_host_port
 
 if TYPE_CHECKING:
@@ -219,9 +219,8 @@ class SlaveSynchronize:
 
 
 def _replace_file(path: str, data: bytes) -> None:
-    """Write ``data`` beside ``path`` and rename it over (blocking: run from a worker thread)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    """MixAll.string2File from a worker thread; a disk that refuses it is logged (the old file stays)."""
+    try:
+        string_to_file(data, path)
+    except OSError as exc:
+        log.error("persist %s failed, the previous file is kept: %s", path, exc)

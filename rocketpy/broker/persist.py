@@ -34,13 +34,22 @@ def load_json(path: str, cls: type[B]) -> B | None:
     return doc  # type: ignore[return-value]
 
 
+#: config files whose last write failed (logged once until a write succeeds again)
+_FAILING: set[str] = set()
+
+
 def persist_json(path: str, doc: JsonBody) -> bool:
-    """Write ``doc`` to ``path``; False (logged) when the disk refused it."""
+    """Write ``doc`` to ``path``; False (logged) when the disk refused it, the previous file intact."""
     try:
         ConfigFile(path, type(doc)).persist(doc)
     except OSError as exc:
-        log.error("persist %s failed: %s", path, exc)
+        if path not in _FAILING:
+            _FAILING.add(path)
+            log.error("persist %s failed, the previous file is kept: %s", path, exc)
         return False
+    if path in _FAILING:
+        _FAILING.discard(path)
+        log.info("persist %s succeeded again", path)
     return True
 
 

@@ -61,6 +61,9 @@ __all__ = ["CommitLog", "dispatch_request_of", "END_FILE_MIN_BLANK_LENGTH"]
 log = logging.getLogger("rocketpy.store")
 
 END_FILE_MIN_BLANK_LENGTH = 8  # a file always keeps room for the blank record's size + magic
+#: blocks are allocated this far ahead of the appends (see mapped_file); the send lanes write below
+#: the last file's ``allocated`` only and leave the put that crosses it to put_message, which allocates
+ALLOCATION_CHUNK = 4 * 1024 * 1024
 _BATCH_ENTRY = BATCH_ENTRY.compile()
 _INT32 = struct.Struct(">i")
 _V4_MAPPED = b"\x00" * 10 + b"\xff\xff"
@@ -151,7 +154,9 @@ class CommitLog:
     ) -> None:
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
-        self.mfq = MappedFileQueue(config.commit_log_dir, self.file_size, sync_hook=sync_hook)
+        self.mfq = MappedFileQueue(
+            config.commit_log_dir, self.file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK
+        )
         self.delay_levels = DelayLevels(config.message_delay_level)
         self.clock = clock
         self.topic_queue_table: dict[tuple[str, int], int] = {}
@@ -282,7 +287,7 @@ class CommitLog:
                 topic_b,
                 props_b,
             )
-            mf.write_at(pos, record)
+            mf.write_at(pos, record)  # allocates what it needs first (OSError: nothing written)
             mf.wrote_position = pos + msg_len
             mf.store_timestamp = store_ts
             if tran in (_TRAN_NOT, _TRAN_COMMIT):
@@ -343,7 +348,7 @@ class CommitLog:
             if mf is None:
                 return None
             pos = mf.wrote_position
-            limit = self.file_size - END_FILE_MIN_BLANK_LENGTH
+            limit = min(self.file_size - END_FILE_MIN_BLANK_LENGTH, mf.allocated)
             store_ts = self.clock()
             queue_offset = table.get(key, 0)
             phys = mf.file_from_offset + pos
@@ -492,7 +497,8 @@ class CommitLog:
         return PutMessageResult(PutMessageStatus.PUT_OK, result), reqs
 
     def append_data(self, start_offset: int, data: bytes) -> bool:
-        """Append raw CommitLog bytes at ``start_offset`` (a slave replicating its master)."""
+        """Append raw CommitLog bytes at ``start_offset`` (a slave replicating its master); OSError
+        when the file they go to cannot be made or allocated (then nothing was written)."""
         with self.lock:
             mf = self.mfq.get_last_mapped_file(start_offset)
             if mf is None:
@@ -583,6 +589,34 @@ class CommitLog:
     def flush(self, least_pages: int = 0) -> int:
         self.mfq.flush(least_pages)
         return self.mfq.flushed_where
+
+    def allocate_writable_file(self) -> None:
+        """Allocate the next chunk of the file appends go to (OSError when the disk cannot give it):
+        a file loaded or cut by recovery may be sparse, and the send lanes write into the last file's
+        mapping directly, below its ``allocated``."""
+        mf = self.mfq.last_file()
+        if mf is not None and not mf.is_full():
+            mf.reserve(min(self.file_size, mf.wrote_position + ALLOCATION_CHUNK))
+
+    def delete_expired_files(
+        self, expired_ms: int, now_ms: int, *, clean_immediately: bool, keep_from: int
+    ) -> list[str]:
+        """deleteExpiredFile: whole files older than ``expired_ms`` (any, with ``clean_immediately``),
+        never the one being written nor one holding a byte at or past ``keep_from``; each deletion is
+        logged with the offsets it held."""
+        gone = self.mfq.delete_expired_by_time(
+            expired_ms, now_ms, clean_immediately=clean_immediately, keep_from=keep_from
+        )
+        for path in gone:
+            start = int(path.rsplit("/", 1)[-1])
+            log.warning(
+                "deleted CommitLog file %s, offsets [%d, %d)%s",
+                path,
+                start,
+                start + self.file_size,
+                " (forcibly: disk space)" if clean_immediately else "",
+            )
+        return gone
 
     def remove_queue_from_topic_queue_table(self, topic: str, queue_id: int) -> None:
         with self.lock:

@@ -23,6 +23,8 @@ _UNIT = CQ_STORE_UNIT_SIZE
 _PRE_BLANK = sr.build_consumequeue_entry(0, 0x7FFFFFFF, 0)
 _unpack_unit = sr.CONSUME_QUEUE_UNIT.unpack_from  # the codec's compiled form of CONSUME_QUEUE_ENTRY
 _pack_unit = sr.CONSUME_QUEUE_UNIT.pack
+#: blocks are allocated this far ahead of the units (a queue's file is mostly empty for long)
+ALLOCATION_CHUNK = 64 * 1024
 
 
 class ConsumeQueue:
@@ -35,9 +37,12 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.mapped_file_size = mapped_file_size
         self.dir = os.path.join(root, topic, str(queue_id))
-        self.mfq = MappedFileQueue(self.dir, mapped_file_size, sync_hook=sync_hook)
+        self.mfq = MappedFileQueue(self.dir, mapped_file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK)
         self.max_physic_offset = -1  # end (offset + size) of the last record indexed
         self.min_logic_offset = 0  # byte offset of the first live unit
+        #: CommitLog offset of the first record this queue could not take (no disk space): later
+        #: ones are refused too, until the store re-dispatches from here (MessageStore.check_disk)
+        self.failed_from: int | None = None
 
     # -- load and recovery ------------------------------------------------------------
 
@@ -99,7 +104,9 @@ class ConsumeQueue:
                 return
 
     def correct_min_offset(self, phy_min_offset: int) -> None:
-        """Move the queue's start to the first unit still pointing into the CommitLog."""
+        """Move the queue's start to the first unit still pointing into the CommitLog; when every
+        unit of its first file points below it (the CommitLog files they named were deleted and
+        this file is the queue's last), the queue starts after them."""
         mf = self.mfq.first_file()
         if mf is None:
             return
@@ -108,6 +115,8 @@ class ConsumeQueue:
             if offset >= phy_min_offset:
                 self.min_logic_offset = mf.file_from_offset + i
                 return
+        if mf is self.mfq.last_file() and mf.read_position > 0:
+            self.min_logic_offset = max(self.min_logic_offset, mf.file_from_offset + mf.read_position)
 
     # -- writing --------------------------------------------------------------------
 
@@ -119,6 +128,22 @@ class ConsumeQueue:
         """
         if offset + size <= self.max_physic_offset:
             return True
+        if self.failed_from is not None:
+            return False
+        try:
+            return self._put(offset, size, tags_code, cq_offset)
+        except OSError as exc:
+            log.error(
+                "consume queue %s %d cannot write the unit of CommitLog offset %d: %s",
+                self.topic,
+                self.queue_id,
+                offset,
+                exc.strerror or exc,
+            )
+            self.failed_from = offset
+            return False
+
+    def _put(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
         expect = cq_offset * _UNIT
         files = self.mfq.files
         mf = files[-1] if files else None
@@ -129,6 +154,7 @@ class ConsumeQueue:
                 return False
         if mf.wrote_position == 0 and mf.first_create_in_queue and cq_offset != 0:
             # A queue whose first file starts mid-file: pad it with filler units.
+            mf.reserve(expect % self.mapped_file_size + _UNIT)  # before any state changes
             self.min_logic_offset = expect
             self.mfq.flushed_where = expect
             for _ in range(0, expect % self.mapped_file_size, _UNIT):
@@ -145,8 +171,11 @@ class ConsumeQueue:
                     self.topic,
                     self.queue_id,
                 )
+        unit = _pack_unit(offset, size, tags_code)
+        if mf.wrote_position + _UNIT > mf.allocated:
+            mf.reserve(mf.wrote_position + _UNIT)  # OSError here leaves the queue as it was
         self.max_physic_offset = offset + size
-        return mf.append(_pack_unit(offset, size, tags_code))
+        return mf.append(unit)
 
     # -- reading --------------------------------------------------------------------
 

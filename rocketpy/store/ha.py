@@ -398,6 +398,8 @@ class HAClient:
         self.reput_offset = -1  # next CommitLog byte to dispatch (slave side)
         self._address_changed = trio.Event()
         self.sessions = 0  # connections made, for tests and logs
+        #: the last append failed for want of disk space: wait before asking the master again
+        self.append_failing = False
         #: TLS to the master (set by a broker whose servers enforce TLS: its master's HA port does too)
         self.ssl_context: ssl.SSLContext | None = None
 
@@ -436,6 +438,10 @@ class HAClient:
             finally:
                 with trio.CancelScope(shield=True):
                     await trio.aclose_forcefully(stream)
+            if self.append_failing:
+                # the master resends from our offset on the next connection: once there is room
+                with trio.move_on_after(RECONNECT_INTERVAL):
+                    await self._address_changed.wait()
 
     async def run_session(self, stream: trio.abc.Stream) -> None:
         """One connection, until it fails: report, receive, append, report again."""
@@ -497,8 +503,23 @@ class HAClient:
             return False
         if self.reput_offset < 0 or store.max_phy_offset == 0:
             self.reput_offset = max(store.max_phy_offset, offset) if store.max_phy_offset else offset
-        if not store.commitlog.append_data(offset, data):
+        try:
+            if not store.commitlog.append_data(offset, data):
+                return False
+        except OSError as exc:
+            # nothing was written: stop here, retry from the same offset when space is back
+            if not self.append_failing:
+                log.error(
+                    "slave cannot append replicated CommitLog bytes at offset %d: %s; retrying every %g s",
+                    offset,
+                    exc.strerror or exc,
+                    RECONNECT_INTERVAL,
+                )
+            self.append_failing = True
             return False
+        if self.append_failing:
+            log.info("slave appends replicated CommitLog bytes again from offset %d", offset)
+            self.append_failing = False
         self.reput_offset = dispatch_complete_records(store, self.reput_offset)
         return True
 
@@ -523,7 +544,8 @@ class HAClient:
                 return False
             if t.data:
                 if not self.append(t.phy_offset, t.data):
-                    log.error("appending %d replicated bytes at %d failed", len(t.data), t.phy_offset)
+                    if not self.append_failing:
+                        log.error("appending %d replicated bytes at %d failed", len(t.data), t.phy_offset)
                     return False
                 if self.on_append is not None:
                     self.on_append()

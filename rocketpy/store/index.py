@@ -29,6 +29,8 @@ _ENTRY = sr.INDEX_ENTRY_UNIT
 _INT32 = sr._INT32
 _INT_MAX = 0x7FFFFFFF
 _TRAN_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+#: entries' blocks are allocated this far ahead (header and hash slots, written anywhere, at once)
+ALLOCATION_CHUNK = 1024 * 1024
 
 
 def index_file_name(now_ms: int) -> str:
@@ -46,9 +48,14 @@ class IndexFile:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         size = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE + index_num * sr.INDEX_ENTRY_SIZE
-        self.mf = MappedFile(path, size)
-        self.path = path
         self._entries_at = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE
+        self.mf = MappedFile(
+            path,
+            size,
+            allocation_chunk=ALLOCATION_CHUNK,
+            initial_allocation=self._entries_at + ALLOCATION_CHUNK,
+        )
+        self.path = path
         self.begin_timestamp = 0
         self.end_timestamp = 0
         self.begin_phy_offset = 0
@@ -85,12 +92,20 @@ class IndexFile:
         self.hash_slot_count = h[4]
         self.index_count = max(h[5], 1)
 
+    def allocation_needed(self) -> int:
+        """How far the blocks must go before the next key: header, every slot, the next entry."""
+        return self._entries_at + (self.index_count + 1) * sr.INDEX_ENTRY_SIZE
+
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """False when the file is full; OSError (nothing written) when the entry's blocks cannot be had."""
         if self.index_count >= self.index_num:
             return False
+        end = self._entries_at + (self.index_count + 1) * sr.INDEX_ENTRY_SIZE
+        if end > self.mf.allocated:
+            self.mf.reserve(end)
         mm = self.mf.mm
         key_hash = sr.index_key_hash(key)
         abs_slot = sr.INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * sr.INDEX_HASH_SLOT_SIZE
@@ -164,6 +179,12 @@ class IndexService:
         self.clock = clock
         self.max_msgs_num_batch = max_msgs_num_batch
         self.files: list[IndexFile] = []
+        #: CommitLog offset from where keys could not be indexed (no disk space for a file): nothing
+        #: is indexed until the store re-dispatches from here (MessageStore.check_disk)
+        self.failed_from: int | None = None
+        self._error: OSError | None = None  # why the last new file could not be made
+        #: told of the first failure (the store stops taking writes)
+        self.on_failure: Callable[[int], None] | None = None
 
     def load(self, last_exit_ok: bool) -> int | None:
         """Map the existing files.
@@ -190,11 +211,48 @@ class IndexService:
                 f.destroy()
                 continue
             self.files.append(f)
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.is_write_full():
+            # keys are written into the last file's mapping directly, slots anywhere: their blocks must exist
+            try:
+                last.mf.reserve(last.allocation_needed())
+            except OSError as exc:
+                self._error = exc
+                # re-dispatched from its last record once there is room (whose keys may go in twice)
+                self._fail(last.end_phy_offset)
         return rebuild_from
 
     # -- building ---------------------------------------------------------------------
 
-    def _last_file(self) -> IndexFile:
+    def _fail(self, phy_offset: int) -> None:
+        """The keys of the record at ``phy_offset`` found no file: nothing more is indexed until
+        :meth:`resume` (the store re-dispatches from there)."""
+        if self.failed_from is None:
+            self.failed_from = phy_offset
+            log.error("build index error, stop building index from CommitLog offset %d: %s", phy_offset, self._error)
+            if self.on_failure is not None:
+                self.on_failure(phy_offset)
+
+    def resume(self) -> int | None:
+        """Take keys again if the last file's blocks can be had now: where the failure began (the
+        caller re-dispatches from there), or None (still failing)."""
+        failed = self.failed_from
+        if failed is None:
+            return None
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.is_write_full():
+            try:
+                last.mf.reserve(last.allocation_needed())
+            except OSError:
+                return None
+        self.failed_from = None
+        return failed
+
+    def _last_file(self) -> IndexFile | None:
+        """The file keys go to, a new one when the last is full; None while none can be made (the
+        caller, which knows the record, calls _fail)."""
+        if self.failed_from is not None:
+            return None  # nothing goes in out of order: the re-dispatch comes first
         last = self.files[-1] if self.files else None
         if last is not None and not last.is_write_full():
             return last
@@ -205,7 +263,11 @@ class IndexService:
         while os.path.exists(path) or any(f.path == path for f in self.files):
             now += 1  # two files in one millisecond: keep names unique and ordered
             path = os.path.join(self.store_path, index_file_name(now))
-        f = IndexFile(path, self.hash_slot_num, self.index_num, end_phy, end_ts)
+        try:
+            f = IndexFile(path, self.hash_slot_num, self.index_num, end_phy, end_ts)
+        except OSError as exc:
+            self._error = exc
+            return None
         self.files.append(f)
         if last is not None:
             self._flush_full(last)
@@ -219,6 +281,9 @@ class IndexService:
 
     def build_index(self, req: DispatchRequest) -> None:
         f = self._last_file()
+        if f is None:
+            self._fail(req.commit_log_offset)
+            return
         if req.commit_log_offset < f.end_phy_offset:
             return  # already indexed (re-dispatch after recovery)
         if req.sys_flag & _TRAN_ROLLBACK == _TRAN_ROLLBACK:
@@ -228,22 +293,33 @@ class IndexService:
     def put_keys(self, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_ts: int) -> None:
         """build_index for a plain message appended in order (the send hot path's dispatch)."""
         f = self._last_file()
-        if phy_offset >= f.end_phy_offset:
+        if f is None:
+            self._fail(phy_offset)
+        elif phy_offset >= f.end_phy_offset:
             self._put_keys(f, topic, uniq_key, keys, phy_offset, store_ts)
 
     def _put_keys(
         self, f: IndexFile, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_ts: int
     ) -> None:
+        put: IndexFile | None = f
         if uniq_key:
-            f = self._put(f, sr.index_key(topic, uniq_key), phy_offset, store_ts)
+            put = self._put(put, sr.index_key(topic, uniq_key), phy_offset, store_ts)
         if keys:
             for key in keys.split(MessageConst.KEY_SEPARATOR):
                 if key:
-                    f = self._put(f, sr.index_key(topic, key), phy_offset, store_ts)
+                    put = self._put(put, sr.index_key(topic, key), phy_offset, store_ts)
 
-    def _put(self, f: IndexFile, key: str, phy_offset: int, store_ts: int) -> IndexFile:
-        while not f.put_key(key, phy_offset, store_ts):
-            f = self._last_file()
+    def _put(self, f: IndexFile | None, key: str, phy_offset: int, store_ts: int) -> IndexFile | None:
+        """Put ``key`` into ``f`` or the files after it; None (nothing written) while the disk has no
+        room for it."""
+        try:
+            while f is not None and not f.put_key(key, phy_offset, store_ts):
+                f = self._last_file()
+        except OSError as exc:
+            self._error = exc
+            f = None
+        if f is None:
+            self._fail(phy_offset)
         return f
 
     # -- querying ---------------------------------------------------------------------

@@ -1,9 +1,21 @@
 """Fixed-size memory-mapped files named by their start offset, and queues of them.
 
 This is the storage primitive under the CommitLog and every ConsumeQueue (Java's
-MappedFile / MappedFileQueue). A file is created at its full size (sparse, zero
-filled) and mapped whole; data is appended at ``wrote_position`` and made durable
-by ``flush`` (msync), which records ``flushed_position``.
+MappedFile / MappedFileQueue). A file is created at its full size (zero filled) and
+mapped whole; data is appended at ``wrote_position`` and made durable by ``flush``
+(msync), which records ``flushed_position``.
+
+Blocks are allocated (posix_fallocate) before anything is written into them: a store
+on a full filesystem must get an error where a file is made or grown, never a SIGBUS
+on a write into a page the filesystem cannot back. A file allocates itself whole when
+created, or, with ``allocation_chunk``, chunk by chunk ahead of its writes (so a 1 GiB
+CommitLog file or a 420 MB index file does not take its whole size on disk the moment
+it is made, nor an idle queue's ConsumeQueue file its 6 MB). ``allocated`` is how far
+writes may go without :meth:`MappedFile.reserve`, which extends it; whoever writes into
+``mm`` directly stays below it. It ends ``ALLOCATED_SLACK`` bytes short of the blocks
+known to be there, so a reader looking just past the written end (recovery's "is there
+another record/unit here?") reads blocks that exist: on tmpfs even a read of a hole needs
+a page, and gets a SIGBUS when the filesystem has none left.
 
 Threading: one writer appends (the store's caller, e.g. the trio thread) while a
 flush may run in a worker thread (trio.to_thread). Appends never take a lock;
@@ -14,6 +26,7 @@ queue's lock.
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
@@ -23,9 +36,12 @@ from collections.abc import Callable
 from .config import OS_PAGE_SIZE
 from .types import StoreError
 
-__all__ = ["MappedFile", "MappedFileQueue", "SyncHook", "offset_to_file_name"]
+__all__ = ["MappedFile", "MappedFileQueue", "SyncHook", "allocate", "offset_to_file_name"]
 
 log = logging.getLogger("rocketpy.store")
+
+#: allocated bytes kept past the writable limit: more than any look past the written end reads
+ALLOCATED_SLACK = 64
 
 SyncHook = Callable[[str, int, int], None]
 """Called after each msync with (path, from_position, to_position): tests record flushes with it."""
@@ -36,10 +52,62 @@ def offset_to_file_name(offset: int) -> str:
     return f"{offset:020d}"
 
 
+def _first_hole(fd: int, size: int) -> int:
+    """Where the first hole of a file begins (its size when it has none, 0 when it cannot be told)."""
+    try:
+        return min(size, os.lseek(fd, 0, os.SEEK_HOLE))
+    except (OSError, AttributeError):
+        return 0
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+#: errors of a filesystem that cannot preallocate at all (not of one that is full)
+_UNSUPPORTED = (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS)
+_unsupported_logged = False
+
+
+def allocate(fd: int, offset: int, length: int) -> None:
+    """Make sure the blocks of [offset, offset + length) exist (OSError, e.g. ENOSPC, when they cannot).
+
+    posix_fallocate: glibc falls back to writing a byte per block where the filesystem has
+    no fallocate, so this works almost everywhere, tmpfs included. Where it cannot work at all,
+    files stay sparse as before (logged once) rather than every write being refused.
+    """
+    global _unsupported_logged
+    if length <= 0:
+        return
+    try:
+        os.posix_fallocate(fd, offset, length)
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED:
+            raise
+        if not _unsupported_logged:
+            _unsupported_logged = True
+            log.warning("this filesystem cannot preallocate store files (%s): a full disk may stop the broker", exc)
+
+
 class MappedFile:
     """One mapped file of ``file_size`` bytes whose name is its start offset."""
 
-    def __init__(self, path: str, file_size: int, *, sync_hook: SyncHook | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        file_size: int,
+        *,
+        sync_hook: SyncHook | None = None,
+        allocation_chunk: int = 0,
+        initial_allocation: int | None = None,
+    ) -> None:
+        """Map ``path``, creating it when it does not exist, with ``initial_allocation`` bytes
+        allocated (default: the first ``allocation_chunk``, or the whole file without one); an
+        existing file is mapped as it is, ``allocated`` up to its first hole. OSError when the file
+        cannot be made, and then nothing is left behind."""
         self.path = path
         self.file_name = os.path.basename(path)
         self.file_size = file_size
@@ -51,15 +119,35 @@ class MappedFile:
         self._sync_hook = sync_hook
         self._lock = threading.Lock()
         self._closed = False
+        self.allocation_chunk = allocation_chunk
+        self.allocated = 0  # writes below this need no reserve()
+        self._allocated_end = 0  # the blocks known to exist: [0, this)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        made = False
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            made = True
+        except FileExistsError:
+            fd = os.open(path, os.O_RDWR)
         try:
             if os.fstat(fd).st_size < file_size:
-                # Like RandomAccessFile + map: the file gets its full size, zero filled (sparse).
+                # Like RandomAccessFile + map: the file gets its full size, zero filled.
                 os.ftruncate(fd, file_size)
+            if made:
+                if initial_allocation is None:
+                    initial_allocation = allocation_chunk if allocation_chunk > 0 else file_size
+                end = min(initial_allocation, file_size)
+                allocate(fd, 0, end)
+                self._set_allocated(end)
+            else:
+                self._set_allocated(_first_hole(fd, file_size))
             self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        finally:
+        except BaseException:
             os.close(fd)
+            if made:
+                _remove_quietly(path)
+            raise
+        os.close(fd)
 
     # -- state -----------------------------------------------------------------
 
@@ -87,18 +175,46 @@ class MappedFile:
 
     # -- writing -----------------------------------------------------------------
 
+    def reserve(self, end: int) -> None:
+        """Make sure the blocks below ``end`` exist before anything is written there (OSError when
+        the filesystem cannot give them): a chunk ahead, or the whole file."""
+        if end <= self.allocated:
+            return
+        chunk = self.allocation_chunk
+        done = self._allocated_end
+        target = min(max(end + ALLOCATED_SLACK, done + chunk) if chunk > 0 else self.file_size, self.file_size)
+        # (not under the file's lock: that one is held through a flush's msync, and this runs on the put path)
+        if self._closed:
+            raise OSError(errno.EBADF, "mapped file is closed", self.path)
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            allocate(fd, done, target - done)
+        finally:
+            os.close(fd)
+        self._set_allocated(target)
+
+    def _set_allocated(self, end: int) -> None:
+        self._allocated_end = end
+        self.allocated = self.file_size if end >= self.file_size else max(0, end - ALLOCATED_SLACK)
+
     def append(self, data: bytes) -> bool:
-        """Append at the wrote position; False when it does not fit."""
+        """Append at the wrote position; False when it does not fit (OSError when its blocks cannot
+        be allocated)."""
         pos = self.wrote_position
         end = pos + len(data)
         if end > self.file_size:
             return False
+        if end > self.allocated:
+            self.reserve(end)
         self.mm[pos:end] = data
         self.wrote_position = end
         return True
 
     def write_at(self, pos: int, data: bytes) -> None:
-        self.mm[pos : pos + len(data)] = data
+        end = pos + len(data)
+        if end > self.allocated:
+            self.reserve(end)
+        self.mm[pos:end] = data
 
     def zero_from(self, pos: int) -> int:
         """Zero the bytes after ``pos``, chunk by chunk, until a chunk is already all zero.
@@ -111,12 +227,14 @@ class MappedFile:
         chunk = 1 << 20
         p = pos
         extent = 0
-        while p < self.file_size:
-            n = min(chunk, self.file_size - p)
+        end = min(self.file_size, self._allocated_end)  # past the first hole there is no data to clear
+        while p < end:
+            n = min(chunk, end - p)
             block = self.mm[p : p + n]
             if block.count(0) == n:
                 break
             extent = p + len(block.rstrip(b"\x00")) - pos
+            self.reserve(p + n)  # a file made elsewhere may have holes among its data
             self.mm[p : p + n] = bytes(n)
             p += n
         return extent
@@ -193,9 +311,17 @@ class MappedFile:
 class MappedFileQueue:
     """The files of one directory, contiguous by offset: a CommitLog or a ConsumeQueue."""
 
-    def __init__(self, store_path: str, mapped_file_size: int, *, sync_hook: SyncHook | None = None) -> None:
+    def __init__(
+        self,
+        store_path: str,
+        mapped_file_size: int,
+        *,
+        sync_hook: SyncHook | None = None,
+        allocation_chunk: int = 0,
+    ) -> None:
         self.store_path = store_path
         self.mapped_file_size = mapped_file_size
+        self.allocation_chunk = allocation_chunk
         self.files: list[MappedFile] = []
         self.flushed_where = 0
         self.store_timestamp = 0  # of the last record covered by a full flush
@@ -227,7 +353,9 @@ class MappedFileQueue:
                         f"{self.mapped_file_size}; check mappedFileSize* settings"
                     )
                 log.warning("%s is short (%d bytes): extending it to %d", path, size, self.mapped_file_size)
-            mf = MappedFile(path, self.mapped_file_size, sync_hook=self._sync_hook)
+            mf = MappedFile(
+                path, self.mapped_file_size, sync_hook=self._sync_hook, allocation_chunk=self.allocation_chunk
+            )
             mf.set_positions(self.mapped_file_size)
             self.files.append(mf)
 
@@ -254,8 +382,9 @@ class MappedFileQueue:
         return last
 
     def _create(self, offset: int) -> MappedFile:
+        """A new file at ``offset`` (OSError, e.g. ENOSPC, when its blocks cannot be allocated)."""
         path = os.path.join(self.store_path, offset_to_file_name(offset))
-        mf = MappedFile(path, self.mapped_file_size, sync_hook=self._sync_hook)
+        mf = MappedFile(path, self.mapped_file_size, sync_hook=self._sync_hook, allocation_chunk=self.allocation_chunk)
         with self._lock:
             if not self.files:
                 mf.first_create_in_queue = True
@@ -340,12 +469,24 @@ class MappedFileQueue:
                 self.files = [f for f in self.files if f not in gone]
 
     def delete_expired_by_time(
-        self, expired_ms: int, now_ms: int, *, clean_immediately: bool = False, batch_max: int = 10
+        self,
+        expired_ms: int,
+        now_ms: int,
+        *,
+        clean_immediately: bool = False,
+        batch_max: int = 10,
+        keep_from: int | None = None,
     ) -> list[str]:
-        """deleteExpiredFileByTime: oldest first, never the last file, stop at the first one kept."""
+        """deleteExpiredFileByTime: oldest first, never the last file, stop at the first one kept.
+
+        ``keep_from``: a file holding any byte at or past this offset stays (the caller's bytes
+        not yet flushed or dispatched), and so does every later one.
+        """
         files = list(self.files)
         gone: list[MappedFile] = []
         for mf in files[:-1]:
+            if keep_from is not None and mf.file_from_offset + self.mapped_file_size > keep_from:
+                break
             if now_ms >= mf.last_modified_ms() + expired_ms or clean_immediately:
                 if not mf.destroy():
                     break

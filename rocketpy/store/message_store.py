@@ -15,6 +15,10 @@ where they run. The contract for an async (trio) broker:
   the blocking one-call form.
 * ``flush_consume_queues`` (every flushIntervalConsumeQueue ms) also writes the
   checkpoint; ``clean_expired`` (every cleanResourceInterval ms) applies retention.
+* ``check_disk`` (every 10 s) refuses puts (SERVICE_NOT_AVAILABLE) while the disk is
+  full and takes them again once there is room; so does a put that finds no room for
+  the CommitLog's next blocks (see mapped_file: blocks are allocated before they are
+  written, so a full disk is never a SIGBUS).
 * Reads (``get_message``, ``query_message`` ...) return copies of the record
   bytes, so results stay valid after files are deleted.
 """
@@ -39,7 +43,15 @@ from .index import IndexService
 from .mapped_file import SyncHook
 from .reads import StoreReads
 from .recovery import RecoveryReport, recover_commitlog, reput
-from .retention import CleanResult, StoreRetention, disk_used_ratio, is_it_time_to_do, total_physical_memory
+from .retention import (
+    DISK_SPACE_WARNING_LEVEL_RATIO,
+    CleanResult,
+    StoreRetention,
+    disk_used_ratio,
+    is_it_time_to_do,
+    total_physical_memory,
+)
+from .running_flags import RunningFlags
 from .types import (
     DispatchRequest,
     MessageExtBatch,
@@ -98,8 +110,14 @@ class MessageStore(StoreReads, StoreRetention):
         self.recovery: RecoveryReport | None = None
         self._lock_fd: int | None = None
         self._open = False
+        self.running_flags = RunningFlags()
+        # The send lanes read these two on every put (RunningFlags.writeable, split as they test it):
+        # kept in step with running_flags by _sync_flags.
         self._writable = True
         self._disk_full = False
+        #: a CommitLog file could not be made or allocated: the disk counts as full until one can
+        self._allocation_failed = False
+        self._refusals = 0  # puts refused since the store was last writable (Java's printTimes)
         self._memory = total_physical_memory() * config.access_message_in_memory_max_ratio // 100
         self._last_physical_min_offset = 0
         self._last_cq_thorough_flush = 0
@@ -132,6 +150,7 @@ class MessageStore(StoreReads, StoreRetention):
                 self.clock,
                 cfg.max_msgs_num_batch,
             )
+            self.index.on_failure = self._index_failed
             rebuild_from = self.index.load(clean)
             max_phy_cq = -1
             for cq in self._all_queues():
@@ -160,6 +179,8 @@ class MessageStore(StoreReads, StoreRetention):
             self._recover_topic_queue_table()
             with open(cfg.abort_path, "ab"):
                 pass
+            if cfg.broker_role != BrokerRole.SLAVE or self.commitlog.mfq.files:
+                self._prepare_writable_file()
         except BaseException:
             self._release()
             raise
@@ -297,8 +318,7 @@ class MessageStore(StoreReads, StoreRetention):
                 if self.checkpoint is not None:
                     self.checkpoint.logics_msg_timestamp = req.store_timestamp
             else:
-                log.error("[BUG] consume queue can not write, %s %d", req.topic, req.queue_id)
-                self._writable = False
+                self.consume_queue_failed(req.topic, req.queue_id)
         if self.config.message_index_enable and self.index is not None:
             self.index.build_index(req)
 
@@ -310,8 +330,49 @@ class MessageStore(StoreReads, StoreRetention):
         if self.config.broker_role == BrokerRole.SLAVE:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         if not self._writable or self._disk_full:
+            if self._refusals % 50000 == 0:
+                log.warning(
+                    "the message store is not writable. It may be caused by one of the following reasons: "
+                    "the broker's disk is full, write to logic queue error, write to index file error, etc"
+                )
+            self._refusals += 1
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        self._refusals = 0
         return PutMessageStatus.PUT_OK
+
+    @property
+    def writable(self) -> bool:
+        """Whether puts are taken (RunningFlags.isWriteable): False while the disk is full or a
+        ConsumeQueue or the index could not be written."""
+        return self.running_flags.writeable
+
+    def _sync_flags(self) -> None:
+        flags = self.running_flags
+        self._disk_full = flags.disk_full
+        self._writable = flags.cq_writeable
+
+    def _cannot_allocate(self, exc: OSError, what: str) -> None:
+        """A CommitLog file could not be made or allocated: refuse puts until one can (check_disk)."""
+        self._allocation_failed = True
+        if self.running_flags.set_disk_full(True):
+            log.error("%s: %s, so mark disk full", what, exc.strerror or exc)
+        self._sync_flags()
+
+    def _prepare_writable_file(self) -> bool:
+        """The file the next append goes to, made and allocated ahead (AllocateMappedFileService's
+        job): True when it is ready; otherwise the store refuses puts until it is."""
+        commitlog = self.commitlog
+        try:
+            with commitlog.lock:
+                if commitlog.mfq.files:
+                    commitlog.mfq.get_last_mapped_file(0)  # the next file when the last is full
+                commitlog.allocate_writable_file()
+        except OSError as exc:
+            if not self._allocation_failed:
+                self._cannot_allocate(exc, "cannot allocate the CommitLog file appends go to")
+            return False
+        self._allocation_failed = False
+        return True
 
     def append_plain(
         self, tags_code: int, keys: str | None, uniq_key: str | None, topic: str, queue_id: int, *record: Any
@@ -339,6 +400,8 @@ class MessageStore(StoreReads, StoreRetention):
             return pending
         self.pending = []
         index = self.index if self.config.message_index_enable else None
+        if index is not None and index.failed_from is not None:
+            index = None  # keys are put again from where it failed (check_disk)
         if _dispatch_plain is not None:
             last_ts = _dispatch_plain(self, pending, index)
         else:
@@ -367,8 +430,72 @@ class MessageStore(StoreReads, StoreRetention):
         return last_ts
 
     def consume_queue_failed(self, topic: str, queue_id: int) -> None:
-        log.error("[BUG] consume queue can not write, %s %d", topic, queue_id)
-        self._writable = False
+        """A ConsumeQueue refused a unit (its disk is full): no puts until check_disk re-dispatches."""
+        if self.running_flags.set_logics_queue_error(True):
+            log.error("consume queue can not write, %s %d: writes refused until it can", topic, queue_id)
+            self._sync_flags()
+
+    def _index_failed(self, phy_offset: int) -> None:
+        if self.running_flags.set_index_file_error(True):
+            self._sync_flags()
+
+    def _redispatch(self) -> bool:
+        """After ConsumeQueue or index writes failed: dispatch again from the first record they
+        missed (units and keys already there are skipped); True when everything is dispatched."""
+        if self.pending:
+            self.settle()
+        starts: list[int] = []
+        index = self.index
+        if index is not None and index.failed_from is not None:
+            resumed = index.resume()
+            if resumed is None:
+                return False  # its last file still cannot be allocated
+            starts.append(resumed)
+        for cq in self._all_queues():
+            if cq.failed_from is not None:
+                starts.append(cq.failed_from)
+                cq.failed_from = None
+        if not starts:
+            return True
+        start = min(starts)
+        _, count = reput(self.commitlog, start, self.do_dispatch)
+        if any(cq.failed_from is not None for cq in self._all_queues()) or (
+            self.index is not None and self.index.failed_from is not None
+        ):
+            return False
+        log.info("dispatched %d records again from CommitLog offset %d: writes resume", count, start)
+        return True
+
+    def check_disk(self) -> None:
+        """Java's CleanCommitLogService.isSpaceFull (every 10 s): past diskSpaceWarningLevelRatio the
+        store refuses puts (DISK_FULL) and takes them again below it. Also, once there is room, the
+        CommitLog file appends go to is made ahead, and what the ConsumeQueues or the index missed
+        is dispatched again."""
+        cfg = self.config
+        used = self._disk_usage(cfg.commit_log_dir)
+        if used > cfg.disk_max_used_space_ratio / 100.0:
+            log.info("physic disk of commitLog used: %s", used)
+        flags = self.running_flags
+        if used > DISK_SPACE_WARNING_LEVEL_RATIO:
+            if flags.set_disk_full(True):
+                log.error("physic disk of commitLog maybe full soon, used %s, so mark disk full", used)
+        elif not self._open or cfg.broker_role == BrokerRole.SLAVE and not self.commitlog.mfq.files:
+            flags.set_disk_full(False)
+        elif not self._allocation_failed or self._prepare_writable_file():
+            if flags.set_disk_full(False):
+                log.info("physic disk space of commitLog OK %s, so mark disk ok", used)
+        if not flags.disk_full and self._open and flags.dispatch_error and self._redispatch():
+            flags.set_logics_queue_error(False)
+            flags.set_index_file_error(False)
+        self._sync_flags()
+
+    def disk_util(self) -> str:
+        """SendMessageProcessor.diskUtil: used fractions of the CommitLog, ConsumeQueue and index paths."""
+        cfg = self.config
+        cl = min(100.0, self._disk_usage(cfg.commit_log_dir))
+        cq = self._disk_usage(cfg.consume_queue_dir)
+        index = self._disk_usage(cfg.index_dir)
+        return f"CL: {cl:5.2f} CQ: {cq:5.2f} INDEX: {index:5.2f}"
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Append one message and dispatch it. Not yet durable: see :meth:`flush_until`."""
@@ -377,7 +504,11 @@ class MessageStore(StoreReads, StoreRetention):
         status = self._check_store_status()
         if status is not PutMessageStatus.PUT_OK:
             return PutMessageResult(status)
-        result, reqs = self.commitlog.put_message(msg)
+        try:
+            result, reqs = self.commitlog.put_message(msg)
+        except OSError as exc:
+            self._cannot_allocate(exc, f"create mapped file error, topic: {msg.topic} clientAddr: {msg.born_host}")
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         for req in reqs:
             self.do_dispatch(req)
         return result
@@ -389,7 +520,11 @@ class MessageStore(StoreReads, StoreRetention):
         status = self._check_store_status()
         if status is not PutMessageStatus.PUT_OK:
             return PutMessageResult(status)
-        result, reqs = self.commitlog.put_messages(batch)
+        try:
+            result, reqs = self.commitlog.put_messages(batch)
+        except OSError as exc:
+            self._cannot_allocate(exc, f"create mapped file error, topic: {batch.topic} clientAddr: {batch.born_host}")
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         for req in reqs:
             self.do_dispatch(req)
         return result
@@ -417,7 +552,11 @@ class MessageStore(StoreReads, StoreRetention):
         if not self._open:
             return False
         before = self.commitlog.max_offset
-        if not self.commitlog.append_data(start_offset, data):
+        try:
+            if not self.commitlog.append_data(start_offset, data):
+                return False
+        except OSError as exc:
+            self._cannot_allocate(exc, f"cannot append replicated bytes at CommitLog offset {start_offset}")
             return False
         reput(self.commitlog, before, self.do_dispatch)
         return True

@@ -144,6 +144,8 @@ def reput(commitlog: CommitLog, from_offset: int, dispatch: Callable[[DispatchRe
         next_offset = mf.file_from_offset + limit
         while pos < limit:
             size, msg = commitlog.check_message(mf.mm, pos, False)
+            if size > limit - pos:
+                return mf.file_from_offset + pos, count  # a record still arriving (a slave's last)
             if size > 0 and msg is not None:
                 dispatch(commitlog.dispatch_request(msg))
                 count += 1

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..codecs.codes import MixAll
 
@@ -17,10 +17,25 @@ if TYPE_CHECKING:
     from .config import MessageStoreConfig
     from .consume_queue import ConsumeQueue
     from .index import IndexService
+    from .running_flags import RunningFlags
 
-__all__ = ["CleanResult", "StoreRetention", "disk_used_ratio", "is_it_time_to_do", "total_physical_memory"]
+__all__ = [
+    "DISK_SPACE_CLEAN_FORCIBLY_RATIO",
+    "DISK_SPACE_WARNING_LEVEL_RATIO",
+    "CleanResult",
+    "StoreRetention",
+    "disk_used_ratio",
+    "is_it_time_to_do",
+    "total_physical_memory",
+]
 
 log = logging.getLogger("rocketpy.store")
+
+#: the defaults of Java's system properties rocketmq.broker.diskSpaceWarningLevelRatio and
+#: diskSpaceCleanForciblyRatio: past the first the store refuses puts, past the second retention
+#: deletes files whatever their age (with cleanFileForciblyEnable)
+DISK_SPACE_WARNING_LEVEL_RATIO = 0.90
+DISK_SPACE_CLEAN_FORCIBLY_RATIO = 0.85
 
 
 def total_physical_memory() -> int:
@@ -71,12 +86,18 @@ class StoreRetention:
     index: IndexService | None
     clock: Callable[[], int]
     _disk_usage: Callable[[str], float]
-    _disk_full: bool
+    running_flags: RunningFlags
+    _allocation_failed: bool
     _last_physical_min_offset: int
+    pending: list[Any]
 
     if TYPE_CHECKING:
 
         def _all_queues(self) -> Iterator[ConsumeQueue]: ...
+
+        def _sync_flags(self) -> None: ...
+
+        def settle(self) -> list[Any]: ...
 
     def delete_topics(self, topics: Iterable[str]) -> int:
         """Destroy the ConsumeQueues of ``topics`` (their CommitLog records stay)."""
@@ -120,28 +141,38 @@ class StoreRetention:
         return gone
 
     def _space_check(self) -> tuple[bool, bool]:
-        """(space to delete, clean immediately) as CleanCommitLogService.isSpaceToDelete."""
+        """(space to delete, clean immediately) as CleanCommitLogService.isSpaceToDelete, which also
+        marks the disk full past diskSpaceWarningLevelRatio (puts refused) and OK again below it."""
         ratio = self.config.disk_max_used_space_ratio / 100.0
-        warning, forcibly = 0.90, 0.85  # rocketmq.broker.diskSpaceWarningLevelRatio / CleanForciblyRatio
-        full = immediately = disk_full = False
-        was_full = self._disk_full
+        flags = self.running_flags
+        full = immediately = False
         for kind, path in (("physic", self.config.commit_log_dir), ("logics", self.config.consume_queue_dir)):
             used = self._disk_usage(path)
             where = f", storePathPhysic={path}" if kind == "physic" else ""
-            if used > warning:
-                disk_full = immediately = True
-                if not was_full:  # the store's log says it once, as RunningFlags.getAndMakeDiskFull
+            if used > DISK_SPACE_WARNING_LEVEL_RATIO:
+                if flags.set_disk_full(True):  # said once, as RunningFlags.getAndMakeDiskFull
                     log.error("%s disk maybe full soon %s, so mark disk full%s", kind, used, where)
-            elif used > forcibly:
                 immediately = True
+            elif used > DISK_SPACE_CLEAN_FORCIBLY_RATIO:
+                immediately = True
+            elif not self._allocation_failed and flags.set_disk_full(False):
+                log.info("%s disk space OK %s, so mark disk ok%s", kind, used, where)
             if used < 0 or used > ratio:
-                full = True
                 log.info("%s disk maybe full soon, so reclaim space, %s%s", kind, used, where)
-        if was_full and not disk_full:
-            log.info("physic disk space OK, so mark disk ok, storePathPhysic=%s", self.config.commit_log_dir)
-        # Past the warning level writes are refused (RunningFlags disk full) until space is back.
-        self._disk_full = disk_full
+                full = True
+        self._sync_flags()
         return full, immediately
+
+    def _deletable_below(self) -> int:
+        """CommitLog bytes below this may go: flushed, and dispatched to the ConsumeQueues and index
+        (so none of them is left pointing into a deleted file that recovery would still need)."""
+        limit = self.commitlog.flushed_where
+        for cq in self._all_queues():
+            if cq.failed_from is not None:
+                limit = min(limit, cq.failed_from)
+        if self.index is not None and self.index.failed_from is not None:
+            limit = min(limit, self.index.failed_from)
+        return limit
 
     def clean_expired(self, now_ms: int | None = None, *, force: bool = False) -> CleanResult:
         """One retention pass (CleanCommitLogService + CleanConsumeQueueService).
@@ -158,8 +189,10 @@ class StoreRetention:
         space_full, immediately = self._space_check()
         if time_up or space_full or force:
             at_once = cfg.clean_file_forcibly_enable and immediately
-            out.commitlog = self.commitlog.mfq.delete_expired_by_time(
-                cfg.file_reserved_time * 3_600_000, now, clean_immediately=at_once
+            if self.pending:
+                self.settle()
+            out.commitlog = self.commitlog.delete_expired_files(
+                cfg.file_reserved_time * 3_600_000, now, clean_immediately=at_once, keep_from=self._deletable_below()
             )
         min_offset = self.commitlog.min_offset
         if min_offset > self._last_physical_min_offset:

@@ -268,6 +268,22 @@ async def clean_service(store: MessageStore, *, task_status: trio.TaskStatus[Non
         await trio.sleep(interval)
 
 
+#: seconds between disk checks (Java's diskCheckScheduledExecutorService: after 1 s, then every 10 s)
+DISK_CHECK_INTERVAL = 10.0
+
+
+async def disk_check_service(
+    store: MessageStore, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """MessageStore.check_disk every 10 s: refuse puts while the disk is full, take them again after."""
+    task_status.started()
+    await trio.sleep(1)
+    while True:
+        # On the trio thread: it may make the next CommitLog file and re-dispatch, which the put path reads.
+        store.check_disk()
+        await trio.sleep(DISK_CHECK_INTERVAL)
+
+
 @dataclass
 class StoreServices:
     """Handles of the tasks started by :meth:`start`."""
@@ -283,6 +299,7 @@ class StoreServices:
         else:
             await nursery.start(flush_commitlog_service, store)
         await nursery.start(flush_consume_queue_service, store)
+        await nursery.start(disk_check_service, store)
         if clean:
             await nursery.start(clean_service, store)
         return cls(group)

@@ -7,6 +7,7 @@ the ACL admin codes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hmac
 import json
@@ -242,8 +243,14 @@ class PlainPermissionManager:
         counter = version["counter"] if version else 0
         doc["dataVersion"] = [{"counter": counter + 1, "timestamp": now_ms()}]
         tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            yaml.safe_dump(doc, f, default_flow_style=False, sort_keys=False, allow_unicode=True)
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                yaml.safe_dump(doc, f, default_flow_style=False, sort_keys=False, allow_unicode=True)
+        except OSError:
+            # a full disk: the old file stays, no half-written .tmp beside it (the caller answers the error)
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
         os.replace(tmp, path)
         try:
             self._load()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import construct as cs
@@ -264,8 +265,11 @@ def build_inner(
     )
 
 
-def put_error(result: PutMessageResult | None) -> tuple[int, str | None, bool]:
-    """handlePutMessageResult: (code, remark, send ok)."""
+def put_error(
+    result: PutMessageResult | None, disk_util: Callable[[], str] | None = None
+) -> tuple[int, str | None, bool]:
+    """handlePutMessageResult: (code, remark, send ok); ``disk_util`` gives the store's disk use for the
+    SERVICE_NOT_AVAILABLE remark (MessageStore.disk_util)."""
     if result is None:
         return ResponseCode.SYSTEM_ERROR, "store putMessage return null", False
     s = result.status
@@ -290,7 +294,8 @@ def put_error(result: PutMessageResult | None) -> tuple[int, str | None, bool]:
         return (
             ResponseCode.SERVICE_NOT_AVAILABLE,
             "service not available now. It may be caused by one of the following reasons: the broker's disk is "
-            "full [], messages are put to the slave, message store has been shut down, etc.",
+            f"full [{disk_util() if disk_util is not None else ''}], messages are put to the slave, message store "
+            "has been shut down, etc.",
             False,
         )
     if s is PutMessageStatus.OS_PAGECACHE_BUSY:
@@ -307,7 +312,7 @@ def send_response(
     queue_id: int,
     transaction_id: str | None = None,
 ) -> RemotingCommand:
-    code, remark, ok = put_error(result)
+    code, remark, ok = put_error(result, broker.store.disk_util)
     if not ok:
         return _send_error(broker, request, code, remark or "")
     assert result is not None and result.append is not None
