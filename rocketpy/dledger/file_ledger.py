@@ -44,6 +44,8 @@ log = logging.getLogger("rocketpy.dledger")
 
 #: DLedgerConfig.mappedFileSizeForEntryIndex; Java refuses index files of another length
 INDEX_FILE_SIZE = INDEX_UNIT_SIZE * 5 * 1024 * 1024
+DATA_CHUNK = 4 << 20
+INDEX_CHUNK = 1 << 20
 CHECKPOINT_FILE = "checkpoint"
 TERM_FILE = "currterm"
 
@@ -73,8 +75,9 @@ class FileLedger:
         if data_file_size < ENTRY_HEADER_SIZE + MIN_BLANK_LEN:
             raise ValueError(f"data file size {data_file_size} cannot hold an entry")
         self.path = Path(path)
-        self.data = MappedFileQueue(str(self.path / "data"), data_file_size)
-        self.index = MappedFileQueue(str(self.path / "index"), index_file_size)
+        # blocks allocated a chunk ahead of the writes, as the CommitLog's (a full disk is an error, not SIGBUS)
+        self.data = MappedFileQueue(str(self.path / "data"), data_file_size, allocation_chunk=DATA_CHUNK)
+        self.index = MappedFileQueue(str(self.path / "index"), index_file_size, allocation_chunk=INDEX_CHUNK)
         self.begin_index = -1
         self.end_index = -1
         self.end_term = -1
@@ -203,6 +206,12 @@ class FileLedger:
         return mf
 
     def _write(self, entry: DLedgerEntry) -> DLedgerEntry:
+        try:
+            return self._write_entry(entry)
+        except OSError as exc:  # the blocks could not be allocated: Java's appends answer DISK_FULL
+            raise LedgerError(DLedgerResponseCode.DISK_FULL, f"entry {entry.index}: {exc}") from None
+
+    def _write_entry(self, entry: DLedgerEntry) -> DLedgerEntry:
         raw = entry.encode()
         mf = self._pre_append(len(raw))
         pos = mf.file_from_offset + mf.wrote_position
