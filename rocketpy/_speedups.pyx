@@ -12,6 +12,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
 
+# the layouts' offsets and sizes (BIN_*, REC_*, CQ_*, INDEX_*), generated from the construct definitions
+include "_layouts.pxi"
+
 
 cdef inline int32_t _int32(const uint8_t* p) noexcept:
     return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3])
@@ -28,44 +31,46 @@ def parse_rocketmq_header(bytes data, fallback):
     cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(data)
     cdef Py_ssize_t pos, kstart, kend, vlen, klen
     cdef int32_t rlen, elen
-    if n < 21:
+    if n < BIN_HEADER_MIN:
         return fallback(data)
-    rlen = _int32(p + 13)
-    if rlen < 0 or 17 + <Py_ssize_t>rlen + 4 > n:
+    rlen = _int32(p + BIN_REMARK_LEN_AT)
+    if rlen < 0 or BIN_REMARK_AT + <Py_ssize_t>rlen + BIN_EXT_LEN_SIZE > n:
         return fallback(data)
-    pos = 17 + rlen
+    pos = BIN_REMARK_AT + rlen
     elen = _int32(p + pos)
-    pos += 4
+    pos += BIN_EXT_LEN_SIZE
     if elen < 0 or pos + elen != n:
         return fallback(data)
     cdef object remark = None
     cdef dict ext
     try:
         if rlen:
-            remark = PyUnicode_DecodeUTF8(<const char*>(p + 17), rlen, NULL)
+            remark = PyUnicode_DecodeUTF8(<const char*>(p + BIN_REMARK_AT), rlen, NULL)
         if not elen:
-            return (_int16(p), p[2], _int16(p + 3), _int32(p + 5), _int32(p + 9), remark, None)
+            return (_int16(p + BIN_CODE_AT), p[BIN_LANGUAGE_AT], _int16(p + BIN_VERSION_AT), _int32(p + BIN_OPAQUE_AT),
+                    _int32(p + BIN_FLAG_AT), remark, None)
         ext = {}
         while pos < n:
-            if pos + 2 > n:
+            if pos + EXT_KEY_LEN_SIZE > n:
                 return fallback(data)
             klen = _int16(p + pos)
             if klen < 0:
                 return fallback(data)
-            kstart = pos + 2
+            kstart = pos + EXT_KEY_LEN_SIZE
             kend = kstart + klen
-            if kend + 4 > n:
+            if kend + EXT_VALUE_LEN_SIZE > n:
                 return fallback(data)
             vlen = _int32(p + kend)
-            if vlen < 0 or kend + 4 + vlen > n:
+            if vlen < 0 or kend + EXT_VALUE_LEN_SIZE + vlen > n:
                 return fallback(data)
             ext[PyUnicode_DecodeUTF8(<const char*>(p + kstart), klen, NULL)] = PyUnicode_DecodeUTF8(
-                <const char*>(p + kend + 4), vlen, NULL
+                <const char*>(p + kend + EXT_VALUE_LEN_SIZE), vlen, NULL
             )
-            pos = kend + 4 + vlen
+            pos = kend + EXT_VALUE_LEN_SIZE + vlen
     except UnicodeDecodeError:
         return fallback(data)
-    return (_int16(p), p[2], _int16(p + 3), _int32(p + 5), _int32(p + 9), remark, ext)
+    return (_int16(p + BIN_CODE_AT), p[BIN_LANGUAGE_AT], _int16(p + BIN_VERSION_AT), _int32(p + BIN_OPAQUE_AT),
+            _int32(p + BIN_FLAG_AT), remark, ext)
 
 
 cdef int32_t _jhash(str text) noexcept:
@@ -96,8 +101,6 @@ from libc.stdint cimport int64_t
 from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
-cdef int32_t _MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
-
 
 cdef inline void _put32(uint8_t* p, int64_t v) noexcept:
     p[0] = (v >> 24) & 0xFF
@@ -118,36 +121,36 @@ cdef Py_ssize_t _write_record_at(
     int32_t store_port, int32_t reconsume_times, int64_t prepared_transaction_offset, const uint8_t* body,
     Py_ssize_t nb, const uint8_t* topic, Py_ssize_t nt, const uint8_t* properties, Py_ssize_t np,
 ) noexcept:
-    _put32(p, total)
-    _put32(p + 4, _MESSAGE_MAGIC_CODE)
-    _put32(p + 8, body_crc)
-    _put32(p + 12, queue_id)
-    _put32(p + 16, flag)
-    _put64(p + 20, queue_offset)
-    _put64(p + 28, physical_offset)
-    _put32(p + 36, sys_flag)
-    _put64(p + 40, born_timestamp)
-    p += 48
+    _put32(p + REC_TOTAL_SIZE_AT, total)
+    _put32(p + REC_MAGIC_CODE_AT, MESSAGE_MAGIC_CODE)
+    _put32(p + REC_BODY_CRC_AT, body_crc)
+    _put32(p + REC_QUEUE_ID_AT, queue_id)
+    _put32(p + REC_FLAG_AT, flag)
+    _put64(p + REC_QUEUE_OFFSET_AT, queue_offset)
+    _put64(p + REC_PHYSICAL_OFFSET_AT, physical_offset)
+    _put32(p + REC_SYS_FLAG_AT, sys_flag)
+    _put64(p + REC_BORN_TIMESTAMP_AT, born_timestamp)
+    p += REC_BORN_HOST_AT
     memcpy(p, born_host, bl)
     p += bl
-    _put32(p, born_port)
-    _put64(p + 4, store_timestamp)
-    p += 12
+    _put32(p + REC_BORN_PORT_AFTER_BORN_HOST, born_port)
+    _put64(p + REC_STORE_TIMESTAMP_AFTER_BORN_HOST, store_timestamp)
+    p += REC_STORE_HOST_AFTER_BORN_HOST
     memcpy(p, store_host, sl)
     p += sl
-    _put32(p, store_port)
-    _put32(p + 4, reconsume_times)
-    _put64(p + 8, prepared_transaction_offset)
-    _put32(p + 16, nb)
-    p += 20
+    _put32(p + REC_STORE_PORT_AFTER_STORE_HOST, store_port)
+    _put32(p + REC_RECONSUME_TIMES_AFTER_STORE_HOST, reconsume_times)
+    _put64(p + REC_PREPARED_TRANSACTION_OFFSET_AFTER_STORE_HOST, prepared_transaction_offset)
+    _put32(p + REC_BODY_LEN_AFTER_STORE_HOST, nb)
+    p += REC_SEGMENT2_END
     memcpy(p, body, nb)
     p += nb
-    p[0] = <uint8_t>nt
-    memcpy(p + 1, topic, nt)
-    p += 1 + nt
-    p[0] = (np >> 8) & 0xFF
+    p[0] = <uint8_t>nt  # REC_TOPIC_LEN_SIZE: one byte
+    memcpy(p + REC_TOPIC_LEN_SIZE, topic, nt)
+    p += REC_TOPIC_LEN_SIZE + nt
+    p[0] = (np >> 8) & 0xFF  # REC_PROPERTIES_LEN_SIZE: two bytes
     p[1] = np & 0xFF
-    memcpy(p + 2, properties, np)
+    memcpy(p + REC_PROPERTIES_LEN_SIZE, properties, np)
     return total
 
 
@@ -161,7 +164,7 @@ def write_record(
     at or before ``limit``: its size, or -1 when it does not fit. Hosts are 4 or 16 bytes as sys_flag says,
     the topic is under 128 bytes and the properties under 32 KiB (the caller checked)."""
     cdef Py_ssize_t bl = len(born_host), sl = len(store_host), nb = len(body), nt = len(topic), np = len(properties)
-    cdef Py_ssize_t total = 83 + bl + sl + nb + nt + np
+    cdef Py_ssize_t total = REC_FIXED_LEN + bl + sl + nb + nt + np
     if pos + total > limit:
         return -1
     cdef Py_buffer view
@@ -181,6 +184,16 @@ def write_record(
     return total
 
 
+cdef inline uint8_t* _put_key(uint8_t* p, const char* key, Py_ssize_t klen, Py_ssize_t vlen) noexcept:
+    """An ext field's key and value length (EXT_FIELD); returns where the value goes."""
+    p[0] = (klen >> 8) & 0xFF  # EXT_KEY_LEN_SIZE: two bytes
+    p[1] = klen & 0xFF
+    memcpy(p + EXT_KEY_LEN_SIZE, key, klen)
+    p += EXT_KEY_LEN_SIZE + klen
+    _put32(p, vlen)
+    return p + EXT_VALUE_LEN_SIZE
+
+
 def send_answer(
     int32_t version, int32_t opaque, bytes msg_id_prefix, int64_t physical_offset, int32_t queue_id,
     int64_t queue_offset, bytes tail,
@@ -195,36 +208,32 @@ def send_answer(
     snprintf(hexoff, 24, "%016llX", <unsigned long long>physical_offset)
     cdef Py_ssize_t npre = len(msg_id_prefix), ntail = len(tail)
     cdef Py_ssize_t nmid = npre + 16
-    cdef Py_ssize_t ext_len = 41 + nmid + nq + no + ntail
-    cdef Py_ssize_t hlen = 21 + ext_len
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, 8 + hlen)
+    cdef Py_ssize_t entry = EXT_KEY_LEN_SIZE + EXT_VALUE_LEN_SIZE
+    cdef Py_ssize_t ext_len = 3 * entry + 5 + 7 + 11 + nmid + nq + no + ntail  # msgId, queueId, queueOffset
+    cdef Py_ssize_t hlen = BIN_HEADER_MIN + ext_len
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, FRAME_PREFIX_SIZE + hlen)
     cdef uint8_t* p = <uint8_t*>PyBytes_AS_STRING(out)
     _put32(p, 4 + hlen)
     _put32(p + 4, (1 << 24) | hlen)
-    p += 8
-    p[0] = 0
-    p[1] = 0  # code SUCCESS
-    p[2] = 0  # language JAVA
-    p[3] = (version >> 8) & 0xFF
-    p[4] = version & 0xFF
-    _put32(p + 5, opaque)
-    _put32(p + 9, 1)  # the response flag
-    _put32(p + 13, 0)  # no remark
-    _put32(p + 17, ext_len)
-    p += 21
-    memcpy(p, b"\x00\x05msgId", 7)
-    _put32(p + 7, nmid)
-    memcpy(p + 11, PyBytes_AS_STRING(msg_id_prefix), npre)
-    memcpy(p + 11 + npre, hexoff, 16)
-    p += 11 + nmid
-    memcpy(p, b"\x00\x07queueId", 9)
-    _put32(p + 9, nq)
-    memcpy(p + 13, qid, nq)
-    p += 13 + nq
-    memcpy(p, b"\x00\x0bqueueOffset", 13)
-    _put32(p + 13, no)
-    memcpy(p + 17, qoff, no)
-    p += 17 + no
+    p += FRAME_PREFIX_SIZE
+    p[BIN_CODE_AT] = 0
+    p[BIN_CODE_AT + 1] = 0  # code SUCCESS
+    p[BIN_LANGUAGE_AT] = 0  # language JAVA
+    p[BIN_VERSION_AT] = (version >> 8) & 0xFF
+    p[BIN_VERSION_AT + 1] = version & 0xFF
+    _put32(p + BIN_OPAQUE_AT, opaque)
+    _put32(p + BIN_FLAG_AT, 1)  # the response flag
+    _put32(p + BIN_REMARK_LEN_AT, 0)  # no remark
+    _put32(p + BIN_REMARK_AT, ext_len)
+    p += BIN_HEADER_MIN
+    p = _put_key(p, b"msgId", 5, nmid)
+    memcpy(p, PyBytes_AS_STRING(msg_id_prefix), npre)
+    memcpy(p + npre, hexoff, 16)
+    p = _put_key(p + nmid, b"queueId", 7, nq)
+    memcpy(p, qid, nq)
+    p = _put_key(p + nq, b"queueOffset", 11, no)
+    memcpy(p, qoff, no)
+    p += no
     memcpy(p, PyBytes_AS_STRING(tail), ntail)
     return out
 
@@ -377,7 +386,7 @@ cdef class SendCore:
         cdef int64_t crc = self.crc32(body_obj) & 0x7FFFFFFF
         cdef Py_ssize_t bl = PyBytes_GET_SIZE(born_ip), sl = PyBytes_GET_SIZE(store_ip)
         cdef Py_ssize_t nt = PyBytes_GET_SIZE(topic_b), np = PyBytes_GET_SIZE(props)
-        cdef Py_ssize_t total = 83 + bl + sl + nb + nt + np
+        cdef Py_ssize_t total = REC_FIXED_LEN + bl + sl + nb + nt + np
         cdef Py_ssize_t pos, limit
         cdef int64_t queue_offset, phys, store_ts
         cdef Py_buffer view
@@ -421,10 +430,12 @@ cdef class SendCore:
             return False
         cdef Py_ssize_t n = PyBytes_GET_SIZE(frame)
         cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(frame)
-        if n < 29:
+        cdef int16_t code
+        if n < FRAME_PREFIX_SIZE + BIN_HEADER_MIN:
             return False
         if p[4] == 1:
-            return p[8] == 0 and p[9] == 10 or p[8] == 1 and p[9] == 54  # SEND_MESSAGE (10), V2 (310)
+            code = _int16(p + FRAME_PREFIX_SIZE + BIN_CODE_AT)
+            return code == 10 or code == 310  # SEND_MESSAGE, SEND_MESSAGE_V2
         if p[4] != 0:
             return False
         return memcmp(p + 8, b'{"code":310,', 12) == 0 or memcmp(p + 8, b'{"code":10,', 11) == 0
@@ -440,24 +451,24 @@ cdef class SendCore:
         cdef Py_ssize_t fpos[N_FIELDS]
         cdef Py_ssize_t flen[N_FIELDS]
         cdef int i
-        if n < 8 + 21 or p[4] > 1:
+        if n < FRAME_PREFIX_SIZE + BIN_HEADER_MIN or p[4] > 1:
             return None
         hlen = (<Py_ssize_t>p[5] << 16) | (<Py_ssize_t>p[6] << 8) | p[7]
-        hend = 8 + hlen
-        if hend > n or hlen < 21:
+        hend = FRAME_PREFIX_SIZE + hlen
+        if hend > n or hlen < BIN_HEADER_MIN:
             return None
         if p[4] == 0:
             return self._handle_json(ctx, frame, p, n, hend)
-        code = _int16(p + 8)
-        flag = _int32(p + 8 + 9)
+        code = _int16(p + FRAME_PREFIX_SIZE + BIN_CODE_AT)
+        flag = _int32(p + FRAME_PREFIX_SIZE + BIN_FLAG_AT)
         if flag & 1:
             return None
-        opaque = _int32(p + 8 + 5)
-        rlen = _int32(p + 8 + 13)
+        opaque = _int32(p + FRAME_PREFIX_SIZE + BIN_OPAQUE_AT)
+        rlen = _int32(p + FRAME_PREFIX_SIZE + BIN_REMARK_LEN_AT)
         if rlen != 0:
             return None
-        elen = _int32(p + 8 + 17)
-        pos = 8 + 21
+        elen = _int32(p + FRAME_PREFIX_SIZE + BIN_REMARK_AT)  # no remark: the ext fields' length is there
+        pos = FRAME_PREFIX_SIZE + BIN_HEADER_MIN
         if elen < 0 or pos + elen != hend:
             return None
         for i in range(N_FIELDS):
@@ -761,22 +772,22 @@ cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, 
     mf = files[len(files) - 1]
     wp = mf.wrote_position
     file_size = mf.file_size
-    if wp == 0 or wp + 20 > file_size:
+    if wp == 0 or wp + CQ_UNIT_SIZE > file_size:
         return cq.put(offset, size, tags_code, cq_offset)
-    if cq_offset != 0 and cq_offset * 20 != wp + <int64_t>mf.file_from_offset:
+    if cq_offset != 0 and cq_offset * CQ_UNIT_SIZE != wp + <int64_t>mf.file_from_offset:
         return cq.put(offset, size, tags_code, cq_offset)  # already there, or out of order: as Python decides
     cq.max_physic_offset = offset + size
     PyObject_GetBuffer(mf.mm, &view, PyBUF_WRITABLE)
     try:
-        if wp + 20 > view.len:
+        if wp + CQ_UNIT_SIZE > view.len:
             raise ValueError("unit runs past the file")
         u = <uint8_t*>view.buf + wp
-        _put64(u, offset)
-        _put32(u + 8, size)
-        _put64(u + 12, tags_code)
+        _put64(u + CQ_COMMIT_LOG_OFFSET_AT, offset)
+        _put32(u + CQ_SIZE_AT, size)
+        _put64(u + CQ_TAGS_CODE_AT, tags_code)
     finally:
         PyBuffer_Release(&view)
-    mf.wrote_position = wp + 20
+    mf.wrote_position = wp + CQ_UNIT_SIZE
     return True
 
 
@@ -795,8 +806,8 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
         h = -h
     if h > 0x7FFFFFFF:
         h = 0  # Math.abs(Integer.MIN_VALUE) stays negative: the file uses 0
-    abs_slot = 40 + (h % hash_slot_num) * 4
-    abs_index = <Py_ssize_t>f._entries_at + index_count * 20
+    abs_slot = INDEX_HEADER_SIZE + (h % hash_slot_num) * INDEX_HASH_SLOT_SIZE
+    abs_index = <Py_ssize_t>f._entries_at + index_count * INDEX_ENTRY_SIZE
     begin_ts = f.begin_timestamp
     if begin_ts <= 0:
         time_diff = 0
@@ -810,16 +821,16 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
             time_diff = 0x7FFFFFFF
     PyObject_GetBuffer(f.mf.mm, &view, PyBUF_WRITABLE)
     try:
-        if abs_index + 20 > view.len or abs_slot + 4 > view.len:
+        if abs_index + INDEX_ENTRY_SIZE > view.len or abs_slot + INDEX_HASH_SLOT_SIZE > view.len:
             raise ValueError("index entry runs past the file")
         m = <uint8_t*>view.buf
         slot_value = _int32(m + abs_slot)
         if slot_value <= 0 or slot_value > index_count:
             slot_value = 0
-        _put32(m + abs_index, h)
-        _put64(m + abs_index + 4, phy_offset)
-        _put32(m + abs_index + 12, time_diff)
-        _put32(m + abs_index + 16, slot_value)
+        _put32(m + abs_index + INDEX_KEY_HASH_AT, h)
+        _put64(m + abs_index + INDEX_PHY_OFFSET_AT, phy_offset)
+        _put32(m + abs_index + INDEX_TIME_DIFF_AT, time_diff)
+        _put32(m + abs_index + INDEX_PREV_INDEX_AT, slot_value)
         _put32(m + abs_slot, index_count)
         if index_count <= 1:
             f.begin_phy_offset = phy_offset
@@ -831,12 +842,12 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
         f.end_phy_offset = phy_offset
         f.end_timestamp = store_ts
         # the header, written through as Java's IndexHeader does
-        _put64(m, <int64_t>f.begin_timestamp)
-        _put64(m + 8, store_ts)
-        _put64(m + 16, <int64_t>f.begin_phy_offset)
-        _put64(m + 24, phy_offset)
-        _put32(m + 32, <int64_t>f.hash_slot_count)
-        _put32(m + 36, index_count)
+        _put64(m + INDEX_HEADER_BEGIN_TIMESTAMP_AT, <int64_t>f.begin_timestamp)
+        _put64(m + INDEX_HEADER_END_TIMESTAMP_AT, store_ts)
+        _put64(m + INDEX_HEADER_BEGIN_PHY_OFFSET_AT, <int64_t>f.begin_phy_offset)
+        _put64(m + INDEX_HEADER_END_PHY_OFFSET_AT, phy_offset)
+        _put32(m + INDEX_HEADER_HASH_SLOT_COUNT_AT, <int64_t>f.hash_slot_count)
+        _put32(m + INDEX_HEADER_INDEX_COUNT_AT, index_count)
     finally:
         PyBuffer_Release(&view)
     return True

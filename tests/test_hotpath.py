@@ -24,13 +24,13 @@ from rocketpy.codecs.message import (
     build_record,
     decode_message,
     decode_messages,
+    offset_msg_id,
     parse_record_fields,
     properties_to_string,
     string_to_properties,
 )
 from rocketpy.remoting import RemotingServer
 from rocketpy.remoting.connection import CommandReader
-from rocketpy.store.commitlog import _offset_msg_id
 from rocketpy.testing import running_broker
 
 _int32 = st.integers(-(1 << 31), (1 << 31) - 1)
@@ -311,7 +311,7 @@ def test_string_to_properties_matches_reference(text: str) -> None:
 
 @given(st.binary(min_size=4, max_size=4) | st.binary(min_size=16, max_size=16), _int32, st.integers(0, (1 << 63) - 1))
 def test_offset_msg_id_matches_struct(ip: bytes, port: int, offset: int) -> None:
-    assert _offset_msg_id(ip, port, offset) == (ip + struct.pack(">iq", port, offset)).hex().upper()
+    assert offset_msg_id(ip, port, offset) == (ip + struct.pack(">iq", port, offset)).hex().upper()
 
 
 # -- the connection layer: one receive, one write ----------------------------------------------

@@ -456,12 +456,11 @@ def test_store_offset_msg_id_is_the_codecs(ip: bytes, port: int, offset: int) ->
     MessageDecoder.createMessageId as the codec writes it and reads back."""
     import ipaddress
 
-    from rocketpy.codecs.message import create_offset_msg_id, decode_offset_msg_id
-    from rocketpy.store.commitlog import _host, _offset_msg_id
+    from rocketpy.codecs.message import create_offset_msg_id, decode_offset_msg_id, host_bytes, offset_msg_id
 
     addr = ipaddress.ip_address(ip)
     host = f"{addr}:{port}" if len(ip) == 4 else f"[{addr}]:{port}"
-    store_ip, store_port = _host(host)
-    msg_id = _offset_msg_id(store_ip, store_port, offset)
+    store_ip, store_port = host_bytes(host)
+    msg_id = offset_msg_id(store_ip, store_port, offset)
     assert msg_id == create_offset_msg_id(host, offset)
     assert decode_offset_msg_id(msg_id)[1:] == (store_port, offset)

@@ -57,7 +57,7 @@ from .codes import CompressionType, MessageConst, MessageSysFlag
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
 from .javalang import java_string_hash, parse_java_int
-from .units import struct_unit
+from .units import head_format, struct_unit
 
 __all__ = [
     "BATCH_ENTRY",
@@ -83,6 +83,9 @@ __all__ = [
     "encode_batch",
     "encode_message",
     "format_host",
+    "host_bytes",
+    "offset_msg_id",
+    "offset_msg_id_prefix",
     "parse_host",
     "parse_record_fields",
     "peek_size_magic",
@@ -159,8 +162,20 @@ _BATCH_C = BATCH_ENTRY.compile()
 _INT32 = struct.Struct(">i")
 _UINT16 = struct.Struct(">H")
 
-# Fixed part of a record: everything but the two hosts and the three variable fields.
-_FIXED_LEN = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 4 + 8 + 4 + 4 + 8 + 4 + 1 + 2
+# Fixed part of a record: everything but the two hosts and the three variable fields (83 bytes),
+# measured on the declaration: an empty record with IPv4 hosts, less the hosts.
+_FIXED_LEN = (
+    len(
+        MESSAGE_RECORD.build(
+            {
+                **{sub.name: 0 for sub in MESSAGE_RECORD.subcons if sub.name and sub.name != "magic_code"},
+                **dict.fromkeys(("born_host", "store_host"), bytes(4)),
+                **dict.fromkeys(("body", "topic", "properties"), b""),
+            }
+        )
+    )
+    - 8
+)
 
 
 @functools.cache
@@ -219,11 +234,12 @@ def record_length(sys_flag: int, body_len: int, topic_len: int, properties_len: 
 
 
 def _record_head(born_v6: bool, store_v6: bool) -> struct.Struct:
-    born = "16s" if born_v6 else "4s"
-    store = "16s" if store_v6 else "4s"
     # total_size magic body_crc queue_id flag queue_offset physical_offset sys_flag born_timestamp
     # born_host born_port store_timestamp store_host store_port reconsume_times prepared_tx_offset body_len
-    return struct.Struct(f">iiiiiqqiq{born}iq{store}iiqi")
+    wide = {"born_host"} if born_v6 else set()
+    if store_v6:
+        wide.add("store_host")
+    return struct.Struct(head_format(MESSAGE_RECORD, wide))
 
 
 #: indexed by (1 if born host is IPv6) | (2 if store host is IPv6)
@@ -534,24 +550,39 @@ def _host_bytes(host: str, v6: bool) -> tuple[bytes, int]:
 # ---------------------------------------------------------------------------
 
 
-def create_offset_msg_id(host: str, commit_log_offset: int) -> str:
-    """MessageDecoder.createMessageId: store host ip + port (int) + CommitLog offset (long), hex.
-
-    32 characters for an IPv4 host, 56 for IPv6.
-    """
+@functools.lru_cache(maxsize=4096)
+def host_bytes(host: str) -> tuple[bytes, int]:
+    """``ip:port`` as a record holds it: address bytes and port, an IPv4-mapped IPv6 address as its 4
+    bytes (Java holds it as an Inet4Address)."""
     ip, port = parse_host(host)
     if len(ip) == 16 and ip[:12] == _V4_MAPPED_PREFIX:
-        ip = ip[12:]  # Java would hold it as an Inet4Address
-    return _offset_id(ip, port, commit_log_offset)
+        ip = ip[12:]
+    return ip, port
 
 
-def _offset_id(ip: bytes, port: int, offset: int) -> str:
+@functools.lru_cache(maxsize=64)
+def offset_msg_id_prefix(ip: bytes, port: int) -> str:
+    """The store host's part of its offset message ids: ip and port (int32), hex."""
+    return (ip + struct.pack(">i", port)).hex().upper()
+
+
+def offset_msg_id(ip: bytes, port: int, offset: int) -> str:
+    """MessageDecoder.createMessageId: store host ip (4 or 16 bytes) + port (int) + CommitLog offset
+    (long), in upper-case hex: 32 characters for an IPv4 host, 56 for IPv6."""
     if len(ip) == 16 and ip[:12] == _V4_MAPPED_PREFIX:
         ip = ip[12:]
+    if 0 <= offset < 1 << 63 and -(1 << 31) <= port < 1 << 31:  # CommitLog offsets always are
+        return f"{offset_msg_id_prefix(ip, port)}{offset:016X}"
     try:
         return (ip + struct.pack(">iq", port, offset)).hex().upper()
     except struct.error as exc:
         raise CodecError(f"cannot build a message id: {exc}") from None
+
+
+def create_offset_msg_id(host: str, commit_log_offset: int) -> str:
+    """:func:`offset_msg_id` of an ``ip:port`` store host."""
+    ip, port = host_bytes(host)
+    return offset_msg_id(ip, port, commit_log_offset)
 
 
 def _hex_bytes(text: str, what: str) -> bytes:
@@ -698,7 +729,7 @@ class MessageExt(Message):
     def msg_id(self) -> str:
         """The offset msg id: store host + CommitLog offset (MessageExt.getMsgId on the broker)."""
         ip, port = parse_host(self.store_host)
-        return _offset_id(ip, port, self.commit_log_offset)
+        return offset_msg_id(ip, port, self.commit_log_offset)
 
     @property
     def offset_msg_id(self) -> str:

@@ -12,7 +12,6 @@ record (plus room for a blank) does not fit.
 
 from __future__ import annotations
 
-import functools
 import logging
 import mmap
 import struct
@@ -35,7 +34,8 @@ from ..codecs.message import (
     body_crc,
     build_record,
     decode_message,
-    parse_host,
+    host_bytes,
+    offset_msg_id,
     peek_size_magic,
     peek_store_timestamp,
     properties_to_string,
@@ -63,7 +63,6 @@ log = logging.getLogger("rocketpy.store")
 END_FILE_MIN_BLANK_LENGTH = 8  # a file always keeps room for the blank record's size + magic
 _BATCH_ENTRY = BATCH_ENTRY.compile()
 _INT32 = struct.Struct(">i")
-_V4_MAPPED = b"\x00" * 10 + b"\xff\xff"
 _BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
 _STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
 _TRAN_NOT = int(MessageSysFlag.TRANSACTION_NOT_TYPE)
@@ -77,26 +76,6 @@ _MAX_BODY_EXTRA = 64 * 1024  # MessageExtEncoder reserves 64 KiB for the non-bod
 _SEP = PROPERTY_SEPARATOR.encode()
 #: the compiled record writer (accel), else build_record and a slice assignment
 _write_record = compiled("write_record")
-
-
-@functools.lru_cache(maxsize=4096)
-def _host(host: str) -> tuple[bytes, int]:
-    ip, port = parse_host(host)
-    # An IPv4-mapped IPv6 address is an Inet4Address in Java: stored as 4 bytes.
-    if len(ip) == 16 and ip[:12] == _V4_MAPPED:
-        ip = ip[12:]
-    return ip, port
-
-
-@functools.lru_cache(maxsize=64)
-def _msg_id_prefix(store_ip: bytes, store_port: int) -> str:
-    return (store_ip + struct.pack(">i", store_port)).hex().upper()
-
-
-def _offset_msg_id(store_ip: bytes, store_port: int, offset: int) -> str:
-    if 0 <= offset < 1 << 63:  # CommitLog offsets always are; struct.pack(">q") writes the same 16 digits
-        return f"{_msg_id_prefix(store_ip, store_port)}{offset:016X}"
-    return (store_ip + struct.pack(">iq", store_port, offset)).hex().upper()
 
 
 def dispatch_request_of(
@@ -225,8 +204,8 @@ class CommitLog:
             except CodecError:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
         try:
-            born_ip, born_port = _host(msg.born_host)
-            store_ip, store_port = _host(msg.store_host)
+            born_ip, born_port = host_bytes(msg.born_host)
+            store_ip, store_port = host_bytes(msg.store_host)
         except CodecError:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
         sys_flag = msg.sys_flag & ~(_BORN_V6 | _STORE_V6)
@@ -294,7 +273,7 @@ class CommitLog:
             AppendMessageStatus.PUT_OK,
             wrote_offset=phys,
             wrote_bytes=msg_len,
-            msg_id=_offset_msg_id(store_ip, store_port, phys),
+            msg_id=offset_msg_id(store_ip, store_port, phys),
             store_timestamp=store_ts,
             logics_offset=queue_offset,
         )
@@ -374,8 +353,8 @@ class CommitLog:
         try:
             if batch.delay_time_level > 0:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
-            born_ip, born_port = _host(batch.born_host)
-            store_ip, store_port = _host(batch.store_host)
+            born_ip, born_port = host_bytes(batch.born_host)
+            store_ip, store_port = host_bytes(batch.store_host)
         except CodecError:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
         sys_flag = batch.sys_flag & ~(_BORN_V6 | _STORE_V6)
@@ -457,7 +436,7 @@ class CommitLog:
                         props,
                     )
                 )
-                ids.append(_offset_msg_id(store_ip, store_port, phys))
+                ids.append(offset_msg_id(store_ip, store_port, phys))
                 reqs.append(
                     dispatch_request_of(
                         batch.topic,

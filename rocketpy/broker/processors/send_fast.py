@@ -22,8 +22,7 @@ from ...codecs.accel import compiled
 from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, PermName
 from ...codecs.frame import ROCKETMQ_FIXED_UNIT
 from ...codecs.javalang import hashmap_dict, hashmap_key_order
-from ...codecs.message import tags_hash_code
-from ...store.commitlog import _host, _msg_id_prefix
+from ...codecs.message import host_bytes, offset_msg_id_prefix, tags_hash_code
 from ...store.types import PutMessageStatus
 from ..responses import respond
 from .common import host_of
@@ -141,8 +140,8 @@ class FastSend:
         host = broker.store_host
         if host != self._store_host:
             self._store_host = host
-            self._store_ip, self._store_port = _host(host)
-            self._msg_id_prefix = _msg_id_prefix(self._store_ip, self._store_port)
+            self._store_ip, self._store_port = host_bytes(host)
+            self._msg_id_prefix = offset_msg_id_prefix(self._store_ip, self._store_port)
             self._msg_id_prefix_b = self._msg_id_prefix.encode()
         cluster_entry = f"{_CLUSTER}\x01{broker.config.broker_cluster_name}"
         extra = send_extra(broker)
@@ -203,7 +202,7 @@ class FastSend:
         born_host = attributes.get("born_host")
         if born_host is None:
             try:
-                born_host = attributes["born_host"] = _host(host_of(ctx))
+                born_host = attributes["born_host"] = host_bytes(host_of(ctx))
             except CodecError:
                 return None
         return born_host  # type: ignore[no-any-return]

@@ -102,7 +102,7 @@ from .transaction import (
     ResumeCheckHalfMessageRequestHeader,
 )
 
-__all__ = ["HEADER_TYPES", "REQUEST_HEADERS", "RESPONSE_HEADERS"]
+__all__ = ["HEADER_TYPES", "REQUEST_HEADERS", "RESPONSE_HEADERS", "V2_SEND_CODES"]
 
 RC = RequestCode
 
@@ -215,3 +215,8 @@ def _module_headers() -> tuple[type[CommandHeader], ...]:
 
 #: Every header class of 4.9.8, mapped to a code or not (see the module docs of each group).
 HEADER_TYPES: tuple[type[CommandHeader], ...] = _module_headers()
+
+#: the request codes whose header is SendMessageRequestHeaderV2 (single-letter field names)
+V2_SEND_CODES: frozenset[int] = frozenset(
+    int(code) for code, cls in REQUEST_HEADERS.items() if cls is SendMessageRequestHeaderV2
+)
