@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from . import __version__
 
@@ -62,6 +63,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_codes)
     _add_providers(sub)
     return parser
+
+
+def run_server(main: Callable[[], Awaitable[object]], command: str, what: str) -> int:
+    """``trio.run(main)`` for a server command: an OSError (the port is taken, the store cannot be opened ...)
+    is one line on stderr and status 1; a Ctrl-C while stopping is logged, not a traceback."""
+    import signal
+
+    import trio
+
+    failure: BaseException | None = None
+    try:
+        trio.run(main)
+    except* OSError as group:
+        failure = group
+        while isinstance(failure, BaseExceptionGroup):
+            failure = failure.exceptions[0]
+    except* KeyboardInterrupt:
+        # a second Ctrl-C while stopping: trio hands it back when the signal receiver closes; the
+        # shutdown (shielded) has run by the time it gets here
+        logging.getLogger(f"rocketpy.{command}").info("stopped")
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: a late Ctrl-C must not turn into a traceback
+    if failure is not None:
+        print(f"rocketpy {command}: {what}: {failure}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def only(exc: BaseException, kind: type[BaseException]) -> bool:

@@ -16,7 +16,6 @@ from rocketpy.codecs import CodecError, RemotingCommand, RequestCode, ResponseCo
 from rocketpy.codecs.codes import MessageSysFlag
 from rocketpy.codecs.frame import _parse_rocketmq_header_checked, encode_rocketmq_header, parse_rocketmq_header
 from rocketpy.codecs.headers import SendMessageRequestHeaderV2
-from rocketpy.codecs.javalang import java_string_hash, java_string_hash_reference
 from rocketpy.codecs.message import (
     _RECORD_C,
     MESSAGE_RECORD,
@@ -29,6 +28,7 @@ from rocketpy.codecs.message import (
     properties_to_string,
     string_to_properties,
 )
+from rocketpy.javacompat.lang import java_string_hash, java_string_hash_reference
 from rocketpy.remoting import RemotingServer
 from rocketpy.remoting.connection import CommandReader
 from rocketpy.testing import running_broker

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rocketpy.accel import compiled
 from rocketpy.broker.processors.send_fast import FastSend
 from rocketpy.codecs import CodecError, RemotingCommand
-from rocketpy.codecs.accel import compiled
 from rocketpy.codecs.codes import MessageSysFlag
 from rocketpy.codecs.frame import _parse_rocketmq_header_checked, encode_rocketmq_header, parse_rocketmq_header_py
-from rocketpy.codecs.javalang import java_string_hash_py, java_string_hash_reference
 from rocketpy.codecs.message import build_record, record_length
+from rocketpy.javacompat.lang import java_string_hash_py, java_string_hash_reference
 
 c_parse = compiled("parse_rocketmq_header")
 c_hash = compiled("java_string_hash")

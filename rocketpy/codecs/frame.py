@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 import construct as cs
 
-from .accel import compiled
+from ..accel import compiled
 from .errors import CodecError, FrameTooLarge
 from .units import struct_unit
 

@@ -53,10 +53,10 @@ from construct import (
 )
 
 from ..clock import now_ms as _now_ms
+from ..javacompat.lang import java_string_hash, parse_java_int
 from .codes import CompressionType, MessageConst, MessageSysFlag
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
-from .javalang import java_string_hash, parse_java_int
 from .units import head_format, struct_unit
 
 __all__ = [

@@ -15,9 +15,9 @@ from typing import Literal, NoReturn
 
 from construct import Const, Int32sb, Int64sb, Padding, Struct
 
+from ..javacompat.lang import java_string_hash
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
-from .javalang import java_string_hash
 from .message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,

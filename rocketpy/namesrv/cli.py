@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import trio
 
+from ..javacompat.properties import ConfigError
 from .config import NamesrvConfig
 from .kv_config import KVConfigError
-from .properties import ConfigError
 from .server import NameServer
 
 log = logging.getLogger("rocketpy.namesrv")

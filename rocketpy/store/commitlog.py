@@ -21,10 +21,9 @@ from collections.abc import Callable, Mapping
 
 import construct as cs
 
-from ..codecs.accel import compiled
+from ..accel import compiled
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll
 from ..codecs.errors import CodecError
-from ..codecs.javalang import hashmap_order
 from ..codecs.message import (
     BATCH_ENTRY,
     BLANK_MAGIC_CODE,
@@ -44,6 +43,7 @@ from ..codecs.message import (
     tags_hash_code,
 )
 from ..codecs.store_records import build_blank_record
+from ..javacompat.hashmap import hashmap_order
 from .config import DelayLevels, MessageStoreConfig
 from .mapped_file import MappedFile, MappedFileQueue, SyncHook
 from .types import (

@@ -27,8 +27,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..accel import compiled
 from ..clock import now_ms
-from ..codecs.accel import compiled
 from .checkpoint import StoreCheckpoint
 from .commitlog import CommitLog
 from .config import BrokerRole, FlushDiskType, MessageStoreConfig

@@ -180,7 +180,7 @@ def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> Remoti
             "UPDATE_BROKER_CONFIG is disabled: set adminCredential in the broker config and send it as the "
             "adminCredential ext field to change settings remotely",
         )
-    from ...namesrv import properties
+    from ...javacompat import properties
 
     text = (request.body or b"").decode("utf-8", "replace")
     changes = properties.loads(text)

@@ -16,8 +16,9 @@ from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, MQVersion, PermName, TopicSysFlag
 from ...codecs.headers import ConsumerSendMsgBackRequestHeader
 from ...codecs.headers.registry import V2_SEND_CODES
-from ...codecs.javalang import hashmap_dict, hashmap_key_order, parse_java_int
 from ...codecs.message import BATCH_ENTRY, properties_to_string, string_to_properties
+from ...javacompat.hashmap import hashmap_dict, hashmap_key_order
+from ...javacompat.lang import parse_java_int
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from ..responses import error, respond

@@ -17,12 +17,12 @@ import logging
 import struct
 from typing import TYPE_CHECKING, Any
 
+from ...accel import compiled
 from ...codecs import CodecError, RemotingCommand, ResponseCode, SerializeType
-from ...codecs.accel import compiled
 from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, PermName
 from ...codecs.frame import ROCKETMQ_FIXED_UNIT
-from ...codecs.javalang import hashmap_dict, hashmap_key_order
 from ...codecs.message import host_bytes, offset_msg_id_prefix, tags_hash_code
+from ...javacompat.hashmap import hashmap_dict, hashmap_key_order
 from ...store.types import PutMessageStatus
 from ..responses import respond
 from .common import host_of

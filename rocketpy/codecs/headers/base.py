@@ -14,8 +14,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
+from ...javacompat.hashmap import hashmap_order
+from ...javacompat.lang import parse_java_int
 from ..errors import CodecError, MissingField
-from ..javalang import hashmap_order, parse_java_int
 
 log = logging.getLogger("rocketpy.codecs")
 
