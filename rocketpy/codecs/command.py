@@ -273,7 +273,7 @@ class RemotingCommand:
     @property
     def header(self) -> Any:
         """The typed header for this code and direction, or None when none is known."""
-        from .headers.base import header_class
+        from .headers.registry import header_class
 
         code = self.request_code if self.is_response else self.code
         if code is None:

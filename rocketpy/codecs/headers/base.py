@@ -192,16 +192,4 @@ class CommandHeader:
 HeaderType = type[CommandHeader]
 
 
-def header_registry() -> tuple[dict[int, HeaderType], dict[int, HeaderType]]:
-    """(request headers by request code, response headers by request code), filled by headers.registry."""
-    from . import registry
-
-    return registry.REQUEST_HEADERS, registry.RESPONSE_HEADERS
-
-
-def header_class(code: int, is_response: bool) -> HeaderType | None:
-    requests, responses = header_registry()
-    return (responses if is_response else requests).get(code)
-
-
 Decoder = Callable[[Mapping[str, str]], CommandHeader]
