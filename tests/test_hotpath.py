@@ -17,9 +17,7 @@ from rocketpy.codecs.codes import MessageSysFlag
 from rocketpy.codecs.frame import _parse_rocketmq_header_checked, encode_rocketmq_header, parse_rocketmq_header
 from rocketpy.codecs.headers import SendMessageRequestHeaderV2
 from rocketpy.codecs.message import (
-    _RECORD_C,
     MESSAGE_RECORD,
-    _record_view,
     build_record,
     decode_message,
     decode_messages,
@@ -28,6 +26,7 @@ from rocketpy.codecs.message import (
     properties_to_string,
     string_to_properties,
 )
+from rocketpy.codecs.record import _RECORD_C, _record_view
 from rocketpy.javacompat.lang import java_string_hash, java_string_hash_reference
 from rocketpy.remoting import RemotingServer
 from rocketpy.remoting.connection import CommandReader

@@ -400,14 +400,14 @@ def test_record_is_found_by_offset_from_cq() -> None:
 
 
 def _unit_pairs() -> list[tuple[str, object, object, int | None]]:
-    from rocketpy.codecs import frame, message, store_records
+    from rocketpy.codecs import frame, message, record, store_records
     from rocketpy.sniffer import hastream
 
     return [
         ("BLANK_RECORD _SIZE_MAGIC", store_records._SIZE_MAGIC, store_records.BLANK_RECORD, None),
         ("CHECKPOINT _CHECKPOINT_TIMES", store_records._CHECKPOINT_TIMES, store_records.CHECKPOINT, 3),
         ("MESSAGE_RECORD head (sniffer)", hastream._PHYSICAL, message.MESSAGE_RECORD, 7),
-        ("MESSAGE_RECORD size and magic", message._SIZE_MAGIC, message.MESSAGE_RECORD, 2),
+        ("MESSAGE_RECORD size and magic", record._SIZE_MAGIC, message.MESSAGE_RECORD, 2),
         ("CONSUME_QUEUE_UNIT", store_records.CONSUME_QUEUE_UNIT, store_records.CONSUME_QUEUE_ENTRY, None),
         ("INDEX_HEADER_UNIT", store_records.INDEX_HEADER_UNIT, store_records.INDEX_HEADER, None),
         ("INDEX_ENTRY_UNIT", store_records.INDEX_ENTRY_UNIT, store_records.INDEX_ENTRY, None),

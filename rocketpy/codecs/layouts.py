@@ -21,7 +21,7 @@ from typing import Any
 import construct as cs
 
 from .frame import EXT_FIELD, FRAME_PREFIX, ROCKETMQ_HEADER
-from .message import MESSAGE_MAGIC_CODE, MESSAGE_RECORD
+from .record import MESSAGE_MAGIC_CODE, MESSAGE_RECORD
 from .store_records import CONSUME_QUEUE_ENTRY, INDEX_ENTRY, INDEX_HASH_SLOT_SIZE, INDEX_HEADER
 
 __all__ = ["LUA", "PXI_CONSTANTS", "field_offsets", "record_segments", "render_pxi"]

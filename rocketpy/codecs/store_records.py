@@ -18,13 +18,8 @@ from construct import Const, Int32sb, Int64sb, Padding, Struct
 from ..javacompat.lang import java_string_hash
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
-from .message import (
-    BLANK_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE,
-    MESSAGE_RECORD,
-    MessageExt,
-    decode_message,
-)
+from .message_types import MessageExt
+from .record import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_RECORD, decode_message
 from .units import struct_unit
 
 #: what the store's readers accept: file bytes, or the store's own memory maps
