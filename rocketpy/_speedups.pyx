@@ -1,11 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Compiled forms of the hot path's pure functions (the accelerated build).
+"""The accelerated build: the one fast form of each hot step, beside its Python reference.
 
-Each has a pure-Python twin that stays the reference: ``codecs.frame.parse_rocketmq_header`` and
-``codecs.javalang.java_string_hash``; the modules use these when the extension is built and
-``ROCKETPY_PURE`` is not set, and ``tests/test_speedups.py`` checks both give the same answers.
-Anything unusual (lengths that do not add up, bad UTF-8) is handed back to the pure-Python
-function, which decides what is an error and how it is worded.
+* ``parse_rocketmq_header`` (reference ``codecs.frame.parse_rocketmq_header_py``) and
+  ``java_string_hash`` (``javacompat.lang.java_string_hash_py``): anything unusual (lengths that do not
+  add up, bad UTF-8) is handed back to the Python function, which decides what is an error and how it
+  is worded (``tests/test_speedups.py``);
+* the send lane: ``SendCore`` (reference ``broker.processors.send.send_message``, with
+  ``broker.processors.send_lane`` holding what it consults), the store's ``PlainAppender`` (reference
+  ``MessageStore.put_message``), ``dispatch_plain`` (reference ``MessageStore.do_dispatch``), and
+  ``send_answer`` (reference: the general path's encoded response) (``tests/test_send_fast.py``);
+* the Spark sources' CommitLog walk (``crc32_ranges``, ``record_positions``, ``gather_ranges``).
+
+The modules take these through ``rocketpy.accel.compiled`` (None when not built or ROCKETPY_PURE is set).
+Layout numbers come from ``_layouts.pxi``, generated from the construct definitions.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -198,7 +205,7 @@ def send_answer(
     int32_t version, int32_t opaque, bytes msg_id_prefix, int64_t physical_offset, int32_t queue_id,
     int64_t queue_offset, bytes tail,
 ):
-    """The ROCKETMQ-header SEND answer (send_fast.FastSend._binary_answer's bytes): code 0, remark null,
+    """The ROCKETMQ-header SEND answer (the general path's, respond()'s bytes): code 0, remark null,
     msgId (the prefix and the offset in 16 hex digits), queueId, queueOffset, then ``tail``."""
     cdef char qid[24]
     cdef char qoff[24]
@@ -272,7 +279,7 @@ cdef tuple _V2_FIELD_NAMES_STR = tuple([chr(97 + i) for i in range(N_FIELDS)])
 
 cdef object _fill_json_answer(tuple template, int32_t opaque, bytes prefix, int64_t phys, int32_t queue_id,
                               int64_t queue_offset):
-    """The JSON SEND answer from FastSend's template: literal pieces with the msgId (0), queueId (1),
+    """The JSON SEND answer from SendLane's template: literal pieces with the msgId (0), queueId (1),
     queueOffset (2) and opaque (3) between them, behind the frame's length prefix."""
     cdef char buf[24]
     cdef int nb
@@ -343,44 +350,36 @@ cdef inline bint _is_false_value(const uint8_t* p, Py_ssize_t sep, Py_ssize_t en
         v[3] | 32) == 115 and (v[4] | 32) == 101
 
 
-cdef class SendCore:
-    """FastSend.handle on the frame's bytes: the same checks, record and answer, without decoding the
-    frame into a RemotingCommand. Whatever is not the plain case (or not a ROCKETMQ binary header)
-    answers None and the frame goes the usual way; tests/test_send_fast.py holds it to the lane."""
+cdef class PlainAppender:
+    """MessageStore.put_message for a plain message, without the message object: the record written
+    straight into the mapped CommitLog under the put lock, its ConsumeQueue and index dispatch queued in
+    ``store.pending`` for MessageStore.settle. The store owns it (``MessageStore.plain_appender``) and
+    the send lane calls it; put_message stays the reference (tests/test_send_fast.py compares stores).
 
-    cdef object lane
-    cdef object broker
+    Plain: no delay, not transactional, the hosts' sys_flag bits set, topic and properties within
+    their limits (the caller checked)."""
+
     cdef object store
     cdef object commitlog
     cdef object crc32
-    cdef object slave
-    cdef object json_loads
     cdef Py_ssize_t end_blank
-    cdef dict tags_cache
 
-    def __init__(self, lane):
-        import json
+    def __init__(self, store):
         import zlib
         from .store.commitlog import END_FILE_MIN_BLANK_LENGTH
-        from .store.config import BrokerRole
-        self.lane = lane
-        self.broker = lane.broker
-        self.store = lane.store
-        self.commitlog = lane.store.commitlog
+        self.store = store
+        self.commitlog = store.commitlog
         self.crc32 = zlib.crc32
-        self.json_loads = json.loads
-        self.slave = BrokerRole.SLAVE
         self.end_blank = END_FILE_MIN_BLANK_LENGTH
-        self.tags_cache = {}
 
-    cdef object _append(self, str topic, int64_t queue_id, bytes topic_b, int64_t msg_flag, int64_t sys_flag,
-                        int64_t born_ts, bytes born_ip, int64_t born_port, bytes store_ip, int64_t store_port,
-                        int64_t reconsume, const uint8_t* body, Py_ssize_t nb, bytes props, int64_t tags_code,
-                        object keys, object uniq, object body_obj):
-        """MessageStore.append_plain (with CommitLog.append_plain's record) done here: (physical offset,
-        queue offset) or None (the store refuses, or the record does not fit: the general path rolls over)."""
+    cdef object append(self, str topic, int64_t queue_id, bytes topic_b, int64_t msg_flag, int64_t sys_flag,
+                       int64_t born_ts, bytes born_ip, int64_t born_port, bytes store_ip, int64_t store_port,
+                       int64_t reconsume, const uint8_t* body, Py_ssize_t nb, bytes props, int64_t tags_code,
+                       object keys, object uniq, object body_obj):
+        """(physical offset, queue offset), or None: the store refuses puts now, or the record does not
+        fit in the current file (put_message closes it and rolls over)."""
         store = self.store
-        if not store._open or not store._writable or store._disk_full or store.config.broker_role == self.slave:
+        if not store.put_allowed:
             return None
         cl = self.commitlog
         cdef int64_t crc = self.crc32(body_obj) & 0x7FFFFFFF
@@ -424,8 +423,31 @@ cdef class SendCore:
         store.pending.append((topic, queue_id, phys, total, tags_code, store_ts, queue_offset, keys, uniq))
         return (phys, queue_offset)
 
+
+
+cdef class SendCore:
+    """The send lane on a frame's bytes (send_lane.SendLane's ``takes`` and ``answer``): a plain
+    SEND_MESSAGE(_V2) checked as the general path checks it, appended through the store's appender and
+    answered, without decoding the frame into a RemotingCommand. Whatever is not the plain case answers
+    None and the frame goes the general way; tests/test_send_fast.py holds both to the same bytes."""
+
+    cdef object lane
+    cdef object broker
+    cdef PlainAppender appender
+    cdef object json_loads
+    cdef dict tags_cache
+
+    def __init__(self, lane):
+        import json
+        self.lane = lane
+        self.broker = lane.broker
+        self.appender = lane.store.plain_appender
+        self.json_loads = json.loads
+        self.tags_cache = {}
+
     def takes(self, object frame):
-        """FastSend.takes_frame (its compiled twin)."""
+        """Whether :meth:`answer` should see ``frame`` (the connection asks per frame): a SEND_MESSAGE or
+        SEND_MESSAGE_V2 with a ROCKETMQ binary header, or a JSON one as fastjson writes it."""
         if not isinstance(frame, bytes):
             return False
         cdef Py_ssize_t n = PyBytes_GET_SIZE(frame)
@@ -440,7 +462,9 @@ cdef class SendCore:
             return False
         return memcmp(p + 8, b'{"code":310,', 12) == 0 or memcmp(p + 8, b'{"code":10,', 11) == 0
 
-    def handle(self, ctx, object frame):
+    def answer(self, ctx, object frame):
+        """The encoded answer (b\"\" for a oneway send or one held for the disk), or None: decode the frame
+        and take the general path."""
         if not isinstance(frame, bytes):
             return None
         cdef Py_ssize_t n = PyBytes_GET_SIZE(frame)
@@ -458,7 +482,7 @@ cdef class SendCore:
         if hend > n or hlen < BIN_HEADER_MIN:
             return None
         if p[4] == 0:
-            return self._handle_json(ctx, frame, p, n, hend)
+            return self._answer_json(ctx, frame, p, n, hend)
         code = _int16(p + FRAME_PREFIX_SIZE + BIN_CODE_AT)
         flag = _int32(p + FRAME_PREFIX_SIZE + BIN_FLAG_AT)
         if flag & 1:
@@ -520,8 +544,8 @@ cdef class SendCore:
             return None
         return self._send(ctx, frame, p, p + hend, n - hend, hend, opaque, flag, fpos, flen, False)
 
-    cdef object _handle_json(self, ctx, object frame, const uint8_t* p, Py_ssize_t n, Py_ssize_t hend):
-        """handle() for a JSON header: the stdlib's parser reads it (the usual decoding's first choice);
+    cdef object _answer_json(self, ctx, object frame, const uint8_t* p, Py_ssize_t n, Py_ssize_t hend):
+        """answer() for a JSON header: the stdlib's parser reads it (the usual decoding's first choice);
         anything but plain ints and string ext fields is left to the usual way."""
         cdef Py_ssize_t fpos[N_FIELDS]
         cdef Py_ssize_t flen[N_FIELDS]
@@ -601,9 +625,9 @@ cdef class SendCore:
             topic = PyUnicode_DecodeUTF8(<const char*>(p + fpos[F_TOPIC]), flen[F_TOPIC], NULL)
         except UnicodeDecodeError:
             return None
-        topic_b = lane._topics.get(topic)
+        topic_b = lane.topics.get(topic)
         if topic_b is None:
-            topic_b = lane._first_sight(topic)
+            topic_b = lane.first_sight(topic)
             if topic_b is None:
                 return None
         tc = broker.topics.table.get(topic)
@@ -662,18 +686,19 @@ cdef class SendCore:
             if j + 1 < count:
                 nk[0] = 2
                 nk += 1
-        raw_plans = lane._raw_plans
+        raw_plans = lane.plans
         plan = raw_plans.get(names_key, False)
         if plan is False:
             try:
-                plan = lane.raw_plan(names_key)
+                plan = lane.plan(names_key)
             except UnicodeDecodeError:
                 plan = None
             raw_plans[names_key] = plan
         if plan is None:
             return None
         order, tags_at, keys_at, uniq_at, wait_at = <tuple>plan
-        # -- waiting for the disk (SYNC_FLUSH), as FastSend.handle decides it
+        # -- waiting for the disk (SYNC_FLUSH): the answer is held until the group commit covers it; a
+        # SYNC_MASTER's wait for its slave is the general path's (per message, as Java decides it)
         hold = False
         if broker.answers_after_store():
             if wait_at is None or not _is_false_value(p, seps[<int>wait_at], ends[<int>wait_at]):
@@ -681,7 +706,7 @@ cdef class SendCore:
                     return None
                 hold = True
         # -- the stored properties: the plan's order, CLUSTER last among the client's entries
-        state = lane._raw_state
+        state = lane.identity
         store_ip, store_port, prefix_b, tail, cluster_b, json_answer = <tuple>state
         ncl = PyBytes_GET_SIZE(cluster_b)
         nord = len(<tuple>order)
@@ -708,7 +733,7 @@ cdef class SendCore:
         attributes = ctx.connection.attributes
         born_host = attributes.get("born_host")
         if born_host is None:
-            born_host = lane._born_host(ctx)
+            born_host = lane.born_host(ctx)
             if born_host is None:
                 return None
         born_ip, born_port = <tuple>born_host
@@ -736,7 +761,7 @@ cdef class SendCore:
             t = <int>uniq_at
             uniq = PyUnicode_DecodeUTF8(<const char*>(p + seps[t] + 1), ends[t] - seps[t] - 1, NULL)
         body = memoryview(frame)[hend:]
-        done = self._append(
+        done = self.appender.append(
             topic, queue_id, topic_b, msg_flag, sys_flag, born_ts, born_ip, born_port, store_ip, store_port,
             reconsume, body_p, body_len, stored, tags_code, keys, uniq, body,
         )
@@ -759,8 +784,8 @@ cdef class SendCore:
 # -- the send lane's deferred dispatch ---------------------------------------------------------------
 
 cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, int64_t cq_offset):
-    """ConsumeQueue.put for the common case (a unit appended after the last in a file with room);
-    anything else is the Python method's."""
+    """ConsumeQueue.put (the reference) for the common case: a unit appended after the last in a file
+    with room; anything else is the Python method's."""
     cdef Py_buffer view
     cdef Py_ssize_t wp, file_size
     cdef uint8_t* u
@@ -792,7 +817,7 @@ cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, 
 
 
 cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) except -1:
-    """IndexFile.put_key; False when the file is full."""
+    """IndexFile.put_key (the reference); False when the file is full."""
     cdef int64_t index_count = f.index_count, index_num = f.index_num, hash_slot_num = f.hash_slot_num
     cdef int64_t begin_ts, time_diff, h
     cdef int32_t slot_value
@@ -807,7 +832,7 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
     if h > 0x7FFFFFFF:
         h = 0  # Math.abs(Integer.MIN_VALUE) stays negative: the file uses 0
     abs_slot = INDEX_HEADER_SIZE + (h % hash_slot_num) * INDEX_HASH_SLOT_SIZE
-    abs_index = <Py_ssize_t>f._entries_at + index_count * INDEX_ENTRY_SIZE
+    abs_index = <Py_ssize_t>f.entries_at + index_count * INDEX_ENTRY_SIZE
     begin_ts = f.begin_timestamp
     if begin_ts <= 0:
         time_diff = 0
@@ -885,7 +910,7 @@ def dispatch_plain(store, list pending, index):
         if keys:
             for key in (<str>keys).split(" "):
                 if key and not _index_put(f, f"{topic}#{key}", phys, store_ts):
-                    index._put(index._last_file(), f"{topic}#{key}", phys, store_ts)
+                    index.put_key(f"{topic}#{key}", phys, store_ts)  # a new file: the Python way
                     f = files[len(files) - 1]
     return last_ts
 

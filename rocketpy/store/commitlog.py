@@ -16,12 +16,10 @@ import logging
 import mmap
 import struct
 import threading
-import zlib
 from collections.abc import Callable, Mapping
 
 import construct as cs
 
-from ..accel import compiled
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll
 from ..codecs.errors import CodecError
 from ..codecs.message import (
@@ -74,8 +72,6 @@ _SCHEDULE_TOPIC = MixAll.RMQ_SYS_SCHEDULE_TOPIC
 _DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _MAX_BODY_EXTRA = 64 * 1024  # MessageExtEncoder reserves 64 KiB for the non-body fields
 _SEP = PROPERTY_SEPARATOR.encode()
-#: the compiled record writer (accel), else build_record and a slice assignment
-_write_record = compiled("write_record")
 
 
 def dispatch_request_of(
@@ -291,60 +287,6 @@ class CommitLog:
             self.delay_levels,
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, result), [req]
-
-    def append_plain(
-        self,
-        topic: str,
-        queue_id: int,
-        topic_b: bytes,
-        flag: int,
-        sys_flag: int,
-        born_timestamp: int,
-        born_ip: bytes,
-        born_port: int,
-        store_ip: bytes,
-        store_port: int,
-        reconsume_times: int,
-        body: bytes,
-        props_b: bytes,
-    ) -> tuple[int, int, int, int] | None:
-        """put_message for the plain case, without the message object: no delay, not transactional,
-        sys_flag's host bits already set, sizes already within the limits.
-
-        Returns (physical offset, queue offset, store timestamp, record size), or None when the
-        record does not fit in the current file (put_message closes it and rolls over).
-        """
-        key = (topic, queue_id)
-        table = self.topic_queue_table
-        crc = zlib.crc32(body) & 0x7FFFFFFF
-        with self.lock:
-            mf = self.mfq.last_file()
-            if mf is None:
-                return None
-            pos = mf.wrote_position
-            limit = self.file_size - END_FILE_MIN_BLANK_LENGTH
-            store_ts = self.clock()
-            queue_offset = table.get(key, 0)
-            phys = mf.file_from_offset + pos
-            if _write_record is not None:
-                msg_len = _write_record(
-                    mf.mm, pos, limit, crc, queue_id, flag, queue_offset, phys, sys_flag, born_timestamp, born_ip,
-                    born_port, store_ts, store_ip, store_port, reconsume_times, 0, body, topic_b, props_b,
-                )  # fmt: skip
-                if msg_len < 0:
-                    return None
-            else:
-                msg_len = record_length(sys_flag, len(body), len(topic_b), len(props_b))
-                if pos + msg_len > limit:
-                    return None
-                mf.mm[pos : pos + msg_len] = build_record(
-                    msg_len, crc, queue_id, flag, queue_offset, phys, sys_flag, born_timestamp, born_ip, born_port,
-                    store_ts, store_ip, store_port, reconsume_times, 0, body, topic_b, props_b,
-                )  # fmt: skip
-            mf.wrote_position = pos + msg_len
-            mf.store_timestamp = store_ts
-            table[key] = queue_offset + 1
-        return phys, queue_offset, store_ts, msg_len
 
     def put_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
         """Append a batch: one record per entry, consecutive queue offsets, one store timestamp."""

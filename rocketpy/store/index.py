@@ -48,7 +48,8 @@ class IndexFile:
         size = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE + index_num * sr.INDEX_ENTRY_SIZE
         self.mf = MappedFile(path, size)
         self.path = path
-        self._entries_at = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE
+        #: where the entries begin: after the header and the hash slots
+        self.entries_at = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE
         self.begin_timestamp = 0
         self.end_timestamp = 0
         self.begin_phy_offset = 0
@@ -106,7 +107,7 @@ class IndexFile:
                 time_diff = 0
             elif time_diff > _INT_MAX:
                 time_diff = _INT_MAX
-        abs_index = self._entries_at + self.index_count * sr.INDEX_ENTRY_SIZE
+        abs_index = self.entries_at + self.index_count * sr.INDEX_ENTRY_SIZE
         _ENTRY.pack_into(mm, abs_index, key_hash, phy_offset, time_diff, slot_value)
         _INT32.pack_into(mm, abs_slot, self.index_count)
         if self.index_count <= 1:
@@ -230,6 +231,10 @@ class IndexService:
         f = self._last_file()
         if phy_offset >= f.end_phy_offset:
             self._put_keys(f, topic, uniq_key, keys, phy_offset, store_ts)
+
+    def put_key(self, key: str, phy_offset: int, store_ts: int) -> None:
+        """One ``topic#key`` entry, in the last file or a new one when it is full."""
+        self._put(self._last_file(), key, phy_offset, store_ts)
 
     def _put_keys(
         self, f: IndexFile, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_ts: int

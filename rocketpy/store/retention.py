@@ -64,14 +64,18 @@ class StoreRetention:
     # MessageStore's, used here
     config: MessageStoreConfig
     commitlog: CommitLog
-    consume_queues: dict[str, dict[int, ConsumeQueue]]
-    index: IndexService | None
     clock: Callable[[], int]
     _disk_usage: Callable[[str], float]
     _disk_full: bool
     _last_physical_min_offset: int
 
     if TYPE_CHECKING:
+
+        @property
+        def consume_queues(self) -> dict[str, dict[int, ConsumeQueue]]: ...
+
+        @property
+        def index(self) -> IndexService | None: ...
 
         def _all_queues(self) -> Iterator[ConsumeQueue]: ...
 
