@@ -76,9 +76,7 @@ def run_server(main: Callable[[], Awaitable[object]], command: str, what: str) -
     try:
         trio.run(main)
     except* OSError as group:
-        failure = group
-        while isinstance(failure, BaseExceptionGroup):
-            failure = failure.exceptions[0]
+        failure = first_leaf(group)
     except* KeyboardInterrupt:
         # a second Ctrl-C while stopping: trio hands it back when the signal receiver closes; the
         # shutdown (shielded) has run by the time it gets here
@@ -89,6 +87,13 @@ def run_server(main: Callable[[], Awaitable[object]], command: str, what: str) -
         print(f"rocketpy {command}: {what}: {failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def first_leaf(exc: BaseException) -> BaseException:
+    """The first exception inside ``exc``'s groups (nurseries nest them): the one to name on one line."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
 
 
 def only(exc: BaseException, kind: type[BaseException]) -> bool:
