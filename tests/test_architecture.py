@@ -49,12 +49,14 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
 
 
 def _imports() -> dict[str, list[tuple[str, list[str]]]]:
-    """module -> [(imported module, names taken from it)]"""
+    """module -> [(imported module, names taken from it)]; a name read as an attribute of an imported
+    module (``message._SIZE_MAGIC``) counts as taken from it."""
     found: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
     for name, (path, is_pkg) in MODULES.items():
         tree = ast.parse(path.read_text())
         skip = _type_checking_nodes(tree)
         package = name if is_pkg else name.rpartition(".")[0]
+        bound: dict[str, str] = {}  # local name -> the module imported under it
         for node in ast.walk(tree):
             if id(node) in skip:
                 continue
@@ -70,10 +72,15 @@ def _imports() -> dict[str, list[tuple[str, list[str]]]]:
                     sub = f"{target}.{alias.name}"
                     if sub in MODULES:
                         found[name].append((sub, []))
+                        bound[alias.asname or alias.name] = sub
                     elif target in MODULES:
                         found[name].append((target, [alias.name]))
             elif isinstance(node, ast.Import):
                 found[name] += [(a.name, []) for a in node.names if a.name in MODULES]
+                bound.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+                found[name].append((bound[node.value.id], [node.attr]))
     return found
 
 

@@ -43,7 +43,7 @@ def encode_batch(messages: Iterable[Message]) -> bytes:
     """MessageDecoder.encodeMessages: each message as size, 0, 0, flag, body, properties."""
     parts: list[bytes] = []
     for msg in messages:
-        props = msg._properties_bytes()
+        props = msg.properties_bytes()
         if len(props) > 32767:
             raise CodecError(f"properties are {len(props)} bytes; at most 32767 fit")
         size = _ENTRY_FIXED + len(msg.body) + len(props)

@@ -93,7 +93,8 @@ class Message:
         """The body as the application sees it: inflated when the message says it is compressed."""
         return self.body
 
-    def _properties_bytes(self) -> bytes:
+    def properties_bytes(self) -> bytes:
+        """The properties as a record or batch entry holds them: the bytes decoded, while the map is unchanged."""
         raw = self._raw_properties
         # Order matters too: the same map in another order is another string.
         if raw is not None and list(decode_properties(raw).items()) == list(self.properties.items()):

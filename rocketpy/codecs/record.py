@@ -17,7 +17,6 @@ import mmap
 import struct
 from typing import Any
 
-import construct as cs
 from construct import (
     Bytes,
     Const,
@@ -104,12 +103,11 @@ _FIXED_LEN = (
 
 @functools.cache
 def _field_at(name: str, host_flags: int) -> int:
-    ctx = cs.Container(sys_flag=host_flags)
     pos = 0
     for sub in MESSAGE_RECORD.subcons:
         if sub.name == name:
             return pos
-        pos += sub._sizeof(ctx, "")  # raises past the fixed-size fields: only names before body work
+        pos += sub.sizeof(sys_flag=host_flags)  # raises past the fixed-size fields: only names before body work
     raise KeyError(name)
 
 
@@ -447,7 +445,7 @@ def encode_message(msg: MessageExt) -> bytes:
     ``store_size`` is recomputed from the contents; ``body`` is written as is.
     """
     topic = msg.topic.encode("utf-8")
-    props = msg._properties_bytes()
+    props = msg.properties_bytes()
     if len(topic) > 127:
         raise CodecError(f"topic is {len(topic)} bytes; a record holds at most 127")
     if len(props) > 32767:

@@ -34,6 +34,7 @@ __all__ = [
     "INDEX_ENTRY",
     "INDEX_ENTRY_SIZE",
     "INDEX_HASH_SLOT_SIZE",
+    "INDEX_HASH_SLOT_UNIT",
     "INDEX_HEADER",
     "INDEX_HEADER_SIZE",
     "MESSAGE_RECORD",
@@ -287,6 +288,9 @@ INDEX_ENTRY = Struct(
 """One 20-byte IndexFile entry."""
 
 INDEX_HEADER_UNIT = struct_unit(INDEX_HEADER)
+#: one hash slot: the number of the newest entry whose key hashes there (0: none)
+INDEX_HASH_SLOT_UNIT = struct.Struct(">i")
+assert INDEX_HASH_SLOT_UNIT.size == INDEX_HASH_SLOT_SIZE
 INDEX_ENTRY_UNIT = struct_unit(INDEX_ENTRY)
 _INT32 = struct.Struct(">i")
 assert INDEX_HEADER_UNIT.size == INDEX_HEADER.sizeof() == INDEX_HEADER_SIZE

@@ -26,7 +26,7 @@ log = logging.getLogger("rocketpy.store")
 
 _HEADER = sr.INDEX_HEADER_UNIT  # the codec's compiled INDEX_HEADER / INDEX_ENTRY layouts
 _ENTRY = sr.INDEX_ENTRY_UNIT
-_INT32 = sr._INT32
+_SLOT = sr.INDEX_HASH_SLOT_UNIT
 _INT_MAX = 0x7FFFFFFF
 _TRAN_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 
@@ -95,7 +95,7 @@ class IndexFile:
         mm = self.mf.mm
         key_hash = sr.index_key_hash(key)
         abs_slot = sr.INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * sr.INDEX_HASH_SLOT_SIZE
-        (slot_value,) = _INT32.unpack_from(mm, abs_slot)
+        (slot_value,) = _SLOT.unpack_from(mm, abs_slot)
         if slot_value <= sr.INVALID_INDEX or slot_value > self.index_count:
             slot_value = sr.INVALID_INDEX
         if self.begin_timestamp <= 0:
@@ -109,7 +109,7 @@ class IndexFile:
                 time_diff = _INT_MAX
         abs_index = self.entries_at + self.index_count * sr.INDEX_ENTRY_SIZE
         _ENTRY.pack_into(mm, abs_index, key_hash, phy_offset, time_diff, slot_value)
-        _INT32.pack_into(mm, abs_slot, self.index_count)
+        _SLOT.pack_into(mm, abs_slot, self.index_count)
         if self.index_count <= 1:
             self.begin_phy_offset = phy_offset
             self.begin_timestamp = store_timestamp
