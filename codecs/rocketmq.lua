@@ -1114,8 +1114,8 @@ local function decode_binary_header(tvb, offset, length)
   end
   need(offset, 13)
   local c = { ranges = {}, ext = {} }
-  c.code = tvb(offset, 2):int()
-  c.ranges.code = tvb(offset, 2)
+  c.code = tvb(offset + 0, 2):int()
+  c.ranges.code = tvb(offset + 0, 2)
   local lang = tvb(offset + 2, 1):uint()
   c.language = LANGUAGE_CODES[lang] or tostring(lang)
   c.ranges.language = tvb(offset + 2, 1)
@@ -1321,7 +1321,7 @@ end
 -- The HA stream: offset reports and transfers of CommitLog bytes.
 ---------------------------------------------------------------------------
 
-local MESSAGE_MAGIC = 0xDAA320A7
+local MESSAGE_MAGIC = 3668123815
 local MAX_TRANSFER = 64 * 1024 * 1024
 local function offset_at(tvb, pos)  -- an int64 below 2^48 as a Lua number (exact)
   return tvb(pos + 2, 2):uint() * 4294967296 + tvb(pos + 4, 4):uint()
@@ -1355,16 +1355,21 @@ local function ha_record(tvb, pos, stop)
   local total = tvb(pos, 4):int()
   if total < 8 or pos + total > stop or tvb(pos + 4, 4):uint() ~= MESSAGE_MAGIC then return nil end
   local sys_flag = tvb(pos + 36, 4):uint()
-  local p = pos + 48 + ((math.floor(sys_flag / 16) % 2 == 1) and 20 or 8)  -- born host (v6: 16 + port)
-  p = p + 8 + ((math.floor(sys_flag / 32) % 2 == 1) and 20 or 8)  -- store timestamp, store host
-  p = p + 4 + 8  -- reconsume times, prepared transaction offset
+  -- born host and port (v6: 16-byte host)
+  local v4, v6 = 8, 20
+  local p = pos + 48 + ((math.floor(sys_flag / 16) % 2 == 1) and v6 or v4)
+  -- store timestamp, store host and port
+  p = p + 12 - 4 + ((math.floor(sys_flag / 32) % 2 == 1) and v6 or v4)
+  p = p + 16 - 4  -- reconsume times, prepared transaction offset
   local body_len = tvb(p, 4):int()
-  p = p + 4 + body_len
+  p = p + 20 - 16 + body_len
   local topic_len = tvb(p, 1):uint()
   local topic = tvb(p + 1, topic_len):string()
   return {
-    total = total, queue_id = tvb(pos + 12, 4):int(), queue_offset = offset_at(tvb, pos + 20),
-    commit_log_offset = offset_at(tvb, pos + 28), topic = topic, topic_range = tvb(p + 1, topic_len),
+    total = total, queue_id = tvb(pos + 12, 4):int(),
+    queue_offset = offset_at(tvb, pos + 20),
+    commit_log_offset = offset_at(tvb, pos + 28),
+    topic = topic, topic_range = tvb(p + 1, topic_len),
     range = tvb(pos, total),
   }
 end
@@ -1434,7 +1439,8 @@ local function looks_remoting(tvb)
     return second == 0x22 or second == 0x7D or second == 0x20 or second == 0x09 or second == 0x0A or second == 0x0D
   elseif stype == 1 then
     if hlen < 21 or n < 21 then return false end
-    local code, language, version, flag = tvb(8, 2):int(), tvb(10, 1):uint(), tvb(11, 2):int(), tvb(17, 4):int()
+    local code, language = tvb(8, 2):int(), tvb(10, 1):uint()
+    local version, flag = tvb(11, 2):int(), tvb(17, 4):int()
     return code >= 0 and code < 4096 and version >= 0 and version < 4096 and language <= 63 and flag >= 0 and flag < 4
   end
   return false

@@ -1,16 +1,26 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Compiled forms of the hot path's pure functions (the accelerated build).
+"""The accelerated build: the one fast form of each hot step, beside its Python reference.
 
-Each has a pure-Python twin that stays the reference: ``codecs.frame.parse_rocketmq_header`` and
-``codecs.javalang.java_string_hash``; the modules use these when the extension is built and
-``ROCKETPY_PURE`` is not set, and ``tests/test_speedups.py`` checks both give the same answers.
-Anything unusual (lengths that do not add up, bad UTF-8) is handed back to the pure-Python
-function, which decides what is an error and how it is worded.
+* ``parse_rocketmq_header`` (reference ``codecs.frame.parse_rocketmq_header_py``) and
+  ``java_string_hash`` (``javacompat.lang.java_string_hash_py``): anything unusual (lengths that do not
+  add up, bad UTF-8) is handed back to the Python function, which decides what is an error and how it
+  is worded (``tests/test_speedups.py``);
+* the send lane: ``SendCore`` (reference ``broker.processors.send.send_message``, with
+  ``broker.processors.send_lane`` holding what it consults), the store's ``PlainAppender`` (reference
+  ``MessageStore.put_message``), ``dispatch_plain`` (reference ``MessageStore.do_dispatch``), and
+  ``send_answer`` (reference: the general path's encoded response) (``tests/test_send_fast.py``);
+* the Spark sources' CommitLog walk (``crc32_ranges``, ``record_positions``, ``gather_ranges``).
+
+The modules take these through ``rocketpy.accel.compiled`` (None when not built or ROCKETPY_PURE is set).
+Layout numbers come from ``_layouts.pxi``, generated from the construct definitions.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
+
+# the layouts' offsets and sizes (BIN_*, REC_*, CQ_*, INDEX_*), generated from the construct definitions
+include "_layouts.pxi"
 
 
 cdef inline int32_t _int32(const uint8_t* p) noexcept:
@@ -28,44 +38,46 @@ def parse_rocketmq_header(bytes data, fallback):
     cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(data)
     cdef Py_ssize_t pos, kstart, kend, vlen, klen
     cdef int32_t rlen, elen
-    if n < 21:
+    if n < BIN_HEADER_MIN:
         return fallback(data)
-    rlen = _int32(p + 13)
-    if rlen < 0 or 17 + <Py_ssize_t>rlen + 4 > n:
+    rlen = _int32(p + BIN_REMARK_LEN_AT)
+    if rlen < 0 or BIN_REMARK_AT + <Py_ssize_t>rlen + BIN_EXT_LEN_SIZE > n:
         return fallback(data)
-    pos = 17 + rlen
+    pos = BIN_REMARK_AT + rlen
     elen = _int32(p + pos)
-    pos += 4
+    pos += BIN_EXT_LEN_SIZE
     if elen < 0 or pos + elen != n:
         return fallback(data)
     cdef object remark = None
     cdef dict ext
     try:
         if rlen:
-            remark = PyUnicode_DecodeUTF8(<const char*>(p + 17), rlen, NULL)
+            remark = PyUnicode_DecodeUTF8(<const char*>(p + BIN_REMARK_AT), rlen, NULL)
         if not elen:
-            return (_int16(p), p[2], _int16(p + 3), _int32(p + 5), _int32(p + 9), remark, None)
+            return (_int16(p + BIN_CODE_AT), p[BIN_LANGUAGE_AT], _int16(p + BIN_VERSION_AT), _int32(p + BIN_OPAQUE_AT),
+                    _int32(p + BIN_FLAG_AT), remark, None)
         ext = {}
         while pos < n:
-            if pos + 2 > n:
+            if pos + EXT_KEY_LEN_SIZE > n:
                 return fallback(data)
             klen = _int16(p + pos)
             if klen < 0:
                 return fallback(data)
-            kstart = pos + 2
+            kstart = pos + EXT_KEY_LEN_SIZE
             kend = kstart + klen
-            if kend + 4 > n:
+            if kend + EXT_VALUE_LEN_SIZE > n:
                 return fallback(data)
             vlen = _int32(p + kend)
-            if vlen < 0 or kend + 4 + vlen > n:
+            if vlen < 0 or kend + EXT_VALUE_LEN_SIZE + vlen > n:
                 return fallback(data)
             ext[PyUnicode_DecodeUTF8(<const char*>(p + kstart), klen, NULL)] = PyUnicode_DecodeUTF8(
-                <const char*>(p + kend + 4), vlen, NULL
+                <const char*>(p + kend + EXT_VALUE_LEN_SIZE), vlen, NULL
             )
-            pos = kend + 4 + vlen
+            pos = kend + EXT_VALUE_LEN_SIZE + vlen
     except UnicodeDecodeError:
         return fallback(data)
-    return (_int16(p), p[2], _int16(p + 3), _int32(p + 5), _int32(p + 9), remark, ext)
+    return (_int16(p + BIN_CODE_AT), p[BIN_LANGUAGE_AT], _int16(p + BIN_VERSION_AT), _int32(p + BIN_OPAQUE_AT),
+            _int32(p + BIN_FLAG_AT), remark, ext)
 
 
 cdef int32_t _jhash(str text) noexcept:
@@ -96,8 +108,6 @@ from libc.stdint cimport int64_t
 from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
-cdef int32_t _MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
-
 
 cdef inline void _put32(uint8_t* p, int64_t v) noexcept:
     p[0] = (v >> 24) & 0xFF
@@ -118,36 +128,36 @@ cdef Py_ssize_t _write_record_at(
     int32_t store_port, int32_t reconsume_times, int64_t prepared_transaction_offset, const uint8_t* body,
     Py_ssize_t nb, const uint8_t* topic, Py_ssize_t nt, const uint8_t* properties, Py_ssize_t np,
 ) noexcept:
-    _put32(p, total)
-    _put32(p + 4, _MESSAGE_MAGIC_CODE)
-    _put32(p + 8, body_crc)
-    _put32(p + 12, queue_id)
-    _put32(p + 16, flag)
-    _put64(p + 20, queue_offset)
-    _put64(p + 28, physical_offset)
-    _put32(p + 36, sys_flag)
-    _put64(p + 40, born_timestamp)
-    p += 48
+    _put32(p + REC_TOTAL_SIZE_AT, total)
+    _put32(p + REC_MAGIC_CODE_AT, MESSAGE_MAGIC_CODE)
+    _put32(p + REC_BODY_CRC_AT, body_crc)
+    _put32(p + REC_QUEUE_ID_AT, queue_id)
+    _put32(p + REC_FLAG_AT, flag)
+    _put64(p + REC_QUEUE_OFFSET_AT, queue_offset)
+    _put64(p + REC_PHYSICAL_OFFSET_AT, physical_offset)
+    _put32(p + REC_SYS_FLAG_AT, sys_flag)
+    _put64(p + REC_BORN_TIMESTAMP_AT, born_timestamp)
+    p += REC_BORN_HOST_AT
     memcpy(p, born_host, bl)
     p += bl
-    _put32(p, born_port)
-    _put64(p + 4, store_timestamp)
-    p += 12
+    _put32(p + REC_BORN_PORT_AFTER_BORN_HOST, born_port)
+    _put64(p + REC_STORE_TIMESTAMP_AFTER_BORN_HOST, store_timestamp)
+    p += REC_STORE_HOST_AFTER_BORN_HOST
     memcpy(p, store_host, sl)
     p += sl
-    _put32(p, store_port)
-    _put32(p + 4, reconsume_times)
-    _put64(p + 8, prepared_transaction_offset)
-    _put32(p + 16, nb)
-    p += 20
+    _put32(p + REC_STORE_PORT_AFTER_STORE_HOST, store_port)
+    _put32(p + REC_RECONSUME_TIMES_AFTER_STORE_HOST, reconsume_times)
+    _put64(p + REC_PREPARED_TRANSACTION_OFFSET_AFTER_STORE_HOST, prepared_transaction_offset)
+    _put32(p + REC_BODY_LEN_AFTER_STORE_HOST, nb)
+    p += REC_SEGMENT2_END
     memcpy(p, body, nb)
     p += nb
-    p[0] = <uint8_t>nt
-    memcpy(p + 1, topic, nt)
-    p += 1 + nt
-    p[0] = (np >> 8) & 0xFF
+    p[0] = <uint8_t>nt  # REC_TOPIC_LEN_SIZE: one byte
+    memcpy(p + REC_TOPIC_LEN_SIZE, topic, nt)
+    p += REC_TOPIC_LEN_SIZE + nt
+    p[0] = (np >> 8) & 0xFF  # REC_PROPERTIES_LEN_SIZE: two bytes
     p[1] = np & 0xFF
-    memcpy(p + 2, properties, np)
+    memcpy(p + REC_PROPERTIES_LEN_SIZE, properties, np)
     return total
 
 
@@ -161,7 +171,7 @@ def write_record(
     at or before ``limit``: its size, or -1 when it does not fit. Hosts are 4 or 16 bytes as sys_flag says,
     the topic is under 128 bytes and the properties under 32 KiB (the caller checked)."""
     cdef Py_ssize_t bl = len(born_host), sl = len(store_host), nb = len(body), nt = len(topic), np = len(properties)
-    cdef Py_ssize_t total = 83 + bl + sl + nb + nt + np
+    cdef Py_ssize_t total = REC_FIXED_LEN + bl + sl + nb + nt + np
     if pos + total > limit:
         return -1
     cdef Py_buffer view
@@ -181,11 +191,21 @@ def write_record(
     return total
 
 
+cdef inline uint8_t* _put_key(uint8_t* p, const char* key, Py_ssize_t klen, Py_ssize_t vlen) noexcept:
+    """An ext field's key and value length (EXT_FIELD); returns where the value goes."""
+    p[0] = (klen >> 8) & 0xFF  # EXT_KEY_LEN_SIZE: two bytes
+    p[1] = klen & 0xFF
+    memcpy(p + EXT_KEY_LEN_SIZE, key, klen)
+    p += EXT_KEY_LEN_SIZE + klen
+    _put32(p, vlen)
+    return p + EXT_VALUE_LEN_SIZE
+
+
 def send_answer(
     int32_t version, int32_t opaque, bytes msg_id_prefix, int64_t physical_offset, int32_t queue_id,
     int64_t queue_offset, bytes tail,
 ):
-    """The ROCKETMQ-header SEND answer (send_fast.FastSend._binary_answer's bytes): code 0, remark null,
+    """The ROCKETMQ-header SEND answer (the general path's, respond()'s bytes): code 0, remark null,
     msgId (the prefix and the offset in 16 hex digits), queueId, queueOffset, then ``tail``."""
     cdef char qid[24]
     cdef char qoff[24]
@@ -195,36 +215,32 @@ def send_answer(
     snprintf(hexoff, 24, "%016llX", <unsigned long long>physical_offset)
     cdef Py_ssize_t npre = len(msg_id_prefix), ntail = len(tail)
     cdef Py_ssize_t nmid = npre + 16
-    cdef Py_ssize_t ext_len = 41 + nmid + nq + no + ntail
-    cdef Py_ssize_t hlen = 21 + ext_len
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, 8 + hlen)
+    cdef Py_ssize_t entry = EXT_KEY_LEN_SIZE + EXT_VALUE_LEN_SIZE
+    cdef Py_ssize_t ext_len = 3 * entry + 5 + 7 + 11 + nmid + nq + no + ntail  # msgId, queueId, queueOffset
+    cdef Py_ssize_t hlen = BIN_HEADER_MIN + ext_len
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, FRAME_PREFIX_SIZE + hlen)
     cdef uint8_t* p = <uint8_t*>PyBytes_AS_STRING(out)
     _put32(p, 4 + hlen)
     _put32(p + 4, (1 << 24) | hlen)
-    p += 8
-    p[0] = 0
-    p[1] = 0  # code SUCCESS
-    p[2] = 0  # language JAVA
-    p[3] = (version >> 8) & 0xFF
-    p[4] = version & 0xFF
-    _put32(p + 5, opaque)
-    _put32(p + 9, 1)  # the response flag
-    _put32(p + 13, 0)  # no remark
-    _put32(p + 17, ext_len)
-    p += 21
-    memcpy(p, b"\x00\x05msgId", 7)
-    _put32(p + 7, nmid)
-    memcpy(p + 11, PyBytes_AS_STRING(msg_id_prefix), npre)
-    memcpy(p + 11 + npre, hexoff, 16)
-    p += 11 + nmid
-    memcpy(p, b"\x00\x07queueId", 9)
-    _put32(p + 9, nq)
-    memcpy(p + 13, qid, nq)
-    p += 13 + nq
-    memcpy(p, b"\x00\x0bqueueOffset", 13)
-    _put32(p + 13, no)
-    memcpy(p + 17, qoff, no)
-    p += 17 + no
+    p += FRAME_PREFIX_SIZE
+    p[BIN_CODE_AT] = 0
+    p[BIN_CODE_AT + 1] = 0  # code SUCCESS
+    p[BIN_LANGUAGE_AT] = 0  # language JAVA
+    p[BIN_VERSION_AT] = (version >> 8) & 0xFF
+    p[BIN_VERSION_AT + 1] = version & 0xFF
+    _put32(p + BIN_OPAQUE_AT, opaque)
+    _put32(p + BIN_FLAG_AT, 1)  # the response flag
+    _put32(p + BIN_REMARK_LEN_AT, 0)  # no remark
+    _put32(p + BIN_REMARK_AT, ext_len)
+    p += BIN_HEADER_MIN
+    p = _put_key(p, b"msgId", 5, nmid)
+    memcpy(p, PyBytes_AS_STRING(msg_id_prefix), npre)
+    memcpy(p + npre, hexoff, 16)
+    p = _put_key(p + nmid, b"queueId", 7, nq)
+    memcpy(p, qid, nq)
+    p = _put_key(p + nq, b"queueOffset", 11, no)
+    memcpy(p, qoff, no)
+    p += no
     memcpy(p, PyBytes_AS_STRING(tail), ntail)
     return out
 
@@ -263,7 +279,7 @@ cdef tuple _V2_FIELD_NAMES_STR = tuple([chr(97 + i) for i in range(N_FIELDS)])
 
 cdef object _fill_json_answer(tuple template, int32_t opaque, bytes prefix, int64_t phys, int32_t queue_id,
                               int64_t queue_offset):
-    """The JSON SEND answer from FastSend's template: literal pieces with the msgId (0), queueId (1),
+    """The JSON SEND answer from SendLane's template: literal pieces with the msgId (0), queueId (1),
     queueOffset (2) and opaque (3) between them, behind the frame's length prefix."""
     cdef char buf[24]
     cdef int nb
@@ -334,50 +350,42 @@ cdef inline bint _is_false_value(const uint8_t* p, Py_ssize_t sep, Py_ssize_t en
         v[3] | 32) == 115 and (v[4] | 32) == 101
 
 
-cdef class SendCore:
-    """FastSend.handle on the frame's bytes: the same checks, record and answer, without decoding the
-    frame into a RemotingCommand. Whatever is not the plain case (or not a ROCKETMQ binary header)
-    answers None and the frame goes the usual way; tests/test_send_fast.py holds it to the lane."""
+cdef class PlainAppender:
+    """MessageStore.put_message for a plain message, without the message object: the record written
+    straight into the mapped CommitLog under the put lock, its ConsumeQueue and index dispatch queued in
+    ``store.pending`` for MessageStore.settle. The store owns it (``MessageStore.plain_appender``) and
+    the send lane calls it; put_message stays the reference (tests/test_send_fast.py compares stores).
 
-    cdef object lane
-    cdef object broker
+    Plain: no delay, not transactional, the hosts' sys_flag bits set, topic and properties within
+    their limits (the caller checked)."""
+
     cdef object store
     cdef object commitlog
     cdef object crc32
-    cdef object slave
-    cdef object json_loads
     cdef Py_ssize_t end_blank
-    cdef dict tags_cache
 
-    def __init__(self, lane):
-        import json
+    def __init__(self, store):
         import zlib
         from .store.commitlog import END_FILE_MIN_BLANK_LENGTH
-        from .store.config import BrokerRole
-        self.lane = lane
-        self.broker = lane.broker
-        self.store = lane.store
-        self.commitlog = lane.store.commitlog
+        self.store = store
+        self.commitlog = store.commitlog
         self.crc32 = zlib.crc32
-        self.json_loads = json.loads
-        self.slave = BrokerRole.SLAVE
         self.end_blank = END_FILE_MIN_BLANK_LENGTH
-        self.tags_cache = {}
 
-    cdef object _append(self, str topic, int64_t queue_id, bytes topic_b, int64_t msg_flag, int64_t sys_flag,
-                        int64_t born_ts, bytes born_ip, int64_t born_port, bytes store_ip, int64_t store_port,
-                        int64_t reconsume, const uint8_t* body, Py_ssize_t nb, bytes props, int64_t tags_code,
-                        object keys, object uniq, object body_obj):
-        """MessageStore.append_plain (with CommitLog.append_plain's record) done here: (physical offset,
-        queue offset) or None (the store refuses, or the record does not fit: the general path rolls over)."""
+    cdef object append(self, str topic, int64_t queue_id, bytes topic_b, int64_t msg_flag, int64_t sys_flag,
+                       int64_t born_ts, bytes born_ip, int64_t born_port, bytes store_ip, int64_t store_port,
+                       int64_t reconsume, const uint8_t* body, Py_ssize_t nb, bytes props, int64_t tags_code,
+                       object keys, object uniq, object body_obj):
+        """(physical offset, queue offset), or None: the store refuses puts now, or the record does not
+        fit in the current file (put_message closes it and rolls over)."""
         store = self.store
-        if not store._open or not store._writable or store._disk_full or store.config.broker_role == self.slave:
+        if not store.put_allowed:
             return None
         cl = self.commitlog
         cdef int64_t crc = self.crc32(body_obj) & 0x7FFFFFFF
         cdef Py_ssize_t bl = PyBytes_GET_SIZE(born_ip), sl = PyBytes_GET_SIZE(store_ip)
         cdef Py_ssize_t nt = PyBytes_GET_SIZE(topic_b), np = PyBytes_GET_SIZE(props)
-        cdef Py_ssize_t total = 83 + bl + sl + nb + nt + np
+        cdef Py_ssize_t total = REC_FIXED_LEN + bl + sl + nb + nt + np
         cdef Py_ssize_t pos, limit
         cdef int64_t queue_offset, phys, store_ts
         cdef Py_buffer view
@@ -415,21 +423,56 @@ cdef class SendCore:
         store.pending.append((topic, queue_id, phys, total, tags_code, store_ts, queue_offset, keys, uniq))
         return (phys, queue_offset)
 
+    def put(self, str topic, int64_t queue_id, bytes topic_b, int64_t msg_flag, int64_t sys_flag, int64_t born_ts,
+            bytes born_ip, int64_t born_port, bytes store_ip, int64_t store_port, int64_t reconsume, bytes body,
+            bytes props, int64_t tags_code=0, object keys=None, object uniq=None):
+        """:meth:`append` from Python (tests, tools): the same put, the body given as bytes."""
+        return self.append(topic, queue_id, topic_b, msg_flag, sys_flag, born_ts, born_ip, born_port, store_ip,
+                           store_port, reconsume, <const uint8_t*>PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body),
+                           props, tags_code, keys, uniq, body)
+
+
+
+cdef class SendCore:
+    """The send lane on a frame's bytes (send_lane.SendLane's ``takes`` and ``answer``): a plain
+    SEND_MESSAGE(_V2) checked as the general path checks it, appended through the store's appender and
+    answered, without decoding the frame into a RemotingCommand. Whatever is not the plain case answers
+    None and the frame goes the general way; tests/test_send_fast.py holds both to the same bytes."""
+
+    cdef object lane
+    cdef object broker
+    cdef PlainAppender appender
+    cdef object json_loads
+    cdef dict tags_cache
+
+    def __init__(self, lane):
+        import json
+        self.lane = lane
+        self.broker = lane.broker
+        self.appender = lane.store.plain_appender
+        self.json_loads = json.loads
+        self.tags_cache = {}
+
     def takes(self, object frame):
-        """FastSend.takes_frame (its compiled twin)."""
+        """Whether :meth:`answer` should see ``frame`` (the connection asks per frame): a SEND_MESSAGE or
+        SEND_MESSAGE_V2 with a ROCKETMQ binary header, or a JSON one as fastjson writes it."""
         if not isinstance(frame, bytes):
             return False
         cdef Py_ssize_t n = PyBytes_GET_SIZE(frame)
         cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(frame)
-        if n < 29:
+        cdef int16_t code
+        if n < FRAME_PREFIX_SIZE + BIN_HEADER_MIN:
             return False
         if p[4] == 1:
-            return p[8] == 0 and p[9] == 10 or p[8] == 1 and p[9] == 54  # SEND_MESSAGE (10), V2 (310)
+            code = _int16(p + FRAME_PREFIX_SIZE + BIN_CODE_AT)
+            return code == 10 or code == 310  # SEND_MESSAGE, SEND_MESSAGE_V2
         if p[4] != 0:
             return False
         return memcmp(p + 8, b'{"code":310,', 12) == 0 or memcmp(p + 8, b'{"code":10,', 11) == 0
 
-    def handle(self, ctx, object frame):
+    def answer(self, ctx, object frame):
+        """The encoded answer (b\"\" for a oneway send or one held for the disk), or None: decode the frame
+        and take the general path."""
         if not isinstance(frame, bytes):
             return None
         cdef Py_ssize_t n = PyBytes_GET_SIZE(frame)
@@ -440,24 +483,24 @@ cdef class SendCore:
         cdef Py_ssize_t fpos[N_FIELDS]
         cdef Py_ssize_t flen[N_FIELDS]
         cdef int i
-        if n < 8 + 21 or p[4] > 1:
+        if n < FRAME_PREFIX_SIZE + BIN_HEADER_MIN or p[4] > 1:
             return None
         hlen = (<Py_ssize_t>p[5] << 16) | (<Py_ssize_t>p[6] << 8) | p[7]
-        hend = 8 + hlen
-        if hend > n or hlen < 21:
+        hend = FRAME_PREFIX_SIZE + hlen
+        if hend > n or hlen < BIN_HEADER_MIN:
             return None
         if p[4] == 0:
-            return self._handle_json(ctx, frame, p, n, hend)
-        code = _int16(p + 8)
-        flag = _int32(p + 8 + 9)
+            return self._answer_json(ctx, frame, p, n, hend)
+        code = _int16(p + FRAME_PREFIX_SIZE + BIN_CODE_AT)
+        flag = _int32(p + FRAME_PREFIX_SIZE + BIN_FLAG_AT)
         if flag & 1:
             return None
-        opaque = _int32(p + 8 + 5)
-        rlen = _int32(p + 8 + 13)
+        opaque = _int32(p + FRAME_PREFIX_SIZE + BIN_OPAQUE_AT)
+        rlen = _int32(p + FRAME_PREFIX_SIZE + BIN_REMARK_LEN_AT)
         if rlen != 0:
             return None
-        elen = _int32(p + 8 + 17)
-        pos = 8 + 21
+        elen = _int32(p + FRAME_PREFIX_SIZE + BIN_REMARK_AT)  # no remark: the ext fields' length is there
+        pos = FRAME_PREFIX_SIZE + BIN_HEADER_MIN
         if elen < 0 or pos + elen != hend:
             return None
         for i in range(N_FIELDS):
@@ -509,8 +552,8 @@ cdef class SendCore:
             return None
         return self._send(ctx, frame, p, p + hend, n - hend, hend, opaque, flag, fpos, flen, False)
 
-    cdef object _handle_json(self, ctx, object frame, const uint8_t* p, Py_ssize_t n, Py_ssize_t hend):
-        """handle() for a JSON header: the stdlib's parser reads it (the usual decoding's first choice);
+    cdef object _answer_json(self, ctx, object frame, const uint8_t* p, Py_ssize_t n, Py_ssize_t hend):
+        """answer() for a JSON header: the stdlib's parser reads it (the usual decoding's first choice);
         anything but plain ints and string ext fields is left to the usual way."""
         cdef Py_ssize_t fpos[N_FIELDS]
         cdef Py_ssize_t flen[N_FIELDS]
@@ -590,9 +633,9 @@ cdef class SendCore:
             topic = PyUnicode_DecodeUTF8(<const char*>(p + fpos[F_TOPIC]), flen[F_TOPIC], NULL)
         except UnicodeDecodeError:
             return None
-        topic_b = lane._topics.get(topic)
+        topic_b = lane.topics.get(topic)
         if topic_b is None:
-            topic_b = lane._first_sight(topic)
+            topic_b = lane.first_sight(topic)
             if topic_b is None:
                 return None
         tc = broker.topics.table.get(topic)
@@ -651,18 +694,19 @@ cdef class SendCore:
             if j + 1 < count:
                 nk[0] = 2
                 nk += 1
-        raw_plans = lane._raw_plans
+        raw_plans = lane.plans
         plan = raw_plans.get(names_key, False)
         if plan is False:
             try:
-                plan = lane.raw_plan(names_key)
+                plan = lane.plan(names_key)
             except UnicodeDecodeError:
                 plan = None
             raw_plans[names_key] = plan
         if plan is None:
             return None
         order, tags_at, keys_at, uniq_at, wait_at = <tuple>plan
-        # -- waiting for the disk (SYNC_FLUSH), as FastSend.handle decides it
+        # -- waiting for the disk (SYNC_FLUSH): the answer is held until the group commit covers it; a
+        # SYNC_MASTER's wait for its slave is the general path's (per message, as Java decides it)
         hold = False
         if broker.answers_after_store():
             if wait_at is None or not _is_false_value(p, seps[<int>wait_at], ends[<int>wait_at]):
@@ -670,7 +714,7 @@ cdef class SendCore:
                     return None
                 hold = True
         # -- the stored properties: the plan's order, CLUSTER last among the client's entries
-        state = lane._raw_state
+        state = lane.identity
         store_ip, store_port, prefix_b, tail, cluster_b, json_answer = <tuple>state
         ncl = PyBytes_GET_SIZE(cluster_b)
         nord = len(<tuple>order)
@@ -697,7 +741,7 @@ cdef class SendCore:
         attributes = ctx.connection.attributes
         born_host = attributes.get("born_host")
         if born_host is None:
-            born_host = lane._born_host(ctx)
+            born_host = lane.born_host(ctx)
             if born_host is None:
                 return None
         born_ip, born_port = <tuple>born_host
@@ -725,7 +769,7 @@ cdef class SendCore:
             t = <int>uniq_at
             uniq = PyUnicode_DecodeUTF8(<const char*>(p + seps[t] + 1), ends[t] - seps[t] - 1, NULL)
         body = memoryview(frame)[hend:]
-        done = self._append(
+        done = self.appender.append(
             topic, queue_id, topic_b, msg_flag, sys_flag, born_ts, born_ip, born_port, store_ip, store_port,
             reconsume, body_p, body_len, stored, tags_code, keys, uniq, body,
         )
@@ -748,8 +792,8 @@ cdef class SendCore:
 # -- the send lane's deferred dispatch ---------------------------------------------------------------
 
 cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, int64_t cq_offset):
-    """ConsumeQueue.put for the common case (a unit appended after the last in a file with room whose
-    blocks are allocated); anything else is the Python method's."""
+    """ConsumeQueue.put (the reference) for the common case: a unit appended after the last in a file
+    with room whose blocks are allocated; anything else is the Python method's."""
     cdef Py_buffer view
     cdef Py_ssize_t wp, allocated
     cdef uint8_t* u
@@ -761,27 +805,27 @@ cdef object _cq_put(object cq, int64_t offset, int64_t size, int64_t tags_code, 
     mf = files[len(files) - 1]
     wp = mf.wrote_position
     allocated = mf.allocated  # never past the file's size
-    if wp == 0 or wp + 20 > allocated:
+    if wp == 0 or wp + CQ_UNIT_SIZE > allocated:
         return cq.put(offset, size, tags_code, cq_offset)
-    if cq_offset != 0 and cq_offset * 20 != wp + <int64_t>mf.file_from_offset:
+    if cq_offset != 0 and cq_offset * CQ_UNIT_SIZE != wp + <int64_t>mf.file_from_offset:
         return cq.put(offset, size, tags_code, cq_offset)  # already there, or out of order: as Python decides
     cq.max_physic_offset = offset + size
     PyObject_GetBuffer(mf.mm, &view, PyBUF_WRITABLE)
     try:
-        if wp + 20 > view.len:
+        if wp + CQ_UNIT_SIZE > view.len:
             raise ValueError("unit runs past the file")
         u = <uint8_t*>view.buf + wp
-        _put64(u, offset)
-        _put32(u + 8, size)
-        _put64(u + 12, tags_code)
+        _put64(u + CQ_COMMIT_LOG_OFFSET_AT, offset)
+        _put32(u + CQ_SIZE_AT, size)
+        _put64(u + CQ_TAGS_CODE_AT, tags_code)
     finally:
         PyBuffer_Release(&view)
-    mf.wrote_position = wp + 20
+    mf.wrote_position = wp + CQ_UNIT_SIZE
     return True
 
 
 cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) except -1:
-    """IndexFile.put_key; False when the file is full."""
+    """IndexFile.put_key (the reference); False when the file is full."""
     cdef int64_t index_count = f.index_count, index_num = f.index_num, hash_slot_num = f.hash_slot_num
     cdef int64_t begin_ts, time_diff, h
     cdef int32_t slot_value
@@ -790,15 +834,15 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
     cdef uint8_t* m
     if index_count >= index_num:
         return False
-    if <Py_ssize_t>f._entries_at + (index_count + 1) * 20 > <Py_ssize_t>f.mf.allocated:
+    if <Py_ssize_t>f.entries_at + (index_count + 1) * INDEX_ENTRY_SIZE > <Py_ssize_t>f.mf.allocated:
         return False  # the entry's blocks are not allocated yet: IndexFile.put_key allocates them
     h = <int64_t>_jhash(key)
     if h < 0:
         h = -h
     if h > 0x7FFFFFFF:
         h = 0  # Math.abs(Integer.MIN_VALUE) stays negative: the file uses 0
-    abs_slot = 40 + (h % hash_slot_num) * 4
-    abs_index = <Py_ssize_t>f._entries_at + index_count * 20
+    abs_slot = INDEX_HEADER_SIZE + (h % hash_slot_num) * INDEX_HASH_SLOT_SIZE
+    abs_index = <Py_ssize_t>f.entries_at + index_count * INDEX_ENTRY_SIZE
     begin_ts = f.begin_timestamp
     if begin_ts <= 0:
         time_diff = 0
@@ -812,16 +856,16 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
             time_diff = 0x7FFFFFFF
     PyObject_GetBuffer(f.mf.mm, &view, PyBUF_WRITABLE)
     try:
-        if abs_index + 20 > view.len or abs_slot + 4 > view.len:
+        if abs_index + INDEX_ENTRY_SIZE > view.len or abs_slot + INDEX_HASH_SLOT_SIZE > view.len:
             raise ValueError("index entry runs past the file")
         m = <uint8_t*>view.buf
         slot_value = _int32(m + abs_slot)
         if slot_value <= 0 or slot_value > index_count:
             slot_value = 0
-        _put32(m + abs_index, h)
-        _put64(m + abs_index + 4, phy_offset)
-        _put32(m + abs_index + 12, time_diff)
-        _put32(m + abs_index + 16, slot_value)
+        _put32(m + abs_index + INDEX_KEY_HASH_AT, h)
+        _put64(m + abs_index + INDEX_PHY_OFFSET_AT, phy_offset)
+        _put32(m + abs_index + INDEX_TIME_DIFF_AT, time_diff)
+        _put32(m + abs_index + INDEX_PREV_INDEX_AT, slot_value)
         _put32(m + abs_slot, index_count)
         if index_count <= 1:
             f.begin_phy_offset = phy_offset
@@ -833,12 +877,12 @@ cdef bint _index_put(object f, str key, int64_t phy_offset, int64_t store_ts) ex
         f.end_phy_offset = phy_offset
         f.end_timestamp = store_ts
         # the header, written through as Java's IndexHeader does
-        _put64(m, <int64_t>f.begin_timestamp)
-        _put64(m + 8, store_ts)
-        _put64(m + 16, <int64_t>f.begin_phy_offset)
-        _put64(m + 24, phy_offset)
-        _put32(m + 32, <int64_t>f.hash_slot_count)
-        _put32(m + 36, index_count)
+        _put64(m + INDEX_HEADER_BEGIN_TIMESTAMP_AT, <int64_t>f.begin_timestamp)
+        _put64(m + INDEX_HEADER_END_TIMESTAMP_AT, store_ts)
+        _put64(m + INDEX_HEADER_BEGIN_PHY_OFFSET_AT, <int64_t>f.begin_phy_offset)
+        _put64(m + INDEX_HEADER_END_PHY_OFFSET_AT, phy_offset)
+        _put32(m + INDEX_HEADER_HASH_SLOT_COUNT_AT, <int64_t>f.hash_slot_count)
+        _put32(m + INDEX_HEADER_INDEX_COUNT_AT, index_count)
     finally:
         PyBuffer_Release(&view)
     return True
@@ -876,7 +920,7 @@ def dispatch_plain(store, list pending, index):
         if keys:
             for key in (<str>keys).split(" "):
                 if key and not _index_put(f, f"{topic}#{key}", phys, store_ts):
-                    index._put(index._last_file(), f"{topic}#{key}", phys, store_ts)
+                    index.put_key(f"{topic}#{key}", phys, store_ts)  # a new file: the Python way
                     f = files[len(files) - 1]
     return last_ts
 

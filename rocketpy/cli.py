@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from . import __version__, logs
 
@@ -37,7 +38,7 @@ def _cmd_codes(args: argparse.Namespace) -> int:
 
 #: packages that add subcommands: each has a ``cli`` module with ``add_parsers(subparsers)``
 _PROVIDERS = ("rocketpy.namesrv.cli", "rocketpy.store.cli", "rocketpy.sniffer.cli", "rocketpy.broker.cli",
-              "rocketpy.client.cli", "rocketpy.console.cli", "rocketpy.health")
+              "rocketpy.client.cli", "rocketpy.mqadmin.core", "rocketpy.console.cli", "rocketpy.health")
 
 
 def _add_providers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -62,6 +63,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_codes)
     _add_providers(sub)
     return parser
+
+
+def run_server(main: Callable[[], Awaitable[object]], command: str, what: str) -> int:
+    """``trio.run(main)`` for a server command: an OSError (the port is taken, the store cannot be opened ...)
+    is one line on stderr and status 1; a Ctrl-C while stopping is logged, not a traceback."""
+    import signal
+
+    import trio
+
+    from .store.types import StoreError
+
+    failure: BaseException | None = None
+    try:
+        trio.run(main)
+    except* (OSError, StoreError) as group:  # StoreError: the store is in use by another process ...
+        failure = first_leaf(group)
+    except* KeyboardInterrupt:
+        # a second Ctrl-C while stopping: trio hands it back when the signal receiver closes; the
+        # shutdown (shielded) has run by the time it gets here
+        logging.getLogger(f"rocketpy.{command}").info("stopped")
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: a late Ctrl-C must not turn into a traceback
+    if failure is not None:
+        logs.stop()  # the log lines queued before the failure go out first: this line is the last
+        print(f"rocketpy {command}: {what}: {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def first_leaf(exc: BaseException) -> BaseException:
+    """The first exception inside ``exc``'s groups (nurseries nest them): the one to name on one line."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
 
 
 def only(exc: BaseException, kind: type[BaseException]) -> bool:

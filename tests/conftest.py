@@ -45,6 +45,12 @@ def virtual_clock() -> Iterator[trio.testing.MockClock]:
         yield clock
 
 
+@pytest.fixture
+def autojump_clock() -> None:
+    """pytest-trio's own autojumping clock, which rocketpy's clock would not follow: use virtual_clock."""
+    pytest.fail("use the virtual_clock fixture (rocketpy's clock follows it; it does not follow autojump_clock)")
+
+
 def _counting_handler():
     """A pyarrow filesystem handler over the local disk that counts the bytes read through it."""
     import pyarrow.fs as pafs

@@ -539,7 +539,9 @@ def test_export_metrics_writes_what_mqadmin_wrote(tmp_path: Path, capsys: pytest
     assert (tmp_path / "metrics.json").read_text() == (GOLDEN / "export-files" / "metrics.json").read_text()
 
 
-def test_start_monitoring_reports_undone_messages(capsys: pytest.CaptureFixture[str]) -> None:
+async def test_start_monitoring_reports_undone_messages(
+    capsys: pytest.CaptureFixture[str], virtual_clock: trio.testing.MockClock
+) -> None:
     """96: nothing in the first 20 s (mqadmin printed nothing in 8 s), then MonitorService's rounds: per %RETRY%
     group and topic, the messages not consumed yet, the most of one queue, how far behind the newest."""
     from rocketpy.mqadmin.metrics import FIRST_ROUND_S
@@ -576,7 +578,7 @@ def test_start_monitoring_reports_undone_messages(capsys: pytest.CaptureFixture[
         seen.append((trio.current_time(), capsys.readouterr().out))
 
     capsys.readouterr()
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    await main()
     assert seen[0][1] == ""
     rounds = seen[1][1].split("[MONITOR] =========================================beginRound\n")[1:]
     assert len(rounds) == 1  # the second comes 60 s after the first (at 80 s)

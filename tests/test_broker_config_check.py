@@ -8,7 +8,7 @@ import pytest
 
 from rocketpy.broker.config_check import check_given
 from rocketpy.cli import main
-from rocketpy.namesrv.properties import ConfigError
+from rocketpy.javacompat.properties import ConfigError
 
 
 @pytest.mark.parametrize(("line", "says"), [

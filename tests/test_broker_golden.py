@@ -13,7 +13,7 @@ from golden import CAPTURES, STORE_DUMP
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.codes import RequestCode
 from rocketpy.codecs.headers import GetConsumerListByGroupRequestHeader
-from rocketpy.namesrv.properties import loads as load_properties
+from rocketpy.javacompat.properties import loads as load_properties
 from rocketpy.sniffer.pcap import pair_responses, read_pcap
 from rocketpy.testing import broker_client, running_broker
 

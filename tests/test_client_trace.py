@@ -43,7 +43,7 @@ async def _dispatcher(nursery: trio.Nursery, producer: SlowTraceProducer) -> Tra
     return trace
 
 
-async def test_shutdown_waits_for_a_batch_being_sent(autojump_clock: Any) -> None:
+async def test_shutdown_waits_for_a_batch_being_sent(virtual_clock: Any) -> None:
     producer = SlowTraceProducer(delay=1.0)
     async with trio.open_nursery() as nursery:
         trace = await _dispatcher(nursery, producer)
@@ -55,7 +55,7 @@ async def test_shutdown_waits_for_a_batch_being_sent(autojump_clock: Any) -> Non
     assert producer.sent == [b"SubAfter-record"] and producer.shut_down
 
 
-async def test_shutdown_sends_queued_records_and_the_batch_under_way(autojump_clock: Any) -> None:
+async def test_shutdown_sends_queued_records_and_the_batch_under_way(virtual_clock: Any) -> None:
     producer = SlowTraceProducer(delay=0.1, first_delay=2.0)
     async with trio.open_nursery() as nursery:
         trace = await _dispatcher(nursery, producer)
@@ -67,7 +67,7 @@ async def test_shutdown_sends_queued_records_and_the_batch_under_way(autojump_cl
     assert sorted(producer.sent) == [b"SubAfter-record", b"SubBefore-record"]
 
 
-async def test_shutdown_is_bounded_by_its_timeout(autojump_clock: Any) -> None:
+async def test_shutdown_is_bounded_by_its_timeout(virtual_clock: Any) -> None:
     producer = SlowTraceProducer(delay=60.0)  # a trace topic nobody answers for
     async with trio.open_nursery() as nursery:
         trace = await _dispatcher(nursery, producer)

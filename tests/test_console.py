@@ -306,7 +306,7 @@ async def test_trace_timeline_of_python_clients_with_enable_msg_trace():
         assert "PG_traced" in page and "CG_traced" in page and "TTraced" in page and "trace-key" in page
 
 
-async def test_metrics_are_gathered_once_per_max_age(monkeypatch, autojump_clock):
+async def test_metrics_are_gathered_once_per_max_age(monkeypatch, virtual_clock):
     from rocketpy.console import metrics
 
     calls: list[int] = []

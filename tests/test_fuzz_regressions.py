@@ -9,7 +9,8 @@ import pytest
 import trio
 
 from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
-from rocketpy.codecs.javalang import hashmap_order, java_hash
+from rocketpy.javacompat.hashmap import hashmap_order
+from rocketpy.javacompat.lang import java_hash
 from rocketpy.namesrv import NameServer, NamesrvConfig
 from rocketpy.remoting import open_remoting_client
 from rocketpy.testing import wait_until

@@ -8,7 +8,7 @@ from golden import PCAPS, frames, manifest
 from rocketpy.codecs import RequestCode
 from rocketpy.codecs.bodies.base import JsonBody
 from rocketpy.codecs.bodies.registry import route_data_features
-from rocketpy.codecs.headers.base import header_class
+from rocketpy.codecs.headers.registry import header_class
 from rocketpy.codecs.message import Message, MessageExt
 from rocketpy.codecs.payload import sent_message
 from rocketpy.sniffer.pcap import pair_responses

@@ -97,7 +97,7 @@ async def test_held_answers_go_through_trio_when_the_thread_cannot_send(tmp_path
 
 
 @pytest.mark.timeout(30)  # not trio.fail_after: the mocked clock jumps past it while the flush thread joins
-async def test_held_answer_times_out_with_flush_disk_timeout(tmp_path: Path, autojump_clock: Any) -> None:
+async def test_held_answer_times_out_with_flush_disk_timeout(tmp_path: Path, virtual_clock: Any) -> None:
     """A disk that never syncs: the answer is FLUSH_DISK_TIMEOUT at syncFlushTimeout (Java's
     FlushDiskWatcher), not before, and never PUT_OK."""
     cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)

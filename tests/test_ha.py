@@ -231,7 +231,7 @@ def test_role_config_rules_and_examples(tmp_path):
     import pytest
 
     from rocketpy.broker.config import BrokerConfig
-    from rocketpy.namesrv.properties import ConfigError
+    from rocketpy.javacompat.properties import ConfigError
 
     examples = Path(__file__).resolve().parent.parent / "examples" / "ha"
     master = BrokerConfig.load(str(examples / "master.conf"), strict=True)

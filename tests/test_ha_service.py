@@ -70,7 +70,7 @@ async def read_units(stream: trio.abc.Stream, reader: HaTransferReader, n: int) 
     return units
 
 
-async def test_master_streams_from_last_file_after_first_report(master, autojump_clock):
+async def test_master_streams_from_last_file_after_first_report(master, virtual_clock):
     put(master, 300)  # ~100 KB: two CommitLog files
     end = master.max_phy_offset
     assert end > FILE
@@ -117,7 +117,7 @@ async def test_master_streams_from_last_file_after_first_report(master, autojump
         nursery.cancel_scope.cancel()
 
 
-async def test_master_housekeeping_closes_silent_slave(master, autojump_clock):
+async def test_master_housekeeping_closes_silent_slave(master, virtual_clock):
     service = HAService(master)
     slave_side, master_side = trio.testing.memory_stream_pair()
     async with trio.open_nursery() as nursery:
@@ -142,7 +142,7 @@ async def test_master_housekeeping_closes_silent_slave(master, autojump_clock):
         [0, 10**12],  # an acknowledgement beyond the master's CommitLog
     ],
 )
-async def test_master_closes_on_bad_reports(master, autojump_clock, reports):
+async def test_master_closes_on_bad_reports(master, virtual_clock, reports):
     put(master, 2)
     service = HAService(master)
     slave_side, master_side = trio.testing.memory_stream_pair()
@@ -158,7 +158,7 @@ async def test_master_closes_on_bad_reports(master, autojump_clock, reports):
         assert service.connection_count == 0
 
 
-async def test_wait_transfer_and_slave_ok(master, autojump_clock):
+async def test_wait_transfer_and_slave_ok(master, virtual_clock):
     service = HAService(master)
     assert not service.is_slave_ok(100)  # no connection
     assert await service.submit_replica(0, 100) is PutMessageStatus.SLAVE_NOT_AVAILABLE
@@ -191,7 +191,7 @@ async def test_wait_transfer_and_slave_ok(master, autojump_clock):
         nursery.cancel_scope.cancel()
 
 
-async def test_slave_reports_appends_and_closes_on_mismatch(master, slave_store, autojump_clock):
+async def test_slave_reports_appends_and_closes_on_mismatch(master, slave_store, virtual_clock):
     put(master, 20)
     end = master.max_phy_offset
     data = master.commitlog.get_message(0, end)
@@ -238,7 +238,7 @@ async def test_slave_reports_appends_and_closes_on_mismatch(master, slave_store,
             await done.wait()
 
 
-async def test_slave_closes_on_absurd_transfer_size(slave_store, autojump_clock):
+async def test_slave_closes_on_absurd_transfer_size(slave_store, virtual_clock):
     client = HAClient(slave_store)
     slave_side, master_side = trio.testing.memory_stream_pair()
     async with trio.open_nursery() as nursery:
@@ -249,7 +249,7 @@ async def test_slave_closes_on_absurd_transfer_size(slave_store, autojump_clock)
         nursery.cancel_scope.cancel()
 
 
-async def test_slave_reconnects_every_5s_when_master_unreachable(slave_store, autojump_clock, monkeypatch):
+async def test_slave_reconnects_every_5s_when_master_unreachable(slave_store, virtual_clock, monkeypatch):
     attempts: list[float] = []
 
     async def refuse(host: str, port: int) -> trio.abc.Stream:
@@ -267,7 +267,7 @@ async def test_slave_reconnects_every_5s_when_master_unreachable(slave_store, au
     assert [round(b - a, 3) for a, b in zip(attempts, attempts[1:])] == [5.0, 5.0, 5.0]
 
 
-async def test_slave_synchronize_schedule_and_ports(autojump_clock):
+async def test_slave_synchronize_schedule_and_ports(virtual_clock):
     from types import SimpleNamespace
 
     from rocketpy.broker.ha import SlaveSynchronize
@@ -300,7 +300,7 @@ async def test_slave_synchronize_schedule_and_ports(autojump_clock):
     ]
 
 
-async def test_master_drops_a_slave_that_never_reads(master, autojump_clock, caplog):
+async def test_master_drops_a_slave_that_never_reads(master, virtual_clock, caplog):
     put(master, 50)
     service = HAService(master)
     slave_side, master_side = trio.testing.lockstep_stream_pair()  # a send completes only when read

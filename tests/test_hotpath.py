@@ -16,21 +16,20 @@ from rocketpy.codecs import CodecError, RemotingCommand, RequestCode, ResponseCo
 from rocketpy.codecs.codes import MessageSysFlag
 from rocketpy.codecs.frame import _parse_rocketmq_header_checked, encode_rocketmq_header, parse_rocketmq_header
 from rocketpy.codecs.headers import SendMessageRequestHeaderV2
-from rocketpy.codecs.javalang import java_string_hash, java_string_hash_reference
 from rocketpy.codecs.message import (
-    _RECORD_C,
     MESSAGE_RECORD,
-    _record_view,
     build_record,
     decode_message,
     decode_messages,
+    offset_msg_id,
     parse_record_fields,
     properties_to_string,
     string_to_properties,
 )
+from rocketpy.codecs.record import _RECORD_C, _record_view
+from rocketpy.javacompat.lang import java_string_hash, java_string_hash_reference
 from rocketpy.remoting import RemotingServer
 from rocketpy.remoting.connection import CommandReader
-from rocketpy.store.commitlog import _offset_msg_id
 from rocketpy.testing import running_broker
 
 _int32 = st.integers(-(1 << 31), (1 << 31) - 1)
@@ -311,7 +310,7 @@ def test_string_to_properties_matches_reference(text: str) -> None:
 
 @given(st.binary(min_size=4, max_size=4) | st.binary(min_size=16, max_size=16), _int32, st.integers(0, (1 << 63) - 1))
 def test_offset_msg_id_matches_struct(ip: bytes, port: int, offset: int) -> None:
-    assert _offset_msg_id(ip, port, offset) == (ip + struct.pack(">iq", port, offset)).hex().upper()
+    assert offset_msg_id(ip, port, offset) == (ip + struct.pack(">iq", port, offset)).hex().upper()
 
 
 # -- the connection layer: one receive, one write ----------------------------------------------

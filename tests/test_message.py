@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from rocketpy.codecs.codes import CompressionType, MessageSysFlag
 from rocketpy.codecs.errors import CodecError
-from rocketpy.codecs.javalang import java_string_hash
 from rocketpy.codecs.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
@@ -47,6 +46,7 @@ from rocketpy.codecs.message import (
     uniq_id_time,
 )
 from rocketpy.codecs.store_records import BlankRecord, iter_commitlog
+from rocketpy.javacompat.lang import java_string_hash
 
 GOLDEN = Path(__file__).parent.parent / "protocol" / "golden"
 STORE = GOLDEN / "store-dump"

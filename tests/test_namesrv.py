@@ -225,7 +225,7 @@ async def test_query_data_version(ns: NameServer, client: RemotingClient) -> Non
 
 
 async def test_broker_expires_without_heartbeat(
-    config: NamesrvConfig, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+    config: NamesrvConfig, nursery: trio.Nursery, virtual_clock: trio.testing.MockClock
 ) -> None:
     """Timers on trio's MockClock (autojump): the NameServer's clock is trio's, so a busy machine
     cannot stretch the heartbeat gaps past the expiry time, and waiting costs no wall time."""

@@ -105,7 +105,9 @@ CHECK_OPAQUES = [7, -5, 2**31 - 1]
 
 def shortcut(ns: NameServer, topic: str, version: int, standard: bool | None, opaque: int, stype: int) -> bytes:
     """The remoting shortcut's answer to the request frame (it must answer every route lookup)."""
-    out = ns.route_shortcut(request(topic, version, standard, opaque, stype).encode())
+    frame = request(topic, version, standard, opaque, stype).encode()
+    assert ns.route_shortcut.takes(frame)
+    out = ns.route_shortcut.answer(None, frame)
     assert out is not None
     return out
 
@@ -246,36 +248,38 @@ def test_shortcut_memo_is_used_and_declines_the_unusual(ns: NameServer) -> None:
     # oneway, other codes, responses, bad frames: left to the dispatcher
     oneway = request("T1", MQVersion.V4_9_8, None)
     oneway.flag |= 2
-    assert sc(oneway.encode()) is None
+    assert sc.answer(None, oneway.encode()) is None
     other = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, None, opaque=3)
-    assert sc(other.encode()) is None
-    assert sc(other.response(ResponseCode.SUCCESS).encode()) is None
-    assert sc(b"\x00\x00\x00\x04\x00\x00\x00\x09") is None
+    assert sc.answer(None, other.encode()) is None
+    assert sc.answer(None, other.response(ResponseCode.SUCCESS).encode()) is None
+    assert sc.answer(None, b"\x00\x00\x00\x04\x00\x00\x00\x09") is None
     # the opaque key twice (an extFields entry named opaque): decoded the ordinary way
     twice = request("T1", MQVersion.V4_9_8, None, opaque=9)
     twice.ext_fields = {**(twice.ext_fields or {}), "opaque": "1"}
     frame = twice.encode()
     assert frame.count(b'"opaque":') == 2
-    assert sc(frame) is None
+    assert sc.answer(None, frame) is None
     # a JSON opaque written unlike str(int) is left alone
     odd = request("T1", MQVersion.V4_9_8, None, opaque=9).encode().replace(b'"opaque":9', b'"opaque":09')
     odd = odd[:4] + (int.from_bytes(odd[4:8], "big") + 1).to_bytes(4, "big") + odd[8:]
     odd = (len(odd) - 4).to_bytes(4, "big") + odd[4:]
-    assert sc(odd) is None
+    assert sc.answer(None, odd) is None
     # a hook on the dispatcher (an RPC hook may refuse requests): no shortcut at all
     ns.dispatcher.add_before_hook(lambda ctx, req: None)
-    assert sc(request("T1", MQVersion.V4_9_8, None).encode()) is None
+    assert sc.answer(None, request("T1", MQVersion.V4_9_8, None).encode()) is None
 
 
-def test_remoting_shortcut_keeps_frame_order() -> None:
-    """CommandReader hands out the shortcut's answers in place; encode_batch writes them as they are."""
-    from rocketpy.remoting.connection import CommandReader, encode_batch
+def test_remoting_fast_path_keeps_frame_order() -> None:
+    """CommandReader hands out the frames the fast path takes undecoded, in place; encode_batch writes the
+    fast path's answers as they are."""
+    from rocketpy.namesrv.fastpath import RouteShortcut
+    from rocketpy.remoting.connection import CommandReader, LaneFrame, encode_batch
 
     a = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic="A"), opaque=1)
     b = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, None, opaque=2)
-    reader = CommandReader(shortcut=lambda frame: b"ANSWER" if frame == a.encode() else None)
+    reader = CommandReader(takes=RouteShortcut.takes)
     got = reader.feed(a.encode() + b.encode() + a.encode())
-    assert got[0] == b"ANSWER" and got[2] == b"ANSWER"
+    assert type(got[0]) is LaneFrame and got[0] == a.encode() and got[2] == a.encode()
     assert isinstance(got[1], RemotingCommand) and got[1].opaque == 2
     resp = b.response(ResponseCode.SUCCESS)
     assert encode_batch([b"ANSWER", resp, b"X"]) == b"ANSWER" + resp.encode() + b"X"

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rocketpy.codecs.javalang import hashmap_order
-from rocketpy.namesrv import properties
+from rocketpy.javacompat import properties
+from rocketpy.javacompat.hashmap import JavaHashMap, hashmap_order
 from rocketpy.namesrv.config import NamesrvConfig
-from rocketpy.namesrv.javamap import JavaHashMap
 from rocketpy.namesrv.kv_config import KVConfigError, KVConfigManager
 from rocketpy.namesrv.route_info import RouteInfoManager
 

@@ -1,5 +1,7 @@
-"""The send hot path (broker/processors/send_fast.py) against the general send path: for any sequence of
-sends, the same answers byte for byte and the same CommitLog, ConsumeQueue and IndexFile bytes."""
+"""The send lane (broker/processors/send_lane.py and _speedups.SendCore) against the general send path
+(send.send_message, the reference): for any sequence of sends, the same answers byte for byte and the
+same CommitLog, ConsumeQueue and IndexFile bytes. Without the accelerated build there is no lane: the
+tests over TCP then check the general path alone."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rocketpy.broker.controller import BrokerController
+from rocketpy.broker.processors import send_lane
 from rocketpy.broker.processors.send import send_message
 from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketpy.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
@@ -109,16 +112,24 @@ def _frame(send: dict[str, Any], opaque: int) -> bytes:
     return req.encode()
 
 
+needs_lane = pytest.mark.skipif(
+    not send_lane.available(), reason="no send lane without the accelerated build (ROCKETPY_PURE or not compiled)"
+)
+
+
+def _lane(broker: BrokerController) -> Any:
+    lane = broker.dispatcher.fast_path
+    assert lane is not None
+    return lane
+
+
 def _fast(lane: Any, ctx: RequestContext, send: dict[str, Any], opaque: int) -> bytes | None:
-    """What the connection does with a send: the compiled lane on the frame when it takes it, then the
-    lane on the decoded request."""
+    """What the connection does with a send frame: the lane's answer when it takes the frame, else None
+    (the frame is decoded and goes to the handler)."""
     frame = _frame(send, opaque)
-    if lane.core is not None and lane.takes_frame(frame):
-        answer = lane.handle_frame(ctx, LaneFrame(frame))
-        if answer is not None:
-            return answer  # type: ignore[no-any-return]
-    req = RemotingCommand.decode(frame)
-    return lane.handle(ctx, req) if req.code in lane.codes else None  # type: ignore[no-any-return]
+    if not lane.takes(frame):
+        return None
+    return lane.answer(ctx, LaneFrame(frame))  # type: ignore[no-any-return]
 
 
 async def _general(broker: BrokerController, ctx: RequestContext, req: RemotingCommand) -> bytes:
@@ -166,6 +177,7 @@ _PLAIN = {
 }
 
 
+@needs_lane
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_sends(), min_size=1, max_size=25))
 @example([_PLAIN, {**_PLAIN, "body": b"second"}, {**_PLAIN, "binary": False, "properties": "KEYS\x01k1 k2"}])
@@ -176,7 +188,7 @@ def test_fast_path_equals_general_path(tmp_path_factory: pytest.TempPathFactory,
         fast_answers, general_answers, taken = [], [], 0
         with _broker(root / "fast") as fast, _broker(root / "general") as general:
             fctx, gctx = _ctx(fast), _ctx(general)
-            lane = fast.fast_send
+            lane = _lane(fast)
             for i, send in enumerate(sends):
                 answer = _fast(lane, fctx, send, i + 1)
                 if answer is None:
@@ -200,6 +212,7 @@ def test_fast_path_equals_general_path(tmp_path_factory: pytest.TempPathFactory,
     _TAKEN.append(taken)
 
 
+@needs_lane
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), min_size=1, max_size=4),
@@ -209,8 +222,8 @@ def test_fast_path_equals_general_path(tmp_path_factory: pytest.TempPathFactory,
 def test_compiled_lane_on_mutated_frames(
     tmp_path_factory: pytest.TempPathFactory, flips: list[tuple[int, int]], cut: int, binary: bool
 ) -> None:
-    """Damaged and odd frames: whatever the compiled lane (SendCore) accepts decodes, and the lane on the
-    decoded request answers and stores exactly the same; everything else it passes on."""
+    """Damaged and odd frames: whatever the lane answers decodes, and the general path answers the decoded
+    request and stores exactly the same; everything else the lane passes on."""
     frame = bytearray(_frame({**_PLAIN, "binary": binary}, 7))
     for at, value in flips:
         if 8 <= at < len(frame):  # keep the length prefix: the splitter already checked it
@@ -219,24 +232,21 @@ def test_compiled_lane_on_mutated_frames(
         del frame[len(frame) - cut :]
         frame[0:4] = (len(frame) - 4).to_bytes(4, "big")
     root = tmp_path_factory.mktemp("mut")
-    with _broker(root / "core") as core_b, _broker(root / "pure") as pure_b:
-        if core_b.fast_send.core is None:
-            pytest.skip("the accelerated build is not here")
-        core_lane, pure_lane = core_b.fast_send, pure_b.fast_send
-        # a first plain send creates the topic (the general path), a second makes it known to both lanes
-        for b in (core_b, pure_b):
+    with _broker(root / "core") as core_b, _broker(root / "general") as general_b:
+        lane = _lane(core_b)
+        # a first plain send creates the topic (the general path), a second makes it known to the lane
+        for b in (core_b, general_b):
             trio.run(_general, b, _ctx(b), _request(_PLAIN, 1))
-        assert _fast(core_lane, _ctx(core_b), _PLAIN, 2) == pure_lane.handle(_ctx(pure_b), _request(_PLAIN, 2))
-        answer = core_lane.handle_frame(_ctx(core_b), LaneFrame(bytes(frame)))
+        second = trio.run(_general, general_b, _ctx(general_b), _request(_PLAIN, 2))
+        assert _fast(lane, _ctx(core_b), _PLAIN, 2) == second
+        answer = lane.answer(_ctx(core_b), LaneFrame(bytes(frame)))
         if answer is None:
             return
-        request = RemotingCommand.decode(bytes(frame))
-        expected = pure_lane.handle(_ctx(pure_b), request) if request.code in pure_lane.codes else None
+        expected = trio.run(_general, general_b, _ctx(general_b), RemotingCommand.decode(bytes(frame)))
         assert answer == expected
-        core_lane.settle()
-        pure_lane.settle()
-        _flush_stores(core_b, pure_b)
-    f, g = _files(root / "core"), _files(root / "pure")
+        lane.settle()
+        _flush_stores(core_b, general_b)
+    f, g = _files(root / "core"), _files(root / "general")
     assert f == g
 
 
@@ -247,28 +257,21 @@ def test_the_equivalence_examples_took_the_fast_lane() -> None:
     assert sum(_TAKEN) > 0
 
 
+@needs_lane
 async def test_fast_path_serves_clients_over_tcp(tmp_path: Path) -> None:
     """Sends over a real connection take the fast lane (after the first of a topic) and read back in order."""
     with trio.fail_after(30):
         async with running_broker(str(tmp_path / "s")) as broker:
-            lane = broker.fast_send
+            lane = _lane(broker)
             taken = []
-            handle, handle_frame = lane.handle, lane.handle_frame
+            answer_frame = lane.answer
 
-            def counting(ctx: Any, req: RemotingCommand) -> bytes | None:
-                answer = handle(ctx, req)
+            def counting(ctx: Any, frame: bytes) -> bytes | None:
+                answer = answer_frame(ctx, frame)
                 taken.append(answer is not None)
-                return answer
+                return answer  # type: ignore[no-any-return]
 
-            def counting_frames(ctx: Any, frame: bytes) -> bytes | None:
-                # the compiled lane sees the frame first; what it passes on is decoded and offered to handle
-                answer = handle_frame(ctx, frame)
-                if answer is not None:
-                    taken.append(True)
-                return answer
-
-            lane.handle = counting  # type: ignore[method-assign]
-            lane.handle_frame = counting_frames  # type: ignore[method-assign]
+            lane.answer = counting
             async with broker_client(broker.address, serialize_type=SerializeType.ROCKETMQ) as c:
                 first = await c.send("FastTcp", b"m0", tags="T", keys="k0")
                 assert first is not None and first.code == ResponseCode.SUCCESS
@@ -323,8 +326,9 @@ async def test_sync_flush_timeout_answers_flush_disk_timeout(tmp_path: Path) -> 
                 assert r.ext_fields is not None and r.ext_fields["queueOffset"] == "1" and "msgId" in r.ext_fields
 
 
-def test_the_pure_python_lane_gives_the_same_store(tmp_path: Path) -> None:
-    """The same comparison with the accelerated build switched off (ROCKETPY_PURE): the pure twins agree too."""
+def test_the_general_path_alone_serves_the_same_tests(tmp_path: Path) -> None:
+    """With the accelerated build switched off (ROCKETPY_PURE) there is no lane: the general path serves the
+    SYNC_FLUSH sends over TCP alone, and the lane's tests say they were skipped."""
     import subprocess
     import sys
 
@@ -342,30 +346,24 @@ def test_the_pure_python_lane_gives_the_same_store(tmp_path: Path) -> None:
     assert "passed" in proc.stdout
 
 
-def test_compiled_frame_filter_equals_the_pure_one(tmp_path: Path) -> None:
-    """SendCore.takes (what the connection asks per frame) says what FastSend.takes_frame says."""
-    from rocketpy.broker.processors.send_fast import FastSend
-
+@needs_lane
+def test_the_lane_takes_only_plain_send_frames(tmp_path: Path) -> None:
+    """``takes`` (what the connection asks per frame) says yes to SEND_MESSAGE and SEND_MESSAGE_V2 frames
+    with either header, and no to every other request and to frames too short to be one."""
     with _broker(tmp_path) as broker:
-        lane = broker.fast_send
-        if lane.core is None:
-            pytest.skip("the accelerated build is not here")
-
-        @settings(max_examples=300, deadline=None)
-        @given(
-            st.sampled_from(
-                [b"", b'{"code":310,', b'{"code":10,"', b'{"code":31', b"\x01\x36", b"\x00\x0a", b"\x00\x0b"]
-            ),
-            st.integers(0, 2),
-            st.binary(max_size=40),
-        )
-        def check(start: bytes, stype: int, rest: bytes) -> None:
-            frame = b"\x00\x00\x00\x40" + bytes([stype]) + b"\x00\x00\x30" + start + rest
-            assert lane.core.takes(frame) == FastSend.takes_frame(lane, frame)
-
-        check()
+        lane = _lane(broker)
+        for v2 in (False, True):
+            for binary in (False, True):
+                assert lane.takes(_frame({**_PLAIN, "v2": v2, "binary": binary}, 3))
+        for code in (RequestCode.SEND_BATCH_MESSAGE, RequestCode.PULL_MESSAGE, RequestCode.HEART_BEAT):
+            for st_ in (SerializeType.JSON, SerializeType.ROCKETMQ):
+                assert not lane.takes(RemotingCommand(code=code, serialize_type=st_).encode())
+        frame = _frame(_PLAIN, 3)
+        assert not lane.takes(frame[:28])
+        assert not lane.takes(frame[:4] + b"\x02" + frame[5:])  # an unknown serialize type
 
 
+@needs_lane
 async def test_a_malformed_send_frame_closes_the_connection_after_answering_what_came_before(tmp_path: Path) -> None:
     """A send frame the compiled lane passes on and the decoder refuses: the sends before it in the same
     write are stored and answered, then the connection closes (as a bad frame closes it on reading)."""

@@ -9,13 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketpy.broker.processors.send_fast import FastSend
-from rocketpy.codecs import CodecError, RemotingCommand
-from rocketpy.codecs.accel import compiled
+from rocketpy.accel import compiled
+from rocketpy.codecs import CodecError, RemotingCommand, SerializeType
 from rocketpy.codecs.codes import MessageSysFlag
 from rocketpy.codecs.frame import _parse_rocketmq_header_checked, encode_rocketmq_header, parse_rocketmq_header_py
-from rocketpy.codecs.javalang import java_string_hash_py, java_string_hash_reference
 from rocketpy.codecs.message import build_record, record_length
+from rocketpy.javacompat.lang import java_string_hash_py, java_string_hash_reference
 
 c_parse = compiled("parse_rocketmq_header")
 c_hash = compiled("java_string_hash")
@@ -125,16 +124,20 @@ def test_record_writer_matches_build_record(born6, store6, i32, i64, body, topic
 
 
 @given(_int32, st.integers(0, (1 << 63) - 1), st.integers(0, (1 << 31) - 1), st.integers(0, (1 << 63) - 1))
-def test_send_answer_matches_the_pure_builder(opaque: int, phys: int, queue_id: int, queue_offset: int) -> None:
-    lane = FastSend.__new__(FastSend)
-    lane._msg_id_prefix = "7F00000100002A9F"
-    lane._binary_tail = b"\x00\x02ab\x00\x00\x00\x01c"
-    expected = lane.binary_answer(opaque, phys, queue_id, queue_offset)
-    got = c_answer(409, opaque, b"7F00000100002A9F", phys, queue_id, queue_offset, lane._binary_tail)
+def test_send_answer_is_the_encoded_response(opaque: int, phys: int, queue_id: int, queue_offset: int) -> None:
+    """The compiled SEND answer is the bytes RemotingCommand encodes for the same response (the general path's):
+    ROCKETMQ header, msgId, queueId, queueOffset, then the broker's added fields."""
+    tail = b"\x00\x02ab\x00\x00\x00\x01c"
+    msg_id = f"7F00000100002A9F{phys:016X}"
+    expected = RemotingCommand(
+        code=0, opaque=opaque, flag=1, version=409, serialize_type=SerializeType.ROCKETMQ,
+        ext_fields={"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset), "ab": "c"},
+    ).encode()  # fmt: skip
+    got = c_answer(409, opaque, b"7F00000100002A9F", phys, queue_id, queue_offset, tail)
     assert got == expected
     cmd = RemotingCommand.decode(got)
     assert cmd.opaque == opaque and cmd.is_response and cmd.ext_fields is not None
-    assert cmd.ext_fields["msgId"] == f"7F00000100002A9F{phys:016X}" and cmd.ext_fields["ab"] == "c"
+    assert cmd.ext_fields["msgId"] == msg_id and cmd.ext_fields["ab"] == "c"
 
 
 # -- the Spark sources' CommitLog walk ------------------------------------------------------------

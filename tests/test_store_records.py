@@ -400,14 +400,14 @@ def test_record_is_found_by_offset_from_cq() -> None:
 
 
 def _unit_pairs() -> list[tuple[str, object, object, int | None]]:
-    from rocketpy.codecs import frame, message, store_records
+    from rocketpy.codecs import frame, message, record, store_records
     from rocketpy.sniffer import hastream
 
     return [
         ("BLANK_RECORD _SIZE_MAGIC", store_records._SIZE_MAGIC, store_records.BLANK_RECORD, None),
         ("CHECKPOINT _CHECKPOINT_TIMES", store_records._CHECKPOINT_TIMES, store_records.CHECKPOINT, 3),
         ("MESSAGE_RECORD head (sniffer)", hastream._PHYSICAL, message.MESSAGE_RECORD, 7),
-        ("MESSAGE_RECORD size and magic", message._SIZE_MAGIC, message.MESSAGE_RECORD, 2),
+        ("MESSAGE_RECORD size and magic", record._SIZE_MAGIC, message.MESSAGE_RECORD, 2),
         ("CONSUME_QUEUE_UNIT", store_records.CONSUME_QUEUE_UNIT, store_records.CONSUME_QUEUE_ENTRY, None),
         ("INDEX_HEADER_UNIT", store_records.INDEX_HEADER_UNIT, store_records.INDEX_HEADER, None),
         ("INDEX_ENTRY_UNIT", store_records.INDEX_ENTRY_UNIT, store_records.INDEX_ENTRY, None),
@@ -456,12 +456,11 @@ def test_store_offset_msg_id_is_the_codecs(ip: bytes, port: int, offset: int) ->
     MessageDecoder.createMessageId as the codec writes it and reads back."""
     import ipaddress
 
-    from rocketpy.codecs.message import create_offset_msg_id, decode_offset_msg_id
-    from rocketpy.store.commitlog import _host, _offset_msg_id
+    from rocketpy.codecs.message import create_offset_msg_id, decode_offset_msg_id, host_bytes, offset_msg_id
 
     addr = ipaddress.ip_address(ip)
     host = f"{addr}:{port}" if len(ip) == 4 else f"[{addr}]:{port}"
-    store_ip, store_port = _host(host)
-    msg_id = _offset_msg_id(store_ip, store_port, offset)
+    store_ip, store_port = host_bytes(host)
+    msg_id = offset_msg_id(store_ip, store_port, offset)
     assert msg_id == create_offset_msg_id(host, offset)
     assert decode_offset_msg_id(msg_id)[1:] == (store_port, offset)

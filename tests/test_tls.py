@@ -188,7 +188,7 @@ async def test_namesrv_with_no_tls_settings_accepts_tls_and_plain(tmp_path: Path
 # -- limits: a silent peer, idle connections, the connection cap ---------------------------
 
 
-async def test_silent_peer_is_closed_after_the_idle_time(autojump_clock: trio.testing.MockClock) -> None:
+async def test_silent_peer_is_closed_after_the_idle_time(virtual_clock: trio.testing.MockClock) -> None:
     # permissive detection waits for a first byte no longer than serverChannelMaxIdleTimeSeconds
     server = RemotingServer(echo_dispatcher(), tls=TlsConfig(), idle_timeout=120)
     server.tls_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -215,7 +215,7 @@ async def test_plain_peer_is_served_after_detection_in_memory() -> None:
         await theirs.aclose()
 
 
-async def test_idle_connection_closed_after_max_idle_time(autojump_clock: trio.testing.MockClock) -> None:
+async def test_idle_connection_closed_after_max_idle_time(virtual_clock: trio.testing.MockClock) -> None:
     server = RemotingServer(echo_dispatcher(), idle_timeout=120)
     ours, theirs = trio.testing.memory_stream_pair()
     start = trio.current_time()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .. import logs
+from ..cli import run_server
 from ..logs import add_log_options
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def _logging(args: argparse.Namespace, role: str) -> None:
 
 
 def _given(path: str | None) -> dict[str, str]:
-    from ..namesrv import properties
+    from ..javacompat import properties
 
     if not path:
         return {}
@@ -73,7 +74,7 @@ def _check_store_dirs(cfg: Any) -> None:
     """ConfigError unless the store directories can be created and written (before anything starts)."""
     import tempfile
 
-    from ..namesrv.properties import ConfigError
+    from ..javacompat.properties import ConfigError
 
     store = cfg.store
     for key, path in (("storePathRootDir", store.store_path_root_dir), ("storePathCommitLog", store.commit_log_dir)):
@@ -91,7 +92,7 @@ def _fail(command: str, message: str) -> int:
 
 
 def _config_errors() -> tuple[type[BaseException], ...]:
-    from ..namesrv.properties import ConfigError
+    from ..javacompat.properties import ConfigError
 
     return (ConfigError, OSError)
 
@@ -149,7 +150,7 @@ def run_broker(args: argparse.Namespace) -> int:
                 print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}, "
                       f"registered as {broker.broker_addr}", flush=True)
 
-    return _run(main, "broker", f"cannot run on {cfg.listen_host}:{cfg.listen_port}")
+    return run_server(main, "broker", f"cannot run on {cfg.listen_host}:{cfg.listen_port}")
 
 
 def _print_config(cfg: Any, important: bool) -> int:
@@ -200,29 +201,6 @@ def advertise_listen_host(given: dict[str, str]) -> None:
     if host and host not in ("0.0.0.0", "::") and not given.get("brokerIP1", "").strip():
         given["brokerIP1"] = host
         given.setdefault("brokerIP2", host)
-
-
-def _run(main: Any, command: str, what: str) -> int:
-    """trio.run(main); an OSError (the port is taken, the store cannot be opened ...) is one line, status 1."""
-    from ..store.types import StoreError
-
-    failure: BaseException | None = None
-    try:
-        trio.run(main)
-    except* (OSError, StoreError) as group:
-        failure = group
-        while isinstance(failure, BaseExceptionGroup):
-            failure = failure.exceptions[0]
-    except* KeyboardInterrupt:
-        # a second Ctrl-C while stopping: trio hands it back when the signal receiver closes; the
-        # shutdown (shielded) has run by the time it gets here
-        log.info("stopped")
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: a late Ctrl-C must not turn into a traceback
-    if failure is not None:
-        print(f"rocketpy {command}: {what}: {failure}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def serve_configs(args: Any) -> tuple[Any, Any]:
@@ -300,4 +278,4 @@ def run_serve(args: argparse.Namespace) -> int:
                         print(f"rocketpy serve: console {url}", flush=True)
                 outer.cancel_scope.cancel()
 
-    return _run(main, "serve", "cannot run")
+    return run_server(main, "serve", "cannot run")

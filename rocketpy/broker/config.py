@@ -16,8 +16,8 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from ..namesrv import properties
-from ..namesrv.properties import ConfigError
+from ..javacompat import properties
+from ..javacompat.properties import ConfigError
 from ..remoting.tls import TLS_KEYS  # Java's system properties (TlsSystemConfig), accepted in broker.conf
 from ..store.config import BrokerRole, DelayLevels, MessageStoreConfig
 from .java_defaults import JAVA_PROPERTIES, KNOWN_KEYS

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..codecs.codes import BrokerRole, FlushDiskType
-from ..namesrv.properties import ConfigError
+from ..javacompat.properties import ConfigError
 from .java_defaults import JAVA_PROPERTIES
 
 __all__ = ["IGNORED", "UNIMPLEMENTED", "check_given"]

@@ -93,11 +93,6 @@ class BrokerController:
         if cfg.acl_enable:
             self.acl = PlainAccessValidator.for_home(cfg.props.get("rocketmqHome"), cfg.props.get("aclPlainFile"))
             self.dispatcher.add_before_hook(self.acl)
-        # the send hot path (the dispatcher skips it while before-hooks such as ACL are set)
-        from .processors.send_fast import FastSend
-
-        self.fast_send = FastSend(self)
-        self.dispatcher.fast_lane = self.fast_send
         self.store_services: StoreServices | None = None
         self.nursery: trio.Nursery | None = None
         self.client: RemotingClient | None = None

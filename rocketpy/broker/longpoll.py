@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -45,6 +46,8 @@ class HeldPull:
     suspend_ts: int
     pull_from_offset: int
     message_filter: Any
+    #: how the pull is answered when woken (the pull processor's, so this module does not import it back)
+    resume: Callable[[BrokerController, HeldPull], RemotingCommand | None]
 
     @property
     def deadline_ms(self) -> int:
@@ -122,10 +125,8 @@ class PullRequestHoldService:
                 del self.table[key]
 
     def _wake(self, held: HeldPull) -> None:
-        from .processors.pull import process_pull
-
         try:
-            response = process_pull(self.broker, held.ctx, held.request, allow_suspend=False)
+            response = held.resume(self.broker, held)
         except Exception:
             log.exception("execute request when wakeup failed")
             return

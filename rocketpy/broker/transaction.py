@@ -22,8 +22,8 @@ from ..clock import now_ms
 from ..codecs import RemotingCommand
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, PermName, RequestCode
 from ..codecs.headers import CheckTransactionStateRequestHeader
-from ..codecs.javalang import hashmap_dict
 from ..codecs.message import MessageExt, UniqIdGenerator, encode_message
+from ..javacompat.hashmap import hashmap_dict
 from ..store.types import MessageExtBrokerInner, PutMessageResult
 
 if TYPE_CHECKING:

@@ -245,7 +245,7 @@ class Admin:
 
     async def update_broker_config(self, addr: str, props: dict[str, str], credential: str | None = None) -> None:
         """UPDATE_BROKER_CONFIG; a rocketpy broker also wants its adminCredential (Java's takes none)."""
-        from ..namesrv import properties
+        from ..javacompat import properties
 
         req = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, None, properties.dumps(props).encode("utf-8"))
         if credential:
@@ -338,14 +338,14 @@ class Admin:
         await self._ns(RequestCode.DELETE_KV_CONFIG, DeleteKVConfigRequestHeader(namespace=namespace, key=key))
 
     async def namesrv_config(self, addr: str) -> dict[str, str]:
-        from ..namesrv import properties
+        from ..javacompat import properties
 
         req = RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
         resp = check(await self.client.api.invoke(addr, req, self.timeout), addr)
         return properties.loads((resp.body or b"").decode("utf-8"))
 
     async def update_namesrv_config(self, addr: str, props: dict[str, str]) -> None:
-        from ..namesrv import properties
+        from ..javacompat import properties
 
         req = RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, None,
                                       properties.dumps(props).encode("utf-8"))

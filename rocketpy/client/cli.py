@@ -35,8 +35,6 @@ class DefaultsHelp(argparse.HelpFormatter):
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from ..mqadmin import core as cli_admin
-
     p = sub.add_parser("produce", help="send each stdin line as a message; print one JSON line per result",
                        formatter_class=DefaultsHelp)
     _namesrv(p)
@@ -61,8 +59,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="where a new group starts")
     c.add_argument("-v", "--verbose", action="store_true", help="show the client's log")
     c.set_defaults(func=cmd_consume)
-
-    cli_admin.add_parser(sub)
 
 
 def _namesrv(p: argparse.ArgumentParser) -> None:

@@ -1,21 +1,5 @@
-"""The compiled twins of hot pure functions (``rocketpy._speedups``, the accelerated build).
+"""Kept for the Spark package's imports: the accelerated build's switch is :mod:`rocketpy.accel`."""
 
-They are used when the extension was built and the environment variable ``ROCKETPY_PURE`` is not set;
-the pure-Python functions stay the reference the tests hold them to.
-"""
+from ..accel import compiled
 
-from __future__ import annotations
-
-import os
-from typing import Any
-
-
-def compiled(name: str) -> Any:
-    """``rocketpy._speedups.<name>``, or None (not built, or ROCKETPY_PURE set)."""
-    if os.environ.get("ROCKETPY_PURE"):
-        return None
-    try:
-        from .. import _speedups  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return getattr(_speedups, name, None)
+__all__ = ["compiled"]

@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+from ..javacompat.hashmap import hashmap_dict
+from ..javacompat.lang import parse_java_int
 from . import fastjson
 from .codes import LanguageCode, MQVersion, SerializeType
 from .errors import CodecError
@@ -19,7 +21,6 @@ from .frame import (
     pack_frame,
     parse_rocketmq_header,
 )
-from .javalang import hashmap_dict, parse_java_int
 
 RESPONSE_FLAG = 1
 ONEWAY_FLAG = 2
@@ -272,7 +273,7 @@ class RemotingCommand:
     @property
     def header(self) -> Any:
         """The typed header for this code and direction, or None when none is known."""
-        from .headers.base import header_class
+        from .headers.registry import header_class
 
         code = self.request_code if self.is_response else self.code
         if code is None:

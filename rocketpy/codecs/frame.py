@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 import construct as cs
 
-from .accel import compiled
+from ..accel import compiled
 from .errors import CodecError, FrameTooLarge
 from .units import struct_unit
 
@@ -95,7 +95,9 @@ def decode_rocketmq_header(data: bytes | memoryview) -> dict[str, object]:
     }
 
 
-_HEAD_AND_REMARK_LEN = struct.Struct(">hBhiii")  # the fixed fields, then the remark length
+# the fixed fields, then the remark length (read signed, as Java's getInt does)
+_HEAD_AND_REMARK_LEN = struct.Struct(ROCKETMQ_FIXED_UNIT.format + "i")
+_REMARK_AT = _HEAD_AND_REMARK_LEN.size
 _INT32 = struct.Struct(">i")
 
 
@@ -110,7 +112,7 @@ def parse_rocketmq_header_py(data: bytes) -> tuple[int, int, int, int, int, str 
     if n < ROCKETMQ_HEADER_MIN:
         return _parse_rocketmq_header_checked(data)
     code, language, version, opaque, flag, rlen = _HEAD_AND_REMARK_LEN.unpack_from(data, 0)
-    pos = 17 + rlen
+    pos = _REMARK_AT + rlen
     if rlen < 0 or pos + 4 > n:
         return _parse_rocketmq_header_checked(data)
     (elen,) = _INT32.unpack_from(data, pos)
@@ -118,7 +120,7 @@ def parse_rocketmq_header_py(data: bytes) -> tuple[int, int, int, int, int, str 
     if pos + elen != n or elen < 0:
         return _parse_rocketmq_header_checked(data)
     try:
-        remark = data[17 : 17 + rlen].decode() if rlen else None
+        remark = data[_REMARK_AT : _REMARK_AT + rlen].decode() if rlen else None
         if not elen:
             return code, language, version, opaque, flag, remark, None
         ext = {}

@@ -12,13 +12,13 @@ with struct fast paths checked against them in the tests.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import construct as cs
 
 from .errors import CodecError
+from .units import struct_unit
 
 __all__ = [
     "HA_OFFSET_REPORT",
@@ -45,8 +45,8 @@ HA_TRANSFER = cs.Struct(
     "data" / cs.Bytes(cs.this.body_size),
 )
 
-_REPORT = struct.Struct(">q")
-_HEADER = struct.Struct(">qi")
+_REPORT = struct_unit(HA_OFFSET_REPORT)
+_HEADER = struct_unit(HA_TRANSFER_HEADER)
 HA_REPORT_SIZE = _REPORT.size
 HA_TRANSFER_HEADER_SIZE = _HEADER.size
 assert HA_REPORT_SIZE == HA_OFFSET_REPORT.sizeof() and HA_TRANSFER_HEADER_SIZE == HA_TRANSFER_HEADER.sizeof()

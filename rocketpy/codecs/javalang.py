@@ -1,170 +1,33 @@
-"""Java semantics the wire depends on: integer parsing and overflow, String.hashCode, HashMap order.
+"""Kept for the client's and the Spark package's imports: these live in :mod:`rocketpy.javacompat`."""
 
-Java puts header fields and many body maps into a HashMap before serialising them,
-so the order on the wire is the map's bucket order. Reproducing it lets our servers
-emit the very bytes a Java server would.
-"""
+from ..javacompat.hashmap import (
+    concurrent_hashmap_order,
+    hashmap_dict,
+    hashmap_key_order,
+    hashmap_order,
+    table_size_for,
+)
+from ..javacompat.lang import (
+    java_hash,
+    java_string_hash,
+    java_string_hash_py,
+    java_string_hash_reference,
+    parse_java_int,
+    to_int32,
+    to_int64,
+)
 
-from __future__ import annotations
-
-import functools
-import re
-import sys
-from collections.abc import Callable, Hashable, Iterable
-from operator import mul
-from typing import Any, TypeVar
-
-from .accel import compiled
-
-K = TypeVar("K", bound=Hashable)
-
-_MASK32 = 0xFFFFFFFF
-
-
-def to_int32(value: int) -> int:
-    """Wrap an integer to Java's signed 32-bit range."""
-    value &= _MASK32
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-def to_int64(value: int) -> int:
-    """Wrap an integer to Java's signed 64-bit range (long arithmetic overflows silently)."""
-    value &= 0xFFFFFFFFFFFFFFFF
-    return value - (1 << 64) if value & (1 << 63) else value
-
-
-# sign, leading zeros, then at most 19 significant digits: a Java long never needs more, and
-# int() refuses strings of over 4300 digits with a ValueError of its own
-_JAVA_INTEGER = re.compile(r"([-+]?)0*([0-9]{1,19})\Z")
-
-
-def parse_java_int(text: str, bits: int = 32) -> int | None:
-    """Integer.parseInt (``bits=32``) or Long.parseLong (64) of ``text``; None where Java throws.
-
-    An optional sign and ASCII digits, in range; any number of leading zeros.
-    """
-    m = _JAVA_INTEGER.match(text)
-    if m is None:
-        return None
-    value = int(m.group(1) + m.group(2))
-    limit = 1 << (bits - 1)
-    return value if -limit <= value < limit else None
-
-
-_HASH_CHUNK = 256
-#: _HASH_POW[i] = 31 ** (_HASH_CHUNK - 1 - i) mod 2**32: a whole polynomial in one C-level sum
-_HASH_POW = [pow(31, _HASH_CHUNK - 1 - i, 1 << 32) for i in range(_HASH_CHUNK)]
-_NATIVE_UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
-
-
-def java_string_hash_py(text: str) -> int:
-    """Java's String.hashCode: 31-polynomial over UTF-16 code units, signed 32-bit.
-
-    The sum of unit * 31**(n-1-i), taken mod 2**32 at the end (the Horner loop in
-    :func:`java_string_hash_reference` wraps at every step; the result is the same).
-    """
-    if text.isascii():
-        units: Any = text.encode("ascii")
-        n = len(units)
-        if n < 12:  # short strings: the plain loop is quicker
-            h = 0
-            for ch in units:
-                h = 31 * h + ch
-            return to_int32(h)
-    else:
-        units = memoryview(text.encode(_NATIVE_UTF16)).cast("H")
-        n = len(units)
-    if n <= _HASH_CHUNK:
-        return to_int32(sum(map(mul, units, _HASH_POW[_HASH_CHUNK - n :])))
-    h = 0
-    for start in range(0, n, _HASH_CHUNK):
-        chunk = units[start : start + _HASH_CHUNK]
-        m = len(chunk)
-        h = (h * pow(31, m, 1 << 32) + sum(map(mul, chunk, _HASH_POW[_HASH_CHUNK - m :]))) & _MASK32
-    return to_int32(h)
-
-
-#: String.hashCode: the compiled twin when built (accel), else the pure function above
-java_string_hash: Callable[[str], int] = compiled("java_string_hash") or java_string_hash_py
-
-
-def java_string_hash_reference(text: str) -> int:
-    """String.hashCode exactly as Java computes it (the checked reference of the fast one)."""
-    h = 0
-    units = text.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & _MASK32
-    return to_int32(h)
-
-
-def java_hash(key: object) -> int:
-    """hashCode() of the boxed Java value a Python key stands for (String, Integer, Long)."""
-    if isinstance(key, str):
-        return java_string_hash(key)
-    if key is None:
-        return 0  # HashMap.hash(null)
-    if isinstance(key, bool):
-        return 1231 if key else 1237
-    if isinstance(key, int):
-        if -(1 << 31) <= key < (1 << 31):
-            return key  # Integer.hashCode (and Long.hashCode agrees in this range)
-        v = key & 0xFFFFFFFFFFFFFFFF
-        return to_int32(v ^ (v >> 32))
-    raise TypeError(f"no Java hashCode for {type(key).__name__}")
-
-
-def _spread(h: int) -> int:
-    h &= _MASK32
-    return h ^ (h >> 16)
-
-
-def table_size_for(cap: int) -> int:
-    """HashMap.tableSizeFor: the power of two a table of ``cap`` entries gets."""
-    n = 1
-    while n < cap:
-        n <<= 1
-    return n
-
-
-def hashmap_order(keys: Iterable[K], initial_capacity: int = 16) -> list[K]:
-    """The iteration order of a java.util.HashMap filled with ``keys`` in this order.
-
-    Buckets are visited in index order; within a bucket, insertion order is kept
-    (resizes split buckets without reordering, and bins small enough not to treeify).
-    """
-    ordered = list(dict.fromkeys(keys))
-    capacity = table_size_for(max(initial_capacity, 1))
-    while len(ordered) > capacity * 3 // 4:
-        capacity <<= 1
-    mask = capacity - 1
-    slots = sorted(range(len(ordered)), key=lambda i: (_spread(java_hash(ordered[i])) & mask, i))
-    return [ordered[i] for i in slots]
-
-
-@functools.lru_cache(maxsize=4096)
-def hashmap_key_order(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """hashmap_order for a tuple of keys, cached: servers see the same few key sets again and again."""
-    return tuple(hashmap_order(keys))
-
-
-def hashmap_dict(d: dict[str, str]) -> dict[str, str]:
-    """``d`` reordered as a java.util.HashMap holding its items would iterate them."""
-    return {k: d[k] for k in hashmap_key_order(tuple(d))}
-
-
-def concurrent_hashmap_order(keys: Iterable[K], initial_capacity: int = 16) -> list[K]:
-    """Approximate iteration order of a ConcurrentHashMap(initial_capacity).
-
-    Its table is sized tableSizeFor(c + c/2 + 1) and the spread hash drops the sign bit.
-    Exact except for keys sharing a bucket across a resize.
-    """
-    ordered = list(dict.fromkeys(keys))
-    capacity = table_size_for(initial_capacity + (initial_capacity >> 1) + 1)
-    while len(ordered) >= capacity - (capacity >> 2):
-        capacity <<= 1
-    mask = capacity - 1
-    slots = sorted(
-        range(len(ordered)),
-        key=lambda i: ((_spread(java_hash(ordered[i])) & 0x7FFFFFFF) & mask, i),
-    )
-    return [ordered[i] for i in slots]
+__all__ = [
+    "concurrent_hashmap_order",
+    "hashmap_dict",
+    "hashmap_key_order",
+    "hashmap_order",
+    "java_hash",
+    "java_string_hash",
+    "java_string_hash_py",
+    "java_string_hash_reference",
+    "parse_java_int",
+    "table_size_for",
+    "to_int32",
+    "to_int64",
+]

@@ -36,7 +36,7 @@ def decode_body(cmd: RemotingCommand) -> Any:
     Responses need ``cmd.request_code`` (set when pairing); error responses and
     unknown codes give the raw bytes (None when there is no body).
     """
-    from . import dledger, message
+    from . import batch, dledger, record
     from .bodies import registry
 
     body = cmd.body
@@ -52,7 +52,7 @@ def decode_body(cmd: RemotingCommand) -> Any:
         if code is None or cmd.code != ResponseCode.SUCCESS:
             return body
         if code in MESSAGE_RECORD_RESPONSES:
-            return message.decode_messages(body)
+            return record.decode_messages(body)
         cls = registry.RESPONSE_BODIES.get(code)
         return cls.decode(body) if cls is not None else body
     code = cmd.code
@@ -60,9 +60,9 @@ def decode_body(cmd: RemotingCommand) -> Any:
         return body
     if code == RequestCode.SEND_BATCH_MESSAGE:
         topic = (cmd.ext_fields or {}).get("b") or (cmd.ext_fields or {}).get("topic") or ""
-        return message.decode_batch(body, topic)
+        return batch.decode_batch(body, topic)
     if code in MESSAGE_RECORD_REQUESTS:
-        return message.decode_message(body)
+        return record.decode_message(body)
     if code == RequestCode.REGISTER_BROKER:
         from .bodies.register import RegisterBrokerBody
 

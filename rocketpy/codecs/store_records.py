@@ -15,16 +15,11 @@ from typing import Literal, NoReturn
 
 from construct import Const, Int32sb, Int64sb, Padding, Struct
 
+from ..javacompat.lang import java_string_hash
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
-from .javalang import java_string_hash
-from .message import (
-    BLANK_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE,
-    MESSAGE_RECORD,
-    MessageExt,
-    decode_message,
-)
+from .message_types import MessageExt
+from .record import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_RECORD, decode_message
 from .units import struct_unit
 
 #: what the store's readers accept: file bytes, or the store's own memory maps
@@ -39,6 +34,7 @@ __all__ = [
     "INDEX_ENTRY",
     "INDEX_ENTRY_SIZE",
     "INDEX_HASH_SLOT_SIZE",
+    "INDEX_HASH_SLOT_UNIT",
     "INDEX_HEADER",
     "INDEX_HEADER_SIZE",
     "MESSAGE_RECORD",
@@ -292,6 +288,9 @@ INDEX_ENTRY = Struct(
 """One 20-byte IndexFile entry."""
 
 INDEX_HEADER_UNIT = struct_unit(INDEX_HEADER)
+#: one hash slot: the number of the newest entry whose key hashes there (0: none)
+INDEX_HASH_SLOT_UNIT = struct.Struct(">i")
+assert INDEX_HASH_SLOT_UNIT.size == INDEX_HASH_SLOT_SIZE
 INDEX_ENTRY_UNIT = struct_unit(INDEX_ENTRY)
 _INT32 = struct.Struct(">i")
 assert INDEX_HEADER_UNIT.size == INDEX_HEADER.sizeof() == INDEX_HEADER_SIZE

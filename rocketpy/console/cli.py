@@ -57,11 +57,11 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
 
-    from ..broker.cli import _run
+    from ..cli import run_server
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             url = await nursery.start(run_console, settings, args.listen)
             print(f"rocketpy console: {url} (NameServer {args.namesrv})", flush=True)
 
-    return _run(main, "console", f"cannot serve on {args.listen}")
+    return run_server(main, "console", f"cannot serve on {args.listen}")

@@ -34,7 +34,7 @@ from ..codecs.dledger import (
     IndexUnit,
 )
 from ..codecs.errors import CodecError
-from ..namesrv import properties
+from ..javacompat import properties
 from ..store.mapped_file import MappedFile, MappedFileQueue
 from .ledger import LedgerError
 

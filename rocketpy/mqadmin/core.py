@@ -74,6 +74,9 @@ def _list_commands(args: argparse.Namespace) -> int:
     return 0
 
 
+add_parsers = add_parser  # the name rocketpy.cli looks for
+
+
 def add_commands(cmds: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Every subcommand as a parser of ``cmds`` (``rocketpy admin``'s, or the ``mqadmin`` launcher's)."""
     for name, (help_text, options, fn) in COMMANDS.items():

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 import trio
 
 from .. import logs
+from ..cli import first_leaf
+from ..javacompat.properties import ConfigError
 from ..logs import add_log_options
 from .config import NamesrvConfig
 from .kv_config import KVConfigError
-from .properties import ConfigError
 from .server import NameServer
 
 log = logging.getLogger("rocketpy.namesrv")
@@ -103,9 +104,7 @@ def run_cli(args: argparse.Namespace) -> int:
     try:
         trio.run(serve_until_signal, server)
     except* OSError as group:
-        first: BaseException = group
-        while isinstance(first, BaseExceptionGroup):  # nurseries nest: name the OSError itself
-            first = first.exceptions[0]
+        first = first_leaf(group)  # nurseries nest: name the OSError itself
         print(f"cannot listen on {config.listen_host}:{config.listen_port}: {first}", file=sys.stderr)
         status = 1
     except* KeyboardInterrupt:

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..codecs.javalang import concurrent_hashmap_order
-from . import properties
+from ..javacompat import properties
+from ..javacompat.hashmap import concurrent_hashmap_order
 
 log = logging.getLogger("rocketpy.namesrv")
 

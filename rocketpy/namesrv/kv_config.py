@@ -16,7 +16,7 @@ from pathlib import Path
 import trio
 
 from ..codecs import CodecError, fastjson
-from .javamap import JavaHashMap
+from ..javacompat.hashmap import JavaHashMap
 
 log = logging.getLogger("rocketpy.namesrv")
 

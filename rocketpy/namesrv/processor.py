@@ -32,9 +32,9 @@ from ..codecs.headers.namesrv import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from ..codecs.javalang import concurrent_hashmap_order
+from ..javacompat import properties
+from ..javacompat.hashmap import concurrent_hashmap_order
 from ..remoting.dispatch import Dispatcher, Handler, RequestContext, java_decode_header
-from . import properties
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from .route_info import RouteView
 

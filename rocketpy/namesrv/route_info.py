@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ..clock import now_ms as _now_ms
 from ..codecs.codes import PermName, RequestCode, TopicSysFlag
-from .javamap import JavaHashMap, JavaHashSet, hash_set_order
+from ..javacompat.hashmap import JavaHashMap, JavaHashSet, hash_set_order
 
 log = logging.getLogger("rocketpy.namesrv")
 

@@ -40,6 +40,7 @@ class NameServer:
         self.remoting: RemotingServer | None = None
         #: answers repeated route lookups from bytes (same answers as the dispatcher's)
         self.route_shortcut = RouteShortcut(self)
+        self.dispatcher.fast_path = self.route_shortcut
         self._route_cache: dict[tuple[str | None, bool], bytes | None] = {}
         self._route_cache_key: tuple[int, int, bool] = (-1, -1, False)
 
@@ -131,7 +132,6 @@ class NameServer:
             state=self,
             on_close=self.on_connection_closed,
             idle_timeout=idle if idle > 0 else math.inf,
-            shortcut=self.route_shortcut,
             tls=tls,
             max_connections=cap,
         )

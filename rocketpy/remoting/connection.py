@@ -40,45 +40,34 @@ ANSWER_FLUSH_BYTES = 1 << 20
 _connection_ids = itertools.count(1)
 
 
-#: a server's shortcut: a whole request frame -> its encoded answer frame, or None to decode
-#: and dispatch the frame as usual (a NameServer answers repeated route lookups this way)
-Shortcut = Callable[[bytes], bytes | None]
-
-
 class LaneFrame(bytes):
-    """A request frame left undecoded for the server's fast lane (see FastLane.takes_frame)."""
+    """A request frame left undecoded for the server's fast path (see dispatch.FastPath)."""
 
     __slots__ = ()
 
 
 class CommandReader:
-    """Sans-IO decoding: feed received bytes, get every whole command they complete.
+    """Sans-IO decoding: feed received bytes, get every whole command they complete, in order.
 
-    With a ``shortcut``, a frame it answers comes out as that answer's bytes instead; a frame that
-    ``lane_filter`` takes comes out undecoded, as a :class:`LaneFrame`."""
+    A frame that ``takes`` accepts (a server's fast path, see dispatch.FastPath) comes out undecoded, as a
+    :class:`LaneFrame`; every other one decoded."""
 
-    __slots__ = ("_shortcut", "_splitter", "lane_filter")
+    __slots__ = ("_splitter", "takes")
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, shortcut: Shortcut | None = None) -> None:
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, takes: Callable[[bytes], bool] | None = None) -> None:
         self._splitter = FrameSplitter(max_frame)
-        self._shortcut = shortcut
-        self.lane_filter: Callable[[bytes], bool] | None = None
+        self.takes = takes
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand | bytes]:
-        """Commands completed by ``data`` (a shortcut's answers and lane frames as bytes); CodecError on a
-        bad frame (the stream is then unusable)."""
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand | LaneFrame]:
+        """Commands completed by ``data`` (frames for the fast path undecoded); CodecError on a bad frame
+        (the stream is then unusable)."""
         self._splitter.feed(data)
         max_frame = self._splitter.max_frame
-        shortcut = self._shortcut
-        lane_filter = self.lane_filter
-        if lane_filter is not None:
-            return [
-                LaneFrame(frame) if lane_filter(frame) else RemotingCommand.decode(frame, max_frame)
-                for frame in self._splitter
-            ]
-        if shortcut is None:
-            return [RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
-        return [shortcut(frame) or RemotingCommand.decode(frame, max_frame) for frame in self._splitter]
+        takes = self.takes
+        return [
+            LaneFrame(frame) if takes is not None and takes(frame) else RemotingCommand.decode(frame, max_frame)
+            for frame in self._splitter
+        ]
 
     @property
     def max_frame(self) -> int:
@@ -94,7 +83,7 @@ def encode_batch(commands: Iterable[RemotingCommand | bytes]) -> bytes:
     encoded becomes a SYSTEM_ERROR answer."""
     parts: list[bytes] = []
     for cmd in commands:
-        if type(cmd) is bytes:  # a fast lane's or a shortcut's answer: already encoded
+        if type(cmd) is bytes:  # a fast path's answer: already encoded
             parts.append(cmd)
             continue
         assert isinstance(cmd, RemotingCommand)
@@ -193,12 +182,11 @@ class Connection:
         max_frame: int = DEFAULT_MAX_FRAME,
         opaques: Iterator[int] | None = None,
         receive_size: int = RECEIVE_SIZE,
-        shortcut: Shortcut | None = None,
     ) -> None:
         self.id = next(_connection_ids)
         self.stream = stream
         self.remote_addr = remote_addr or peer_address(stream)
-        self.reader = CommandReader(max_frame, shortcut)
+        self.reader = CommandReader(max_frame)
         self.receive_size = receive_size
         self.closed = False
         #: owner data (a NameServer keeps nothing here; a broker may keep client ids)
@@ -215,7 +203,7 @@ class Connection:
         self._token: trio.lowlevel.TrioToken | None = None
         self._tail_nursery: trio.Nursery | None = None
         self._eof = False
-        #: a frame the fast lane left undecoded turned out malformed: close once its receive is answered
+        #: a frame left undecoded for the fast path turned out malformed: close once its receive is answered
         self._bad_frame = False
         #: trio clock of the last byte received or sent (idle connections get closed)
         self.last_active = trio.current_time()
@@ -224,7 +212,7 @@ class Connection:
         return f"<Connection #{self.id} {self.remote_addr}{' closed' if self.closed else ''}>"
 
     # -- receiving ------------------------------------------------------------
-    async def receive_commands(self) -> list[RemotingCommand | bytes] | None:
+    async def receive_commands(self) -> list[RemotingCommand | LaneFrame] | None:
         """The commands completed by the next receive(s); None at end of stream.
 
         Raises CodecError on a malformed frame; the caller closes the connection.
@@ -430,6 +418,8 @@ class Connection:
         handler may itself wait on this connection (client side).
         A malformed frame closes the connection.
         """
+        fast = dispatcher.fast_path if dispatcher is not None else None
+        self.reader.takes = fast.takes if fast is not None else None
         if inline and dispatcher is not None and isinstance(self.stream, trio.SocketStream):
             await self._serve_socket(dispatcher, context)
             return
@@ -457,11 +447,11 @@ class Connection:
         finally:
             await self.aclose()
 
-    def take_requests(self, commands: list[RemotingCommand | bytes]) -> list[RemotingCommand | bytes]:
-        """Hand received responses to their waiters; the requests (and a shortcut's answers) remain, in order."""
-        requests: list[RemotingCommand | bytes] = []
+    def take_requests(self, commands: list[RemotingCommand | LaneFrame]) -> list[RemotingCommand | LaneFrame]:
+        """Hand received responses to their waiters; the requests (some undecoded) remain, in order."""
+        requests: list[RemotingCommand | LaneFrame] = []
         for cmd in commands:
-            if type(cmd) is bytes or type(cmd) is LaneFrame:  # a request the shortcut answered, or one undecoded
+            if type(cmd) is LaneFrame:  # a request frame for the fast path
                 requests.append(cmd)
             elif cmd.flag & 1:  # type: ignore[union-attr]  # RESPONSE_FLAG
                 self.complete(cmd)  # type: ignore[arg-type]
@@ -484,9 +474,6 @@ class Connection:
         raw = socket.socket(fileno=stream.socket.fileno())
         recv = raw.recv
         size = self.receive_size
-        lane = dispatcher.fast_lane
-        if lane is not None and self.reader._shortcut is None and getattr(lane, "core", None) is not None:
-            self.reader.lane_filter = lane.takes_frame  # type: ignore[attr-defined]
         feed = self.reader.feed
         try:
             async with trio.open_nursery() as nursery:
@@ -572,7 +559,7 @@ class Connection:
             await self.aclose()
 
     async def handle_batch(
-        self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand | bytes]
+        self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand | LaneFrame]
     ) -> None:
         answer = await self.answers(dispatcher, context, requests)
         if answer and not self.closed:
@@ -582,7 +569,7 @@ class Connection:
                 log.warning("responses to %s lost: %s", self.remote_addr, exc)
 
     def _decode_late(self, frame: bytes) -> RemotingCommand | None:
-        """A LaneFrame the lane passed on, decoded now; None when malformed (the connection then closes
+        """A LaneFrame the fast path passed on, decoded now; None when malformed (the connection then closes
         after answering what came before it, as a bad frame closes it on reading)."""
         try:
             return RemotingCommand.decode(frame, self.reader.max_frame)
@@ -592,10 +579,10 @@ class Connection:
             return None
 
     async def answers(
-        self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand | bytes]
+        self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand | LaneFrame]
     ) -> bytes:
-        """The encoded answers to ``requests``, in order: a shortcut's answers (bytes) as they are,
-        then the fast lane's (see FastLane), then the dispatcher's.
+        """The encoded answers to ``requests``, in order: the fast path's (see dispatch.FastPath) for the
+        frames it answers, the dispatcher's for the others.
 
         A receive of many small requests can ask for far more answer bytes than it carried: every
         ANSWER_CHUNK requests, the answers so far are written once they reach ANSWER_FLUSH_BYTES, so a
@@ -604,16 +591,15 @@ class Connection:
         responses: list[RemotingCommand | bytes] = []
         chunks: list[bytes] = []
         held = 0
-        lane = dispatcher.fast_lane if not dispatcher.before else None
-        codes = lane.codes if lane is not None else ()
+        fast = dispatcher.fast_path if not dispatcher.before else None
         for done, request in enumerate(requests, 1):
             answer: bytes | None = None
             if type(request) is LaneFrame:
-                if lane is not None:
+                if fast is not None:
                     try:
-                        answer = lane.handle_frame(context, request)  # type: ignore[attr-defined]
+                        answer = fast.answer(context, request)
                     except Exception:
-                        log.exception("fast lane failed on a frame from %s", self.remote_addr)
+                        log.exception("fast path failed on a frame from %s", self.remote_addr)
                 if answer is None:
                     decoded = self._decode_late(request)
                     if decoded is None:
@@ -622,30 +608,15 @@ class Connection:
             if answer is not None:
                 if answer:
                     responses.append(answer)
-            elif type(request) is bytes:
-                responses.append(request)
-            elif lane is None:
+            else:
+                if fast is not None:
+                    fast.settle()  # what the fast path deferred is done before any handler looks
                 response = await dispatcher.dispatch(context, request)  # type: ignore[arg-type]
                 if response is not None:
                     responses.append(response)
-            else:
-                assert isinstance(request, RemotingCommand)
-                if request.code in codes:
-                    try:
-                        answer = lane.handle(context, request)
-                    except Exception:
-                        log.exception("fast lane failed on code %d from %s", request.code, self.remote_addr)
-                if answer is not None:
-                    if answer:
-                        responses.append(answer)
-                else:
-                    lane.settle()  # what the lane deferred is done before any handler looks
-                    response = await dispatcher.dispatch(context, request)
-                    if response is not None:
-                        responses.append(response)
             if done % ANSWER_CHUNK == 0 and done < len(requests):
-                if lane is not None:
-                    lane.settle()
+                if fast is not None:
+                    fast.settle()
                 if responses:
                     chunk = encode_batch(responses)
                     responses.clear()
@@ -660,8 +631,8 @@ class Connection:
                         return b""
                 else:
                     await trio.lowlevel.checkpoint()
-        if lane is not None:
-            lane.settle()
+        if fast is not None:
+            fast.settle()
         if responses:
             chunks.append(encode_batch(responses))
         return b"".join(chunks) if len(chunks) != 1 else chunks[0]

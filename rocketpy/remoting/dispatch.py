@@ -99,19 +99,19 @@ def system_error(request: RemotingCommand, exc: BaseException) -> RemotingComman
     )
 
 
-class FastLane(Protocol):
-    """A server's hot path beside its handlers: requests whose code is in ``codes`` are offered to
-    ``handle`` first, which answers with the encoded response (b"" for none) or None to pass the request
-    to the handlers. ``settle`` finishes what the lane deferred; the connection calls it before any
-    handler runs and once per receive, before answering.
+class FastPath(Protocol):
+    """Requests a server answers beside its handlers, from their undecoded frames (the NameServer's
+    repeated route lookups, the broker's plain sends). The connection asks ``takes(frame)`` of each
+    request frame (cheap: a look at its first bytes); a frame taken is given to ``answer(ctx, frame)``,
+    which returns the encoded answer (b"" for none) or None: the frame is then decoded and dispatched as
+    usual, so the fast path may pass on anything it does not handle exactly as the handlers would.
+    ``settle()`` finishes what answering deferred: the connection calls it before any handler runs and
+    once per receive, before writing the answers. While before-hooks (ACL) are set, frames are not offered.
+    """
 
-    A lane may also take frames undecoded: when it has a ``core`` (not None), the socket connection hands
-    every frame its ``takes_frame(frame)`` accepts to ``handle_frame(ctx, frame)`` (same answers as
-    ``handle``); on None the frame is decoded and goes the usual way."""
+    def takes(self, frame: bytes) -> bool: ...
 
-    codes: frozenset[int]
-
-    def handle(self, ctx: RequestContext, request: RemotingCommand) -> bytes | None: ...
+    def answer(self, ctx: RequestContext, frame: bytes) -> bytes | None: ...
 
     def settle(self) -> None: ...
 
@@ -125,8 +125,8 @@ class Dispatcher:
         #: checks run before every request, known code or not (Java's server RPC hooks);
         #: one that raises refuses the request with SYSTEM_ERROR
         self.before: list[RequestHook] = []
-        #: offered each request first while no before-hook is set (see FastLane)
-        self.fast_lane: FastLane | None = None
+        #: offered the request frames it takes first, while no before-hook is set (see FastPath)
+        self.fast_path: FastPath | None = None
         for code, handler in (handlers or {}).items():
             self.register(code, handler)
         if default is not None:

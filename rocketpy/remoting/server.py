@@ -17,7 +17,7 @@ from typing import Any
 import trio
 
 from ..codecs import DEFAULT_MAX_FRAME
-from .connection import Connection, Shortcut, peer_address
+from .connection import Connection, peer_address
 from .dispatch import Dispatcher, RequestContext
 from .tls import TlsConfig, TlsConfigError, TlsMode, accept_stream
 
@@ -38,7 +38,6 @@ class RemotingServer:
         on_close: ConnectionHook | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
         idle_timeout: float = math.inf,
-        shortcut: Shortcut | None = None,
         tls: TlsConfig | None = None,
         max_connections: int = 0,
     ) -> None:
@@ -52,8 +51,6 @@ class RemotingServer:
         self._cap_logged = False
         #: connections served over TLS so far (a plain peer is not counted)
         self.tls_accepted = 0
-        #: answers some request frames without decoding them (see connection.Shortcut)
-        self.shortcut = shortcut
         self.state = state
         self.on_connect = on_connect
         self.on_close = on_close
@@ -136,7 +133,7 @@ class RemotingServer:
             if isinstance(served, trio.SSLStream):
                 self.tls_accepted += 1
             stream = served
-        conn = Connection(stream, remote_addr, max_frame=self.max_frame, shortcut=self.shortcut)
+        conn = Connection(stream, remote_addr, max_frame=self.max_frame)
         ctx = RequestContext(connection=conn, remote_addr=conn.remote_addr, state=self.state)
         self.connections.add(conn)
         try:

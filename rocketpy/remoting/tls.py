@@ -147,7 +147,7 @@ class TlsConfig:
 
     def with_config_file(self) -> TlsConfig:
         """TlsHelper.extractTlsConfigFromFile: a missing or unreadable file is skipped."""
-        from ..namesrv import properties
+        from ..javacompat import properties
 
         path = Path(self.config_file)
         try:

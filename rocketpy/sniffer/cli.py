@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.text import Text
 
+from ..cli import first_leaf
 from .pcap import CaptureFormatError, PacketReader
 from .reassembly import DEFAULT_PORTS, Tracker
 from .render import JsonOutput, LineOutput, NullOutput, Output
@@ -317,9 +318,7 @@ def cmd_proxy(args: argparse.Namespace) -> int:
     try:
         trio.run(run)
     except* OSError as group:
-        failure = group
-        while isinstance(failure, BaseExceptionGroup):
-            failure = failure.exceptions[0]
+        failure = first_leaf(group)
     except* KeyboardInterrupt:
         pass  # Ctrl-C ends the proxy: the summary below still prints (trio may hand it over in a group)
     if failure is not None:

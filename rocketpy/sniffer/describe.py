@@ -8,13 +8,12 @@ import enum
 from typing import Any
 
 from ..codecs import dledger as dl
-from ..codecs.codes import RequestCode, SerializeType, request_code_name
+from ..codecs.codes import SerializeType, request_code_name
 from ..codecs.command import RemotingCommand
 from ..codecs.errors import CodecError
+from ..codecs.headers.registry import V2_SEND_CODES
 from .reassembly import CapturedFrame, Endpoint, HaUnit
 
-# SendMessageRequestHeaderV2 (and its batch/reply users) name fields a, b, ...
-_V2_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2})
 _TOPIC_KEYS = ("topic",)
 _GROUP_KEYS = ("consumerGroup", "producerGroup", "group")
 PROPERTY_KEYS = {"properties", "i"}
@@ -40,7 +39,7 @@ def topic_of(fr: CapturedFrame) -> str | None:
     if cmd is None or not cmd.ext_fields:
         return None
     ext = cmd.ext_fields
-    if cmd.code in _V2_CODES and "b" in ext:
+    if cmd.code in V2_SEND_CODES and "b" in ext:  # SendMessageRequestHeaderV2 names fields a, b, ...
         return ext["b"]
     for key in _TOPIC_KEYS:
         if key in ext:
@@ -53,7 +52,7 @@ def group_of(fr: CapturedFrame) -> str | None:
     if cmd is None or not cmd.ext_fields:
         return None
     ext = cmd.ext_fields
-    if cmd.code in _V2_CODES and "a" in ext:
+    if cmd.code in V2_SEND_CODES and "a" in ext:  # SendMessageRequestHeaderV2 names fields a, b, ...
         return ext["a"]
     for key in _GROUP_KEYS:
         if key in ext:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from ..codecs import codes
+from ..codecs.layouts import LUA
 from .reassembly import DEFAULT_PORTS
 
 
@@ -85,6 +86,8 @@ def render() -> str:
     ports = ",".join(str(p) for p in sorted(DEFAULT_PORTS))
     tables = _code_tables() + "\n" + _header_tables()
     text = _TEMPLATE.replace("@TABLES@", tables).replace("@PORTS@", ports)
+    # the layouts' offsets and sizes, from the construct definitions
+    text = re.sub(r"@([A-Z0-9_]+)@", lambda m: str(LUA[m.group(1)]), text)
     # no trailing spaces in the generated file
     return re.sub(r"[ \t]+\n", "\n", text)
 
@@ -441,20 +444,20 @@ local function decode_binary_header(tvb, offset, length)
   local function need(pos, n)
     if pos + n > stop then error("ROCKETMQ header is truncated", 0) end
   end
-  need(offset, 13)
+  need(offset, @BIN_REMARK_LEN_AT@)
   local c = { ranges = {}, ext = {} }
-  c.code = tvb(offset, 2):int()
-  c.ranges.code = tvb(offset, 2)
-  local lang = tvb(offset + 2, 1):uint()
+  c.code = tvb(offset + @BIN_CODE_AT@, 2):int()
+  c.ranges.code = tvb(offset + @BIN_CODE_AT@, 2)
+  local lang = tvb(offset + @BIN_LANGUAGE_AT@, 1):uint()
   c.language = LANGUAGE_CODES[lang] or tostring(lang)
-  c.ranges.language = tvb(offset + 2, 1)
-  c.version = tvb(offset + 3, 2):int()
-  c.ranges.version = tvb(offset + 3, 2)
-  c.opaque = tvb(offset + 5, 4):int()
-  c.ranges.opaque = tvb(offset + 5, 4)
-  c.flag = tvb(offset + 9, 4):int()
-  c.ranges.flag = tvb(offset + 9, 4)
-  local pos = offset + 13
+  c.ranges.language = tvb(offset + @BIN_LANGUAGE_AT@, 1)
+  c.version = tvb(offset + @BIN_VERSION_AT@, 2):int()
+  c.ranges.version = tvb(offset + @BIN_VERSION_AT@, 2)
+  c.opaque = tvb(offset + @BIN_OPAQUE_AT@, 4):int()
+  c.ranges.opaque = tvb(offset + @BIN_OPAQUE_AT@, 4)
+  c.flag = tvb(offset + @BIN_FLAG_AT@, 4):int()
+  c.ranges.flag = tvb(offset + @BIN_FLAG_AT@, 4)
+  local pos = offset + @BIN_REMARK_LEN_AT@
   need(pos, 4)
   local rlen = tvb(pos, 4):int()
   pos = pos + 4
@@ -650,7 +653,7 @@ end
 -- The HA stream: offset reports and transfers of CommitLog bytes.
 ---------------------------------------------------------------------------
 
-local MESSAGE_MAGIC = 0xDAA320A7
+local MESSAGE_MAGIC = @MESSAGE_MAGIC@
 local MAX_TRANSFER = 64 * 1024 * 1024
 local function offset_at(tvb, pos)  -- an int64 below 2^48 as a Lua number (exact)
   return tvb(pos + 2, 2):uint() * 4294967296 + tvb(pos + 4, 4):uint()
@@ -683,17 +686,22 @@ end
 local function ha_record(tvb, pos, stop)
   local total = tvb(pos, 4):int()
   if total < 8 or pos + total > stop or tvb(pos + 4, 4):uint() ~= MESSAGE_MAGIC then return nil end
-  local sys_flag = tvb(pos + 36, 4):uint()
-  local p = pos + 48 + ((math.floor(sys_flag / 16) % 2 == 1) and 20 or 8)  -- born host (v6: 16 + port)
-  p = p + 8 + ((math.floor(sys_flag / 32) % 2 == 1) and 20 or 8)  -- store timestamp, store host
-  p = p + 4 + 8  -- reconsume times, prepared transaction offset
+  local sys_flag = tvb(pos + @REC_SYS_FLAG_AT@, 4):uint()
+  -- born host and port (v6: 16-byte host)
+  local v4, v6 = @REC_HOST_V4_AND_PORT@, @REC_HOST_V6_AND_PORT@
+  local p = pos + @REC_BORN_HOST_AT@ + ((math.floor(sys_flag / 16) % 2 == 1) and v6 or v4)
+  -- store timestamp, store host and port
+  p = p + @REC_STORE_HOST_AFTER_BORN_HOST@ - @REC_PORT_SIZE@ + ((math.floor(sys_flag / 32) % 2 == 1) and v6 or v4)
+  p = p + @REC_BODY_LEN_AFTER_STORE_HOST@ - @REC_PORT_SIZE@  -- reconsume times, prepared transaction offset
   local body_len = tvb(p, 4):int()
-  p = p + 4 + body_len
-  local topic_len = tvb(p, 1):uint()
-  local topic = tvb(p + 1, topic_len):string()
+  p = p + @REC_SEGMENT2_END@ - @REC_BODY_LEN_AFTER_STORE_HOST@ + body_len
+  local topic_len = tvb(p, @REC_TOPIC_LEN_SIZE@):uint()
+  local topic = tvb(p + @REC_TOPIC_LEN_SIZE@, topic_len):string()
   return {
-    total = total, queue_id = tvb(pos + 12, 4):int(), queue_offset = offset_at(tvb, pos + 20),
-    commit_log_offset = offset_at(tvb, pos + 28), topic = topic, topic_range = tvb(p + 1, topic_len),
+    total = total, queue_id = tvb(pos + @REC_QUEUE_ID_AT@, 4):int(),
+    queue_offset = offset_at(tvb, pos + @REC_QUEUE_OFFSET_AT@),
+    commit_log_offset = offset_at(tvb, pos + @REC_PHYSICAL_OFFSET_AT@),
+    topic = topic, topic_range = tvb(p + @REC_TOPIC_LEN_SIZE@, topic_len),
     range = tvb(pos, total),
   }
 end
@@ -725,9 +733,9 @@ local function dissect_ha_transfer(tvb, pinfo, tree)
       local rec = rtree:add(hf.record, r.range, summary[i])
       local at = r.range:offset()
       rec:add(hf.topic, r.topic_range, r.topic)
-      rec:add(hf.queue_id, tvb(at + 12, 4))
-      rec:add(hf.queue_offset, tvb(at + 20, 8))
-      rec:add(hf.commit_log_offset, tvb(at + 28, 8))
+      rec:add(hf.queue_id, tvb(at + @REC_QUEUE_ID_AT@, 4))
+      rec:add(hf.queue_offset, tvb(at + @REC_QUEUE_OFFSET_AT@, 8))
+      rec:add(hf.commit_log_offset, tvb(at + @REC_PHYSICAL_OFFSET_AT@, 8))
       rec:add(hf.store_size, tvb(at, 4))
     end
     text = "HA transfer offset=" .. number(offset) .. " size=" .. size .. " [" .. table.concat(summary, " ") .. "]"
@@ -762,8 +770,9 @@ local function looks_remoting(tvb)
     local second = tvb(9, 1):uint()  -- a key's quote or the end must follow
     return second == 0x22 or second == 0x7D or second == 0x20 or second == 0x09 or second == 0x0A or second == 0x0D
   elseif stype == 1 then
-    if hlen < 21 or n < 21 then return false end
-    local code, language, version, flag = tvb(8, 2):int(), tvb(10, 1):uint(), tvb(11, 2):int(), tvb(17, 4):int()
+    if hlen < @BIN_HEADER_MIN@ or n < @BIN_HEADER_MIN@ then return false end
+    local code, language = tvb(@FRAME_BIN_CODE_AT@, 2):int(), tvb(@FRAME_BIN_LANGUAGE_AT@, 1):uint()
+    local version, flag = tvb(@FRAME_BIN_VERSION_AT@, 2):int(), tvb(@FRAME_BIN_FLAG_AT@, 4):int()
     return code >= 0 and code < 4096 and version >= 0 and version < 4096 and language <= 63 and flag >= 0 and flag < 4
   end
   return false

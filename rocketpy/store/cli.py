@@ -57,7 +57,7 @@ add_parsers = add_store_parser  # the name rocketpy.cli looks for
 def _load_config(path: str | None, root: str) -> MessageStoreConfig | None:
     if not path:
         return None
-    from ..namesrv.properties import load_file  # as Java reads it: ISO-8859-1, \uXXXX escapes
+    from ..javacompat.properties import load_file  # as Java reads it: ISO-8859-1, \uXXXX escapes
 
     return MessageStoreConfig.from_properties(load_file(path), store_path_root_dir=root, store_path_commit_log=None)
 

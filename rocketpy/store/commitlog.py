@@ -12,20 +12,16 @@ record (plus room for a blank) does not fit.
 
 from __future__ import annotations
 
-import functools
 import logging
 import mmap
 import struct
 import threading
-import zlib
 from collections.abc import Callable, Mapping
 
 import construct as cs
 
-from ..codecs.accel import compiled
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll
 from ..codecs.errors import CodecError
-from ..codecs.javalang import hashmap_order
 from ..codecs.message import (
     BATCH_ENTRY,
     BLANK_MAGIC_CODE,
@@ -35,7 +31,8 @@ from ..codecs.message import (
     body_crc,
     build_record,
     decode_message,
-    parse_host,
+    host_bytes,
+    offset_msg_id,
     peek_size_magic,
     peek_store_timestamp,
     properties_to_string,
@@ -44,6 +41,7 @@ from ..codecs.message import (
     tags_hash_code,
 )
 from ..codecs.store_records import build_blank_record
+from ..javacompat.hashmap import hashmap_order
 from .config import DelayLevels, MessageStoreConfig
 from .mapped_file import MappedFile, MappedFileQueue, SyncHook
 from .types import (
@@ -66,7 +64,6 @@ END_FILE_MIN_BLANK_LENGTH = 8  # a file always keeps room for the blank record's
 ALLOCATION_CHUNK = 4 * 1024 * 1024
 _BATCH_ENTRY = BATCH_ENTRY.compile()
 _INT32 = struct.Struct(">i")
-_V4_MAPPED = b"\x00" * 10 + b"\xff\xff"
 _BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
 _STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
 _TRAN_NOT = int(MessageSysFlag.TRANSACTION_NOT_TYPE)
@@ -78,28 +75,6 @@ _SCHEDULE_TOPIC = MixAll.RMQ_SYS_SCHEDULE_TOPIC
 _DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _MAX_BODY_EXTRA = 64 * 1024  # MessageExtEncoder reserves 64 KiB for the non-body fields
 _SEP = PROPERTY_SEPARATOR.encode()
-#: the compiled record writer (accel), else build_record and a slice assignment
-_write_record = compiled("write_record")
-
-
-@functools.lru_cache(maxsize=4096)
-def _host(host: str) -> tuple[bytes, int]:
-    ip, port = parse_host(host)
-    # An IPv4-mapped IPv6 address is an Inet4Address in Java: stored as 4 bytes.
-    if len(ip) == 16 and ip[:12] == _V4_MAPPED:
-        ip = ip[12:]
-    return ip, port
-
-
-@functools.lru_cache(maxsize=64)
-def _msg_id_prefix(store_ip: bytes, store_port: int) -> str:
-    return (store_ip + struct.pack(">i", store_port)).hex().upper()
-
-
-def _offset_msg_id(store_ip: bytes, store_port: int, offset: int) -> str:
-    if 0 <= offset < 1 << 63:  # CommitLog offsets always are; struct.pack(">q") writes the same 16 digits
-        return f"{_msg_id_prefix(store_ip, store_port)}{offset:016X}"
-    return (store_ip + struct.pack(">iq", store_port, offset)).hex().upper()
 
 
 def dispatch_request_of(
@@ -230,8 +205,8 @@ class CommitLog:
             except CodecError:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
         try:
-            born_ip, born_port = _host(msg.born_host)
-            store_ip, store_port = _host(msg.store_host)
+            born_ip, born_port = host_bytes(msg.born_host)
+            store_ip, store_port = host_bytes(msg.store_host)
         except CodecError:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
         sys_flag = msg.sys_flag & ~(_BORN_V6 | _STORE_V6)
@@ -299,7 +274,7 @@ class CommitLog:
             AppendMessageStatus.PUT_OK,
             wrote_offset=phys,
             wrote_bytes=msg_len,
-            msg_id=_offset_msg_id(store_ip, store_port, phys),
+            msg_id=offset_msg_id(store_ip, store_port, phys),
             store_timestamp=store_ts,
             logics_offset=queue_offset,
         )
@@ -318,60 +293,6 @@ class CommitLog:
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, result), [req]
 
-    def append_plain(
-        self,
-        topic: str,
-        queue_id: int,
-        topic_b: bytes,
-        flag: int,
-        sys_flag: int,
-        born_timestamp: int,
-        born_ip: bytes,
-        born_port: int,
-        store_ip: bytes,
-        store_port: int,
-        reconsume_times: int,
-        body: bytes,
-        props_b: bytes,
-    ) -> tuple[int, int, int, int] | None:
-        """put_message for the plain case, without the message object: no delay, not transactional,
-        sys_flag's host bits already set, sizes already within the limits.
-
-        Returns (physical offset, queue offset, store timestamp, record size), or None when the
-        record does not fit in the current file (put_message closes it and rolls over).
-        """
-        key = (topic, queue_id)
-        table = self.topic_queue_table
-        crc = zlib.crc32(body) & 0x7FFFFFFF
-        with self.lock:
-            mf = self.mfq.last_file()
-            if mf is None:
-                return None
-            pos = mf.wrote_position
-            limit = min(self.file_size - END_FILE_MIN_BLANK_LENGTH, mf.allocated)
-            store_ts = self.clock()
-            queue_offset = table.get(key, 0)
-            phys = mf.file_from_offset + pos
-            if _write_record is not None:
-                msg_len = _write_record(
-                    mf.mm, pos, limit, crc, queue_id, flag, queue_offset, phys, sys_flag, born_timestamp, born_ip,
-                    born_port, store_ts, store_ip, store_port, reconsume_times, 0, body, topic_b, props_b,
-                )  # fmt: skip
-                if msg_len < 0:
-                    return None
-            else:
-                msg_len = record_length(sys_flag, len(body), len(topic_b), len(props_b))
-                if pos + msg_len > limit:
-                    return None
-                mf.mm[pos : pos + msg_len] = build_record(
-                    msg_len, crc, queue_id, flag, queue_offset, phys, sys_flag, born_timestamp, born_ip, born_port,
-                    store_ts, store_ip, store_port, reconsume_times, 0, body, topic_b, props_b,
-                )  # fmt: skip
-            mf.wrote_position = pos + msg_len
-            mf.store_timestamp = store_ts
-            table[key] = queue_offset + 1
-        return phys, queue_offset, store_ts, msg_len
-
     def put_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
         """Append a batch: one record per entry, consecutive queue offsets, one store timestamp."""
         if batch.sys_flag & _TRAN_MASK != _TRAN_NOT:
@@ -379,8 +300,8 @@ class CommitLog:
         try:
             if batch.delay_time_level > 0:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
-            born_ip, born_port = _host(batch.born_host)
-            store_ip, store_port = _host(batch.store_host)
+            born_ip, born_port = host_bytes(batch.born_host)
+            store_ip, store_port = host_bytes(batch.store_host)
         except CodecError:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
         sys_flag = batch.sys_flag & ~(_BORN_V6 | _STORE_V6)
@@ -462,7 +383,7 @@ class CommitLog:
                         props,
                     )
                 )
-                ids.append(_offset_msg_id(store_ip, store_port, phys))
+                ids.append(offset_msg_id(store_ip, store_port, phys))
                 reqs.append(
                     dispatch_request_of(
                         batch.topic,

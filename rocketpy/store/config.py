@@ -16,6 +16,7 @@ from typing import Any
 
 from ..codecs.codes import BrokerRole, FlushDiskType
 from ..codecs.store_records import CQ_STORE_UNIT_SIZE
+from ..javacompat.properties import loads
 
 __all__ = [
     "BrokerRole",
@@ -163,8 +164,6 @@ def _convert(kind: Any, raw: str) -> Any:
 
 def parse_properties_text(text: str) -> dict[str, str]:
     """A java.util.Properties text (escapes, continuation lines): the one reader every config file goes through."""
-    from ..namesrv.properties import loads  # imported here: the store does not otherwise reach into the NameServer
-
     return loads(text)
 
 

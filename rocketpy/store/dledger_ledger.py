@@ -22,7 +22,7 @@ from ..codecs.dledger import (
     iter_index_units,
 )
 from ..codecs.errors import CodecError
-from ..namesrv import properties
+from ..javacompat import properties
 
 __all__ = ["DLedgerLedger", "LedgerState", "find_ledger_dirs"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..codecs.javalang import java_string_hash, to_int32
+from ..javacompat.lang import java_string_hash, to_int32
 
 __all__ = ["MessageFilter", "TagFilter"]
 

@@ -26,7 +26,7 @@ log = logging.getLogger("rocketpy.store")
 
 _HEADER = sr.INDEX_HEADER_UNIT  # the codec's compiled INDEX_HEADER / INDEX_ENTRY layouts
 _ENTRY = sr.INDEX_ENTRY_UNIT
-_INT32 = sr._INT32
+_SLOT = sr.INDEX_HASH_SLOT_UNIT
 _INT_MAX = 0x7FFFFFFF
 _TRAN_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 #: entries' blocks are allocated this far ahead (header and hash slots, written anywhere, at once)
@@ -48,12 +48,13 @@ class IndexFile:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         size = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE + index_num * sr.INDEX_ENTRY_SIZE
-        self._entries_at = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE
+        #: where the entries begin: after the header and the hash slots
+        self.entries_at = sr.INDEX_HEADER_SIZE + hash_slot_num * sr.INDEX_HASH_SLOT_SIZE
         self.mf = MappedFile(
             path,
             size,
             allocation_chunk=ALLOCATION_CHUNK,
-            initial_allocation=self._entries_at + ALLOCATION_CHUNK,
+            initial_allocation=self.entries_at + ALLOCATION_CHUNK,
         )
         self.path = path
         self.begin_timestamp = 0
@@ -94,7 +95,7 @@ class IndexFile:
 
     def allocation_needed(self) -> int:
         """How far the blocks must go before the next key: header, every slot, the next entry."""
-        return self._entries_at + (self.index_count + 1) * sr.INDEX_ENTRY_SIZE
+        return self.entries_at + (self.index_count + 1) * sr.INDEX_ENTRY_SIZE
 
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
@@ -103,13 +104,13 @@ class IndexFile:
         """False when the file is full; OSError (nothing written) when the entry's blocks cannot be had."""
         if self.index_count >= self.index_num:
             return False
-        end = self._entries_at + (self.index_count + 1) * sr.INDEX_ENTRY_SIZE
+        end = self.entries_at + (self.index_count + 1) * sr.INDEX_ENTRY_SIZE
         if end > self.mf.allocated:
             self.mf.reserve(end)
         mm = self.mf.mm
         key_hash = sr.index_key_hash(key)
         abs_slot = sr.INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * sr.INDEX_HASH_SLOT_SIZE
-        (slot_value,) = _INT32.unpack_from(mm, abs_slot)
+        (slot_value,) = _SLOT.unpack_from(mm, abs_slot)
         if slot_value <= sr.INVALID_INDEX or slot_value > self.index_count:
             slot_value = sr.INVALID_INDEX
         if self.begin_timestamp <= 0:
@@ -121,9 +122,9 @@ class IndexFile:
                 time_diff = 0
             elif time_diff > _INT_MAX:
                 time_diff = _INT_MAX
-        abs_index = self._entries_at + self.index_count * sr.INDEX_ENTRY_SIZE
+        abs_index = self.entries_at + self.index_count * sr.INDEX_ENTRY_SIZE
         _ENTRY.pack_into(mm, abs_index, key_hash, phy_offset, time_diff, slot_value)
-        _INT32.pack_into(mm, abs_slot, self.index_count)
+        _SLOT.pack_into(mm, abs_slot, self.index_count)
         if self.index_count <= 1:
             self.begin_phy_offset = phy_offset
             self.begin_timestamp = store_timestamp
@@ -297,6 +298,10 @@ class IndexService:
             self._fail(phy_offset)
         elif phy_offset >= f.end_phy_offset:
             self._put_keys(f, topic, uniq_key, keys, phy_offset, store_ts)
+
+    def put_key(self, key: str, phy_offset: int, store_ts: int) -> None:
+        """One ``topic#key`` entry, in the last file or a new one when it is full."""
+        self._put(self._last_file(), key, phy_offset, store_ts)
 
     def _put_keys(
         self, f: IndexFile, topic: str, uniq_key: str | None, keys: str | None, phy_offset: int, store_ts: int

@@ -29,10 +29,9 @@ import fcntl
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
 
+from ..accel import compiled
 from ..clock import now_ms
-from ..codecs.accel import compiled
 from .checkpoint import StoreCheckpoint
 from .commitlog import CommitLog
 from .config import BrokerRole, FlushDiskType, MessageStoreConfig
@@ -61,7 +60,8 @@ from .types import (
     StoreError,
 )
 
-#: the compiled twin of MessageStore._dispatch_plain (accel), else None
+#: the send lane's plain-message appender and the dispatch of what it queued (accel), else None
+_PlainAppender = compiled("PlainAppender")
 _dispatch_plain = compiled("dispatch_plain")
 
 __all__ = ["CleanResult", "MessageFilter", "MessageStore", "TagFilter", "is_it_time_to_do"]
@@ -103,9 +103,9 @@ class MessageStore(StoreReads, StoreRetention):
         self._sync_hook = sync_hook
         self._disk_usage = disk_usage or disk_used_ratio
         self.commitlog = CommitLog(config, self.clock, sync_hook=sync_hook)
-        self.consume_queues: dict[str, dict[int, ConsumeQueue]] = {}
+        self._queues: dict[str, dict[int, ConsumeQueue]] = {}
         self.checkpoint: StoreCheckpoint | None = None
-        self.index: IndexService | None = None
+        self._index: IndexService | None = None
         self.config_files = BrokerConfigFiles(config.store_path_root_dir)
         self.recovery: RecoveryReport | None = None
         self._lock_fd: int | None = None
@@ -122,8 +122,11 @@ class MessageStore(StoreReads, StoreRetention):
         self._last_physical_min_offset = 0
         self._last_cq_thorough_flush = 0
         self._last_cl_thorough_flush = 0
-        #: appended by append_plain, not yet in the ConsumeQueues and index (see settle)
+        #: appended by the send lane (plain_appender), not yet in the ConsumeQueues and index (see settle)
         self.pending: list[tuple[str, int, int, int, int, int, int, str | None, str | None]] = []
+        #: the compiled appender of plain messages (accel), else None: the send lane's way into the
+        #: CommitLog (the store's put_message, for the plain case, queuing the dispatch in ``pending``)
+        self.plain_appender = _PlainAppender(self) if _PlainAppender is not None else None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -142,7 +145,7 @@ class MessageStore(StoreReads, StoreRetention):
             self.commitlog.mfq.load(repair_short_last=not clean)
             self._load_consume_queues()
             self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
-            self.index = IndexService(
+            self._index = IndexService(
                 cfg.index_dir,
                 cfg.max_hash_slot_num,
                 cfg.max_index_num,
@@ -150,8 +153,8 @@ class MessageStore(StoreReads, StoreRetention):
                 self.clock,
                 cfg.max_msgs_num_batch,
             )
-            self.index.on_failure = self._index_failed
-            rebuild_from = self.index.load(clean)
+            self._index.on_failure = self._index_failed
+            rebuild_from = self._index.load(clean)
             max_phy_cq = -1
             for cq in self._all_queues():
                 cq.recover()
@@ -168,7 +171,7 @@ class MessageStore(StoreReads, StoreRetention):
             if not self.commitlog.mfq.files:
                 for cq in self._all_queues():
                     cq.destroy()
-                self.consume_queues.clear()
+                self._queues.clear()
             elif max_phy_cq >= report.truncated_at:
                 for cq in self._all_queues():
                     cq.truncate_dirty_logic_files(report.truncated_at)
@@ -190,8 +193,7 @@ class MessageStore(StoreReads, StoreRetention):
 
     def close(self) -> None:
         """Flush everything, write the checkpoint, remove the abort file, unlock."""
-        if self.pending:
-            self.settle()
+        self.settle()
         if not self._open:
             self._release()
             return
@@ -204,8 +206,8 @@ class MessageStore(StoreReads, StoreRetention):
                 )
             for cq in self._all_queues():
                 cq.flush(0)
-            if self.index is not None:
-                self.index.flush()
+            if self._index is not None:
+                self._index.flush()
             if self.checkpoint is not None:
                 self.checkpoint.flush()
             if self._writable:
@@ -220,8 +222,8 @@ class MessageStore(StoreReads, StoreRetention):
         self.commitlog.close()
         for cq in self._all_queues():
             cq.close()
-        if self.index is not None:
-            self.index.close()
+        if self._index is not None:
+            self._index.close()
         if self._lock_fd is not None:
             try:
                 fcntl.lockf(self._lock_fd, fcntl.LOCK_UN, 1, 0)
@@ -279,11 +281,29 @@ class MessageStore(StoreReads, StoreRetention):
                     continue
                 cq = ConsumeQueue(topic, qid, root, self.config.consume_queue_file_size, sync_hook=self._sync_hook)
                 cq.load()
-                self.consume_queues.setdefault(topic, {})[qid] = cq
+                self._queues.setdefault(topic, {})[qid] = cq
 
     def _all_queues(self) -> Iterator[ConsumeQueue]:
-        for queues in list(self.consume_queues.values()):
+        """Every ConsumeQueue as it is (without settling: the flush thread walks them too)."""
+        for queues in list(self._queues.values()):
             yield from list(queues.values())
+
+    # -- deferred dispatch: settled here, before anything reads the queues or the index ----------
+
+    @property
+    def consume_queues(self) -> dict[str, dict[int, ConsumeQueue]]:
+        """The ConsumeQueues by topic and queue id, with every append dispatched into them: the one place
+        the send lane's deferred dispatch is settled before a read (see :meth:`settle`)."""
+        if self.pending:
+            self.settle()
+        return self._queues
+
+    @property
+    def index(self) -> IndexService | None:
+        """The IndexService (None before :meth:`open`), with every append indexed (as consume_queues)."""
+        if self.pending:
+            self.settle()
+        return self._index
 
     def find_consume_queue(self, topic: str, queue_id: int, create: bool = False) -> ConsumeQueue | None:
         queues = self.consume_queues.get(topic)
@@ -296,7 +316,7 @@ class MessageStore(StoreReads, StoreRetention):
                 self.config.consume_queue_file_size,
                 sync_hook=self._sync_hook,
             )
-            self.consume_queues.setdefault(topic, {})[queue_id] = cq
+            self._queues.setdefault(topic, {})[queue_id] = cq
         return cq
 
     def _recover_topic_queue_table(self) -> None:
@@ -323,6 +343,12 @@ class MessageStore(StoreReads, StoreRetention):
             self.index.build_index(req)
 
     # -- writing -----------------------------------------------------------------------------
+
+    @property
+    def put_allowed(self) -> bool:
+        """Whether a put may append now: open, writable, disk not full, not a slave (_check_store_status's
+        PUT_OK, read on every send of the lane)."""
+        return self._open and self._writable and not self._disk_full and self.config.broker_role != BrokerRole.SLAVE
 
     def _check_store_status(self) -> PutMessageStatus:
         if not self._open:
@@ -374,60 +400,23 @@ class MessageStore(StoreReads, StoreRetention):
         self._allocation_failed = False
         return True
 
-    def append_plain(
-        self, tags_code: int, keys: str | None, uniq_key: str | None, topic: str, queue_id: int, *record: Any
-    ) -> tuple[int, int, int] | None:
-        """The send hot path's put: append a plain message (``topic, queue_id, *record`` are
-        CommitLog.append_plain's arguments) and queue its dispatch for :meth:`settle`, which must run
-        before anything reads the ConsumeQueues again.
-
-        Returns (physical offset, queue offset, store timestamp), or None: use :meth:`put_message`.
-        """
-        if not self._open or not self._writable or self._disk_full or self.config.broker_role == BrokerRole.SLAVE:
-            return None
-        done = self.commitlog.append_plain(topic, queue_id, *record)
-        if done is None:
-            return None
-        phys, queue_offset, store_ts, size = done
-        self.pending.append((topic, queue_id, phys, size, tags_code, store_ts, queue_offset, keys, uniq_key))
-        return phys, queue_offset, store_ts
-
     def settle(self) -> list[tuple[str, int, int, int, int, int, int, str | None, str | None]]:
-        """Dispatch what :meth:`append_plain` queued (ConsumeQueue units, index keys), in order; returns it
-        (topic, queue id, offset, size, tags code, store timestamp, queue offset, keys, UNIQ_KEY)."""
+        """Dispatch what the plain appender queued (ConsumeQueue units, index keys), in order; returns it
+        (topic, queue id, offset, size, tags code, store timestamp, queue offset, keys, UNIQ_KEY).
+
+        The dispatch is the compiled ``dispatch_plain``: only the compiled appender queues anything, and
+        the general path (:meth:`do_dispatch`, ConsumeQueue.put, IndexService.build_index) is its reference."""
         pending = self.pending
         if not pending:
             return pending
         self.pending = []
-        index = self.index if self.config.message_index_enable else None
+        index = self._index if self.config.message_index_enable else None
         if index is not None and index.failed_from is not None:
             index = None  # keys are put again from where it failed (check_disk)
-        if _dispatch_plain is not None:
-            last_ts = _dispatch_plain(self, pending, index)
-        else:
-            last_ts = self._dispatch_plain(pending, index)
+        last_ts = _dispatch_plain(self, pending, index)
         if last_ts and self.checkpoint is not None:
             self.checkpoint.logics_msg_timestamp = last_ts
         return pending
-
-    def _dispatch_plain(self, pending: list[tuple[Any, ...]], index: IndexService | None) -> int:
-        """ConsumeQueue units and index keys of what append_plain queued, in order (the pure twin of the
-        compiled ``dispatch_plain``): the store timestamp of the last unit written, 0 if none."""
-        queues = self.consume_queues
-        last_ts = 0
-        for topic, queue_id, phys, size, tags_code, store_ts, queue_offset, keys, uniq in pending:
-            per_topic = queues.get(topic)
-            cq = per_topic.get(queue_id) if per_topic else None
-            if cq is None:
-                cq = self.find_consume_queue(topic, queue_id, create=True)
-                assert cq is not None
-            if cq.put(phys, size, tags_code, queue_offset):
-                last_ts = store_ts
-            else:
-                self.consume_queue_failed(topic, queue_id)
-            if index is not None and (uniq or keys):
-                index.put_keys(topic, uniq, keys, phys, store_ts)
-        return last_ts
 
     def consume_queue_failed(self, topic: str, queue_id: int) -> None:
         """A ConsumeQueue refused a unit (its disk is full): no puts until check_disk re-dispatches."""
@@ -445,7 +434,7 @@ class MessageStore(StoreReads, StoreRetention):
         if self.pending:
             self.settle()
         starts: list[int] = []
-        index = self.index
+        index = self._index
         if index is not None and index.failed_from is not None:
             resumed = index.resume()
             if resumed is None:
@@ -460,7 +449,7 @@ class MessageStore(StoreReads, StoreRetention):
         start = min(starts)
         _, count = reput(self.commitlog, start, self.do_dispatch)
         if any(cq.failed_from is not None for cq in self._all_queues()) or (
-            self.index is not None and self.index.failed_from is not None
+            self._index is not None and self._index.failed_from is not None
         ):
             return False
         log.info("dispatched %d records again from CommitLog offset %d: writes resume", count, start)
@@ -499,8 +488,6 @@ class MessageStore(StoreReads, StoreRetention):
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Append one message and dispatch it. Not yet durable: see :meth:`flush_until`."""
-        if self.pending:
-            self.settle()
         status = self._check_store_status()
         if status is not PutMessageStatus.PUT_OK:
             return PutMessageResult(status)
@@ -515,8 +502,6 @@ class MessageStore(StoreReads, StoreRetention):
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """Append a batch (one record per entry, consecutive queue offsets) and dispatch it."""
-        if self.pending:
-            self.settle()
         status = self._check_store_status()
         if status is not PutMessageStatus.PUT_OK:
             return PutMessageResult(status)
@@ -547,8 +532,6 @@ class MessageStore(StoreReads, StoreRetention):
 
     def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
         """Append replicated CommitLog bytes and dispatch them (a slave's HA path)."""
-        if self.pending:
-            self.settle()
         if not self._open:
             return False
         before = self.commitlog.max_offset

@@ -3,7 +3,7 @@ lookups by offset, message id and key (DefaultMessageStore's read side), as a pa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..codecs.errors import CodecError
 from ..codecs.message import MessageExt, decode_message, decode_offset_msg_id, parse_host
@@ -27,15 +27,16 @@ class StoreReads:
     # MessageStore's, used here
     config: MessageStoreConfig
     commitlog: CommitLog
-    consume_queues: dict[str, dict[int, ConsumeQueue]]
-    index: IndexService | None
-    pending: list[Any]
     _open: bool
     _memory: int
 
     if TYPE_CHECKING:
+        # properties that settle the send lane's deferred dispatch first (MessageStore.consume_queues)
+        @property
+        def consume_queues(self) -> dict[str, dict[int, ConsumeQueue]]: ...
 
-        def settle(self) -> list[Any]: ...
+        @property
+        def index(self) -> IndexService | None: ...
 
         def find_consume_queue(self, topic: str, queue_id: int, create: bool = False) -> ConsumeQueue | None: ...
 
@@ -76,8 +77,6 @@ class StoreReads:
         ``max_total_size`` caps the bytes returned on top of Java's transfer limits.
         None when the store is closed.
         """
-        if self.pending:
-            self.settle()
         if not self._open:
             return None
         max_offset_py = self.commitlog.max_offset
@@ -169,14 +168,10 @@ class StoreReads:
         return result
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        if self.pending:
-            self.settle()
         cq = self.find_consume_queue(topic, queue_id)
         return cq.max_offset_in_queue if cq is not None else 0
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        if self.pending:
-            self.settle()
         cq = self.find_consume_queue(topic, queue_id)
         return cq.min_offset_in_queue if cq is not None else 0
 
@@ -185,15 +180,11 @@ class StoreReads:
         return cq.message_total if cq is not None else 0
 
     def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, cq_offset: int) -> int:
-        if self.pending:
-            self.settle()
         cq = self.find_consume_queue(topic, queue_id)
         unit = cq.get_unit(cq_offset) if cq is not None else None
         return unit.commit_log_offset if unit is not None else 0
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
-        if self.pending:
-            self.settle()
         cq = self.find_consume_queue(topic, queue_id)
         if cq is None:
             return 0
@@ -260,8 +251,6 @@ class StoreReads:
 
         Like Java, hash collisions are not filtered out here; callers compare keys.
         """
-        if self.pending:
-            self.settle()
         result = QueryMessageResult()
         if self.index is None:
             return result

@@ -82,8 +82,6 @@ class StoreRetention:
     # MessageStore's, used here
     config: MessageStoreConfig
     commitlog: CommitLog
-    consume_queues: dict[str, dict[int, ConsumeQueue]]
-    index: IndexService | None
     clock: Callable[[], int]
     _disk_usage: Callable[[str], float]
     running_flags: RunningFlags
@@ -92,6 +90,12 @@ class StoreRetention:
     pending: list[Any]
 
     if TYPE_CHECKING:
+
+        @property
+        def consume_queues(self) -> dict[str, dict[int, ConsumeQueue]]: ...
+
+        @property
+        def index(self) -> IndexService | None: ...
 
         def _all_queues(self) -> Iterator[ConsumeQueue]: ...
 

@@ -32,8 +32,8 @@ def java_properties_string(properties: Mapping[str, str]) -> str:
     Keys sharing a bucket keep insertion order, so pass the map in Java's insertion
     order: the client's properties as received, then CLUSTER.
     """
-    from ..codecs.javalang import hashmap_order
     from ..codecs.message import properties_to_string
+    from ..javacompat.hashmap import hashmap_order
 
     return properties_to_string({k: properties[k] for k in hashmap_order(properties)})
 

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from ...codecs.javalang import hashmap_order
+from ...javacompat.hashmap import hashmap_order
 from .address import AddressMatcher, address_matcher
 from .permission import (
     ADMIN_CODES,

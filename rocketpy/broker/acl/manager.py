@@ -23,7 +23,7 @@ import yaml
 
 from ...clock import now_ms
 from ...codecs.acl_signature import signature_of
-from ...codecs.javalang import hashmap_order
+from ...javacompat.hashmap import hashmap_order
 from .accounts import AccessRequest, OwnedAccess, PlainAccessConfig, check_account, check_perm, jstr
 from .address import AddressMatcher, address_matcher
 from .permission import (

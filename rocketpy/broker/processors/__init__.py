@@ -1,4 +1,4 @@
-"""The broker's request handlers, one dispatch table (``register_all``)."""
+"""The broker's request handlers, one dispatch table (``register_all``), and the send lane beside it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ...codecs.codes import RequestCode as R
 from ...remoting import Dispatcher
 from ...remoting.dispatch import Handler
-from . import acl, admin, admin_extra, client, pull, query, reply, send, transaction
+from . import acl, admin, admin_extra, client, pull, query, reply, send, send_lane, transaction
 from .common import deferred
 
 if TYPE_CHECKING:
@@ -77,3 +77,7 @@ def register_all(broker: BrokerController, d: Dispatcher) -> None:
     }
     for code, handler in table.items():
         d.register(code, handler)
+    # plain SEND_MESSAGE(_V2) frames are offered to the send lane first, undecoded (the accelerated build's
+    # fast form of send.send_message, which stays the reference and answers whatever the lane passes on)
+    if send_lane.available():
+        d.fast_path = send_lane.SendLane(broker)

@@ -185,8 +185,8 @@ def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> Remoti
         return error(request, ResponseCode.NO_PERMISSION,
                      "this broker has an adminCredential: send it as the adminCredential ext field")
     log.info("updateBrokerConfig called by %s", ctx.connection.remote_addr)
-    from ...namesrv import properties
-    from ...namesrv.properties import ConfigError
+    from ...javacompat import properties
+    from ...javacompat.properties import ConfigError
 
     changes = properties.loads((request.body or b"").decode("utf-8", "replace"))
     black = {k.strip() for k in broker.config.props.get("configBlackList", "").split(";") if k.strip()}

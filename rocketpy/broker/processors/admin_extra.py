@@ -37,9 +37,9 @@ from ...codecs.headers import (
     ResumeCheckHalfMessageRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
-from ...codecs.javalang import hashmap_order
 from ...codecs.message import decode_offset_msg_id
 from ...codecs.store_records import CONSUME_QUEUE_UNIT, CQ_STORE_UNIT_SIZE
+from ...javacompat.hashmap import hashmap_order
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBrokerInner
 from ..filter import ExpressionFilter

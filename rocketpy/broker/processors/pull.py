@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.bodies import MessageQueue, OffsetMovedEvent, SubscriptionData, build_subscription
 from ...codecs.codes import ExpressionType, MessageConst, MessageModel, MixAll, PermName, PullSysFlag
-from ...codecs.javalang import to_int32
 from ...codecs.message import properties_to_string
+from ...javacompat.lang import to_int32
 from ...store import GetMessageStatus
 from ...store.types import MessageExtBrokerInner
 from ..filter import pull_filter
@@ -167,7 +167,8 @@ def process_pull(
     response: RemotingCommand | None
     if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
         polling = suspend_ms if cfg.long_polling_enable else cfg.short_polling_time_mills
-        broker.hold.suspend(topic, queue_id, HeldPull(request, ctx, polling, now_ms(), queue_offset, flt))
+        held = HeldPull(request, ctx, polling, now_ms(), queue_offset, flt, resume_pull)
+        broker.hold.suspend(topic, queue_id, held)
         response = None
     else:
         response = respond(request, code, status.name, header=header, fast=True, body=body)
@@ -215,3 +216,8 @@ def _offset_moved_event(broker: BrokerController, group: str, topic: str, queue_
     result = broker.put_now(msg)
     if not result.is_ok:
         log.warning("generateOffsetMovedEvent failed: %s", result.status)
+
+
+def resume_pull(broker: BrokerController, held: HeldPull) -> RemotingCommand | None:
+    """A held pull read again when woken (executeRequestWhenWakeup): answered now, never held again."""
+    return process_pull(broker, held.ctx, held.request, allow_suspend=False)

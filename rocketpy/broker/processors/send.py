@@ -16,8 +16,10 @@ import construct as cs
 from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, MQVersion, PermName, TopicSysFlag
 from ...codecs.headers import ConsumerSendMsgBackRequestHeader
-from ...codecs.javalang import hashmap_dict, hashmap_key_order, parse_java_int
+from ...codecs.headers.registry import V2_SEND_CODES
 from ...codecs.message import BATCH_ENTRY, properties_to_string, string_to_properties
+from ...javacompat.hashmap import hashmap_dict, hashmap_key_order
+from ...javacompat.lang import parse_java_int
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from ..responses import error, respond
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rocketpy.broker")
 
-V2_CODES = frozenset({310, 320, 325})  # SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2
 _V2 = {
     "producerGroup": "a",
     "topic": "b",
@@ -75,7 +76,7 @@ class SendHeader:
         values = send_header_values(request)
         if values is None:
             ext = request.ext_fields or {}
-            names = _V2_NAMES if request.code in V2_CODES else _V1_NAMES
+            names = _V2_NAMES if request.code in V2_SEND_CODES else _V1_NAMES
             missing = next(n for n, wire in zip(_FIELDS[:8], names) if ext.get(wire) is None)
             # what Java's decodeCommandCustomHeader throws, answered as SYSTEM_ERROR
             raise ValueError(f"the custom field <{missing}> is null")
@@ -108,7 +109,7 @@ def send_header_values(request: RemotingCommand) -> tuple[str, ...] | None:
     """The send header's wire values in _FIELDS order (V2 one-letter or V1 names; absent optional ones
     None), or None when one of the eight @CFNotNull fields is missing."""
     ext = request.ext_fields or {}
-    values = tuple(map(ext.get, _V2_NAMES if request.code in V2_CODES else _V1_NAMES))
+    values = tuple(map(ext.get, _V2_NAMES if request.code in V2_SEND_CODES else _V1_NAMES))
     return None if None in values[:8] else values  # type: ignore[return-value]
 
 

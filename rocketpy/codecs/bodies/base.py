@@ -15,9 +15,9 @@ import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from ...javacompat.lang import parse_java_int
 from .. import fastjson
 from ..errors import CodecError
-from ..javalang import parse_java_int
 
 T = TypeVar("T")
 

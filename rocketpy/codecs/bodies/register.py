@@ -8,10 +8,10 @@ import zlib
 from typing import ClassVar
 
 from ...clock import now_ms as _now_ms
+from ...javacompat.lang import parse_java_int
 from .. import fastjson
 from ..codes import TopicFilterType
 from ..errors import CodecError
-from ..javalang import parse_java_int
 from .base import BOOL, INT, LONG, STR, JsonBody, bfield, enum_of, list_of, map_of, obj
 from .route import KVTable
 

@@ -24,7 +24,7 @@ from .admin import (
     QueryCorrectionOffsetHeader,
     ResetOffsetRequestHeader,
 )
-from .base import CommandHeader, FieldSpec, HeaderType, header_class, jfield
+from .base import CommandHeader, FieldSpec, HeaderType, jfield
 from .consumer import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -81,7 +81,7 @@ from .query import (
     ViewMessageRequestHeader,
     ViewMessageResponseHeader,
 )
-from .registry import HEADER_TYPES, REQUEST_HEADERS, RESPONSE_HEADERS
+from .registry import HEADER_TYPES, REQUEST_HEADERS, RESPONSE_HEADERS, header_class
 from .rpc import RpcRequestHeader
 from .send import (
     ReplyMessageRequestHeader,

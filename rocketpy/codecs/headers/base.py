@@ -14,8 +14,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
+from ...javacompat.hashmap import hashmap_order
+from ...javacompat.lang import parse_java_int
 from ..errors import CodecError, MissingField
-from ..javalang import hashmap_order, parse_java_int
 
 log = logging.getLogger("rocketpy.codecs")
 
@@ -189,18 +190,6 @@ class CommandHeader:
 
 
 HeaderType = type[CommandHeader]
-
-
-def header_registry() -> tuple[dict[int, HeaderType], dict[int, HeaderType]]:
-    """(request headers by request code, response headers by request code), filled by headers.registry."""
-    from . import registry
-
-    return registry.REQUEST_HEADERS, registry.RESPONSE_HEADERS
-
-
-def header_class(code: int, is_response: bool) -> HeaderType | None:
-    requests, responses = header_registry()
-    return (responses if is_response else requests).get(code)
 
 
 Decoder = Callable[[Mapping[str, str]], CommandHeader]

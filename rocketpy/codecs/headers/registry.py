@@ -102,7 +102,7 @@ from .transaction import (
     ResumeCheckHalfMessageRequestHeader,
 )
 
-__all__ = ["HEADER_TYPES", "REQUEST_HEADERS", "RESPONSE_HEADERS"]
+__all__ = ["HEADER_TYPES", "REQUEST_HEADERS", "RESPONSE_HEADERS", "V2_SEND_CODES", "header_class"]
 
 RC = RequestCode
 
@@ -215,3 +215,13 @@ def _module_headers() -> tuple[type[CommandHeader], ...]:
 
 #: Every header class of 4.9.8, mapped to a code or not (see the module docs of each group).
 HEADER_TYPES: tuple[type[CommandHeader], ...] = _module_headers()
+
+#: the request codes whose header is SendMessageRequestHeaderV2 (single-letter field names)
+V2_SEND_CODES: frozenset[int] = frozenset(
+    int(code) for code, cls in REQUEST_HEADERS.items() if cls is SendMessageRequestHeaderV2
+)
+
+
+def header_class(code: int, is_response: bool) -> type[CommandHeader] | None:
+    """The header class of a request code, for its request or its response; None when it has none."""
+    return (RESPONSE_HEADERS if is_response else REQUEST_HEADERS).get(code)

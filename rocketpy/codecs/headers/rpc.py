@@ -13,7 +13,8 @@ not the subclass, which moves it relative to its bucket neighbours on the wire
 
 from __future__ import annotations
 
-from ..javalang import hashmap_order, java_string_hash, to_int32
+from ...javacompat.hashmap import hashmap_order
+from ...javacompat.lang import java_string_hash, to_int32
 from .base import CommandHeader
 
 RPC_REQUEST_HEADER_CLASS = "org.apache.rocketmq.common.rpc.RpcRequestHeader"
