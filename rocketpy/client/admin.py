@@ -200,6 +200,10 @@ class Admin:
             raise MQClientError(f"no master broker found (cluster {cluster!r})")
         return out
 
+    async def topic_masters(self, topic: str) -> list[tuple[str, str]]:
+        """(broker name, master address) of each broker serving ``topic``, from a fresh route lookup."""
+        return await self._topic_masters(topic)
+
     async def _topic_masters(self, topic: str) -> list[tuple[str, str]]:
         route = await self.topic_route(topic)
         return [(bd.broker_name or "", bd.master_addr() or "") for bd in route.broker_datas or [] if bd.master_addr()]
@@ -422,6 +426,12 @@ class Admin:
             raise MQClientError(f"query message by id finished, but no message. {msg_id}")
         return found[0]
 
+    async def view_message_at(self, addr: str, commit_log_offset: int) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID on broker ``addr`` for the message at ``commit_log_offset``."""
+        resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(
+            offset=commit_log_offset))
+        return decode_message(resp.body or b"")
+
     async def query_messages(self, topic: str, key: str, max_num: int = 64, begin: int = 0,
                              end: int = 2**63 - 1, unique: bool = False) -> list[MessageExt]:
         out: list[MessageExt] = []
@@ -501,7 +511,8 @@ class Admin:
     async def _reset_offline(self, broker_name: str, addr: str, group: str, topic: str, timestamp: int,
                              force: bool) -> dict[MessageQueue, int]:
         api = self.client.api
-        stats = await self.consume_stats(group, topic)
+        # forced, the group's offsets do not matter (and a group never online has no retry topic to find them by)
+        stats = ConsumeStats() if force else await self.consume_stats(group, topic)
         out = {}
         for mq, bounds in (await self.topic_stats(topic)).offset_table.items():
             if mq.broker_name != broker_name:
