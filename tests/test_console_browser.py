@@ -157,8 +157,60 @@ def test_click_through_the_console(browser: Any) -> None:
         # the console's own producer (it sent the test message) is connected; the other pages render
         page.goto(f"{c.url}/producers?group=SELF_TEST_P_GROUP&topic=TBrowser")
         producers = page.inner_text("#producer-list")
-        assert re.search(r"\n127\.0\.0\.1@\S+\t127\.0\.0\.1:\d+\t[A-Z]+\t409", producers), producers
+        assert re.search(r"\n127\.0\.0\.1@\S+\t127\.0\.0\.1:\d+\t[A-Z]+\tV4_9_8", producers), producers
         for path in ("/acl", "/topics?system=1", "/groups?system=1", "/metrics"):
             page.goto(c.url + path)
             assert page.locator("#error").count() == 0, path
+        page.close()
+
+
+@pytest.mark.timeout(120)
+def test_every_page_and_its_changes(browser: Any) -> None:
+    """The walk the Java compat test runs too (rocketpy.console.testing.walk_pages), then what needs a client
+    online (a dead letter resent to it) and the NameServer switcher."""
+    from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
+    from rocketpy.client.facade import Hosted
+    from rocketpy.console.testing import fill_scenario, threaded_console_cluster, walk_pages
+
+    with threaded_console_cluster(namesrv_alias=True) as c:
+        sc = c.run(fill_scenario, c.namesrv)
+        page = browser.new_page()
+        page.set_default_timeout(10_000)
+        walk_pages(page, c.url, sc)
+
+        # a dead letter back to an online client of its group
+        got: list[bytes] = []
+        config = ClientConfig(namesrv_addr=c.namesrv, rebalance_interval=1.0, poll_name_server_interval=1.0)
+        consumer = PushConsumer(sc.dlq_group, lambda msgs, ctx: got.extend(m.body for m in msgs), config=config,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
+        consumer.subscribe("TWalkIdle", "*")  # online in the group is what counts
+        hosted = Hosted(consumer, c.portal)
+        hosted.start()
+        try:
+            page.goto(f"{c.url}/dlq?group={sc.dlq_group}")
+            _wait(lambda: page.locator(f'#dlq-results input[value="{sc.dead[1]}"]').count() == 1, page)
+            page.check(f'input.dlq-pick[value="{sc.dead[1]}"]')
+            deadline = time.monotonic() + 15
+            while True:  # until the broker knows the client (its first heartbeat)
+                page.click("#dlq-resend")
+                if page.locator("#flash").count() or time.monotonic() > deadline:
+                    break
+                page.wait_for_timeout(300)
+                page.check(f'input.dlq-pick[value="{sc.dead[1]}"]')
+            assert f"{sc.dead[1]}: CR_SUCCESS" in page.inner_text("#flash"), page.inner_text("main")
+            assert got == [b"dead 1"]
+        finally:
+            hosted.shutdown()
+
+        # the switcher: the same NameServer under a second name, chosen for this browser only
+        page.goto(c.url)
+        alias = c.namesrv.replace("127.0.0.1", "localhost")
+        page.select_option("#namesrv-select", alias)
+        page.wait_for_selector("#flash")
+        assert alias in page.inner_text("#flash") and "broker-a" in page.inner_text("#brokers")
+        assert page.eval_on_selector("#namesrv-select", "s => s.value") == alias
+        other = browser.new_page()
+        other.goto(c.url)
+        assert other.eval_on_selector("#namesrv-select", "s => s.value") == c.namesrv
+        other.close()
         page.close()

@@ -397,8 +397,14 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters,
     async def producers(request: Request, session: Session) -> Response:
         data = await data_of(request)
         group, topic = request.query_params.get("group", ""), request.query_params.get("topic", "")
-        conn = await data.producers(group, topic) if group and topic else None
-        return render(request, "producers.html", session, group=group, topic=topic, conn=conn, page="producers")
+        conn, error = None, ""
+        if group and topic:
+            try:
+                conn = await data.producers(group, topic)
+            except ADMIN_ERRORS as exc:  # Java's brokers answer an error when no producer of the group is online
+                error = str(exc)
+        return render(request, "producers.html", session, group=group, topic=topic, conn=conn, error=error,
+                      page="producers")
 
     @page
     async def acl(request: Request, session: Session) -> Response:
