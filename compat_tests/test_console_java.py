@@ -137,3 +137,46 @@ async def test_java_mqadmin_reads_the_python_clients_traces(java_ref: Path, tmp_
     assert re.search(r"^Pub\s+PTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
     assert re.search(r"^Sub\s+CTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
 
+
+
+def test_every_console_page_in_chromium_on_java_servers(java_ref: Path, tmp_path: Path) -> None:
+    """rocketpy.console.testing.walk_pages, the walk tests/test_console_browser.py runs on our servers, on the Java
+    NameServer and broker: every page and its changes (kinds, broker status and config, by-time search, group
+    config, skip, DLQ list and export) through the admin protocol only."""
+    import os
+    import shutil
+    from contextlib import asynccontextmanager
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright (pip install playwright) is not installed")
+    chromium = os.environ.get("ROCKETPY_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no chromium on this machine (apt-get install chromium)")
+    from rocketpy.console.app import ConsoleSettings
+    from rocketpy.console.server import run_console
+    from rocketpy.console.testing import fill_scenario, hosted, walk_pages
+
+    @asynccontextmanager
+    async def java_console() -> Any:
+        async with java_namesrv(java_ref, free_broker_port(), tmp_path) as namesrv:
+            async with java_broker(java_ref, free_broker_port(), namesrv, tmp_path / "java-store",
+                                   {"autoCreateTopicEnable": "true"}):
+                async with Admin(namesrv) as admin:  # the first runtime sample (see scenario above)
+                    data = ConsoleData(admin)
+                    with trio.fail_after(60):
+                        while not (rows := await data.brokers()) or any(b.error for b in rows):
+                            await trio.sleep(0.2)
+                async with trio.open_nursery() as nursery:
+                    url = await nursery.start(run_console, ConsoleSettings(namesrv=namesrv), "127.0.0.1:0")
+                    yield namesrv, url
+                    nursery.cancel_scope.cancel()
+
+    with hosted(java_console) as ((namesrv, url), portal), sync_api.sync_playwright() as p:
+        sc = portal.run(fill_scenario, namesrv)
+        browser = p.chromium.launch(executable_path=chromium, headless=True,
+                                    args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(15_000)
+            walk_pages(page, url, sc)
+        finally:
+            browser.close()

@@ -639,7 +639,13 @@ class ConsoleData:
 
     async def trace(self, msg_id: str, trace_topic: str = MixAll.RMQ_SYS_TRACE_TOPIC) -> list[TraceRecord]:
         records: list[TraceRecord] = []
-        for m in await self.admin.query_messages(trace_topic, msg_id, 64):
+        try:
+            found = await self.admin.query_messages(trace_topic, msg_id, 64)
+        except MQClientError as exc:
+            if exc.response_code != ResponseCode.TOPIC_NOT_EXIST:
+                raise
+            return []  # no trace topic (a Java broker without traceTopicEnable): nothing traced yet
+        for m in found:
             records += decode_trace_data(m.body.decode("utf-8", "replace"))
         return timeline(records, msg_id)
 
