@@ -9,7 +9,7 @@ import io
 import re
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import pytest
 import trio
@@ -479,6 +479,8 @@ async def test_group_config_edit_skip_and_queue_allocation():
                 await admin.client.api.update_consumer_offset(route.broker_datas[0].master_addr(), "GSkip", mq, 0)
         _, page = await browser.get("/group/GSkip")
         assert re.search(r'id="group-lag">4<', page)
+        _, page = await browser.get("/topic/TSkip")  # the topic's groups with their lag on it
+        assert re.search(r'<tr data-group="GSkip">.*?<td class="n lag">4</td>', page, re.S), _text(page)[-500:]
         status, page = await browser.post("/group/GSkip/skip", {"topic": "TSkip", "back": "/group/GSkip"},
                                           csrf_from="/group/GSkip")
         assert "accumulated messages of TSkip skipped for GSkip" in page, _text(page)[:900]
@@ -498,6 +500,9 @@ async def test_group_config_edit_skip_and_queue_allocation():
                 return len(re.findall(rf'<td class="client">{re.escape(client_id)}</td>', page)) >= 4
 
             await wait_until(allocated, timeout=15, tick=0.2)
+            assert f'href="/client?group=GSkip&amp;id={quote(client_id)}"' in page
+            _, page = await browser.get(f"/client?group=GSkip&id={quote(client_id)}")  # its running info
+            assert 'data-key="PROP_CLIENT_VERSION">V4_9_8<' in page and page.count("<td>TSkip</td>") >= 5
             _, page = await browser.get("/groups")
             row = re.search(r'<tr data-group="GSkip">.*?</tr>', page, re.S).group(0)
             assert '<td class="version">V4_9_8</td>' in row and "CONSUME_PASSIVELY" in row and "CLUSTERING" in row

@@ -199,6 +199,10 @@ def test_every_page_and_its_changes(browser: Any) -> None:
                 page.check(f'input.dlq-pick[value="{sc.dead[1]}"]')
             assert f"{sc.dead[1]}: CR_SUCCESS" in page.inner_text("#flash"), page.inner_text("main")
             assert got == [b"dead 1"]
+            page.goto(f"{c.url}/group/{sc.dlq_group}")  # the client's running info, one click away
+            page.click("a.client-link")
+            assert page.inner_text("#client-id") == consumer.client.client_id
+            assert "TWalkIdle" in page.inner_text("#client-subs")
         finally:
             hosted.shutdown()
 

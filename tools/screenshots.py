@@ -142,7 +142,8 @@ def main() -> int:
             page.goto(c.url + path)
             if name == "cluster":
                 time.sleep(11)  # a few chart polls under the steady load
-            page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+            # the long pages (every broker key, the last hour's messages) as the window shows them
+            page.screenshot(path=str(out / f"{name}.png"), full_page=name not in ("broker", "messages"))
             print(out / f"{name}.png")
         browser.close()
         stop.set()

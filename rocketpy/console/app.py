@@ -251,6 +251,16 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters,
                       now=datetime.datetime.now().strftime("%Y-%m-%dT%H:%M"), config_fields=GROUP_CONFIG_FIELDS,
                       defaults=SubscriptionGroupConfig())
 
+    @page
+    async def client(request: Request, session: Session) -> Response:
+        data = await data_of(request)
+        group, client_id = request.query_params.get("group", ""), request.query_params.get("id", "")
+        info = await data.client_info(group, client_id)
+        mqs = sorted(info.mq_table.items(), key=lambda kv: (kv[0].topic or "", kv[0].broker_name or "",
+                                                            kv[0].queue_id))
+        return render(request, "client.html", session, group=group, client_id=client_id, info=info, mqs=mqs,
+                      page="groups")
+
     @change
     async def group_save(request: Request, session: Session, form: Any) -> Response:
         data = await data_of(request)
@@ -481,6 +491,7 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters,
         Route("/topic/{name:path}/send", topic_send, methods=["POST"]),
         Route("/topic/{name:path}", topic),
         Route("/groups", groups),
+        Route("/client", client),
         Route("/groups/save", group_save, methods=["POST"]),
         Route("/group/{name:path}/delete", group_delete, methods=["POST"]),
         Route("/group/{name:path}/reset", group_reset, methods=["POST"]),

@@ -26,6 +26,7 @@ from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
     GroupList,
     MessageQueue,
@@ -356,7 +357,22 @@ class ConsoleData:
                 groups += GroupList.decode(resp.body or b"{}").group_list
             except ADMIN_ERRORS:
                 pass
-        return {"route": route, "queues": queues, "groups": sorted(set(groups)),
+        lags: dict[str, int | None] = {}
+        sem = trio.Semaphore(16)
+
+        async def lag_of(group: str) -> None:  # the dashboard's "consumer manage" of a topic
+            async with sem:
+                try:
+                    stats = await self.consume_stats(group, topic)
+                except ADMIN_ERRORS:
+                    lags[group] = None
+                    return
+                lags[group] = sum(max(0, w.broker_offset - w.consumer_offset) for w in stats.offset_table.values())
+
+        async with trio.open_nursery() as nursery:
+            for group in set(groups):
+                nursery.start_soon(lag_of, group)
+        return {"route": route, "queues": queues, "groups": sorted(set(groups)), "lags": lags,
                 "total": sum(o.max_offset - o.min_offset for _, o in queues)}
 
     async def create_topic(self, topic: str, read: int, write: int, perm: int, order: bool) -> None:
@@ -475,6 +491,11 @@ class ConsoleData:
             for client_id in clients:
                 nursery.start_soon(ask, client_id)
         return table
+
+    async def client_info(self, group: str, client_id: str) -> ConsumerRunningInfo:
+        """A consumer's running info (the dashboard's client view): properties, subscriptions, each queue's
+        process queue and each topic's pull and consume rates."""
+        return await self.admin.consumer_running_info(group, client_id)
 
     async def group_configs(self, group: str) -> tuple[dict[str, SubscriptionGroupConfig], str, list[str]]:
         """The group's subscription config on each master (broker name -> config), an error if one failed, and

@@ -185,6 +185,7 @@ def walk_pages(page: Any, url: str, sc: Scenario) -> None:
     assert kinds == {"DLQ"} and f"%DLQ%{sc.dlq_group}" in page.inner_text("#topic-list"), kinds
     page.goto(f"{url}/topic/{sc.topic}")
     assert page.locator("#queues tr").count() == 3  # a header and two queues
+    assert page.inner_text(f'#topic-groups tr[data-group="{sc.group}"] td.lag') == str(total)
 
     # messages by time on a console that never sent: every one of them, then one opened
     page.click("#nav-messages")
