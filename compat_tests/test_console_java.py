@@ -20,10 +20,9 @@ pytest.importorskip("starlette")
 
 from rocketpy.client import ClientConfig, Producer, make_message  # noqa: E402
 from rocketpy.client.admin import Admin  # noqa: E402
-from rocketpy.codecs.bodies import SubscriptionGroupConfig, TopicConfig  # noqa: E402
 from rocketpy.console.data import ConsoleData  # noqa: E402
 from rocketpy.console.metrics import render  # noqa: E402
-from rocketpy.console.testing import console_cluster  # noqa: E402
+from rocketpy.console.testing import console_cluster, make_topic_and_groups  # noqa: E402
 from rocketpy.testing import free_broker_port  # noqa: E402
 
 from .servers import java_broker, java_namesrv  # noqa: E402
@@ -37,16 +36,7 @@ async def scenario(namesrv: str) -> dict[str, Any]:
     """Create the topic and group, send N, commit the group at N/2 on each queue's share; read it back."""
     async with Admin(namesrv) as admin:
         data = ConsoleData(admin)
-        for addr in await admin.master_addrs():
-            await admin.create_topic(addr, TopicConfig(topic_name=TOPIC, read_queue_nums=2, write_queue_nums=2))
-            await admin.update_sub_group(addr, SubscriptionGroupConfig(group_name=GROUP))
-        with trio.fail_after(30):
-            while True:
-                try:
-                    await admin.topic_route(TOPIC)
-                    break
-                except Exception:
-                    await trio.sleep(0.2)
+        await make_topic_and_groups(admin, TOPIC, GROUP)
         # a Java broker answers GET_BROKER_RUNTIME_INFO with SYSTEM_ERROR (NoSuchElementException) until its
         # StoreStatsService has taken a first sample: wait for a clean answer, as a console user would see one
         with trio.fail_after(30):

@@ -120,25 +120,33 @@ class Scenario:
     dead: list[str]
 
 
+async def make_topic_and_groups(admin: Any, topic: str, *groups: str, queues: int = 2) -> None:
+    """``topic`` (``queues`` read and write queues) and ``groups`` on every master, once the NameServer routes
+    the topic (the brokers register new topics in the background)."""
+    from ..codecs.bodies import SubscriptionGroupConfig, TopicConfig
+
+    for addr in await admin.master_addrs():
+        await admin.create_topic(addr, TopicConfig(topic_name=topic, read_queue_nums=queues,
+                                                   write_queue_nums=queues))
+        for g in groups:
+            await admin.update_sub_group(addr, SubscriptionGroupConfig(group_name=g))
+    with trio.fail_after(30):
+        while True:
+            try:
+                await admin.topic_route(topic)
+                return
+            except Exception:
+                await trio.sleep(0.2)
+
+
 async def fill_scenario(namesrv: str, n: int = 6, topic: str = "TWalk", group: str = "GWalk",
                         dlq_group: str = "GWalkDead") -> Scenario:
     """Through the admin protocol and a producer of its own (not the console's client), on any 4.x cluster."""
     from ..client import ClientConfig, Producer, make_message
     from ..client.admin import Admin
-    from ..codecs.bodies import SubscriptionGroupConfig, TopicConfig
 
     async with Admin(namesrv) as admin:
-        for addr in await admin.master_addrs():
-            await admin.create_topic(addr, TopicConfig(topic_name=topic, read_queue_nums=2, write_queue_nums=2))
-            for g in (group, dlq_group):
-                await admin.update_sub_group(addr, SubscriptionGroupConfig(group_name=g))
-        with trio.fail_after(30):
-            while True:
-                try:
-                    await admin.topic_route(topic)
-                    break
-                except Exception:
-                    await trio.sleep(0.2)
+        await make_topic_and_groups(admin, topic, group, dlq_group)
         async with Producer("PWalk", config=ClientConfig(namesrv_addr=namesrv)) as p:
             sent = [(await p.send(make_message(topic, f'{{"n": {i}}}', tags="TagW", keys=f"key-{i}"))).msg_id or ""
                     for i in range(n)]
