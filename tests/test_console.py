@@ -545,6 +545,15 @@ async def test_dlq_messages_listed_exported_and_resent():
                                                               "back": "/dlq?group=GDead"}, csrf_from="/dlq?group=GDead")
             assert f"resent {ids[0]}: CR_SUCCESS" in page, _text(page)[:600]
         assert got == [b"dead one"]
+        # deleting the group takes its retry and DLQ topics with it (mqadmin's deleteSubGroup)
+        _, page = await browser.get("/topics?type=RETRY&type=DLQ")
+        assert "%RETRY%GDead" in page and "%DLQ%GDead" in page
+        status, page = await browser.post("/group/GDead/delete", {"back": "/group/GDead"}, csrf_from="/group/GDead")
+        assert "group GDead deleted with its retry and DLQ topics" in page, _text(page)[:600]
+        _, page = await browser.get("/topics?type=RETRY&type=DLQ")
+        assert "GDead" not in page
+        _, page = await browser.get("/groups")
+        assert "GDead" not in page.replace("group GDead deleted", "")
 
 
 @pytest.mark.timeout(60)

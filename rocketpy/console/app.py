@@ -274,8 +274,10 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters,
     async def group_delete(request: Request, session: Session, form: Any) -> Response:
         data = await data_of(request)
         name = request.path_params["name"]
-        await data.delete_group(name)
-        return back("/groups", msg=f"group {name} deleted")
+        left = await data.delete_group(name)
+        if left:
+            return back("/groups", err=f"group {name} deleted; not deleted: {'; '.join(left)}")
+        return back("/groups", msg=f"group {name} deleted with its retry and DLQ topics")
 
     @change
     async def group_config(request: Request, session: Session, form: Any) -> Response:

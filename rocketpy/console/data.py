@@ -535,9 +535,18 @@ class ConsoleData:
         for addr in await self.master_addrs():
             await self.admin.update_sub_group(addr, SubscriptionGroupConfig(group_name=group))
 
-    async def delete_group(self, group: str) -> None:
+    async def delete_group(self, group: str) -> list[str]:
+        """The group's config on every master, then its retry and DLQ topics from the brokers and the NameServers,
+        as mqadmin's ``deleteSubGroup -c`` does; the topics that could not be deleted (errors) are returned."""
         for addr in await self.master_addrs():
             await self.admin.delete_sub_group(addr, group)
+        left = []
+        for topic in (MixAll.get_retry_topic(group), MixAll.get_dlq_topic(group)):
+            try:
+                await self.admin.delete_topic(topic)
+            except ADMIN_ERRORS as exc:
+                left.append(f"{topic}: {exc}")
+        return left
 
     async def reset_offset(self, group: str, topic: str, timestamp: int) -> dict[MessageQueue, int]:
         """Reset by time; ``timestamp`` -1 moves every queue to its max offset (the dashboard's "skip
