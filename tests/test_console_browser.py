@@ -218,3 +218,39 @@ def test_every_page_and_its_changes(browser: Any) -> None:
         assert other.eval_on_selector("#namesrv-select", "s => s.value") == c.namesrv
         other.close()
         page.close()
+
+
+@pytest.mark.timeout(60)
+def test_login_page_and_roles(browser: Any) -> None:
+    """With a users file: the login page, a viewer without forms, an administrator with them, /healthz open."""
+    from rocketpy.console.auth import parse_users
+    from rocketpy.console.testing import threaded_console_cluster
+
+    with threaded_console_cluster(users=parse_users("admin=secret,1\nviewer=look\n")) as c:
+        page = browser.new_page()
+        page.set_default_timeout(10_000)
+        page.goto(f"{c.url}/topics")
+        assert "/login" in page.url
+        page.fill("input[name=user]", "viewer")
+        page.fill("input[name=password]", "wrong")
+        page.click("button")
+        assert "wrong user or password" in page.inner_text("#error")
+        page.fill("input[name=user]", "viewer")
+        page.fill("input[name=password]", "look")
+        page.click("button")
+        assert page.url.endswith("/topics") and page.locator("#topic-create").count() == 0
+        page.goto(f"{c.url}/dlq")
+        assert page.locator("#dlq-group").count() == 1  # reading is allowed
+        page.click("text=log out")
+        assert "/login" in page.url
+        page.fill("input[name=user]", "admin")
+        page.fill("input[name=password]", "secret")
+        page.click("button")
+        assert page.url.endswith("/") and page.locator("#brokers").count() == 1
+        page.goto(f"{c.url}/topics")
+        assert page.locator("#topic-create").count() == 1
+        other = browser.new_page()  # no session: orchestrators probe without one
+        response = other.goto(f"{c.url}/healthz")
+        assert response is not None and response.status == 200
+        other.close()
+        page.close()
