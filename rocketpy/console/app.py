@@ -82,10 +82,9 @@ def parse_local_time(text: str) -> int:
     raise ValueError(f"not a time: {text!r} (use YYYY-MM-DDTHH:MM or epoch millis)")
 
 
-def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters,
-              send: Callable[[str, bytes, str, str], Awaitable[Any]] | None = None) -> Starlette:
-    """``data``: one open cluster, or :class:`Clusters` to switch between; ``send`` replaces the console's own
-    producer (``ConsoleData.send``) for the topic page's test message."""
+def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Starlette:
+    """``source``: one open cluster's data (with ``settings.other_namesrvs`` opened on first use), or
+    :class:`Clusters`; every page shows the cluster the browser chose (NAMESRV_COOKIE), the first by default."""
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]))
     env.filters["ts"] = _ts
     env.filters["name"] = lambda v: "" if v is None else str(getattr(v, "name", v))
@@ -230,9 +229,8 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters,
     @change
     async def topic_send(request: Request, session: Session, form: Any) -> Response:
         name = request.path_params["name"]
-        sender = send or (await data_of(request)).send
-        result = await sender(name, str(form.get("body") or "").encode(), str(form.get("tags") or ""),
-                              str(form.get("keys") or ""))
+        result = await (await data_of(request)).send(name, str(form.get("body") or "").encode(),
+                                                     str(form.get("tags") or ""), str(form.get("keys") or ""))
         return back(f"/topic/{quote(name)}", msg=f"sent: {result.send_status.name} msgId={result.msg_id} "
                                           f"offsetMsgId={result.offset_msg_id}")
 
