@@ -598,3 +598,37 @@ async def test_namesrv_switcher_shows_another_cluster():
             assert status == 200 and cluster.namesrv in text  # the default cluster
         finally:
             await clusters.aclose()
+
+
+@pytest.mark.timeout(60)
+async def test_group_list_filters_sorts_and_refreshes():
+    async with console() as (browser, cluster, producer):
+        for i in range(3):
+            await producer.send(make_message("TSort", f"m{i}"))
+        async with Admin(cluster.namesrv) as admin:
+            for g in ("GSortA", "GSortB", "GSortC"):
+                await admin.update_sub_group(cluster.broker_addr, SubscriptionGroupConfig(group_name=g))
+            route = await admin.topic_route("TSort")
+            mqs = sorted((await admin.topic_stats("TSort")).offset_table.items(), key=lambda kv: kv[0].queue_id)
+            master = route.broker_datas[0].master_addr()
+            first = next(mq for mq, bounds in mqs if bounds.max_offset > 0)
+            for mq, bounds in mqs:  # GSortB behind by all 3, GSortA by 1, GSortC without offsets
+                await admin.client.api.update_consumer_offset(master, "GSortB", mq, 0)
+                await admin.client.api.update_consumer_offset(master, "GSortA", mq,
+                                                              bounds.max_offset - (1 if mq == first else 0))
+
+        def order(page: str) -> list[str]:
+            return re.findall(r'<tr data-group="(GSort\w)">', page)
+
+        _, page = await browser.get("/groups?q=gsort")  # the filter ignores case
+        assert order(page) == ["GSortA", "GSortB", "GSortC"] and "TSort" not in page
+        lags = dict(re.findall(r'<td class="n lag" data-group="(GSort\w)">(\d+)', page))
+        assert (lags["GSortA"], lags["GSortB"]) == ("1", "3"), lags
+        _, page = await browser.get("/groups?q=GSort&sort=lag")
+        assert order(page) == ["GSortB", "GSortA", "GSortC"]
+        _, page = await browser.get("/groups?q=GSortB")
+        assert order(page) == ["GSortB"]
+        _, page = await browser.get("/groups?q=GSort&refresh=10")
+        assert '<meta http-equiv="refresh" content="10">' in page
+        _, page = await browser.get("/groups?refresh=1")  # not faster than every 5 s
+        assert 'http-equiv="refresh"' not in page

@@ -237,9 +237,11 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
     @page
     async def groups(request: Request, session: Session) -> Response:
         data = await data_of(request)
-        system = request.query_params.get("system") == "1"
-        return render(request, "groups.html", session, groups=await data.groups(system), system=system,
-                      page="groups")
+        p = request.query_params
+        system, q, sort = p.get("system") == "1", p.get("q", ""), p.get("sort", "group")
+        refresh = int(p["refresh"]) if p.get("refresh", "").isdigit() and int(p["refresh"]) >= 5 else 0
+        return render(request, "groups.html", session, groups=await data.groups(system, text=q, sort=sort),
+                      system=system, q=q, sort=sort, refresh=refresh, page="groups")
 
     @page
     async def group(request: Request, session: Session) -> Response:

@@ -93,6 +93,8 @@ class BrokerRow:
     get_tps: float = 0.0
     put_today: int = 0
     get_today: int = 0
+    put_yesterday: int = 0
+    get_yesterday: int = 0
     disk: str = ""
     error: str = ""
 
@@ -113,6 +115,11 @@ class GroupRow:
     version: str = ""  # the lowest client version, as V4_9_8
 
 
+#: the group list's sorts: name -> (key, biggest first)
+GROUP_SORTS: dict[str, tuple[Callable[[GroupRow], Any], bool]] = {
+    "group": (lambda r: r.group, False), "online": (lambda r: r.online, True),
+    "tps": (lambda r: r.consume_tps, True), "lag": (lambda r: -1 if r.lag is None else r.lag, True),
+}
 #: the topic list's kinds (rocketmq-dashboard's filters), in the order shown
 TOPIC_KINDS = ("NORMAL", "ORDER", "RETRY", "DLQ", "SYSTEM")
 TOPICS_PER_PAGE = 100
@@ -239,6 +246,11 @@ class ConsoleData:
             row.get_tps = first_tps(rt.get("getTransferedTps"))
             row.put_today = int(rt.get("msgPutTotalTodayNow") or 0) - int(rt.get("msgPutTotalTodayMorning") or 0)
             row.get_today = int(rt.get("msgGetTotalTodayNow") or 0) - int(rt.get("msgGetTotalTodayMorning") or 0)
+            # as the dashboard: the day between yesterday's and today's morning marks
+            row.put_yesterday = (int(rt.get("msgPutTotalTodayMorning") or 0)
+                                 - int(rt.get("msgPutTotalYesterdayMorning") or 0))
+            row.get_yesterday = (int(rt.get("msgGetTotalTodayMorning") or 0)
+                                 - int(rt.get("msgGetTotalYesterdayMorning") or 0))
             row.disk = rt.get("commitLogDirCapacity") or rt.get("commitLogDiskRatio", "")
 
         async with trio.open_nursery() as nursery:
@@ -411,11 +423,12 @@ class ConsoleData:
             names |= set(SubscriptionGroupWrapper.decode(resp.body or b"{}").subscription_group_table)
         return sorted(g for g in names if show_system or not is_system_group(g))
 
-    async def groups(self, show_system: bool = False, limit: int = 16) -> list[GroupRow]:
+    async def groups(self, show_system: bool = False, limit: int = 16, text: str = "",
+                     sort: str = "group") -> list[GroupRow]:
         """Every group with its lag and online clients. For a page of many groups the requests go to the
         masters directly (what examineConsumeStats would find through each retry topic's route, without a
         NameServer round trip per group)."""
-        rows = [GroupRow(g) for g in await self.group_names(show_system)]
+        rows = [GroupRow(g) for g in await self.group_names(show_system) if text.lower() in g.lower()]
         masters = await self.master_addrs()
         sem = trio.Semaphore(limit)
 
@@ -449,6 +462,9 @@ class ConsoleData:
         async with trio.open_nursery() as nursery:
             for row in rows:
                 nursery.start_soon(fill, row)
+        if sort in GROUP_SORTS:  # the dashboard's column sorts: the biggest first, names in order
+            key, reverse = GROUP_SORTS[sort]
+            rows.sort(key=key, reverse=reverse)
         return rows
 
     async def group_detail(self, group: str) -> dict[str, Any]:
