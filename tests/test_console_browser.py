@@ -142,7 +142,7 @@ def test_click_through_the_console(browser: Any) -> None:
         page.fill("#reset-topic", "TBrowser")
         page.fill("#reset-time", before.strftime("%Y-%m-%dT%H:%M:%S"))
         page.click("#reset-button")
-        assert "offsets of TBrowser reset" in page.inner_text("#flash"), page.inner_text("main")
+        assert "offsets of TBrowser for GBrowser reset" in page.inner_text("#flash"), page.inner_text("main")
         assert page.inner_text("#group-lag") == "4"
 
         # the trace of a traced message: sent, consumed start and end

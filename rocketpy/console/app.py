@@ -207,7 +207,7 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
         data = await data_of(request)
         name = request.path_params["name"]
         return render(request, "topic.html", session, topic=name, detail=await data.topic_detail(name),
-                      page="topics")
+                      now=datetime.datetime.now().strftime("%Y-%m-%dT%H:%M"), page="topics")
 
     @change
     async def topic_save(request: Request, session: Session, form: Any) -> Response:
@@ -316,8 +316,8 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
         table = await data.reset_offset(name, topic, when)
         moved = ", ".join(f"{mq.broker_name}:{mq.queue_id}={off}" for mq, off in sorted(
             table.items(), key=lambda kv: (kv[0].broker_name or "", kv[0].queue_id)))
-        text = f"offsets of {topic} reset to {_ts(when)}: {moved or 'nothing to move'}"
-        return back(f"/group/{quote(name)}", msg=text)
+        text = f"offsets of {topic} for {name} reset to {_ts(when)}: {moved or 'nothing to move'}"
+        return back(back_of(form, f"/group/{quote(name)}"), msg=text)
 
     @page
     async def messages(request: Request, session: Session) -> Response:

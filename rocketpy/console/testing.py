@@ -167,6 +167,7 @@ def walk_pages(page: Any, url: str, sc: Scenario) -> None:
     import io
     import json
     import re
+    import time
 
     total = len(sc.sent) + len(sc.dead)
     page.on("dialog", lambda d: d.accept())  # the confirm() of skip and delete
@@ -189,10 +190,22 @@ def walk_pages(page: Any, url: str, sc: Scenario) -> None:
     page.uncheck("#kind-ORDER")
     page.check("#kind-DLQ")
     page.click("#topic-filter-button")
+    page.wait_for_url("**/topics?*type=DLQ*")
     kinds = set(page.locator("#topic-list td.kind").all_inner_texts())
     assert kinds == {"DLQ"} and f"%DLQ%{sc.dlq_group}" in page.inner_text("#topic-list"), kinds
     page.goto(f"{url}/topic/{sc.topic}")
     assert page.locator("#queues tr").count() == 3  # a header and two queues
+    assert page.inner_text(f'#topic-groups tr[data-group="{sc.group}"] td.lag') == str(total)
+    # reset from the topic's page to a minute from now: each queue to its last message (a search by time finds
+    # the last message stored before it, on Java's brokers as on ours), then back to the start
+    page.select_option("#topic-reset-group", sc.group)
+    page.fill("#topic-reset-time", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 60)))
+    page.click("#topic-reset-button")
+    assert f"offsets of {sc.topic} for {sc.group} reset" in page.inner_text("#flash"), page.inner_text("main")
+    assert page.inner_text(f'#topic-groups tr[data-group="{sc.group}"] td.lag') == "2", page.inner_text("#flash")
+    page.select_option("#topic-reset-group", sc.group)
+    page.fill("#topic-reset-time", "1970-01-02T00:00:00")
+    page.click("#topic-reset-button")
     assert page.inner_text(f'#topic-groups tr[data-group="{sc.group}"] td.lag') == str(total)
 
     # messages by time on a console that never sent: every one of them, then one opened
