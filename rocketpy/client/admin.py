@@ -52,6 +52,7 @@ from ..codecs.headers import (
     GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetKVConfigRequestHeader,
+    GetKVListByNamespaceRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
@@ -336,6 +337,19 @@ class Admin:
         """A broker housekeeping request (CLEAN_EXPIRED_CONSUMEQUEUE, ...): did it answer SUCCESS?"""
         await self._broker(addr, code)
         return True
+
+    async def kv_list(self, namespace: str) -> dict[str, str]:
+        """GET_KVLIST_BY_NAMESPACE: every key and value of ``namespace`` ({} when it has none)."""
+        req = RemotingCommand.request(RequestCode.GET_KVLIST_BY_NAMESPACE,
+                                      GetKVListByNamespaceRequestHeader(namespace=namespace))
+
+        async def call(addr: str) -> RemotingCommand:
+            return check(await self.client.api.invoke(addr, req, self.timeout), addr, ResponseCode.QUERY_NOT_FOUND)
+
+        resp = await self.client.namesrv_invoke(call)
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
+            return {}
+        return KVTable.decode(resp.body or b"{}").table
 
     async def delete_kv_config(self, namespace: str, key: str) -> None:
         await self._ns(RequestCode.DELETE_KV_CONFIG, DeleteKVConfigRequestHeader(namespace=namespace, key=key))

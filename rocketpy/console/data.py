@@ -47,6 +47,7 @@ from ..codecs.headers import (
 )
 from ..codecs.message import MessageExt
 from ..codecs.trace import TraceRecord, decode_trace_data, timeline
+from ..namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from ..remoting import RemotingError
 
 #: what a broker error looks like to the pages (shown as a message, never a trace)
@@ -110,7 +111,7 @@ class GroupRow:
     consume_tps: float = 0.0
     online: int = 0
     error: str = ""
-    consume_type: str = ""  # PUSH / PULL (rocketmq-dashboard's names), "" while offline
+    consume_type: str = ""  # CONSUME_PASSIVELY (push) / CONSUME_ACTIVELY (pull), "" while offline
     message_model: str = ""
     version: str = ""  # the lowest client version, as V4_9_8
 
@@ -143,14 +144,16 @@ class TopicRow:
     messages: int | None = None  # stored messages (max - min offset) over every queue; None if not asked
 
 
-def topic_kind(topic: str, config: TopicConfig | None, system: set[str]) -> str:
+def topic_kind(topic: str, config: TopicConfig | None, system: set[str], order_conf: bool = False) -> str:
+    """The dashboard's kind of a topic; ORDER when its config says so (ours) or the NameServers hold an order
+    conf for it (what mqadmin updateTopic -o true writes; Java's brokers do not keep the flag)."""
     if topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
         return "RETRY"
     if topic.startswith(MixAll.DLQ_GROUP_TOPIC_PREFIX):
         return "DLQ"
     if is_system_topic(topic) or topic in system:
         return "SYSTEM"
-    if config is not None and config.order:
+    if order_conf or (config is not None and config.order):
         return "ORDER"
     return "NORMAL"
 
@@ -196,17 +199,14 @@ class ConsoleData:
     def namesrv(self) -> str:
         return ";".join(self.admin.client.config.namesrv_list)
 
-    async def send(self, topic: str, body: bytes, tags: str = "", keys: str = "",
-                   properties: dict[str, str] | None = None) -> Any:
+    async def send(self, topic: str, body: bytes, tags: str = "", keys: str = "") -> Any:
         """Send with the console's producer (SELF_TEST_P_GROUP, as the dashboard), started on first use."""
         async with self._producer_lock:
             if self._producer is None:
                 producer = Producer(MixAll.SELF_TEST_PRODUCER_GROUP, client=self.admin.client)
                 await producer.start()
                 self._producer = producer
-        msg = make_message(topic, body, tags=tags or None, keys=keys or None)
-        msg.properties.update(properties or {})
-        return await self._producer.send(msg)
+        return await self._producer.send(make_message(topic, body, tags=tags or None, keys=keys or None))
 
     async def aclose(self) -> None:
         if self._producer is not None:
@@ -323,10 +323,19 @@ class ConsoleData:
             for name, config in TopicConfigSerializeWrapper.decode(resp.body or b"{}").topic_config_table.items():
                 configs.setdefault(name, config)
 
+        ordered: set[str] = set()
+
+        async def order_confs() -> None:  # mqadmin updateTopic -o true keeps the order in the NameServers' KV
+            try:
+                ordered.update(await self.admin.kv_list(NAMESPACE_ORDER_TOPIC_CONFIG))
+            except ADMIN_ERRORS:
+                pass
+
         async with trio.open_nursery() as nursery:
             for addr in masters:
                 nursery.start_soon(configs_of, addr)
-        rows = [TopicRow(t, topic_kind(t, configs.get(t), system)) for t in sorted(names)]
+            nursery.start_soon(order_confs)
+        rows = [TopicRow(t, topic_kind(t, configs.get(t), system, t in ordered)) for t in sorted(names)]
         counts = {kind: sum(1 for r in rows if r.kind == kind) for kind in TOPIC_KINDS}
         shown = [r for r in rows if r.kind in kinds and text.lower() in r.topic.lower()]
         matched = len(shown)
@@ -394,6 +403,11 @@ class ConsoleData:
             raise MQClientError("no master broker in the cluster")
         for addr in addrs:
             await self.admin.create_topic(addr, config)
+        if order:  # as mqadmin updateTopic -c -o true: "brokerName:writeQueueNums" of each master, in the KV
+            info = await self.admin.cluster_info()
+            names = sorted(name for name, bd in (info.broker_addr_table or {}).items() if bd.master_addr() in addrs)
+            await self.admin.put_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic,
+                                           ";".join(f"{name}:{write}" for name in names))
 
     async def delete_topic(self, topic: str) -> None:
         await self.admin.delete_topic(topic)

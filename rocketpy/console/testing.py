@@ -193,6 +193,18 @@ def walk_pages(page: Any, url: str, sc: Scenario) -> None:
     page.wait_for_url("**/topics?*type=DLQ*")
     kinds = set(page.locator("#topic-list td.kind").all_inner_texts())
     assert kinds == {"DLQ"} and f"%DLQ%{sc.dlq_group}" in page.inner_text("#topic-list"), kinds
+    # an order topic made here: ORDER on Java's brokers too (mqadmin's order conf in the NameServers' KV)
+    page.fill("#new-topic", f"{sc.topic}Order")
+    page.check("#new-order")
+    page.click("#create-topic")
+    assert f"topic {sc.topic}Order saved" in page.inner_text("#flash")
+    deadline = time.monotonic() + 15
+    while True:  # the brokers register new topics with the NameServer (ours in the background)
+        page.goto(f"{url}/topics?type=ORDER")
+        if page.locator(f'#topic-list tr[data-topic="{sc.topic}Order"]').count() or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(250)
+    assert page.inner_text(f'#topic-list tr[data-topic="{sc.topic}Order"] td.kind') == "ORDER"
     page.goto(f"{url}/topic/{sc.topic}")
     assert page.locator("#queues tr").count() == 3  # a header and two queues
     assert page.inner_text(f'#topic-groups tr[data-group="{sc.group}"] td.lag') == str(total)
