@@ -130,9 +130,10 @@ async def test_java_mqadmin_reads_the_python_clients_traces(java_ref: Path, tmp_
 
 
 def test_every_console_page_in_chromium_on_java_servers(java_ref: Path, tmp_path: Path) -> None:
-    """rocketpy.console.testing.walk_pages, the walk tests/test_console_browser.py runs on our servers, on the Java
-    NameServer and broker: every page and its changes (kinds, broker status and config, by-time search, group
-    config, skip, DLQ list and export) through the admin protocol only."""
+    """rocketpy.console.testing's walks, which tests/test_console_browser.py runs on our servers, on the Java
+    NameServer and broker: every page and its changes (kinds, order conf, broker status and config, by-time search,
+    reset by time, group config, skip, DLQ list and export), then with a Python consumer online (its queues, its
+    running info, a dead letter resent to it), through the admin protocol only."""
     import os
     import shutil
     from contextlib import asynccontextmanager
@@ -143,7 +144,7 @@ def test_every_console_page_in_chromium_on_java_servers(java_ref: Path, tmp_path
         pytest.skip("no chromium on this machine (apt-get install chromium)")
     from rocketpy.console.app import ConsoleSettings
     from rocketpy.console.server import run_console
-    from rocketpy.console.testing import fill_scenario, hosted, walk_pages
+    from rocketpy.console.testing import fill_scenario, hosted, walk_pages, walk_with_a_consumer
 
     @asynccontextmanager
     async def java_console() -> Any:
@@ -168,5 +169,6 @@ def test_every_console_page_in_chromium_on_java_servers(java_ref: Path, tmp_path
             page = browser.new_page()
             page.set_default_timeout(15_000)
             walk_pages(page, url, sc)
+            walk_with_a_consumer(page, url, sc, namesrv, portal)
         finally:
             browser.close()

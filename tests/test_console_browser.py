@@ -8,7 +8,6 @@ import datetime
 import os
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,21 +60,11 @@ def _lag(page: Any, group: str) -> str:
     return page.inner_text(f'td.lag[data-group="{group}"]').strip()
 
 
-def _wait(check: Any, page: Any, timeout: float = 15.0) -> None:
-    """Reload ``page`` until ``check()`` holds (the cluster changes behind the page)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out on {page.url}")
-        page.wait_for_timeout(250)
-        page.reload()
-
-
 @pytest.mark.timeout(90)
 def test_click_through_the_console(browser: Any) -> None:
     from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
     from rocketpy.client.facade import Hosted
-    from rocketpy.console.testing import threaded_console_cluster
+    from rocketpy.console.testing import reload_until, threaded_console_cluster
 
     before = datetime.datetime.now() - datetime.timedelta(seconds=2)
     with threaded_console_cluster() as c:
@@ -90,7 +79,7 @@ def test_click_through_the_console(browser: Any) -> None:
         page.fill("#new-topic", "TBrowser")
         page.click("#create-topic")
         assert "topic TBrowser saved" in page.inner_text("#flash")
-        _wait(lambda: page.locator("#queues tr").count() > 1, page)  # routed once the broker re-registers
+        reload_until(page, lambda: page.locator("#queues tr").count() > 1)  # routed once the broker re-registers
         page.fill("#send-keys", "browser-key")
         page.fill("#send-body", '{"hello": "browser"}')
         page.click("#send-button")
@@ -130,7 +119,7 @@ def test_click_through_the_console(browser: Any) -> None:
         hosted = Hosted(consumer, c.portal)
         hosted.start()
         try:
-            _wait(lambda: _lag(page, "GBrowser") == "0", page)
+            reload_until(page, lambda: _lag(page, "GBrowser") == "0")
             page.click("a:has-text('GBrowser')")
             assert "TBrowser" in page.inner_text("#progress") and consumer.client.client_id in page.inner_text(
                 "#connections")
@@ -149,7 +138,7 @@ def test_click_through_the_console(browser: Any) -> None:
         page.click("#nav-trace")
         page.fill("#trace-id", traced[0])
         page.click("#trace-search")
-        _wait(lambda: page.locator("tr.step-SubAfter").count() > 0, page)
+        reload_until(page, lambda: page.locator("tr.step-SubAfter").count() > 0)
         steps = [s.get_attribute("class") for s in page.locator("#timeline tr[class^=step-]").all()]
         assert steps == ["step-Pub", "step-SubBefore", "step-SubAfter"]
         assert "GBrowser" in page.inner_text("#timeline") and "PG_browser" in page.inner_text("#timeline")
@@ -166,11 +155,9 @@ def test_click_through_the_console(browser: Any) -> None:
 
 @pytest.mark.timeout(120)
 def test_every_page_and_its_changes(browser: Any) -> None:
-    """The walk the Java compat test runs too (rocketpy.console.testing.walk_pages), then what needs a client
-    online (a dead letter resent to it) and the NameServer switcher."""
-    from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
-    from rocketpy.client.facade import Hosted
-    from rocketpy.console.testing import fill_scenario, threaded_console_cluster, walk_pages
+    """The walks the Java compat test runs too (rocketpy.console.testing: every page, then what needs a client
+    online), then the NameServer switcher."""
+    from rocketpy.console.testing import fill_scenario, threaded_console_cluster, walk_pages, walk_with_a_consumer
 
     with threaded_console_cluster(namesrv_alias=True) as c:
         sc = c.run(fill_scenario, c.namesrv)
@@ -178,33 +165,7 @@ def test_every_page_and_its_changes(browser: Any) -> None:
         page.set_default_timeout(10_000)
         walk_pages(page, c.url, sc)
 
-        # a dead letter back to an online client of its group
-        got: list[bytes] = []
-        config = ClientConfig(namesrv_addr=c.namesrv, rebalance_interval=1.0, poll_name_server_interval=1.0)
-        consumer = PushConsumer(sc.dlq_group, lambda msgs, ctx: got.extend(m.body for m in msgs), config=config,
-                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
-        consumer.subscribe("TWalkIdle", "*")  # online in the group is what counts
-        hosted = Hosted(consumer, c.portal)
-        hosted.start()
-        try:
-            page.goto(f"{c.url}/dlq?group={sc.dlq_group}")
-            _wait(lambda: page.locator(f'#dlq-results input[value="{sc.dead[1]}"]').count() == 1, page)
-            page.check(f'input.dlq-pick[value="{sc.dead[1]}"]')
-            deadline = time.monotonic() + 15
-            while True:  # until the broker knows the client (its first heartbeat)
-                page.click("#dlq-resend")
-                if page.locator("#flash").count() or time.monotonic() > deadline:
-                    break
-                page.wait_for_timeout(300)
-                page.check(f'input.dlq-pick[value="{sc.dead[1]}"]')
-            assert f"{sc.dead[1]}: CR_SUCCESS" in page.inner_text("#flash"), page.inner_text("main")
-            assert got == [b"dead 1"]
-            page.goto(f"{c.url}/group/{sc.dlq_group}")  # the client's running info, one click away
-            page.click("a.client-link")
-            assert page.inner_text("#client-id") == consumer.client.client_id
-            assert "TWalkIdle" in page.inner_text("#client-subs")
-        finally:
-            hosted.shutdown()
+        walk_with_a_consumer(page, c.url, sc, c.namesrv, c.portal)
 
         # the switcher: the same NameServer under a second name, chosen for this browser only
         page.goto(c.url)

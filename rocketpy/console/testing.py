@@ -198,12 +198,8 @@ def walk_pages(page: Any, url: str, sc: Scenario) -> None:
     page.check("#new-order")
     page.click("#create-topic")
     assert f"topic {sc.topic}Order saved" in page.inner_text("#flash")
-    deadline = time.monotonic() + 15
-    while True:  # the brokers register new topics with the NameServer (ours in the background)
-        page.goto(f"{url}/topics?type=ORDER")
-        if page.locator(f'#topic-list tr[data-topic="{sc.topic}Order"]').count() or time.monotonic() > deadline:
-            break
-        page.wait_for_timeout(250)
+    page.goto(f"{url}/topics?type=ORDER")  # the brokers register new topics (ours in the background)
+    reload_until(page, lambda: page.locator(f'#topic-list tr[data-topic="{sc.topic}Order"]').count() == 1)
     assert page.inner_text(f'#topic-list tr[data-topic="{sc.topic}Order"] td.kind') == "ORDER"
     page.goto(f"{url}/topic/{sc.topic}")
     assert page.locator("#queues tr").count() == 3  # a header and two queues
@@ -266,3 +262,47 @@ def walk_pages(page: Any, url: str, sc: Scenario) -> None:
     assert page.locator("#acl tr").count() >= 2
     response = page.goto(url + "/healthz")
     assert response.status == 200 and json.loads(page.inner_text("body"))["status"] == "UP"
+
+
+def reload_until(page: Any, check: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Reload ``page`` until ``check()`` holds (the cluster changes behind the page)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out on {page.url}")
+        page.wait_for_timeout(250)
+        page.reload()
+
+
+def walk_with_a_consumer(page: Any, url: str, sc: Scenario, namesrv: str, portal: Any) -> None:
+    """What needs a client online, with a Python push consumer of ``sc.dlq_group`` hosted on ``portal``: the queues
+    it holds on the group page, its running info, and a dead letter resent to it."""
+    from ..client import ClientConfig, ConsumeFromWhere, PushConsumer
+    from ..client.facade import Hosted
+
+    got: list[bytes] = []
+    config = ClientConfig(namesrv_addr=namesrv, rebalance_interval=1.0, poll_name_server_interval=1.0,
+                          persist_consumer_offset_interval=0.5)
+    consumer = PushConsumer(sc.dlq_group, lambda msgs, ctx: got.extend(m.body for m in msgs), config=config,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
+    consumer.subscribe(sc.topic, "NoSuchTag")  # holds the topic's queues; no message of it matches
+    hosted: Hosted[PushConsumer] = Hosted(consumer, portal)
+    hosted.start()
+    try:
+        client_id = consumer.client.client_id
+        page.goto(f"{url}/group/{sc.dlq_group}")
+        reload_until(page, lambda: page.locator(f'#progress td.client:has-text("{client_id}")').count() == 2)
+        page.click("a.client-link")
+        assert page.inner_text("#client-id") == client_id
+        assert "NoSuchTag" in page.inner_text("#client-subs")
+        assert page.locator(f'#client-queues tr:has-text("{sc.topic}")').count() == 2  # and its retry queue
+
+        page.goto(f"{url}/dlq?group={sc.dlq_group}")
+        page.check(f'input.dlq-pick[value="{sc.dead[1]}"]')
+        page.click("#dlq-resend")
+        assert f"{sc.dead[1]}: CR_SUCCESS" in page.inner_text("#flash"), page.inner_text("main")
+        assert got == [b"dead 1"]
+    finally:
+        hosted.shutdown()
