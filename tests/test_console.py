@@ -598,6 +598,12 @@ async def test_namesrv_switcher_shows_another_cluster():
             assert status == 403  # no CSRF token
             status, _, text = await browser.request("GET", "/healthz")
             assert status == 200 and cluster.namesrv in text  # the default cluster
+            _, _, text = await browser.request("GET", "/metrics")  # the default cluster, or ?namesrv=
+            assert 'broker="broker-a"' in text and "broker-other" not in text
+            _, _, text = await browser.request("GET", "/metrics?" + urlencode({"namesrv": other.namesrv}))
+            assert 'broker="broker-other"' in text and 'broker="broker-a"' not in text
+            status, _, _ = await browser.request("GET", "/metrics?namesrv=10.0.0.1:9876")
+            assert status == 400
         finally:
             await clusters.aclose()
 

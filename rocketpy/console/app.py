@@ -90,7 +90,7 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
     env.filters["name"] = lambda v: "" if v is None else str(getattr(v, "name", v))
     env.filters["version"] = client_version
     sessions = Sessions(settings.secret)
-    scrape = metrics.MetricsCache(settings.metrics_max_age)
+    scrapes: dict[str, metrics.MetricsCache] = {}  # one per cluster
     clusters = source if isinstance(source, Clusters) else Clusters.of(source, settings.other_namesrvs)
     choices = clusters.namesrvs
 
@@ -426,8 +426,13 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
     async def metrics_endpoint(request: Request) -> Response:
         if settings.users is not None and session_of(request) is None:
             return Response("login needed", status_code=401)
+        addr = request.query_params.get("namesrv", clusters.default)  # ?namesrv= for the other clusters
+        if addr not in choices:
+            return Response(f"# {addr} is not one of the console's NameServers\n", status_code=400,
+                            media_type=metrics.CONTENT_TYPE)
+        scrape = scrapes.setdefault(addr, metrics.MetricsCache(settings.metrics_max_age))
         try:
-            return Response(await scrape.get(await clusters.get()), media_type=metrics.CONTENT_TYPE)
+            return Response(await scrape.get(await clusters.get(addr)), media_type=metrics.CONTENT_TYPE)
         except ADMIN_ERRORS as exc:
             return Response(f"# cannot reach the cluster: {exc}\n", status_code=502, media_type=metrics.CONTENT_TYPE)
 
