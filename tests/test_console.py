@@ -520,6 +520,8 @@ async def test_dlq_messages_listed_exported_and_resent():
         _, page = await browser.get("/dlq?group=GDead")
         assert re.search(r'id="dlq-count">3<', page) and all(i in page for i in ids), _text(page)[-800:]
         assert page.count(">TDead<") == 3  # the origin topic
+        _, page = await browser.get("/message?" + urlencode({"topic": "%DLQ%GDead", "id": ids[0]}))  # one opened
+        assert "dead one" in page and "%DLQ%GDead" in page and 'id="error"' not in page, _text(page)[:600]
         status, headers, text = await browser.request("GET", "/dlq/export?group=GDead")
         assert status == 200 and headers["content-type"].startswith("text/csv")
         assert 'filename="dlq-GDead.csv"' in headers["content-disposition"]

@@ -252,6 +252,8 @@ def walk_pages(page: Any, url: str, sc: Scenario) -> None:
     with open(got.value.path(), encoding="utf-8") as f:
         rows = list(csv.DictReader(io.StringIO(f.read())))
     assert [(r["msgId"], r["originTopic"], r["body"]) for r in rows] == [(sc.dead[0], sc.topic, "dead 0")], rows
+    page.click(f"a.msg-link:has-text('{sc.dead[0]}')")  # a dead letter opened: found by its id in the DLQ topic
+    assert page.inner_text("#msg-id") == sc.dead[0] and page.text_content("pre.body-text") == "dead 0"
 
     # the read-only pages render, and /healthz answers
     page.goto(f"{url}/producers?group=PWalk&topic={sc.topic}")  # gone by now: said so on the page
