@@ -443,6 +443,8 @@ async def test_topic_list_filters_by_kind_with_counts_and_message_numbers():
             "NORMAL", "ORDER", "RETRY", "DLQ", "SYSTEM")
         async with Admin(cluster.namesrv) as admin:  # mqadmin updateTopic -o true's order conf
             assert await admin.get_kv_config("ORDER_TOPIC_CONFIG", "TKindOrder") == "broker-a:2"
+        _, detail = await browser.get("/topic/TKindOrder")  # the update form starts from what the topic is
+        assert 'id="update-order" checked' in detail and "<option selected>RW</option>" in detail
         counts = dict(re.findall(r'data-kind="(\w+)">\((\d+)\)', page))
         assert int(counts["ORDER"]) == 1 and int(counts["DLQ"]) == 1 and int(counts["RETRY"]) >= 1
         assert int(counts["NORMAL"]) == sum(1 for k in got.values() if k == "NORMAL")

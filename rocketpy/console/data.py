@@ -393,7 +393,11 @@ class ConsoleData:
         async with trio.open_nursery() as nursery:
             for group in set(groups):
                 nursery.start_soon(lag_of, group)
-        return {"route": route, "queues": queues, "groups": sorted(set(groups)), "lags": lags,
+        try:
+            order = bool(await self.admin.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic))
+        except ADMIN_ERRORS:  # QUERY_NOT_FOUND: no order conf
+            order = False
+        return {"route": route, "queues": queues, "groups": sorted(set(groups)), "lags": lags, "order": order,
                 "total": sum(o.max_offset - o.min_offset for _, o in queues)}
 
     async def create_topic(self, topic: str, read: int, write: int, perm: int, order: bool) -> None:
