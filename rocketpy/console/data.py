@@ -371,7 +371,8 @@ class ConsoleData:
         stats = await self.admin.topic_stats(topic)
         queues = sorted(stats.offset_table.items(), key=lambda kv: (kv[0].broker_name or "", kv[0].queue_id))
         groups: list[str] = []
-        for _, addr in await self.admin.topic_masters(topic):
+        masters = [bd.master_addr() or "" for bd in route.broker_datas or [] if bd.master_addr()]
+        for addr in masters:
             try:
                 resp = await self._invoke(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
                                           QueryTopicConsumeByWhoRequestHeader(topic=topic))
@@ -382,13 +383,20 @@ class ConsoleData:
         sem = trio.Semaphore(16)
 
         async def lag_of(group: str) -> None:  # the dashboard's "consumer manage" of a topic
+            # GET_CONSUME_STATS for the topic on its own masters: one request per group and master, no route
+            # lookup of the group's retry topic per group
+            lag = 0
             async with sem:
-                try:
-                    stats = await self.consume_stats(group, topic)
-                except ADMIN_ERRORS:
-                    lags[group] = None
-                    return
-                lags[group] = sum(max(0, w.broker_offset - w.consumer_offset) for w in stats.offset_table.values())
+                for addr in masters:
+                    try:
+                        resp = await self._invoke(addr, RequestCode.GET_CONSUME_STATS,
+                                                  GetConsumeStatsRequestHeader(consumer_group=group, topic=topic))
+                    except ADMIN_ERRORS:
+                        lags[group] = None
+                        return
+                    lag += sum(max(0, w.broker_offset - w.consumer_offset)
+                               for w in ConsumeStats.decode(resp.body or b"{}").offset_table.values())
+            lags[group] = lag
 
         async with trio.open_nursery() as nursery:
             for group in set(groups):
