@@ -9,7 +9,7 @@ import io
 import re
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 import pytest
 import trio
@@ -59,7 +59,7 @@ class Browser:
         for k, v in (headers or {}).items():
             hdrs.append((k.lower().encode(), v.encode()))
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-                 "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(),
+                 "scheme": "http", "path": unquote(path), "raw_path": path.encode(), "query_string": query.encode(),
                  "root_path": "", "headers": hdrs, "client": ("127.0.0.1", 1), "server": ("console.test", 80)}
         sent = False
         out: dict[str, Any] = {"body": b"", "headers": []}
@@ -644,3 +644,13 @@ async def test_group_list_filters_sorts_and_refreshes():
         assert '<meta http-equiv="refresh" content="10">' in page
         _, page = await browser.get("/groups?refresh=1")  # not faster than every 5 s
         assert 'http-equiv="refresh"' not in page
+
+
+async def test_names_are_data_in_the_pages_never_markup_or_script():
+    """A group named by a client (heartbeats create groups) cannot put markup or script in the pages: confirm()
+    questions are escaped attributes read by one script, not script text with the name in it."""
+    async with console() as (browser, _cluster, _producer):
+        name = "G'x\"<b>"
+        _, page = await browser.get(f"/group/{quote(name, safe='')}")
+        assert 'data-confirm="Delete group G&#39;x&#34;&lt;b&gt;?"' in page
+        assert name not in page and "<b>" not in page and "confirm('" not in page
