@@ -20,10 +20,9 @@ pytest.importorskip("starlette")
 
 from rocketpy.client import ClientConfig, Producer, make_message  # noqa: E402
 from rocketpy.client.admin import Admin  # noqa: E402
-from rocketpy.codecs.bodies import SubscriptionGroupConfig, TopicConfig  # noqa: E402
 from rocketpy.console.data import ConsoleData  # noqa: E402
 from rocketpy.console.metrics import render  # noqa: E402
-from rocketpy.console.testing import console_cluster  # noqa: E402
+from rocketpy.console.testing import console_cluster, make_topic_and_groups  # noqa: E402
 from rocketpy.testing import free_broker_port  # noqa: E402
 
 from .servers import java_broker, java_namesrv  # noqa: E402
@@ -37,16 +36,7 @@ async def scenario(namesrv: str) -> dict[str, Any]:
     """Create the topic and group, send N, commit the group at N/2 on each queue's share; read it back."""
     async with Admin(namesrv) as admin:
         data = ConsoleData(admin)
-        for addr in await admin.master_addrs():
-            await admin.create_topic(addr, TopicConfig(topic_name=TOPIC, read_queue_nums=2, write_queue_nums=2))
-            await admin.update_sub_group(addr, SubscriptionGroupConfig(group_name=GROUP))
-        with trio.fail_after(30):
-            while True:
-                try:
-                    await admin.topic_route(TOPIC)
-                    break
-                except Exception:
-                    await trio.sleep(0.2)
+        await make_topic_and_groups(admin, TOPIC, GROUP)
         # a Java broker answers GET_BROKER_RUNTIME_INFO with SYSTEM_ERROR (NoSuchElementException) until its
         # StoreStatsService has taken a first sample: wait for a clean answer, as a console user would see one
         with trio.fail_after(30):
@@ -137,3 +127,48 @@ async def test_java_mqadmin_reads_the_python_clients_traces(java_ref: Path, tmp_
     assert re.search(r"^Pub\s+PTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
     assert re.search(r"^Sub\s+CTraceJava\s+\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+ms\s+success", text, re.M), text
 
+
+
+def test_every_console_page_in_chromium_on_java_servers(java_ref: Path, tmp_path: Path) -> None:
+    """rocketpy.console.testing's walks, which tests/test_console_browser.py runs on our servers, on the Java
+    NameServer and broker: every page and its changes (kinds, order conf, broker status and config, by-time search,
+    reset by time, group config, skip, DLQ list and export), then with a Python consumer online (its queues, its
+    running info, a dead letter resent to it), through the admin protocol only."""
+    import os
+    import shutil
+    from contextlib import asynccontextmanager
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright (pip install playwright) is not installed")
+    chromium = os.environ.get("ROCKETPY_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no chromium on this machine (apt-get install chromium)")
+    from rocketpy.console.app import ConsoleSettings
+    from rocketpy.console.server import run_console
+    from rocketpy.console.testing import fill_scenario, hosted, walk_pages, walk_with_a_consumer
+
+    @asynccontextmanager
+    async def java_console() -> Any:
+        async with java_namesrv(java_ref, free_broker_port(), tmp_path) as namesrv:
+            async with java_broker(java_ref, free_broker_port(), namesrv, tmp_path / "java-store",
+                                   {"autoCreateTopicEnable": "true"}):
+                async with Admin(namesrv) as admin:  # the first runtime sample (see scenario above)
+                    data = ConsoleData(admin)
+                    with trio.fail_after(60):
+                        while not (rows := await data.brokers()) or any(b.error for b in rows):
+                            await trio.sleep(0.2)
+                async with trio.open_nursery() as nursery:
+                    url = await nursery.start(run_console, ConsoleSettings(namesrv=namesrv), "127.0.0.1:0")
+                    yield namesrv, url
+                    nursery.cancel_scope.cancel()
+
+    with hosted(java_console) as ((namesrv, url), portal), sync_api.sync_playwright() as p:
+        sc = portal.run(fill_scenario, namesrv)
+        browser = p.chromium.launch(executable_path=chromium, headless=True,
+                                    args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(15_000)
+            walk_pages(page, url, sc)
+            walk_with_a_consumer(page, url, sc, namesrv, portal)
+        finally:
+            browser.close()

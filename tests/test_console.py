@@ -4,10 +4,12 @@ and /metrics speaks rocketmq-exporter's names."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, unquote, urlencode
 
 import pytest
 import trio
@@ -21,6 +23,7 @@ from clusters import real_cluster  # noqa: E402
 
 from rocketpy.client import Producer, make_message  # noqa: E402
 from rocketpy.client.admin import Admin  # noqa: E402
+from rocketpy.codecs.bodies import SubscriptionGroupConfig, TopicConfig  # noqa: E402
 from rocketpy.codecs.trace import (  # noqa: E402
     MESSAGE_TYPES,
     TraceRecord,
@@ -56,7 +59,7 @@ class Browser:
         for k, v in (headers or {}).items():
             hdrs.append((k.lower().encode(), v.encode()))
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-                 "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(),
+                 "scheme": "http", "path": unquote(path), "raw_path": path.encode(), "query_string": query.encode(),
                  "root_path": "", "headers": hdrs, "client": ("127.0.0.1", 1), "server": ("console.test", 80)}
         sent = False
         out: dict[str, Any] = {"body": b"", "headers": []}
@@ -106,19 +109,15 @@ class Browser:
 
 @asynccontextmanager
 async def console(**settings: Any):
+    """The app over a fresh admin client (as ``rocketpy console`` starts it) and a producer of its own."""
     async with real_cluster() as cluster, Admin(cluster.namesrv) as admin:
         data = ConsoleData(admin)
-        producer = Producer("PG_console_test", client=admin.client)
-        await producer.start()
-
-        async def send(topic: str, body: bytes, tags: str, keys: str) -> Any:
-            return await producer.send(make_message(topic, body, tags=tags or None, keys=keys or None))
-
         try:
-            app = build_app(ConsoleSettings(namesrv=cluster.namesrv, **settings), data, send)
-            yield Browser(app), cluster, producer
+            async with Producer("PG_console_test", namesrv=cluster.namesrv) as producer:
+                app = build_app(ConsoleSettings(namesrv=cluster.namesrv, **settings), data)
+                yield Browser(app), cluster, producer
         finally:
-            await producer.shutdown()
+            await data.aclose()
 
 
 def _text(html: str) -> str:
@@ -205,6 +204,18 @@ async def test_message_detail_shows_consumers_and_resends_to_one_client():
                 "back": detail}, csrf_from=detail)
             assert re.search(r"consumed by \S+: CR_SUCCESS", page), _text(page)[1200:1900]
             assert got == [b"resend me", b"resend me"]
+
+
+@pytest.mark.timeout(60)
+async def test_messages_by_time_on_a_fresh_console():
+    """Sent by another client: the console's own client never looked the topic up before the search."""
+    async with console() as (browser, cluster, _producer):
+        async with Producer("PG_elsewhere", namesrv=cluster.namesrv) as other:
+            ids = [(await other.send(make_message("TFresh", f"m{i}", keys=f"f{i}"))).msg_id for i in range(3)]
+        _, page = await browser.get("/messages?topic=TFresh")
+        assert "3 found" in page and all(i in page for i in ids), _text(page)[-400:]
+        _, page = await browser.get("/messages?" + urlencode({"topic": "TFresh", "begin": "0", "end": "1"}))
+        assert "0 found" in page  # the range still counts
 
 
 async def test_changes_need_post_and_the_csrf_token():
@@ -375,3 +386,271 @@ def test_trace_encoding_round_trips(records: list[TraceRecord]) -> None:
     encoders = {"Pub": encode_pub, "SubBefore": encode_sub_before, "SubAfter": encode_sub_after}
     text = "".join(encoders[r.trace_type](r) for r in records)
     assert decode_trace_data(text) == records
+
+
+async def _dead_letters(cluster: Any, producer: Producer, topic: str, group: str, bodies: list[bytes]) -> list[str]:
+    """Send ``bodies`` to ``topic`` and give each up as a consumer of ``group`` would after its last retry
+    (CONSUMER_SEND_MSG_BACK with delay level -1: straight to %DLQ%group). Their client ids."""
+    ids = [(await producer.send(make_message(topic, b, keys=f"dead-{i}"))).msg_id for i, b in enumerate(bodies)]
+    async with Admin(cluster.namesrv) as admin:
+        for msg_id in ids:
+            msg = await admin.view_message(msg_id, topic)
+            await admin.client.api.send_message_back(msg.store_host, msg, group, -1, 16, None)
+    return ids
+
+
+@pytest.mark.timeout(60)
+async def test_healthz_says_whether_the_namesrv_answers():
+    async with console() as (browser, cluster, _producer):
+        status, _, text = await browser.request("GET", "/healthz")
+        assert status == 200 and '"status":"UP"' in text and '"brokers":1' in text and cluster.namesrv in text
+    from rocketpy.testing import free_port
+
+    gone = f"127.0.0.1:{free_port()}"  # nothing listens there
+    async with Admin(gone) as admin:
+        data = ConsoleData(admin)
+        app = build_app(ConsoleSettings(namesrv=gone, users=parse_users("a=b,1")), data)
+        status, _, text = await Browser(app).request("GET", "/healthz")  # no login needed
+        await data.aclose()
+    assert status == 503 and '"status":"DOWN"' in text and "GET_BROKER_CLUSTER_INFO" in text, text
+
+
+@pytest.mark.timeout(60)
+async def test_topic_list_filters_by_kind_with_counts_and_message_numbers():
+    async with console() as (browser, cluster, producer):
+        for i in range(3):
+            await producer.send(make_message("TKindNormal", f"m{i}"))
+        await browser.post("/topics/save", {"topic": "TKindOrder", "read": "2", "write": "2", "perm": "RW",
+                                            "order": "on", "back": "/topics"}, csrf_from="/topics")
+        async with Admin(cluster.namesrv) as admin:
+            for topic in ("%RETRY%GKind", "%DLQ%GKind"):
+                await admin.create_topic(cluster.broker_addr, TopicConfig(topic_name=topic, read_queue_nums=1,
+                                                                          write_queue_nums=1))
+
+        def kinds(page: str) -> dict[str, str]:
+            return dict(re.findall(r'<tr data-topic="([^"]+)">.*?<td class="kind">(\w+)</td>', page, re.S))
+
+        page = ""
+
+        async def listed() -> bool:  # the broker registers new topics with the NameServer in the background
+            nonlocal page
+            page = (await browser.get("/topics?type=NORMAL&type=ORDER&type=RETRY&type=DLQ&type=SYSTEM"))[1]
+            return {"TKindOrder", "%RETRY%GKind", "%DLQ%GKind"} <= set(kinds(page))
+
+        await wait_until(listed, timeout=10, tick=0.1)
+        got = kinds(page)
+        assert (got["TKindNormal"], got["TKindOrder"], got["%RETRY%GKind"], got["%DLQ%GKind"], got["TBW102"]) == (
+            "NORMAL", "ORDER", "RETRY", "DLQ", "SYSTEM")
+        async with Admin(cluster.namesrv) as admin:  # mqadmin updateTopic -o true's order conf
+            assert await admin.get_kv_config("ORDER_TOPIC_CONFIG", "TKindOrder") == "broker-a:2"
+        _, detail = await browser.get("/topic/TKindOrder")  # the update form starts from what the topic is
+        assert 'id="update-order" checked' in detail and "<option selected>RW</option>" in detail
+        counts = dict(re.findall(r'data-kind="(\w+)">\((\d+)\)', page))
+        assert int(counts["ORDER"]) == 1 and int(counts["DLQ"]) == 1 and int(counts["RETRY"]) >= 1
+        assert int(counts["NORMAL"]) == sum(1 for k in got.values() if k == "NORMAL")
+        row = re.search(r'<tr data-topic="TKindNormal">.*?</tr>', page, re.S).group(0)
+        assert re.search(r'class="n messages">3<', row), row
+        _, page = await browser.get("/topics?type=DLQ")
+        assert set(kinds(page)) == {"%DLQ%GKind"}
+        _, page = await browser.get("/topics")  # the default: normal and order topics
+        assert set(kinds(page)) >= {"TKindNormal", "TKindOrder"} and {"TBW102", "%RETRY%GKind"}.isdisjoint(
+            kinds(page))
+
+
+@pytest.mark.timeout(60)
+async def test_group_config_edit_skip_and_queue_allocation():
+    from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
+
+    async with console() as (browser, cluster, producer):
+        for i in range(4):
+            await producer.send(make_message("TSkip", f"m{i}"))
+        await browser.post("/groups/save", {"group": "GSkip", "back": "/groups"}, csrf_from="/groups")
+        _, page = await browser.get("/group/GSkip")
+        assert re.search(r'data-key="retryMaxTimes">16<', page) and re.search(r'data-key="consumeEnable">true<', page)
+        status, page = await browser.post("/group/GSkip/config", {
+            "consume_from_min_enable": "on", "consume_broadcast_enable": "on", "retry_queue_nums": "1",
+            "retry_max_times": "3", "broker_id": "0", "which_broker_when_consume_slowly": "1",
+            "notify_consumer_ids_changed_enable": "on", "broker": "broker-a", "back": "/group/GSkip"},
+            csrf_from="/group/GSkip")  # consumeEnable left unticked
+        assert "config of GSkip saved on broker-a" in page, _text(page)[:800]
+        assert re.search(r'data-key="retryMaxTimes">3<', page) and re.search(r'data-key="consumeEnable">false<', page)
+        async with Admin(cluster.namesrv) as admin:
+            config = await admin.sub_group_config(cluster.broker_addr, "GSkip")
+            assert config is not None and (config.retry_max_times, config.consume_enable) == (3, False)
+            await admin.update_sub_group(cluster.broker_addr, SubscriptionGroupConfig(group_name="GSkip"))
+            route = await admin.topic_route("TSkip")
+            for mq in (await admin.topic_stats("TSkip")).offset_table:
+                await admin.client.api.update_consumer_offset(route.broker_datas[0].master_addr(), "GSkip", mq, 0)
+        _, page = await browser.get("/group/GSkip")
+        assert re.search(r'id="group-lag">4<', page)
+        _, page = await browser.get("/topic/TSkip")  # the topic's groups with their lag on it
+        assert re.search(r'<tr data-group="GSkip">.*?<td class="n lag">4</td>', page, re.S), _text(page)[-500:]
+        status, page = await browser.post("/group/GSkip/skip", {"topic": "TSkip", "back": "/group/GSkip"},
+                                          csrf_from="/group/GSkip")
+        assert "accumulated messages of TSkip skipped for GSkip" in page, _text(page)[:900]
+        assert re.search(r'id="group-lag">0<', page)
+
+        # an online client: every queue shows it, and the group list its version, type and model
+        config = ClientConfig(namesrv_addr=cluster.namesrv, rebalance_interval=1.0, poll_name_server_interval=1.0)
+        consumer = PushConsumer("GSkip", lambda msgs, ctx: None, config=config,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
+        consumer.subscribe("TSkip", "*")
+        async with consumer:
+            client_id = consumer.client.client_id
+
+            async def allocated() -> bool:
+                nonlocal page
+                page = (await browser.get("/group/GSkip"))[1]
+                return len(re.findall(rf'<td class="client">{re.escape(client_id)}</td>', page)) >= 4
+
+            await wait_until(allocated, timeout=15, tick=0.2)
+            assert f'href="/client?group=GSkip&amp;id={quote(client_id)}"' in page
+            _, page = await browser.get(f"/client?group=GSkip&id={quote(client_id)}")  # its running info
+            assert 'data-key="PROP_CLIENT_VERSION">V4_9_8<' in page and page.count("<td>TSkip</td>") >= 5
+            _, page = await browser.get("/groups")
+            row = re.search(r'<tr data-group="GSkip">.*?</tr>', page, re.S).group(0)
+            assert '<td class="version">V4_9_8</td>' in row and "CONSUME_PASSIVELY" in row and "CLUSTERING" in row
+
+
+@pytest.mark.timeout(60)
+async def test_dlq_messages_listed_exported_and_resent():
+    from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
+
+    async with console() as (browser, cluster, producer):
+        bodies = [b"dead one", "zwei \u00fc".encode(), b"\xff\x00"]
+        ids = await _dead_letters(cluster, producer, "TDead", "GDead", bodies)
+        _, page = await browser.get("/dlq?group=GDead")
+        assert re.search(r'id="dlq-count">3<', page) and all(i in page for i in ids), _text(page)[-800:]
+        assert page.count(">TDead<") == 3  # the origin topic
+        _, page = await browser.get("/message?" + urlencode({"topic": "%DLQ%GDead", "id": ids[0]}))  # one opened
+        assert "dead one" in page and "%DLQ%GDead" in page and 'id="error"' not in page, _text(page)[:600]
+        status, headers, text = await browser.request("GET", "/dlq/export?group=GDead")
+        assert status == 200 and headers["content-type"].startswith("text/csv")
+        assert 'filename="dlq-GDead.csv"' in headers["content-disposition"]
+        rows = list(csv.DictReader(io.StringIO(text)))
+        assert sorted(r["msgId"] for r in rows) == sorted(ids)
+        assert {r["body"] for r in rows} == {"dead one", "zwei \u00fc", "base64:/wA="}
+        assert {r["topic"] for r in rows} == {"%DLQ%GDead"} and {r["originTopic"] for r in rows} == {"TDead"}
+        _, _, text = await browser.request("GET", "/dlq/export?" + urlencode({"group": "GDead", "id": ids[0]}))
+        assert [r["msgId"] for r in csv.DictReader(io.StringIO(text))] == [ids[0]]
+        _, page = await browser.get("/dlq?group=GNoDeadLetters")
+        assert re.search(r'id="dlq-count">0<', page)
+        # no consumer online: a message, not a trace
+        status, page = await browser.post("/dlq/resend", {"group": "GDead", "id": ids[0], "back": "/dlq?group=GDead"},
+                                          csrf_from="/dlq?group=GDead")
+        assert "no consumer of GDead is online" in page
+
+        got: list[bytes] = []
+        config = ClientConfig(namesrv_addr=cluster.namesrv, rebalance_interval=1.0, poll_name_server_interval=1.0)
+        consumer = PushConsumer("GDead", lambda msgs, ctx: got.extend(m.body for m in msgs), config=config,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
+        consumer.subscribe("TDeadIdle", "*")  # online in the group; what it subscribes to does not matter
+        async with consumer:
+            await wait_until(lambda: cluster.brokers[0].consumers.get("GDead") is not None, timeout=10, tick=0.05)
+            status, page = await browser.post("/dlq/resend", {"group": "GDead", "id": ids[0],
+                                                              "back": "/dlq?group=GDead"}, csrf_from="/dlq?group=GDead")
+            assert f"resent {ids[0]}: CR_SUCCESS" in page, _text(page)[:600]
+        assert got == [b"dead one"]
+        # deleting the group takes its retry and DLQ topics with it (mqadmin's deleteSubGroup)
+        _, page = await browser.get("/topics?type=RETRY&type=DLQ")
+        assert "%RETRY%GDead" in page and "%DLQ%GDead" in page
+        status, page = await browser.post("/group/GDead/delete", {"back": "/group/GDead"}, csrf_from="/group/GDead")
+        assert "group GDead deleted with its retry and DLQ topics" in page, _text(page)[:600]
+        _, page = await browser.get("/topics?type=RETRY&type=DLQ")
+        assert "GDead" not in page
+        _, page = await browser.get("/groups")
+        assert "GDead" not in page.replace("group GDead deleted", "")
+
+
+@pytest.mark.timeout(60)
+async def test_broker_status_and_config_pages_show_every_key():
+    async with console() as (browser, cluster, _producer):
+        _, page = await browser.get("/")
+        assert 'href="/broker/broker-a/0"' in page
+        status, page = await browser.get("/broker/broker-a/0")
+        async with Admin(cluster.namesrv) as admin:
+            runtime = await admin.broker_runtime_info(cluster.broker_addr)
+            config = await admin.broker_config(cluster.broker_addr)
+        assert status == 200 and len(runtime) > 30 and len(config) > 100
+        shown = dict(re.findall(r'<th>([^<]+)</th><td data-key="[^"]+">([^<]*)</td>', page))
+        for key in ("brokerVersionDesc", "putTps", "msgPutTotalTodayNow", "commitLogDirCapacity"):
+            assert key in shown, key
+        assert set(runtime) | set(config) == set(shown)
+        assert shown["brokerName"] == "broker-a" and shown["brokerVersionDesc"] == "V4_9_8"
+        status, page = await browser.get("/broker/broker-z/0")  # only brokers of the cluster
+        assert status == 200 and 'id="error"' in page and "no broker broker-z" in page
+
+
+@pytest.mark.timeout(60)
+async def test_namesrv_switcher_shows_another_cluster():
+    from rocketpy.console.data import Clusters
+
+    async with real_cluster(("broker-other",)) as other, real_cluster() as cluster:
+        clusters = Clusters([cluster.namesrv, other.namesrv])
+        try:
+            browser = Browser(build_app(ConsoleSettings(namesrv=cluster.namesrv, other_namesrvs=[other.namesrv]),
+                                        clusters))
+            _, page = await browser.get("/")
+            assert "broker-a" in page and "broker-other" not in page and 'id="namesrv-select"' in page
+            status, page = await browser.post("/namesrv", {"namesrv": other.namesrv}, csrf_from="/")
+            assert "broker-other" in page and ">broker-a<" not in page and f"<option selected>{other.namesrv}" in page
+            _, page = await browser.get("/topics?system=1")
+            assert "broker-other" in page  # every page follows the choice
+            status, page = await browser.post("/namesrv", {"namesrv": "10.0.0.1:9876"}, csrf_from="/")
+            assert "is not one of the console" in page  # only the configured clusters
+            status, _, _ = await browser.request("POST", "/namesrv", {"namesrv": cluster.namesrv})
+            assert status == 403  # no CSRF token
+            status, _, text = await browser.request("GET", "/healthz")
+            assert status == 200 and cluster.namesrv in text  # the default cluster
+            _, _, text = await browser.request("GET", "/metrics")  # the default cluster, or ?namesrv=
+            assert 'broker="broker-a"' in text and "broker-other" not in text
+            _, _, text = await browser.request("GET", "/metrics?" + urlencode({"namesrv": other.namesrv}))
+            assert 'broker="broker-other"' in text and 'broker="broker-a"' not in text
+            status, _, _ = await browser.request("GET", "/metrics?namesrv=10.0.0.1:9876")
+            assert status == 400
+        finally:
+            await clusters.aclose()
+
+
+@pytest.mark.timeout(60)
+async def test_group_list_filters_sorts_and_refreshes():
+    async with console() as (browser, cluster, producer):
+        for i in range(3):
+            await producer.send(make_message("TSort", f"m{i}"))
+        async with Admin(cluster.namesrv) as admin:
+            for g in ("GSortA", "GSortB", "GSortC"):
+                await admin.update_sub_group(cluster.broker_addr, SubscriptionGroupConfig(group_name=g))
+            route = await admin.topic_route("TSort")
+            mqs = sorted((await admin.topic_stats("TSort")).offset_table.items(), key=lambda kv: kv[0].queue_id)
+            master = route.broker_datas[0].master_addr()
+            first = next(mq for mq, bounds in mqs if bounds.max_offset > 0)
+            for mq, bounds in mqs:  # GSortB behind by all 3, GSortA by 1, GSortC without offsets
+                await admin.client.api.update_consumer_offset(master, "GSortB", mq, 0)
+                await admin.client.api.update_consumer_offset(master, "GSortA", mq,
+                                                              bounds.max_offset - (1 if mq == first else 0))
+
+        def order(page: str) -> list[str]:
+            return re.findall(r'<tr data-group="(GSort\w)">', page)
+
+        _, page = await browser.get("/groups?q=gsort")  # the filter ignores case
+        assert order(page) == ["GSortA", "GSortB", "GSortC"] and "TSort" not in page
+        lags = dict(re.findall(r'<td class="n lag" data-group="(GSort\w)">(\d+)', page))
+        assert (lags["GSortA"], lags["GSortB"]) == ("1", "3"), lags
+        _, page = await browser.get("/groups?q=GSort&sort=lag")
+        assert order(page) == ["GSortB", "GSortA", "GSortC"]
+        _, page = await browser.get("/groups?q=GSortB")
+        assert order(page) == ["GSortB"]
+        _, page = await browser.get("/groups?q=GSort&refresh=10")
+        assert '<meta http-equiv="refresh" content="10">' in page
+        _, page = await browser.get("/groups?refresh=1")  # not faster than every 5 s
+        assert 'http-equiv="refresh"' not in page
+
+
+async def test_names_are_data_in_the_pages_never_markup_or_script():
+    """A group named by a client (heartbeats create groups) cannot put markup or script in the pages: confirm()
+    questions are escaped attributes read by one script, not script text with the name in it."""
+    async with console() as (browser, _cluster, _producer):
+        name = "G'x\"<b>"
+        _, page = await browser.get(f"/group/{quote(name, safe='')}")
+        assert 'data-confirm="Delete group G&#39;x&#34;&lt;b&gt;?"' in page
+        assert name not in page and "<b>" not in page and "confirm('" not in page

@@ -8,7 +8,6 @@ import datetime
 import os
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,21 +60,11 @@ def _lag(page: Any, group: str) -> str:
     return page.inner_text(f'td.lag[data-group="{group}"]').strip()
 
 
-def _wait(check: Any, page: Any, timeout: float = 15.0) -> None:
-    """Reload ``page`` until ``check()`` holds (the cluster changes behind the page)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out on {page.url}")
-        page.wait_for_timeout(250)
-        page.reload()
-
-
 @pytest.mark.timeout(90)
 def test_click_through_the_console(browser: Any) -> None:
     from rocketpy.client import ClientConfig, ConsumeFromWhere, PushConsumer
     from rocketpy.client.facade import Hosted
-    from rocketpy.console.testing import threaded_console_cluster
+    from rocketpy.console.testing import reload_until, threaded_console_cluster
 
     before = datetime.datetime.now() - datetime.timedelta(seconds=2)
     with threaded_console_cluster() as c:
@@ -90,7 +79,7 @@ def test_click_through_the_console(browser: Any) -> None:
         page.fill("#new-topic", "TBrowser")
         page.click("#create-topic")
         assert "topic TBrowser saved" in page.inner_text("#flash")
-        _wait(lambda: page.locator("#queues tr").count() > 1, page)  # routed once the broker re-registers
+        reload_until(page, lambda: page.locator("#queues tr").count() > 1)  # routed once the broker re-registers
         page.fill("#send-keys", "browser-key")
         page.fill("#send-body", '{"hello": "browser"}')
         page.click("#send-button")
@@ -130,7 +119,7 @@ def test_click_through_the_console(browser: Any) -> None:
         hosted = Hosted(consumer, c.portal)
         hosted.start()
         try:
-            _wait(lambda: _lag(page, "GBrowser") == "0", page)
+            reload_until(page, lambda: _lag(page, "GBrowser") == "0")
             page.click("a:has-text('GBrowser')")
             assert "TBrowser" in page.inner_text("#progress") and consumer.client.client_id in page.inner_text(
                 "#connections")
@@ -142,14 +131,14 @@ def test_click_through_the_console(browser: Any) -> None:
         page.fill("#reset-topic", "TBrowser")
         page.fill("#reset-time", before.strftime("%Y-%m-%dT%H:%M:%S"))
         page.click("#reset-button")
-        assert "offsets of TBrowser reset" in page.inner_text("#flash"), page.inner_text("main")
+        assert "offsets of TBrowser for GBrowser reset" in page.inner_text("#flash"), page.inner_text("main")
         assert page.inner_text("#group-lag") == "4"
 
         # the trace of a traced message: sent, consumed start and end
         page.click("#nav-trace")
         page.fill("#trace-id", traced[0])
         page.click("#trace-search")
-        _wait(lambda: page.locator("tr.step-SubAfter").count() > 0, page)
+        reload_until(page, lambda: page.locator("tr.step-SubAfter").count() > 0)
         steps = [s.get_attribute("class") for s in page.locator("#timeline tr[class^=step-]").all()]
         assert steps == ["step-Pub", "step-SubBefore", "step-SubAfter"]
         assert "GBrowser" in page.inner_text("#timeline") and "PG_browser" in page.inner_text("#timeline")
@@ -157,8 +146,72 @@ def test_click_through_the_console(browser: Any) -> None:
         # the console's own producer (it sent the test message) is connected; the other pages render
         page.goto(f"{c.url}/producers?group=SELF_TEST_P_GROUP&topic=TBrowser")
         producers = page.inner_text("#producer-list")
-        assert re.search(r"\n127\.0\.0\.1@\S+\t127\.0\.0\.1:\d+\t[A-Z]+\t409", producers), producers
+        assert re.search(r"\n127\.0\.0\.1@\S+\t127\.0\.0\.1:\d+\t[A-Z]+\tV4_9_8", producers), producers
         for path in ("/acl", "/topics?system=1", "/groups?system=1", "/metrics"):
             page.goto(c.url + path)
             assert page.locator("#error").count() == 0, path
+        page.close()
+
+
+@pytest.mark.timeout(120)
+def test_every_page_and_its_changes(browser: Any) -> None:
+    """The walks the Java compat test runs too (rocketpy.console.testing: every page, then what needs a client
+    online), then the NameServer switcher."""
+    from rocketpy.console.testing import fill_scenario, threaded_console_cluster, walk_pages, walk_with_a_consumer
+
+    with threaded_console_cluster(namesrv_alias=True) as c:
+        sc = c.run(fill_scenario, c.namesrv)
+        page = browser.new_page()
+        page.set_default_timeout(10_000)
+        walk_pages(page, c.url, sc)
+
+        walk_with_a_consumer(page, c.url, sc, c.namesrv, c.portal)
+
+        # the switcher: the same NameServer under a second name, chosen for this browser only
+        page.goto(c.url)
+        alias = c.namesrv.replace("127.0.0.1", "localhost")
+        page.select_option("#namesrv-select", alias)
+        page.wait_for_selector("#flash")
+        assert alias in page.inner_text("#flash") and "broker-a" in page.inner_text("#brokers")
+        assert page.eval_on_selector("#namesrv-select", "s => s.value") == alias
+        other = browser.new_page()
+        other.goto(c.url)
+        assert other.eval_on_selector("#namesrv-select", "s => s.value") == c.namesrv
+        other.close()
+        page.close()
+
+
+@pytest.mark.timeout(60)
+def test_login_page_and_roles(browser: Any) -> None:
+    """With a users file: the login page, a viewer without forms, an administrator with them, /healthz open."""
+    from rocketpy.console.auth import parse_users
+    from rocketpy.console.testing import threaded_console_cluster
+
+    with threaded_console_cluster(users=parse_users("admin=secret,1\nviewer=look\n")) as c:
+        page = browser.new_page()
+        page.set_default_timeout(10_000)
+        page.goto(f"{c.url}/topics")
+        assert "/login" in page.url
+        page.fill("input[name=user]", "viewer")
+        page.fill("input[name=password]", "wrong")
+        page.click("button")
+        assert "wrong user or password" in page.inner_text("#error")
+        page.fill("input[name=user]", "viewer")
+        page.fill("input[name=password]", "look")
+        page.click("button")
+        assert page.url.endswith("/topics") and page.locator("#topic-create").count() == 0
+        page.goto(f"{c.url}/dlq")
+        assert page.locator("#dlq-group").count() == 1  # reading is allowed
+        page.click("text=log out")
+        assert "/login" in page.url
+        page.fill("input[name=user]", "admin")
+        page.fill("input[name=password]", "secret")
+        page.click("button")
+        assert page.url.endswith("/") and page.locator("#brokers").count() == 1
+        page.goto(f"{c.url}/topics")
+        assert page.locator("#topic-create").count() == 1
+        other = browser.new_page()  # no session: orchestrators probe without one
+        response = other.goto(f"{c.url}/healthz")
+        assert response is not None and response.status == 200
+        other.close()
         page.close()

@@ -86,3 +86,35 @@ def test_serve_with_console_serves_pages_and_stops_on_ctrl_c(tmp_path: Path) -> 
             proc.wait()
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "broker broker-a stopped" in err, err
+
+
+@pytest.mark.timeout(60)
+def test_console_with_two_clusters_and_healthz(tmp_path: Path) -> None:
+    """``-n`` once per cluster: the switcher offers both; /healthz checks the first and says 503 while it is down."""
+    import json
+    import urllib.error
+
+    port, gone, other = _free_port(), f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    args = [sys.executable, "-m", "rocketpy", "console", "-n", gone, "-n", other, "--listen", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == f"rocketpy console: http://127.0.0.1:{port} (NameServer {gone} | {other})", line
+        with pytest.raises(urllib.error.HTTPError) as down:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10)
+        body = json.loads(down.value.read().decode())
+        assert down.value.code == 503 and body["status"] == "DOWN" and body["namesrv"] == gone, body
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/acl", timeout=10) as r:  # an error, shown on the page
+            page = r.read().decode()
+        assert 'id="namesrv-select"' in page and f"<option selected>{gone}</option>" in page
+        assert f"<option >{other}</option>" in page or f"<option>{other}</option>" in page
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 0

@@ -53,6 +53,7 @@ from ..codecs.headers import (
     GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetKVConfigRequestHeader,
+    GetKVListByNamespaceRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
@@ -201,6 +202,10 @@ class Admin:
             raise MQClientError(f"no master broker found (cluster {cluster!r})")
         return out
 
+    async def topic_masters(self, topic: str) -> list[tuple[str, str]]:
+        """(broker name, master address) of each broker serving ``topic``, from a fresh route lookup."""
+        return await self._topic_masters(topic)
+
     async def _topic_masters(self, topic: str) -> list[tuple[str, str]]:
         route = await self.topic_route(topic)
         return [(bd.broker_name or "", bd.master_addr() or "") for bd in route.broker_datas or [] if bd.master_addr()]
@@ -334,6 +339,19 @@ class Admin:
         await self._broker(addr, code)
         return True
 
+    async def kv_list(self, namespace: str) -> dict[str, str]:
+        """GET_KVLIST_BY_NAMESPACE: every key and value of ``namespace`` ({} when it has none)."""
+        req = RemotingCommand.request(RequestCode.GET_KVLIST_BY_NAMESPACE,
+                                      GetKVListByNamespaceRequestHeader(namespace=namespace))
+
+        async def call(addr: str) -> RemotingCommand:
+            return check(await self.client.api.invoke(addr, req, self.timeout), addr, ResponseCode.QUERY_NOT_FOUND)
+
+        resp = await self.client.namesrv_invoke(call)
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
+            return {}
+        return KVTable.decode(resp.body or b"{}").table
+
     async def delete_kv_config(self, namespace: str, key: str) -> None:
         await self._ns(RequestCode.DELETE_KV_CONFIG, DeleteKVConfigRequestHeader(namespace=namespace, key=key))
 
@@ -422,6 +440,12 @@ class Admin:
         if not found:
             raise MQClientError(f"query message by id finished, but no message. {msg_id}")
         return found[0]
+
+    async def view_message_at(self, addr: str, commit_log_offset: int) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID on broker ``addr`` for the message at ``commit_log_offset``."""
+        resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(
+            offset=commit_log_offset))
+        return decode_message(resp.body or b"")
 
     async def query_messages(self, topic: str, key: str, max_num: int = 64, begin: int = 0,
                              end: int = 2**63 - 1, unique: bool = False) -> list[MessageExt]:

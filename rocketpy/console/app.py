@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import trio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -24,15 +25,27 @@ from starlette.routing import Route
 
 from ..client.errors import MQClientError
 from ..clock import now_ms
+from ..codecs.bodies import SubscriptionGroupConfig
 from ..codecs.bodies.register import PERM_READ_WRITE
 from ..codecs.message import MessageExt
 from . import metrics
 from .auth import SESSION_COOKIE, SESSION_SECONDS, Session, Sessions, User
-from .data import ADMIN_ERRORS, ConsoleData, body_views
+from .data import (
+    ADMIN_ERRORS,
+    GROUP_CONFIG_FIELDS,
+    TOPIC_KINDS,
+    Clusters,
+    ConsoleData,
+    body_views,
+    client_version,
+    export_csv,
+)
 
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).parent / "templates"
 PERMS = {"RW": PERM_READ_WRITE, "R": 4, "W": 2}
+NAMESRV_COOKIE = "rocketpy_console_namesrv"  # the cluster this browser looks at (one of the configured ones)
+HEALTH_TIMEOUT = 3.0  # seconds /healthz waits for the NameServer
 
 
 @dataclasses.dataclass
@@ -42,6 +55,12 @@ class ConsoleSettings:
     users: dict[str, User] | None = None
     secret: bytes | None = None
     metrics_max_age: float = 10.0  # seconds a /metrics answer is reused
+    #: more clusters to switch to (their NameServer lists), after ``namesrv``, the default
+    other_namesrvs: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def namesrvs(self) -> list[str]:
+        return list(dict.fromkeys([self.namesrv, *self.other_namesrvs]))
 
 
 def _ts(ms: int) -> str:
@@ -63,16 +82,27 @@ def parse_local_time(text: str) -> int:
     raise ValueError(f"not a time: {text!r} (use YYYY-MM-DDTHH:MM or epoch millis)")
 
 
-def build_app(settings: ConsoleSettings, data: ConsoleData,
-              send: Callable[[str, bytes, str, str], Awaitable[Any]] | None = None) -> Starlette:
+def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Starlette:
+    """``source``: one open cluster's data (with ``settings.other_namesrvs`` opened on first use), or
+    :class:`Clusters`; every page shows the cluster the browser chose (NAMESRV_COOKIE), the first by default."""
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]))
     env.filters["ts"] = _ts
     env.filters["name"] = lambda v: "" if v is None else str(getattr(v, "name", v))
+    env.filters["version"] = client_version
     sessions = Sessions(settings.secret)
-    scrape = metrics.MetricsCache(settings.metrics_max_age)
+    scrapes: dict[str, metrics.MetricsCache] = {}  # one per cluster
+    clusters = source if isinstance(source, Clusters) else Clusters.of(source, settings.other_namesrvs)
+    choices = clusters.namesrvs
 
     def session_of(request: Request) -> Session | None:
         return sessions.read(request.cookies.get(SESSION_COOKIE))
+
+    def chosen(request: Request) -> str:
+        addr = request.cookies.get(NAMESRV_COOKIE, "")
+        return addr if addr in choices else clusters.default
+
+    async def data_of(request: Request) -> ConsoleData:
+        return await clusters.get(chosen(request))
 
     def render(request: Request, name: str, session: Session, **ctx: Any) -> HTMLResponse:
         user = (settings.users or {}).get(session.user)
@@ -80,8 +110,13 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
         html = env.get_template(name).render(
             request=request, csrf=sessions.csrf_token(session), user=session.user, can_change=can_change,
             read_only=settings.read_only, msg=request.query_params.get("msg", ""),
-            err=request.query_params.get("err", ""), namesrv=settings.namesrv, **ctx)
+            err=request.query_params.get("err", ""), namesrv=chosen(request), namesrvs=choices, **ctx)
         return HTMLResponse(html)
+
+    def back_of(form: Any, default: str) -> str:
+        """The form's page to go back to: a path of this console, never another site."""
+        where = str(form.get("back") or default)
+        return where if where.startswith("/") and not where.startswith("//") else default
 
     def back(path: str, **params: str) -> RedirectResponse:
         q = urlencode({k: v for k, v in params.items() if v})
@@ -122,9 +157,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
                 user = settings.users.get(session.user)
                 if user is None or not user.admin:
                     return HTMLResponse("only an administrator may change the cluster", status_code=403)
-            where = str(form.get("back") or "/")
-            if not where.startswith("/") or where.startswith("//"):
-                where = "/"
+            where = back_of(form, "/")
             try:
                 return await fn(request, session, form)
             except (*ADMIN_ERRORS, MQClientError) as exc:
@@ -136,13 +169,14 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
     # -- pages -------------------------------------------------------------------------------------------
     @page
     async def cluster(request: Request, session: Session) -> Response:
+        data = await data_of(request)
         return render(request, "cluster.html", session, brokers=await data.brokers(), page="cluster")
 
     async def cluster_json(request: Request) -> Response:
         if settings.users is not None and session_of(request) is None:
             return JSONResponse({"error": "login needed"}, status_code=401)
         try:
-            rows = await data.brokers()
+            rows = await (await data_of(request)).brokers()
         except ADMIN_ERRORS as exc:
             return JSONResponse({"error": str(exc)}, status_code=502)
         return JSONResponse({"time": now_ms(),
@@ -150,20 +184,34 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
                                           "getTps": b.get_tps} for b in rows]})
 
     @page
+    async def broker(request: Request, session: Session) -> Response:
+        data = await data_of(request)
+        name, bid = request.path_params["name"], request.path_params["id"]
+        return render(request, "broker.html", session, b=await data.broker_view(name, bid), page="cluster")
+
+    @page
     async def topics(request: Request, session: Session) -> Response:
-        q = request.query_params.get("q", "")
-        system = request.query_params.get("system") == "1"
-        return render(request, "topics.html", session, topics=await data.topics(q, system), q=q, system=system,
+        data = await data_of(request)
+        p = request.query_params
+        q = p.get("q", "")
+        kinds = tuple(k for k in TOPIC_KINDS if k in p.getlist("type"))
+        if not kinds:  # the default view (and the older ?system=1)
+            kinds = ("NORMAL", "ORDER", "SYSTEM") if p.get("system") == "1" else ("NORMAL", "ORDER")
+        page_no = int(p["page"]) if p.get("page", "").isdigit() else 1
+        table = await data.topic_table(q, kinds, page_no)
+        return render(request, "topics.html", session, t=table, q=q, kinds=kinds, all_kinds=TOPIC_KINDS,
                       page="topics")
 
     @page
     async def topic(request: Request, session: Session) -> Response:
+        data = await data_of(request)
         name = request.path_params["name"]
         return render(request, "topic.html", session, topic=name, detail=await data.topic_detail(name),
-                      page="topics")
+                      now=datetime.datetime.now().strftime("%Y-%m-%dT%H:%M"), page="topics")
 
     @change
     async def topic_save(request: Request, session: Session, form: Any) -> Response:
+        data = await data_of(request)
         name = str(form.get("topic") or "").strip()
         if not name:
             raise ValueError("the topic name is empty")
@@ -173,6 +221,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
 
     @change
     async def topic_delete(request: Request, session: Session, form: Any) -> Response:
+        data = await data_of(request)
         name = request.path_params["name"]
         await data.delete_topic(name)
         return back("/topics", msg=f"topic {name} deleted")
@@ -180,27 +229,41 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
     @change
     async def topic_send(request: Request, session: Session, form: Any) -> Response:
         name = request.path_params["name"]
-        if send is None:
-            raise MQClientError("sending is not available")
-        result = await send(name, str(form.get("body") or "").encode(), str(form.get("tags") or ""),
-                            str(form.get("keys") or ""))
+        result = await (await data_of(request)).send(name, str(form.get("body") or "").encode(),
+                                                     str(form.get("tags") or ""), str(form.get("keys") or ""))
         return back(f"/topic/{quote(name)}", msg=f"sent: {result.send_status.name} msgId={result.msg_id} "
                                           f"offsetMsgId={result.offset_msg_id}")
 
     @page
     async def groups(request: Request, session: Session) -> Response:
-        system = request.query_params.get("system") == "1"
-        return render(request, "groups.html", session, groups=await data.groups(system), system=system,
-                      page="groups")
+        data = await data_of(request)
+        p = request.query_params
+        system, q, sort = p.get("system") == "1", p.get("q", ""), p.get("sort", "group")
+        refresh = int(p["refresh"]) if p.get("refresh", "").isdigit() and int(p["refresh"]) >= 5 else 0
+        return render(request, "groups.html", session, groups=await data.groups(system, text=q, sort=sort),
+                      system=system, q=q, sort=sort, refresh=refresh, page="groups")
 
     @page
     async def group(request: Request, session: Session) -> Response:
+        data = await data_of(request)
         name = request.path_params["name"]
         return render(request, "group.html", session, d=await data.group_detail(name), page="groups",
-                      now=datetime.datetime.now().strftime("%Y-%m-%dT%H:%M"))
+                      now=datetime.datetime.now().strftime("%Y-%m-%dT%H:%M"), config_fields=GROUP_CONFIG_FIELDS,
+                      defaults=SubscriptionGroupConfig())
+
+    @page
+    async def client(request: Request, session: Session) -> Response:
+        data = await data_of(request)
+        group, client_id = request.query_params.get("group", ""), request.query_params.get("id", "")
+        info = await data.client_info(group, client_id)
+        mqs = sorted(info.mq_table.items(), key=lambda kv: (kv[0].topic or "", kv[0].broker_name or "",
+                                                            kv[0].queue_id))
+        return render(request, "client.html", session, group=group, client_id=client_id, info=info, mqs=mqs,
+                      page="groups")
 
     @change
     async def group_save(request: Request, session: Session, form: Any) -> Response:
+        data = await data_of(request)
         name = str(form.get("group") or "").strip()
         if not name:
             raise ValueError("the group name is empty")
@@ -209,23 +272,56 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
 
     @change
     async def group_delete(request: Request, session: Session, form: Any) -> Response:
+        data = await data_of(request)
         name = request.path_params["name"]
-        await data.delete_group(name)
-        return back("/groups", msg=f"group {name} deleted")
+        left = await data.delete_group(name)
+        if left:
+            return back("/groups", err=f"group {name} deleted; not deleted: {'; '.join(left)}")
+        return back("/groups", msg=f"group {name} deleted with its retry and DLQ topics")
+
+    @change
+    async def group_config(request: Request, session: Session, form: Any) -> Response:
+        data = await data_of(request)
+        name = request.path_params["name"]
+        values: dict[str, Any] = {"group_name": name}
+        for field, label, kind in GROUP_CONFIG_FIELDS:
+            if kind == "bool":
+                values[field] = form.get(field) == "on"
+            else:
+                text = str(form.get(field) or "").strip()
+                if not text.lstrip("-").isdigit():
+                    raise ValueError(f"{label} wants a whole number, got {text!r}")
+                values[field] = int(text)
+        brokers = [str(b) for b in form.getlist("broker")]
+        done = await data.update_group_config(SubscriptionGroupConfig(**values), brokers)
+        return back(f"/group/{quote(name)}", msg=f"config of {name} saved on {', '.join(done)}")
+
+    @change
+    async def group_skip(request: Request, session: Session, form: Any) -> Response:
+        data = await data_of(request)
+        name = request.path_params["name"]
+        topic = str(form.get("topic") or "").strip()
+        if not topic:
+            raise ValueError("no topic given")
+        table = await data.reset_offset(name, topic, -1)
+        return back(back_of(form, f"/group/{quote(name)}"),
+                    msg=f"accumulated messages of {topic} skipped for {name}: {len(table)} queues at their end")
 
     @change
     async def group_reset(request: Request, session: Session, form: Any) -> Response:
+        data = await data_of(request)
         name = request.path_params["name"]
         topic = str(form.get("topic") or "").strip()
         when = parse_local_time(str(form.get("time") or ""))
         table = await data.reset_offset(name, topic, when)
         moved = ", ".join(f"{mq.broker_name}:{mq.queue_id}={off}" for mq, off in sorted(
             table.items(), key=lambda kv: (kv[0].broker_name or "", kv[0].queue_id)))
-        text = f"offsets of {topic} reset to {_ts(when)}: {moved or 'nothing to move'}"
-        return back(f"/group/{quote(name)}", msg=text)
+        text = f"offsets of {topic} for {name} reset to {_ts(when)}: {moved or 'nothing to move'}"
+        return back(back_of(form, f"/group/{quote(name)}"), msg=text)
 
     @page
     async def messages(request: Request, session: Session) -> Response:
+        data = await data_of(request)
         p = request.query_params
         topic, key, msg_id = p.get("topic", "").strip(), p.get("key", "").strip(), p.get("id", "").strip()
         found: list[MessageExt] = []
@@ -243,6 +339,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
 
     @page
     async def message(request: Request, session: Session) -> Response:
+        data = await data_of(request)
         p = request.query_params
         msg = await data.by_id(p.get("topic", ""), p.get("id", ""))
         return render(request, "message.html", session, m=msg, views=body_views(msg.body),
@@ -250,6 +347,7 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
 
     @change
     async def message_resend(request: Request, session: Session, form: Any) -> Response:
+        data = await data_of(request)
         topic, msg_id = str(form.get("topic") or ""), str(form.get("id") or "")
         group, client = str(form.get("group") or ""), str(form.get("client") or "")
         msg = await data.by_id(topic, msg_id)
@@ -257,8 +355,51 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
         status = result.consume_result.name if result.consume_result is not None else "?"
         return back("/message", topic=topic, id=msg_id, msg=f"consumed by {client}: {status} {result.remark or ''}")
 
+    def dlq_range(request: Request) -> tuple[str, int, int]:
+        p = request.query_params
+        end = parse_local_time(p["end"]) if p.get("end") else now_ms()
+        begin = parse_local_time(p["begin"]) if p.get("begin") else end - 24 * 3600_000
+        return p.get("group", "").strip(), begin, end
+
+    @page
+    async def dlq(request: Request, session: Session) -> Response:
+        data = await data_of(request)
+        group, begin, end = dlq_range(request)
+        found = await data.dlq_messages(group, begin, end) if group else []
+        return render(request, "dlq.html", session, group=group, found=found, searched=bool(group),
+                      begin=request.query_params.get("begin", ""), end=request.query_params.get("end", ""),
+                      span=f"{_ts(begin)} .. {_ts(end)}", page="dlq",
+                      query=urlencode({k: v for k in ("group", "begin", "end") if (v := request.query_params.get(k))}))
+
+    @page
+    async def dlq_export(request: Request, session: Session) -> Response:
+        data = await data_of(request)
+        group, begin, end = dlq_range(request)
+        if not group:
+            raise ValueError("no consumer group given")
+        found = await data.dlq_messages(group, begin, end)
+        wanted = set(request.query_params.getlist("id"))
+        if wanted:
+            found = [m for m in found if (m.uniq_key or m.msg_id) in wanted]
+        name = "".join(c if c.isalnum() or c in "-_" else "_" for c in group)
+        return Response(export_csv(found), media_type="text/csv; charset=utf-8",
+                        headers={"content-disposition": f'attachment; filename="dlq-{name}.csv"'})
+
+    @change
+    async def dlq_resend(request: Request, session: Session, form: Any) -> Response:
+        data = await data_of(request)
+        group = str(form.get("group") or "").strip()
+        ids = [str(i) for i in form.getlist("id")]
+        if not group or not ids:
+            raise ValueError("choose the messages to resend")
+        results = await data.resend_dlq(group, ids, str(form.get("client") or "").strip())
+        text = "; ".join(f"{i}: {r}" for i, r in results)
+        failed = any(r.startswith("failed") for _, r in results)
+        return back(back_of(form, "/dlq"), **{"err" if failed else "msg": f"resent {text}"})
+
     @page
     async def trace(request: Request, session: Session) -> Response:
+        data = await data_of(request)
         msg_id = request.query_params.get("id", "").strip()
         records = await data.trace(msg_id) if msg_id else []
         start = min((r.timestamp for r in records if r.timestamp), default=0)
@@ -266,21 +407,62 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
 
     @page
     async def producers(request: Request, session: Session) -> Response:
+        data = await data_of(request)
         group, topic = request.query_params.get("group", ""), request.query_params.get("topic", "")
-        conn = await data.producers(group, topic) if group and topic else None
-        return render(request, "producers.html", session, group=group, topic=topic, conn=conn, page="producers")
+        conn, error = None, ""
+        if group and topic:
+            try:
+                conn = await data.producers(group, topic)
+            except ADMIN_ERRORS as exc:  # Java's brokers answer an error when no producer of the group is online
+                error = str(exc)
+        return render(request, "producers.html", session, group=group, topic=topic, conn=conn, error=error,
+                      page="producers")
 
     @page
     async def acl(request: Request, session: Session) -> Response:
+        data = await data_of(request)
         return render(request, "acl.html", session, rows=await data.acl(), page="acl")
 
     async def metrics_endpoint(request: Request) -> Response:
         if settings.users is not None and session_of(request) is None:
             return Response("login needed", status_code=401)
+        addr = request.query_params.get("namesrv", clusters.default)  # ?namesrv= for the other clusters
+        if addr not in choices:
+            return Response(f"# {addr} is not one of the console's NameServers\n", status_code=400,
+                            media_type=metrics.CONTENT_TYPE)
+        scrape = scrapes.setdefault(addr, metrics.MetricsCache(settings.metrics_max_age))
         try:
-            return Response(await scrape.get(data), media_type=metrics.CONTENT_TYPE)
+            return Response(await scrape.get(await clusters.get(addr)), media_type=metrics.CONTENT_TYPE)
         except ADMIN_ERRORS as exc:
             return Response(f"# cannot reach the cluster: {exc}\n", status_code=502, media_type=metrics.CONTENT_TYPE)
+
+    async def healthz(request: Request) -> Response:
+        """For orchestrators (no login): 200 when the default cluster's NameServer answers GET_BROKER_CLUSTER_INFO
+        within HEALTH_TIMEOUT, 503 otherwise; the body says what was checked."""
+        checked = {"check": "GET_BROKER_CLUSTER_INFO", "namesrv": clusters.default}
+        try:
+            with trio.fail_after(HEALTH_TIMEOUT):
+                found = await (await clusters.get()).health()
+        except ADMIN_ERRORS as exc:
+            return JSONResponse({"status": "DOWN", **checked, "error": str(exc) or type(exc).__name__},
+                                status_code=503)
+        return JSONResponse({"status": "UP", **checked, "brokers": found["brokers"]})
+
+    async def switch_namesrv(request: Request) -> Response:
+        """Look at another configured cluster (this browser only): a POST with the CSRF token, no admin needed,
+        since it changes nothing in any cluster."""
+        session = session_of(request)
+        form = await request.form()
+        if settings.users is not None and (session is None or session.user not in settings.users):
+            return HTMLResponse("login needed", status_code=403)
+        if not sessions.check_csrf(session, str(form.get("csrf") or "")):
+            return HTMLResponse("CSRF token missing or wrong: reload the page", status_code=403)
+        addr = str(form.get("namesrv") or "")
+        if addr not in choices:
+            return back("/", err=f"{addr} is not one of the console's NameServers")
+        response = back("/", msg=f"now showing the cluster of NameServer {addr}")
+        response.set_cookie(NAMESRV_COOKIE, addr, max_age=SESSION_SECONDS, httponly=True, samesite="strict")
+        return response
 
     async def login(request: Request) -> Response:
         nxt = request.query_params.get("next", "/")
@@ -306,6 +488,9 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
 
     routes = [
         Route("/", cluster),
+        Route("/healthz", healthz),
+        Route("/namesrv", switch_namesrv, methods=["POST"]),
+        Route("/broker/{name}/{id:int}", broker),
         Route("/api/cluster", cluster_json),
         Route("/topics", topics),
         Route("/topics/save", topic_save, methods=["POST"]),
@@ -313,13 +498,19 @@ def build_app(settings: ConsoleSettings, data: ConsoleData,
         Route("/topic/{name:path}/send", topic_send, methods=["POST"]),
         Route("/topic/{name:path}", topic),
         Route("/groups", groups),
+        Route("/client", client),
         Route("/groups/save", group_save, methods=["POST"]),
         Route("/group/{name:path}/delete", group_delete, methods=["POST"]),
         Route("/group/{name:path}/reset", group_reset, methods=["POST"]),
+        Route("/group/{name:path}/config", group_config, methods=["POST"]),
+        Route("/group/{name:path}/skip", group_skip, methods=["POST"]),
         Route("/group/{name:path}", group),
         Route("/messages", messages),
         Route("/message", message),
         Route("/message/resend", message_resend, methods=["POST"]),
+        Route("/dlq", dlq),
+        Route("/dlq/export", dlq_export),
+        Route("/dlq/resend", dlq_resend, methods=["POST"]),
         Route("/trace", trace),
         Route("/producers", producers),
         Route("/acl", acl),

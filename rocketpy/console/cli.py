@@ -13,7 +13,9 @@ DEFAULT_LISTEN = "127.0.0.1:8080"
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("console", help="web console and /metrics for a RocketMQ cluster (any 4.x NameServer)")
-    p.add_argument("-n", "--namesrv", required=True, help="NameServer address(es), host:port[;host:port]")
+    p.add_argument("-n", "--namesrv", required=True, action="append",
+                   help="NameServer address(es) of a cluster, host:port[;host:port]; repeat -n for more clusters "
+                        "(the console switches between them; the first is the default)")
     add_console_options(p)
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=run)
@@ -27,7 +29,7 @@ def add_console_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument(f"--{prefix}read-only", action="store_true", help="refuse every change")
 
 
-def settings_from(args: argparse.Namespace, namesrv: str, prefix: str = "") -> object:
+def settings_from(args: argparse.Namespace, namesrv: str | list[str], prefix: str = "") -> object:
     from .app import ConsoleSettings
     from .auth import parse_users
 
@@ -36,7 +38,9 @@ def settings_from(args: argparse.Namespace, namesrv: str, prefix: str = "") -> o
     if path:
         with open(path, encoding="utf-8") as f:
             users = parse_users(f.read())
-    return ConsoleSettings(namesrv=namesrv, read_only=getattr(args, f"{prefix}read_only"), users=users)
+    first, *others = [namesrv] if isinstance(namesrv, str) else namesrv
+    return ConsoleSettings(namesrv=first, other_namesrvs=others, read_only=getattr(args, f"{prefix}read_only"),
+                           users=users)
 
 
 def _fail(text: str) -> int:
@@ -62,6 +66,6 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             url = await nursery.start(run_console, settings, args.listen)
-            print(f"rocketpy console: {url} (NameServer {args.namesrv})", flush=True)
+            print(f"rocketpy console: {url} (NameServer {' | '.join(args.namesrv)})", flush=True)
 
     return run_server(main, "console", f"cannot serve on {args.listen}")

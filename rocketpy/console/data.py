@@ -6,13 +6,19 @@ sends, so the console works against Java servers as well as ours.
 
 from __future__ import annotations
 
+import base64
+import csv
 import dataclasses
+import io
 import json
 import string
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import trio
 
+from ..client import Producer, make_message
 from ..client.admin import Admin
 from ..client.api import check
 from ..client.errors import MQClientError
@@ -20,23 +26,28 @@ from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
     GroupList,
     MessageQueue,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicStatsTable,
 )
-from ..codecs.codes import MixAll
+from ..codecs.codes import MessageConst, MixAll, version_desc
 from ..codecs.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetBrokerAclConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
 from ..codecs.message import MessageExt
 from ..codecs.trace import TraceRecord, decode_trace_data, timeline
+from ..namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from ..remoting import RemotingError
 
 #: what a broker error looks like to the pages (shown as a message, never a trace)
@@ -83,6 +94,8 @@ class BrokerRow:
     get_tps: float = 0.0
     put_today: int = 0
     get_today: int = 0
+    put_yesterday: int = 0
+    get_yesterday: int = 0
     disk: str = ""
     error: str = ""
 
@@ -98,6 +111,59 @@ class GroupRow:
     consume_tps: float = 0.0
     online: int = 0
     error: str = ""
+    consume_type: str = ""  # CONSUME_PASSIVELY (push) / CONSUME_ACTIVELY (pull), "" while offline
+    message_model: str = ""
+    version: str = ""  # the lowest client version, as V4_9_8
+
+
+#: the group list's sorts: name -> (key, biggest first)
+GROUP_SORTS: dict[str, tuple[Callable[[GroupRow], Any], bool]] = {
+    "group": (lambda r: r.group, False), "online": (lambda r: r.online, True),
+    "tps": (lambda r: r.consume_tps, True), "lag": (lambda r: -1 if r.lag is None else r.lag, True),
+}
+#: the topic list's kinds (rocketmq-dashboard's filters), in the order shown
+TOPIC_KINDS = ("NORMAL", "ORDER", "RETRY", "DLQ", "SYSTEM")
+TOPICS_PER_PAGE = 100
+#: SubscriptionGroupConfig's fields as the group page edits them: (field, Java's name, "bool" or "int")
+GROUP_CONFIG_FIELDS = (
+    ("consume_enable", "consumeEnable", "bool"), ("consume_from_min_enable", "consumeFromMinEnable", "bool"),
+    ("consume_broadcast_enable", "consumeBroadcastEnable", "bool"), ("retry_queue_nums", "retryQueueNums", "int"),
+    ("retry_max_times", "retryMaxTimes", "int"), ("broker_id", "brokerId", "int"),
+    ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly", "int"),
+    ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable", "bool"),
+)
+
+
+@dataclasses.dataclass
+class TopicRow:
+    topic: str
+    kind: str
+    read_queues: int = 0
+    write_queues: int = 0
+    perm: int = 0
+    messages: int | None = None  # stored messages (max - min offset) over every queue; None if not asked
+
+
+def topic_kind(topic: str, config: TopicConfig | None, system: set[str], order_conf: bool = False) -> str:
+    """The dashboard's kind of a topic; ORDER when its config says so (ours) or the NameServers hold an order
+    conf for it (what mqadmin updateTopic -o true writes; Java's brokers do not keep the flag)."""
+    if topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
+        return "RETRY"
+    if topic.startswith(MixAll.DLQ_GROUP_TOPIC_PREFIX):
+        return "DLQ"
+    if is_system_topic(topic) or topic in system:
+        return "SYSTEM"
+    if order_conf or (config is not None and config.order):
+        return "ORDER"
+    return "NORMAL"
+
+
+def client_version(version: int) -> str:
+    """A client's version ordinal as Java's MQVersion.getVersionDesc names it (409 -> V4_9_8)."""
+    try:
+        return version_desc(version)
+    except ValueError:
+        return str(version)
 
 
 def body_views(body: bytes) -> dict[str, str]:
@@ -126,6 +192,33 @@ class ConsoleData:
 
     def __init__(self, admin: Admin) -> None:
         self.admin = admin
+        self._producer: Producer | None = None
+        self._producer_lock = trio.Lock()
+
+    @property
+    def namesrv(self) -> str:
+        return ";".join(self.admin.client.config.namesrv_list)
+
+    async def send(self, topic: str, body: bytes, tags: str = "", keys: str = "") -> Any:
+        """Send with the console's producer (SELF_TEST_P_GROUP, as the dashboard), started on first use."""
+        async with self._producer_lock:
+            if self._producer is None:
+                producer = Producer(MixAll.SELF_TEST_PRODUCER_GROUP, client=self.admin.client)
+                await producer.start()
+                self._producer = producer
+        return await self._producer.send(make_message(topic, body, tags=tags or None, keys=keys or None))
+
+    async def aclose(self) -> None:
+        if self._producer is not None:
+            with trio.CancelScope(shield=True):
+                await self._producer.shutdown()
+            self._producer = None
+
+    async def health(self) -> dict[str, Any]:
+        """What /healthz reports: the NameServer answers GET_BROKER_CLUSTER_INFO (and how many brokers it lists)."""
+        info = await self.admin.cluster_info()
+        brokers = sum(len(bd.broker_addrs or {}) for bd in (info.broker_addr_table or {}).values())
+        return {"namesrv": self.namesrv, "brokers": brokers}
 
     async def _invoke(self, addr: str, code: int, header: Any = None, body: bytes | None = None,
                       ok: tuple[int, ...] = ()) -> RemotingCommand:
@@ -153,12 +246,42 @@ class ConsoleData:
             row.get_tps = first_tps(rt.get("getTransferedTps"))
             row.put_today = int(rt.get("msgPutTotalTodayNow") or 0) - int(rt.get("msgPutTotalTodayMorning") or 0)
             row.get_today = int(rt.get("msgGetTotalTodayNow") or 0) - int(rt.get("msgGetTotalTodayMorning") or 0)
+            # as the dashboard: the day between yesterday's and today's morning marks
+            row.put_yesterday = (int(rt.get("msgPutTotalTodayMorning") or 0)
+                                 - int(rt.get("msgPutTotalYesterdayMorning") or 0))
+            row.get_yesterday = (int(rt.get("msgGetTotalTodayMorning") or 0)
+                                 - int(rt.get("msgGetTotalYesterdayMorning") or 0))
             row.disk = rt.get("commitLogDirCapacity") or rt.get("commitLogDiskRatio", "")
 
         async with trio.open_nursery() as nursery:
             for row in rows:
                 nursery.start_soon(fill, row)
         return rows
+
+    async def broker_addr(self, name: str, broker_id: int) -> str:
+        """The address of broker ``name``/``broker_id`` as the NameServer lists it (pages never take an address
+        from the URL: the console connects only to brokers of its cluster)."""
+        info = await self.admin.cluster_info()
+        bd = (info.broker_addr_table or {}).get(name)
+        addr = (bd.broker_addrs or {}).get(broker_id) if bd is not None else None
+        if not addr:
+            raise MQClientError(f"no broker {name} with id {broker_id} in the cluster")
+        return addr
+
+    async def broker_view(self, name: str, broker_id: int) -> dict[str, Any]:
+        """Every key of GET_BROKER_RUNTIME_INFO and of GET_BROKER_CONFIG, sorted; an error per half."""
+        addr = await self.broker_addr(name, broker_id)
+        out: dict[str, Any] = {"name": name, "id": broker_id, "addr": addr, "runtime": [], "config": [],
+                               "runtime_error": "", "config_error": ""}
+        try:
+            out["runtime"] = sorted((await self.admin.broker_runtime_info(addr)).items())
+        except ADMIN_ERRORS as exc:
+            out["runtime_error"] = str(exc)
+        try:
+            out["config"] = sorted((await self.admin.broker_config(addr)).items())
+        except ADMIN_ERRORS as exc:
+            out["config_error"] = str(exc)
+        return out
 
     async def master_addrs(self) -> list[str]:
         try:
@@ -179,19 +302,110 @@ class ConsoleData:
         return sorted(t for t in names if (show_system or not (is_system_topic(t) or t in hidden))
                       and text.lower() in t.lower())
 
+    async def topic_table(self, text: str = "", kinds: tuple[str, ...] = ("NORMAL", "ORDER"),
+                          page: int = 1) -> dict[str, Any]:
+        """The topic list as the dashboard filters it: each topic's kind (a count per kind over the whole
+        list), its queues and perm from the masters' topic configs (one request per master), and the stored
+        message count of the topics on the page shown (one GET_TOPIC_STATS_INFO per topic and master)."""
+        names = await self.admin.topic_list()
+        info = await self.admin.cluster_info()
+        system: set[str] = set(info.broker_addr_table or {})
+        for cluster in info.cluster_addr_table or {}:
+            system |= {cluster, f"{cluster}_REPLY_TOPIC"}
+        masters = await self.master_addrs()
+        configs: dict[str, TopicConfig] = {}
+
+        async def configs_of(addr: str) -> None:
+            try:
+                resp = await self._invoke(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+            except ADMIN_ERRORS:
+                return
+            for name, config in TopicConfigSerializeWrapper.decode(resp.body or b"{}").topic_config_table.items():
+                configs.setdefault(name, config)
+
+        ordered: set[str] = set()
+
+        async def order_confs() -> None:  # mqadmin updateTopic -o true keeps the order in the NameServers' KV
+            try:
+                ordered.update(await self.admin.kv_list(NAMESPACE_ORDER_TOPIC_CONFIG))
+            except ADMIN_ERRORS:
+                pass
+
+        async with trio.open_nursery() as nursery:
+            for addr in masters:
+                nursery.start_soon(configs_of, addr)
+            nursery.start_soon(order_confs)
+        rows = [TopicRow(t, topic_kind(t, configs.get(t), system, t in ordered)) for t in sorted(names)]
+        counts = {kind: sum(1 for r in rows if r.kind == kind) for kind in TOPIC_KINDS}
+        shown = [r for r in rows if r.kind in kinds and text.lower() in r.topic.lower()]
+        matched = len(shown)
+        pages = max(1, -(-matched // TOPICS_PER_PAGE))
+        page = min(max(1, page), pages)
+        shown = shown[(page - 1) * TOPICS_PER_PAGE:page * TOPICS_PER_PAGE]
+        sem = trio.Semaphore(16)
+
+        async def fill(row: TopicRow) -> None:
+            config = configs.get(row.topic)
+            if config is not None:
+                row.read_queues, row.write_queues, row.perm = (config.read_queue_nums, config.write_queue_nums,
+                                                               config.perm)
+            total = None
+            async with sem:
+                for addr in masters:
+                    try:
+                        resp = await self._invoke(addr, RequestCode.GET_TOPIC_STATS_INFO,
+                                                  GetTopicStatsInfoRequestHeader(topic=row.topic))
+                    except ADMIN_ERRORS:
+                        continue  # not on this broker
+                    table = TopicStatsTable.decode(resp.body or b"{}").offset_table
+                    total = (total or 0) + sum(o.max_offset - o.min_offset for o in table.values())
+            row.messages = total
+
+        async with trio.open_nursery() as nursery:
+            for row in shown:
+                nursery.start_soon(fill, row)
+        return {"rows": shown, "counts": counts, "page": page, "pages": pages, "matched": matched}
+
     async def topic_detail(self, topic: str) -> dict[str, Any]:
         route = await self.admin.topic_route(topic)
         stats = await self.admin.topic_stats(topic)
         queues = sorted(stats.offset_table.items(), key=lambda kv: (kv[0].broker_name or "", kv[0].queue_id))
         groups: list[str] = []
-        for _, addr in await self.admin._topic_masters(topic):
+        masters = [bd.master_addr() or "" for bd in route.broker_datas or [] if bd.master_addr()]
+        for addr in masters:
             try:
                 resp = await self._invoke(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
                                           QueryTopicConsumeByWhoRequestHeader(topic=topic))
                 groups += GroupList.decode(resp.body or b"{}").group_list
             except ADMIN_ERRORS:
                 pass
-        return {"route": route, "queues": queues, "groups": sorted(set(groups)),
+        lags: dict[str, int | None] = {}
+        sem = trio.Semaphore(16)
+
+        async def lag_of(group: str) -> None:  # the dashboard's "consumer manage" of a topic
+            # GET_CONSUME_STATS for the topic on its own masters: one request per group and master, no route
+            # lookup of the group's retry topic per group
+            lag = 0
+            async with sem:
+                for addr in masters:
+                    try:
+                        resp = await self._invoke(addr, RequestCode.GET_CONSUME_STATS,
+                                                  GetConsumeStatsRequestHeader(consumer_group=group, topic=topic))
+                    except ADMIN_ERRORS:
+                        lags[group] = None
+                        return
+                    lag += sum(max(0, w.broker_offset - w.consumer_offset)
+                               for w in ConsumeStats.decode(resp.body or b"{}").offset_table.values())
+            lags[group] = lag
+
+        async with trio.open_nursery() as nursery:
+            for group in set(groups):
+                nursery.start_soon(lag_of, group)
+        try:
+            order = bool(await self.admin.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic))
+        except ADMIN_ERRORS:  # QUERY_NOT_FOUND: no order conf
+            order = False
+        return {"route": route, "queues": queues, "groups": sorted(set(groups)), "lags": lags, "order": order,
                 "total": sum(o.max_offset - o.min_offset for _, o in queues)}
 
     async def create_topic(self, topic: str, read: int, write: int, perm: int, order: bool) -> None:
@@ -201,6 +415,11 @@ class ConsoleData:
             raise MQClientError("no master broker in the cluster")
         for addr in addrs:
             await self.admin.create_topic(addr, config)
+        if order:  # as mqadmin updateTopic -c -o true: "brokerName:writeQueueNums" of each master, in the KV
+            info = await self.admin.cluster_info()
+            names = sorted(name for name, bd in (info.broker_addr_table or {}).items() if bd.master_addr() in addrs)
+            await self.admin.put_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic,
+                                           ";".join(f"{name}:{write}" for name in names))
 
     async def delete_topic(self, topic: str) -> None:
         await self.admin.delete_topic(topic)
@@ -230,11 +449,12 @@ class ConsoleData:
             names |= set(SubscriptionGroupWrapper.decode(resp.body or b"{}").subscription_group_table)
         return sorted(g for g in names if show_system or not is_system_group(g))
 
-    async def groups(self, show_system: bool = False, limit: int = 16) -> list[GroupRow]:
+    async def groups(self, show_system: bool = False, limit: int = 16, text: str = "",
+                     sort: str = "group") -> list[GroupRow]:
         """Every group with its lag and online clients. For a page of many groups the requests go to the
         masters directly (what examineConsumeStats would find through each retry topic's route, without a
         NameServer round trip per group)."""
-        rows = [GroupRow(g) for g in await self.group_names(show_system)]
+        rows = [GroupRow(g) for g in await self.group_names(show_system) if text.lower() in g.lower()]
         masters = await self.master_addrs()
         sem = trio.Semaphore(limit)
 
@@ -253,15 +473,24 @@ class ConsoleData:
                     try:
                         resp = await self._invoke(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST,
                                                   GetConsumerConnectionListRequestHeader(consumer_group=row.group))
-                        online = max(online, len(ConsumerConnection.decode(resp.body or b"{}").connection_set or []))
                     except ADMIN_ERRORS:
-                        pass  # CONSUMER_NOT_ONLINE
+                        continue  # CONSUMER_NOT_ONLINE
+                    conn = ConsumerConnection.decode(resp.body or b"{}")
+                    clients = conn.connection_set or []
+                    online = max(online, len(clients))
+                    if clients:  # as the dashboard: the type, model and lowest version of the group's clients
+                        row.consume_type = getattr(conn.consume_type, "name", "") or ""
+                        row.message_model = getattr(conn.message_model, "name", "") or ""
+                        row.version = client_version(min(c.version for c in clients))
                 row.lag = None if error and not lag else lag
                 row.consume_tps, row.online, row.error = tps, online, error
 
         async with trio.open_nursery() as nursery:
             for row in rows:
                 nursery.start_soon(fill, row)
+        if sort in GROUP_SORTS:  # the dashboard's column sorts: the biggest first, names in order
+            key, reverse = GROUP_SORTS[sort]
+            rows.sort(key=key, reverse=reverse)
         return rows
 
     async def group_detail(self, group: str) -> dict[str, Any]:
@@ -282,17 +511,88 @@ class ConsoleData:
             out["connection"] = await self.admin.consumer_connection(group)
         except ADMIN_ERRORS as exc:
             out["offline"] = str(exc)
+        out["allocation"] = await self.allocation(group, out["connection"])
+        out["configs"], out["config_error"], out["brokers"] = await self.group_configs(group)
         return out
+
+    async def allocation(self, group: str, connection: ConsumerConnection | None) -> dict[MessageQueue, str]:
+        """Which client holds each queue: every online client's GET_CONSUMER_RUNNING_INFO mqTable (as the
+        dashboard's consumer detail). A client that does not answer leaves its queues unassigned."""
+        table: dict[MessageQueue, str] = {}
+        clients = [c.client_id for c in (connection.connection_set or []) if c.client_id] if connection else []
+
+        async def ask(client_id: str) -> None:
+            try:
+                info = await self.admin.consumer_running_info(group, client_id)
+            except ADMIN_ERRORS:
+                return
+            for mq in info.mq_table:
+                table[mq] = client_id
+
+        async with trio.open_nursery() as nursery:
+            for client_id in clients:
+                nursery.start_soon(ask, client_id)
+        return table
+
+    async def client_info(self, group: str, client_id: str) -> ConsumerRunningInfo:
+        """A consumer's running info (the dashboard's client view): properties, subscriptions, each queue's
+        process queue and each topic's pull and consume rates."""
+        return await self.admin.consumer_running_info(group, client_id)
+
+    async def group_configs(self, group: str) -> tuple[dict[str, SubscriptionGroupConfig], str, list[str]]:
+        """The group's subscription config on each master (broker name -> config), an error if one failed, and
+        every master's name."""
+        info = await self.admin.cluster_info()
+        out: dict[str, SubscriptionGroupConfig] = {}
+        error = ""
+        names = []
+        for name, bd in sorted((info.broker_addr_table or {}).items()):
+            addr = bd.master_addr()
+            if not addr:
+                continue
+            names.append(name)
+            try:
+                config = await self.admin.sub_group_config(addr, group)
+            except ADMIN_ERRORS as exc:
+                error = f"{name}: {exc}"
+                continue
+            if config is not None:
+                out[name] = config
+        return out, error, names
+
+    async def update_group_config(self, config: SubscriptionGroupConfig, broker_names: list[str]) -> list[str]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on the masters of ``broker_names`` (every master when empty)."""
+        info = await self.admin.cluster_info()
+        done = []
+        for name, bd in sorted((info.broker_addr_table or {}).items()):
+            addr = bd.master_addr()
+            if addr and (not broker_names or name in broker_names):
+                await self.admin.update_sub_group(addr, config)
+                done.append(name)
+        if not done:
+            raise MQClientError(f"no master broker named {', '.join(broker_names) or '(any)'}")
+        return done
 
     async def create_group(self, group: str) -> None:
         for addr in await self.master_addrs():
             await self.admin.update_sub_group(addr, SubscriptionGroupConfig(group_name=group))
 
-    async def delete_group(self, group: str) -> None:
+    async def delete_group(self, group: str) -> list[str]:
+        """The group's config on every master, then its retry and DLQ topics from the brokers and the NameServers,
+        as mqadmin's ``deleteSubGroup -c`` does; the topics that could not be deleted (errors) are returned."""
         for addr in await self.master_addrs():
             await self.admin.delete_sub_group(addr, group)
+        left = []
+        for topic in (MixAll.get_retry_topic(group), MixAll.get_dlq_topic(group)):
+            try:
+                await self.admin.delete_topic(topic)
+            except ADMIN_ERRORS as exc:
+                left.append(f"{topic}: {exc}")
+        return left
 
     async def reset_offset(self, group: str, topic: str, timestamp: int) -> dict[MessageQueue, int]:
+        """Reset by time; ``timestamp`` -1 moves every queue to its max offset (the dashboard's "skip
+        accumulated messages": the brokers read -1 as the queue's end)."""
         return await self.admin.reset_offset_by_time(group, topic, timestamp)
 
     # -- messages ------------------------------------------------------------------------------------
@@ -303,17 +603,30 @@ class ConsoleData:
         return await self.admin.view_message(msg_id, topic or None)
 
     async def by_time(self, topic: str, begin: int, end: int) -> list[MessageExt]:
-        """Every message stored between ``begin`` and ``end`` (ms), at most MAX_BROWSE, newest first."""
+        """Every message stored between ``begin`` and ``end`` (ms), at most MAX_BROWSE, newest first (pulled)."""
+
+        async def pull(addr: str, mq: MessageQueue, offset: int) -> tuple[list[MessageExt], int]:
+            return await self.admin.pull(mq, offset, 32)
+
+        return await self._browse(topic, begin, end, pull)
+
+    async def _browse(self, topic: str, begin: int, end: int,
+                      read: Callable[[str, MessageQueue, int], Awaitable[tuple[list[MessageExt], int]]],
+                      ) -> list[MessageExt]:
+        """Each queue from the first offset stored at ``begin`` until past ``end``, ``read`` a batch at a time.
+
+        The queues' masters come from the topic's route, asked here: the admin client's route table is
+        empty on a fresh console (it fills only once something, e.g. a send, looked the topic up)."""
         api = self.admin.client.api
+        masters = dict(await self.admin.topic_masters(topic))
         found: list[MessageExt] = []
         for mq, (lo, hi) in (await self.admin.queue_bounds(topic)).items():
-            addr = self.admin.client.find_broker(mq.broker_name or "", 0)
+            addr = masters.get(mq.broker_name or "")
             if addr is None:
                 continue
-            start = max(lo, await api.search_offset(addr, mq, begin))
-            offset = start
+            offset = max(lo, await api.search_offset(addr, mq, begin))
             while offset < hi and len(found) < MAX_BROWSE * 4:
-                msgs, nxt = await self.admin.pull(mq, offset, 32)
+                msgs, nxt = await read(addr, mq, offset)
                 if not msgs or nxt <= offset:
                     break
                 found += [m for m in msgs if begin <= m.store_timestamp <= end]
@@ -323,10 +636,53 @@ class ConsoleData:
         found.sort(key=lambda m: m.store_timestamp, reverse=True)
         return found[:MAX_BROWSE]
 
+    async def dlq_messages(self, group: str, begin: int, end: int) -> list[MessageExt]:
+        """The group's dead letters (%DLQ%group) stored in the range; none when the group never had one.
+
+        A DLQ topic is write-only (brokers create it with PERM_WRITE), so a pull is refused; its consume queue
+        is read with QUERY_CONSUME_QUEUE and each message by its commit log offset (VIEW_MESSAGE_BY_ID)."""
+
+        async def read(addr: str, mq: MessageQueue, offset: int) -> tuple[list[MessageExt], int]:
+            body = await self.admin.query_consume_queue(addr, mq.topic or "", mq.queue_id, offset, 32)
+            entries = body.queue_data or []
+            return [await self.admin.view_message_at(addr, e.physic_offset) for e in entries], offset + len(entries)
+
+        try:
+            return await self._browse(MixAll.get_dlq_topic(group), begin, end, read)
+        except MQClientError as exc:
+            if exc.response_code == ResponseCode.TOPIC_NOT_EXIST:
+                return []
+            raise
+
+    async def resend_dlq(self, group: str, msg_ids: list[str], client_id: str = "") -> list[tuple[str, str]]:
+        """Have a client of ``group`` consume each dead letter again (CONSUME_MESSAGE_DIRECTLY, as the dashboard's
+        resend): ``client_id``, or the first online client. (id, result) per message."""
+        if not client_id:
+            try:
+                conn = await self.admin.consumer_connection(group)
+            except MQClientError as exc:
+                if exc.response_code not in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.TOPIC_NOT_EXIST):
+                    raise
+                conn = ConsumerConnection()
+            online = sorted(c.client_id for c in conn.connection_set or [] if c.client_id)
+            if not online:
+                raise MQClientError(f"no consumer of {group} is online to take the messages")
+            client_id = online[0]
+        out = []
+        for msg_id in msg_ids:
+            try:
+                msg = await self.by_id(MixAll.get_dlq_topic(group), msg_id)
+                result = await self.consume_directly(group, client_id, msg)
+                status = result.consume_result.name if result.consume_result is not None else "?"
+                out.append((msg_id, f"{status} {result.remark or ''}".strip()))
+            except ADMIN_ERRORS as exc:
+                out.append((msg_id, f"failed: {exc}"))
+        return out
+
     async def consumed_by(self, msg: MessageExt) -> list[tuple[str, str]]:
         """(group, CONSUMED / NOT_CONSUMED / error) for each group that consumes the topic."""
         groups: list[str] = []
-        for _, addr in await self.admin._topic_masters(msg.topic):
+        for _, addr in await self.admin.topic_masters(msg.topic):
             try:
                 resp = await self._invoke(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
                                           QueryTopicConsumeByWhoRequestHeader(topic=msg.topic))
@@ -355,7 +711,13 @@ class ConsoleData:
 
     async def trace(self, msg_id: str, trace_topic: str = MixAll.RMQ_SYS_TRACE_TOPIC) -> list[TraceRecord]:
         records: list[TraceRecord] = []
-        for m in await self.admin.query_messages(trace_topic, msg_id, 64):
+        try:
+            found = await self.admin.query_messages(trace_topic, msg_id, 64)
+        except MQClientError as exc:
+            if exc.response_code != ResponseCode.TOPIC_NOT_EXIST:
+                raise
+            return []  # no trace topic (a Java broker without traceTopicEnable): nothing traced yet
+        for m in found:
             records += decode_trace_data(m.body.decode("utf-8", "replace"))
         return timeline(records, msg_id)
 
@@ -378,4 +740,65 @@ class ConsoleData:
         return rows
 
 
-__all__ = ["ADMIN_ERRORS", "BrokerRow", "ConsoleData", "GroupRow", "ResponseCode", "body_views", "is_system_topic"]
+def export_csv(msgs: list[MessageExt]) -> str:
+    """Messages as CSV (the dashboard exports DLQ messages as a spreadsheet): one row each, the body as UTF-8
+    text or, when it is not text, ``base64:`` and its Base64."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["msgId", "offsetMsgId", "topic", "originTopic", "originMsgId", "tags", "keys", "queueId",
+                "queueOffset", "reconsumeTimes", "bornTimestamp", "storeTimestamp", "bornHost", "storeHost",
+                "properties", "body"])
+    for m in msgs:
+        try:
+            body = m.body.decode("utf-8")
+        except UnicodeDecodeError:
+            body = "base64:" + base64.b64encode(m.body).decode()
+        w.writerow([m.uniq_key or m.msg_id, m.offset_msg_id, m.topic,
+                    m.properties.get(MessageConst.PROPERTY_RETRY_TOPIC, ""),
+                    m.properties.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID, ""), m.tags or "", m.keys_string or "",
+                    m.queue_id, m.queue_offset, m.reconsume_times, m.born_timestamp, m.store_timestamp, m.born_host,
+                    m.store_host, json.dumps(m.properties, sort_keys=True), body])
+    return out.getvalue()
+
+
+class Clusters:
+    """The console's data for each NameServer list it may show (``-n`` given more than once): an admin client
+    each, opened on first use and closed together. The first is the default (and /metrics' and /healthz')."""
+
+    def __init__(self, namesrvs: list[str]) -> None:
+        if not namesrvs:
+            raise ValueError("no NameServer address")
+        self.namesrvs = list(dict.fromkeys(namesrvs))
+        self._open: dict[str, ConsoleData] = {}
+        self._lock = trio.Lock()
+        self._stack = AsyncExitStack()
+
+    @classmethod
+    def of(cls, data: ConsoleData, others: list[str] | None = None) -> Clusters:
+        """A cluster whose data is already open (tests, embedding), and ``others`` to open on first use."""
+        clusters = cls([data.namesrv, *(others or [])])
+        clusters._open[data.namesrv] = data
+        return clusters
+
+    @property
+    def default(self) -> str:
+        return self.namesrvs[0]
+
+    async def get(self, namesrv: str | None = None) -> ConsoleData:
+        addr = namesrv if namesrv in self.namesrvs else self.default
+        async with self._lock:
+            data = self._open.get(addr)
+            if data is None:
+                admin = await self._stack.enter_async_context(Admin(addr))
+                data = ConsoleData(admin)
+                self._stack.push_async_callback(data.aclose)
+                self._open[addr] = data
+            return data
+
+    async def aclose(self) -> None:
+        with trio.CancelScope(shield=True):
+            await self._stack.aclose()
+
+
+__all__ = ["ADMIN_ERRORS", "BrokerRow", "Clusters", "ConsoleData", "GroupRow", "ResponseCode", "TopicRow", "body_views",
+           "export_csv", "is_system_topic"]

@@ -8,17 +8,13 @@ of the rest of rocketpy instead of a thread or an asyncio loop of its own.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from ..client import Producer, make_message
-from ..client.admin import Admin
-from ..codecs.codes import MixAll
 from .app import ConsoleSettings, build_app
-from .data import ConsoleData
+from .data import Clusters
 
 log = logging.getLogger(__name__)
 
@@ -42,25 +38,13 @@ async def run_console(
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
     config.errorlog = logging.getLogger("rocketpy.console.http")  # type: ignore[assignment]
-    async with Admin(settings.namesrv) as admin:
-        data = ConsoleData(admin)
-        producer: Producer | None = None
-
-        async def send(topic: str, body: bytes, tags: str, keys: str) -> Any:
-            nonlocal producer
-            if producer is None:
-                producer = Producer(MixAll.SELF_TEST_PRODUCER_GROUP, client=admin.client)
-                await producer.start()
-            return await producer.send(make_message(topic, body, tags=tags or None, keys=keys or None))
-
-        app = build_app(settings, data, None if settings.read_only else send)
-        try:
-            async with trio.open_nursery() as nursery:
-                urls = await nursery.start(serve, app, config)
-                url = urls[0] if urls else f"http://{host}:{port}"
-                log.info("console on %s (NameServer %s)", url, settings.namesrv)
-                task_status.started(url)
-        finally:
-            if producer is not None:
-                with trio.CancelScope(shield=True):
-                    await producer.shutdown()
+    clusters = Clusters(settings.namesrvs)
+    app = build_app(settings, clusters)
+    try:
+        async with trio.open_nursery() as nursery:
+            urls = await nursery.start(serve, app, config)
+            url = urls[0] if urls else f"http://{host}:{port}"
+            log.info("console on %s (NameServer %s)", url, " | ".join(clusters.namesrvs))
+            task_status.started(url)
+    finally:
+        await clusters.aclose()
