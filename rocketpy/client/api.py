@@ -41,6 +41,7 @@ from ..codecs.headers import (
 )
 from ..codecs.message import MessageExt, decode_messages
 from ..remoting import RemotingClient
+from ..remoting.client_connection import Request
 from .errors import MQBrokerError, MQClientError
 from .results import PullResult, SendResult
 
@@ -74,10 +75,10 @@ class ClientAPI:
         self.remoting = remoting
         self.timeout = timeout
 
-    async def invoke(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+    async def invoke(self, addr: str, request: Request, timeout: float | None = None) -> RemotingCommand:
         return await self.remoting.invoke(addr, request, self.timeout if timeout is None else timeout)
 
-    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+    async def invoke_oneway(self, addr: str, request: Request) -> None:
         await self.remoting.invoke_oneway(addr, request)
 
     # -- name server ---------------------------------------------------------------
@@ -92,13 +93,18 @@ class ClientAPI:
 
     # -- sending ---------------------------------------------------------------------
     @staticmethod
+    def send_code(*, batch: bool = False, reply: bool = False) -> int:
+        """SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2: the short header's codes, as Java's
+        sendSmartMsg default uses."""
+        return int(RequestCode.SEND_REPLY_MESSAGE_V2 if reply else (
+            RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2))
+
+    @staticmethod
     def send_request(
         header: SendMessageRequestHeader, body: bytes, *, batch: bool = False, reply: bool = False
     ) -> RemotingCommand:
-        """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2) with the short header, as Java's
-        sendSmartMsg default does."""
-        code = RequestCode.SEND_REPLY_MESSAGE_V2 if reply else (
-            RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2)
+        """The send request the typed header makes (the reference of the producer's SendFrames)."""
+        code = ClientAPI.send_code(batch=batch, reply=reply)
         return RemotingCommand.request(code, SendMessageRequestHeaderV2.from_v1(header), body)
 
     @staticmethod

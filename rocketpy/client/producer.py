@@ -18,9 +18,8 @@ import trio
 
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
-from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus
-from ..codecs.headers import SendMessageRequestHeader
-from ..codecs.javalang import hashmap_order, java_hash
+from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus, SerializeType
+from ..codecs.javalang import hashmap_dict, java_hash
 from ..codecs.message import (
     DEFAULT_COMPRESS_LEVEL,
     Message,
@@ -38,6 +37,7 @@ from .fault import FaultStrategy
 from .instance import ClientInstance, acquire_instance, release_instance
 from .results import SendResult
 from .route import TopicPublishInfo
+from .send_frames import SendFields, SendFrames
 from .trace import TraceDispatcher
 
 log = logging.getLogger("rocketpy.client")
@@ -103,8 +103,9 @@ def check_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
 
 
 def wire_properties(props: dict[str, str]) -> str:
-    """The properties string in java.util.HashMap order, byte for byte what Java sends."""
-    return properties_to_string({k: props[k] for k in hashmap_order(list(props))})
+    """The properties string in java.util.HashMap order, byte for byte what Java sends (the order of each
+    key set is computed once)."""
+    return properties_to_string(hashmap_dict(props))
 
 
 class SendFuture:
@@ -183,6 +184,7 @@ class Producer:
         self.fault = FaultStrategy(send_latency_fault_enable)
         self.publish_info: dict[str, TopicPublishInfo] = {}
         self.started = False
+        self._frames: SendFrames | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def __aenter__(self) -> Producer:
@@ -261,6 +263,14 @@ class Producer:
         return list(info.queues)
 
     # -- the kernel: one attempt on one queue ----------------------------------------------------
+    def _send_frames(self) -> SendFrames:
+        """The frame maker for this group's sends (made again when the group's send settings change)."""
+        frames = self._frames
+        if frames is None or frames.key != (self.group, self.create_topic_key, self.default_topic_queue_nums,
+                                            SerializeType.JSON):
+            frames = self._frames = SendFrames(self.group, self.create_topic_key, self.default_topic_queue_nums)
+        return frames
+
     def _prepare(self, msg: Message, batch: bool) -> tuple[bytes, int, dict[str, str], str | None]:
         props = dict(msg.properties)
         if MessageConst.PROPERTY_WAIT_STORE_MSG_OK not in props and not batch:
@@ -291,22 +301,18 @@ class Producer:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist", ResponseCode.SYSTEM_ERROR)
         batch = batch_msgs is not None
         body, sys_flag, props, uniq = self._prepare(msg, batch)
-        header = SendMessageRequestHeader(
-            producer_group=self.group, topic=msg.topic, default_topic=self.create_topic_key,
-            default_topic_queue_nums=self.default_topic_queue_nums, queue_id=mq.queue_id, sys_flag=sys_flag,
-            born_timestamp=now_ms(), flag=msg.flag, reconsume_times=0, unit_mode=False,
-            batch=batch, bname=mq.broker_name,
-        )
+        fields = SendFields(topic=msg.topic, queue_id=mq.queue_id, sys_flag=sys_flag, born_timestamp=now_ms(),
+                            flag=msg.flag, properties="", batch=batch, broker_name=mq.broker_name)
         if msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
             reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
             if reconsume is not None:
-                header.reconsume_times = int(reconsume)
+                fields.reconsume_times = int(reconsume)
             max_times = props.pop(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, None)
             if max_times is not None:
-                header.max_reconsume_times = int(max_times)
-        header.properties = wire_properties(props)
+                fields.max_reconsume_times = int(max_times)
+        fields.properties = wire_properties(props)
         reply = props.get(MessageConst.PROPERTY_MESSAGE_TYPE) == MixAll.REPLY_MESSAGE_FLAG
-        request = ClientAPI.send_request(header, body, batch=batch, reply=reply)
+        request = self._send_frames().prepare(ClientAPI.send_code(batch=batch, reply=reply), fields, body)
         if oneway:
             await self.api.invoke_oneway(addr, request)
             return None
@@ -316,7 +322,7 @@ class Producer:
                             for m in batch_msgs)
         result = ClientAPI.send_result(response, addr, mq, uniq)
         if self.trace is not None and batch_msgs is None:
-            born = header.born_timestamp or 0
+            born = fields.born_timestamp
             self.trace.on_send(msg, result, addr, now_ms() - born, born)
         return result
 
