@@ -1,4 +1,5 @@
-"""The producer's send frames from cached pieces are the frames the typed header makes, byte for byte.
+"""The producer's send frames from cached pieces are the frames the typed header makes, byte for byte (and a
+send's answer reads as the typed response header).
 
 Today's reference is ClientAPI.send_request (SendMessageRequestHeader -> V2 -> RemotingCommand) encoded
 with the opaque and oneway flag the connection gives; SendFrames must agree for every message, JSON
@@ -11,17 +12,18 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketpy.client.api import ClientAPI
+from rocketpy.client.api import ClientAPI, send_response_header
 from rocketpy.client.producer import wire_properties
 from rocketpy.client.send_frames import SendFields, SendFrames
-from rocketpy.codecs import RemotingCommand, SerializeType
-from rocketpy.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketpy.codecs import CodecError, RemotingCommand, SerializeType
+from rocketpy.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 from rocketpy.remoting.client_connection import encode_request
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 # every kind of character, the ones the stdlib's and fastjson's JSON writers disagree on among them
 TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
-    ["TopicTest", "%RETRY%group", "a\x1fb", "\x1a", "\x7f", "\xa0", "\u2029", "\u2028", "\x01\x02", 'q"\\'])
+    ["TopicTest", "%RETRY%group", "a\x1fb", "\x0b", "\x0c", "\x0e", "\x1a", "\x7f", "\xa0", "\u2029", "\u2028",
+     "\x01\x02", 'q"\\'])
 
 
 @st.composite
@@ -77,3 +79,23 @@ def test_json_frame_layout() -> None:
                       b'"n":"broker-a"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON",'
                       b'"version":' + str(RemotingCommand(code=0).version).encode() + b"}")
     assert frame[-4:] == b"body"
+
+
+NUMBERISH = st.none() | st.from_regex(r"\A-?[0-9]{1,21}\Z") | st.sampled_from(
+    ["+1", " 1", "1 ", "²", "١٢", "0x10", "", "-", "2147483648", "-2147483649", "9223372036854775808"]) | TEXT
+
+
+@given(st.dictionaries(st.sampled_from(["msgId", "queueId", "queueOffset", "transactionId", "MSG_REGION"]),
+                       NUMBERISH))
+def test_send_response_header_reads_as_the_typed_header(ext: dict[str, str]) -> None:
+    """The direct read of a send's answer agrees with the typed header's decoding, errors included."""
+    ext = {k: v for k, v in ext.items() if v is not None}
+    try:
+        expected: object = SendMessageResponseHeader.from_ext_fields(ext)
+    except CodecError as exc:
+        expected = type(exc)
+    try:
+        got: object = send_response_header(ext)
+    except CodecError as exc:
+        got = type(exc)
+    assert got == expected

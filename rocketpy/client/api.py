@@ -61,6 +61,30 @@ _PULL_STATUS = {
 }
 
 
+def _plain_int(text: object, bits: int) -> int | None:
+    """``text`` as a Java int/long when it is plain ASCII digits (with a minus) in range, else None."""
+    if type(text) is not str or not 0 < len(text) <= 20 or not text.isascii():
+        return None
+    if not (text.isdigit() or (text[0] == "-" and text[1:].isdigit())):
+        return None
+    value = int(text)
+    limit = 1 << (bits - 1)
+    return value if -limit <= value < limit else None
+
+
+def send_response_header(ext: dict[str, str] | None) -> SendMessageResponseHeader:
+    """The SendMessageResponseHeader of a send's answer: the usual all-plain fields read directly, anything
+    else (a missing field, a value Java parses unusually) through the typed header's own decoding."""
+    if ext is not None:
+        msg_id, transaction_id = ext.get("msgId"), ext.get("transactionId")
+        queue_id, queue_offset = _plain_int(ext.get("queueId"), 32), _plain_int(ext.get("queueOffset"), 64)
+        if type(msg_id) is str and queue_id is not None and queue_offset is not None and (
+                transaction_id is None or type(transaction_id) is str):
+            return SendMessageResponseHeader(msg_id=msg_id, queue_id=queue_id, queue_offset=queue_offset,
+                                             transaction_id=transaction_id)
+    return SendMessageResponseHeader.from_ext_fields(ext)
+
+
 def check(response: RemotingCommand, addr: str | None, *ok: int) -> RemotingCommand:
     """The response when its code is SUCCESS (or one of ``ok``), else MQBrokerError."""
     if response.code == ResponseCode.SUCCESS or response.code in ok:
@@ -114,7 +138,8 @@ class ClientAPI:
         status = _SEND_STATUS.get(response.code)  # type: ignore[call-overload]
         if status is None:
             raise MQBrokerError(response.code, response.remark, addr)
-        h = response.decode_header(SendMessageResponseHeader)
+        h = send_response_header(response.ext_fields)
+        assert h.queue_offset is not None  # required: decoding refuses an answer without it
         ext = response.ext_fields or {}
         return SendResult(
             send_status=status,

@@ -76,7 +76,20 @@ def select_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> Mes
     return mqs[random.randrange(len(mqs))]
 
 
+#: topics that passed check_topic (a producer sends to a few topics again and again)
+_CHECKED_TOPICS: set[str] = set()
+
+
 def check_topic(topic: str) -> None:
+    if topic in _CHECKED_TOPICS:
+        return
+    _check_topic(topic)
+    if len(_CHECKED_TOPICS) >= 4096:
+        _CHECKED_TOPICS.clear()
+    _CHECKED_TOPICS.add(topic)
+
+
+def _check_topic(topic: str) -> None:
     if not topic or not topic.strip():
         raise MQClientError("The specified topic is blank", ResponseCode.MESSAGE_ILLEGAL)
     if len(topic) > MixAll.TOPIC_MAX_LENGTH:

@@ -23,9 +23,9 @@ from ..codecs.headers import SendMessageRequestHeaderV2
 
 #: the stdlib's JSON string (quotes included), what JSONEncoder(ensure_ascii=False) writes
 _json_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
-#: characters the stdlib writes unlike fastjson (hex case of \u001a-\u001f; DEL, C1 and U+2028/9 left raw):
-#: a header holding one is encoded the reference way (RemotingCommand's fastjson fallback)
-_UNLIKE_FASTJSON = re.compile("[\x1a-\x1f\x7f-\xa0\u2028\u2029]")
+#: what the stdlib writes unlike fastjson (lower-case hex escapes; DEL, C1 controls and U+2028/9 left raw),
+#: the test RemotingCommand's encoder applies too: a header holding one is encoded the reference way
+_UNLIKE_FASTJSON = re.compile("\\\\u00[01][a-f]|[\x7f-\xa0\u2028\u2029]")
 #: cached JSON strings (topics, broker names) kept at most
 _CACHE_MAX = 4096
 
@@ -77,7 +77,9 @@ class SendFrames:
         cached = self._strings.get(text, "")
         if cached != "":
             return cached
-        value = None if _UNLIKE_FASTJSON.search(text) else _json_string(text)
+        value: str | None = _json_string(text)
+        if _UNLIKE_FASTJSON.search(value):  # type: ignore[arg-type]
+            value = None
         if len(self._strings) >= _CACHE_MAX:
             self._strings.clear()
         self._strings[text] = value
@@ -100,7 +102,9 @@ class SendFrames:
             return PreparedSend(self, code, f, body, None, {k: ext[k] for k in fast_order})
         head = None
         group, default_topic, topic = self._json(self.group), self._json(self.default_topic), self._json(f.topic)
-        props = None if _UNLIKE_FASTJSON.search(f.properties) else _json_string(f.properties)
+        props: str | None = _json_string(f.properties)
+        if _UNLIKE_FASTJSON.search(props):  # type: ignore[arg-type]
+            props = None
         name = self._json(f.broker_name) if f.broker_name is not None else ""
         if group is not None and default_topic is not None and topic is not None and props is not None \
                 and name is not None:
