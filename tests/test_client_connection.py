@@ -5,33 +5,13 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
+from test_remoting import CountingStream
 
 from rocketpy.codecs import RemotingCommand
 from rocketpy.remoting import CommandReader, ConnectionClosedError, RemotingTimeoutError, RequestContext
 from rocketpy.remoting.client_connection import ClientConnection
 
 ECHO = 9001
-
-
-class CountingStream(trio.abc.Stream):
-    """Wraps a stream and counts its send_all calls."""
-
-    def __init__(self, inner: trio.abc.Stream) -> None:
-        self.inner = inner
-        self.sends = 0
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        self.sends += 1
-        await self.inner.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        return await self.inner.receive_some(max_bytes)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 async def peer(stream: trio.abc.Stream, delays: dict[bytes, float] | None = None) -> None:

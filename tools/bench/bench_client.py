@@ -194,13 +194,13 @@ class Ours:
                 return done
 
             async def send_async() -> int:
-                ok = 0
+                settled = 0  # answered or failed
                 room = trio.Semaphore(a.window)
                 idle = trio.Event()
 
                 def finished(_value: object) -> None:
-                    nonlocal ok
-                    ok += 1
+                    nonlocal settled
+                    settled += 1
                     room.release()
                     if room.value == a.window:
                         idle.set()
@@ -212,7 +212,7 @@ class Ours:
                     n += 1
                 if room.value < a.window:
                     await idle.wait()
-                return ok
+                return settled
 
             async def oneway() -> int:
                 n = 0
