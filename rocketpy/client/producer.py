@@ -354,13 +354,14 @@ class Producer:
             mq = self.fault.select(info, last_broker)
             last_broker = mq.broker_name
             brokers_sent.append(mq.broker_name or "")
-            remaining = timeout - (trio.current_time() - begin)
+            start = trio.current_time()
+            remaining = timeout - (start - begin)
             if remaining <= 0:
                 raise MQClientError("sendDefaultImpl call timeout")
-            start = trio.current_time()
             try:
                 result = await self._send_kernel(msg, mq, remaining, oneway=oneway, batch_msgs=batch_msgs)
-                self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), False)
+                if self.fault.enabled:  # the latency only matters to the fault strategy
+                    self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), False)
             except (RemotingError, MQClientError) as exc:
                 self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), True)
                 last_error = exc
