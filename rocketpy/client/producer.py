@@ -343,7 +343,9 @@ class Producer:
     async def _send_default(self, msg: Message, timeout: float, times_total: int, *, oneway: bool = False,
                             batch_msgs: Sequence[Message] | None = None) -> SendResult | None:
         begin = trio.current_time()
-        info = await self.find_publish_info(msg.topic)
+        info = self.publish_info.get(msg.topic)
+        if info is None or not info.ok:  # a known route needs no lookup (find_publish_info returns it as is)
+            info = await self.find_publish_info(msg.topic)
         if not info.ok:
             raise MQClientError(f"No route info of this topic: {msg.topic}", ResponseCode.TOPIC_NOT_EXIST)
         last_broker: str | None = None
