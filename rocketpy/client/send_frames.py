@@ -61,7 +61,8 @@ class SendFields:
 class SendFrames:
     """The frame maker of one producer group: ``prepare(code, fields, body)`` gives a PreparedSend."""
 
-    __slots__ = ("key", "group", "default_topic", "default_topic_queue_nums", "serialize_type", "_strings")
+    __slots__ = ("key", "group", "default_topic", "default_topic_queue_nums", "serialize_type", "_strings",
+                 "_templates")
 
     def __init__(self, group: str, default_topic: str, default_topic_queue_nums: int,
                  serialize_type: SerializeType = SerializeType.JSON) -> None:
@@ -71,6 +72,8 @@ class SendFrames:
         self.default_topic_queue_nums = default_topic_queue_nums
         self.serialize_type = serialize_type
         self._strings: dict[str, str | None] = {}
+        #: (code, topic, broker name, max reconsume times given) -> the JSON header's template, or None
+        self._templates: dict[tuple[int, str, str | None, bool], bytes | None] = {}
 
     def _json(self, text: str) -> str | None:
         """The JSON string of a header value that recurs (cached), None where the stdlib and fastjson differ."""
@@ -94,29 +97,50 @@ class SendFrames:
             properties=fields.properties, reconsume_times=fields.reconsume_times, unit_mode=False,
             max_reconsume_times=fields.max_reconsume_times, batch=fields.batch, broker_name=fields.broker_name)
 
+    def _template(self, code: int, topic: str, broker_name: str | None, max_reconsume: bool) -> bytes | None:
+        """The JSON header up to the flag with %-placeholders for the per-message fields (in declared order:
+        None when the key order or a value's JSON does not allow one)."""
+        json_order = _ORDERS[max_reconsume, broker_name is not None][0]
+        if [k for k in json_order if k in _DYNAMIC] != [k for k in _DYNAMIC if k in json_order]:
+            return None
+        fixed = {"a": self._json(self.group), "b": self._json(topic), "c": self._json(self.default_topic),
+                 "d": f'"{self.default_topic_queue_nums}"', "k": '"false"',
+                 "n": self._json(broker_name) if broker_name is not None else ""}
+        if None in fixed.values():
+            return None
+        parts = [f'"{k}":{_DYNAMIC[k]}' if k in _DYNAMIC else f'"{k}":' + fixed[k].replace("%", "%%")  # type: ignore[union-attr]
+                 for k in json_order]
+        return ('{"code":' + str(code) + ',"extFields":{' + ",".join(parts) + '},"flag":').encode()
+
     def prepare(self, code: int, fields: SendFields, body: bytes) -> PreparedSend:
         f = fields
-        json_order, fast_order = _ORDERS[f.max_reconsume_times is not None, f.broker_name is not None]
         if self.serialize_type == SerializeType.ROCKETMQ:
+            fast_order = _ORDERS[f.max_reconsume_times is not None, f.broker_name is not None][1]
             ext = self.header(f).to_ext_fields(fast_order=True)
             return PreparedSend(self, code, f, body, None, {k: ext[k] for k in fast_order})
+        key = (code, f.topic, f.broker_name, f.max_reconsume_times is not None)
+        templates = self._templates
+        template = templates.get(key, b"")
+        if template == b"":
+            if len(templates) >= _CACHE_MAX:
+                templates.clear()
+            template = templates[key] = self._template(*key)
         head = None
-        group, default_topic, topic = self._json(self.group), self._json(self.default_topic), self._json(f.topic)
-        props: str | None = _json_string(f.properties)
-        if _UNLIKE_FASTJSON.search(props):  # type: ignore[arg-type]
-            props = None
-        name = self._json(f.broker_name) if f.broker_name is not None else ""
-        if group is not None and default_topic is not None and topic is not None and props is not None \
-                and name is not None:
-            values = {"a": group, "b": topic, "c": default_topic, "d": f'"{self.default_topic_queue_nums}"',
-                      "e": f'"{f.queue_id}"', "f": f'"{f.sys_flag}"', "g": f'"{f.born_timestamp}"',
-                      "h": f'"{f.flag}"', "i": props, "j": f'"{f.reconsume_times}"', "k": '"false"',
-                      "l": f'"{f.max_reconsume_times}"', "m": '"true"' if f.batch else '"false"', "n": name}
-            ext_json = ",".join([f'"{k}":{values[k]}' for k in json_order])
-            head = f'{{"code":{code},"extFields":{{{ext_json}}},"flag":'.encode()
+        if template is not None:
+            props = _json_string(f.properties)
+            if not _UNLIKE_FASTJSON.search(props):
+                batch = b'"true"' if f.batch else b'"false"'
+                if f.max_reconsume_times is None:
+                    head = template % (f.queue_id, f.sys_flag, f.born_timestamp, f.flag, props.encode(),
+                                       f.reconsume_times, batch)
+                else:
+                    head = template % (f.queue_id, f.sys_flag, f.born_timestamp, f.flag, props.encode(),
+                                       f.reconsume_times, f.max_reconsume_times, batch)
         return PreparedSend(self, code, f, body, head, None)
 
 
+#: the per-message extFields of a send and their placeholders in a template, in declared order
+_DYNAMIC = {"e": '"%d"', "f": '"%d"', "g": '"%d"', "h": '"%d"', "i": "%s", "j": '"%d"', "l": '"%d"', "m": "%s"}
 _MIDDLE = b',"language":"JAVA","opaque":'
 _TAIL = b',"serializeTypeCurrentRPC":"JSON","version":' + str(int(MQVersion.V4_9_8)).encode() + b"}"
 
