@@ -116,3 +116,26 @@ async def test_async_request_times_out(nursery: trio.Nursery, virtual_clock: tri
     assert done == [future]
     fast = await conn.request_async(RemotingCommand.request(ECHO, body=b"fast"), 0.5)
     assert (await fast.wait()).body == b"fast"
+
+
+async def test_write_cut_short_closes_the_connection(nursery: trio.Nursery,
+                                                     virtual_clock: trio.testing.MockClock) -> None:
+    ours, _theirs = trio.testing.lockstep_stream_pair()  # nobody reads: the write blocks
+    conn = ClientConnection(ours, "peer:1")
+    nursery.start_soon(conn.run, None, RequestContext(connection=conn, remote_addr="peer:1"))
+    queued: list[BaseException] = []
+
+    async def behind() -> None:
+        await trio.sleep(0.1)  # queues behind the blocked writer
+        try:
+            await conn.invoke(RemotingCommand.request(ECHO, body=b"second"), 30)
+        except ConnectionClosedError as exc:
+            queued.append(exc)
+
+    async with trio.open_nursery() as senders:
+        senders.start_soon(behind)
+        with trio.move_on_after(1):
+            await conn.invoke(RemotingCommand.request(ECHO, body=b"first"), 30)
+    # part of a frame may have gone out: the connection is done, and what waited behind it fails at once
+    assert conn.closed
+    assert len(queued) == 1

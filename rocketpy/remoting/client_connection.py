@@ -164,7 +164,13 @@ class ClientConnection(Connection):
                 if sent == len(data):
                     continue
                 data = memoryview(data)[sent:]
-            await self.send_bytes(data)  # type: ignore[arg-type]  # the rest, under the send lock
+            try:
+                await self.send_bytes(data)  # type: ignore[arg-type]  # the rest, under the send lock
+            except trio.Cancelled:
+                # cut short mid-write: the peer may hold part of a frame, so nothing more can go on this
+                # connection (and the frames queued behind would wait for a writer that is gone)
+                await self.aclose()
+                raise
 
     # -- requests ---------------------------------------------------------------------------------
     def _arm(self, entry: Any, timeout: float) -> None:
