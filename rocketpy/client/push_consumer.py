@@ -40,6 +40,8 @@ PULL_DELAY_ON_EXCEPTION = 3.0
 PULL_DELAY_ON_FLOW_CONTROL = 0.05
 CONSUME_LATER_ON_SEND_BACK_FAILURE = 5.0
 MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
+#: listening time one trip to a worker thread aims at when the backlog allows (quick listeners, fewer trips)
+TRIP_WORK = 0.001
 
 
 class ConsumeStatus(enum.Enum):
@@ -77,8 +79,10 @@ def _stamp_consume_start(msgs: list[MessageExt]) -> None:
 
 
 def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ConsumeContext]]
-                ) -> list[tuple[Any, BaseException | None]]:
-    """On a worker thread: the listener on each batch in turn, each answer or exception kept."""
+                ) -> tuple[list[tuple[Any, BaseException | None]], float]:
+    """On a worker thread: the listener on each batch in turn, each answer or exception kept; and the seconds
+    that took."""
+    began = time.perf_counter()
     out: list[tuple[Any, BaseException | None]] = []
     for msgs, ctx in calls:
         _stamp_consume_start(msgs)
@@ -86,7 +90,7 @@ def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ConsumeC
             out.append((listener(msgs, ctx), None))
         except Exception as exc:
             out.append((None, exc))
-    return out
+    return out, time.perf_counter() - began
 
 
 class PushConsumer(ConsumerBase):
@@ -152,6 +156,8 @@ class PushConsumer(ConsumerBase):
         self._ready: collections.deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = collections.deque()
         self._workers = 0
         self._work = trio.lowlevel.ParkingLot()
+        #: seconds the listener takes per batch (moving average; pessimistic until measured)
+        self._listen_cost = TRIP_WORK
         self.consumed_ok = 0
         self.consumed_failed = 0
 
@@ -403,8 +409,11 @@ class PushConsumer(ConsumerBase):
             while True:
                 while not ready:
                     await self._work.park()
-                # a fair share: with a backlog, one trip to a worker thread serves several batches
-                share = -(-len(ready) // self.consume_concurrency)
+                # a fair share of the backlog, or more when the listener is quick: one trip to a worker thread
+                # then carries about TRIP_WORK seconds of listening (a blocking listener keeps its batches spread)
+                waiting = len(ready)
+                share = max(-(-waiting // self.consume_concurrency),
+                            min(waiting, int(TRIP_WORK / max(self._listen_cost, 1e-6))))
                 items = [ready.popleft() for _ in range(share)]
                 try:
                     await self._consume_batches(items)
@@ -427,7 +436,8 @@ class PushConsumer(ConsumerBase):
         assert listener is not None
         results: list[tuple[Any, BaseException | None]]
         if self.trace is None and self.listener_in_thread and not inspect.iscoroutinefunction(listener):
-            results = await trio.to_thread.run_sync(_listen_all, listener, [(m, c) for m, _p, _q, c in calls])
+            results, took = await trio.to_thread.run_sync(_listen_all, listener, [(m, c) for m, _p, _q, c in calls])
+            self._listen_cost += 0.2 * (took / len(calls) - self._listen_cost)
         else:
             results = []
             for msgs, _pq, _mq, ctx in calls:
