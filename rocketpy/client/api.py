@@ -260,6 +260,9 @@ class ClientAPI:
         await self.invoke_oneway(addr, req)
 
 
+_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)  # a plain int: an IntFlag's & is a Python call per message
+
+
 def decode_pulled(body: bytes, tags: Sequence[str] | None, class_filter: bool = False) -> list[MessageExt]:
     """The messages of a FOUND answer, kept only when their tag matches (PullAPIWrapper.processPullResult).
 
@@ -268,7 +271,7 @@ def decode_pulled(body: bytes, tags: Sequence[str] | None, class_filter: bool = 
     """
     msgs = decode_messages(body)
     for m in msgs:
-        if m.sys_flag & MessageSysFlag.COMPRESSED_FLAG:
+        if m.sys_flag & _COMPRESSED:
             m.body = m.decompressed_body()
             m.sys_flag = MessageSysFlag.clear_compressed_flag(m.sys_flag)
     if tags and not class_filter:

@@ -446,11 +446,30 @@ class PushConsumer(ConsumerBase):
                     results.append((await self._call_listener(msgs, ctx), None))
                 except Exception as exc:
                     results.append((None, exc))
+        consumed: dict[int, tuple[ProcessQueue, MessageQueue, list[MessageExt]]] = {}
         for (msgs, pq, mq, ctx), (status, error) in zip(calls, results):
+            if error is None and (status is None or status == ConsumeStatus.CONSUME_SUCCESS) and not pq.dropped:
+                # the usual answer: its queue forgets the batch with the others of this trip, in one step
+                self.consumed_ok += len(msgs)
+                same = consumed.get(id(pq))
+                if same is None:
+                    consumed[id(pq)] = (pq, mq, list(msgs))
+                else:
+                    same[2].extend(msgs)
+                continue
             if error is not None:
                 log.error("consumeMessage exception, Group: %s %s", self.group, mq, exc_info=error)
                 status = ConsumeStatus.RECONSUME_LATER
             await self._consume_result(msgs, pq, mq, ctx, status)
+        for pq, mq, msgs in consumed.values():
+            self._forget_consumed(pq, mq, msgs)
+
+    def _forget_consumed(self, pq: ProcessQueue, mq: MessageQueue, msgs: list[MessageExt]) -> None:
+        """The consumed messages leave their queue; the offset that makes safe is kept for the broker."""
+        offset = pq.remove_messages(msgs)
+        if offset >= 0 and not pq.dropped:
+            assert self.offset_store is not None
+            self.offset_store.update_offset(mq, offset, True)
 
     async def _consume_result(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
                               ctx: ConsumeContext, status: Any) -> None:
@@ -477,10 +496,7 @@ class PushConsumer(ConsumerBase):
                     done = [m for m in msgs if m not in retry_later]
                     assert self.nursery is not None
                     self._track(self.nursery, self._consume_later, retry_later, pq, mq)
-        offset = pq.remove_messages(done)
-        if offset >= 0 and not pq.dropped:
-            assert self.offset_store is not None
-            self.offset_store.update_offset(mq, offset, True)
+        self._forget_consumed(pq, mq, done)
 
     async def _consume_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         """submitConsumeRequestLater: the batch whose send-back failed, again after a while."""
