@@ -120,8 +120,7 @@ class ClientAPI:
     def send_code(*, batch: bool = False, reply: bool = False) -> int:
         """SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2: the short header's codes, as Java's
         sendSmartMsg default uses."""
-        return int(RequestCode.SEND_REPLY_MESSAGE_V2 if reply else (
-            RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2))
+        return _REPLY_V2 if reply else (_BATCH if batch else _SEND_V2)
 
     @staticmethod
     def send_request(
@@ -260,7 +259,10 @@ class ClientAPI:
         await self.invoke_oneway(addr, req)
 
 
-_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)  # a plain int: an IntFlag's & is a Python call per message
+# plain ints: an IntFlag's & (and an enum member's lookup) is a Python call per message
+_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
+_SEND_V2, _BATCH = int(RequestCode.SEND_MESSAGE_V2), int(RequestCode.SEND_BATCH_MESSAGE)
+_REPLY_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
 
 
 def decode_pulled(body: bytes, tags: Sequence[str] | None, class_filter: bool = False) -> list[MessageExt]:
