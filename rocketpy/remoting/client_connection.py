@@ -120,11 +120,9 @@ class ClientConnection(Connection):
         self._deadlines: list[tuple[float, int, Any]] = []
         self._seq = itertools.count()
         self._timer: trio.CancelScope | None = None
-        # plain TCP: a second Python object on the stream's own (non-blocking) descriptor, detached on close,
+        # plain TCP, while run() reads: a second Python object on the stream's own (non-blocking) descriptor,
         # for reads and writes without trio's stream layers (TLS and memory streams go through them)
         self._sock: socket.socket | None = None
-        if isinstance(stream, trio.SocketStream):
-            self._sock = socket.socket(fileno=stream.socket.fileno())
 
     # -- writing ----------------------------------------------------------------------------------
     async def post(self, frame: bytes) -> None:
@@ -249,7 +247,10 @@ class ClientConnection(Connection):
     async def run(self, dispatcher: Dispatcher | None, context: RequestContext) -> None:
         """Read until the peer leaves: answers to their waiters at once, the peer's requests to ``dispatcher``
         in a task per receive (a handler may invoke the peer over this connection); expire waits meanwhile."""
-        sock = self._sock
+        sock = None
+        if isinstance(self.stream, trio.SocketStream) and not self.closed:
+            # made here, detached in aclose (which the finally below guarantees): never a second owner of the fd
+            sock = self._sock = socket.socket(fileno=self.stream.socket.fileno())
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._expire_loop)
