@@ -348,6 +348,7 @@ class PushConsumer(ConsumerBase):
         size = self.consume_batch_size
         for i in range(0, len(msgs), size):
             self._enqueue(msgs[i:i + size], pq, mq)
+        self._wake()
 
     def _track(self, nursery: trio.Nursery, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
         self._busy()
@@ -401,7 +402,11 @@ class PushConsumer(ConsumerBase):
             self.nursery.start_soon(self._consume_worker)
         self._busy()
         self._ready.append((msgs, pq, mq))
-        self._work.unpark()
+
+    def _wake(self) -> None:
+        """Wake as many idle workers as the waiting batches need: one per trip's worth of listening."""
+        per_trip = max(1, int(TRIP_WORK / max(self._listen_cost, 1e-6)))
+        self._work.unpark(count=min(self.consume_concurrency, -(-len(self._ready) // per_trip)))
 
     async def _consume_worker(self) -> None:
         ready = self._ready
@@ -503,6 +508,7 @@ class PushConsumer(ConsumerBase):
         await trio.sleep(CONSUME_LATER_ON_SEND_BACK_FAILURE)
         if not pq.dropped and self.running:
             self._enqueue(msgs, pq, mq)
+            self._wake()
 
     async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
         """CONSUMER_SEND_MSG_BACK, or a re-send to the retry topic when the broker cannot be asked."""
