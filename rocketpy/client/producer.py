@@ -29,7 +29,7 @@ from ..codecs.message import (
     encode_batch,
     properties_to_string,
 )
-from ..remoting import RemotingError
+from ..remoting import RemotingError, ResponseFuture
 from .api import ClientAPI
 from .config import ClientConfig
 from .errors import MQBrokerError, MQClientError, RequestTimeoutError
@@ -37,7 +37,7 @@ from .fault import FaultStrategy
 from .instance import ClientInstance, acquire_instance, release_instance
 from .results import SendResult
 from .route import TopicPublishInfo
-from .send_frames import SendFields, SendFrames
+from .send_frames import PreparedSend, SendFields, SendFrames
 from .trace import TraceDispatcher
 
 log = logging.getLogger("rocketpy.client")
@@ -312,20 +312,7 @@ class Producer:
             addr = self.client.master_addr(mq.broker_name or "")
         if addr is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist", ResponseCode.SYSTEM_ERROR)
-        batch = batch_msgs is not None
-        body, sys_flag, props, uniq = self._prepare(msg, batch)
-        fields = SendFields(topic=msg.topic, queue_id=mq.queue_id, sys_flag=sys_flag, born_timestamp=now_ms(),
-                            flag=msg.flag, properties="", batch=batch, broker_name=mq.broker_name)
-        if msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
-            reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
-            if reconsume is not None:
-                fields.reconsume_times = int(reconsume)
-            max_times = props.pop(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, None)
-            if max_times is not None:
-                fields.max_reconsume_times = int(max_times)
-        fields.properties = wire_properties(props)
-        reply = props.get(MessageConst.PROPERTY_MESSAGE_TYPE) == MixAll.REPLY_MESSAGE_FLAG
-        request = self._send_frames().prepare(ClientAPI.send_code(batch=batch, reply=reply), fields, body)
+        request, fields, uniq = self._request(msg, mq, batch_msgs is not None)
         if oneway:
             await self.api.invoke_oneway(addr, request)
             return None
@@ -339,20 +326,38 @@ class Producer:
             self.trace.on_send(msg, result, addr, now_ms() - born, born)
         return result
 
+    def _request(self, msg: Message, mq: MessageQueue, batch: bool) -> tuple[PreparedSend, SendFields, str | None]:
+        """The send request of ``msg`` to ``mq`` (sendKernelImpl's header and body), its fields and UNIQ_KEY."""
+        body, sys_flag, props, uniq = self._prepare(msg, batch)
+        fields = SendFields(topic=msg.topic, queue_id=mq.queue_id, sys_flag=sys_flag, born_timestamp=now_ms(),
+                            flag=msg.flag, properties="", batch=batch, broker_name=mq.broker_name)
+        if msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
+            reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
+            if reconsume is not None:
+                fields.reconsume_times = int(reconsume)
+            max_times = props.pop(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, None)
+            if max_times is not None:
+                fields.max_reconsume_times = int(max_times)
+        fields.properties = wire_properties(props)
+        reply = props.get(MessageConst.PROPERTY_MESSAGE_TYPE) == MixAll.REPLY_MESSAGE_FLAG
+        request = self._send_frames().prepare(ClientAPI.send_code(batch=batch, reply=reply), fields, body)
+        return request, fields, uniq
+
     # -- the retry loop -------------------------------------------------------------------------
     async def _send_default(self, msg: Message, timeout: float, times_total: int, *, oneway: bool = False,
-                            batch_msgs: Sequence[Message] | None = None) -> SendResult | None:
-        begin = trio.current_time()
+                            batch_msgs: Sequence[Message] | None = None, begin: float | None = None,
+                            tried: Sequence[str] = (), last_error: Exception | None = None) -> SendResult | None:
+        """``tried``: the brokers of attempts already made since ``begin`` (the last failed with ``last_error``)."""
+        begin = trio.current_time() if begin is None else begin
         info = self.publish_info.get(msg.topic)
         if info is None or not info.ok:  # a known route needs no lookup (find_publish_info returns it as is)
             info = await self.find_publish_info(msg.topic)
         if not info.ok:
             raise MQClientError(f"No route info of this topic: {msg.topic}", ResponseCode.TOPIC_NOT_EXIST)
-        last_broker: str | None = None
-        last_error: Exception | None = None
+        last_broker: str | None = tried[-1] if tried else None
         result: SendResult | None = None
-        brokers_sent: list[str] = []
-        for _ in range(times_total):
+        brokers_sent: list[str] = list(tried)
+        for _ in range(times_total - len(tried)):
             mq = self.fault.select(info, last_broker)
             last_broker = mq.broker_name
             brokers_sent.append(mq.broker_name or "")
@@ -453,6 +458,9 @@ class Producer:
         self._need_started()
         future = SendFuture()
         timeout = self.send_timeout if timeout is None else timeout
+        if queue is None and selector is None and self._send_async_now(msg, future, on_success, on_exception,
+                                                                       timeout):
+            return future
 
         async def run() -> None:
             try:
@@ -472,6 +480,80 @@ class Producer:
 
         self.client.spawn("async send", run)
         return future
+
+    def _send_async_now(self, msg: Message, future: SendFuture, on_success: Callable[[SendResult], Any] | None,
+                        on_exception: Callable[[BaseException], Any] | None, timeout: float) -> bool:
+        """The first attempt of an async send written at once on the open connection to the broker, its answer
+        handled where it is read (Java's invokeAsync), with no task per send; a failure it may retry goes on
+        in a task the way every send retries. False (nothing done) when the usual task must do it all: no
+        route or connection yet, a bad message, tracing, or retries on SEND_OK's absence."""
+        if self.trace is not None or self.retry_another_broker_when_not_store_ok:
+            return False
+        info = self.publish_info.get(msg.topic)
+        remoting = self.client.remoting
+        if info is None or not info.ok or remoting is None:
+            return False
+        try:
+            check_message(msg, self.max_message_size)
+        except MQClientError:
+            return False  # the task reports it as always
+        begin = trio.current_time()
+        mq = self.fault.select(info, None)
+        broker = mq.broker_name or ""
+        addr = self.client.master_addr(broker)
+        if addr is None or not remoting.is_open(addr):
+            return False
+        request, _fields, uniq = self._request(msg, mq, False)
+
+        def answered(answer: ResponseFuture) -> None:
+            latency = int((trio.current_time() - begin) * 1000)
+            try:
+                if answer.error is not None:
+                    raise answer.error
+                assert answer.response is not None
+                result = ClientAPI.send_result(answer.response, addr, mq, uniq)
+            except (RemotingError, MQClientError) as exc:
+                self.fault.update(broker, latency, True)
+                if isinstance(exc, MQBrokerError) and exc.response_code not in RETRY_RESPONSE_CODES:
+                    future._finish(None, exc)
+                    self._callback(on_exception, exc)
+                else:  # the other attempts, as _send_default makes them
+                    log.warning("send to %s failed, retry on another broker: %s", broker, exc)
+                    self.client.spawn("async send", self._send_async_rest, msg, future, on_success, on_exception,
+                                      timeout, begin, broker, exc)
+                return
+            if self.fault.enabled:
+                self.fault.update(broker, latency, False)
+            future._finish(result, None)
+            self._callback(on_success, result)
+
+        return remoting.send_soon(addr, request, timeout, answered) is not None
+
+    async def _send_async_rest(self, msg: Message, future: SendFuture, on_success: Callable[[SendResult], Any] | None,
+                               on_exception: Callable[[BaseException], Any] | None, timeout: float, begin: float,
+                               broker: str, error: Exception) -> None:
+        try:
+            result = await self._send_default(msg, timeout, 1 + self.retry_times_async, begin=begin, tried=(broker,),
+                                              last_error=error)
+            assert result is not None
+        except (RemotingError, MQClientError, trio.TooSlowError) as exc:
+            future._finish(None, exc)
+            await _call(on_exception, exc)
+            return
+        future._finish(result, None)
+        await _call(on_success, result)
+
+    def _callback(self, cb: Callable[[Any], Any] | None, value: Any) -> None:
+        """A send callback called where the answer is read; an async one gets a task to run in."""
+        if cb is None:
+            return
+        try:
+            out = cb(value)
+        except Exception:
+            log.exception("send callback failed")
+            return
+        if isinstance(out, Awaitable):
+            self.client.spawn("send callback", _awaited, out)
 
     async def send_batch(self, msgs: Sequence[Message], *, queue: MessageQueue | None = None,
                          timeout: float | None = None) -> SendResult:
@@ -539,6 +621,13 @@ class Producer:
             return box[0]
         finally:
             self.client.reply_waiters.pop(correlation_id, None)
+
+
+async def _awaited(out: Awaitable[Any]) -> None:
+    try:
+        await out
+    except Exception:
+        log.exception("send callback failed")
 
 
 async def _call(cb: Callable[[Any], Any] | None, value: Any) -> None:

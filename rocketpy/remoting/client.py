@@ -146,6 +146,21 @@ class RemotingClient:
                 await self.close_connection(addr)
             raise
 
+    def is_open(self, addr: str) -> bool:
+        """Whether a connection to ``addr`` is open in the pool (send_soon can use it)."""
+        conn = self._pool.get(addr)
+        return conn is not None and not conn.closed
+
+    def send_soon(
+        self, addr: str, request: Request, timeout: float, callback: Callable[[ResponseFuture], Any]
+    ) -> ResponseFuture | None:
+        """invoke_async without waiting, on the open connection to ``addr``: the request goes out with the others
+        of this turn and ``callback`` gets the future once it ends. None when no connection to ``addr`` is open."""
+        conn = self._pool.get(addr)
+        if conn is None or conn.closed:
+            return None
+        return conn.request_soon(self._hooked(request), timeout, callback)
+
     async def invoke_oneway(self, addr: str, request: Request) -> None:
         conn = await self.connection(addr)
         await conn.invoke_oneway(self._hooked(request))

@@ -120,6 +120,8 @@ class ClientConnection(Connection):
         self._deadlines: list[tuple[float, int, Any]] = []
         self._seq = itertools.count()
         self._timer: trio.CancelScope | None = None
+        #: run()'s nursery, where request_soon's writes go
+        self._nursery: trio.Nursery | None = None
         # plain TCP, while run() reads: a second Python object on the stream's own (non-blocking) descriptor,
         # for reads and writes without trio's stream layers (TLS and memory streams go through them)
         self._sock: socket.socket | None = None
@@ -224,6 +226,37 @@ class ClientConnection(Connection):
         self._arm(future, timeout)
         return future
 
+    def request_soon(
+        self, request: Request, timeout: float, callback: Callable[[ResponseFuture], Any]
+    ) -> ResponseFuture | None:
+        """:meth:`request_async` without waiting: the frame joins this turn's write (a task writes it) and
+        ``callback`` gets the future once it ends. None, and nothing sent, when the connection is not running."""
+        nursery = self._nursery
+        if nursery is None or self.closed:
+            return None
+        opaque = self.next_opaque()
+        frame = encode_request(request, opaque)
+        # complete() reads the request's code only, which a prepared request has too
+        future = ResponseFuture(opaque, request, timeout)  # type: ignore[arg-type]
+        future.add_done_callback(callback)
+        self._pending[opaque] = future
+        self._arm(future, timeout)
+        self._outbox.append(frame)
+        if not self._flushing:
+            self._flushing = True
+            nursery.start_soon(self._flush_soon)
+        return future
+
+    async def _flush_soon(self) -> None:
+        try:
+            await self._flush()
+        except RemotingSendRequestError as exc:  # the connection closed: its waits have failed with it
+            log.warning("requests to %s lost: %s", self.remote_addr, exc)
+        finally:
+            self._flushing = False
+            if self.closed:
+                self._outbox.clear()
+
     async def _expire_loop(self) -> None:
         """End every wait whose deadline passed with RemotingTimeoutError, as Java's scanResponseTable does."""
         heap = self._deadlines
@@ -253,6 +286,7 @@ class ClientConnection(Connection):
             sock = self._sock = socket.socket(fileno=self.stream.socket.fileno())
         try:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 nursery.start_soon(self._expire_loop)
                 if sock is None:
                     await self.serve(dispatcher, context, inline=False)
@@ -261,6 +295,7 @@ class ClientConnection(Connection):
                     await self._read_socket(sock, dispatcher, context, nursery)
                 nursery.cancel_scope.cancel()
         finally:
+            self._nursery = None
             await self.aclose()
 
     async def _read_socket(
