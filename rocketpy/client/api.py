@@ -41,6 +41,7 @@ from ..codecs.headers import (
 )
 from ..codecs.message import MessageExt, decode_messages
 from ..remoting import RemotingClient
+from ..remoting.client_connection import Request
 from .errors import MQBrokerError, MQClientError
 from .results import PullResult, SendResult
 
@@ -60,6 +61,30 @@ _PULL_STATUS = {
 }
 
 
+def _plain_int(text: object, bits: int) -> int | None:
+    """``text`` as a Java int/long when it is plain ASCII digits (with a minus) in range, else None."""
+    if type(text) is not str or not 0 < len(text) <= 20 or not text.isascii():
+        return None
+    if not (text.isdigit() or (text[0] == "-" and text[1:].isdigit())):
+        return None
+    value = int(text)
+    limit = 1 << (bits - 1)
+    return value if -limit <= value < limit else None
+
+
+def send_response_header(ext: dict[str, str] | None) -> SendMessageResponseHeader:
+    """The SendMessageResponseHeader of a send's answer: the usual all-plain fields read directly, anything
+    else (a missing field, a value Java parses unusually) through the typed header's own decoding."""
+    if ext is not None:
+        msg_id, transaction_id = ext.get("msgId"), ext.get("transactionId")
+        queue_id, queue_offset = _plain_int(ext.get("queueId"), 32), _plain_int(ext.get("queueOffset"), 64)
+        if type(msg_id) is str and queue_id is not None and queue_offset is not None and (
+                transaction_id is None or type(transaction_id) is str):
+            return SendMessageResponseHeader(msg_id=msg_id, queue_id=queue_id, queue_offset=queue_offset,
+                                             transaction_id=transaction_id)
+    return SendMessageResponseHeader.from_ext_fields(ext)
+
+
 def check(response: RemotingCommand, addr: str | None, *ok: int) -> RemotingCommand:
     """The response when its code is SUCCESS (or one of ``ok``), else MQBrokerError."""
     if response.code == ResponseCode.SUCCESS or response.code in ok:
@@ -74,10 +99,10 @@ class ClientAPI:
         self.remoting = remoting
         self.timeout = timeout
 
-    async def invoke(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+    async def invoke(self, addr: str, request: Request, timeout: float | None = None) -> RemotingCommand:
         return await self.remoting.invoke(addr, request, self.timeout if timeout is None else timeout)
 
-    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+    async def invoke_oneway(self, addr: str, request: Request) -> None:
         await self.remoting.invoke_oneway(addr, request)
 
     # -- name server ---------------------------------------------------------------
@@ -92,13 +117,17 @@ class ClientAPI:
 
     # -- sending ---------------------------------------------------------------------
     @staticmethod
+    def send_code(*, batch: bool = False, reply: bool = False) -> int:
+        """SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2: the short header's codes, as Java's
+        sendSmartMsg default uses."""
+        return _REPLY_V2 if reply else (_BATCH if batch else _SEND_V2)
+
+    @staticmethod
     def send_request(
         header: SendMessageRequestHeader, body: bytes, *, batch: bool = False, reply: bool = False
     ) -> RemotingCommand:
-        """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2) with the short header, as Java's
-        sendSmartMsg default does."""
-        code = RequestCode.SEND_REPLY_MESSAGE_V2 if reply else (
-            RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2)
+        """The send request the typed header makes (the reference of the producer's SendFrames)."""
+        code = ClientAPI.send_code(batch=batch, reply=reply)
         return RemotingCommand.request(code, SendMessageRequestHeaderV2.from_v1(header), body)
 
     @staticmethod
@@ -108,7 +137,8 @@ class ClientAPI:
         status = _SEND_STATUS.get(response.code)  # type: ignore[call-overload]
         if status is None:
             raise MQBrokerError(response.code, response.remark, addr)
-        h = response.decode_header(SendMessageResponseHeader)
+        h = send_response_header(response.ext_fields)
+        assert h.queue_offset is not None  # required: decoding refuses an answer without it
         ext = response.ext_fields or {}
         return SendResult(
             send_status=status,
@@ -231,6 +261,12 @@ class ClientAPI:
         await self.invoke_oneway(addr, req)
 
 
+# plain ints: an IntFlag's & (and an enum member's lookup) is a Python call per message
+_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
+_SEND_V2, _BATCH = int(RequestCode.SEND_MESSAGE_V2), int(RequestCode.SEND_BATCH_MESSAGE)
+_REPLY_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
+
+
 def decode_pulled(body: bytes, tags: Sequence[str] | None, class_filter: bool = False) -> list[MessageExt]:
     """The messages of a FOUND answer, kept only when their tag matches (PullAPIWrapper.processPullResult).
 
@@ -239,7 +275,7 @@ def decode_pulled(body: bytes, tags: Sequence[str] | None, class_filter: bool = 
     """
     msgs = decode_messages(body)
     for m in msgs:
-        if m.sys_flag & MessageSysFlag.COMPRESSED_FLAG:
+        if m.sys_flag & _COMPRESSED:
             m.body = m.decompressed_body()
             m.sys_flag = MessageSysFlag.clear_compressed_flag(m.sys_flag)
     if tags and not class_filter:

@@ -18,9 +18,8 @@ import trio
 
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
-from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus
-from ..codecs.headers import SendMessageRequestHeader
-from ..codecs.javalang import hashmap_order, java_hash
+from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus, SerializeType
+from ..codecs.javalang import hashmap_dict, java_hash
 from ..codecs.message import (
     DEFAULT_COMPRESS_LEVEL,
     Message,
@@ -30,7 +29,7 @@ from ..codecs.message import (
     encode_batch,
     properties_to_string,
 )
-from ..remoting import RemotingError
+from ..remoting import RemotingError, ResponseFuture
 from .api import ClientAPI
 from .config import ClientConfig
 from .errors import MQBrokerError, MQClientError, RequestTimeoutError
@@ -38,6 +37,7 @@ from .fault import FaultStrategy
 from .instance import ClientInstance, acquire_instance, release_instance
 from .results import SendResult
 from .route import TopicPublishInfo
+from .send_frames import PreparedSend, SendFields, SendFrames
 from .trace import TraceDispatcher
 
 log = logging.getLogger("rocketpy.client")
@@ -76,7 +76,20 @@ def select_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> Mes
     return mqs[random.randrange(len(mqs))]
 
 
+#: topics that passed check_topic (a producer sends to a few topics again and again)
+_CHECKED_TOPICS: set[str] = set()
+
+
 def check_topic(topic: str) -> None:
+    if topic in _CHECKED_TOPICS:
+        return
+    _check_topic(topic)
+    if len(_CHECKED_TOPICS) >= 4096:
+        _CHECKED_TOPICS.clear()
+    _CHECKED_TOPICS.add(topic)
+
+
+def _check_topic(topic: str) -> None:
     if not topic or not topic.strip():
         raise MQClientError("The specified topic is blank", ResponseCode.MESSAGE_ILLEGAL)
     if len(topic) > MixAll.TOPIC_MAX_LENGTH:
@@ -103,8 +116,9 @@ def check_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
 
 
 def wire_properties(props: dict[str, str]) -> str:
-    """The properties string in java.util.HashMap order, byte for byte what Java sends."""
-    return properties_to_string({k: props[k] for k in hashmap_order(list(props))})
+    """The properties string in java.util.HashMap order, byte for byte what Java sends (the order of each
+    key set is computed once)."""
+    return properties_to_string(hashmap_dict(props))
 
 
 class SendFuture:
@@ -183,6 +197,7 @@ class Producer:
         self.fault = FaultStrategy(send_latency_fault_enable)
         self.publish_info: dict[str, TopicPublishInfo] = {}
         self.started = False
+        self._frames: SendFrames | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def __aenter__(self) -> Producer:
@@ -261,6 +276,14 @@ class Producer:
         return list(info.queues)
 
     # -- the kernel: one attempt on one queue ----------------------------------------------------
+    def _send_frames(self) -> SendFrames:
+        """The frame maker for this group's sends (made again when the group's send settings change)."""
+        frames = self._frames
+        if frames is None or frames.key != (self.group, self.create_topic_key, self.default_topic_queue_nums,
+                                            SerializeType.JSON):
+            frames = self._frames = SendFrames(self.group, self.create_topic_key, self.default_topic_queue_nums)
+        return frames
+
     def _prepare(self, msg: Message, batch: bool) -> tuple[bytes, int, dict[str, str], str | None]:
         props = dict(msg.properties)
         if MessageConst.PROPERTY_WAIT_STORE_MSG_OK not in props and not batch:
@@ -289,24 +312,7 @@ class Producer:
             addr = self.client.master_addr(mq.broker_name or "")
         if addr is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist", ResponseCode.SYSTEM_ERROR)
-        batch = batch_msgs is not None
-        body, sys_flag, props, uniq = self._prepare(msg, batch)
-        header = SendMessageRequestHeader(
-            producer_group=self.group, topic=msg.topic, default_topic=self.create_topic_key,
-            default_topic_queue_nums=self.default_topic_queue_nums, queue_id=mq.queue_id, sys_flag=sys_flag,
-            born_timestamp=now_ms(), flag=msg.flag, reconsume_times=0, unit_mode=False,
-            batch=batch, bname=mq.broker_name,
-        )
-        if msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
-            reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
-            if reconsume is not None:
-                header.reconsume_times = int(reconsume)
-            max_times = props.pop(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, None)
-            if max_times is not None:
-                header.max_reconsume_times = int(max_times)
-        header.properties = wire_properties(props)
-        reply = props.get(MessageConst.PROPERTY_MESSAGE_TYPE) == MixAll.REPLY_MESSAGE_FLAG
-        request = ClientAPI.send_request(header, body, batch=batch, reply=reply)
+        request, fields, uniq = self._request(msg, mq, batch_msgs is not None)
         if oneway:
             await self.api.invoke_oneway(addr, request)
             return None
@@ -316,32 +322,53 @@ class Producer:
                             for m in batch_msgs)
         result = ClientAPI.send_result(response, addr, mq, uniq)
         if self.trace is not None and batch_msgs is None:
-            born = header.born_timestamp or 0
+            born = fields.born_timestamp
             self.trace.on_send(msg, result, addr, now_ms() - born, born)
         return result
 
+    def _request(self, msg: Message, mq: MessageQueue, batch: bool) -> tuple[PreparedSend, SendFields, str | None]:
+        """The send request of ``msg`` to ``mq`` (sendKernelImpl's header and body), its fields and UNIQ_KEY."""
+        body, sys_flag, props, uniq = self._prepare(msg, batch)
+        fields = SendFields(topic=msg.topic, queue_id=mq.queue_id, sys_flag=sys_flag, born_timestamp=now_ms(),
+                            flag=msg.flag, properties="", batch=batch, broker_name=mq.broker_name)
+        if msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
+            reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
+            if reconsume is not None:
+                fields.reconsume_times = int(reconsume)
+            max_times = props.pop(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, None)
+            if max_times is not None:
+                fields.max_reconsume_times = int(max_times)
+        fields.properties = wire_properties(props)
+        reply = props.get(MessageConst.PROPERTY_MESSAGE_TYPE) == MixAll.REPLY_MESSAGE_FLAG
+        request = self._send_frames().prepare(ClientAPI.send_code(batch=batch, reply=reply), fields, body)
+        return request, fields, uniq
+
     # -- the retry loop -------------------------------------------------------------------------
     async def _send_default(self, msg: Message, timeout: float, times_total: int, *, oneway: bool = False,
-                            batch_msgs: Sequence[Message] | None = None) -> SendResult | None:
-        begin = trio.current_time()
-        info = await self.find_publish_info(msg.topic)
+                            batch_msgs: Sequence[Message] | None = None, begin: float | None = None,
+                            tried: Sequence[str] = (), last_error: Exception | None = None) -> SendResult | None:
+        """``tried``: the brokers of attempts already made since ``begin`` (the last failed with ``last_error``)."""
+        begin = trio.current_time() if begin is None else begin
+        info = self.publish_info.get(msg.topic)
+        if info is None or not info.ok:  # a known route needs no lookup (find_publish_info returns it as is)
+            info = await self.find_publish_info(msg.topic)
         if not info.ok:
             raise MQClientError(f"No route info of this topic: {msg.topic}", ResponseCode.TOPIC_NOT_EXIST)
-        last_broker: str | None = None
-        last_error: Exception | None = None
+        last_broker: str | None = tried[-1] if tried else None
         result: SendResult | None = None
-        brokers_sent: list[str] = []
-        for _ in range(times_total):
+        brokers_sent: list[str] = list(tried)
+        for _ in range(times_total - len(tried)):
             mq = self.fault.select(info, last_broker)
             last_broker = mq.broker_name
             brokers_sent.append(mq.broker_name or "")
-            remaining = timeout - (trio.current_time() - begin)
+            start = trio.current_time()
+            remaining = timeout - (start - begin)
             if remaining <= 0:
                 raise MQClientError("sendDefaultImpl call timeout")
-            start = trio.current_time()
             try:
                 result = await self._send_kernel(msg, mq, remaining, oneway=oneway, batch_msgs=batch_msgs)
-                self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), False)
+                if self.fault.enabled:  # the latency only matters to the fault strategy
+                    self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), False)
             except (RemotingError, MQClientError) as exc:
                 self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), True)
                 last_error = exc
@@ -431,6 +458,9 @@ class Producer:
         self._need_started()
         future = SendFuture()
         timeout = self.send_timeout if timeout is None else timeout
+        if queue is None and selector is None and self._send_async_now(msg, future, on_success, on_exception,
+                                                                       timeout):
+            return future
 
         async def run() -> None:
             try:
@@ -450,6 +480,80 @@ class Producer:
 
         self.client.spawn("async send", run)
         return future
+
+    def _send_async_now(self, msg: Message, future: SendFuture, on_success: Callable[[SendResult], Any] | None,
+                        on_exception: Callable[[BaseException], Any] | None, timeout: float) -> bool:
+        """The first attempt of an async send written at once on the open connection to the broker, its answer
+        handled where it is read (Java's invokeAsync), with no task per send; a failure it may retry goes on
+        in a task the way every send retries. False (nothing done) when the usual task must do it all: no
+        route or connection yet, a bad message, tracing, or retries on SEND_OK's absence."""
+        if self.trace is not None or self.retry_another_broker_when_not_store_ok:
+            return False
+        info = self.publish_info.get(msg.topic)
+        remoting = self.client.remoting
+        if info is None or not info.ok or remoting is None:
+            return False
+        try:
+            check_message(msg, self.max_message_size)
+        except MQClientError:
+            return False  # the task reports it as always
+        begin = trio.current_time()
+        mq = self.fault.select(info, None)
+        broker = mq.broker_name or ""
+        addr = self.client.master_addr(broker)
+        if addr is None or not remoting.is_open(addr):
+            return False
+        request, _fields, uniq = self._request(msg, mq, False)
+
+        def answered(answer: ResponseFuture) -> None:
+            latency = int((trio.current_time() - begin) * 1000)
+            try:
+                if answer.error is not None:
+                    raise answer.error
+                assert answer.response is not None
+                result = ClientAPI.send_result(answer.response, addr, mq, uniq)
+            except (RemotingError, MQClientError) as exc:
+                self.fault.update(broker, latency, True)
+                if isinstance(exc, MQBrokerError) and exc.response_code not in RETRY_RESPONSE_CODES:
+                    future._finish(None, exc)
+                    self._callback(on_exception, exc)
+                else:  # the other attempts, as _send_default makes them
+                    log.warning("send to %s failed, retry on another broker: %s", broker, exc)
+                    self.client.spawn("async send", self._send_async_rest, msg, future, on_success, on_exception,
+                                      timeout, begin, broker, exc)
+                return
+            if self.fault.enabled:
+                self.fault.update(broker, latency, False)
+            future._finish(result, None)
+            self._callback(on_success, result)
+
+        return remoting.send_soon(addr, request, timeout, answered) is not None
+
+    async def _send_async_rest(self, msg: Message, future: SendFuture, on_success: Callable[[SendResult], Any] | None,
+                               on_exception: Callable[[BaseException], Any] | None, timeout: float, begin: float,
+                               broker: str, error: Exception) -> None:
+        try:
+            result = await self._send_default(msg, timeout, 1 + self.retry_times_async, begin=begin, tried=(broker,),
+                                              last_error=error)
+            assert result is not None
+        except (RemotingError, MQClientError, trio.TooSlowError) as exc:
+            future._finish(None, exc)
+            await _call(on_exception, exc)
+            return
+        future._finish(result, None)
+        await _call(on_success, result)
+
+    def _callback(self, cb: Callable[[Any], Any] | None, value: Any) -> None:
+        """A send callback called where the answer is read; an async one gets a task to run in."""
+        if cb is None:
+            return
+        try:
+            out = cb(value)
+        except Exception:
+            log.exception("send callback failed")
+            return
+        if isinstance(out, Awaitable):
+            self.client.spawn("send callback", _awaited, out)
 
     async def send_batch(self, msgs: Sequence[Message], *, queue: MessageQueue | None = None,
                          timeout: float | None = None) -> SendResult:
@@ -517,6 +621,13 @@ class Producer:
             return box[0]
         finally:
             self.client.reply_waiters.pop(correlation_id, None)
+
+
+async def _awaited(out: Awaitable[Any]) -> None:
+    try:
+        await out
+    except Exception:
+        log.exception("send callback failed")
 
 
 async def _call(cb: Callable[[Any], Any] | None, value: Any) -> None:

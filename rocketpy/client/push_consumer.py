@@ -9,6 +9,7 @@ offsets are committed to the broker (clustering) or a local file (broadcasting).
 
 from __future__ import annotations
 
+import collections
 import enum
 import inspect
 import logging
@@ -39,6 +40,8 @@ PULL_DELAY_ON_EXCEPTION = 3.0
 PULL_DELAY_ON_FLOW_CONTROL = 0.05
 CONSUME_LATER_ON_SEND_BACK_FAILURE = 5.0
 MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
+#: listening time one trip to a worker thread aims at when the backlog allows (quick listeners, fewer trips)
+TRIP_WORK = 0.001
 
 
 class ConsumeStatus(enum.Enum):
@@ -67,6 +70,27 @@ class ConsumeContext:
 
 
 Listener = Callable[[list[MessageExt], ConsumeContext], Any]
+
+
+def _stamp_consume_start(msgs: list[MessageExt]) -> None:
+    now = str(now_ms())
+    for m in msgs:
+        m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
+
+
+def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ConsumeContext]]
+                ) -> tuple[list[tuple[Any, BaseException | None]], float]:
+    """On a worker thread: the listener on each batch in turn, each answer or exception kept; and the seconds
+    that took."""
+    began = time.perf_counter()
+    out: list[tuple[Any, BaseException | None]] = []
+    for msgs, ctx in calls:
+        _stamp_consume_start(msgs)
+        try:
+            out.append((listener(msgs, ctx), None))
+        except Exception as exc:
+            out.append((None, exc))
+    return out, time.perf_counter() - began
 
 
 class PushConsumer(ConsumerBase):
@@ -128,6 +152,12 @@ class PushConsumer(ConsumerBase):
         self._inflight = 0
         self._idle = trio.Event()
         self._idle.set()
+        #: concurrent consumption: batches waiting for a worker, the workers running, where idle ones wait
+        self._ready: collections.deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = collections.deque()
+        self._workers = 0
+        self._work = trio.lowlevel.ParkingLot()
+        #: seconds the listener takes per batch (moving average; pessimistic until measured)
+        self._listen_cost = TRIP_WORK
         self.consumed_ok = 0
         self.consumed_failed = 0
 
@@ -318,22 +348,30 @@ class PushConsumer(ConsumerBase):
             if dispatch:
                 self._track(self.nursery, self._consume_orderly, mq, pq)
             return
-        for i in range(0, len(msgs), self.consume_batch_size):
-            self._track(self.nursery, self._consume_concurrently, msgs[i:i + self.consume_batch_size], pq, mq, 0.0)
+        size = self.consume_batch_size
+        for i in range(0, len(msgs), size):
+            self._enqueue(msgs[i:i + size], pq, mq)
+        self._wake()
 
     def _track(self, nursery: trio.Nursery, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
-        self._inflight += 1
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._busy()
 
         async def run() -> None:
             try:
                 await fn(*args)
             finally:
-                self._inflight -= 1
-                if self._inflight == 0:
-                    self._idle.set()
+                self._done()
 
         nursery.start_soon(run)
+
+    def _busy(self) -> None:
+        self._inflight += 1
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+
+    def _done(self, count: int = 1) -> None:
+        self._inflight -= count
+        if self._inflight == 0:
+            self._idle.set()
 
     async def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeContext) -> Any:
         trace = self.trace
@@ -358,25 +396,91 @@ class PushConsumer(ConsumerBase):
             return await trio.to_thread.run_sync(listener, msgs, ctx)
         return listener(msgs, ctx)
 
-    async def _consume_concurrently(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
-                                    delay: float) -> None:
-        if delay:
-            await trio.sleep(delay)
-        if pq.dropped or not self.running:
-            return
-        async with self._limiter:
-            if pq.dropped:
-                return
+    def _enqueue(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """Hand a batch to the consume workers (Java's consumeExecutor.submit of a ConsumeRequest): at most
+        ``consume_concurrency`` of them, started as work arrives, each taking its share of what waits."""
+        assert self.nursery is not None
+        if self._workers < self.consume_concurrency:
+            self._workers += 1
+            self.nursery.start_soon(self._consume_worker)
+        self._busy()
+        self._ready.append((msgs, pq, mq))
+
+    def _wake(self) -> None:
+        """Wake as many idle workers as the waiting batches need: one per trip's worth of listening."""
+        per_trip = max(1, int(TRIP_WORK / max(self._listen_cost, 1e-6)))
+        self._work.unpark(count=min(self.consume_concurrency, -(-len(self._ready) // per_trip)))
+
+    async def _consume_worker(self) -> None:
+        ready = self._ready
+        try:
+            while True:
+                while not ready:
+                    await self._work.park()
+                # a fair share of the backlog, or more when the listener is quick: one trip to a worker thread
+                # then carries about TRIP_WORK seconds of listening (a blocking listener keeps its batches spread)
+                waiting = len(ready)
+                share = max(-(-waiting // self.consume_concurrency),
+                            min(waiting, int(TRIP_WORK / max(self._listen_cost, 1e-6))))
+                items = [ready.popleft() for _ in range(share)]
+                try:
+                    await self._consume_batches(items)
+                finally:
+                    self._done(len(items))
+        finally:
+            self._workers -= 1
+
+    async def _consume_batches(self, items: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]) -> None:
+        """Each batch to the listener and its answer to the queue (ConsumeRequest.run, processConsumeResult)."""
+        calls = []
+        for msgs, pq, mq in items:
+            if pq.dropped or not self.running:
+                continue
             reset_retry_topic(msgs, self.group)
-            now = str(now_ms())
-            for m in msgs:
-                m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
-            ctx = ConsumeContext(mq)
-            try:
-                status = await self._call_listener(msgs, ctx)
-            except Exception:
-                log.exception("consumeMessage exception, Group: %s %s", self.group, mq)
+            calls.append((msgs, pq, mq, ConsumeContext(mq)))
+        if not calls:
+            return
+        listener = self.listener
+        assert listener is not None
+        results: list[tuple[Any, BaseException | None]]
+        if self.trace is None and self.listener_in_thread and not inspect.iscoroutinefunction(listener):
+            results, took = await trio.to_thread.run_sync(_listen_all, listener, [(m, c) for m, _p, _q, c in calls])
+            self._listen_cost += 0.2 * (took / len(calls) - self._listen_cost)
+        else:
+            results = []
+            for msgs, _pq, _mq, ctx in calls:
+                _stamp_consume_start(msgs)
+                try:
+                    results.append((await self._call_listener(msgs, ctx), None))
+                except Exception as exc:
+                    results.append((None, exc))
+        consumed: dict[int, tuple[ProcessQueue, MessageQueue, list[MessageExt]]] = {}
+        for (msgs, pq, mq, ctx), (status, error) in zip(calls, results):
+            if error is None and (status is None or status == ConsumeStatus.CONSUME_SUCCESS) and not pq.dropped:
+                # the usual answer: its queue forgets the batch with the others of this trip, in one step
+                self.consumed_ok += len(msgs)
+                same = consumed.get(id(pq))
+                if same is None:
+                    consumed[id(pq)] = (pq, mq, list(msgs))
+                else:
+                    same[2].extend(msgs)
+                continue
+            if error is not None:
+                log.error("consumeMessage exception, Group: %s %s", self.group, mq, exc_info=error)
                 status = ConsumeStatus.RECONSUME_LATER
+            await self._consume_result(msgs, pq, mq, ctx, status)
+        for pq, mq, msgs in consumed.values():
+            self._forget_consumed(pq, mq, msgs)
+
+    def _forget_consumed(self, pq: ProcessQueue, mq: MessageQueue, msgs: list[MessageExt]) -> None:
+        """The consumed messages leave their queue; the offset that makes safe is kept for the broker."""
+        offset = pq.remove_messages(msgs)
+        if offset >= 0 and not pq.dropped:
+            assert self.offset_store is not None
+            self.offset_store.update_offset(mq, offset, True)
+
+    async def _consume_result(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+                              ctx: ConsumeContext, status: Any) -> None:
         if status is None:
             status = ConsumeStatus.CONSUME_SUCCESS
         if pq.dropped:
@@ -399,12 +503,15 @@ class PushConsumer(ConsumerBase):
                 if retry_later:
                     done = [m for m in msgs if m not in retry_later]
                     assert self.nursery is not None
-                    self._track(self.nursery, self._consume_concurrently, retry_later, pq, mq,
-                                CONSUME_LATER_ON_SEND_BACK_FAILURE)
-        offset = pq.remove_messages(done)
-        if offset >= 0 and not pq.dropped:
-            assert self.offset_store is not None
-            self.offset_store.update_offset(mq, offset, True)
+                    self._track(self.nursery, self._consume_later, retry_later, pq, mq)
+        self._forget_consumed(pq, mq, done)
+
+    async def _consume_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """submitConsumeRequestLater: the batch whose send-back failed, again after a while."""
+        await trio.sleep(CONSUME_LATER_ON_SEND_BACK_FAILURE)
+        if not pq.dropped and self.running:
+            self._enqueue(msgs, pq, mq)
+            self._wake()
 
     async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
         """CONSUMER_SEND_MSG_BACK, or a re-send to the retry topic when the broker cannot be asked."""

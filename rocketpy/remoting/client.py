@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -18,7 +17,8 @@ from typing import Any
 import trio
 
 from ..codecs import DEFAULT_MAX_FRAME, RemotingCommand
-from .connection import Connection, ResponseFuture
+from .client_connection import ClientConnection, Request
+from .connection import ResponseFuture
 from .dispatch import Dispatcher, RequestContext
 from .errors import RemotingConnectError, RemotingTimeoutError
 from .tls import connect_stream
@@ -63,12 +63,12 @@ class RemotingClient:
         self.connect_timeout = connect_timeout
         self.max_frame = max_frame
         self._opaques = itertools.count(1)
-        self._pool: dict[str, Connection] = {}
+        self._pool: dict[str, ClientConnection] = {}
         self._connecting: dict[str, trio.Lock] = {}
         self.closed = False
 
     # -- connections ----------------------------------------------------------
-    async def connection(self, addr: str, timeout: float | None = None) -> Connection:
+    async def connection(self, addr: str, timeout: float | None = None) -> ClientConnection:
         """The pooled connection to ``addr``, opened on first use."""
         conn = self._pool.get(addr)
         if conn is not None and not conn.closed:
@@ -89,17 +89,17 @@ class RemotingClient:
                         stream = await connect_stream(stream, self.ssl_context, host)
             except (OSError, trio.TooSlowError) as exc:
                 raise RemotingConnectError(f"connect to {addr} failed: {exc or 'timeout'}") from exc
-            conn = Connection(stream, addr, max_frame=self.max_frame, opaques=self._opaques)
+            conn = ClientConnection(stream, addr, max_frame=self.max_frame, opaques=self._opaques)
             self._pool[addr] = conn
             await self.nursery.start(self._run, addr, conn)
             return conn
 
-    async def _run(self, addr: str, conn: Connection, *, task_status: trio.TaskStatus[None]) -> None:
+    async def _run(self, addr: str, conn: ClientConnection, *, task_status: trio.TaskStatus[None]) -> None:
         ctx = RequestContext(connection=conn, remote_addr=addr, state=self.state)
         task_status.started()
         try:
             # handlers run in their own tasks: one may invoke the peer over this same connection
-            await conn.serve(self.dispatcher, ctx, inline=False)
+            await conn.run(self.dispatcher, ctx)
         except Exception:
             # one connection's failure must not take the client (and its other connections) down
             log.exception("connection to %s failed", addr)
@@ -118,15 +118,27 @@ class RemotingClient:
             await self.close_connection(addr)
 
     # -- invocations ----------------------------------------------------------
-    async def invoke(self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT) -> RemotingCommand:
+    def _hooked(self, request: Request) -> Request:
+        """The request after Java's RPCHook.doBeforeRequest (a prepared request becomes its command first)."""
+        if self.rpc_hook is None:
+            return request
+        if not isinstance(request, RemotingCommand):
+            request = request.command()
+        self.rpc_hook(request)
+        return request
+
+    async def invoke(self, addr: str, request: Request, timeout: float = DEFAULT_TIMEOUT) -> RemotingCommand:
         """Send ``request`` to ``addr`` and return its response (the timeout covers connecting)."""
-        deadline = trio.current_time() + timeout
-        conn = await self.connection(addr, timeout)
-        remaining = deadline - trio.current_time()
-        if remaining <= 0:
-            raise RemotingTimeoutError(f"invoke to {addr}: connecting used the whole {timeout} s")
-        if self.rpc_hook is not None:
-            self.rpc_hook(request)
+        conn = self._pool.get(addr)
+        if conn is None or conn.closed:
+            deadline = trio.current_time() + timeout
+            conn = await self.connection(addr, timeout)
+            remaining = deadline - trio.current_time()
+            if remaining <= 0:
+                raise RemotingTimeoutError(f"invoke to {addr}: connecting used the whole {timeout} s")
+        else:
+            remaining = timeout  # pooled: no time went by
+        request = self._hooked(request)
         try:
             return await conn.invoke(request, remaining)
         except RemotingTimeoutError:
@@ -134,11 +146,24 @@ class RemotingClient:
                 await self.close_connection(addr)
             raise
 
-    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+    def is_open(self, addr: str) -> bool:
+        """Whether a connection to ``addr`` is open in the pool (send_soon can use it)."""
+        conn = self._pool.get(addr)
+        return conn is not None and not conn.closed
+
+    def send_soon(
+        self, addr: str, request: Request, timeout: float, callback: Callable[[ResponseFuture], Any]
+    ) -> ResponseFuture | None:
+        """invoke_async without waiting, on the open connection to ``addr``: the request goes out with the others
+        of this turn and ``callback`` gets the future once it ends. None when no connection to ``addr`` is open."""
+        conn = self._pool.get(addr)
+        if conn is None or conn.closed:
+            return None
+        return conn.request_soon(self._hooked(request), timeout, callback)
+
+    async def invoke_oneway(self, addr: str, request: Request) -> None:
         conn = await self.connection(addr)
-        if self.rpc_hook is not None:
-            self.rpc_hook(request)
-        await conn.invoke_oneway(request)
+        await conn.invoke_oneway(self._hooked(request))
 
     async def invoke_async(
         self,
@@ -153,29 +178,7 @@ class RemotingClient:
         ConnectionClosedError.
         """
         conn = await self.connection(addr, timeout)
-        if self.rpc_hook is not None:
-            self.rpc_hook(request)
-        future = conn.start_request(request, timeout)
-        if callback is not None:
-            future.add_done_callback(callback)
-        try:
-            await conn.send_command(request)
-        except Exception as exc:
-            conn.forget(future)
-            future.set_error(exc)
-            return future
-        if timeout != math.inf:
-            self.nursery.start_soon(self._expire, conn, future, timeout)
-        return future
-
-    @staticmethod
-    async def _expire(conn: Connection, future: ResponseFuture, timeout: float) -> None:
-        with trio.move_on_after(timeout):
-            await future.settled()
-            return
-        conn.forget(future)
-        ms = int(timeout * 1000)
-        future.set_error(RemotingTimeoutError(f"wait response on the channel <{conn.remote_addr}> timeout, {ms}(ms)"))
+        return await conn.request_async(self._hooked(request), timeout, callback)
 
 
 @asynccontextmanager

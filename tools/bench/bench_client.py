@@ -1,33 +1,61 @@
-"""Client throughput: sync sends/s (one at a time and with concurrent senders) and push-consume msgs/s.
+"""Client throughput and CPU per message: sends (sync one at a time, sync concurrent, async, oneway, batch),
+push and lite-pull consumption, optionally beside the Java benchmark Producer and Consumer.
 
-Run against a running server:   python tools/bench/bench_client.py -n 127.0.0.1:9876
-or let it start ``rocketpy serve`` (NameServer + broker) in a subprocess on free ports:
-                                python tools/bench/bench_client.py [--count 5000] [--seconds 60]
-``--in-process`` runs our NameServer and broker in this process instead (on their own thread).
-Every phase is bounded by --count and --seconds.
+    python tools/bench/bench_client.py                      # ours alone, against `rocketpy serve`
+    python tools/bench/bench_client.py --vs-java --rounds 3 # the comparison of issue #28 (quiet machine)
+    python tools/bench/bench_client.py --profile sync32     # cProfile of one phase, top entries
+
+The server is ``rocketpy serve`` (NameServer + broker) in a subprocess on free ports, one for the
+whole run; ``-n ADDR`` uses a running server instead (``--in-process`` runs ours on a thread here, which
+puts the server's CPU into the figures). Every phase is bounded by ``--count`` and ``--seconds``.
+Each line gives the rate and the client process's CPU per message (user+sys of this process over the
+phase, divided by the messages: with a subprocess server that is the client's own cost).
+
+Phases (``--phases``, comma separated): ``sync`` (one send at a time), ``sync32`` (``--senders``
+concurrent senders), ``async`` (send_async, ``--window`` in flight), ``oneway``, ``batch``
+(send_batch of ``--batch`` messages; msgs/s), ``push`` (a PushConsumer of a fresh group drains the
+topic's backlog: msgs/s from its first message to the last), ``litepull`` (a LitePullConsumer drains
+it the same way).
+
+``--vs-java``: in each of ``--rounds`` rounds, the official benchmark Producer of the Java reference
+build (``run-client.sh org.apache.rocketmq.example.benchmark.Producer -w SENDERS -s SIZE``) runs
+against the same server beside our ``sync32`` phase, and the benchmark Consumer (a fresh group
+draining the same backlog as ours) beside ``push``; the order alternates between rounds. The Java
+Producer's rate is the mean of its TPS lines after the first (JVM warm-up); its CPU per message is
+the Java process's CPU over those lines' span. The Java Consumer's rate comes from the group's
+committed offsets on the broker (polled every 0.25 s), from the first progress to the whole backlog.
+The ratios ours/Java are printed at the end. Without the Java reference it says so in one line and
+measures ours alone. The machine's other load shows in every line (``load``: 1-minute average).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import os
+import pstats
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import trio
 
-from rocketpy.client import ClientConfig, ConsumeFromWhere, Producer, PushConsumer, make_message
+from rocketpy.client import ClientConfig, ConsumeFromWhere, LitePullConsumer, Producer, PushConsumer, make_message
 from rocketpy.client.admin import Admin
 from rocketpy.codecs.bodies import TopicConfig
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_vs_java as vsj  # noqa: E402  (the Java tools' drivers: spawn, LineReader, parsers)
+
+PHASES = ("sync", "sync32", "async", "oneway", "batch", "push", "litepull")
 
 
 def free_port() -> int:
@@ -82,86 +110,379 @@ async def wait_route(namesrv: str, topic: str, queues: int) -> None:
                 await trio.sleep(0.1)
 
 
-async def bench(namesrv: str, count: int, seconds: float, size: int, senders: int) -> dict[str, float]:
-    topic = f"BenchClient_{uuid.uuid4().hex[:8]}"
-    await wait_route(namesrv, topic, 4)
-    body = b"x" * size
-    out: dict[str, float] = {}
-    async with Producer("bench_client_pg", namesrv=namesrv) as producer:
-        await producer.send(make_message(topic, body))  # routes and connections warm
-        sent = 0
-        start = trio.current_time()
-        with trio.move_on_after(seconds):
-            while sent < count:
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+class Result(dict[str, float]):
+    """rate (msgs/s), cpu_us (client CPU per message; user_us of it in user mode), msgs, load."""
+
+
+def cpu_now() -> tuple[float, float]:
+    """This process's (user + system, user) CPU seconds. The system part includes the loopback's delivery
+    to the server (and, on a busy machine, softirq work of others' traffic): user is the steadier figure."""
+    t = os.times()
+    return t.user + t.system, t.user
+
+
+def result(msgs: int, wall: float, cpu: tuple[float, float]) -> Result:
+    per = 1e6 / msgs if msgs else float("nan")
+    return Result(rate=msgs / wall if wall > 0 else 0.0, cpu_us=cpu[0] * per, user_us=cpu[1] * per,
+                  msgs=float(msgs), load=load())
+
+
+async def timed(run: Callable[[], Awaitable[int]], profile: bool = False) -> Result:
+    """Run a phase body (it returns the messages it handled) and time it, wall and process CPU."""
+    prof = cProfile.Profile() if profile else None
+    c0, t0 = cpu_now(), time.perf_counter()
+    if prof:
+        prof.enable()
+    n = await run()
+    if prof:
+        prof.disable()
+    c1 = cpu_now()
+    res = result(n, time.perf_counter() - t0, (c1[0] - c0[0], c1[1] - c0[1]))
+    if prof:
+        print(f"--- profile ({n} messages) ---")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    return res
+
+
+class Ours:
+    """Our client's phases against one server (one producer for the send phases)."""
+
+    def __init__(self, namesrv: str, args: argparse.Namespace) -> None:
+        self.namesrv = namesrv
+        self.args = args
+        self.body = b"x" * args.size
+        self.topic = f"BenchClient_{uuid.uuid4().hex[:8]}"
+        self.produced = 0  # messages stored in self.topic (the backlog the consumers drain)
+
+    async def setup(self, java: bool) -> None:
+        await wait_route(self.namesrv, self.topic, self.args.queues)
+        if java:  # the Java Producer's own topic, so that the consumers' backlog is ours alone
+            await wait_route(self.namesrv, self.topic + "_java", self.args.queues)
+
+    async def send_phase(self, phase: str, profile: bool = False) -> Result:
+        a = self.args
+        topic, body = self.topic, self.body
+        async with Producer(f"bench_client_pg_{phase}", namesrv=self.namesrv) as producer:
+            for _ in range(50):  # routes, connections and caches warm
                 await producer.send(make_message(topic, body))
-                sent += 1
-        out["sync_send_per_s"] = sent / (trio.current_time() - start)
-        total = 1 + sent
+            self.produced += 50
+            deadline = trio.current_time() + a.seconds
 
-        per_sender = count // senders
-        done = 0
-        start = trio.current_time()
-        with trio.move_on_after(seconds):
-            async def sender() -> None:
-                nonlocal done
-                for _ in range(per_sender):
+            async def sync() -> int:
+                n = 0
+                while n < a.count and trio.current_time() < deadline:
                     await producer.send(make_message(topic, body))
-                    done += 1
+                    n += 1
+                return n
 
-            async with trio.open_nursery() as nursery:
-                for _ in range(senders):
-                    nursery.start_soon(sender)
-        out[f"sync_send_{senders}_concurrent_per_s"] = done / (trio.current_time() - start)
-        total += done
-    received = 0
-    all_in = trio.Event()
+            async def sync_concurrent() -> int:
+                done = 0
 
-    async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-        nonlocal received
-        received += len(msgs)
-        if received >= total:
-            all_in.set()
+                async def sender() -> None:
+                    nonlocal done
+                    while done < a.count and trio.current_time() < deadline:
+                        await producer.send(make_message(topic, body))
+                        done += 1
 
-    config = ClientConfig(namesrv_addr=namesrv, rebalance_interval=1.0)
-    consumer = PushConsumer("bench_client_cg", listener, config=config, consume_batch_size=32,
-                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    consumer.subscribe(topic)
-    start = trio.current_time()
-    async with consumer:
-        with trio.move_on_after(seconds):
-            while not consumer.pq_table:
-                await trio.sleep(0.01)
-            start = trio.current_time()
-            await all_in.wait()
-        elapsed = trio.current_time() - start
-    out["consume_per_s"] = received / elapsed if elapsed > 0 else 0.0
-    out["consumed"] = received
-    out["produced"] = total
+                async with trio.open_nursery() as nursery:
+                    for _ in range(a.senders):
+                        nursery.start_soon(sender)
+                return done
+
+            async def send_async() -> int:
+                settled = 0  # answered or failed
+                room = trio.Semaphore(a.window)
+                idle = trio.Event()
+
+                def finished(_value: object) -> None:
+                    nonlocal settled
+                    settled += 1
+                    room.release()
+                    if room.value == a.window:
+                        idle.set()
+
+                n = 0
+                while n < a.count and trio.current_time() < deadline:
+                    try:
+                        room.acquire_nowait()  # a tight loop, as a Java thread calling send(msg, callback)
+                    except trio.WouldBlock:
+                        await room.acquire()  # the window is full: wait for answers
+                    producer.send_async(make_message(topic, body), finished, finished)
+                    n += 1
+                if room.value < a.window:
+                    await idle.wait()
+                return settled
+
+            async def oneway() -> int:
+                n = 0
+                while n < a.count and trio.current_time() < deadline:
+                    await producer.send_oneway(make_message(topic, body))
+                    n += 1
+                return n
+
+            async def batch() -> int:
+                n = 0
+                while n < a.count and trio.current_time() < deadline:
+                    await producer.send_batch([make_message(topic, body) for _ in range(a.batch)])
+                    n += a.batch
+                return n
+
+            run = {"sync": sync, "sync32": sync_concurrent, "async": send_async, "oneway": oneway,
+                   "batch": batch}[phase]
+            res = await timed(run, profile)
+            self.produced += int(res["msgs"])
+        return res
+
+    async def consume_phase(self, phase: str, profile: bool = False) -> Result:
+        a = self.args
+        total = self.produced
+        config = ClientConfig(namesrv_addr=self.namesrv, rebalance_interval=1.0)
+        group = f"bench_client_cg_{uuid.uuid4().hex[:6]}"
+        received = 0
+        first = last = 0.0
+        c0 = c1 = (0.0, 0.0)
+
+        def count(n: int) -> None:
+            nonlocal received, first, last, c0, c1
+            now = time.perf_counter()
+            if not received:
+                first, c0 = now, cpu_now()
+            received += n
+            last, c1 = now, cpu_now()
+
+        prof = cProfile.Profile() if profile else None
+        if prof:
+            prof.enable()
+        if phase == "push":
+            def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+                count(len(msgs))
+
+            consumer = PushConsumer(group, listener, config=config, consume_batch_size=a.consume_batch,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe(self.topic)
+            async with consumer:
+                with trio.move_on_after(a.seconds + 10):
+                    while received < total:  # the listener may run on a worker thread: poll
+                        await trio.sleep(0.005)
+        else:
+            lite = LitePullConsumer(group, config=config, pull_batch_size=32,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            lite.subscribe(self.topic)
+            async with lite:
+                with trio.move_on_after(a.seconds + 10):
+                    while received < total:
+                        msgs = await lite.poll(1.0)
+                        if msgs:
+                            count(len(msgs))
+        if prof:
+            prof.disable()
+            print(f"--- profile ({received} messages) ---")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        # the first message starts the clock: it is not counted in the rate
+        return result(max(received - 1, 0), last - first, (c1[0] - c0[0], c1[1] - c0[1]))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The Java benchmark tools, from the reference build
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Java:
+    def __init__(self, ref: Path, work: Path, namesrv: str, args: argparse.Namespace) -> None:
+        self.ref, self.work, self.namesrv, self.args = ref, work, namesrv, args
+
+    def cmd(self, main: str, margs: list[str]) -> list[str]:
+        return [str(self.ref / "bin/run-client.sh"), main, *margs]
+
+    def producer(self, topic: str) -> Result:
+        """The benchmark Producer (sync sends, SENDERS threads): mean TPS of its lines after the first."""
+        a = self.args
+        lines = max(1, round(a.java_seconds / 10))
+        proc = vsj.spawn(self.cmd("org.apache.rocketmq.example.benchmark.Producer",
+                                  ["-n", self.namesrv, "-t", topic, "-w", str(a.senders), "-s", str(a.size)]),
+                         env=dict(os.environ, JAVA_OPT_EXT="-Drocketmq.client.logRoot=" + str(self.work)),
+                         log=self.work / "producer.err")
+        reader = vsj.LineReader(proc, cpu_pid=proc.pid)
+        stats: list[tuple[float, float, dict[str, float]]] = []
+        try:
+            idx = 0
+            while len(stats) < 1 + lines:
+                i = reader.wait_for(lambda s: vsj.parse_producer_line(s) is not None, 60, idx)
+                if i is None:
+                    break
+                t, cpu, text = reader.lines[i]
+                parsed = vsj.parse_producer_line(text)
+                assert parsed is not None
+                stats.append((t, cpu, parsed))
+                idx = i + 1
+        finally:
+            vsj.stop(proc, grace=5)
+        if len(stats) < 2:
+            raise vsj.StartError(f"the Java benchmark Producer printed {len(stats)} stats lines{vsj.log_tail(proc)}")
+        (t0, c0, _), measured = stats[0], stats[1:]
+        msgs, prev = 0.0, t0
+        for t, _c, p in measured:
+            msgs += p["tps"] * (t - prev)
+            prev = t
+        return Result(rate=statistics.fmean(p["tps"] for _t, _c, p in measured),
+                      cpu_us=(measured[-1][1] - c0) / msgs * 1e6 if msgs else float("nan"), user_us=float("nan"),
+                      msgs=msgs, load=load())
+
+    async def consumer(self, topic: str, total: int) -> Result:
+        """The benchmark Consumer of a fresh group drains ``total`` messages (the broker starts a new group at
+        offset 0 while the queue's first message is in memory); progress from the group's committed offsets."""
+        group = f"bench_java_cg_{uuid.uuid4().hex[:6]}"
+        proc = vsj.spawn(self.cmd("org.apache.rocketmq.example.benchmark.Consumer",
+                                  ["-n", self.namesrv, "-t", topic, "-g", group]),
+                         env=dict(os.environ, JAVA_OPT_EXT="-Drocketmq.client.logRoot=" + str(self.work)),
+                         log=self.work / "consumer.err")
+        first = last = c0 = c1 = 0.0
+        base = done = 0
+        try:
+            async with Admin(self.namesrv) as admin:
+                with trio.move_on_after(60 + self.args.seconds):
+                    while done < total:
+                        await trio.sleep(0.25)
+                        if proc.poll() is not None:
+                            break
+                        try:
+                            stats = await admin.consume_stats(group, topic)
+                        except Exception:
+                            continue
+                        now, cpu = time.perf_counter(), vsj.cpu_seconds(proc.pid)
+                        done = sum(max(w.consumer_offset, 0) for w in stats.offset_table.values())
+                        if not first and done:
+                            first, c0, base = now, cpu, done
+                        last, c1 = now, cpu
+        finally:
+            vsj.stop(proc, grace=5)
+        msgs = done - base
+        if msgs <= 0:
+            raise vsj.StartError(f"the Java benchmark Consumer consumed nothing{vsj.log_tail(proc)}")
+        return result(msgs, last - first, (c1 - c0, float("nan")))
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+
+def line(who: str, phase: str, r: Result) -> str:
+    return (f"  {who:<5} {phase:<9} {r['rate']:>9.0f} msgs/s  {r['cpu_us']:>7.1f} us cpu/msg "
+            f"({r['user_us']:.1f} user)  ({r['msgs']:.0f} msgs, load {r['load']:.2f})")
+
+
+async def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict[str, dict[str, list[Result]]]:
+    phases = [p.strip() for p in args.phases.split(",") if p.strip()]
+    for p in phases:
+        if p not in PHASES:
+            raise SystemExit(f"bench_client: unknown phase {p!r} (known: {', '.join(PHASES)})")
+    if args.profile and args.profile not in phases:
+        phases.append(args.profile)
+    out: dict[str, dict[str, list[Result]]] = {"ours": {}, "java": {}}
+    for rnd in range(args.rounds):
+        ours = Ours(namesrv, args)
+        await ours.setup(java is not None)
+        java_first = java is not None and rnd % 2 == 1
+        for phase in phases:
+            if phase in ("push", "litepull"):
+                if phase == "push" and java is not None and java_first:
+                    r = await java.consumer(ours.topic, ours.produced)
+                    out["java"].setdefault(phase, []).append(r)
+                    print(line("java", phase, r), flush=True)
+                r = await ours.consume_phase(phase, profile=args.profile == phase)
+            else:
+                if phase == "sync32" and java is not None and java_first:
+                    r = await trio.to_thread.run_sync(java.producer, ours.topic + "_java")
+                    out["java"].setdefault(phase, []).append(r)
+                    print(line("java", phase, r), flush=True)
+                r = await ours.send_phase(phase, profile=args.profile == phase)
+            out["ours"].setdefault(phase, []).append(r)
+            print(line("ours", phase, r), flush=True)
+            if java is not None and not java_first:
+                if phase == "sync32":
+                    r = await trio.to_thread.run_sync(java.producer, ours.topic + "_java")
+                elif phase == "push":
+                    r = await java.consumer(ours.topic, ours.produced)
+                else:
+                    continue
+                out["java"].setdefault(phase, []).append(r)
+                print(line("java", phase, r), flush=True)
+        if args.rounds > 1:
+            print(f"round {rnd + 1} done (load {load():.2f})", flush=True)
     return out
 
 
-def main() -> None:
+def summary(out: dict[str, dict[str, list[Result]]]) -> list[str]:
+    lines = ["median (min..max) over rounds:"]
+    for phase, results in out["ours"].items():
+        rates = [r["rate"] for r in results]
+        cpus = [r["cpu_us"] for r in results]
+        users = [r["user_us"] for r in results]
+        text = (f"  {phase:<9} ours {statistics.median(rates):>8.0f} msgs/s ({min(rates):.0f}..{max(rates):.0f}) "
+                f"{statistics.median(cpus):6.1f} us cpu/msg ({statistics.median(users):.1f} user)")
+        jres = out["java"].get(phase)
+        if jres:
+            jr = statistics.median(r["rate"] for r in jres)
+            jc = statistics.median(r["cpu_us"] for r in jres)
+            text += (f" | java {jr:>8.0f} msgs/s {jc:6.1f} us cpu/msg | ours/java rate "
+                     f"{statistics.median(rates) / jr:4.2f} cpu {statistics.median(cpus) / jc:4.2f}")
+        lines.append(text)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", "--namesrv", help="use this running server instead of starting one")
     parser.add_argument("--in-process", action="store_true", help="run the NameServer and broker on a thread here")
-    parser.add_argument("--count", type=int, default=5000)
-    parser.add_argument("--seconds", type=float, default=60.0, help="upper bound of each phase")
-    parser.add_argument("--size", type=int, default=128, help="message body bytes")
-    parser.add_argument("--senders", type=int, default=16, help="concurrent senders of the second phase")
-    args = parser.parse_args()
+    parser.add_argument("--phases", default=",".join(PHASES), help=f"comma separated, of: {', '.join(PHASES)}")
+    parser.add_argument("--count", type=int, default=20000, help="messages per send phase at most")
+    parser.add_argument("--seconds", type=float, default=10.0, help="upper bound of each phase")
+    parser.add_argument("--size", type=int, default=1024, help="message body bytes")
+    parser.add_argument("--senders", type=int, default=32, help="concurrent senders of sync32 (and Java threads)")
+    parser.add_argument("--window", type=int, default=256, help="async sends in flight")
+    parser.add_argument("--batch", type=int, default=32, help="messages per send_batch")
+    parser.add_argument("--queues", type=int, default=4, help="queues of the bench topic")
+    parser.add_argument("--consume-batch", type=int, default=1, help="PushConsumer consume_batch_size")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--vs-java", action="store_true", help="the Java benchmark Producer/Consumer beside ours")
+    parser.add_argument("--java-ref", help="the Java reference build (default ~/.cache/rocketmq-java-4.9.8)")
+    parser.add_argument("--java-seconds", type=float, default=10.0, help="measured seconds of the Java Producer")
+    parser.add_argument("--profile", choices=PHASES, help="cProfile this phase and print its top entries")
+    args = parser.parse_args(argv)
+
+    ref = vsj.find_ref(args.java_ref) if args.vs_java else None
+    if args.vs_java and ref is None:
+        print(f"bench_client: no Java reference build ({vsj.DEFAULT_REF}, --java-ref): measuring ours alone")
     if args.namesrv:
         ctx: contextlib.AbstractContextManager[str] = contextlib.nullcontext(args.namesrv)
         kind = f"server at {args.namesrv}"
     elif args.in_process:
-        ctx, kind = in_process_server(), "in-process NameServer and broker"
+        ctx, kind = in_process_server(), "in-process NameServer and broker (their CPU counts as the client's)"
     else:
         ctx, kind = serve_subprocess(), "rocketpy serve (subprocess)"
-    with ctx as namesrv:
-        result = trio.run(bench, namesrv, args.count, args.seconds, args.size, args.senders)
-    print(f"client benchmark against {kind}: {args.count} messages of {args.size} B, cpu count {os.cpu_count()}")
-    for key, value in result.items():
-        print(f"  {key:<32} {value:>10.0f}")
+    print(f"bench_client: {kind}; {args.size} B bodies, {args.senders} senders, {args.rounds} round(s), "
+          f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {open('/proc/loadavg').read().strip()}",
+          flush=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-client-"))
+    try:
+        with ctx as namesrv:
+            java = Java(ref, work, namesrv, args) if ref is not None else None
+            out = trio.run(run, namesrv, args, java)
+    except vsj.StartError as exc:
+        print(f"bench_client: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        vsj.stop_all()
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+    for text in summary(out):
+        print(text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,346 @@
+"""The requesting side of a connection: the frames of one scheduler turn written with one send, each answer
+handed straight to its parked waiter, and every wait's timeout kept by one timer per connection.
+
+A client with many concurrent senders would otherwise pay a ``send`` syscall, a trio Event, a cancel
+scope and a few scheduling rounds per request. Here the first request of a turn yields once so that the
+other senders of the turn queue behind it, then writes them all; the reader wakes each waiter with
+``reschedule`` (no Event); the timeouts sit in a heap watched by one task per connection (no cancel scope
+per request). Serving the peer's own requests (a broker's CHECK_TRANSACTION_STATE...) is Connection's.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import outcome
+import trio
+
+from ..codecs import CodecError, RemotingCommand
+from ..codecs.command import ONEWAY_FLAG
+from .connection import Connection, ResponseFuture
+from .errors import RemotingSendRequestError, RemotingTimeoutError
+
+if TYPE_CHECKING:
+    from .dispatch import Dispatcher, RequestContext
+
+log = logging.getLogger("rocketpy.remoting")
+
+#: the heap of deadlines is swept of finished waits when it is this long and mostly finished
+_SWEEP_AT = 4096
+#: receives in a row, data waiting each time, after which the reader yields to the waiters it woke
+READS_BEFORE_YIELD = 8
+
+
+class PreparedRequest(Protocol):
+    """A request encoded without a RemotingCommand (a producer's send template): its code, its frame for an
+    opaque, and the equivalent command (for an RPC hook, which signs and extends a command)."""
+
+    code: int
+
+    def frame(self, opaque: int, oneway: bool = False) -> bytes: ...
+
+    def command(self) -> RemotingCommand: ...
+
+
+Request = RemotingCommand | PreparedRequest
+
+
+def encode_request(request: Request, opaque: int, oneway: bool = False) -> bytes:
+    """The frame of ``request`` under ``opaque`` (a command gets the opaque and, for oneway, the flag)."""
+    if isinstance(request, RemotingCommand):
+        request.opaque = opaque
+        if oneway:
+            request.flag |= ONEWAY_FLAG  # the peer answers nothing
+        return b"".join(request.encode_parts())
+    return request.frame(opaque, oneway)
+
+
+class _Waiter:
+    """One synchronous request waiting for its answer (the parts of ResponseFuture that complete() uses)."""
+
+    __slots__ = ("opaque", "request", "timeout", "done", "task", "result", "pending")
+
+    def __init__(self, opaque: int, request: Request, timeout: float, pending: dict[int, Any]) -> None:
+        self.opaque = opaque
+        self.request: Request | None = request
+        self.timeout = timeout
+        self.done = False
+        self.task: trio.lowlevel.Task | None = None
+        self.result: outcome.Outcome[RemotingCommand] | None = None
+        self.pending = pending
+
+    def _settle(self, result: outcome.Outcome[RemotingCommand]) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.request = None  # complete() read its code already; a heap entry must not keep the body
+        task = self.task
+        if task is not None:
+            self.task = None
+            trio.lowlevel.reschedule(task, result)
+        else:
+            self.result = result
+
+    def set_response(self, response: RemotingCommand) -> None:
+        self._settle(outcome.Value(response))
+
+    def set_error(self, error: BaseException) -> None:
+        self._settle(outcome.Error(error))
+
+    def _abort(self, _raise_cancel: object) -> trio.lowlevel.Abort:
+        self.task = None
+        self.done = True
+        self.request = None
+        if self.pending.get(self.opaque) is self:
+            del self.pending[self.opaque]
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    async def wait(self) -> RemotingCommand:
+        result = self.result
+        if result is not None:
+            self.result = None
+            return result.unwrap()
+        self.task = trio.lowlevel.current_task()
+        return await trio.lowlevel.wait_task_rescheduled(self._abort)  # type: ignore[no-any-return]
+
+
+class ClientConnection(Connection):
+    """A Connection for the side that sends requests (clients, a broker registering with NameServers)."""
+
+    def __init__(self, stream: trio.abc.Stream, remote_addr: str | None = None, **kwargs: Any) -> None:
+        super().__init__(stream, remote_addr, **kwargs)
+        self._outbox: list[bytes] = []
+        self._flushing = False
+        self._deadlines: list[tuple[float, int, Any]] = []
+        self._seq = itertools.count()
+        self._timer: trio.CancelScope | None = None
+        #: run()'s nursery, where request_soon's writes go
+        self._nursery: trio.Nursery | None = None
+        # plain TCP, while run() reads: a second Python object on the stream's own (non-blocking) descriptor,
+        # for reads and writes without trio's stream layers (TLS and memory streams go through them)
+        self._sock: socket.socket | None = None
+
+    # -- writing ----------------------------------------------------------------------------------
+    async def post(self, frame: bytes) -> None:
+        """Queue ``frame``; the first poster of a turn yields once (unless nothing else is in flight), then
+        writes what the turn queued with one send. A failed write closes the connection (its waiters get
+        ConnectionClosedError) and raises RemotingSendRequestError in the poster that wrote."""
+        if self.closed:
+            raise RemotingSendRequestError(f"connection to {self.remote_addr} is closed")
+        self._outbox.append(frame)
+        if self._flushing:
+            return  # the writer of this turn takes it
+        self._flushing = True
+        try:
+            if len(self._pending) > 1:
+                # other requests are in flight: their senders, woken in this turn, queue behind this one
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            await self._flush()
+        finally:
+            self._flushing = False
+            if self.closed:
+                self._outbox.clear()
+
+    async def _flush(self) -> None:
+        while self._outbox and not self.closed:
+            frames, self._outbox = self._outbox, []
+            data: bytes | memoryview = frames[0] if len(frames) == 1 else b"".join(frames)
+            sock = self._sock
+            if sock is not None and not self._send_lock.locked() and not self._tail:
+                try:
+                    sent = sock.send(data)
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                except OSError as exc:
+                    await self.aclose()
+                    raise RemotingSendRequestError(f"send to {self.remote_addr} failed: {exc}") from exc
+                self.last_active = trio.current_time()
+                if sent == len(data):
+                    continue
+                data = memoryview(data)[sent:]
+            try:
+                await self.send_bytes(data)  # type: ignore[arg-type]  # the rest, under the send lock
+            except trio.Cancelled:
+                # cut short mid-write: the peer may hold part of a frame, so nothing more can go on this
+                # connection (and the frames queued behind would wait for a writer that is gone)
+                await self.aclose()
+                raise
+
+    # -- requests ---------------------------------------------------------------------------------
+    def _arm(self, entry: Any, timeout: float) -> None:
+        """Put a wait's deadline in the heap (and bring the timer forward when it is the earliest)."""
+        if timeout == math.inf:
+            return
+        heap = self._deadlines
+        if len(heap) >= _SWEEP_AT and len(heap) > 4 * len(self._pending):
+            heap[:] = [e for e in heap if not e[2].done]
+            heapq.heapify(heap)
+        deadline = trio.current_time() + timeout
+        heapq.heappush(heap, (deadline, next(self._seq), entry))
+        timer = self._timer
+        if timer is not None and deadline < timer.deadline:
+            timer.deadline = deadline
+
+    async def invoke(self, request: Request, timeout: float) -> RemotingCommand:  # type: ignore[override]
+        """Send ``request`` and wait up to ``timeout`` seconds for its response."""
+        opaque = self.next_opaque()
+        frame = encode_request(request, opaque)
+        waiter = _Waiter(opaque, request, timeout, self._pending)
+        self._pending[opaque] = waiter  # type: ignore[assignment]
+        self._arm(waiter, timeout)
+        try:
+            await self.post(frame)
+        except BaseException:
+            waiter.done = True
+            self._pending.pop(opaque, None)
+            raise
+        return await waiter.wait()
+
+    async def invoke_oneway(self, request: Request) -> None:  # type: ignore[override]
+        await self.post(encode_request(request, self.next_opaque(), oneway=True))
+
+    async def request_async(
+        self, request: Request, timeout: float, callback: Callable[[ResponseFuture], Any] | None = None
+    ) -> ResponseFuture:
+        """Send ``request`` and return at once; the future ends with the response, a RemotingTimeoutError
+        after ``timeout`` or ConnectionClosedError."""
+        opaque = self.next_opaque()
+        frame = encode_request(request, opaque)
+        future = ResponseFuture(opaque, request if isinstance(request, RemotingCommand) else request.command(),
+                                timeout)
+        self._pending[opaque] = future
+        if callback is not None:
+            future.add_done_callback(callback)
+        try:
+            await self.post(frame)
+        except Exception as exc:
+            self.forget(future)
+            future.set_error(exc)
+            return future
+        self._arm(future, timeout)
+        return future
+
+    def request_soon(
+        self, request: Request, timeout: float, callback: Callable[[ResponseFuture], Any]
+    ) -> ResponseFuture | None:
+        """:meth:`request_async` without waiting: the frame joins this turn's write (a task writes it) and
+        ``callback`` gets the future once it ends. None, and nothing sent, when the connection is not running."""
+        nursery = self._nursery
+        if nursery is None or self.closed:
+            return None
+        opaque = self.next_opaque()
+        frame = encode_request(request, opaque)
+        # complete() reads the request's code only, which a prepared request has too
+        future = ResponseFuture(opaque, request, timeout)  # type: ignore[arg-type]
+        future.add_done_callback(callback)
+        self._pending[opaque] = future
+        self._arm(future, timeout)
+        self._outbox.append(frame)
+        if not self._flushing:
+            self._flushing = True
+            nursery.start_soon(self._flush_soon)
+        return future
+
+    async def _flush_soon(self) -> None:
+        try:
+            await self._flush()
+        except RemotingSendRequestError as exc:  # the connection closed: its waits have failed with it
+            log.warning("requests to %s lost: %s", self.remote_addr, exc)
+        finally:
+            self._flushing = False
+            if self.closed:
+                self._outbox.clear()
+
+    async def _expire_loop(self) -> None:
+        """End every wait whose deadline passed with RemotingTimeoutError, as Java's scanResponseTable does."""
+        heap = self._deadlines
+        pending: dict[int, Any] = self._pending
+        while True:
+            now = trio.current_time()
+            while heap and heap[0][0] <= now:
+                _deadline, _seq, entry = heapq.heappop(heap)
+                if entry.done:
+                    continue
+                opaque = entry.opaque
+                if pending.get(opaque) is entry:
+                    del pending[opaque]
+                ms = int(entry.timeout * 1000)
+                entry.set_error(RemotingTimeoutError(f"wait response on the channel <{self.remote_addr}> timeout, "
+                                                     f"{ms}(ms)"))
+            with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as self._timer:
+                await trio.sleep_forever()
+
+    # -- reading ----------------------------------------------------------------------------------
+    async def run(self, dispatcher: Dispatcher | None, context: RequestContext) -> None:
+        """Read until the peer leaves: answers to their waiters at once, the peer's requests to ``dispatcher``
+        in a task per receive (a handler may invoke the peer over this connection); expire waits meanwhile."""
+        sock = None
+        if isinstance(self.stream, trio.SocketStream) and not self.closed:
+            # made here, detached in aclose (which the finally below guarantees): never a second owner of the fd
+            sock = self._sock = socket.socket(fileno=self.stream.socket.fileno())
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._expire_loop)
+                if sock is None:
+                    await self.serve(dispatcher, context, inline=False)
+                else:
+                    context.nursery = nursery
+                    await self._read_socket(sock, dispatcher, context, nursery)
+                nursery.cancel_scope.cancel()
+        finally:
+            self._nursery = None
+            await self.aclose()
+
+    async def _read_socket(
+        self, sock: socket.socket, dispatcher: Dispatcher | None, context: RequestContext, nursery: trio.Nursery
+    ) -> None:
+        recv = sock.recv
+        size = self.receive_size
+        feed = self.reader.feed
+        busy = 0
+        while not self.closed:
+            try:
+                data = recv(size)
+            except (BlockingIOError, InterruptedError):
+                # nothing more: park until readable (the waiters woken meanwhile run first, no extra turn)
+                busy = 0
+                try:
+                    await trio.lowlevel.wait_readable(sock)
+                except (trio.ClosedResourceError, OSError, ValueError):
+                    return  # closed under us
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                if self.reader.buffered:
+                    log.warning("%s closed mid-frame; %d bytes dropped", self.remote_addr, self.reader.buffered)
+                return
+            try:
+                commands = feed(data)
+            except CodecError as exc:
+                log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
+                return
+            self.last_active = trio.current_time()
+            requests = self.take_requests(commands)
+            if requests:
+                if dispatcher is None:
+                    log.warning("%s sent %d request(s) to a peer that serves none", self.remote_addr, len(requests))
+                else:
+                    nursery.start_soon(self.handle_batch, dispatcher, context, requests)
+            busy += 1
+            if busy >= READS_BEFORE_YIELD:  # answers keep coming: let the woken waiters have a turn
+                busy = 0
+                await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.detach()  # the descriptor is the stream's: it closes it
+        await super().aclose()

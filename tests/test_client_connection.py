@@ -1,0 +1,141 @@
+"""The requesting side of a connection: one write per turn of senders, parked waits, one timer per connection."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from test_remoting import CountingStream
+
+from rocketpy.codecs import RemotingCommand
+from rocketpy.remoting import CommandReader, ConnectionClosedError, RemotingTimeoutError, RequestContext
+from rocketpy.remoting.client_connection import ClientConnection
+
+ECHO = 9001
+
+
+async def peer(stream: trio.abc.Stream, delays: dict[bytes, float] | None = None) -> None:
+    """Answers every request with its own body, after ``delays[body]`` seconds when given."""
+    reader = CommandReader()
+    lock = trio.Lock()
+    async with trio.open_nursery() as nursery:
+        async def answer(cmd: RemotingCommand) -> None:
+            await trio.sleep((delays or {}).get(cmd.body or b"", 0))
+            async with lock:
+                await stream.send_all(cmd.response(0, body=cmd.body).encode())
+
+        while data := await stream.receive_some():
+            for cmd in reader.feed(data):
+                assert isinstance(cmd, RemotingCommand)
+                if not cmd.is_oneway:
+                    nursery.start_soon(answer, cmd)
+
+
+async def connected(nursery: trio.Nursery, delays: dict[bytes, float] | None = None
+                    ) -> tuple[ClientConnection, CountingStream]:
+    ours, theirs = trio.testing.memory_stream_pair()
+    counting = CountingStream(ours)
+    conn = ClientConnection(counting, "peer:1")
+    nursery.start_soon(peer, theirs, delays)
+    nursery.start_soon(conn.run, None, RequestContext(connection=conn, remote_addr="peer:1"))
+    return conn, counting
+
+
+async def test_concurrent_requests_share_writes(nursery: trio.Nursery) -> None:
+    conn, counting = await connected(nursery)
+    answers: dict[int, bytes | None] = {}
+
+    async def ask(i: int) -> None:
+        answers[i] = (await conn.invoke(RemotingCommand.request(ECHO, body=b"%d" % i), 3)).body
+
+    async with trio.open_nursery() as senders:
+        for i in range(32):
+            senders.start_soon(ask, i)
+    assert answers == {i: b"%d" % i for i in range(32)}  # each sender got its own answer
+    assert counting.sends <= 4  # not one write per request
+
+
+async def test_timeouts_fire_by_deadline_and_late_answers_are_dropped(
+        nursery: trio.Nursery, virtual_clock: trio.testing.MockClock) -> None:
+    conn, _ = await connected(nursery, {b"slow": 10.0})
+    ended: list[tuple[str, float]] = []
+
+    async def ask(body: bytes, timeout: float) -> None:
+        try:
+            await conn.invoke(RemotingCommand.request(ECHO, body=body), timeout)
+        except RemotingTimeoutError as exc:
+            assert f"{int(timeout * 1000)}(ms)" in str(exc)
+            ended.append((body.decode(), trio.current_time()))
+
+    t0 = trio.current_time()
+    async with trio.open_nursery() as senders:
+        senders.start_soon(ask, b"slow", 2.0)
+        await trio.sleep(0.1)
+        senders.start_soon(ask, b"slow", 0.5)  # a later request with an earlier deadline
+    assert [(b, round(t - t0, 2)) for b, t in ended] == [("slow", 0.6), ("slow", 2.0)]
+    await trio.sleep(10)  # the answers arrive after their waits ended: ignored
+    assert (await conn.invoke(RemotingCommand.request(ECHO, body=b"after"), 1)).body == b"after"
+
+
+async def test_cancelled_wait_leaves_the_connection_usable(
+        nursery: trio.Nursery, virtual_clock: trio.testing.MockClock) -> None:
+    conn, _ = await connected(nursery, {b"slow": 1.0})
+    with trio.move_on_after(0.2):
+        await conn.invoke(RemotingCommand.request(ECHO, body=b"slow"), 3)
+        pytest.fail("not cancelled")
+    await trio.sleep(2)
+    assert (await conn.invoke(RemotingCommand.request(ECHO, body=b"next"), 1)).body == b"next"
+
+
+async def test_close_fails_waiters_and_async_requests(nursery: trio.Nursery,
+                                                       virtual_clock: trio.testing.MockClock) -> None:
+    conn, _ = await connected(nursery, {b"slow": 10.0})
+    future = await conn.request_async(RemotingCommand.request(ECHO, body=b"slow"), 30)
+    failed: list[BaseException] = []
+
+    async def ask() -> None:
+        with pytest.raises(ConnectionClosedError):
+            await conn.invoke(RemotingCommand.request(ECHO, body=b"slow"), 30)
+        failed.append(ConnectionClosedError())
+
+    async with trio.open_nursery() as senders:
+        senders.start_soon(ask)
+        await trio.sleep(1)
+        await conn.aclose()
+    assert failed
+    with pytest.raises(ConnectionClosedError):
+        await future.wait()
+
+
+async def test_async_request_times_out(nursery: trio.Nursery, virtual_clock: trio.testing.MockClock) -> None:
+    conn, _ = await connected(nursery, {b"slow": 10.0})
+    done: list[object] = []
+    future = await conn.request_async(RemotingCommand.request(ECHO, body=b"slow"), 0.5, done.append)
+    with pytest.raises(RemotingTimeoutError):
+        await future.wait()
+    assert done == [future]
+    fast = await conn.request_async(RemotingCommand.request(ECHO, body=b"fast"), 0.5)
+    assert (await fast.wait()).body == b"fast"
+
+
+async def test_write_cut_short_closes_the_connection(nursery: trio.Nursery,
+                                                     virtual_clock: trio.testing.MockClock) -> None:
+    ours, _theirs = trio.testing.lockstep_stream_pair()  # nobody reads: the write blocks
+    conn = ClientConnection(ours, "peer:1")
+    nursery.start_soon(conn.run, None, RequestContext(connection=conn, remote_addr="peer:1"))
+    queued: list[BaseException] = []
+
+    async def behind() -> None:
+        await trio.sleep(0.1)  # queues behind the blocked writer
+        try:
+            await conn.invoke(RemotingCommand.request(ECHO, body=b"second"), 30)
+        except ConnectionClosedError as exc:
+            queued.append(exc)
+
+    async with trio.open_nursery() as senders:
+        senders.start_soon(behind)
+        with trio.move_on_after(1):
+            await conn.invoke(RemotingCommand.request(ECHO, body=b"first"), 30)
+    # part of a frame may have gone out: the connection is done, and what waited behind it fails at once
+    assert conn.closed
+    assert len(queued) == 1
