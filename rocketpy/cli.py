@@ -37,7 +37,7 @@ def _cmd_codes(args: argparse.Namespace) -> int:
 
 #: packages that add subcommands: each has a ``cli`` module with ``add_parsers(subparsers)``
 _PROVIDERS = ("rocketpy.namesrv.cli", "rocketpy.store.cli", "rocketpy.sniffer.cli", "rocketpy.broker.cli",
-              "rocketpy.client.cli", "rocketpy.console.cli")
+              "rocketpy.client.cli", "rocketpy.console.cli", "rocketpy.spark.cli")
 
 
 def _add_providers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
