@@ -17,7 +17,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from .._files import _is_uri, _uri_fs
+from .. import _files
+from .._files import _is_uri
 
 SCHEMA_VERSION = 1
 FORMAT = "rocketpy-lake"
@@ -42,7 +43,7 @@ class LakeDir:
         if self.filesystem is not None:
             self._inner = self.root.rstrip("/") or "/"
         elif _is_uri(self.root):
-            self.filesystem, self._inner, self._prefix = _uri_fs(self.root)
+            self.filesystem, self._inner, self._prefix = _files._uri_fs(self.root)
         else:
             self.filesystem = pafs.LocalFileSystem()
             self._inner = os.path.abspath(self.root)
@@ -119,7 +120,7 @@ def file_stat(path: str) -> tuple[int, int]:
     """(size, modification time in ns) of a source file: what tells an incremental export
     that it changed."""
     if _is_uri(path):
-        fs, inner, _ = _uri_fs(path)
+        fs, inner, _ = _files._uri_fs(path)
         info = fs.get_file_info(inner)
         mtime = info.mtime_ns if info.mtime_ns is not None else 0
         return int(info.size or 0), int(mtime)
