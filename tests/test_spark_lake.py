@@ -105,7 +105,9 @@ def test_store_lake_rows_are_the_sources_rows(tmp_path, split):
 
     for store in (STORE, CRASHED, _damaged_copy(tmp_path)):
         where = tmp_path / f"lake-{store.name}"
-        result = export_store(str(store), str(where), options=ExportOptions(split_size=split_size({"splitsize": split})))
+        result = export_store(
+            str(store), str(where), options=ExportOptions(split_size=split_size({"splitsize": split}))
+        )
         assert result.mode == "full"
         _assert_store_lake(store, Lake(str(where)))
 
@@ -226,7 +228,7 @@ def test_incremental_export_after_appends_equals_a_full_export(tmp_path):
             mirror.write_bytes(f.read_bytes())
     second = export_store(str(live), str(lake), options=opts)
     assert second.mode == "incremental"
-    whole = export_store(str(live), str(full), options=opts)
+    export_store(str(live), str(full), options=opts)
     inc, ref = Lake(str(lake)), Lake(str(full))
     for table in ("messages", "consume_queues", "index_entries", "damage"):
         assert _lake_rows(inc, table) == _lake_rows(ref, table), table
@@ -322,7 +324,9 @@ def test_spark_export_and_sql_over_the_lake(spark, tmp_path):
     source = spark.read.format("rocketmq-commitlog").load(str(STORE))
     assert got == sorted(map(tuple, source.collect()))
     lake.register(spark)
-    by_topic = {r["topic"]: r["n"] for r in spark.sql("SELECT topic, count(*) n FROM messages GROUP BY topic").collect()}
+    by_topic = {
+        r["topic"]: r["n"] for r in spark.sql("SELECT topic, count(*) n FROM messages GROUP BY topic").collect()
+    }
     manifest = json.loads((STORE / "manifest.json").read_text())
     assert by_topic == manifest["store"]["recordsPerTopic"]
     pulls = spark.sql("SELECT count(*) n FROM frames WHERE code_name = 'PULL_MESSAGE'").first()["n"]

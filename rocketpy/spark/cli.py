@@ -25,7 +25,9 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     p.add_argument("sources", nargs="+", help="a broker store directory, capture files or directories of them")
     p.add_argument("--lake", required=True, help="the lake: a directory or a URI pyarrow.fs opens (s3://, hdfs://)")
     p.add_argument("--master", help="Spark master (default local[*]; what spark-submit was given)")
-    p.add_argument("--in-process", action="store_true", help="no Spark: decode in this process, one split after another")
+    p.add_argument(
+        "--in-process", action="store_true", help="no Spark: decode in this process, one split after another"
+    )
     p.add_argument("--split-size", default="512m", help="bytes of CommitLog per task (default 512m; 64k, 1g, ...)")
     body = p.add_mutually_exclusive_group()
     body.add_argument("--no-bodies", action="store_true", help="leave message bodies out of the messages table")
@@ -42,7 +44,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("sql", help="run a Spark SQL query over a lake's tables (messages, consume_queues, ...)")
-    p.add_argument("query", help="e.g. \"SELECT topic, count(*) FROM messages GROUP BY topic\"")
+    p.add_argument("query", help='e.g. "SELECT topic, count(*) FROM messages GROUP BY topic"')
     p.add_argument("--lake", required=True)
     p.add_argument("--master", help="Spark master (default local[*])")
     p.add_argument("--limit", type=int, default=1000, help="rows printed at most (default 1000)")

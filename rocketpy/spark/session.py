@@ -79,6 +79,9 @@ logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = error
 logger.plans.name = org.apache.spark.util.SparkStringUtils
 logger.plans.level = error
+# the shell's level: when it differs from the root's, Spark announces it on stderr
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = {level}
 """
 
 
@@ -106,7 +109,7 @@ def _launch_conf(conf: dict[str, str]) -> SparkConf | None:
     """The driver's settings in ``conf`` (memory, Java options), when this process starts the
     JVM (no spark-submit, no gateway yet): they take effect only at its launch, and a
     builder's config set after it would be silently ignored."""
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf
 
     if not _launching():
         return None  # spark-submit, or an earlier session, started the JVM

@@ -409,7 +409,14 @@ def export_store(
         _plan_whole_files("index", ix_files, _IndexReader(cq_opts), old, opts, plan, cq_opts)
 
     return _export(
-        lake_dir, ("commitlog", "consumequeue", "index"), STORE_TABLES, plan_fn, runner, opts, {"store": store}, progress
+        lake_dir,
+        ("commitlog", "consumequeue", "index"),
+        STORE_TABLES,
+        plan_fn,
+        runner,
+        opts,
+        {"store": store},
+        progress,
     )
 
 

@@ -29,7 +29,9 @@ class Lake:
         try:
             return self.manifest["tables"][name]
         except KeyError:
-            raise LakeError(f"the lake at {self.dir.root} has no table {name!r} (it has {', '.join(self.tables())})") from None
+            raise LakeError(
+                f"the lake at {self.dir.root} has no table {name!r} (it has {', '.join(self.tables())})"
+            ) from None
 
     def columns(self, table: str) -> list[tuple[str, str]]:
         return [(n, k) for n, k in self._table(table)["columns"]]

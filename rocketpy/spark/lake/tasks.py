@@ -170,7 +170,7 @@ def _dir_value(value: str | None) -> str:
     """A partition value as a directory name (Hive's escaping of the few characters a path cannot hold)."""
     if value is None:
         return "__HIVE_DEFAULT_PARTITION__"
-    return "".join(f"%{ord(c):02X}" if c in '"#%\'*/:=?\\\x7f{[]^' or ord(c) < 32 else c for c in value)
+    return "".join(f"%{ord(c):02X}" if c in "\"#%'*/:=?\\\x7f{[]^" or ord(c) < 32 else c for c in value)
 
 
 def _partition_keys(table: str, batch: pa.RecordBatch, by: str) -> pa.Array:
