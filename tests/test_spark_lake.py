@@ -147,6 +147,24 @@ def test_header_only_and_no_bodies_keep_their_columns(tmp_path):
     assert got == [{k: v for k, v in r.items() if k != "body"} for r in full]
 
 
+@pytest.mark.parametrize("by", ["topic", "date"])
+def test_partitioned_lake_has_the_same_rows_one_directory_per_value(tmp_path, by):
+    export_store(str(STORE), str(tmp_path / "lake"), options=ExportOptions(partition_by=by))
+    lake = Lake(str(tmp_path / "lake"))
+    _assert_store_lake(STORE, lake)
+    import pyarrow.parquet as pq
+
+    for part in lake.parts("messages"):
+        (value,) = part["partition"].values()
+        assert part["path"].startswith(f"messages/{by}=")
+        rows = pq.read_table(tmp_path / "lake" / part["path"]).to_pylist()
+        if by == "topic":
+            assert {r["topic"] for r in rows} == {value}
+        else:  # a corrupt row has no time: Hive's default partition
+            days = {None if r["store_time"] is None else r["store_time"].date().isoformat() for r in rows}
+            assert days == {value}
+
+
 # -- the commit protocol ----------------------------------------------------------------------
 
 

@@ -7,7 +7,6 @@ for every task attempt, so an attempt killed mid-write leaves a part no manifest
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -187,19 +186,16 @@ def _partition_keys(table: str, batch: pa.RecordBatch, by: str) -> pa.Array:
             stamps = pc.cast(pc.multiply(times, 1000), pa.int64())
         else:
             stamps = times
-        days = pc.floor_divide(stamps, 86_400_000)
-        return pa.array(
-            [None if d is None else _day(d) for d in days.to_pylist()],
-            pa.string(),
-        )
+        # a damaged record's clock can say anything: years outside 1..9999 have no day
+        sane = pc.and_(pc.greater_equal(stamps, _MIN_MS), pc.less_equal(stamps, _MAX_MS))
+        stamps = pc.if_else(sane, stamps, pa.scalar(None, pa.int64()))
+        days = pc.cast(pc.cast(stamps, pa.timestamp("ms")), pa.date32())
+        return pc.cast(days, pa.string())
     raise ValueError(f"--partition-by is topic or date, not {by!r}")
 
 
-def _day(days: int) -> str:
-    try:
-        return (datetime.date(1970, 1, 1) + datetime.timedelta(days=days)).isoformat()
-    except OverflowError:
-        return "out-of-range"
+_MIN_MS = -62_135_596_800_000  # 0001-01-01
+_MAX_MS = 253_402_300_799_999  # 9999-12-31
 
 
 # -- decoding ----------------------------------------------------------------------------------
