@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "main"]
 
 
 def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -168,3 +168,12 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 
     print_table(args.query, rows, columns, limit=args.limit)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``rocketpy lake ...`` on its own: the entry point of ``spark-submit spark/jobs/lake.py``."""
+    parser = argparse.ArgumentParser(prog="lake.py", description="rocketpy lake export|info|sql under spark-submit")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parsers(sub)
+    args = parser.parse_args(["lake", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args) or 0)

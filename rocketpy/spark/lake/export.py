@@ -225,7 +225,7 @@ def _plan_whole_files(
 
 
 def _plan_commitlog(store: str, old: dict[str, Any] | None, opts: ExportOptions, plan: _Plan) -> None:
-    from ..sources import _CommitLogReader
+    from ..sources import FilePartition, _CommitLogReader
 
     files = commitlog_files([store])
     old_parts = _old_parts(old, KIND_TABLES["commitlog"])
@@ -251,7 +251,7 @@ def _plan_commitlog(store: str, old: dict[str, Any] | None, opts: ExportOptions,
     options = {"path": store, "splitsize": str(opts.split_size)}
     reader = _CommitLogReader(options, None, resume=plan.resumed)
     for p in reader.partitions():
-        if p.path in todo:
+        if isinstance(p, FilePartition) and p.path in todo:
             plan.tasks.append(Task(len(plan.tasks), "commitlog", options, [p], _weight(p)))
 
 
@@ -302,10 +302,10 @@ def _commit(
     for name in tables:
         parts = list(plan.kept.get(name, []))
         for res in results:
-            sources = sorted({r["path"] for r in res["read"]})
+            read = sorted({r["path"] for r in res["read"]})
             for part in res["parts"]:
                 if part["table"] == name:
-                    parts.append({**{k: v for k, v in part.items() if k != "table"}, "sources": sources})
+                    parts.append({**{k: v for k, v in part.items() if k != "table"}, "sources": read})
                     result.rows[name] = result.rows.get(name, 0) + part["rows"]
                     result.parts += 1
         parts.sort(key=lambda p: (p["order"][0] is None, p["order"][0] or 0, p["path"]))
