@@ -79,9 +79,6 @@ logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = error
 logger.plans.name = org.apache.spark.util.SparkStringUtils
 logger.plans.level = error
-# the shell's level: when it differs from the root's, Spark announces it on stderr
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = {level}
 """
 
 
@@ -89,7 +86,9 @@ def _log_config(level: str) -> str:
     """A log4j2 configuration file logging at ``level`` to stderr (Spark's own starts at INFO)."""
     import tempfile
 
-    level = level.upper()
+    # A pyspark JVM counts as a shell: at a root level other than WARN, Spark announces the
+    # shell's level on stderr; quieter levels are set once the context is up.
+    level = "WARN" if level.upper() in ("ERROR", "FATAL", "OFF") else level.upper()
     path = os.path.join(tempfile.gettempdir(), f"rocketpy-spark-log4j2-{level.lower()}-{os.getuid()}.properties")
     text = _LOG4J2.format(level=level.lower())
     try:

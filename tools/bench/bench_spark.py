@@ -413,19 +413,21 @@ def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: 
         for side, frame in (("source", on_source), ("lake", on_lake)):
             query(frame())  # warm-up: plans, workers, the page cache
 
-            def once(q: Any = query, f: Any = frame) -> tuple[float, Any]:
-                t = time.perf_counter()
+            def once(q: Any = query, f: Any = frame) -> tuple[float, float, Any]:
+                c, t = tree_cpu(), time.perf_counter()
                 answer = q(f())
-                return time.perf_counter() - t, answer
+                return time.perf_counter() - t, tree_cpu() - c, answer
 
-            (secs, answer), runs = _best_of(once, repeat)
-            answers[side] = (secs, answer, runs)
+            (secs, cpu, answer), runs = _best_of(once, repeat)
+            answers[side] = (secs, answer, runs, cpu)
         assert answers["source"][1] == answers["lake"][1], (name, answers)
         src, lk = answers["source"][0], answers["lake"][0]
         out[name] = {
             "source_s": round(src, 3),
             "lake_s": round(lk, 3),
             "speedup": round(src / lk, 2),
+            "source_cpu_s": round(answers["source"][3], 3),
+            "lake_cpu_s": round(answers["lake"][3], 3),
             "runs": answers["lake"][2],
         }
     return out
@@ -510,8 +512,8 @@ def main(argv: list[str] | None = None) -> int:
             for name, q in lake_queries(spark, store, root / "lake", records, args.repeat).items():
                 result[name] = q
                 print(
-                    f"{name:22} data source {q['source_s']:7.3f} s  lake {q['lake_s']:7.3f} s  "
-                    f"x{q['speedup']:.2f} (best of {q['runs']})"
+                    f"{name:22} data source {q['source_s']:7.3f} s (CPU {q['source_cpu_s']:6.2f} s)  "
+                    f"lake {q['lake_s']:7.3f} s (CPU {q['lake_cpu_s']:6.2f} s)  x{q['speedup']:.2f} (best of {q['runs']})"
                 )
     finally:
         spark.stop()
