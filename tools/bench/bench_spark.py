@@ -513,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
                 result[name] = q
                 print(
                     f"{name:22} data source {q['source_s']:7.3f} s (CPU {q['source_cpu_s']:6.2f} s)  "
-                    f"lake {q['lake_s']:7.3f} s (CPU {q['lake_cpu_s']:6.2f} s)  x{q['speedup']:.2f} (best of {q['runs']})"
+                    f"lake {q['lake_s']:7.3f} s (CPU {q['lake_cpu_s']:6.2f} s)  "
+                    f"x{q['speedup']:.2f} (best of {q['runs']})"
                 )
     finally:
         spark.stop()
