@@ -386,3 +386,21 @@ def test_a_task_killed_after_writing_is_retried_without_duplicates(spark, tmp_pa
     assert {f"messages/{p.name}" for p in (lake / "messages").glob("part-*")} == parts
     first = [p for p in parts if p.startswith("messages/part-00000-")]
     assert len(first) == 1, "one attempt of task 0 is in the manifest"
+
+
+def test_cli_export_info_and_errors(tmp_path, capsys):
+    from rocketpy.cli import main
+
+    lake = str(tmp_path / "lake")
+    assert main(["lake", "export", str(STORE), str(CAPTURES), "--lake", lake, "--in-process", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert [r["mode"] for r in results] == ["full", "full"]
+    assert main(["lake", "info", "--lake", lake, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["tables"]["messages"]["rows"] == len(_source_rows("messages", {"path": str(STORE)}))
+    assert info["inputs"] == {"store": str(STORE), "captures": [str(CAPTURES)]}
+    assert main(["lake", "export", str(tmp_path / "missing"), "--lake", lake, "--in-process"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such file or directory" in err
+    assert main(["lake", "info", "--lake", str(tmp_path / "none")]) == 1
+    assert "no lake at" in capsys.readouterr().err

@@ -58,8 +58,11 @@ def _fail(message: str) -> int:
 
 
 def _split_sources(sources: list[str]) -> tuple[str | None, list[str]]:
-    from ._files import _isdir
+    from ._files import _isdir, _isfile
 
+    for s in sources:
+        if not any(c in s for c in "*?[") and not (_isdir(s) or _isfile(s)):
+            raise ValueError(f"no such file or directory: {s}")
     stores = [s for s in sources if _isdir(os.path.join(s, "commitlog") if "://" not in s else s + "/commitlog")]
     if len(stores) > 1:
         raise ValueError("one store per lake (give each store its own --lake)")
