@@ -117,13 +117,21 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_info(args: argparse.Namespace) -> int:
+def _open(root: str) -> Any:
+    """The lake at ``root``, or None after one line saying why not."""
     from .lake import Lake, LakeError
 
     try:
-        lake = Lake(args.lake)
+        return Lake(root)
     except LakeError as exc:
-        return _fail(str(exc))
+        _fail(str(exc))
+        return None
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    lake = _open(args.lake)
+    if lake is None:
+        return 1
     tables = {
         t: {
             "rows": lake.rows(t),
@@ -144,12 +152,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    from .lake import Lake, LakeError
-
-    try:
-        lake = Lake(args.lake)
-    except LakeError as exc:
-        return _fail(str(exc))
+    lake = _open(args.lake)
+    if lake is None:
+        return 1
     spark = _session("rocketpy-lake-sql", args.master)
     # pyspark logs a failed query's Java trace as JSON on stderr; the one line below says it
     logging.getLogger("SQLQueryContextLogger").disabled = True
