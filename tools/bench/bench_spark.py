@@ -9,7 +9,8 @@ IndexFile; 1% of the records in the topic ``Rare_T``), then measures (issue #23)
   Spark ``--master`` (local[2]: the tasks decode and write Parquet themselves);
 * ``export_header``: the same with the record header columns only (``--header-only``);
 * ``query_count_by_topic``, ``query_topic_time`` (one topic in a window of 10% of the store's
-  time), ``query_key_lookup`` (a topic and one key): through the ``rocketmq-commitlog`` data
+  time), ``query_key_lookup`` (a topic and one key), ``query_id_lookup`` (a topic and one
+  UNIQ_KEY: the lake's Bloom filters skip row groups): through the ``rocketmq-commitlog`` data
   source (a reader schema of the columns asked for; pushed filters read the topic's
   ConsumeQueues or the IndexFile) and on the lake (Spark's Parquet reader).
 
@@ -321,10 +322,8 @@ def source_reads_main(argv: list[str] | None = None) -> int:
 # -- the lake ------------------------------------------------------------------------------------
 
 
-def tree_cpu(root: int | None = None) -> float:
-    """CPU seconds (user + system, with reaped children's) of a process and all its descendants:
-    a Spark run's driver, JVM and Python workers together."""
-    root = os.getpid() if root is None else root
+def _tree_times(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) of a process and each of its descendants, by pid."""
     tick = os.sysconf("SC_CLK_TCK")
     parent: dict[int, int] = {}
     cpu: dict[int, float] = {}
@@ -338,15 +337,43 @@ def tree_cpu(root: int | None = None) -> float:
             continue
         pid = int(entry)
         parent[pid] = int(fields[1])
-        cpu[pid] = sum(int(x) for x in fields[11:15]) / tick
-    total = 0.0
-    for pid in cpu:
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+    out = {}
+    for pid, secs in cpu.items():
         p = pid
         while p and p != root:
             p = parent.get(p, 0)
         if p == root:
-            total += cpu[pid]
-    return total
+            out[pid] = secs
+    return out
+
+
+class TreeCpu:
+    """CPU seconds a process tree (this driver, the JVM, Spark's Python workers) spends in the
+    ``with`` block. The tree is sampled every 100 ms (the sampling's own CPU left out), so a
+    worker that ends inside the block counts up to its last sample (a reaped child is not added
+    to its parent's figures until the parent waits for it, which may be later)."""
+
+    def __enter__(self) -> TreeCpu:
+        import threading
+
+        self.first = _tree_times(os.getpid())
+        self.last = dict(self.first)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self.stop.wait(0.1):
+            self.last.update(_tree_times(os.getpid()))
+        self.own = time.thread_time()  # the sampling's own CPU: not the measured work's
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.last.update(_tree_times(os.getpid()))
+        self.seconds = sum(v - self.first.get(pid, 0.0) for pid, v in self.last.items()) - self.own
 
 
 def _export_once(
@@ -359,9 +386,11 @@ def _export_once(
     opts = ExportOptions(
         split_size=args.split_size << 20, columns=columns, compression=args.compression, partition_by=args.partition_by
     )
-    c, t = tree_cpu(), time.perf_counter()
-    result = export_store(str(store), str(lake), runner, opts)
-    return time.perf_counter() - t, tree_cpu() - c, result.rows["messages"]
+    with TreeCpu() as cpu:
+        t = time.perf_counter()
+        result = export_store(str(store), str(lake), runner, opts)
+        secs = time.perf_counter() - t
+    return secs, cpu.seconds, result.rows["messages"]
 
 
 def _best_of(fn: Any, repeat: int) -> tuple[tuple[Any, ...], int]:
@@ -383,6 +412,8 @@ def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: 
     n = min(12_345, records - 1)  # synth names record n's key order-n and puts it in Bench_T{n % 4}
     key_topic = RARE_TOPIC if n % 100 == 0 else f"Bench_T{n % 4}"
 
+    picked = lake.read_table("messages", columns=["uniq_key", "topic"]).slice(n, 1).to_pylist()[0]
+
     def source(columns: list[tuple[str, str]]) -> Any:
         return spark.read.format("rocketmq-commitlog").schema(ddl(columns)).load(str(store))
 
@@ -397,6 +428,10 @@ def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: 
         cond = (F.col("topic") == key_topic) & (F.col("keys") == F.array(F.lit(f"order-{n}")))
         return sorted(r["commit_log_offset"] for r in df.filter(cond).select("commit_log_offset").collect())
 
+    def id_lookup(df: Any) -> Any:
+        cond = (F.col("topic") == picked["topic"]) & (F.col("uniq_key") == picked["uniq_key"])
+        return sorted(r["commit_log_offset"] for r in df.filter(cond).select("commit_log_offset").collect())
+
     cases = {
         "query_count_by_topic": (count_by_topic, [("topic", "string")]),
         "query_topic_time": (
@@ -404,6 +439,10 @@ def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: 
             [("topic", "string"), ("store_timestamp", "long"), ("store_size", "int")],
         ),
         "query_key_lookup": (key_lookup, [("topic", "string"), ("keys", "strings"), ("commit_log_offset", "long")]),
+        "query_id_lookup": (
+            id_lookup,
+            [("topic", "string"), ("uniq_key", "string"), ("commit_log_offset", "long")],
+        ),
     }
     out: dict[str, dict[str, Any]] = {}
     for name, (query, columns) in cases.items():
@@ -414,9 +453,11 @@ def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: 
             query(frame())  # warm-up: plans, workers, the page cache
 
             def once(q: Any = query, f: Any = frame) -> tuple[float, float, Any]:
-                c, t = tree_cpu(), time.perf_counter()
-                answer = q(f())
-                return time.perf_counter() - t, tree_cpu() - c, answer
+                with TreeCpu() as cpu:
+                    t = time.perf_counter()
+                    answer = q(f())
+                    secs = time.perf_counter() - t
+                return secs, cpu.seconds, answer
 
             (secs, cpu, answer), runs = _best_of(once, repeat)
             answers[side] = (secs, answer, runs, cpu)

@@ -17,7 +17,8 @@ Columns = Sequence[tuple[str, str]]
 class Table:
     """One table: its columns, the columns worth a dictionary (few distinct values: a dictionary
     on a high-cardinality column only costs write CPU), the column its rows are ordered by
-    (min/max statistics of row groups prune ranges of it) and its time column."""
+    (min/max statistics of row groups prune ranges of it), its time column, and the
+    columns worth a Bloom filter (ids looked up one at a time)."""
 
     name: str
     columns: Columns
@@ -25,6 +26,7 @@ class Table:
     order: str
     time: str | None
     doc: str
+    bloom: tuple[str, ...] = ()  # columns looked up by equality: a Bloom filter lets a reader skip row groups
 
 
 DAMAGE_COLUMNS: list[tuple[str, str]] = [
@@ -71,6 +73,7 @@ TABLES: dict[str, Table] = {
             "commit_log_offset",
             "store_timestamp",
             "CommitLog records (rocketmq-commitlog's rows): one per message record or damaged stretch",
+            ("uniq_key", "msg_id"),
         ),
         Table(
             "damage",

@@ -118,6 +118,7 @@ class PartWriter:
                 compression=self.target.compression,
                 use_dictionary=[c for c in spec.dictionary if c in schema.names],
                 write_statistics=True,
+                bloom_filter_options={c: {"ndv": ROW_GROUP_ROWS, "fpp": 0.01} for c in spec.bloom if c in schema.names},
             )
         table = pa.Table.from_batches(part.held)
         part.writer.write_table(table, row_group_size=table.num_rows)
