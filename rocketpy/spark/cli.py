@@ -102,6 +102,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
             results.append(export_pcaps(captures, args.lake, runner, opts, terminal_progress("captures")))
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
+    except Exception as exc:  # a Spark job that failed (Py4JJavaError): its first line, not the JVM's trace
+        if type(exc).__module__.split(".")[0] not in ("py4j", "pyspark"):
+            raise
+        return _fail(f"export failed, nothing committed: {str(exc).strip().splitlines()[0]}")
     finally:
         if spark is not None:
             spark.stop()
