@@ -236,6 +236,21 @@ def time_spark(
 KINDS = ("consumequeue", "commitlog-meta", "commitlog-body")
 
 
+def _stores(args: argparse.Namespace) -> tuple[Path, Path, float]:
+    """(the generated store, a 1 MiB warm-up store, seconds it took): ``--keep`` reuses a kept store."""
+    from rocketpy.spark.synth import synthesise_store
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    store, warmup = Path(args.dir) / "store", Path(args.dir) / "warmup"
+    shutil.rmtree(warmup, ignore_errors=True)
+    synthesise_store(warmup, MiB, MiB, args.body_size)
+    t = time.perf_counter()
+    if not (args.keep and (store / "commitlog").is_dir()):
+        shutil.rmtree(store, ignore_errors=True)
+        synthesise_store(store, args.size * MiB, args.file_size * MiB, args.body_size, index=True)
+    return store, warmup, time.perf_counter() - t
+
+
 def source_reads_main(argv: list[str] | None = None) -> int:
     """The data sources' reads (``--source-reads``): one process against Spark, and Spark's floor."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -250,22 +265,14 @@ def source_reads_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-spark", action="store_true", help="only the single-process figures")
     args = parser.parse_args(argv)
 
-    from rocketpy.spark.synth import RARE_TOPIC, synthesise_store
+    from rocketpy.spark.synth import RARE_TOPIC
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    store = Path(args.dir) / "store"
-    warmup = Path(args.dir) / "warmup"
-    shutil.rmtree(warmup, ignore_errors=True)
-    synthesise_store(warmup, MiB, MiB, args.body_size)
-    t = time.perf_counter()
-    if not (args.keep and (store / "commitlog").is_dir()):
-        shutil.rmtree(store, ignore_errors=True)
-        synthesise_store(store, args.size * MiB, args.file_size * MiB, args.body_size, index=True)
+    store, warmup, made_in = _stores(args)
     cl_bytes = sum(p.stat().st_size for p in (store / "commitlog").iterdir())
     cq_bytes = sum(p.stat().st_size for p in (store / "consumequeue").glob("*/*/*"))
     print(
         f"store: {cl_bytes / MiB:.0f} MiB of CommitLog in {args.file_size} MiB files, {cq_bytes / MiB:.1f} MiB of "
-        f"ConsumeQueue ({args.body_size}-byte bodies), ready in {time.perf_counter() - t:.1f} s under {store}"
+        f"ConsumeQueue ({args.body_size}-byte bodies), ready in {made_in:.1f} s under {store}"
     )
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
@@ -493,21 +500,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from rocketpy.spark.lake import spark_runner
     from rocketpy.spark.session import get_session
-    from rocketpy.spark.synth import synthesise_store
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = Path(args.dir)
-    store, warmup = root / "store", root / "warmup"
-    shutil.rmtree(warmup, ignore_errors=True)
-    synthesise_store(warmup, MiB, MiB, args.body_size)
-    t = time.perf_counter()
-    if not (args.keep and (store / "commitlog").is_dir()):
-        shutil.rmtree(store, ignore_errors=True)
-        synthesise_store(store, args.size * MiB, args.file_size * MiB, args.body_size, index=True)
+    store, warmup, made_in = _stores(args)
     cl_bytes = sum(p.stat().st_size for p in (store / "commitlog").iterdir())
     print(
         f"store: {cl_bytes / MiB:.0f} MiB of CommitLog in {args.file_size} MiB files ({args.body_size}-byte bodies), "
-        f"ready in {time.perf_counter() - t:.1f} s under {store}; export tasks of {args.split_size} MiB, "
+        f"ready in {made_in:.1f} s under {store}; export tasks of {args.split_size} MiB, "
         f"{args.compression}{', by ' + args.partition_by if args.partition_by else ''}"
     )
     load_before = os.getloadavg()
