@@ -1,6 +1,6 @@
 """The store audit on a Spark standalone cluster: a master and a worker on 127.0.0.1, the
-job submitted to them with spark-submit (the way a user runs spark/jobs/), so the data sources
-run in executor processes of their own.
+job submitted to them with spark-submit (the way a user runs spark/jobs/): the export into a
+lake runs in executor processes of their own, then the audit's queries over it.
 
 Kept to one small run (the golden store, one worker of 2 cores): Spark tests are the
 slowest part of CI. Skipped, with the reason, where pyspark's launch scripts or Java are missing.
@@ -124,7 +124,8 @@ def test_store_audit_on_a_standalone_cluster(cluster, tmp_path):
         [str(SPARK_SUBMIT), "--master", master_url]
         + ["--conf", "spark.ui.enabled=false", "--conf", "spark.executor.memory=512m"]
         + ["--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.sql.shuffle.partitions=2"]
-        + [str(ROOT / "spark" / "jobs" / "store_audit.py"), str(STORE), "--out", str(tmp_path / "audit")],
+        + [str(ROOT / "spark" / "jobs" / "store_audit.py"), str(STORE), "--out", str(tmp_path / "audit")]
+        + ["--lake", str(tmp_path / "lake")],
         capture_output=True,
         text=True,
         timeout=300,
@@ -136,6 +137,12 @@ def test_store_audit_on_a_standalone_cluster(cluster, tmp_path):
     manifest = json.loads((STORE / "manifest.json").read_text())
     assert summary["records"] == manifest["store"]["records"]
     assert "findings: 6" in out.stdout  # the golden store's known damage, as spark-submit prints it
+    # The audit exported the store into the lake first (tasks writing Parquet), then queried it.
+    from rocketpy.spark.lake import Lake
+
+    lake = Lake(str(tmp_path / "lake"))
+    assert lake.rows("messages") == summary["records"] + summary.get("corruptRegions", 0)
+    assert lake.rows("consume_queues") > 0
     # The tasks ran in the worker's executor processes, not in the driver.
     executors = list((tmp_path / "work").glob("app-*/*/stderr"))
     assert executors, "no executor ran on the worker"

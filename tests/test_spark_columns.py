@@ -214,3 +214,45 @@ def test_property_columns_in_bulk_are_the_codecs(props):
     expected = property_columns_by_row(props)
     if bulk is not None:
         assert {k: v.to_pylist() for k, v in bulk.items()} == {k: v.to_pylist() for k, v in expected.items()}
+
+
+@pytest.mark.parametrize("variant", range(4))
+def test_record_layout_positions_are_the_construct_definitions(variant):
+    """The columnar walk's byte positions (fixed fields, the body's, topic's and properties'
+    length prefixes, the smallest record) hold what MESSAGE_RECORD builds there."""
+    import struct
+
+    from rocketpy.codecs.message import MESSAGE_MAGIC_CODE, MESSAGE_RECORD
+    from rocketpy.spark import _records
+
+    layout = record_layouts()[variant]
+    sys_flag = (0x10 if variant & 1 else 0) | (0x20 if variant & 2 else 0)
+    born, store = (
+        (bytes(range(1, 17)) if variant & 1 else b"\x0a\0\0\x01"),
+        (bytes(range(17, 33)) if variant & 2 else b"\x0a\0\0\x02"),
+    )
+    ints = {
+        "body_crc": 11, "queue_id": 12, "flag": 13, "queue_offset": 14, "physical_offset": 15,
+        "born_timestamp": 16, "born_port": 17, "store_timestamp": 18, "store_port": 19,
+        "reconsume_times": 20, "prepared_transaction_offset": 21,
+    }  # fmt: skip
+    body, topic, props = b"the body", b"Layout_T", b"KEYS\x01k\x02"
+    values = dict(ints, magic_code=MESSAGE_MAGIC_CODE, sys_flag=sys_flag, born_host=born, store_host=store)
+    size = layout.min_size + len(body) + len(topic) + len(props)
+    raw = MESSAGE_RECORD.build(dict(values, total_size=size, body=body, topic=topic, properties=props))
+    assert len(raw) == size
+    for name, (at, width) in layout.fields.items():
+        want = values.get(name, size)
+        got = raw[at : at + width]
+        assert got == (want if isinstance(want, bytes) else want.to_bytes(width, "big", signed=True)), name
+    prefix = _records._PREFIX
+    assert raw[layout.body_at : layout.head] == struct.pack(">i", len(body))
+    assert raw[layout.head : layout.head + len(body)] == body
+    topic_at = layout.head + len(body)
+    assert raw[topic_at : topic_at + prefix["topic"]] == bytes([len(topic)])
+    props_at = topic_at + prefix["topic"] + len(topic)
+    assert raw[props_at : props_at + prefix["properties"]] == struct.pack(">h", len(props))
+    assert raw[props_at + prefix["properties"] :] == props
+    empty = MESSAGE_RECORD.build(dict(values, total_size=layout.min_size, body=b"", topic=b"", properties=b""))
+    assert len(empty) == layout.min_size
+    assert _records._SIZE_MAGIC_LEN == 8 and _records._MIN_RECORD == record_layouts()[0].min_size

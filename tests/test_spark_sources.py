@@ -28,6 +28,7 @@ from rocketpy.spark.commitlog import CorruptRegion, commitlog_batches, walk_comm
 GOLDEN = Path(__file__).resolve().parent.parent / "protocol" / "golden"
 CAPTURES = GOLDEN / "captures"
 STORE = GOLDEN / "store-dump"
+CRASHED = GOLDEN / "store-dump-crashed"  # vendored from ../shared/store-dump-crashed
 STORE_MANIFEST = json.loads((STORE / "manifest.json").read_text())
 
 
@@ -257,9 +258,9 @@ def test_sparse_commitlog_splits_give_the_rows_of_the_written_file(tmp_path):
 
 
 def test_crashed_store_splits_give_the_rows_of_one_task():
-    crashed = Path("/work/shared/store-dump-crashed/commitlog")
+    crashed = CRASHED / "commitlog"
     if not crashed.is_dir():
-        pytest.skip("no /work/shared/store-dump-crashed here")
+        pytest.skip(f"no vendored {crashed} in this checkout")
     for path in sorted(crashed.iterdir()):
         whole = list(batches_to_rows(commitlog_batches(str(path), int(path.name))))
         for split in (4096, 10_007, 65_536):
@@ -422,10 +423,10 @@ def _filter_cases(rows):
     ]
 
 
-@pytest.mark.parametrize("store", [STORE, Path("/work/shared/store-dump-crashed")], ids=["golden", "crashed"])
+@pytest.mark.parametrize("store", [STORE, CRASHED], ids=["golden", "crashed"])
 def test_pushed_filters_give_the_rows_of_filtering_after(store):
     if not store.is_dir():
-        pytest.skip(f"no {store} here")
+        pytest.skip(f"no vendored {store} in this checkout")
     everything, whole_bytes = _pushed_rows(store, [])
     for filters, keep in _filter_cases(everything):
         expected = [r for r in everything if r["record_type"] == "message" and keep(r)]

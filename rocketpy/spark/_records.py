@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from construct import Prefixed
 
 from ..codecs.accel import compiled
 from ..codecs.codes import MessageSysFlag
@@ -45,10 +46,17 @@ _BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
 _STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
 _COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
 _TRANSACTION_BITS = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
-_SIZE_MAGIC_LEN = 8
 
 # The fixed-position fields, up to the body's length prefix, in declared order.
 _FIXED_FIELDS = [sub.name for sub in MESSAGE_RECORD.subcons[: [s.name for s in MESSAGE_RECORD.subcons].index("body")]]
+# The width of the length prefix of each variable field (body, topic, properties), as declared.
+_PREFIX = {
+    sub.name: sub.subcon.lengthfield.sizeof()
+    for sub in MESSAGE_RECORD.subcons
+    if isinstance(getattr(sub, "subcon", None), Prefixed)
+}
+_BODY_PREFIX, _TOPIC_PREFIX, _PROPS_PREFIX = _PREFIX["body"], _PREFIX["topic"], _PREFIX["properties"]
+assert _TOPIC_PREFIX == 1  # the topic's length is gathered as one byte per record
 
 
 class RecordLayout:
@@ -59,8 +67,8 @@ class RecordLayout:
         self.body_at = record_field_at("body", sys_flag)  # the body's int32 length prefix
         ends = at[1:] + [self.body_at]
         self.fields = {name: (a, e - a) for name, a, e in zip(_FIXED_FIELDS, at, ends)}
-        self.head = self.body_at + 4  # bytes before the body
-        self.min_size = self.head + 1 + 2  # an empty body, topic and properties
+        self.head = self.body_at + _BODY_PREFIX  # bytes before the body
+        self.min_size = self.head + _TOPIC_PREFIX + _PROPS_PREFIX  # an empty body, topic and properties
 
     def at(self, name: str) -> int:
         return self.fields[name][0]
@@ -76,6 +84,11 @@ _V4 = _LAYOUTS[0]
 _SYS_FLAG_AT = _V4.at("sys_flag")
 assert all(lay.at("sys_flag") == _SYS_FLAG_AT for lay in _LAYOUTS)  # before the hosts: one place
 _MIN_RECORD = min(lay.min_size for lay in _LAYOUTS)
+_SIZE_AT, _SIZE_WIDTH = _V4.fields["total_size"]
+_MAGIC_AT, _MAGIC_WIDTH = _V4.fields["magic_code"]
+_SIZE_MAGIC_LEN = _MAGIC_AT + _MAGIC_WIDTH  # the head every record (and the blank) starts with
+_SYS_FLAG_WIDTH = _V4.fields["sys_flag"][1]
+_PHYSICAL_WIDTH = _V4.fields["physical_offset"][1]
 _PHYSICAL_AT = _V4.at("physical_offset")
 assert all(lay.at("physical_offset") == _PHYSICAL_AT for lay in _LAYOUTS)  # before the hosts too
 
@@ -130,35 +143,35 @@ class _Decoded:
     def __init__(self, u8: np.ndarray, pos: np.ndarray, limit: int) -> None:
         n = len(pos)
         self.pos = pos
-        self.size = _int(u8, pos, 4, "int32")
-        self.sys_flag = _int(u8, pos + _SYS_FLAG_AT, 4, "int32")
+        self.size = _int(u8, pos + _SIZE_AT, _SIZE_WIDTH, "int32")
+        self.sys_flag = _int(u8, pos + _SYS_FLAG_AT, _SYS_FLAG_WIDTH, "int32")
         self.variant = ((self.sys_flag & _BORN_V6) != 0).astype(np.int8) | (
             ((self.sys_flag & _STORE_V6) != 0).astype(np.int8) << 1
         )
         body_at = np.empty(n, np.int64)
         for v in np.unique(self.variant):
             body_at[self.variant == v] = _LAYOUTS[int(v)].body_at
-        head = body_at + 4
+        head = body_at + _BODY_PREFIX
         size = self.size.astype(np.int64)
         # As the codec's plain path (parse_record_fields) checks before it trusts a record.
         ok = (size >= head) & (pos + size <= limit)
         safe = np.where(ok, pos, 0)
-        blen = _int(u8, safe + body_at, 4, "int64")
+        blen = _int(u8, safe + body_at, _BODY_PREFIX, "int64")
         bend = head + blen
         ok &= (blen >= 0) & (bend < size)
         safe = np.where(ok, pos, 0)
         tlen = u8[safe + np.where(ok, bend, 0)].astype(np.int64)
-        tend = bend + 1 + tlen
-        ok &= (tlen <= 127) & (tend + 2 <= size)
+        tend = bend + _TOPIC_PREFIX + tlen
+        ok &= (tlen <= 127) & (tend + _PROPS_PREFIX <= size)
         safe = np.where(ok, pos, 0)
-        plen = _int(u8, safe + np.where(ok, tend, 0), 2, "int64")
-        ok &= (plen >= 0) & (tend + 2 + plen == size)
+        plen = _int(u8, safe + np.where(ok, tend, 0), _PROPS_PREFIX, "int64")
+        ok &= (plen >= 0) & (tend + _PROPS_PREFIX + plen == size)
         self.ok = ok
         self.body_start = pos + head
         self.body_len = blen
         self.topic_at = pos + bend  # the topic's length byte
         self.topic_len = tlen
-        self.props_start = pos + tend + 2
+        self.props_start = pos + tend + _PROPS_PREFIX
         self.props_len = plen
 
     _ARRAYS = ("pos", "size", "sys_flag", "variant", "body_start", "body_len", "topic_at", "topic_len")
@@ -180,14 +193,14 @@ def decode_at(u8: np.ndarray, positions: np.ndarray, base: int) -> _Decoded | No
     (its lengths are not plainly right)."""
     n = len(u8)
     pos = positions[(positions >= 0) & (positions + _MIN_RECORD <= n)]
-    size = _int(u8, pos, 4, "int64")
-    magic = _int(u8, pos + 4, 4, "int64")
+    size = _int(u8, pos + _SIZE_AT, _SIZE_WIDTH, "int64")
+    magic = _int(u8, pos + _MAGIC_AT, _MAGIC_WIDTH, "int64")
     # what the codec refuses before looking further (_check_record_at): no record there
     pos = pos[(magic == MESSAGE_MAGIC_CODE) & (size >= _MIN_RECORD) & (pos + size <= n)]
     d = _Decoded(u8, pos, n)
     if not d.ok.all():
         return None
-    d.keep(_int(u8, pos + _PHYSICAL_AT, 8, "int64") == pos + base)
+    d.keep(_int(u8, pos + _PHYSICAL_AT, _PHYSICAL_WIDTH, "int64") == pos + base)
     return d
 
 
@@ -238,11 +251,13 @@ def record_columns(
             if host not in want and not (host == "store_host" and "msg_id" in want):
                 continue
             at, width = lay.fields[host]
-            raw = _gather(u8, p + at, width + 4)  # the address and the port after it
+            raw = _gather(u8, p + at, width + lay.fields[host.replace("host", "port")][1])  # address and port
             if host in want:
                 host_parts[host].append((rows, _strings(raw, _host_decoder(width))))
             if host == "store_host" and "msg_id" in want:
-                id_parts.append((rows, _offset_ids(raw, _gather(u8, p + lay.at("physical_offset"), 8), width)))
+                id_parts.append(
+                    (rows, _offset_ids(raw, _gather(u8, p + lay.at("physical_offset"), _PHYSICAL_WIDTH), width))
+                )
     for host, parts in host_parts.items():
         if parts:
             hosts[host] = _scatter(n, parts, pa.string())

@@ -146,10 +146,18 @@ def _projection(schema: StructType | None) -> list[tuple[str, str]] | None:
 
 
 class _CommitLogReader(_Reader):
-    def __init__(self, options: dict[str, str], columns: list[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        options: dict[str, str],
+        columns: list[tuple[str, str]] | None = None,
+        resume: dict[str, int] | None = None,
+    ) -> None:
         super().__init__(options)
         self.filter = CommitLogFilter()
         self.columns = columns  # None: every column
+        # file -> position of a record boundary to start at (a lake's incremental export: the
+        # rows before it were read already and the file only grew since)
+        self.resume = resume or {}
 
     def _decoded_columns(self) -> list[tuple[str, str]] | None:
         """What to decode: the projection and whatever the pushed filters test."""
@@ -226,7 +234,7 @@ class _CommitLogReader(_Reader):
             if base + length <= scan_from:
                 continue
             # Past the dispatch point the scan starts exactly there: it is where a record ends.
-            first = max(0, scan_from - base)
+            first = max(0, scan_from - base, self.resume.get(path, 0))
             for start, end in byte_splits(length - first, size):
                 if base + first + start >= cf.offset_hi:
                     break

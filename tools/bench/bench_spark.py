@@ -1,4 +1,34 @@
-"""Store-reading throughput of the Spark sources: one Python process against Spark, and the
+"""The Spark forensics benchmark: exporting a store into a Parquet lake, and querying it.
+
+Generates a store of ``--size`` MiB (``rocketpy.spark.synth``: CommitLog files of
+``--file-size`` MiB laid out as the broker lays them out, their ConsumeQueues and an
+IndexFile; 1% of the records in the topic ``Rare_T``), then measures (issue #23):
+
+* ``export_all``: the store into a lake, every column (bodies included), in one Python
+  process (``rocketpy lake export --in-process``: the very tasks, one after another) and with
+  Spark ``--master`` (local[2]: the tasks decode and write Parquet themselves);
+* ``export_header``: the same with the record header columns only (``--header-only``);
+* ``query_count_by_topic``, ``query_topic_time`` (one topic in a window of 10% of the store's
+  time), ``query_key_lookup`` (a topic and one key), ``query_id_lookup`` (a topic and one
+  UNIQ_KEY: the lake's Bloom filters skip row groups): through the ``rocketmq-commitlog`` data
+  source (a reader schema of the columns asked for; pushed filters read the topic's
+  ConsumeQueues or the IndexFile) and on the lake (Spark's Parquet reader).
+
+Each figure is the best of ``--repeat`` runs (the count is printed): other processes on a
+small machine only ever add time. Beside the wall time, the export's CPU time: of this
+process for the one-process export, of the whole process tree (driver, JVM, Python workers)
+for Spark. The load average is printed with the figures. With ``--json`` the last line is one
+JSON object (``export_all``, ``export_header``: one_process_s, spark_s, speedup, CPU;
+``query_*``: source_s, lake_s, speedup).
+
+    python tools/bench/bench_spark.py                              # 2 GiB, as the issue asks
+    python tools/bench/bench_spark.py --size 256 --file-size 64 --repeat 1   # a quick run
+    python tools/bench/bench_spark.py --source-reads ...           # the data sources' own reads
+
+``--source-reads`` measures what the sources alone do (below): one process against Spark
+reading through the data source, and Spark's own share of that (the floor).
+
+Store-reading throughput of the Spark sources: one Python process against Spark, and the
 bytes pushed filters read.
 
 Generates a store of ``--size`` MiB (``rocketpy.spark.synth``: CommitLog files of
@@ -37,6 +67,7 @@ repeated until its runs add up to one (up to 50; the count is printed).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -205,8 +236,25 @@ def time_spark(
 KINDS = ("consumequeue", "commitlog-meta", "commitlog-body")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _stores(args: argparse.Namespace) -> tuple[Path, Path, float]:
+    """(the generated store, a 1 MiB warm-up store, seconds it took): ``--keep`` reuses a kept store."""
+    from rocketpy.spark.synth import synthesise_store
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    store, warmup = Path(args.dir) / "store", Path(args.dir) / "warmup"
+    shutil.rmtree(warmup, ignore_errors=True)
+    synthesise_store(warmup, MiB, MiB, args.body_size)
+    t = time.perf_counter()
+    if not (args.keep and (store / "commitlog").is_dir()):
+        shutil.rmtree(store, ignore_errors=True)
+        synthesise_store(store, args.size * MiB, args.file_size * MiB, args.body_size, index=True)
+    return store, warmup, time.perf_counter() - t
+
+
+def source_reads_main(argv: list[str] | None = None) -> int:
+    """The data sources' reads (``--source-reads``): one process against Spark, and Spark's floor."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source-reads", action="store_true")
     parser.add_argument("--size", type=int, default=2048, help="MiB of records to synthesise (default 2048)")
     parser.add_argument("--file-size", type=int, default=1024, help="MiB per CommitLog file (default 1024)")
     parser.add_argument("--body-size", type=int, default=1024, help="bytes per message body (default 1024)")
@@ -217,22 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-spark", action="store_true", help="only the single-process figures")
     args = parser.parse_args(argv)
 
-    from rocketpy.spark.synth import RARE_TOPIC, synthesise_store
+    from rocketpy.spark.synth import RARE_TOPIC
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    store = Path(args.dir) / "store"
-    warmup = Path(args.dir) / "warmup"
-    shutil.rmtree(warmup, ignore_errors=True)
-    synthesise_store(warmup, MiB, MiB, args.body_size)
-    t = time.perf_counter()
-    if not (args.keep and (store / "commitlog").is_dir()):
-        shutil.rmtree(store, ignore_errors=True)
-        synthesise_store(store, args.size * MiB, args.file_size * MiB, args.body_size, index=True)
+    store, warmup, made_in = _stores(args)
     cl_bytes = sum(p.stat().st_size for p in (store / "commitlog").iterdir())
     cq_bytes = sum(p.stat().st_size for p in (store / "consumequeue").glob("*/*/*"))
     print(
         f"store: {cl_bytes / MiB:.0f} MiB of CommitLog in {args.file_size} MiB files, {cq_bytes / MiB:.1f} MiB of "
-        f"ConsumeQueue ({args.body_size}-byte bodies), ready in {time.perf_counter() - t:.1f} s under {store}"
+        f"ConsumeQueue ({args.body_size}-byte bodies), ready in {made_in:.1f} s under {store}"
     )
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
@@ -286,5 +326,249 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# -- the lake ------------------------------------------------------------------------------------
+
+
+def _tree_times(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) of a process and each of its descendants, by pid."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        parent[pid] = int(fields[1])
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+    out = {}
+    for pid, secs in cpu.items():
+        p = pid
+        while p and p != root:
+            p = parent.get(p, 0)
+        if p == root:
+            out[pid] = secs
+    return out
+
+
+class TreeCpu:
+    """CPU seconds a process tree (this driver, the JVM, Spark's Python workers) spends in the
+    ``with`` block. The tree is sampled every 100 ms (the sampling's own CPU left out), so a
+    worker that ends inside the block counts up to its last sample (a reaped child is not added
+    to its parent's figures until the parent waits for it, which may be later)."""
+
+    def __enter__(self) -> TreeCpu:
+        import threading
+
+        self.first = _tree_times(os.getpid())
+        self.last = dict(self.first)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self.stop.wait(0.1):
+            self.last.update(_tree_times(os.getpid()))
+        self.own = time.thread_time()  # the sampling's own CPU: not the measured work's
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.last.update(_tree_times(os.getpid()))
+        self.seconds = sum(v - self.first.get(pid, 0.0) for pid, v in self.last.items()) - self.own
+
+
+def _export_once(
+    store: Path, lake: Path, runner: Any, columns: str, args: argparse.Namespace
+) -> tuple[float, float, int]:
+    """(seconds, CPU seconds of the process tree, rows) of one full export into a fresh lake."""
+    from rocketpy.spark.lake import ExportOptions, export_store
+
+    shutil.rmtree(lake, ignore_errors=True)
+    opts = ExportOptions(
+        split_size=args.split_size << 20, columns=columns, compression=args.compression, partition_by=args.partition_by
+    )
+    with TreeCpu() as cpu:
+        t = time.perf_counter()
+        result = export_store(str(store), str(lake), runner, opts)
+        secs = time.perf_counter() - t
+    return secs, cpu.seconds, result.rows["messages"]
+
+
+def _best_of(fn: Any, repeat: int) -> tuple[tuple[Any, ...], int]:
+    runs = [fn() for _ in range(repeat)]
+    return min(runs, key=lambda r: r[0]), len(runs)
+
+
+def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: int) -> dict[str, dict[str, Any]]:
+    """The three queries through the data source and on the lake, each answer checked equal."""
+    from pyspark.sql import functions as F
+
+    from rocketpy.spark._columns import ddl
+    from rocketpy.spark.lake import Lake
+    from rocketpy.spark.synth import RARE_TOPIC
+
+    lake = Lake(str(lake_dir))
+    t0 = 1_700_000_000_001 + int(records * 0.45)
+    t1 = 1_700_000_000_001 + int(records * 0.55)
+    n = min(12_345, records - 1)  # synth names record n's key order-n and puts it in Bench_T{n % 4}
+    key_topic = RARE_TOPIC if n % 100 == 0 else f"Bench_T{n % 4}"
+
+    picked = lake.read_table("messages", columns=["uniq_key", "topic"]).slice(n, 1).to_pylist()[0]
+
+    def source(columns: list[tuple[str, str]]) -> Any:
+        return spark.read.format("rocketmq-commitlog").schema(ddl(columns)).load(str(store))
+
+    def count_by_topic(df: Any) -> Any:
+        return sorted(tuple(r) for r in df.groupBy("topic").count().collect())
+
+    def topic_time(df: Any) -> Any:
+        cond = (F.col("topic") == RARE_TOPIC) & F.col("store_timestamp").between(t0, t1)
+        return df.filter(cond).agg(F.count(F.lit(1)), F.sum("store_size")).first()[:]
+
+    def key_lookup(df: Any) -> Any:
+        cond = (F.col("topic") == key_topic) & (F.col("keys") == F.array(F.lit(f"order-{n}")))
+        return sorted(r["commit_log_offset"] for r in df.filter(cond).select("commit_log_offset").collect())
+
+    def id_lookup(df: Any) -> Any:
+        cond = (F.col("topic") == picked["topic"]) & (F.col("uniq_key") == picked["uniq_key"])
+        return sorted(r["commit_log_offset"] for r in df.filter(cond).select("commit_log_offset").collect())
+
+    cases = {
+        "query_count_by_topic": (count_by_topic, [("topic", "string")]),
+        "query_topic_time": (
+            topic_time,
+            [("topic", "string"), ("store_timestamp", "long"), ("store_size", "int")],
+        ),
+        "query_key_lookup": (key_lookup, [("topic", "string"), ("keys", "strings"), ("commit_log_offset", "long")]),
+        "query_id_lookup": (
+            id_lookup,
+            [("topic", "string"), ("uniq_key", "string"), ("commit_log_offset", "long")],
+        ),
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for name, (query, columns) in cases.items():
+        on_source = lambda q=query, c=columns: source(c)  # noqa: E731
+        on_lake = lambda: lake.dataframe(spark, "messages")  # noqa: E731
+        answers = {}
+        for side, frame in (("source", on_source), ("lake", on_lake)):
+            query(frame())  # warm-up: plans, workers, the page cache
+
+            def once(q: Any = query, f: Any = frame) -> tuple[float, float, Any]:
+                with TreeCpu() as cpu:
+                    t = time.perf_counter()
+                    answer = q(f())
+                    secs = time.perf_counter() - t
+                return secs, cpu.seconds, answer
+
+            (secs, cpu, answer), runs = _best_of(once, repeat)
+            answers[side] = (secs, answer, runs, cpu)
+        assert answers["source"][1] == answers["lake"][1], (name, answers)
+        src, lk = answers["source"][0], answers["lake"][0]
+        out[name] = {
+            "source_s": round(src, 3),
+            "lake_s": round(lk, 3),
+            "speedup": round(src / lk, 2),
+            "source_cpu_s": round(answers["source"][3], 3),
+            "lake_cpu_s": round(answers["lake"][3], 3),
+            "runs": answers["lake"][2],
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=2048, help="MiB of records to synthesise (default 2048)")
+    parser.add_argument("--file-size", type=int, default=1024, help="MiB per CommitLog file (default 1024)")
+    parser.add_argument("--body-size", type=int, default=1024, help="bytes per message body (default 1024)")
+    parser.add_argument("--split-size", type=int, default=512, help="MiB of CommitLog per export task (default 512)")
+    parser.add_argument("--compression", default="zstd", help="Parquet compression (default zstd)")
+    parser.add_argument("--partition-by", choices=["topic", "date"], help="export partitioned (measure its cost)")
+    parser.add_argument("--dir", default="/tmp/rocketpy-bench-lake", help="where the store and lakes go")
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each measurement; the best counts (2)")
+    parser.add_argument("--keep", action="store_true", help="keep the synthesised store (and reuse a kept one)")
+    parser.add_argument("--no-queries", action="store_true", help="only the exports")
+    parser.add_argument("--json", action="store_true", help="end with one line of JSON")
+    parser.add_argument("--source-reads", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    from rocketpy.spark.lake import spark_runner
+    from rocketpy.spark.session import get_session
+
+    root = Path(args.dir)
+    store, warmup, made_in = _stores(args)
+    cl_bytes = sum(p.stat().st_size for p in (store / "commitlog").iterdir())
+    print(
+        f"store: {cl_bytes / MiB:.0f} MiB of CommitLog in {args.file_size} MiB files ({args.body_size}-byte bodies), "
+        f"ready in {made_in:.1f} s under {store}; export tasks of {args.split_size} MiB, "
+        f"{args.compression}{', by ' + args.partition_by if args.partition_by else ''}"
+    )
+    load_before = os.getloadavg()
+    result: dict[str, Any] = {"store_mib": round(cl_bytes / MiB), "cores": os.cpu_count(), "master": args.master}
+    spark = get_session(
+        "rocketpy-bench-lake",
+        args.master,
+        {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4"},
+        log_level="ERROR",
+    )
+    try:
+        runner = spark_runner(spark)
+        _export_once(warmup, root / "lake-warmup", runner, "all", args)  # starts the Python workers
+        records = 0
+        for name, columns in (("export_all", "all"), ("export_header", "header")):
+            (one_s, one_cpu, rows), n1 = _best_of(
+                lambda c=columns: _export_once(store, root / "lake-1", None, c, args), args.repeat
+            )
+            lake = root / ("lake" if columns == "all" else "lake-header")
+            (sp_s, sp_cpu, sp_rows), n2 = _best_of(
+                lambda c=columns, lk=lake: _export_once(store, lk, runner, c, args), args.repeat
+            )
+            assert rows == sp_rows, (rows, sp_rows)
+            records = rows
+            result[name] = {
+                "one_process_s": round(one_s, 3),
+                "spark_s": round(sp_s, 3),
+                "speedup": round(one_s / sp_s, 2),
+                "one_process_cpu_s": round(one_cpu, 3),
+                "spark_cpu_s": round(sp_cpu, 3),
+                "cpu_ratio": round(sp_cpu / one_cpu, 2),
+                "runs": min(n1, n2),
+                "lake_mib": round(sum(p.stat().st_size for p in lake.rglob("*.parquet")) / MiB, 1),
+            }
+            r = result[name]
+            print(
+                f"{name:14} 1 process {one_s:7.2f} s ({cl_bytes / MiB / one_s:6.0f} MiB/s, CPU {one_cpu:6.2f} s)  "
+                f"spark {args.master} {sp_s:7.2f} s ({cl_bytes / MiB / sp_s:6.0f} MiB/s, CPU {sp_cpu:6.2f} s)  "
+                f"x{r['speedup']:.2f}, CPU x{r['cpu_ratio']:.2f}; {rows} rows, lake {r['lake_mib']} MiB "
+                f"(best of {r['runs']})"
+            )
+        if not args.no_queries:
+            for name, q in lake_queries(spark, store, root / "lake", records, args.repeat).items():
+                result[name] = q
+                print(
+                    f"{name:22} data source {q['source_s']:7.3f} s (CPU {q['source_cpu_s']:6.2f} s)  "
+                    f"lake {q['lake_s']:7.3f} s (CPU {q['lake_cpu_s']:6.2f} s)  "
+                    f"x{q['speedup']:.2f} (best of {q['runs']})"
+                )
+    finally:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    result["loadavg"] = [round(x, 2) for x in (*load_before, *os.getloadavg())]
+    print(
+        f"on {os.cpu_count()} cores; load average {', '.join(f'{x:.1f}' for x in load_before)} before, "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} after"
+    )
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(source_reads_main() if "--source-reads" in sys.argv else main())

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-from collections.abc import Iterable
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from ..lake import Lake
 
 # Quiet, small-footprint defaults for a forensic run on one machine; spark-submit's
 # --conf still overrides any of them.
@@ -25,6 +30,11 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
         help="Spark master; default: what spark-submit was given, else local[*]",
     )
     parser.add_argument("--log-level", default="WARN", help="Spark log level (default WARN)")
+    parser.add_argument(
+        "--lake",
+        help="a lake directory (rocketpy lake export): the job exports what it is given into it first "
+        "(only what is new), then reads it; default: a temporary lake, removed after the run",
+    )
 
 
 def session(app_name: str, args: argparse.Namespace) -> SparkSession:
@@ -34,9 +44,52 @@ def session(app_name: str, args: argparse.Namespace) -> SparkSession:
 
     submitted = SparkConf()
     conf = {k: v for k, v in LOCAL_CONF.items() if not submitted.contains(k)}
-    spark = get_session(app_name, args.master, conf)
-    spark.sparkContext.setLogLevel(args.log_level)
-    return spark
+    return get_session(app_name, args.master, conf, log_level=args.log_level)
+
+
+@contextlib.contextmanager
+def lake_for(
+    spark: SparkSession, lake: str | None, store: str | None = None, captures: list[str] | None = None
+) -> Iterator[Lake]:
+    """The lake a job reads: ``store`` and ``captures`` exported into ``lake`` first (by Spark
+    tasks; only what is new when the lake holds them already), or into a temporary lake.
+
+    A lake made here holds no message bodies (no job reads them); an existing lake keeps
+    the layout it was exported with.
+    """
+    from ..lake import ExportOptions, Lake, LakeDir, export_pcaps, export_store, spark_runner
+    from ..lake.export import terminal_progress
+
+    made = None
+    if lake is None:
+        made = lake = tempfile.mkdtemp(prefix="rocketpy-lake-")
+    try:
+        where = LakeDir(lake)
+        layout = (where.read_manifest() or {}).get("layout") or {}
+        opts = ExportOptions(
+            columns=layout.get("columns", "no-bodies"),
+            compression=layout.get("compression", "zstd"),
+            partition_by=layout.get("partition_by"),
+        )
+        runner = spark_runner(spark)
+        if store:
+            export_store(store, where, runner, opts, terminal_progress("export store"))
+        if captures:
+            export_pcaps(captures, where, runner, opts, terminal_progress("export captures"))
+        yield Lake(where)
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def table(spark: SparkSession, lake: Lake, name: str) -> DataFrame:
+    """A lake table as a DataFrame; an empty one when the lake does not hold it."""
+    from .._columns import ddl
+    from ..lake.tables import TABLES
+
+    if name in lake.tables():
+        return lake.dataframe(spark, name)
+    return spark.createDataFrame([], ddl(TABLES[name].columns))
 
 
 def write_parquet(df: DataFrame, out: str | None, name: str) -> str | None:

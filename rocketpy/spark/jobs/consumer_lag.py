@@ -24,7 +24,7 @@ from typing import Any
 
 from ...codecs import fastjson
 from ...codecs.errors import CodecError
-from ._common import add_common_args, print_table, session, write_json, write_parquet
+from ._common import add_common_args, lake_for, print_table, session, table, write_json, write_parquet
 
 LAG_COLUMNS = ["group", "topic", "queue_id", "consumer_offset", "min_offset", "max_offset", "lag", "expired"]
 
@@ -64,16 +64,21 @@ def committed_offsets(store: str) -> list[tuple[str, str, int, int]]:
     return []
 
 
-def run(spark: Any, store: str, out: str | None = None) -> LagResult:
-    from pyspark.sql import functions as F
-
+def run(spark: Any, store: str, out: str | None = None, lake: str | None = None) -> LagResult:
+    """Lag of every committed offset of ``store``, its ConsumeQueues read from ``lake`` (exported
+    into it first: only what is new), or from a temporary lake."""
     store = os.path.abspath(store)
     committed = committed_offsets(store)
+    with lake_for(spark, lake, store=store) as lk:
+        return _lag(spark, store, committed, table(spark, lk, "consume_queues"), out)
+
+
+def _lag(spark: Any, store: str, committed: list[tuple[str, str, int, int]], units: Any, out: str | None) -> LagResult:
+    from pyspark.sql import functions as F
+
     offsets = spark.createDataFrame(committed, "`group` string, topic string, queue_id int, consumer_offset bigint")
     queues = (
-        spark.read.format("rocketmq-consumequeue")
-        .load(store)
-        .where(F.col("valid") & ~F.col("pre_blank"))
+        units.where(F.col("valid") & ~F.col("pre_blank"))
         .groupBy("topic", "queue_id")
         .agg(F.min("queue_offset").alias("min_offset"), (F.max("queue_offset") + 1).alias("max_offset"))
     )
@@ -132,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot read the consumer offsets: {exc}", file=sys.stderr)
         return 1
     spark = session("rocketmq-consumer-lag", args)
-    result = run(spark, args.store, args.out)
+    result = run(spark, args.store, args.out, args.lake)
     if args.json:
         for row in result.rows:
             print(json.dumps(row, sort_keys=True))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...codecs.codes import MessageConst, RequestCode
-from ._common import add_common_args, print_table, session, write_json, write_parquet
+from ._common import add_common_args, lake_for, print_table, session, table, write_json, write_parquet
 
 EVENT_COLUMNS = [
     "time",
@@ -109,32 +109,39 @@ def run(
     captures: list[str] | None = None,
     store: str | None = None,
     out: str | None = None,
+    lake: str | None = None,
 ) -> TraceResult:
-    """Trace ``ids`` (UNIQ_KEYs or offset msg ids) and ``keys`` through ``captures`` and ``store``."""
-    from pyspark.sql import functions as F
+    """Trace ``ids`` (UNIQ_KEYs or offset msg ids) and ``keys`` through ``captures`` and ``store``.
 
+    Both are exported into ``lake`` first (only what is new), or into a temporary lake; with
+    ``lake`` alone, what the lake holds is traced.
+    """
     keys = list(keys or [])
     names = sorted({i.strip().upper() for i in ids if i.strip()})
     if not names and not keys:
         raise ValueError("nothing to trace: give a message id or a key")
-    recs = None
-    if store:
-        recs = (
-            spark.read.format("rocketmq-commitlog")
-            .option("includeBody", "false")
-            .load(os.path.abspath(store))
-            .filter(F.col("record_type") == "message")
-            .drop("body")
-            .cache()
-        )
-    frames = None
-    if captures:
-        frames = (
-            spark.read.format("rocketmq-pcap")
-            .option("explodeMessages", "true")
-            .load([os.path.abspath(p) for p in captures])
-            .cache()
-        )
+    with lake_for(
+        spark,
+        lake,
+        store=os.path.abspath(store) if store else None,
+        captures=[os.path.abspath(p) for p in captures or []],
+    ) as lk:
+        from pyspark.sql import functions as F
+
+        recs = None
+        if "messages" in lk.tables():
+            recs = table(spark, lk, "messages").filter(F.col("record_type") == "message").drop("body").cache()
+        frames = table(spark, lk, "frames").cache() if "frames" in lk.tables() else None
+        try:
+            return _trace(spark, names, keys, recs, frames, out)
+        finally:
+            for df in (recs, frames):
+                if df is not None:
+                    df.unpersist()
+
+
+def _trace(spark: Any, names: list[str], keys: list[str], recs: Any, frames: Any, out: str | None) -> TraceResult:
+    from pyspark.sql import functions as F
 
     # 1. Widen the names: every UNIQ_KEY reached by an id, an offset id, a key, or an origin id.
     uniq: set[str] = set(names)
@@ -367,10 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.id and not args.key:
         parser.error("give --id or --key")
-    if not args.captures and not args.store:
-        parser.error("give --captures or --store (or both)")
+    if not args.captures and not args.store and not args.lake:
+        parser.error("give --captures or --store (or both), or a --lake holding them")
     spark = session("rocketmq-message-trace", args)
-    result = run(spark, args.id, args.key, args.captures, args.store, args.out)
+    result = run(spark, args.id, args.key, args.captures, args.store, args.out, args.lake)
     if args.json:
         json.dump(
             {"ids": result.ids, "uniqKeys": result.uniq_keys, "events": result.events},

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import add_common_args, print_table, session, write_json, write_parquet
+from ._common import add_common_args, lake_for, print_table, session, table, write_json, write_parquet
 
 FINDING_COLUMNS = ["kind", "commit_log_offset", "topic", "queue_id", "queue_offset", "size", "detail"]
 _COMPARED = [
@@ -47,16 +47,22 @@ class ReplicaResult:
     summary: dict[str, Any]
 
 
-def _records(spark: Any, store: str) -> Any:
-    return spark.read.format("rocketmq-commitlog").option("includeBody", "false").load(store).drop("body", "file")
+def run(
+    spark: Any, master: str, slave: str, out: str | None = None, max_findings: int = 10_000, lake: str | None = None
+) -> ReplicaResult:
+    """Compare the two stores' CommitLogs, each exported first into a lake of its own:
+    ``lake``/master and ``lake``/slave (only what is new), or temporary ones."""
+    master, slave = os.path.abspath(master), os.path.abspath(slave)
+    lakes = (None, None) if lake is None else (os.path.join(lake, "master"), os.path.join(lake, "slave"))
+    with lake_for(spark, lakes[0], store=master) as ml, lake_for(spark, lakes[1], store=slave) as sl:
+        m = table(spark, ml, "messages").drop("body", "file").cache()
+        s = table(spark, sl, "messages").drop("body", "file").cache()
+        return _compare(spark, master, slave, m, s, out, max_findings)
 
 
-def run(spark: Any, master: str, slave: str, out: str | None = None, max_findings: int = 10_000) -> ReplicaResult:
+def _compare(spark: Any, master: str, slave: str, m: Any, s: Any, out: str | None, max_findings: int) -> ReplicaResult:
     from pyspark.sql import functions as F
 
-    master, slave = os.path.abspath(master), os.path.abspath(slave)
-    m = _records(spark, master).cache()
-    s = _records(spark, slave).cache()
     ends = {}
     for side, df in (("master", m), ("slave", s)):
         row = df.agg(
@@ -92,8 +98,9 @@ def run(spark: Any, master: str, slave: str, out: str | None = None, max_finding
         joined.where(F.col("s_store_size").isNull()),
         "missing_on_slave",
         "m",
-        F.when(F.col("commit_log_offset") >= F.lit(slave_end), F.lit("past the slave's end: not replicated yet"))
-        .otherwise(F.lit("inside the slave's log: lost or overwritten")),
+        F.when(
+            F.col("commit_log_offset") >= F.lit(slave_end), F.lit("past the slave's end: not replicated yet")
+        ).otherwise(F.lit("inside the slave's log: lost or overwritten")),
     )
     extra = finding(
         joined.where(F.col("m_store_size").isNull()), "extra_on_slave", "s", F.lit("the master has no record here")
@@ -163,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"not a directory: {path}", file=sys.stderr)
             return 1
     spark = session("rocketmq-replica-audit", args)
-    result = run(spark, args.master, args.slave, args.out, args.max_findings)
+    result = run(spark, args.master, args.slave, args.out, args.max_findings, args.lake)
     s = result.summary
     print(f"Replica audit: master {s['master']['store']} against slave {s['slave']['store']}")
     for side in ("master", "slave"):

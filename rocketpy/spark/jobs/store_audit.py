@@ -32,7 +32,7 @@ from ...codecs.codes import MessageConst, MessageSysFlag
 from ...codecs.errors import CodecError
 from ...codecs.store_records import parse_checkpoint
 from .._files import commitlog_files
-from ._common import add_common_args, print_table, session, write_json, write_parquet
+from ._common import add_common_args, lake_for, print_table, session, table, write_json, write_parquet
 
 FINDING_COLUMNS = ["kind", "topic", "queue_id", "queue_offset", "commit_log_offset", "size", "file", "detail"]
 
@@ -101,19 +101,36 @@ def _file_gaps(store: str) -> list[dict[str, Any]]:
 
 
 def run(
-    spark: Any, store: str, out: str | None = None, write_records: bool = False, max_findings: int = 10_000
+    spark: Any,
+    store: str,
+    out: str | None = None,
+    write_records: bool = False,
+    max_findings: int = 10_000,
+    lake: str | None = None,
 ) -> AuditResult:
     """Audit the store directory ``store``; write Parquet under ``out`` when given.
 
-    At most ``max_findings`` findings come back to the driver (a wrecked store can have
-    millions); the Parquet output and the counts per kind have them all.
+    The store is exported into ``lake`` first (only what is new), or into a temporary lake,
+    and the audit reads the lake. At most ``max_findings`` findings come back to the driver
+    (a wrecked store can have millions); the Parquet output and the counts per kind have them all.
     """
+    store = os.path.abspath(store)
+    with lake_for(spark, lake, store=store) as lk:
+        recs = table(spark, lk, "messages").drop("body").cache()
+        cq = table(spark, lk, "consume_queues").cache()
+        try:
+            return _audit(spark, store, recs, cq, out, write_records, max_findings)
+        finally:
+            recs.unpersist()
+            cq.unpersist()
+
+
+def _audit(
+    spark: Any, store: str, recs: Any, cq: Any, out: str | None, write_records: bool, max_findings: int
+) -> AuditResult:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    store = os.path.abspath(store)
-    recs = spark.read.format("rocketmq-commitlog").option("includeBody", "false").load(store).drop("body").cache()
-    cq = spark.read.format("rocketmq-consumequeue").load(store).cache()
     msgs = recs.filter(F.col("record_type") == "message")
     entries = cq.filter(F.col("valid") & ~F.col("pre_blank"))
 
@@ -384,6 +401,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not a directory: {args.store}", file=sys.stderr)
         return 1
     spark = session("rocketmq-store-audit", args)
-    result = run(spark, args.store, args.out, args.write_records, args.max_findings)
+    result = run(spark, args.store, args.out, args.write_records, args.max_findings, args.lake)
     report(result)
     return 2 if args.fail_on_findings and result.summary["findings"] else 0

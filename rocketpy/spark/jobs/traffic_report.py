@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...codecs.codes import RequestCode
-from ._common import add_common_args, print_table, session, write_json, write_parquet
+from ._common import add_common_args, lake_for, print_table, session, table, write_json, write_parquet
 
 _SEND_CODES = (
     int(RequestCode.SEND_MESSAGE),
@@ -40,16 +40,22 @@ class TrafficResult:
     errors: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run(spark: Any, captures: list[str], out: str | None = None, bucket_seconds: int = 60) -> TrafficResult:
-    """Report on the captures ``captures`` (files or directories)."""
+def run(
+    spark: Any, captures: list[str], out: str | None = None, bucket_seconds: int = 60, lake: str | None = None
+) -> TrafficResult:
+    """Report on the captures ``captures`` (files or directories), exported into ``lake`` first
+    (only what is new) or into a temporary lake; with ``lake`` alone, on the captures it holds."""
+    with lake_for(spark, lake, captures=[os.path.abspath(p) for p in captures]) as lk:
+        rows = table(spark, lk, "frames").cache()
+        try:
+            return _report(spark, rows, out, bucket_seconds)
+        finally:
+            rows.unpersist()
+
+
+def _report(spark: Any, rows: Any, out: str | None, bucket_seconds: int) -> TrafficResult:
     from pyspark.sql import functions as F
 
-    rows = (
-        spark.read.format("rocketmq-pcap")
-        .option("explodeMessages", "true")
-        .load([os.path.abspath(p) for p in captures])
-        .cache()
-    )
     # One row per command (exploding repeats a command per message it carries).
     commands = rows.filter(F.coalesce(F.col("msg_index"), F.lit(0)) == 0)
     messages = rows.filter(F.col("msg_index").isNotNull())
@@ -251,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Traffic report from RocketMQ captures: per topic and client throughput, latency "
         "percentiles per request code, error codes over time.",
     )
-    parser.add_argument("captures", nargs="+", help="pcap/pcapng files or directories of them")
+    parser.add_argument("captures", nargs="*", help="pcap/pcapng files or directories of them (or a --lake of them)")
     parser.add_argument("--out", help="directory for topics/, clients/, latency/, errors/ (Parquet) and summary.json")
     parser.add_argument("--bucket-seconds", type=int, default=60, help="time bucket of the error table (default 60)")
     add_common_args(parser)
@@ -259,7 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.captures and not args.lake:
+        parser.error("give captures, or a --lake holding them")
     spark = session("rocketmq-traffic-report", args)
-    report(run(spark, args.captures, args.out, args.bucket_seconds))
+    report(run(spark, args.captures, args.out, args.bucket_seconds, args.lake))
     return 0
