@@ -95,6 +95,7 @@ def run_quietly(command: str, main: Callable[[], Awaitable[int]], verbose: bool 
     ``verbose``: the command reports the cause itself, once.
     """
     client_log = logging.getLogger("rocketpy.client")
+    level = client_log.level
     if not verbose:
         client_log.setLevel(logging.CRITICAL)
     failure: BaseException | None = None
@@ -107,6 +108,8 @@ def run_quietly(command: str, main: Callable[[], Awaitable[int]], verbose: bool 
         failure = group
         while isinstance(failure, BaseExceptionGroup):
             failure = failure.exceptions[0]
+    finally:
+        client_log.setLevel(level)  # run in-process (tests, the console): the client logs as before
     if interrupted:
         return 130
     from .errors import BadArgument
