@@ -38,7 +38,7 @@ def _cmd_codes(args: argparse.Namespace) -> int:
 
 #: packages that add subcommands: each has a ``cli`` module with ``add_parsers(subparsers)``
 _PROVIDERS = ("rocketpy.namesrv.cli", "rocketpy.store.cli", "rocketpy.sniffer.cli", "rocketpy.broker.cli",
-              "rocketpy.client.cli", "rocketpy.mqadmin.core", "rocketpy.console.cli", "rocketpy.health",
+              "rocketpy.client.cli", "rocketpy.mqadmin.cli", "rocketpy.console.cli", "rocketpy.health",
               "rocketpy.spark.cli")
 
 

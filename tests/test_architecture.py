@@ -12,8 +12,8 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "rocketpy"
-#: packages under rework elsewhere (the client and its mqadmin command line, the console, Spark)
-NOT_YET = ("rocketpy.client", "rocketpy.mqadmin", "rocketpy.console", "rocketpy.spark")
+#: packages left out of the checks below (none now; the place to name one while it is reworked)
+NOT_YET: tuple[str, ...] = ()
 #: who may import whom, bottom up: a package imports none of those listed after it
 LAYERS = (
     ("rocketpy.accel", "rocketpy.clock"),

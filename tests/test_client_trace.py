@@ -36,7 +36,7 @@ class FakeClient:
 
 
 async def _dispatcher(nursery: trio.Nursery, producer: SlowTraceProducer) -> TraceDispatcher:
-    trace = TraceDispatcher(FakeClient(nursery), "CG")  # type: ignore[arg-type]
+    trace = TraceDispatcher(FakeClient(nursery), "CG", producer_class=SlowTraceProducer)  # type: ignore[arg-type]
     trace._producer = producer  # the real one needs a broker; the batching task is the one under test
     nursery.start_soon(trace._run)
     await trio.sleep(0)

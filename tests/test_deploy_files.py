@@ -93,7 +93,7 @@ def test_compose_is_the_classic_three_services() -> None:
     assert props["storePathRootDir"] in mounts  # the store is a volume
     # the console: our command, on every interface of the container
     args = parses(console["command"])
-    assert args.namesrv == "namesrv:9876" and args.listen == "0.0.0.0:8080"
+    assert args.namesrv == ["namesrv:9876"] and args.listen == "0.0.0.0:8080"
     # health checks are our probe, against the roles' ports
     for service, flag, port in ((ns, "-n", "9876"), (broker, "-b", "10911")):
         test = service["healthcheck"]["test"]

@@ -20,10 +20,8 @@ pytest.importorskip("numpy", reason="numpy is not installed (pip install -e '.[s
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from rocketpy.codecs.codes import MessageSysFlag  # noqa: E402
 from rocketpy.codecs.message import (  # noqa: E402
-    _BORN_V6,
-    _COMPRESSED,
-    _STORE_V6,
     body_crc,
     build_record,
     record_field_at,
@@ -32,6 +30,11 @@ from rocketpy.codecs.message import (  # noqa: E402
 from rocketpy.codecs.store_records import build_blank_record  # noqa: E402
 from rocketpy.spark._columns import batches_to_rows  # noqa: E402
 from rocketpy.spark._records import record_layouts  # noqa: E402
+
+_BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
+_STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
+
 from rocketpy.spark.commitlog import (  # noqa: E402
     COMMITLOG_COLUMNS,
     CommitLogOptions,

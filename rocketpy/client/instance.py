@@ -148,13 +148,12 @@ class ClientInstance:
                 except (RemotingError, MQClientError) as exc:
                     log.warning("unregister client from %s failed: %s", addr, exc)
 
-    async def inner_producer(self) -> Producer:
-        """The instance's own producer (CLIENT_INNER_PRODUCER), used to re-send messages for retry."""
+    async def inner_producer(self, producer_class: Callable[..., Producer]) -> Producer:
+        """The instance's own producer (CLIENT_INNER_PRODUCER), used to re-send messages for retry; made
+        with ``producer_class`` the first time (the consumer passes its Producer: no import cycle here)."""
         producer = self.producers.get(MixAll.CLIENT_INNER_PRODUCER_GROUP)
         if producer is None:
-            from .producer import Producer
-
-            producer = Producer(MixAll.CLIENT_INNER_PRODUCER_GROUP, client=self)
+            producer = producer_class(MixAll.CLIENT_INNER_PRODUCER_GROUP, client=self)
             await producer.start()
         return producer
 

@@ -222,7 +222,7 @@ class Producer:
         self.publish_info.setdefault(self.create_topic_key, TopicPublishInfo())
         self.started = True
         if self.enable_msg_trace:
-            self.trace = TraceDispatcher(self.client, self.group, self.customized_trace_topic)
+            self.trace = TraceDispatcher(self.client, self.group, self.customized_trace_topic, producer_class=Producer)
             await self.trace.start()
         with trio.move_on_after(self.client.config.mq_client_api_timeout):
             await self.client.send_heartbeat_to_all_brokers()

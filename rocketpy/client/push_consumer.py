@@ -32,6 +32,7 @@ from .consumer_base import ConsumerBase, reset_retry_topic
 from .errors import MQClientError
 from .offset_store import ReadOffsetType
 from .process_queue import LOCK_INTERVAL, ProcessQueue
+from .producer import Producer
 from .trace import CONTEXT_EXCEPTION, CONTEXT_FAILED, CONTEXT_SUCCESS, TraceDispatcher
 
 log = logging.getLogger("rocketpy.client")
@@ -194,7 +195,7 @@ class PushConsumer(ConsumerBase):
         await self._start_common()
         assert self.nursery is not None
         if self.enable_msg_trace:
-            self.trace = TraceDispatcher(self.client, self.group, self.customized_trace_topic)
+            self.trace = TraceDispatcher(self.client, self.group, self.customized_trace_topic, producer_class=Producer)
             await self.trace.start()
         if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
             self.nursery.start_soon(self._lock_loop)
@@ -525,7 +526,7 @@ class PushConsumer(ConsumerBase):
         except (RemotingError, MQClientError) as exc:
             log.warning("sendMessageBack to broker failed, resend to the retry topic: %s", exc)
         try:
-            producer = await self.client.inner_producer()
+            producer = await self.client.inner_producer(Producer)
             await producer.send(self._retry_message(msg))
             return True
         except (RemotingError, MQClientError) as exc:
@@ -597,7 +598,7 @@ class PushConsumer(ConsumerBase):
             if m.reconsume_times >= self.max_reconsume:
                 m.properties[MessageConst.PROPERTY_RECONSUME_TIME] = str(m.reconsume_times)
                 try:
-                    producer = await self.client.inner_producer()
+                    producer = await self.client.inner_producer(Producer)
                     await producer.send(self._retry_message(m))
                 except (RemotingError, MQClientError):
                     suspend = True

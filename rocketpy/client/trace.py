@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -23,6 +24,7 @@ from ..codecs.trace import TraceRecord, encode_pub, encode_sub_after, encode_sub
 if TYPE_CHECKING:
     from ..codecs.message import Message, MessageExt
     from .instance import ClientInstance
+    from .producer import Producer
     from .results import SendResult
 
 log = logging.getLogger(__name__)
@@ -49,8 +51,11 @@ def _msg_type(msg: Message) -> str:
 
 
 class TraceDispatcher:
-    def __init__(self, client: ClientInstance, group: str, trace_topic: str | None = None) -> None:
+    def __init__(self, client: ClientInstance, group: str, trace_topic: str | None = None, *,
+                 producer_class: Callable[..., Producer]) -> None:
+        """``producer_class`` makes the dispatcher's own producer (the caller's Producer: no import cycle)."""
         self.client = client
+        self._producer_class = producer_class
         self.group = group
         self.trace_topic = trace_topic or MixAll.RMQ_SYS_TRACE_TOPIC
         self.region = "DefaultRegion"
@@ -65,9 +70,7 @@ class TraceDispatcher:
 
     # -- lifecycle ----------------------------------------------------------------------------------
     async def start(self) -> None:
-        from .producer import Producer
-
-        self._producer = Producer(INNER_TRACE_PRODUCER_PREFIX + self.group, client=self.client)
+        self._producer = self._producer_class(INNER_TRACE_PRODUCER_PREFIX + self.group, client=self.client)
         await self._producer.start()
         assert self.client.nursery is not None
         self.client.nursery.start_soon(self._run)

@@ -33,9 +33,6 @@ from .properties_string import (
     tags_hash_code,
 )
 from .record import (
-    _BORN_V6,
-    _COMPRESSED,
-    _STORE_V6,
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     MESSAGE_RECORD,
@@ -54,13 +51,7 @@ from .record import (
 )
 from .uniq_id import UniqIdGenerator, uniq_id_ip, uniq_id_pid, uniq_id_time
 
-#: kept for the Spark package's and its tests' imports (compression_of, and the sys_flag bits)
-_compression_of = compression_of
-
 __all__ = [
-    "_BORN_V6",
-    "_COMPRESSED",
-    "_STORE_V6",
     "BATCH_ENTRY",
     "BLANK_MAGIC_CODE",
     "DEFAULT_COMPRESS_LEVEL",

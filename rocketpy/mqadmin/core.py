@@ -8,7 +8,6 @@ groups, offsets, messages, config, acl, metrics), imported at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -16,14 +15,11 @@ from datetime import datetime
 from typing import Any
 
 from ..client.admin import Admin
-from ..client.cli import DefaultsHelp
-from ..client.cli_tls import add_tls_options, tls_options
 from ..client.config import default_namesrv
 from ..client.errors import BadArgument
 from ..client.java_text import java_name, mq_str
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue, TopicConfig
-from .credentials import acl_credentials, add_acl_options
 
 Command = Callable[[Admin, argparse.Namespace, "Out"], Awaitable[int | None]]
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Command]] = {}
@@ -57,67 +53,6 @@ def command(name: str, help_text: str, options: Callable[[argparse.ArgumentParse
         return fn
 
     return deco
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    admin = sub.add_parser("admin", help="mqadmin's commands (updateTopic, topicList, clusterList, ...)")
-    cmds = admin.add_subparsers(dest="admin_command", metavar="SUBCOMMAND")
-    admin.set_defaults(func=_list_commands)
-    add_commands(cmds)
-
-
-def _list_commands(args: argparse.Namespace) -> int:
-    """``rocketpy admin`` alone: the subcommands, as ``mqadmin`` alone lists them."""
-    from .usage import command_list
-
-    sys.stdout.write(command_list("rocketpy admin", "<command> -h"))
-    return 0
-
-
-add_parsers = add_parser  # the name rocketpy.cli looks for
-
-
-def add_commands(cmds: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Every subcommand as a parser of ``cmds`` (``rocketpy admin``'s, or the ``mqadmin`` launcher's)."""
-    for name, (help_text, options, fn) in COMMANDS.items():
-        p = cmds.add_parser(name, help=help_text, description=help_text,
-                            formatter_class=DefaultsHelp)
-        p.add_argument("-n", "--namesrvAddr", "--namesrv", dest="namesrv", default=None,
-                       help=f"name server address list, ';' separated (default: $ROCKETMQ_NAMESRV or "
-                            f"{default_namesrv()})")
-        p.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
-        add_tls_options(p)
-        add_acl_options(p)
-        options(p)
-        p.set_defaults(func=_runner(name, fn))
-
-
-def _runner(name: str, fn: Command) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        from ..client.cli import run_quietly
-
-        out = Out(args.json)
-        try:
-            credentials = acl_credentials(args)
-        except BadArgument as exc:
-            from ..client.cli import fail
-
-            return fail(f"admin {name}", str(exc), 2)
-
-        async def main() -> int:
-            admin = Admin(args.namesrv or default_namesrv())
-            for key, value in {**tls_options(args), **credentials}.items():
-                setattr(admin.client.config, key, value)
-            async with admin:
-                return (await fn(admin, args, out)) or 0
-
-        status = run_quietly(f"admin {name}", main)
-        if status == 0 and args.json:
-            sys.stdout.write(json.dumps(out.data, ensure_ascii=False, indent=1) + "\n")
-        sys.stdout.flush()
-        return status
-
-    return run
 
 
 def front_string(text: str | None, size: int) -> str:
@@ -207,21 +142,8 @@ def send_result_str(r: Any) -> str:
             f"messageQueue={mq_str(r.message_queue)}, queueOffset={r.queue_offset}]")
 
 
-# the subcommands register themselves in COMMANDS on import, topic by topic (the order `admin --help` lists)
-from . import (  # noqa: E402, I001
-    topics,
-    brokers,
-    groups,
-    offsets,
-    messages,
-    config,
-    acl,
-    metrics,
-)
-
 # mqadmin's Java text helpers, reached through this module by tests/test_admin_golden.py
 from ..client.java_text import decode_trace, java_hash_order, java_properties_order, java_props  # noqa: E402
 
-__all__ = ["COMMANDS", "Command", "Out", "add_parser", "command", "decode_trace", "java_hash_order",
-           "java_properties_order", "java_props", "parse_time", "acl", "brokers", "config", "groups",
-           "messages", "metrics", "offsets", "topics"]
+__all__ = ["COMMANDS", "Command", "Out", "command", "decode_trace", "java_hash_order", "java_properties_order",
+           "java_props", "parse_time"]

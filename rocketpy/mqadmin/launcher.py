@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .core import COMMANDS, add_commands
+from .cli import add_commands
+from .core import COMMANDS
 from .usage import command_list, usage
 
 

@@ -26,6 +26,7 @@ from construct import Prefixed
 
 from ..codecs.accel import compiled
 from ..codecs.codes import MessageSysFlag
+from ..codecs.compression import compression_of
 from ..codecs.errors import CodecError
 from ..codecs.message import (
     MESSAGE_MAGIC_CODE,
@@ -34,7 +35,6 @@ from ..codecs.message import (
     format_host,
     record_field_at,
 )
-from ..codecs.message import _compression_of as compression_of
 from ..store.walk import CorruptRegion, walk_bounds, walk_commitlog
 from ._arrays import binary_ranges, constant_strings, ms_to_timestamps
 from ._columns import arrow_schema

@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..codecs.errors import CodecError
 from ..codecs.message import MessageExt, body_crc, decode_message
 from ..store.walk import CorruptRegion, walk_commitlog, written_end
-from ..store.walk import _sync_quality as split_quality
+from ..store.walk import sync_quality as split_quality
 from ._columns import BatchBuilder, ms_to_us
 from ._files import READ_STATS, file_size, fill, is_remote, mapped, ranged, window
 from ._records import columnar_walk, decode_at, record_columns

@@ -109,7 +109,7 @@ def last_written(buf: Any, start: int, end: int | None = None) -> int:
     return start
 
 
-def _sync_quality(buf: Any, pos: int, base: int) -> bool:
+def sync_quality(buf: Any, pos: int, base: int) -> bool:
     """Whether a split may start at ``pos``: a record that knows its own position and whose
     body CRC agrees (stricter than resync's test, so a split never starts on a look-alike)."""
     try:
@@ -121,7 +121,7 @@ def _sync_quality(buf: Any, pos: int, base: int) -> bool:
 
 def split_start(buf: Any, base: int, start: int, end: int, data_end: int | None = None) -> int | None:
     """Where the split ``[start, end)`` of a file begins reading: the first record at or after
-    ``start`` (and before ``end``) that passes :func:`_sync_quality`, or the file's closing
+    ``start`` (and before ``end``) that passes :func:`sync_quality`, or the file's closing
     blank; None when the split holds no such place (the split before it reads through).
     ``data_end`` bounds the searches (see :func:`written_end`)."""
     if start == 0:
@@ -132,7 +132,7 @@ def split_start(buf: Any, base: int, start: int, end: int, data_end: int | None 
     found: int | None = None
     search = start + 4
     while (i := buf.find(_MSG_MAGIC, search, limit)) >= 0:
-        if i - 4 < end and _sync_quality(buf, i - 4, base):
+        if i - 4 < end and sync_quality(buf, i - 4, base):
             found, limit = i - 4, i  # a blank can only come first if it is before this
             break
         search = i + 1
@@ -207,7 +207,7 @@ def walk_commitlog(
                 if not isinstance(item, BlankRecord):
                     # end_offset has just moved past this record
                     at = walk.end_offset - item.store_size
-                    if end is not None and at - base >= end and _sync_quality(buf, at - base, base):
+                    if end is not None and at - base >= end and sync_quality(buf, at - base, base):
                         return  # the next split begins here
                     yield at, item
                 elif blanks:
