@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 
 from .config import OS_PAGE_SIZE
+from .msync import address_of, msync
 from .types import StoreError
 
 __all__ = ["MappedFile", "MappedFileQueue", "SyncHook", "offset_to_file_name"]
@@ -58,6 +59,7 @@ class MappedFile:
                 # Like RandomAccessFile + map: the file gets its full size, zero filled (sparse).
                 os.ftruncate(fd, file_size)
             self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            self._address = address_of(self.mm)  # for msync without the GIL
         finally:
             os.close(fd)
 
@@ -160,7 +162,7 @@ class MappedFile:
             value = self.read_position
             start = (self.flushed_position // mmap.PAGESIZE) * mmap.PAGESIZE
             if value > start:
-                self.mm.flush(start, value - start)
+                msync(self.mm, self._address, start, value - start)
                 if self._sync_hook is not None:
                     self._sync_hook(self.path, start, value)
             self.flushed_position = value
