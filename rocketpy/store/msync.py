@@ -36,7 +36,7 @@ def _libc_msync() -> Callable[[int, int, int], int] | None:
     return fn  # type: ignore[no-any-return]
 
 
-_msync = None if os.environ.get("ROCKETPY_PURE") else _libc_msync()
+_msync = _libc_msync()
 
 
 def address_of(mm: mmap.mmap) -> int | None:
