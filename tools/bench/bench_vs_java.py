@@ -694,6 +694,17 @@ def matrix_row(cell: Cell) -> str:
     )
 
 
+def json_safe(value: object) -> object:
+    """``value`` with NaN (a figure that could not be measured) as null: strict JSON has no NaN."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def int_list(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
@@ -773,7 +784,7 @@ def run_matrix(bench: Bench, args: argparse.Namespace, kinds: list[str], ref: Pa
         low = min(cells, key=lambda c: c.ratio)
         print(f"lowest ours/java: {low.ratio:.2f} ({low.threads} threads, {low.size} B)", file=out)
     if args.json:
-        print(json.dumps([{"flush": args.flush, **c.as_dict()} for c in cells]))
+        print(json.dumps(json_safe([{"flush": args.flush, **c.as_dict()} for c in cells])))
     return 0
 
 
@@ -876,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in summarize(results):
             print(line, file=out)
         if args.json:
-            print(json.dumps(results))
+            print(json.dumps(json_safe(results)))
         return 0
     except StartError as exc:
         print(f"bench_vs_java: {exc}", file=sys.stderr)
