@@ -134,3 +134,27 @@ def test_wait_port_reports_a_dead_server(bench, tmp_path):
     finally:
         bench.stop(proc)
     assert proc not in bench._LIVE
+
+
+def test_matrix_options(bench):
+    assert bench.int_list("1,4, 8") == [1, 4, 8]
+    for bad in ("", "1,x", "0,2"):
+        with pytest.raises(bench.argparse.ArgumentTypeError):
+            bench.int_list(bad)
+    with pytest.raises(SystemExit):
+        bench.main(["--matrix", "--namesrv"])  # the matrix runs the Producer alone
+
+
+def test_matrix_cell_row_and_json(bench):
+    cell = bench.Cell(8, 256)
+    cell.runs["java"] += [{"send_tps": 3000.0, "cpu_us_p": 90.0, "load": 2.0}, {"send_tps": 4000.0, "load": 4.0}]
+    cell.runs["ours"] += [{"send_tps": 3500.0, "cpu_us_p": 50.0, "load": 3.0}]
+    assert cell.ratio == 1.0  # 3500 / median(3000, 4000)
+    row = bench.matrix_row(cell).split()
+    assert row == ["8", "256", "3500", "3500", "1.00", "90.0", "50.0", "3.0"]
+    assert len(bench.matrix_row(cell)) == len(bench.MATRIX_HEADER)
+    only = bench.Cell(1, 1024)
+    only.runs["ours"].append({"send_tps": 10.0, "cpu_us_p": float("nan")})
+    out = bench.json_safe({"flush": "SYNC_FLUSH", **only.as_dict()})
+    assert out["ratio"] is None and "java" not in out and out["ours"]["cpu_us_per_msg"] is None
+    assert bench.json.loads(bench.json.dumps(out)) == out  # strict JSON: no NaN

@@ -79,6 +79,58 @@ async def test_held_answers_leave_from_the_flush_thread_once_on_disk(tmp_path: P
             nursery.cancel_scope.cancel()
 
 
+@pytest.fixture
+def frozen_clock() -> trio.testing.MockClock:
+    """Trio's clock standing still (no autojump): any wait on a trio timer would never end."""
+    return trio.testing.MockClock()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("waiting", [1, 7, 128])
+async def test_what_waits_during_a_flush_is_covered_by_the_next_one(
+    tmp_path: Path, frozen_clock: trio.testing.MockClock, waiting: int
+) -> None:
+    """Java's GroupCommitService gathering: the answers asked for while a round is on the disk are all
+    served by one more round (one msync reaching the last of them), started as soon as that round ends,
+    whatever their number, without waiting for a timer (trio's clock stands still here)."""
+    flushes = FlushLog()
+    on_disk, go_on = threading.Event(), threading.Event()
+
+    def first_msync_slow(path: str, start: int, end: int) -> None:
+        flushes(path, start, end)
+        if len(flushes.calls) == 1:  # the first round's msync is done with what it saw, and "takes long"
+            on_disk.set()
+            assert go_on.wait(30)
+
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    token = trio.lowlevel.current_trio_token()
+    with MessageStore(cfg, clock=Clock(), sync_hook=first_msync_slow) as store:
+        group = GroupCommitService(store)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+
+            def ask(i: int) -> Answer:
+                r = store.put_message(make_msg(keys=f"k{i}"))
+                answer = Answer(r.flush_offset, token)
+                answer.store = store
+                group.answer_when_flushed(answer)
+                return answer
+
+            first = ask(0)
+            assert await trio.to_thread.run_sync(on_disk.wait, 30)
+            later = [ask(i) for i in range(1, waiting + 1)]  # all asked for during the first round
+            assert not flushes.covered(later[0].offset)
+            go_on.set()
+            for answer in [first, *later]:
+                await answer.event.wait()
+                assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
+                assert answer.flushed_then >= answer.offset
+            # one more round (its msyncs: one per CommitLog file it crosses) reached the last of them
+            assert group.rounds == 2 and flushes.covered(later[-1].offset)
+            assert trio.current_time() == 0
+            nursery.cancel_scope.cancel()
+
+
 async def test_held_answers_go_through_trio_when_the_thread_cannot_send(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
     token = trio.lowlevel.current_trio_token()

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable
 
 from .config import OS_PAGE_SIZE
+from .msync import address_of, msync
 from .types import StoreError
 
 __all__ = ["MappedFile", "MappedFileQueue", "SyncHook", "allocate", "offset_to_file_name"]
@@ -142,6 +143,7 @@ class MappedFile:
             else:
                 self._set_allocated(_first_hole(fd, file_size))
             self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            self._address = address_of(self.mm)  # for msync without the GIL
         except BaseException:
             os.close(fd)
             if made:
@@ -278,7 +280,7 @@ class MappedFile:
             value = self.read_position
             start = (self.flushed_position // mmap.PAGESIZE) * mmap.PAGESIZE
             if value > start:
-                self.mm.flush(start, value - start)
+                msync(self.mm, self._address, start, value - start)
                 if self._sync_hook is not None:
                     self._sync_hook(self.path, start, value)
             self.flushed_position = value

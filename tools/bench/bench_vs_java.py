@@ -4,6 +4,7 @@
     python tools/bench/bench_vs_java.py --e2e            # the benchmark Consumer beside the Producer
     python tools/bench/bench_vs_java.py --namesrv        # GET_ROUTEINFO_BY_TOPIC load only
     python tools/bench/bench_vs_java.py --flush SYNC_FLUSH --messages 200000
+    python tools/bench/bench_vs_java.py --matrix [--json]   # SYNC_FLUSH: threads x body sizes
 
 Needs the Java reference install (``--java-ref DIR``, env ``ROCKETMQ_JAVA_REF``, default
 ``~/.cache/rocketmq-java-4.9.8`` when it has ``bin/broker.sh``); without one it prints one line and
@@ -44,6 +45,16 @@ includes the broker's work of delivering each message to the Consumer.
 client, one shared connection) as fast as answers come: ``route req/s`` and the NameServer's CPU
 ``us/req`` over the measured window, p50/p99 in ms.
 
+``--matrix``: SYNC_FLUSH (unless ``--flush`` says otherwise) at every ``--matrix-threads`` count x
+``--matrix-sizes`` body size, phase 1 only (the benchmark Producer, ``--warmup`` 10 s dropped and
+``--seconds`` 10 s measured by default). Both pairs are started once and kept for the whole matrix;
+each cell runs Java's and ours one after the other (which one first alternates from cell to cell),
+and the pair not under load is paused (SIGSTOP of its NameServer and broker, SIGCONT before its turn)
+so that it takes no CPU from the other. The table has, per cell, each broker's send/s, the ratio
+ours/Java, each broker's CPU us/msg and the 1-minute load average; ``--json`` prints the cells as a
+JSON array instead (for scripts). With ``--rounds N`` (default 1 for the matrix) every cell's line
+gives the medians over the rounds.
+
 The table gives each round, then the median (min..max) per server and the ratio ours/Java of the
 medians (for send/s and req/s higher is better; for CPU and latencies lower is better). The machine's
 other load makes single numbers noisy: use several rounds (each round line ends with the 1-minute load
@@ -57,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import re
@@ -69,8 +81,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from rocketpy.codecs import CodecError, RemotingCommand, RequestCode, ResponseCode
 
@@ -318,8 +332,26 @@ class Pair:
     namesrv_addr: str
     tmp: Path
     readers: list[LineReader] = field(default_factory=list)
+    paused: bool = False
+
+    def pause(self) -> None:
+        """SIGSTOP both servers (their process groups): an idle pair takes no CPU from the measured one."""
+        self._signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+        self.paused = False
+
+    def _signal(self, signum: int) -> None:
+        for proc in (self.namesrv, self.broker):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signum)
 
     def stop(self) -> None:
+        if self.paused:
+            self.resume()  # a stopped process would hold its SIGTERM until continued
         stop(self.broker)
         stop(self.namesrv)
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -421,10 +453,14 @@ class Bench:
         raise StartError(f"{pair.kind} broker did not register with its NameServer within {timeout:.0f} s")
 
     # -- phases
-    def run_producer(self, pair: Pair, rnd: int) -> dict[str, float]:
+    def run_producer(
+        self, pair: Pair, rnd: int | str, *, threads: int | None = None, size: int | None = None
+    ) -> dict[str, float]:
         a = self.args
         topic = f"{TOPIC}{rnd}"
-        pargs = ["-n", pair.namesrv_addr, "-t", topic, "-w", str(a.threads), "-s", str(a.size)]
+        threads = a.threads if threads is None else threads
+        size = a.size if size is None else size
+        pargs = ["-n", pair.namesrv_addr, "-t", topic, "-w", str(threads), "-s", str(size)]
         if a.messages:
             pargs += ["-q", str(a.messages)]
         echo = "producer" if a.verbose else None
@@ -578,6 +614,106 @@ class Bench:
         finally:
             pair.stop()
 
+    def matrix(
+        self, kinds: list[str], threads: list[int], sizes: list[int], rounds: int, on_cell: Callable[[Cell], None]
+    ) -> list[Cell]:
+        """Every threads x size cell, both pairs up the whole time, the idle one paused (see --matrix)."""
+        pairs: dict[str, Pair] = {}
+        cells: list[Cell] = []
+        try:
+            for kind in kinds:
+                pairs[kind] = self.start_pair(kind)
+                pairs[kind].pause()
+            turn = 0
+            for size in sizes:
+                for n in threads:
+                    cell = Cell(n, size)
+                    for rnd in range(rounds):
+                        for kind in kinds if turn % 2 == 0 else kinds[::-1]:
+                            pair = pairs[kind]
+                            pair.resume()
+                            try:
+                                self._wait_registered(pair)
+                                res = self.run_producer(pair, f"M{n}x{size}r{rnd}", threads=n, size=size)
+                            finally:
+                                pair.pause()
+                            res["load"] = os.getloadavg()[0]
+                            cell.runs[kind].append(res)
+                        turn += 1
+                    cells.append(cell)
+                    on_cell(cell)
+        finally:
+            for pair in pairs.values():
+                pair.stop()
+        return cells
+
+
+@dataclass
+class Cell:
+    """One --matrix cell: the Producer's results per broker, one per round."""
+
+    threads: int
+    size: int
+    runs: dict[str, list[dict[str, float]]] = field(default_factory=lambda: {"java": [], "ours": []})
+
+    def median(self, kind: str, key: str) -> float:
+        vals = [r[key] for r in self.runs[kind] if key in r]
+        return statistics.median(vals) if vals else float("nan")
+
+    @property
+    def ratio(self) -> float:
+        java = self.median("java", "send_tps")
+        return self.median("ours", "send_tps") / java if java else float("nan")
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"threads": self.threads, "size": self.size, "ratio": self.ratio}
+        for kind, runs in self.runs.items():
+            if runs:
+                out[kind] = {
+                    "send_tps": self.median(kind, "send_tps"),
+                    "cpu_us_per_msg": self.median(kind, "cpu_us_p"),
+                    "avg_rt_ms": self.median(kind, "avg_rt_ms"),
+                    "runs": runs,
+                }
+        return out
+
+
+MATRIX_HEADER = (
+    f"{'threads':>7} {'size':>6}  {'java send/s':>11} {'ours send/s':>11} {'ours/java':>9}  "
+    f"{'java us/msg':>11} {'ours us/msg':>11}  {'load':>5}"
+)
+
+
+def matrix_row(cell: Cell) -> str:
+    loads = [r["load"] for runs in cell.runs.values() for r in runs if "load" in r]
+    load = statistics.fmean(loads) if loads else float("nan")
+    return (
+        f"{cell.threads:>7} {cell.size:>6}  {cell.median('java', 'send_tps'):>11.0f} "
+        f"{cell.median('ours', 'send_tps'):>11.0f} {cell.ratio:>9.2f}  {cell.median('java', 'cpu_us_p'):>11.1f} "
+        f"{cell.median('ours', 'cpu_us_p'):>11.1f}  {load:>5.1f}"
+    )
+
+
+def json_safe(value: object) -> object:
+    """``value`` with NaN (a figure that could not be measured) as null: strict JSON has no NaN."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"needs positive integers: {text!r}")
+    return values
+
 
 # ---------------------------------------------------------------------------------------
 # Report
@@ -628,6 +764,30 @@ def summarize(results: dict[str, list[dict[str, float]]]) -> list[str]:
     return lines
 
 
+def run_matrix(bench: Bench, args: argparse.Namespace, kinds: list[str], ref: Path, out: TextIO) -> int:
+    print(
+        f"bench_vs_java --matrix: sync send, {args.flush}, threads {args.matrix_threads} x body sizes "
+        f"{args.matrix_sizes}, Producer {args.warmup:.0f} s warm-up + {args.seconds:.0f} s measured per broker and "
+        f"cell, {args.rounds} round(s), java ref {ref}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs",
+        file=out,
+        flush=True,
+    )
+    print(MATRIX_HEADER, file=out, flush=True)
+    cells = bench.matrix(
+        kinds,
+        args.matrix_threads,
+        args.matrix_sizes,
+        args.rounds,
+        lambda cell: print(matrix_row(cell), file=out, flush=True),
+    )
+    if len(kinds) == 2 and cells:
+        low = min(cells, key=lambda c: c.ratio)
+        print(f"lowest ours/java: {low.ratio:.2f} ({low.threads} threads, {low.size} B)", file=out)
+    if args.json:
+        print(json.dumps(json_safe([{"flush": args.flush, **c.as_dict()} for c in cells])))
+    return 0
+
+
 def find_ref(arg: str | None) -> Path | None:
     for cand in (arg, os.environ.get("ROCKETMQ_JAVA_REF"), str(DEFAULT_REF)):
         if cand:
@@ -642,22 +802,40 @@ def find_ref(arg: str | None) -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--java-ref", help="the Java reference install (with bin/broker.sh)")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, help="rounds (default 2; 1 with --matrix)")
     ap.add_argument("--threads", type=int, default=32, help="client threads (Producer -w, SendLatency, RouteLoad)")
     ap.add_argument("--size", type=int, default=1024, help="message body bytes")
-    ap.add_argument("--seconds", type=float, default=30, help="measured Producer seconds (multiple of 10)")
+    ap.add_argument(
+        "--seconds", type=float, help="measured Producer seconds (multiple of 10; default 30, 10 with --matrix)"
+    )
     ap.add_argument("--messages", type=int, default=0, help="run the Producer with -q N instead of --seconds")
     ap.add_argument("--max-seconds", type=float, default=600, help="give up on a --messages run after this")
     ap.add_argument("--warmup", type=float, default=10, help="Producer warm-up seconds (TPS lines dropped)")
     ap.add_argument("--lat-warmup", type=float, default=5, help="SendLatency/RouteLoad warm-up seconds")
     ap.add_argument("--lat-seconds", type=float, default=15, help="SendLatency/RouteLoad measured seconds")
     ap.add_argument("--no-latency", action="store_true", help="skip the SendLatency phase")
-    ap.add_argument("--flush", default="ASYNC_FLUSH", choices=["ASYNC_FLUSH", "SYNC_FLUSH"])
+    ap.add_argument(
+        "--flush",
+        choices=["ASYNC_FLUSH", "SYNC_FLUSH"],
+        help="flushDiskType (default ASYNC_FLUSH; SYNC_FLUSH with --matrix)",
+    )
+    ap.add_argument("--matrix", action="store_true", help="the Producer at every --matrix-threads x --matrix-sizes")
+    ap.add_argument("--matrix-threads", type=int_list, default=[1, 4, 8, 32, 128], help="default 1,4,8,32,128")
+    ap.add_argument("--matrix-sizes", type=int_list, default=[256, 1024, 16384], help="default 256,1024,16384")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON (progress goes to stderr)")
     ap.add_argument("--e2e", action="store_true", help="run the benchmark Consumer beside the Producer")
     ap.add_argument("--namesrv", action="store_true", help="GET_ROUTEINFO_BY_TOPIC load instead of sends")
     ap.add_argument("--only", choices=["java", "ours"], help="run one implementation only")
     ap.add_argument("--verbose", "-v", action="store_true", help="echo the Java tools' output")
     args = ap.parse_args(argv)
+    if args.rounds is None:
+        args.rounds = 1 if args.matrix else 2
+    if args.seconds is None:
+        args.seconds = 10 if args.matrix else 30
+    if args.flush is None:
+        args.flush = "SYNC_FLUSH" if args.matrix else "ASYNC_FLUSH"
+    if args.matrix and (args.namesrv or args.e2e or args.messages):
+        ap.error("--matrix runs the Producer alone: not with --namesrv, --e2e or --messages")
 
     ref = find_ref(args.java_ref)
     if ref is None:
@@ -676,9 +854,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     work = Path(tempfile.mkdtemp(prefix="bench-vs-java-"))
     results: dict[str, list[dict[str, float]]] = {"java": [], "ours": []}
+    out = sys.stderr if args.json else sys.stdout  # with --json, stdout has the JSON alone
     try:
         bench = Bench(args, ref, work)
         bench.compile_tools()
+        kinds = [args.only] if args.only else ["java", "ours"]
+        if args.matrix:
+            return run_matrix(bench, args, kinds, ref, out)
         what = (
             "GET_ROUTEINFO_BY_TOPIC (RouteLoad)"
             if args.namesrv
@@ -690,20 +872,22 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"bench_vs_java: {what}, {args.threads} threads, {args.rounds} rounds, java ref {ref}, "
             f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs",
+            file=out,
             flush=True,
         )
-        kinds = [args.only] if args.only else ["java", "ours"]
         for rnd in range(args.rounds):
             order = kinds if rnd % 2 == 0 else kinds[::-1]
             for kind in order:
                 res = bench.one(kind, rnd)
+                res["load"] = os.getloadavg()[0]
                 results[kind].append(res)
                 cells = "  ".join(f"{lbl} {fmt(k, res[k])}" for k, lbl, _f in COLUMNS if k in res)
-                load = os.getloadavg()[0]
-                print(f"round {rnd + 1} {kind:<4}  {cells}  (load avg {load:.1f})", flush=True)
-        print("median (min..max) over rounds:")
+                print(f"round {rnd + 1} {kind:<4}  {cells}  (load avg {res['load']:.1f})", file=out, flush=True)
+        print("median (min..max) over rounds:", file=out)
         for line in summarize(results):
-            print(line)
+            print(line, file=out)
+        if args.json:
+            print(json.dumps(json_safe(results)))
         return 0
     except StartError as exc:
         print(f"bench_vs_java: {exc}", file=sys.stderr)
