@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from ..codecs.bodies import MessageQueue
-from ..codecs.javalang import java_string_hash, to_int32
 from ..codecs.message import MessageExt
+from ..javacompat.lang import java_string_hash, to_int32
 
 
 def java_name(value: Any) -> str:

@@ -19,7 +19,6 @@ import trio
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus, SerializeType
-from ..codecs.javalang import hashmap_dict, java_hash
 from ..codecs.message import (
     DEFAULT_COMPRESS_LEVEL,
     Message,
@@ -29,6 +28,8 @@ from ..codecs.message import (
     encode_batch,
     properties_to_string,
 )
+from ..javacompat.hashmap import hashmap_dict
+from ..javacompat.lang import java_hash
 from ..remoting import RemotingError, ResponseFuture
 from .api import ClientAPI
 from .config import ClientConfig

@@ -8,7 +8,7 @@ from typing import Any
 from ..client.admin import Admin
 from ..client.errors import MQClientError
 from ..client.java_text import java_bool, java_hash_order
-from ..codecs.javalang import java_string_hash
+from ..javacompat.lang import java_string_hash
 from ..remoting.errors import RemotingTimeoutError
 from .core import Out, command, need_target, time_str
 

@@ -15,7 +15,7 @@ from ..client.admin import Admin
 from ..client.errors import BadArgument
 from ..client.java_text import fastjson_pretty, java_hash_order, java_properties_order, java_str
 from ..clock import now_ms
-from ..codecs.javalang import java_string_hash
+from ..javacompat.lang import java_string_hash
 from .core import (
     _GROUP_FIELDS,
     Out,

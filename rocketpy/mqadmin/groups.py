@@ -17,7 +17,7 @@ from ..client.java_text import java_bool, java_hash_order, java_name, java_str, 
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue, SubscriptionGroupConfig
 from ..codecs.codes import MixAll, PermName, version_desc
-from ..codecs.javalang import java_string_hash
+from ..javacompat.lang import java_string_hash
 from .core import (
     _GROUP_FIELDS,
     Out,

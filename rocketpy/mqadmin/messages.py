@@ -26,8 +26,8 @@ from ..client.java_text import (
 )
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
-from ..codecs.javalang import java_string_hash
 from ..codecs.message import MessageExt
+from ..javacompat.lang import java_string_hash
 from .core import (
     TIME_FORMATS,
     Out,

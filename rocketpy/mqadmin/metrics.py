@@ -12,7 +12,7 @@ from ..client.admin import Admin
 from ..client.errors import MQClientError
 from ..client.java_text import JavaSet, fastjson_pretty, java_hash_order, java_name
 from ..codecs.codes import CURRENT_VERSION, MixAll, version_desc
-from ..codecs.javalang import java_string_hash
+from ..javacompat.lang import java_string_hash
 from .config import hash_map
 from .core import Out, command, write_text
 from .topics import sum_24h

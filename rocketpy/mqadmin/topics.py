@@ -12,7 +12,7 @@ from ..client.errors import MQClientError
 from ..client.java_text import java_bool, java_hash_order, java_name
 from ..codecs.bodies import TopicConfig
 from ..codecs.codes import MixAll, PermName
-from ..codecs.javalang import java_string_hash
+from ..javacompat.lang import java_string_hash
 from .core import (
     Out,
     broker_or_cluster_opts,

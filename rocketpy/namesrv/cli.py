@@ -59,7 +59,7 @@ def load_config(args: argparse.Namespace) -> NamesrvConfig:
 
 
 def _file_keys(path: str | None) -> dict[str, str]:
-    from .properties import load_file
+    from ..javacompat.properties import load_file
 
     return load_file(path) if path else {}
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import trio
 
+from ..javacompat import properties
 from ..remoting.connection import Connection
 from ..remoting.server import RemotingServer
 from ..remoting.tls import server_settings
-from . import properties
 from .config import NamesrvConfig
 from .fastpath import RouteShortcut
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager, write_file_safely

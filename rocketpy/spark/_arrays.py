@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..codecs.accel import compiled
+from ..accel import compiled
 from ._columns import _MAX_US, _MIN_US
 
 # Bounds on millis whose microseconds fit a timestamp column (see _columns.ms_to_us).

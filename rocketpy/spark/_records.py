@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 from construct import Prefixed
 
-from ..codecs.accel import compiled
+from ..accel import compiled
 from ..codecs.codes import MessageSysFlag
 from ..codecs.compression import compression_of
 from ..codecs.errors import CodecError

@@ -22,7 +22,7 @@ import pyarrow as pa
 from ..codecs.codes import LanguageCode, MessageConst, RequestCode, ResponseCode, request_code_name, response_code_name
 from ..codecs.command import RemotingCommand
 from ..codecs.errors import CodecError
-from ..codecs.javalang import parse_java_int
+from ..codecs.headers.registry import V2_SEND_CODES
 from ..codecs.message import Message, MessageExt, decode_batch, decode_message, decode_messages
 from ..codecs.payload import (
     MESSAGE_RECORD_REQUESTS,
@@ -31,6 +31,7 @@ from ..codecs.payload import (
     send_header,
     sent_message,
 )
+from ..javacompat.lang import parse_java_int
 from ..sniffer.hastream import HaPairer, HaUnit
 from ..sniffer.pairing import Pairer
 from ..sniffer.pcap import CapturedFrame, read_events
@@ -100,8 +101,7 @@ PCAP_COLUMNS: list[tuple[str, str]] = [
 ]
 
 # Header fields carrying the topic, group and queue. SendMessageRequestHeaderV2 (the
-# codes below) uses one-letter names: a = producerGroup, b = topic, e = queueId, i = properties.
-_V2_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2})
+# codes of V2_SEND_CODES) uses one-letter names: a = producerGroup, b = topic, e = queueId, i = properties.
 _TOPIC_FIELDS = ("topic", "originTopic")
 _GROUP_FIELDS = ("consumerGroup", "producerGroup", "group")
 _QUEUE_FIELDS = ("queueId",)
@@ -148,7 +148,7 @@ def _first(ext: Mapping[str, str], names: tuple[str, ...]) -> str | None:
 def _where(cmd: RemotingCommand) -> tuple[str | None, str | None, int | None]:
     """(topic, group, queue id) named in a command's header fields."""
     ext = cmd.ext_fields or {}
-    if not cmd.is_response and cmd.code in _V2_CODES:
+    if not cmd.is_response and cmd.code in V2_SEND_CODES:
         return ext.get("b"), ext.get("a"), _int(ext.get("e"))
     return _first(ext, _TOPIC_FIELDS), _first(ext, _GROUP_FIELDS), _int(_first(ext, _QUEUE_FIELDS))
 

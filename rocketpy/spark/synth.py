@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..codecs.javalang import java_string_hash
 from ..codecs.message import MessageExt, UniqIdGenerator, body_crc, encode_message
 from ..codecs.store_records import build_blank_record, build_consumequeue_entry, index_key
+from ..javacompat.lang import java_string_hash
 
 RARE_TOPIC = "Rare_T"
 QUEUES = 4
