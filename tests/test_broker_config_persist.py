@@ -6,12 +6,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import trio
 
 from rocketpy.broker.config import BrokerConfig
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.codes import RequestCode
 from rocketpy.javacompat import properties
-from rocketpy.testing import broker_client, running_broker
+from rocketpy.testing import broker_client, free_broker_port, read_until, running_broker
 
 START = "brokerName=broker-a\nlistenHost=127.0.0.1\nfileReservedTime=48\nadminCredential=\n"
 
@@ -96,3 +102,35 @@ async def test_write_failure_still_answers_success_and_logs_one_line(tmp_path, c
             # the broker keeps serving
             r = await c.invoke(RequestCode.UPDATE_BROKER_CONFIG, None, b"fileReservedTime=73\n")
             assert r.code == ResponseCode.SUCCESS
+
+
+@pytest.mark.timeout(120)
+async def test_mqbroker_c_file_is_rewritten_by_mqadmin_update_broker_config(tmp_path):
+    port = free_broker_port()
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"brokerName=broker-a\nlistenHost=127.0.0.1\nlistenPort={port}\nbrokerIP1=127.0.0.1\n"
+                    f"storePathRootDir={tmp_path / 'store'}\nvipChannelEnable=false\n"
+                    f"mappedFileSizeCommitLog={4 * 1024 * 1024}\nfileReservedTime=48\n")
+    env = {**os.environ, "ROCKETMQ_LOG_DIR": str(tmp_path / "logs"), "NAMESRV_ADDR": ""}
+
+    def launcher(main: str, *argv: str) -> list[str]:
+        return [sys.executable, "-c", f"import sys; {main}; sys.exit(main())", *argv]
+
+    proc = await trio.lowlevel.open_process(
+        launcher("from rocketpy.broker.cli import mqbroker as main", "-c", str(conf)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        with trio.fail_after(30):
+            await read_until(proc.stdout, b"serving on", "mqbroker")
+        done = await trio.run_process(
+            launcher("from rocketpy.mqadmin.launcher import main", "updateBrokerConfig", "-b",
+                     f"127.0.0.1:{port}", "-k", "fileReservedTime", "-v", "72"),
+            capture_stdout=True, capture_stderr=True, check=False, env=env)
+        assert done.returncode == 0, done.stderr.decode()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(20):
+            await proc.wait()
+    assert properties.load_file(str(conf))["fileReservedTime"] == "72"
+    assert "fileReservedTime=48\n" in (tmp_path / "broker.conf.bak").read_text()
