@@ -63,12 +63,15 @@ async def test_update_rewrites_the_config_file_and_a_restart_keeps_it(tmp_path):
             assert served["fileReservedTime"] == "72"
 
 
-async def test_black_listed_update_writes_nothing(tmp_path):
+async def test_black_listed_or_empty_update_writes_nothing(tmp_path):
     path = _conf(tmp_path)
     async with running_broker(str(tmp_path / "store"), config_path=path) as broker:
         async with broker_client(broker.address) as c:
             r = await c.invoke(RequestCode.UPDATE_BROKER_CONFIG, None, b"fileReservedTime=72\nbrokerConfigPath=/x\n")
             assert r.code == ResponseCode.NO_PERMISSION
+            # an empty body reaches Java as null: SUCCESS, no new version, no write (checked on Java 4.9.8)
+            r = await c.invoke(RequestCode.UPDATE_BROKER_CONFIG, None, b"")
+            assert r.code == ResponseCode.SUCCESS
             served, version = await _get_config(c)
     assert version["counter"] == 0 and served["fileReservedTime"] == "48"
     with open(path) as f:

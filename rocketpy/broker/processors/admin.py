@@ -191,7 +191,7 @@ async def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> 
     from ...javacompat import properties
     from ...javacompat.properties import ConfigError
 
-    if request.body is None:  # Java changes nothing then, and writes nothing
+    if not request.body:  # null in Java (an empty body is not sent): nothing changed, nothing written
         return respond(request)
     changes = properties.loads(request.body.decode("utf-8", "replace"))
     black = {k.strip() for k in broker.config.props.get("configBlackList", "").split(";") if k.strip()}
