@@ -42,6 +42,7 @@ from .codecs.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from .codecs.message import Message, MessageExt, UniqIdGenerator, decode_messages, encode_batch, properties_to_string
+from .javacompat import properties
 from .remoting import Dispatcher, RemotingClient
 
 _uniq = UniqIdGenerator()
@@ -392,9 +393,15 @@ def broker_test_config(store_dir: str, **props: Any) -> BrokerConfig:
 
 
 @asynccontextmanager
-async def running_broker(store_dir: str, **props: Any) -> AsyncIterator[BrokerController]:
+async def running_broker(
+    store_dir: str, *, config_path: str | None = None, **props: Any
+) -> AsyncIterator[BrokerController]:
+    """A broker on ``broker_test_config``; ``config_path`` is the file it was "started with" (mqbroker -c),
+    read for its settings (``props`` on top) and rewritten by UPDATE_BROKER_CONFIG."""
     os.makedirs(store_dir, exist_ok=True)
-    broker = BrokerController(broker_test_config(store_dir, **props))
+    if config_path is not None and os.path.exists(config_path):
+        props = {**properties.load_file(config_path), **props}
+    broker = BrokerController(broker_test_config(store_dir, **props), config_path=config_path)
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.run, None)
         try:

@@ -138,7 +138,7 @@ def run_broker(args: argparse.Namespace) -> int:
         if getattr(args, "print_config", False) or getattr(args, "print_important", False):
             return _print_config(cfg, important=not args.print_config)
         _check_store_dirs(cfg)
-        broker = BrokerController(cfg)
+        broker = BrokerController(cfg, config_path=args.config)
     except _config_errors() as exc:
         return _fail("broker", f"bad config: {exc}")
 

@@ -34,6 +34,7 @@ from ..store.types import MessageExtBatch, MessageExtBrokerInner
 from .acl import PlainAccessValidator
 from .clients import ConsumerManager, ProducerManager
 from .config import BrokerConfig
+from .configuration import BrokerConfiguration
 from .filter import ConsumerFilterManager
 from .groups import ConsumerOffsetManager, SubscriptionGroupManager
 from .ha import BrokerHA
@@ -51,8 +52,11 @@ log = logging.getLogger("rocketpy.broker")
 
 
 class BrokerController:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, config_path: str | None = None) -> None:
+        """``config_path``: the file the broker was started with (mqbroker -c), which
+        UPDATE_BROKER_CONFIG rewrites; see :mod:`.configuration` for the default."""
         self.config = config
+        self.configuration = BrokerConfiguration(config, config_path)
         cfg = config
         # store timestamps come from rocketpy.clock like every other broker time (a test may set it)
         self.store = MessageStore(cfg.store, clock=_now_ms)
@@ -277,6 +281,7 @@ class BrokerController:
         vip = cfg.vip_channel_enable if vip is None else vip
         self.load()
         self.boot_ms = _now_ms()
+        self.configuration.data_version.timestamp = self.boot_ms  # the version GET_BROKER_CONFIG starts at
         self.store_stats = StoreStats(self.boot_ms, self.store.max_phy_offset)
         self._unregistered = False
         try:

@@ -21,8 +21,8 @@ from ..codecs.bodies.admin import SubscriptionGroupWrapper
 from ..codecs.codes import RequestCode
 from ..store import PutMessageResult, PutMessageStatus
 from ..store.config import BrokerRole
-from ..store.config_files import string_to_file
 from ..store.ha import HAClient, HAService, split_host_port
+from .persist import persist_text
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -199,7 +199,7 @@ class SlaveSynchronize:
         schedule = self.broker.schedule
         if schedule.path is None:
             return
-        await trio.to_thread.run_sync(_replace_file, schedule.path, body)
+        await trio.to_thread.run_sync(persist_text, schedule.path, body)
         schedule.load()
         log.info("Update slave delay offset from master, %s", master)
 
@@ -216,11 +216,3 @@ class SlaveSynchronize:
             groups.mark_dirty()
             await self.broker.config_writer.write_dirty([groups])
             log.info("Update slave Subscription Group from master, %s", master)
-
-
-def _replace_file(path: str, data: bytes) -> None:
-    """MixAll.string2File from a worker thread; a disk that refuses it is logged (the old file stays)."""
-    try:
-        string_to_file(data, path)
-    except OSError as exc:
-        log.error("persist %s failed, the previous file is kept: %s", path, exc)

@@ -18,7 +18,7 @@ import trio
 
 from ..codecs.bodies.base import JsonBody
 from ..codecs.errors import CodecError
-from ..store.config_files import ConfigFile
+from ..store.config_files import ConfigFile, string_to_file
 
 log = logging.getLogger("rocketpy.broker")
 
@@ -50,6 +50,17 @@ def persist_json(path: str, doc: JsonBody) -> bool:
     if path in _FAILING:
         _FAILING.discard(path)
         log.info("persist %s succeeded again", path)
+    return True
+
+
+def persist_text(path: str, text: str | bytes) -> bool:
+    """MixAll.string2File of ``text``; False, and one line logged, when the disk refused it (the
+    previous file is kept). Each failure is logged: a caller asked for this write."""
+    try:
+        string_to_file(text, path)
+    except OSError as exc:
+        log.error("persist string2File error, %s: %s", path, exc)
+        return False
     return True
 
 

@@ -162,9 +162,9 @@ def get_all_delay_offset(ctx: BrokerContext, request: RemotingCommand) -> Remoti
 
 
 def get_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
-    broker = ctx.state
-    version = f'{{"counter":0,"timestamp":{broker.boot_ms}}}'
-    return respond(request, header={"version": version}, body=broker.config.properties_text().encode())
+    configuration = ctx.state.configuration
+    version = configuration.data_version.encode().decode()
+    return respond(request, header={"version": version}, body=configuration.all_configs_text().encode())
 
 
 #: keys no remote update may change, whatever configBlackList says: paths and the home directory (the way
@@ -173,11 +173,14 @@ ALWAYS_BLACK_LISTED = frozenset({"brokerConfigPath", "configBlackList", "storePa
                                  "rocketmqHome", "adminCredential"})
 
 
-def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+async def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """AdminBrokerProcessor.updateBrokerConfig: any key but those of ``configBlackList`` (and
-    ALWAYS_BLACK_LISTED), refused as a whole with NO_PERMISSION if one is named. Who may call it is the ACL
-    hook's business (an admin account, when aclEnable=true); a broker with ``adminCredential`` set also wants
-    that credential in the request's ``adminCredential`` ext field."""
+    ALWAYS_BLACK_LISTED), refused as a whole with NO_PERMISSION if one is named; keys the configuration
+    does not have are ignored (mergeIfExist). Who may call it is the ACL hook's business (an admin
+    account, when aclEnable=true); a broker with ``adminCredential`` set also wants that credential in
+    the request's ``adminCredential`` ext field. An update is persisted (the whole configuration, to
+    the file the broker was started with) before the answer, as Java does; a failed write is logged
+    and still answered SUCCESS, as Java's is."""
     broker = ctx.state
     secret = broker.config.admin_credential
     given = (request.ext_fields or {}).get("adminCredential", "")
@@ -188,19 +191,22 @@ def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> Remoti
     from ...javacompat import properties
     from ...javacompat.properties import ConfigError
 
-    changes = properties.loads((request.body or b"").decode("utf-8", "replace"))
+    if not request.body:  # null in Java (an empty body is not sent): nothing changed, nothing written
+        return respond(request)
+    changes = properties.loads(request.body.decode("utf-8", "replace"))
     black = {k.strip() for k in broker.config.props.get("configBlackList", "").split(";") if k.strip()}
     if any(key in black or key in ALWAYS_BLACK_LISTED for key in changes):
         log.warning("updateBrokerConfig refused, a key in the black list: %s", sorted(changes))
         return error(request, ResponseCode.NO_PERMISSION, "Can not update config in black list.")
-    if not changes:
-        return respond(request)
     log.info("updateBrokerConfig, new config: [%s] client: %s", changes,
              ctx.connection.remote_addr)
-    try:
-        broker.config.update(changes)
-    except ConfigError as exc:
-        return error(request, ResponseCode.SYSTEM_ERROR, f"bad config value: {exc}")
+    configuration = broker.configuration
+    async with configuration.lock:
+        try:
+            configuration.update(changes)
+        except ConfigError as exc:
+            return error(request, ResponseCode.SYSTEM_ERROR, f"bad config value: {exc}")
+        await configuration.persist()
     if "brokerPermission" in changes:
         broker.topics.data_version.next_version()
         broker.register_soon()
