@@ -83,3 +83,102 @@ async def test_send_with_a_field_beyond_its_java_type_is_refused(
             assert after.code == ResponseCode.SUCCESS and after.ext_fields["queueOffset"] == "1"  # nothing half-made
     assert not [r for r in caplog.records if "fast lane failed" in r.getMessage()]
     assert not [r for r in caplog.records if r.exc_info and "int too large" in str(r.exc_info[1])]
+
+
+HOSTILE_OFFSET_FIELDS = [
+    ("queueId", "-18446744073709551616"),
+    ("queueId", "9223372036854775808"),
+    ("queueId", "2147483648"),
+    ("commitOffset", "-9223372036854775809"),
+    ("commitOffset", "9" * 400),
+    ("commitOffset", ""),
+    ("queueId", "1e3"),
+    ("queueId", " 1"),
+    ("commitOffset", "1_000"),  # Python's int() reads these two; Java's parse does not
+]
+
+
+@pytest.mark.parametrize(("field", "value"), HOSTILE_OFFSET_FIELDS)
+async def test_offset_beyond_its_java_type_is_refused_and_never_persisted(
+    tmp_path: Path, field: str, value: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding (issue #24): UPDATE_CONSUMER_OFFSET took header values with int() and no range check; queue ids
+    # -18446744073709551616 and 9223372036854775808 and an offset -9223372036854775809 were answered with
+    # success and persisted, and a restarted broker (or a Java one) could not read consumerOffset.json.
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TOff", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            assert (await c.update_offset("GOff", "TOff", 0, 1)).code == ResponseCode.SUCCESS
+            ext = {"consumerGroup": "GOff", "topic": "TOff", "queueId": "0", "commitOffset": "7", field: value}
+            for code in (RequestCode.UPDATE_CONSUMER_OFFSET, RequestCode.QUERY_CONSUMER_OFFSET):
+                answer = await c.client.invoke(c.addr, RemotingCommand(code=code, ext_fields=ext))
+                if code == RequestCode.QUERY_CONSUMER_OFFSET and field == "commitOffset":
+                    assert answer.code == ResponseCode.SUCCESS  # not a field of the query
+                    continue
+                assert answer.code == ResponseCode.SYSTEM_ERROR, (code, answer.code, answer.remark)
+                assert answer.remark == f'java.lang.NumberFormatException: For input string: "{value[:64]}"'
+        assert broker.offsets.table == {"TOff@GOff": {0: 1}}
+        await broker.persist_all()
+    saved = (tmp_path / "config" / "consumerOffset.json").read_text()
+    assert value not in saved or value == ""
+    # one line per refusal, with the code and the cause; no traceback
+    refusals = [r for r in caplog.records if r.getMessage().startswith("process request refused: code 15 ")]
+    assert refusals and all(r.exc_info is None for r in refusals)
+    assert "NumberFormatException" in refusals[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info]
+    # the broker starts again on what it wrote
+    async with running_broker(str(tmp_path)) as broker:
+        assert broker.offsets.query("GOff", "TOff", 0) == 1
+
+
+async def test_offset_for_a_topic_or_queue_the_broker_lacks_is_refused(tmp_path: Path) -> None:
+    # memory finding: every UPDATE_CONSUMER_OFFSET with a new topic name or queue id added an entry kept in
+    # memory and consumerOffset.json for good; a fuzzer's random names grew both without bound
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TOff", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            answer = await c.update_offset("GOff", "NoSuchTopic", 0, 1)
+            assert (answer.code, answer.remark) == (ResponseCode.TOPIC_NOT_EXIST, "Topic NoSuchTopic not exist!")
+            queues = broker.topics.get("TOff").read_queue_nums  # type: ignore[union-attr]
+            for queue_id in (-1, queues, 2**31 - 1):
+                answer = await c.update_offset("GOff", "TOff", queue_id, 1)
+                assert answer.code == ResponseCode.SYSTEM_ERROR and f"queueId[{queue_id}] is illegal" in answer.remark
+            assert (await c.update_offset("GOff", "TOff", queues - 1, 3)).code == ResponseCode.SUCCESS
+        assert broker.offsets.table == {"TOff@GOff": {queues - 1: 3}}
+
+
+@pytest.mark.parametrize(
+    ("code", "ext"),
+    [
+        (RequestCode.PULL_MESSAGE, {"consumerGroup": "G", "topic": "T", "queueId": "0", "queueOffset": "0",
+                                    "maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0",
+                                    "suspendTimeoutMillis": "0", "subVersion": "x"}),
+        (RequestCode.GET_MAX_OFFSET, {"topic": "T", "queueId": "99999999999"}),
+        (RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": "T", "queueId": "0", "timestamp": "-"}),
+        (RequestCode.CONSUMER_SEND_MSG_BACK, {"offset": "1", "group": "G", "delayLevel": "+"}),
+        (RequestCode.QUERY_MESSAGE, {"topic": "T", "key": "k", "maxNum": "1", "beginTimestamp": "0",
+                                     "endTimestamp": "0x10"}),
+    ],
+    ids=["pull", "max offset", "search offset", "send back", "query message"],
+)
+async def test_every_code_checks_its_header_numbers_first(
+    tmp_path: Path, code: int, ext: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # the check is made once for every code with a typed header, before the handler runs
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            answer = await c.client.invoke(c.addr, RemotingCommand(code=code, ext_fields=ext))
+            assert answer.code == ResponseCode.SYSTEM_ERROR
+            assert (answer.remark or "").startswith("java.lang.NumberFormatException: For input string: ")
+            missing = {k: v for k, v in ext.items() if k not in ("queueId", "offset", "maxNum")}
+            if missing != ext:
+                answer = await c.client.invoke(c.addr, RemotingCommand(code=code, ext_fields=missing))
+                assert answer.code == ResponseCode.SYSTEM_ERROR
+                assert "RemotingCommandException: the custom field <" in (answer.remark or "")
+    assert not [r for r in caplog.records if r.exc_info]

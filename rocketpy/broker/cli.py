@@ -177,6 +177,10 @@ def _run(main: Any, command: str, what: str) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: a late Ctrl-C must not turn into a traceback
     if failure is not None:
+        from ..store.config_files import ConfigFileUnreadable
+
+        if isinstance(failure, ConfigFileUnreadable):
+            what = "cannot start"  # the file is the cause, not the address
         print(f"rocketpy {command}: {what}: {failure}", file=sys.stderr)
         return 1
     return 0
