@@ -182,3 +182,50 @@ async def test_every_code_checks_its_header_numbers_first(
                 assert answer.code == ResponseCode.SYSTEM_ERROR
                 assert "RemotingCommandException: the custom field <" in (answer.remark or "")
     assert not [r for r in caplog.records if r.exc_info]
+
+
+async def test_tables_shrink_back_when_connections_close(tmp_path: Path) -> None:
+    # memory finding (issue #24): a connection that heartbeated under several client ids left every id but
+    # the last in the producer table after it closed; a fuzzer's random ids grew it for good
+    from rocketpy.codecs.bodies import HeartbeatData, ProducerData
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        assert (broker.producers.groups, broker.producers.by_client_id, broker.consumers.groups) == ({}, {}, {})
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TMem", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            for cid in ("127.0.0.1@a", "127.0.0.1@b", "127.0.0.1@c"):
+                data = HeartbeatData(client_id=cid, producer_data_set=[ProducerData(group_name="PMem")])
+                assert (await c.invoke(RequestCode.HEART_BEAT, None, data.encode())).code == ResponseCode.SUCCESS
+            assert (await c.heartbeat(consumer_groups={"GMem": ["TMem"]})).code == ResponseCode.SUCCESS
+            # a held pull (long polling) is state of the connection too
+            async with trio.open_nursery() as pulls:
+                pulls.start_soon(lambda: c.pull("GMem", "TMem", 0, 1, suspend_ms=60_000, timeout=120))
+                await wait_until(lambda: broker.hold.held_count == 1, timeout=5)
+                assert len(broker.producers.by_client_id) == 3 and broker.consumers.get("GMem") is not None
+                pulls.cancel_scope.cancel()
+        await wait_until(lambda: not broker.producers.by_client_id and not broker.producers.groups, timeout=5)
+        await wait_until(lambda: not broker.consumers.groups and broker.hold.held_count == 0, timeout=5)
+        assert broker.hold.table == {}
+
+
+async def test_no_group_is_made_for_an_illegal_name(tmp_path: Path) -> None:
+    # memory finding: a pull, heartbeat or unregister naming a group auto-created it, whatever the name (a
+    # fuzzer's random strings: 300 a's, unicode, control characters), kept and persisted for good; the
+    # broker now auto-creates only legal names, as Java 5 does
+    from rocketpy.codecs.headers import UnregisterClientRequestHeader
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        before = set(broker.groups.table)
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TGrp", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            for bad in ("a" * 256, "g\u00e9", "a b", "x\x00", "a@b"):
+                resp, _ = await c.pull(bad, "TGrp", 0, 0)
+                assert resp.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, (bad, resp.code)
+                await c.heartbeat(consumer_groups={bad: ["TGrp"]})
+                await c.invoke(RequestCode.UNREGISTER_CLIENT,
+                               UnregisterClientRequestHeader(client_id=c.client_id, consumer_group=bad))
+            resp, _ = await c.pull("G_ok-1%|", "TGrp", 0, 0)
+            assert resp.code == ResponseCode.SUCCESS
+        assert set(broker.groups.table) - before == {"G_ok-1%|"}

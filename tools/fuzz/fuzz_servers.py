@@ -538,12 +538,34 @@ def time_dispatches(stats: Stats) -> None:
 
 
 def top_growth(first: Any, now: Any, limit: int = 12) -> list[str]:
-    """tracemalloc: where the live memory grew between two snapshots, by innermost rocketpy frame."""
+    """tracemalloc: where the servers' live memory grew between two snapshots, by allocating line
+    (allocations made for the fuzzer's own frames are left out)."""
     import tracemalloc
 
-    keep = [tracemalloc.Filter(True, "*rocketpy/*"), tracemalloc.Filter(False, "*tools/fuzz/*")]
+    keep = [tracemalloc.Filter(True, "*rocketpy/*", all_frames=True),
+            tracemalloc.Filter(False, "*tools/fuzz/*", all_frames=True)]
     diff = now.filter_traces(keep).compare_to(first.filter_traces(keep), "lineno")
     return [str(d) for d in diff[:limit]]
+
+
+def census(root: Any, depth: int = 2, prefix: str = "", seen: set[int] | None = None) -> dict[str, int]:
+    """Sizes of the containers a server object holds, two attributes deep (broker.consumers.groups ...):
+    what grows here is what a run retains."""
+    seen = set() if seen is None else seen
+    out: dict[str, int] = {}
+    if id(root) in seen:
+        return out
+    seen.add(id(root))
+    names = list(getattr(root, "__dict__", {}))
+    for cls in type(root).__mro__:
+        names += [n for n in getattr(cls, "__slots__", ()) if isinstance(n, str)]
+    for name in names:
+        value = getattr(root, name, None)
+        if isinstance(value, (dict, set, list, deque)):
+            out[prefix + name] = len(value)
+        elif depth > 1 and value is not None and type(value).__module__.startswith("rocketpy"):
+            out.update(census(value, depth - 1, f"{prefix}{name}.", seen))
+    return out
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -566,16 +588,21 @@ async def run(args: argparse.Namespace) -> int:
         for name, pid in servers.items():
             memory.setdefault(name, []).append({"t": round(time.monotonic() - started), **memory_kib(pid)})
 
-    async def fuzz(ns_addr: str, b_addr: str, servers: dict[str, int]) -> None:
+    census_at: dict[str, dict[str, int]] = {}
+
+    async def fuzz(ns_addr: str, b_addr: str, servers: dict[str, int], objects: dict[str, Any] | None = None) -> None:
+        objects = objects or {}
         targets = [tuple_addr(ns_addr), tuple_addr(b_addr)]
         by_target = {t: [g for g in golden if g.to_namesrv == (t == targets[0])] for t in targets}
         snapshot = None
         if args.tracemalloc:
             import tracemalloc
 
-            tracemalloc.start(8)
+            tracemalloc.start(6)
             snapshot = tracemalloc.take_snapshot()
         sample(servers)
+        for name, obj in objects.items():
+            census_at[f"{name} start"] = census(obj)
         stop = trio.Event()
         async with trio.open_nursery() as inner:
             inner.start_soon(checker, b_addr, stats, stop)
@@ -612,6 +639,12 @@ async def run(args: argparse.Namespace) -> int:
         # the fuzzing connections are closed: what the servers still hold now is what they keep
         await trio.sleep(args.settle)
         sample(servers)
+        for name, obj in objects.items():
+            census_at[f"{name} end"] = census(obj)
+        if snapshot is not None:
+            import tracemalloc
+
+            growth[:] = top_growth(snapshot, tracemalloc.take_snapshot(), 25)
 
     with tempfile.TemporaryDirectory(prefix="rocketpy-fuzz-") as tmp:
         if args.servers == "process":
@@ -642,7 +675,8 @@ async def run(args: argparse.Namespace) -> int:
                 assert ns.remoting is not None and ns.remoting.port is not None
                 ns_addr = f"127.0.0.1:{ns.remoting.port}"
                 async with running_broker(f"{tmp}/store", namesrvAddr=ns_addr) as broker:
-                    await fuzz(ns_addr, broker.servers[0].address, {"servers and fuzzer": os.getpid()})
+                    await fuzz(ns_addr, broker.servers[0].address, {"servers and fuzzer": os.getpid()},
+                               {"broker": broker, "namesrv": ns})
                 nursery.cancel_scope.cancel()
     elapsed = time.monotonic() - started
     result = {
@@ -658,6 +692,11 @@ async def run(args: argparse.Namespace) -> int:
         "memory_kib": {name: {"start": m[0], "end": m[-1], "series": m} for name, m in memory.items()},
         "exit_codes": stats.exits,
         "tracemalloc_growth": growth,
+        "grown_tables": {
+            name: {k: (v, census_at[f"{name} end"].get(k)) for k, v in sorted(census_at[f"{name} start"].items())
+                   if census_at[f"{name} end"].get(k) != v}
+            for name in ("broker", "namesrv") if f"{name} start" in census_at
+        },
     }
     prev = out / "stats.json"
     runs = json.loads(prev.read_text()) if prev.exists() else []
