@@ -229,3 +229,23 @@ async def test_no_group_is_made_for_an_illegal_name(tmp_path: Path) -> None:
             resp, _ = await c.pull("G_ok-1%|", "TGrp", 0, 0)
             assert resp.code == ResponseCode.SUCCESS
         assert set(broker.groups.table) - before == {"G_ok-1%|"}
+
+
+def test_expired_queue_locks_are_forgotten() -> None:
+    # memory finding: LOCK_BATCH_MQ kept an entry for every group and queue ever named, expired or not
+    from rocketpy.broker.locks import LOCK_MAX_LIVE_MS, RebalanceLockManager
+
+    now = [0.0]
+    locks = RebalanceLockManager(clock=lambda: now[0])
+    for i in range(100):
+        assert locks.try_lock_batch(f"G{i}", [("T", q) for q in range(4)], "c1") == [("T", q) for q in range(4)]
+    assert len(locks.table) == 100
+    now[0] += LOCK_MAX_LIVE_MS / 2
+    assert locks.try_lock_batch("G0", [("T", 0)], "c1") == [("T", 0)]  # refreshed
+    assert not locks.try_lock_batch("G1", [("T", 0)], "c2")  # still held by c1
+    now[0] += LOCK_MAX_LIVE_MS * 0.6
+    assert locks.try_lock_batch("Gx", [("T", 0)], "c3") == [("T", 0)]
+    assert set(locks.table) == {"G0", "Gx"} and list(locks.table["G0"]) == [("T", 0)]
+    assert locks.is_locked("G0", ("T", 0), "c1") and not locks.is_locked("G1", ("T", 0), "c1")
+    locks.unlock_batch("Gx", [("T", 0)], "c3")
+    assert "Gx" not in locks.table

@@ -548,6 +548,16 @@ def top_growth(first: Any, now: Any, limit: int = 12) -> list[str]:
     return [str(d) for d in diff[:limit]]
 
 
+def growth_tracebacks(first: Any, now: Any, limit: int = 15) -> str:
+    """The allocation tracebacks whose live memory grew most between two snapshots."""
+    import tracemalloc
+
+    keep = [tracemalloc.Filter(True, "*rocketpy/*", all_frames=True)]
+    diff = now.filter_traces(keep).compare_to(first.filter_traces(keep), "traceback")
+    return "\n\n".join(f"{d.size_diff / 1024:+.1f} KiB, {d.count_diff:+d} blocks\n" + "\n".join(d.traceback.format())
+                         for d in diff[:limit])
+
+
 def census(root: Any, depth: int = 2, prefix: str = "", seen: set[int] | None = None) -> dict[str, int]:
     """Sizes of the containers a server object holds, two attributes deep (broker.consumers.groups ...):
     what grows here is what a run retains."""
@@ -590,16 +600,23 @@ async def run(args: argparse.Namespace) -> int:
 
     census_at: dict[str, dict[str, int]] = {}
 
+    procs: tuple[ServerProcess, ...] = ()
+    workdir = Path(".")
+    n_snap = [0]
+
     async def fuzz(ns_addr: str, b_addr: str, servers: dict[str, int], objects: dict[str, Any] | None = None) -> None:
         objects = objects or {}
         targets = [tuple_addr(ns_addr), tuple_addr(b_addr)]
         by_target = {t: [g for g in golden if g.to_namesrv == (t == targets[0])] for t in targets}
         snapshot = None
-        if args.tracemalloc:
+        if args.tracemalloc and not procs:
             import tracemalloc
 
             tracemalloc.start(6)
             snapshot = tracemalloc.take_snapshot()
+        snaps: dict[str, Any] = {}
+        if args.tracemalloc and procs:
+            snaps = {p.name: await p.snapshot(workdir, 0) for p in procs}
         sample(servers)
         for name, obj in objects.items():
             census_at[f"{name} start"] = census(obj)
@@ -635,6 +652,12 @@ async def run(args: argparse.Namespace) -> int:
 
                             growth[:] = top_growth(snapshot, tracemalloc.take_snapshot())
                             print("  grew: " + "\n  grew: ".join(growth[:8]), flush=True)
+                        for p in procs if snaps else ():
+                            n_snap[0] += 1
+                            now = await p.snapshot(workdir, n_snap[0])
+                            if now is not None and snaps[p.name] is not None:
+                                growth[:] = [f"{p.name}: {g}" for g in top_growth(snaps[p.name], now)]
+                                print("  grew: " + "\n  grew: ".join(growth[:10]), flush=True)
             stop.set()
         # the fuzzing connections are closed: what the servers still hold now is what they keep
         await trio.sleep(args.settle)
@@ -645,10 +668,20 @@ async def run(args: argparse.Namespace) -> int:
             import tracemalloc
 
             growth[:] = top_growth(snapshot, tracemalloc.take_snapshot(), 25)
+        grown: list[str] = []
+        for p in procs if snaps else ():
+            n_snap[0] += 1
+            now = await p.snapshot(workdir, n_snap[0])
+            if now is not None and snaps[p.name] is not None:
+                grown += [f"{p.name}: {g}" for g in top_growth(snaps[p.name], now, 25)]
+                (out / f"{p.name}-growth-traceback.txt").write_text(growth_tracebacks(snaps[p.name], now))
+        if grown:
+            growth[:] = grown
 
     with tempfile.TemporaryDirectory(prefix="rocketpy-fuzz-") as tmp:
         if args.servers == "process":
-            procs: tuple[ServerProcess, ...] = await start_servers(Path(tmp))
+            workdir = Path(tmp)
+            procs = await start_servers(workdir, traced=args.tracemalloc)
             ns_proc, b_proc = procs
             try:
                 await fuzz(ns_proc.addr, b_proc.addr, {p.name: p.proc.pid for p in procs})
@@ -724,7 +757,8 @@ def main() -> int:
     ap.add_argument("--no-golden", dest="golden", action="store_false",
                     help="leave out the golden requests with hostile header values")
     ap.add_argument("--tracemalloc", action="store_true",
-                    help="in-process: print where rocketpy's live memory grew, every minute")
+                    help="print where the servers' live memory grew, every minute (with --servers process, the "
+                         "servers run under traced_server.py)")
     ap.add_argument("--settle", type=float, default=10.0,
                     help="seconds to wait after the last connection before the final memory sample")
     args = ap.parse_args()

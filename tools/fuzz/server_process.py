@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -88,10 +89,26 @@ class ServerProcess:
     def memory(self) -> dict[str, int]:
         return memory_kib(self.proc.pid)
 
+    async def snapshot(self, workdir: Path, n: int) -> Any:
+        """The n-th tracemalloc snapshot of a traced server (None if it did not come in 60 s)."""
+        import tracemalloc
 
-async def start_servers(workdir: Path) -> tuple[ServerProcess, ServerProcess]:
+        path = workdir / f"{self.name}.snap.{n}"
+        self.proc.send_signal(signal.SIGUSR1)
+        with trio.move_on_after(60):
+            while not path.exists():
+                await trio.sleep(0.5)
+            return tracemalloc.Snapshot.load(str(path))
+        return None
+
+
+TRACED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "traced_server.py")
+
+
+async def start_servers(workdir: Path, traced: bool = False) -> tuple[ServerProcess, ServerProcess]:
     """A NameServer and a broker registered with it, each its own ``python -m rocketpy.cli`` process
-    logging to ``workdir/<name>.log``."""
+    logging to ``workdir/<name>.log``; ``traced``: under traced_server.py (tracemalloc, SIGUSR1 dumps
+    a snapshot to ``workdir/<name>.snap.<n>``)."""
     ns_port, broker_port = free_port(), free_port()
     store = workdir / "store"
     store.mkdir(parents=True, exist_ok=True)
@@ -124,16 +141,23 @@ async def start_servers(workdir: Path) -> tuple[ServerProcess, ServerProcess]:
     started: list[ServerProcess] = []
     for name, args in commands.items():
         log_path = workdir / f"{name}.log"
+        launcher = [TRACED] if traced else ["-m", "rocketpy.cli"]
+        env = {**os.environ, "TRACED_SERVER_DUMP": str(workdir / f"{name}.snap")}
         with open(log_path, "wb") as log_file:  # the child keeps its own descriptor
             proc = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "rocketpy.cli", *args], stdout=log_file, stderr=subprocess.STDOUT
+                [sys.executable, *launcher, *args], stdout=log_file, stderr=subprocess.STDOUT, env=env
             )
-        with trio.fail_after(60):
-            while ready[name] not in log_path.read_text(errors="replace"):
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited: {log_path.read_text(errors='replace')[-2000:]}")
-                await trio.sleep(0.2)
         started.append(ServerProcess(name, proc, ServerLog(log_path), ns_port if name == "namesrv" else broker_port))
+        try:
+            with trio.fail_after(300 if traced else 120):  # a busy machine, tracemalloc: slow starts
+                while ready[name] not in log_path.read_text(errors="replace"):
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"{name} exited: {log_path.read_text(errors='replace')[-2000:]}")
+                    await trio.sleep(0.2)
+        except BaseException:
+            for server in started:
+                server.proc.kill()
+            raise
     return started[0], started[1]
 
 
