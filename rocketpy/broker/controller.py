@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from .. import heap
 from ..clock import now_ms as _now_ms
 from ..codecs import RemotingCommand
 from ..codecs.codes import MessageConst, MixAll, RequestCode
@@ -274,6 +275,7 @@ class BrokerController:
         cfg = self.config
         host = cfg.listen_host if host is None else host
         vip = cfg.vip_channel_enable if vip is None else vip
+        heap.tune()  # before the worker threads start: their arenas are capped
         self.load()
         self.boot_ms = _now_ms()
         self.store_stats = StoreStats(self.boot_ms, self.store.max_phy_offset)
@@ -377,6 +379,7 @@ class BrokerController:
                 if isinstance(ch, Connection):
                     await ch.aclose()
             self.filters.clean(keep_dead_ms)
+            heap.trim()  # what closed connections and answered requests freed goes back to the system
 
     # -- lookup helpers --------------------------------------------------------------------
     def retry_or_dlq_topic(self, topic: str) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import trio
 
+from .. import heap
 from ..remoting.connection import Connection
 from ..remoting.server import RemotingServer
 from ..remoting.tls import server_settings
@@ -107,6 +108,7 @@ class NameServer:
             for _, channel in gone:
                 if isinstance(channel, Connection):
                     await channel.aclose()
+            heap.trim()
 
     async def run(
         self,
@@ -116,6 +118,7 @@ class NameServer:
         task_status: trio.TaskStatus[NameServer] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Load the KV store, listen, scan; ``task_status.started(self)`` once listening."""
+        heap.tune()
         if not self.kv.loaded:
             self.kv.load()
         if self.config.cluster_test:

@@ -605,6 +605,8 @@ async def run(args: argparse.Namespace) -> int:
     n_snap = [0]
 
     async def fuzz(ns_addr: str, b_addr: str, servers: dict[str, int], objects: dict[str, Any] | None = None) -> None:
+        nonlocal started
+        started = time.monotonic()  # the servers are up: the run's duration counts from here
         objects = objects or {}
         targets = [tuple_addr(ns_addr), tuple_addr(b_addr)]
         by_target = {t: [g for g in golden if g.to_namesrv == (t == targets[0])] for t in targets}
