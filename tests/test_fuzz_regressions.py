@@ -249,3 +249,21 @@ def test_expired_queue_locks_are_forgotten() -> None:
     assert locks.is_locked("G0", ("T", 0), "c1") and not locks.is_locked("G1", ("T", 0), "c1")
     locks.unlock_batch("Gx", [("T", 0)], "c3")
     assert "Gx" not in locks.table
+
+
+async def test_a_refusal_is_one_log_line_whatever_the_value(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # finding: a header value with a newline (or 70 KB of text) went into the refusal's log line as it was,
+    # forging a second line (or flooding the log); control characters are escaped and the cause is cut
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            for value in ("1\n2021-01-01 00:00:00,000 ERROR forged line", "\x00\x1b[31m", "7" * 70_000 + "x"):
+                ext = {"consumerGroup": "G", "topic": "T", "queueId": value}
+                answer = await c.client.invoke(c.addr, RemotingCommand(code=RequestCode.QUERY_CONSUMER_OFFSET,
+                                                                       ext_fields=ext))
+                assert answer.code == ResponseCode.SYSTEM_ERROR
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("process request refused")]
+    assert len(lines) == 3
+    assert all("\n" not in line and "\x00" not in line and "\x1b" not in line and len(line) < 600 for line in lines)
+    assert "\\x0a2021-01-01" in lines[0]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import re
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -112,6 +113,19 @@ def system_error(request: RemotingCommand, exc: BaseException) -> RemotingComman
     )
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: how much of a refusal's cause a log line carries (a hostile value may be megabytes)
+LOG_CAUSE_CHARS = 400
+
+
+def one_line(text: str, limit: int = LOG_CAUSE_CHARS) -> str:
+    """``text`` fit for one log line: control characters escaped (a value with a newline must not
+    forge a second line), cut at ``limit`` characters."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text)} chars)"
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def log_handler_error(ctx: RequestContext, request: RemotingCommand, exc: Exception) -> None:
     """One line for a refusal of bad input; the traceback for anything else (a bug to fix)."""
     if isinstance(exc, REFUSALS):
@@ -119,7 +133,7 @@ def log_handler_error(ctx: RequestContext, request: RemotingCommand, exc: Except
             "process request refused: code %d from %s answered SYSTEM_ERROR: %s",
             request.code,
             ctx.remote_addr,
-            describe_exception(exc),
+            one_line(describe_exception(exc)),
         )
     else:
         log.exception("process request exception: code %d from %s", request.code, ctx.remote_addr)
@@ -196,7 +210,8 @@ class Dispatcher:
                 for hook in self.before:
                     hook(ctx, request)
             except Exception as exc:
-                log.error("request code %d from %s refused: %s", request.code, ctx.remote_addr, describe_exception(exc))
+                cause = one_line(describe_exception(exc))
+                log.error("request code %d from %s refused: %s", request.code, ctx.remote_addr, cause)
                 return None if request.is_oneway else system_error(request, exc)
         entry = self._handlers.get(request.code) or self._default
         if entry is None:
