@@ -267,3 +267,20 @@ async def test_a_refusal_is_one_log_line_whatever_the_value(tmp_path: Path, capl
     assert len(lines) == 3
     assert all("\n" not in line and "\x00" not in line and "\x1b" not in line and len(line) < 600 for line in lines)
     assert "\\x0a2021-01-01" in lines[0]
+
+
+async def test_namesrv_forgets_every_name_of_a_closed_connection(namesrv: NameServer) -> None:
+    # memory finding: one connection registering an address under several broker names (and clusters) left
+    # all but the first behind when it closed, with no live entry to ever expire them
+    async with open_remoting_client() as client:
+        for i in range(5):
+            ext = {"brokerName": f"b-many-{i}", "brokerAddr": "127.0.0.1:1", "clusterName": f"C-many-{i}",
+                   "haServerAddr": "x", "brokerId": "0"}
+            answer = await client.invoke(namesrv.address, RemotingCommand(code=RequestCode.REGISTER_BROKER,
+                                                                          ext_fields=ext))
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
+        assert len([n for n in namesrv.routes.broker_addr_table if n.startswith("b-many-")]) == 5
+    await wait_until(lambda: namesrv.remoting is None or not namesrv.remoting.connections, timeout=5)
+    await wait_until(lambda: not [n for n in namesrv.routes.broker_addr_table if n.startswith("b-many-")], timeout=5)
+    assert not [c for c in namesrv.routes.cluster_addr_table if c.startswith("C-many-")]
+    assert "127.0.0.1:1" not in namesrv.routes.broker_live_table

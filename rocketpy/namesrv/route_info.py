@@ -266,7 +266,11 @@ class RouteInfoManager:
             self._forget_broker(addr)
 
     def _forget_broker(self, broker_addr: str) -> None:
-        """Remove one broker address; its name, cluster entry and topics go when it was the last member."""
+        """Remove one broker address; its name, cluster entry and topics go when it was the last member.
+
+        Every name the address was registered under loses it, where Java's onChannelDestroy stops at the
+        first: a connection that registered one address under several names left the others behind with
+        no live entry, for good (a client registering random names grew the tables without bound)."""
         self.version += 1
         self.broker_live_table.pop(broker_addr, None)
         self.filter_server_table.pop(broker_addr, None)
@@ -287,7 +291,6 @@ class RouteInfoManager:
                             del self.cluster_addr_table[cluster]
                         break
                 self._remove_topics_of(name)
-            break
 
     # -- permissions ------------------------------------------------------------------
     def wipe_write_perm_of_broker(self, broker_name: str) -> int:
