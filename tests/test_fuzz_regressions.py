@@ -273,9 +273,9 @@ async def test_namesrv_forgets_every_name_of_a_closed_connection(namesrv: NameSe
     # memory finding: one connection registering an address under several broker names (and clusters) left
     # all but the first behind when it closed, with no live entry to ever expire them
     async with open_remoting_client() as client:
-        for i in range(5):
-            ext = {"brokerName": f"b-many-{i}", "brokerAddr": "127.0.0.1:1", "clusterName": f"C-many-{i}",
-                   "haServerAddr": "x", "brokerId": "0"}
+        for i in range(6):
+            ext = {"brokerName": f"b-many-{min(i, 4)}", "brokerAddr": "127.0.0.1:1", "clusterName": f"C-many-{i}",
+                   "haServerAddr": "x", "brokerId": "0"}  # the last: a name again, in another cluster
             answer = await client.invoke(namesrv.address, RemotingCommand(code=RequestCode.REGISTER_BROKER,
                                                                           ext_fields=ext))
             assert answer.code == ResponseCode.SUCCESS, answer.remark

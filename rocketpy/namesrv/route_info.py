@@ -266,11 +266,12 @@ class RouteInfoManager:
             self._forget_broker(addr)
 
     def _forget_broker(self, broker_addr: str) -> None:
-        """Remove one broker address; its name, cluster entry and topics go when it was the last member.
+        """Remove one broker address; its name, cluster entries and topics go when it was the last member.
 
-        Every name the address was registered under loses it, where Java's onChannelDestroy stops at the
-        first: a connection that registered one address under several names left the others behind with
-        no live entry, for good (a client registering random names grew the tables without bound)."""
+        Every name the address was registered under loses it, and a name goes from every cluster it was
+        registered in, where Java's onChannelDestroy stops at the first of each: a connection that
+        registered one address under several names or clusters left the others behind with no live
+        entry, for good (a client registering random names grew the tables without bound)."""
         self.version += 1
         self.broker_live_table.pop(broker_addr, None)
         self.filter_server_table.pop(broker_addr, None)
@@ -284,12 +285,10 @@ class RouteInfoManager:
             if not group.broker_addrs:
                 del self.broker_addr_table[name]
                 log.info("remove brokerName[%s] from brokerAddrTable, because channel destroyed", name)
-                for cluster in self.cluster_addr_table.java_keys():
+                for cluster in self.cluster_addr_table.java_keys():  # every cluster it was registered in
                     names = self.cluster_addr_table[cluster]
-                    if names.discard(name):
-                        if not names:
-                            del self.cluster_addr_table[cluster]
-                        break
+                    if names.discard(name) and not names:
+                        del self.cluster_addr_table[cluster]
                 self._remove_topics_of(name)
 
     # -- permissions ------------------------------------------------------------------
