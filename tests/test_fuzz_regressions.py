@@ -284,3 +284,20 @@ async def test_namesrv_forgets_every_name_of_a_closed_connection(namesrv: NameSe
     await wait_until(lambda: not [n for n in namesrv.routes.broker_addr_table if n.startswith("b-many-")], timeout=5)
     assert not [c for c in namesrv.routes.cluster_addr_table if c.startswith("C-many-")]
     assert "127.0.0.1:1" not in namesrv.routes.broker_live_table
+
+
+@pytest.mark.parametrize("body", [b'{"timestamp":1,"counter":null}', b'{"timestamp":null,"counter":3}', b"{}"])
+async def test_query_data_version_with_null_fields(
+    namesrv: NameServer, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding (30-minute run for issue #24): QUERY_DATA_VERSION whose DataVersion body had a null counter made
+    # the NameServer's version comparison raise TypeError (a traceback); Java's equals takes a null counter
+    ext = {"brokerName": "b-dv", "brokerAddr": "127.0.0.1:2", "clusterName": "C", "haServerAddr": "x",
+           "brokerId": "0"}
+    async with open_remoting_client() as client:
+        answer = await client.invoke(namesrv.address, RemotingCommand(code=RequestCode.REGISTER_BROKER, ext_fields=ext))
+        assert answer.code == ResponseCode.SUCCESS
+        query = RemotingCommand(code=RequestCode.QUERY_DATA_VERSION, ext_fields=ext, body=body)
+        answer = await client.invoke(namesrv.address, query)
+        assert answer.code == ResponseCode.SUCCESS and answer.ext_fields == {"changed": "true"}, answer
+    assert not [r for r in caplog.records if r.exc_info]

@@ -85,11 +85,13 @@ class RouteView:
     filter_server_table: dict[str, list[str]]
 
 
-def version_key(version: Any) -> tuple[int, int] | None:
-    """DataVersion equality is (timestamp, counter)."""
+def version_key(version: Any) -> tuple[int | None, int | None] | None:
+    """DataVersion equality is (timestamp, counter); a null counter equals only a null one, as in
+    Java's DataVersion.equals (a body may carry ``"counter":null``)."""
     if version is None:
         return None
-    return (int(version.timestamp), int(version.counter))
+    ts, counter = version.timestamp, version.counter
+    return (None if ts is None else int(ts), None if counter is None else int(counter))
 
 
 class RouteInfoManager:
