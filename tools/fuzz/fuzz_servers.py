@@ -602,7 +602,6 @@ async def run(args: argparse.Namespace) -> int:
 
     procs: tuple[ServerProcess, ...] = ()
     workdir = Path(".")
-    n_snap = [0]
 
     async def fuzz(ns_addr: str, b_addr: str, servers: dict[str, int], objects: dict[str, Any] | None = None) -> None:
         nonlocal started
@@ -618,7 +617,7 @@ async def run(args: argparse.Namespace) -> int:
             snapshot = tracemalloc.take_snapshot()
         snaps: dict[str, Any] = {}
         if args.tracemalloc and procs:
-            snaps = {p.name: await p.snapshot(workdir, 0) for p in procs}
+            snaps = {p.name: await p.snapshot(workdir) for p in procs}
         sample(servers)
         for name, obj in objects.items():
             census_at[f"{name} start"] = census(obj)
@@ -655,8 +654,7 @@ async def run(args: argparse.Namespace) -> int:
                             growth[:] = top_growth(snapshot, tracemalloc.take_snapshot())
                             print("  grew: " + "\n  grew: ".join(growth[:8]), flush=True)
                         for p in procs if snaps else ():
-                            n_snap[0] += 1
-                            now = await p.snapshot(workdir, n_snap[0])
+                            now = await p.snapshot(workdir)
                             if now is not None and snaps[p.name] is not None:
                                 growth[:] = [f"{p.name}: {g}" for g in top_growth(snaps[p.name], now)]
                                 print("  grew: " + "\n  grew: ".join(growth[:10]), flush=True)
@@ -672,8 +670,7 @@ async def run(args: argparse.Namespace) -> int:
             growth[:] = top_growth(snapshot, tracemalloc.take_snapshot(), 25)
         grown: list[str] = []
         for p in procs if snaps else ():
-            n_snap[0] += 1
-            now = await p.snapshot(workdir, n_snap[0])
+            now = await p.snapshot(workdir)
             if now is not None and snaps[p.name] is not None:
                 grown += [f"{p.name}: {g}" for g in top_growth(snaps[p.name], now, 25)]
                 (out / f"{p.name}-growth-traceback.txt").write_text(growth_tracebacks(snaps[p.name], now))

@@ -81,6 +81,8 @@ class ServerProcess:
     proc: trio.Process
     log: ServerLog
     port: int
+    #: snapshots asked for so far (traced_server numbers its dumps from 0)
+    snapshots: int = 0
 
     @property
     def addr(self) -> str:
@@ -89,11 +91,12 @@ class ServerProcess:
     def memory(self) -> dict[str, int]:
         return memory_kib(self.proc.pid)
 
-    async def snapshot(self, workdir: Path, n: int) -> Any:
-        """The n-th tracemalloc snapshot of a traced server (None if it did not come in 60 s)."""
+    async def snapshot(self, workdir: Path) -> Any:
+        """The next tracemalloc snapshot of a traced server (None if it did not come in time)."""
         import tracemalloc
 
-        path = workdir / f"{self.name}.snap.{n}"
+        path = workdir / f"{self.name}.snap.{self.snapshots}"
+        self.snapshots += 1
         self.proc.send_signal(signal.SIGUSR1)
         with trio.move_on_after(300):  # a big heap on a busy machine takes a while
             while not path.exists():
