@@ -19,7 +19,6 @@ import dataclasses
 import inspect
 import logging
 import re
-import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -95,10 +94,12 @@ def describe_exception(exc: BaseException) -> str:
     text = f"{type(exc).__module__}.{type(exc).__qualname__}"
     if str(exc):
         text += f": {exc}"
-    frames = traceback.extract_tb(exc.__traceback__)
-    if frames:
-        f = frames[-1]
-        text += f", {f.name}({f.filename.rsplit('/', 1)[-1]}:{f.lineno})"
+    tb = exc.__traceback__
+    if tb is not None:
+        while tb.tb_next is not None:  # the innermost frame, without reading source files (linecache)
+            tb = tb.tb_next
+        code = tb.tb_frame.f_code
+        text += f", {code.co_name}({code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno})"
     return text
 
 
