@@ -143,6 +143,12 @@ async def test_offset_for_a_topic_or_queue_the_broker_lacks_is_refused(tmp_path:
             assert (await c.send("TOff", b"x", queue_id=0)).code == ResponseCode.SUCCESS
             answer = await c.update_offset("GOff", "NoSuchTopic", 0, 1)
             assert (answer.code, answer.remark) == (ResponseCode.TOPIC_NOT_EXIST, "Topic NoSuchTopic not exist!")
+            # (30-minute run) group names of 70 KB, unicode, control characters: 940 keys, 2.3 MB of
+            # consumerOffset.json rewritten every 5 s, stats items for each
+            for bad in ("b" * 70_000, "\u00e9\u4e2d", "a\nb=c", "a@b"):
+                answer = await c.update_offset(bad, "TOff", 0, 1)
+                assert answer.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, answer.remark
+                assert answer.remark == f"Group {bad} not exist!"
             queues = broker.topics.get("TOff").read_queue_nums  # type: ignore[union-attr]
             for queue_id in (-1, queues, 2**31 - 1):
                 answer = await c.update_offset("GOff", "TOff", queue_id, 1)
@@ -301,3 +307,15 @@ async def test_query_data_version_with_null_fields(
         answer = await client.invoke(namesrv.address, query)
         assert answer.code == ResponseCode.SUCCESS and answer.ext_fields == {"changed": "true"}, answer
     assert not [r for r in caplog.records if r.exc_info]
+
+
+async def test_offset_for_an_unknown_group_is_refused_without_auto_create(tmp_path: Path) -> None:
+    # as Java 5: with autoCreateSubscriptionGroup=false only an existing group takes offsets
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path), autoCreateSubscriptionGroup="false") as broker:
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TOff", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            answer = await c.update_offset("GNew", "TOff", 0, 1)
+            assert (answer.code, answer.remark) == (ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "Group GNew not exist!")
+        assert broker.offsets.table == {}

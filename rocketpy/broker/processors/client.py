@@ -123,11 +123,15 @@ def query_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> Remot
 
 def update_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     """Commit an offset; the dispatcher has refused numbers beyond their Java type. An offset for a
-    topic this broker does not have, or for a queue the topic does not have, is refused (as Java 5's
-    ConsumerManageProcessor refuses the topic): 4.9.8 stored and persisted it, so a stream of random
-    names grew the table and consumerOffset.json without bound."""
+    group this broker does not have and cannot auto-create (an illegal name, or autoCreateSubscriptionGroup
+    off), a topic it does not have, or a queue the topic does not have is refused, as Java 5's
+    ConsumerManageProcessor refuses the group and topic: 4.9.8 stored and persisted any of them, so a
+    stream of random names grew the table, its stats and consumerOffset.json without bound."""
     broker = ctx.state
     h = java_decode_header(request, UpdateConsumerOffsetRequestHeader)
+    group = h.consumer_group or ""
+    if broker.groups.find(group) is None:
+        return respond(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} not exist!", header={})
     topic = h.topic or ""
     tc = broker.topics.get(topic)
     if tc is None:
@@ -136,7 +140,7 @@ def update_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> Remo
     if not 0 <= h.queue_id < queues:
         remark = f"queueId[{h.queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{queues}]"
         return respond(request, ResponseCode.SYSTEM_ERROR, remark, header={})
-    broker.offsets.commit(h.consumer_group or "", topic, h.queue_id, h.commit_offset)
+    broker.offsets.commit(group, topic, h.queue_id, h.commit_offset)
     return respond(request, header={})
 
 
