@@ -319,3 +319,33 @@ async def test_offset_for_an_unknown_group_is_refused_without_auto_create(tmp_pa
             answer = await c.update_offset("GNew", "TOff", 0, 1)
             assert (answer.code, answer.remark) == (ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "Group GNew not exist!")
         assert broker.offsets.table == {}
+
+
+@pytest.mark.parametrize("queues", [2**31 - 1, 1025, -1])
+async def test_topic_or_retry_queues_beyond_the_bound_are_refused(
+    tmp_path: Path, queues: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding (30-minute run for issue #24): UPDATE_AND_CREATE_TOPIC with writeQueueNums 2147483647 made a
+    # topic; the next GET_BROKER_CONSUME_STATS looped over its queues on the event loop, the broker stopped
+    # answering and grew by 1 GiB a minute. Same for a group's retryQueueNums (its retry topic's size)
+    from rocketpy.codecs.bodies import SubscriptionGroupConfig
+    from rocketpy.codecs.headers import CreateTopicRequestHeader
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            header = CreateTopicRequestHeader(topic="THuge", default_topic="TBW102", read_queue_nums=4,
+                                              write_queue_nums=queues, perm=6, topic_filter_type="SINGLE_TAG",
+                                              topic_sys_flag=0, order=False)
+            answer = await c.invoke(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+            assert answer.code == ResponseCode.SYSTEM_ERROR and "writeQueueNums" in (answer.remark or "")
+            assert broker.topics.get("THuge") is None
+            group = SubscriptionGroupConfig(group_name="GHuge", retry_queue_nums=queues).encode()
+            answer = await c.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, group)
+            assert answer.code == ResponseCode.SYSTEM_ERROR and "retryQueueNums" in (answer.remark or "")
+            assert "GHuge" not in broker.groups.table
+            with trio.fail_after(10):
+                stats = RemotingCommand(code=RequestCode.GET_BROKER_CONSUME_STATS, ext_fields={"isOrder": "false"})
+                answer = await c.client.invoke(c.addr, stats)
+            assert answer.code == ResponseCode.SUCCESS
+    assert not [r for r in caplog.records if r.exc_info]
