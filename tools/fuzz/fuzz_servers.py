@@ -482,7 +482,11 @@ async def checker(broker_addr: str, stats: Stats, stop: trio.Event) -> None:
         # drain: everything acked must come back
         with trio.move_on_after(20):
             while acked:
-                resp, msgs = await bc.pull(CHECK_GROUP, CHECK_TOPIC, 0, next_pull, max_nums=32)
+                try:
+                    resp, msgs = await bc.pull(CHECK_GROUP, CHECK_TOPIC, 0, next_pull, max_nums=32)
+                except Exception as exc:  # a broker that stopped answering: its acked messages count as lost
+                    stats.unanswered_probes.append(f"drain pull failed: {exc!r}")
+                    break
                 if not msgs:
                     break
                 for m in msgs:
