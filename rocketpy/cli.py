@@ -87,6 +87,10 @@ def run_server(main: Callable[[], Awaitable[object]], command: str, what: str) -
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: a late Ctrl-C must not turn into a traceback
     if failure is not None:
+        from .store.config_files import ConfigFileUnreadable
+
+        if isinstance(failure, ConfigFileUnreadable):
+            what = "cannot start"  # the file is the cause, not the address
         logs.stop()  # the log lines queued before the failure go out first: this line is the last
         print(f"rocketpy {command}: {what}: {failure}", file=sys.stderr)
         return 1

@@ -84,3 +84,33 @@ async def test_writer_retries_a_failed_write_and_snapshots_on_the_loop(tmp_path:
     await writer.write_dirty()
     assert not topics.dirty
     assert "T1" in read_json(tmp_path / "config" / "topics.json")["topicConfigTable"]
+
+
+@pytest.mark.parametrize("name", config_files.CONFIG_FILE_NAMES[:4])
+async def test_unreadable_config_file_stops_the_broker(tmp_path: Path, name: str) -> None:
+    """A config file that does not parse, with a .bak that does not either, stops the broker with an
+    error naming the file (Java's ConfigManager.load fails and the broker exits); its tables are never
+    started empty in its place, to be written over the file at the next flush."""
+    config = tmp_path / "config"
+    config.mkdir()
+    for path in (config / name, config / f"{name}.bak"):
+        path.write_text('{"offsetTable":{"T@G":{-18446744073709551616:5}}, "topicConfigTable": [')
+    with pytest.raises(BaseExceptionGroup) as caught:
+        async with running_broker(str(tmp_path)):
+            pass
+    errors = caught.value.subgroup(config_files.ConfigFileUnreadable)
+    assert errors is not None and name in str(errors.exceptions[0])
+    assert (config / name).read_text().startswith('{"offsetTable"')  # left as it was
+
+
+async def test_config_file_falls_back_to_its_bak(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TBak", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            assert (await c.update_offset("GBak", "TBak", 0, 1)).code == ResponseCode.SUCCESS
+    saved = (config / "consumerOffset.json").read_text()
+    (config / "consumerOffset.json.bak").write_text(saved.replace(":1", ":5"))
+    (config / "consumerOffset.json").write_text("{oops")
+    async with running_broker(str(tmp_path)) as broker:
+        assert broker.offsets.query("GBak", "TBak", 0) == 5  # the .bak's

@@ -84,3 +84,269 @@ async def test_send_with_a_field_beyond_its_java_type_is_refused(
             assert after.code == ResponseCode.SUCCESS and after.ext_fields["queueOffset"] == "1"  # nothing half-made
     assert not [r for r in caplog.records if "fast lane failed" in r.getMessage()]
     assert not [r for r in caplog.records if r.exc_info and "int too large" in str(r.exc_info[1])]
+
+
+HOSTILE_OFFSET_FIELDS = [
+    ("queueId", "-18446744073709551616"),
+    ("queueId", "9223372036854775808"),
+    ("queueId", "2147483648"),
+    ("commitOffset", "-9223372036854775809"),
+    ("commitOffset", "9" * 400),
+    ("commitOffset", ""),
+    ("queueId", "1e3"),
+    ("queueId", " 1"),
+    ("commitOffset", "1_000"),  # Python's int() reads these two; Java's parse does not
+]
+
+
+@pytest.mark.parametrize(("field", "value"), HOSTILE_OFFSET_FIELDS)
+async def test_offset_beyond_its_java_type_is_refused_and_never_persisted(
+    tmp_path: Path, field: str, value: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding (issue #24): UPDATE_CONSUMER_OFFSET took header values with int() and no range check; queue ids
+    # -18446744073709551616 and 9223372036854775808 and an offset -9223372036854775809 were answered with
+    # success and persisted, and a restarted broker (or a Java one) could not read consumerOffset.json.
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TOff", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            assert (await c.update_offset("GOff", "TOff", 0, 1)).code == ResponseCode.SUCCESS
+            ext = {"consumerGroup": "GOff", "topic": "TOff", "queueId": "0", "commitOffset": "7", field: value}
+            for code in (RequestCode.UPDATE_CONSUMER_OFFSET, RequestCode.QUERY_CONSUMER_OFFSET):
+                answer = await c.client.invoke(c.addr, RemotingCommand(code=code, ext_fields=ext))
+                if code == RequestCode.QUERY_CONSUMER_OFFSET and field == "commitOffset":
+                    assert answer.code == ResponseCode.SUCCESS  # not a field of the query
+                    continue
+                assert answer.code == ResponseCode.SYSTEM_ERROR, (code, answer.code, answer.remark)
+                assert answer.remark == f'java.lang.NumberFormatException: For input string: "{value[:64]}"'
+        assert broker.offsets.table == {"TOff@GOff": {0: 1}}
+        await broker.persist_all()
+    saved = (tmp_path / "config" / "consumerOffset.json").read_text()
+    assert value not in saved or value == ""
+    # one line per refusal, with the code and the cause; no traceback
+    refusals = [r for r in caplog.records if r.getMessage().startswith("process request refused: code 15 ")]
+    assert refusals and all(r.exc_info is None for r in refusals)
+    assert "NumberFormatException" in refusals[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info]
+    # the broker starts again on what it wrote
+    async with running_broker(str(tmp_path)) as broker:
+        assert broker.offsets.query("GOff", "TOff", 0) == 1
+
+
+async def test_offset_for_a_topic_or_queue_the_broker_lacks_is_refused(tmp_path: Path) -> None:
+    # memory finding: every UPDATE_CONSUMER_OFFSET with a new topic name or queue id added an entry kept in
+    # memory and consumerOffset.json for good; a fuzzer's random names grew both without bound
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TOff", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            answer = await c.update_offset("GOff", "NoSuchTopic", 0, 1)
+            assert (answer.code, answer.remark) == (ResponseCode.TOPIC_NOT_EXIST, "Topic NoSuchTopic not exist!")
+            # (30-minute run) group names of 70 KB, unicode, control characters: 940 keys, 2.3 MB of
+            # consumerOffset.json rewritten every 5 s, stats items for each
+            for bad in ("b" * 70_000, "\u00e9\u4e2d", "a\nb=c", "a@b"):
+                answer = await c.update_offset(bad, "TOff", 0, 1)
+                assert answer.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, answer.remark
+                assert answer.remark == f"Group {bad} not exist!"
+            queues = broker.topics.get("TOff").read_queue_nums  # type: ignore[union-attr]
+            for queue_id in (-1, queues, 2**31 - 1):
+                answer = await c.update_offset("GOff", "TOff", queue_id, 1)
+                assert answer.code == ResponseCode.SYSTEM_ERROR and f"queueId[{queue_id}] is illegal" in answer.remark
+            assert (await c.update_offset("GOff", "TOff", queues - 1, 3)).code == ResponseCode.SUCCESS
+        assert broker.offsets.table == {"TOff@GOff": {queues - 1: 3}}
+
+
+@pytest.mark.parametrize(
+    ("code", "ext"),
+    [
+        (RequestCode.PULL_MESSAGE, {"consumerGroup": "G", "topic": "T", "queueId": "0", "queueOffset": "0",
+                                    "maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0",
+                                    "suspendTimeoutMillis": "0", "subVersion": "x"}),
+        (RequestCode.GET_MAX_OFFSET, {"topic": "T", "queueId": "99999999999"}),
+        (RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": "T", "queueId": "0", "timestamp": "-"}),
+        (RequestCode.CONSUMER_SEND_MSG_BACK, {"offset": "1", "group": "G", "delayLevel": "+"}),
+        (RequestCode.QUERY_MESSAGE, {"topic": "T", "key": "k", "maxNum": "1", "beginTimestamp": "0",
+                                     "endTimestamp": "0x10"}),
+    ],
+    ids=["pull", "max offset", "search offset", "send back", "query message"],
+)
+async def test_every_code_checks_its_header_numbers_first(
+    tmp_path: Path, code: int, ext: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # the check is made once for every code with a typed header, before the handler runs
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            answer = await c.client.invoke(c.addr, RemotingCommand(code=code, ext_fields=ext))
+            assert answer.code == ResponseCode.SYSTEM_ERROR
+            assert (answer.remark or "").startswith("java.lang.NumberFormatException: For input string: ")
+            missing = {k: v for k, v in ext.items() if k not in ("queueId", "offset", "maxNum")}
+            if missing != ext:
+                answer = await c.client.invoke(c.addr, RemotingCommand(code=code, ext_fields=missing))
+                assert answer.code == ResponseCode.SYSTEM_ERROR
+                assert "RemotingCommandException: the custom field <" in (answer.remark or "")
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+async def test_tables_shrink_back_when_connections_close(tmp_path: Path) -> None:
+    # memory finding (issue #24): a connection that heartbeated under several client ids left every id but
+    # the last in the producer table after it closed; a fuzzer's random ids grew it for good
+    from rocketpy.codecs.bodies import HeartbeatData, ProducerData
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        assert (broker.producers.groups, broker.producers.by_client_id, broker.consumers.groups) == ({}, {}, {})
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TMem", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            for cid in ("127.0.0.1@a", "127.0.0.1@b", "127.0.0.1@c"):
+                data = HeartbeatData(client_id=cid, producer_data_set=[ProducerData(group_name="PMem")])
+                assert (await c.invoke(RequestCode.HEART_BEAT, None, data.encode())).code == ResponseCode.SUCCESS
+            assert (await c.heartbeat(consumer_groups={"GMem": ["TMem"]})).code == ResponseCode.SUCCESS
+            # a held pull (long polling) is state of the connection too
+            async with trio.open_nursery() as pulls:
+                pulls.start_soon(lambda: c.pull("GMem", "TMem", 0, 1, suspend_ms=60_000, timeout=120))
+                await wait_until(lambda: broker.hold.held_count == 1, timeout=5)
+                assert len(broker.producers.by_client_id) == 3 and broker.consumers.get("GMem") is not None
+                pulls.cancel_scope.cancel()
+        await wait_until(lambda: not broker.producers.by_client_id and not broker.producers.groups, timeout=5)
+        await wait_until(lambda: not broker.consumers.groups and broker.hold.held_count == 0, timeout=5)
+        assert broker.hold.table == {}
+
+
+async def test_no_group_is_made_for_an_illegal_name(tmp_path: Path) -> None:
+    # memory finding: a pull, heartbeat or unregister naming a group auto-created it, whatever the name (a
+    # fuzzer's random strings: 300 a's, unicode, control characters), kept and persisted for good; the
+    # broker now auto-creates only legal names, as Java 5 does
+    from rocketpy.codecs.headers import UnregisterClientRequestHeader
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        before = set(broker.groups.table)
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TGrp", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            for bad in ("a" * 256, "g\u00e9", "a b", "x\x00", "a@b"):
+                resp, _ = await c.pull(bad, "TGrp", 0, 0)
+                assert resp.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, (bad, resp.code)
+                await c.heartbeat(consumer_groups={bad: ["TGrp"]})
+                await c.invoke(RequestCode.UNREGISTER_CLIENT,
+                               UnregisterClientRequestHeader(client_id=c.client_id, consumer_group=bad))
+            resp, _ = await c.pull("G_ok-1%|", "TGrp", 0, 0)
+            assert resp.code == ResponseCode.SUCCESS
+        assert set(broker.groups.table) - before == {"G_ok-1%|"}
+
+
+def test_expired_queue_locks_are_forgotten() -> None:
+    # memory finding: LOCK_BATCH_MQ kept an entry for every group and queue ever named, expired or not
+    from rocketpy.broker.locks import LOCK_MAX_LIVE_MS, RebalanceLockManager
+
+    now = [0.0]
+    locks = RebalanceLockManager(clock=lambda: now[0])
+    for i in range(100):
+        assert locks.try_lock_batch(f"G{i}", [("T", q) for q in range(4)], "c1") == [("T", q) for q in range(4)]
+    assert len(locks.table) == 100
+    now[0] += LOCK_MAX_LIVE_MS / 2
+    assert locks.try_lock_batch("G0", [("T", 0)], "c1") == [("T", 0)]  # refreshed
+    assert not locks.try_lock_batch("G1", [("T", 0)], "c2")  # still held by c1
+    now[0] += LOCK_MAX_LIVE_MS * 0.6
+    assert locks.try_lock_batch("Gx", [("T", 0)], "c3") == [("T", 0)]
+    assert set(locks.table) == {"G0", "Gx"} and list(locks.table["G0"]) == [("T", 0)]
+    assert locks.is_locked("G0", ("T", 0), "c1") and not locks.is_locked("G1", ("T", 0), "c1")
+    locks.unlock_batch("Gx", [("T", 0)], "c3")
+    assert "Gx" not in locks.table
+
+
+async def test_a_refusal_is_one_log_line_whatever_the_value(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # finding: a header value with a newline (or 70 KB of text) went into the refusal's log line as it was,
+    # forging a second line (or flooding the log); control characters are escaped and the cause is cut
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            for value in ("1\n2021-01-01 00:00:00,000 ERROR forged line", "\x00\x1b[31m", "7" * 70_000 + "x"):
+                ext = {"consumerGroup": "G", "topic": "T", "queueId": value}
+                answer = await c.client.invoke(c.addr, RemotingCommand(code=RequestCode.QUERY_CONSUMER_OFFSET,
+                                                                       ext_fields=ext))
+                assert answer.code == ResponseCode.SYSTEM_ERROR
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("process request refused")]
+    assert len(lines) == 3
+    assert all("\n" not in line and "\x00" not in line and "\x1b" not in line and len(line) < 600 for line in lines)
+    assert "\\x0a2021-01-01" in lines[0]
+
+
+async def test_namesrv_forgets_every_name_of_a_closed_connection(namesrv: NameServer) -> None:
+    # memory finding: one connection registering an address under several broker names (and clusters) left
+    # all but the first behind when it closed, with no live entry to ever expire them
+    async with open_remoting_client() as client:
+        for i in range(6):
+            ext = {"brokerName": f"b-many-{min(i, 4)}", "brokerAddr": "127.0.0.1:1", "clusterName": f"C-many-{i}",
+                   "haServerAddr": "x", "brokerId": "0"}  # the last: a name again, in another cluster
+            answer = await client.invoke(namesrv.address, RemotingCommand(code=RequestCode.REGISTER_BROKER,
+                                                                          ext_fields=ext))
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
+        assert len([n for n in namesrv.routes.broker_addr_table if n.startswith("b-many-")]) == 5
+    await wait_until(lambda: namesrv.remoting is None or not namesrv.remoting.connections, timeout=5)
+    await wait_until(lambda: not [n for n in namesrv.routes.broker_addr_table if n.startswith("b-many-")], timeout=5)
+    assert not [c for c in namesrv.routes.cluster_addr_table if c.startswith("C-many-")]
+    assert "127.0.0.1:1" not in namesrv.routes.broker_live_table
+
+
+@pytest.mark.parametrize("body", [b'{"timestamp":1,"counter":null}', b'{"timestamp":null,"counter":3}', b"{}"])
+async def test_query_data_version_with_null_fields(
+    namesrv: NameServer, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding (30-minute run for issue #24): QUERY_DATA_VERSION whose DataVersion body had a null counter made
+    # the NameServer's version comparison raise TypeError (a traceback); Java's equals takes a null counter
+    ext = {"brokerName": "b-dv", "brokerAddr": "127.0.0.1:2", "clusterName": "C", "haServerAddr": "x",
+           "brokerId": "0"}
+    async with open_remoting_client() as client:
+        answer = await client.invoke(namesrv.address, RemotingCommand(code=RequestCode.REGISTER_BROKER, ext_fields=ext))
+        assert answer.code == ResponseCode.SUCCESS
+        query = RemotingCommand(code=RequestCode.QUERY_DATA_VERSION, ext_fields=ext, body=body)
+        answer = await client.invoke(namesrv.address, query)
+        assert answer.code == ResponseCode.SUCCESS and answer.ext_fields == {"changed": "true"}, answer
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+async def test_offset_for_an_unknown_group_is_refused_without_auto_create(tmp_path: Path) -> None:
+    # as Java 5: with autoCreateSubscriptionGroup=false only an existing group takes offsets
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path), autoCreateSubscriptionGroup="false") as broker:
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TOff", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            answer = await c.update_offset("GNew", "TOff", 0, 1)
+            assert (answer.code, answer.remark) == (ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "Group GNew not exist!")
+        assert broker.offsets.table == {}
+
+
+@pytest.mark.parametrize("queues", [2**31 - 1, 1025, -1])
+async def test_topic_or_retry_queues_beyond_the_bound_are_refused(
+    tmp_path: Path, queues: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding (30-minute run for issue #24): UPDATE_AND_CREATE_TOPIC with writeQueueNums 2147483647 made a
+    # topic; the next GET_BROKER_CONSUME_STATS looped over its queues on the event loop, the broker stopped
+    # answering and grew by 1 GiB a minute. Same for a group's retryQueueNums (its retry topic's size)
+    from rocketpy.codecs.bodies import SubscriptionGroupConfig
+    from rocketpy.codecs.headers import CreateTopicRequestHeader
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            header = CreateTopicRequestHeader(topic="THuge", default_topic="TBW102", read_queue_nums=4,
+                                              write_queue_nums=queues, perm=6, topic_filter_type="SINGLE_TAG",
+                                              topic_sys_flag=0, order=False)
+            answer = await c.invoke(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+            assert answer.code == ResponseCode.SYSTEM_ERROR and "writeQueueNums" in (answer.remark or "")
+            assert broker.topics.get("THuge") is None
+            group = SubscriptionGroupConfig(group_name="GHuge", retry_queue_nums=queues).encode()
+            answer = await c.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, group)
+            assert answer.code == ResponseCode.SYSTEM_ERROR and "retryQueueNums" in (answer.remark or "")
+            assert "GHuge" not in broker.groups.table
+            with trio.fail_after(10):
+                stats = RemotingCommand(code=RequestCode.GET_BROKER_CONSUME_STATS, ext_fields={"isOrder": "false"})
+                answer = await c.client.invoke(c.addr, stats)
+            assert answer.code == ResponseCode.SUCCESS
+    assert not [r for r in caplog.records if r.exc_info]

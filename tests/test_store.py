@@ -13,7 +13,6 @@ import trio
 
 from rocketpy.codecs import store_records as sr
 from rocketpy.codecs.codes import MessageSysFlag
-from rocketpy.codecs.errors import CodecError
 from rocketpy.codecs.message import Message, decode_message, decode_messages, encode_batch, tags_hash_code
 from rocketpy.store import (
     FlushDiskType,
@@ -25,6 +24,7 @@ from rocketpy.store import (
     PutMessageStatus,
     StoreError,
     TagFilter,
+    config_files,
 )
 from rocketpy.store.check import check_store
 from rocketpy.store.config_files import BrokerConfigFiles
@@ -708,9 +708,15 @@ def test_config_files_persist_with_bak(tmp_path: Path) -> None:
     assert f.load().offset_table == {1: 2}  # type: ignore[union-attr]
     open(f.path, "w").write("{oops")
     assert f.load().offset_table == {1: 2}  # type: ignore[union-attr]
-    with pytest.raises(CodecError):
-        open(f.bak_path, "w").write("{oops")
+    # neither parses: an error naming the file, never an empty table in its place
+    open(f.bak_path, "w").write("{oops")
+    with pytest.raises(config_files.ConfigFileUnreadable, match="delayOffset.json"):
         f.load()
+    os.remove(f.bak_path)
+    with pytest.raises(config_files.ConfigFileUnreadable, match="delayOffset.json does not parse and has no backup"):
+        f.load()
+    open(f.path, "w").close()  # an empty file and no .bak: nothing was ever written, Java's empty table
+    assert f.load() is None
 
 
 def test_config_from_properties() -> None:

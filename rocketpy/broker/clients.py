@@ -208,6 +208,10 @@ class ProducerManager:
     def channel_closed(self, channel: Any) -> None:
         for group in list(self.groups):
             self.unregister(group, channel)
+        # a connection that heartbeated under several client ids left all of them here (unregister
+        # drops the id of the entry it removes); Java's doChannelCloseEvent has the same gap
+        for client_id in [cid for cid, ch in self.by_client_id.items() if ch is channel]:
+            del self.by_client_id[client_id]
 
     def scan_not_active(self, now: int | None = None) -> list[Any]:
         now = now_ms() if now is None else now

@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from .. import heap
 from ..clock import now_ms as _now_ms
 from ..codecs import RemotingCommand
 from ..codecs.codes import MessageConst, MixAll, RequestCode
@@ -279,6 +280,7 @@ class BrokerController:
         cfg = self.config
         host = cfg.listen_host if host is None else host
         vip = cfg.vip_channel_enable if vip is None else vip
+        heap.tune()  # before the worker threads start: their arenas are capped
         self.load()
         self.boot_ms = _now_ms()
         self.configuration.data_version.timestamp = self.boot_ms  # the version GET_BROKER_CONFIG starts at
@@ -383,6 +385,7 @@ class BrokerController:
                 if isinstance(ch, Connection):
                     await ch.aclose()
             self.filters.clean(keep_dead_ms)
+            heap.trim()  # what closed connections and answered requests freed goes back to the system
 
     # -- lookup helpers --------------------------------------------------------------------
     def retry_or_dlq_topic(self, topic: str) -> bool:

@@ -32,6 +32,15 @@ _BUILTIN_GROUPS = (
 )
 
 
+#: Validators.CHARACTER_MAX_LENGTH
+GROUP_MAX_LENGTH = 255
+
+
+def legal_group_name(group: str) -> bool:
+    """A name Java 5's broker auto-creates a group under: at most 255 characters of ``[%|a-zA-Z0-9_-]``."""
+    return len(group) <= GROUP_MAX_LENGTH and not MixAll.is_topic_or_group_illegal(group)
+
+
 class SubscriptionGroupManager:
     def __init__(self, config_dir: str | None, *, auto_create: bool = True) -> None:
         self.path = os.path.join(config_dir, "subscriptionGroup.json") if config_dir else None
@@ -68,9 +77,11 @@ class SubscriptionGroupManager:
             self.on_dirty()
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
-        """findSubscriptionGroupConfig: auto-created when allowed (or a CID_RMQ_SYS_ group)."""
+        """findSubscriptionGroupConfig: auto-created when allowed (or a CID_RMQ_SYS_ group), and only
+        under a legal name, as Java 5 does: 4.9.8 kept (and persisted) a group for any string a pull,
+        heartbeat or unregister carried, so random names grew the table without bound."""
         cfg = self.table.get(group)
-        if cfg is None and (self.auto_create or MixAll.is_sys_consumer_group(group)):
+        if cfg is None and (self.auto_create or MixAll.is_sys_consumer_group(group)) and legal_group_name(group):
             cfg = SubscriptionGroupConfig(group_name=group)
             self.table[group] = cfg
             log.info("auto create a subscription group, %s", group)

@@ -23,6 +23,7 @@ class RebalanceLockManager:
         self.max_live_ms = max_live_ms
         self.clock: Callable[[], float] = clock or monotonic_ms
         self.table: dict[str, dict[Hashable, LockEntry]] = {}
+        self._next_purge = 0.0
 
     def _expired(self, entry: LockEntry, now: float) -> bool:
         return now - entry.last_update > self.max_live_ms
@@ -30,6 +31,8 @@ class RebalanceLockManager:
     def try_lock_batch(self, group: str, mqs: Iterable[Hashable], client_id: str) -> list[Hashable]:
         """The queues now held by ``client_id``: its own (refreshed), free or expired ones."""
         now = self.clock()
+        if now >= self._next_purge:
+            self._purge(now)
         locks = self.table.setdefault(group, {})
         out = []
         for mq in mqs:
@@ -47,6 +50,19 @@ class RebalanceLockManager:
             entry = locks.get(mq)
             if entry is not None and entry.client_id == client_id:
                 del locks[mq]
+        if not locks:
+            del self.table[group]
+
+    def _purge(self, now: float) -> None:
+        """Forget expired locks and the groups left with none, once per lock lifetime: an expired lock
+        is as good as none, and Java's table kept every group and queue ever named (a client sending
+        random ones grew it without bound)."""
+        self._next_purge = now + self.max_live_ms
+        for group, locks in list(self.table.items()):
+            for mq in [mq for mq, entry in locks.items() if self._expired(entry, now)]:
+                del locks[mq]
+            if not locks:
+                del self.table[group]
 
     def is_locked(self, group: str, mq: Hashable, client_id: str) -> bool:
         entry = self.table.get(group, {}).get(mq)

@@ -1,6 +1,7 @@
 """Loading and saving the broker's config files through the store's ConfigFile
-(``.tmp`` + ``.bak`` like Java's MixAll.string2File); failures are logged, never raised,
-so a full disk cannot take a running broker down.
+(``.tmp`` + ``.bak`` like Java's MixAll.string2File). A failed write is logged, never raised,
+so a full disk cannot take a running broker down; a file that cannot be read stops the broker
+at start (see :func:`load_json`).
 
 One rule for every config file of a running broker (topics, subscription groups, consumer
 and delay offsets): a change marks its table dirty; :class:`ConfigWriter` snapshots dirty
@@ -17,7 +18,6 @@ from typing import Protocol, TypeVar
 import trio
 
 from ..codecs.bodies.base import JsonBody
-from ..codecs.errors import CodecError
 from ..store.config_files import ConfigFile, string_to_file
 
 log = logging.getLogger("rocketpy.broker")
@@ -26,12 +26,10 @@ B = TypeVar("B", bound=JsonBody)
 
 
 def load_json(path: str, cls: type[B]) -> B | None:
-    try:
-        doc = ConfigFile(path, cls).load()
-    except (CodecError, ValueError, OSError) as exc:
-        log.error("config file %s and its backup are unreadable: %s", path, exc)
-        return None
-    return doc  # type: ignore[return-value]
+    """The document of ``path`` (or its ``.bak``), None when there is none. A file that does not parse
+    with no ``.bak`` that does raises ConfigFileUnreadable (an OSError naming the file): the broker stops
+    with that line instead of starting on an empty table."""
+    return ConfigFile(path, cls).load()  # type: ignore[return-value]
 
 
 #: config files whose last write failed (logged once until a write succeeds again)

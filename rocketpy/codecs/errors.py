@@ -27,6 +27,21 @@ class MissingField(CodecError):
         super().__init__(f"{header}: required field <{field}> is missing")
         self.header = header
         self.field = field
+        #: the remark a server answers with (RemotingCommand.decodeCommandCustomHeader's exception)
+        self.remote_desc = (
+            f"org.apache.rocketmq.remoting.exception.RemotingCommandException: the custom field <{field}> is null"
+        )
+
+
+class BadFieldValue(CodecError):
+    """A header field whose text Java's Integer.parseInt / Long.parseLong / Double.parseDouble refuses."""
+
+    def __init__(self, header: str, field: str, kind: str, text: str) -> None:
+        super().__init__(f"{header}: field <{field}> is not a Java {kind}: {text[:40]!r}")
+        self.header = header
+        self.field = field
+        #: the remark a server answers with: the NumberFormatException Java's parse throws
+        self.remote_desc = f'java.lang.NumberFormatException: For input string: "{text[:64]}"'
 
 
 #: what parsing untrusted bytes with construct (or struct) may raise; codecs turn these into CodecError

@@ -50,8 +50,8 @@ log = logging.getLogger("rocketpy.namesrv")
 APPLY_TOPIC_TIP = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 
-class RequestFailed(Exception):
-    """A request Java would fail with an exception (answered SYSTEM_ERROR)."""
+class RequestFailed(ValueError):
+    """A request Java would fail with an exception (answered SYSTEM_ERROR, one log line)."""
 
 
 def _ok(request: RemotingCommand, header: Any = None, body: bytes | None = None) -> RemotingCommand:

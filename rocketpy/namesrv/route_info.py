@@ -85,11 +85,13 @@ class RouteView:
     filter_server_table: dict[str, list[str]]
 
 
-def version_key(version: Any) -> tuple[int, int] | None:
-    """DataVersion equality is (timestamp, counter)."""
+def version_key(version: Any) -> tuple[int | None, int | None] | None:
+    """DataVersion equality is (timestamp, counter); a null counter equals only a null one, as in
+    Java's DataVersion.equals (a body may carry ``"counter":null``)."""
     if version is None:
         return None
-    return (int(version.timestamp), int(version.counter))
+    ts, counter = version.timestamp, version.counter
+    return (None if ts is None else int(ts), None if counter is None else int(counter))
 
 
 class RouteInfoManager:
@@ -266,7 +268,12 @@ class RouteInfoManager:
             self._forget_broker(addr)
 
     def _forget_broker(self, broker_addr: str) -> None:
-        """Remove one broker address; its name, cluster entry and topics go when it was the last member."""
+        """Remove one broker address; its name, cluster entries and topics go when it was the last member.
+
+        Every name the address was registered under loses it, and a name goes from every cluster it was
+        registered in, where Java's onChannelDestroy stops at the first of each: a connection that
+        registered one address under several names or clusters left the others behind with no live
+        entry, for good (a client registering random names grew the tables without bound)."""
         self.version += 1
         self.broker_live_table.pop(broker_addr, None)
         self.filter_server_table.pop(broker_addr, None)
@@ -280,14 +287,11 @@ class RouteInfoManager:
             if not group.broker_addrs:
                 del self.broker_addr_table[name]
                 log.info("remove brokerName[%s] from brokerAddrTable, because channel destroyed", name)
-                for cluster in self.cluster_addr_table.java_keys():
+                for cluster in self.cluster_addr_table.java_keys():  # every cluster it was registered in
                     names = self.cluster_addr_table[cluster]
-                    if names.discard(name):
-                        if not names:
-                            del self.cluster_addr_table[cluster]
-                        break
+                    if names.discard(name) and not names:
+                        del self.cluster_addr_table[cluster]
                 self._remove_topics_of(name)
-            break
 
     # -- permissions ------------------------------------------------------------------
     def wipe_write_perm_of_broker(self, broker_name: str) -> int:

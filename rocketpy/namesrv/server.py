@@ -12,6 +12,7 @@ from pathlib import Path
 
 import trio
 
+from .. import heap
 from ..javacompat import properties
 from ..remoting.connection import Connection
 from ..remoting.server import RemotingServer
@@ -108,6 +109,7 @@ class NameServer:
             for _, channel in gone:
                 if isinstance(channel, Connection):
                     await channel.aclose()
+            heap.trim()
 
     async def run(
         self,
@@ -117,6 +119,7 @@ class NameServer:
         task_status: trio.TaskStatus[NameServer] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Load the KV store, listen, scan; ``task_status.started(self)`` once listening."""
+        heap.tune()
         if not self.kv.loaded:
             self.kv.load()
         if self.config.cluster_test:

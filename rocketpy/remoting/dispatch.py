@@ -4,6 +4,13 @@ Answers follow Java's NettyRemotingAbstract.processRequestCommand: an unknown co
 gets REQUEST_CODE_NOT_SUPPORTED (even for a oneway request, as Java does), a handler
 that raises gets SYSTEM_ERROR with a one-line description, and a oneway request's
 answer is dropped.
+
+Before any handler runs, the request's extFields are checked against the Java types of
+its code's header class (CommandHeader.check_wire_values): a number beyond its type or a
+missing boxed @CFNotNull field is refused with SYSTEM_ERROR and Java's exception text.
+A refusal of bad input (a ValueError, CodecError included, or a failed call onwards) is
+one log line with the code, the peer and the cause; anything else is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
-import traceback
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -19,11 +26,17 @@ import trio
 
 from ..codecs import RemotingCommand, ResponseCode, SerializeType
 from ..codecs.command import RESPONSE_FLAG
+from ..codecs.headers.registry import REQUEST_HEADERS
+from .errors import RemotingError
 
 if TYPE_CHECKING:
     from .connection import Connection
 
 log = logging.getLogger("rocketpy.remoting")
+
+#: what a handler raises to refuse bad input (Java's RemotingCommandException, NumberFormatException,
+#: IllegalArgumentException) or when a peer it calls on fails: answered SYSTEM_ERROR with one log line
+REFUSALS: tuple[type[Exception], ...] = (ValueError, RemotingError)
 
 AsyncHandler = Callable[["RequestContext[Any]", RemotingCommand], Awaitable[RemotingCommand | None]]
 SyncHandler = Callable[["RequestContext[Any]", RemotingCommand], RemotingCommand | None]
@@ -81,10 +94,12 @@ def describe_exception(exc: BaseException) -> str:
     text = f"{type(exc).__module__}.{type(exc).__qualname__}"
     if str(exc):
         text += f": {exc}"
-    frames = traceback.extract_tb(exc.__traceback__)
-    if frames:
-        f = frames[-1]
-        text += f", {f.name}({f.filename.rsplit('/', 1)[-1]}:{f.lineno})"
+    tb = exc.__traceback__
+    if tb is not None:
+        while tb.tb_next is not None:  # the innermost frame, without reading source files (linecache)
+            tb = tb.tb_next
+        code = tb.tb_frame.f_code
+        text += f", {code.co_name}({code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno})"
     return text
 
 
@@ -97,6 +112,32 @@ def system_error(request: RemotingCommand, exc: BaseException) -> RemotingComman
         serialize_type=SerializeType.JSON,
         request_code=request.code,
     )
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: how much of a refusal's cause a log line carries (a hostile value may be megabytes)
+LOG_CAUSE_CHARS = 400
+
+
+def one_line(text: str, limit: int = LOG_CAUSE_CHARS) -> str:
+    """``text`` fit for one log line: control characters escaped (a value with a newline must not
+    forge a second line), cut at ``limit`` characters."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text)} chars)"
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def log_handler_error(ctx: RequestContext, request: RemotingCommand, exc: Exception) -> None:
+    """One line for a refusal of bad input; the traceback for anything else (a bug to fix)."""
+    if isinstance(exc, REFUSALS):
+        log.warning(
+            "process request refused: code %d from %s answered SYSTEM_ERROR: %s",
+            request.code,
+            ctx.remote_addr,
+            one_line(describe_exception(exc)),
+        )
+    else:
+        log.exception("process request exception: code %d from %s", request.code, ctx.remote_addr)
 
 
 class FastPath(Protocol):
@@ -170,7 +211,8 @@ class Dispatcher:
                 for hook in self.before:
                     hook(ctx, request)
             except Exception as exc:
-                log.error("request code %d from %s refused: %s", request.code, ctx.remote_addr, describe_exception(exc))
+                cause = one_line(describe_exception(exc))
+                log.error("request code %d from %s refused: %s", request.code, ctx.remote_addr, cause)
                 return None if request.is_oneway else system_error(request, exc)
         entry = self._handlers.get(request.code) or self._default
         if entry is None:
@@ -178,6 +220,9 @@ class Dispatcher:
             return not_supported(request)
         handler, is_async = entry
         try:
+            header_class = REQUEST_HEADERS.get(request.code)
+            if header_class is not None:
+                header_class.check_wire_values(request.ext_fields)
             if is_async:
                 response = await handler(ctx, request)  # type: ignore[misc]
             else:
@@ -185,7 +230,7 @@ class Dispatcher:
         except trio.Cancelled:
             raise
         except Exception as exc:
-            log.exception("process request exception: code %d from %s", request.code, ctx.remote_addr)
+            log_handler_error(ctx, request, exc)
             if request.is_oneway:
                 return None
             return system_error(request, exc)

@@ -15,12 +15,12 @@ import os
 
 from ..codecs.bodies.base import JsonBody
 from ..codecs.bodies.store_config import CONFIG_FILES, encode_config_file
-from ..codecs.errors import CodecError
 
 __all__ = [
     "CONFIG_FILE_NAMES",
     "BrokerConfigFiles",
     "ConfigFile",
+    "ConfigFileUnreadable",
     "file_to_string",
     "string_to_file",
 ]
@@ -112,6 +112,13 @@ def string_to_file(text: str | bytes, path: str) -> None:
     _sync_dir(path)
 
 
+class ConfigFileUnreadable(OSError):
+    """A config file that does not parse, with no ``.bak`` that does: a broker must not start on an
+    empty table in its place (every group's offsets, every topic would be gone at the next write).
+    Java 4.9.8's ConfigManager.load fails the same way when the ``.bak`` does not parse either, and the
+    broker exits; it starts empty only when there is no ``.bak`` at all, which we refuse too."""
+
+
 class ConfigFile:
     """One config file with its ``.bak``."""
 
@@ -127,16 +134,29 @@ class ConfigFile:
         return os.path.exists(self.path) or os.path.exists(self.bak_path)
 
     def load(self) -> JsonBody | None:
-        """The document, from the file or else its ``.bak``; None when neither holds one."""
+        """The document, from the file or else its ``.bak``; None when neither exists or both are empty.
+
+        ConfigFileUnreadable when the file does not parse and there is no ``.bak`` that does."""
         text = file_to_string(self.path)
+        failure: ValueError | None = None
         if text:
             try:
                 return self.doc_class.decode(text)
-            except CodecError as exc:
-                log.error("load %s failed (%s), trying the backup", self.path, exc)
+            except ValueError as exc:
+                failure = exc
         bak = file_to_string(self.bak_path)
         if bak:
-            return self.doc_class.decode(bak)
+            try:
+                doc = self.doc_class.decode(bak)
+            except ValueError as exc:
+                raise ConfigFileUnreadable(
+                    f"config file {self.path} and its backup do not parse: {failure or exc}"
+                ) from None
+            if failure is not None:
+                log.error("load %s failed (%s), loaded its backup", self.path, failure)
+            return doc
+        if failure is not None:
+            raise ConfigFileUnreadable(f"config file {self.path} does not parse and has no backup: {failure}")
         return None
 
     def persist(self, doc: JsonBody) -> None:

@@ -43,6 +43,10 @@ from rocketpy.remoting import open_remoting_client
 from rocketpy.remoting.tls import TlsConfig, connect_stream
 from rocketpy.testing import broker_client, running_broker
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_values import GoldenRequest, load_golden_requests, mutate_golden  # noqa: E402
+from server_process import ServerProcess, memory_kib, start_servers, stop_server  # noqa: E402
+
 TLS_CLIENT = TlsConfig(enable=True).client_context()
 
 #: the checker's own names; fuzzed requests never use them (deleting its topic is not a bug)
@@ -70,11 +74,6 @@ JSON_KEYS = [
     "brokerName", "queueId", "offsetTable", "readQueueNums", "writeQueueNums", "perm", "topicFilterType",
     "topicSysFlag", "order", "brokerAddrs", "cluster", "list", "topicList", "classFilterMode", "filterClassSource",
 ]
-
-
-#: exceptions a handler may raise on a bad field value: Java answers those with SYSTEM_ERROR too
-#: (RemotingCommandException, NumberFormatException), and so does our dispatcher
-ANSWERED = {"CodecError", "ValueError", "RequestFailed", "ConfigError"}
 
 
 def rand_text(rng: random.Random) -> str:
@@ -308,25 +307,28 @@ def mutate(rng: random.Random, frame: bytes) -> bytes:
 
 
 class Findings(logging.Handler):
-    """Collects server exceptions; unique ones by (type, innermost rocketpy frame)."""
+    """Collects server tracebacks, unique ones by (type, innermost rocketpy frame), and counts the
+    one-line refusals of bad input by request code and cause."""
 
     def __init__(self, out: Path, recent: dict[str, deque[tuple[int, bytes]]]) -> None:
-        super().__init__(logging.ERROR)
+        super().__init__(logging.WARNING)
         self.out = out
         self.recent = recent
         self.unique: dict[str, dict[str, Any]] = {}
+        #: every log record that carried a traceback
         self.total = 0
-        #: handler errors answered with SYSTEM_ERROR as Java answers them (bad field values)
-        self.answered = 0
+        #: "code N: cause" -> count, for the one-line refusals (SYSTEM_ERROR answers to bad input)
+        self.refusals: dict[str, int] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         if not record.exc_info or record.exc_info[1] is None:
+            if record.msg.startswith("process request refused"):
+                code, cause = record.args[0], str(record.args[2])  # type: ignore[index]
+                key = f"code {code}: {cause.split(':')[0].split(',')[0][:80]}"
+                self.refusals[key] = self.refusals.get(key, 0) + 1
             return
         self.total += 1
         exc = record.exc_info[1]
-        if record.msg.startswith("process request exception") and type(exc).__name__ in ANSWERED:
-            self.answered += 1
-            return
         frames = traceback.extract_tb(exc.__traceback__)
         mine = [f for f in frames if "rocketpy" in f.filename] or frames
         where = f"{os.path.basename(mine[-1].filename)}:{mine[-1].lineno}" if mine else "?"
@@ -357,10 +359,26 @@ class Stats:
         self.tls = 0
         self.slow_probes = 0
         self.hogs: list[str] = []
+        self.exits: dict[str, int] = {}
+
+
+def golden_frame(rng: random.Random, golden: list[GoldenRequest]) -> tuple[int, bytes]:
+    """A request of the official client with hostile header values (golden_values)."""
+    cmd = mutate_golden(rng, rng.choice(golden), protect=(CHECK_TOPIC, CHECK_GROUP))
+    try:
+        return cmd.code, cmd.encode()
+    except Exception:  # a value the binary header cannot carry (a key over 32 KiB): send it as JSON
+        cmd.serialize_type = SerializeType.JSON
+        return cmd.code, cmd.encode()
 
 
 async def fuzz_connection(
-    addr: tuple[str, int], rng: random.Random, codes: list[int], stats: Stats, recent: dict[str, deque]
+    addr: tuple[str, int],
+    rng: random.Random,
+    codes: list[int],
+    stats: Stats,
+    recent: dict[str, deque],
+    golden: list[GoldenRequest],
 ) -> None:
     try:
         stream = await trio.open_tcp_stream(*addr)
@@ -397,9 +415,14 @@ async def fuzz_connection(
         async with stream:
             with trio.move_on_after(20):
                 buf = bytearray()
-                structured = rng.random() < 0.6
+                kind = rng.random()
                 for _ in range(rng.randint(1, 40)):
-                    code, frame = structured_frame(rng, codes) if structured else make_frame(rng, codes)
+                    if kind < 0.45:
+                        code, frame = structured_frame(rng, codes)
+                    elif kind < 0.75 and golden:
+                        code, frame = golden_frame(rng, golden)
+                    else:
+                        code, frame = make_frame(rng, codes)
                     sent.append((code, frame))
                     buf += frame
                     stats.requests += 1
@@ -459,7 +482,11 @@ async def checker(broker_addr: str, stats: Stats, stop: trio.Event) -> None:
         # drain: everything acked must come back
         with trio.move_on_after(20):
             while acked:
-                resp, msgs = await bc.pull(CHECK_GROUP, CHECK_TOPIC, 0, next_pull, max_nums=32)
+                try:
+                    resp, msgs = await bc.pull(CHECK_GROUP, CHECK_TOPIC, 0, next_pull, max_nums=32)
+                except Exception as exc:  # a broker that stopped answering: its acked messages count as lost
+                    stats.unanswered_probes.append(f"drain pull failed: {exc!r}")
+                    break
                 if not msgs:
                     break
                 for m in msgs:
@@ -514,6 +541,47 @@ def time_dispatches(stats: Stats) -> None:
     Dispatcher.dispatch = timed  # type: ignore[method-assign]
 
 
+def top_growth(first: Any, now: Any, limit: int = 12) -> list[str]:
+    """tracemalloc: where the servers' live memory grew between two snapshots, by allocating line
+    (allocations made for the fuzzer's own frames are left out)."""
+    import tracemalloc
+
+    keep = [tracemalloc.Filter(True, "*rocketpy/*", all_frames=True),
+            tracemalloc.Filter(False, "*tools/fuzz/*", all_frames=True)]
+    diff = now.filter_traces(keep).compare_to(first.filter_traces(keep), "lineno")
+    return [str(d) for d in diff[:limit]]
+
+
+def growth_tracebacks(first: Any, now: Any, limit: int = 15) -> str:
+    """The allocation tracebacks whose live memory grew most between two snapshots."""
+    import tracemalloc
+
+    keep = [tracemalloc.Filter(True, "*rocketpy/*", all_frames=True)]
+    diff = now.filter_traces(keep).compare_to(first.filter_traces(keep), "traceback")
+    return "\n\n".join(f"{d.size_diff / 1024:+.1f} KiB, {d.count_diff:+d} blocks\n" + "\n".join(d.traceback.format())
+                         for d in diff[:limit])
+
+
+def census(root: Any, depth: int = 2, prefix: str = "", seen: set[int] | None = None) -> dict[str, int]:
+    """Sizes of the containers a server object holds, two attributes deep (broker.consumers.groups ...):
+    what grows here is what a run retains."""
+    seen = set() if seen is None else seen
+    out: dict[str, int] = {}
+    if id(root) in seen:
+        return out
+    seen.add(id(root))
+    names = list(getattr(root, "__dict__", {}))
+    for cls in type(root).__mro__:
+        names += [n for n in getattr(cls, "__slots__", ()) if isinstance(n, str)]
+    for name in names:
+        value = getattr(root, name, None)
+        if isinstance(value, (dict, set, list, deque)):
+            out[prefix + name] = len(value)
+        elif depth > 1 and value is not None and type(value).__module__.startswith("rocketpy"):
+            out.update(census(value, depth - 1, f"{prefix}{name}.", seen))
+    return out
+
+
 async def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -521,66 +589,163 @@ async def run(args: argparse.Namespace) -> int:
     findings = Findings(out, recent)
     logging.getLogger().addHandler(findings)
     logging.getLogger().setLevel(logging.WARNING)
-    logging.getLogger("rocketpy").setLevel(logging.ERROR)  # bad input is logged by design; keep the tracebacks
+    logging.getLogger("rocketpy").setLevel(logging.WARNING)  # tracebacks, and refusals (counted)
     rng = random.Random(args.seed)
     stats = Stats()
-    time_dispatches(stats)
     codes = all_codes()
+    golden = load_golden_requests(skip_codes=frozenset(int(c) for c in UNSAFE_CODES)) if args.golden else []
+    memory: dict[str, list[dict[str, Any]]] = {}
+    growth: list[str] = []
     started = time.monotonic()
+
+    def sample(servers: dict[str, int]) -> None:
+        for name, pid in servers.items():
+            memory.setdefault(name, []).append({"t": round(time.monotonic() - started), **memory_kib(pid)})
+
+    census_at: dict[str, dict[str, int]] = {}
+
+    procs: tuple[ServerProcess, ...] = ()
+    workdir = Path(".")
+
+    async def fuzz(ns_addr: str, b_addr: str, servers: dict[str, int], objects: dict[str, Any] | None = None) -> None:
+        nonlocal started
+        started = time.monotonic()  # the servers are up: the run's duration counts from here
+        objects = objects or {}
+        targets = [tuple_addr(ns_addr), tuple_addr(b_addr)]
+        by_target = {t: [g for g in golden if g.to_namesrv == (t == targets[0])] for t in targets}
+        snapshot = None
+        if args.tracemalloc and not procs:
+            import tracemalloc
+
+            tracemalloc.start(6)
+            snapshot = tracemalloc.take_snapshot()
+        snaps: dict[str, Any] = {}
+        if args.tracemalloc and procs:
+            snaps = {p.name: await p.snapshot(workdir) for p in procs}
+        sample(servers)
+        for name, obj in objects.items():
+            census_at[f"{name} start"] = census(obj)
+        stop = trio.Event()
+        async with trio.open_nursery() as inner:
+            inner.start_soon(checker, b_addr, stats, stop)
+            inner.start_soon(prober, ns_addr, b_addr, stats, stop)
+            last_report = time.monotonic()
+            async with trio.open_nursery() as workers:
+                limit = trio.Semaphore(args.concurrency)
+
+                async def one(target: tuple[str, int], seed: int) -> None:
+                    try:
+                        await fuzz_connection(target, random.Random(seed), codes, stats, recent, by_target[target])
+                    finally:
+                        limit.release()
+
+                while time.monotonic() - started < args.duration:
+                    await limit.acquire()
+                    workers.start_soon(one, rng.choice(targets), rng.getrandbits(64))
+                    if len(recent) > 2000:  # forget old peers
+                        for k in list(recent)[:1000]:
+                            del recent[k]
+                    if time.monotonic() - last_report > 60:
+                        last_report = time.monotonic()
+                        sample(servers)
+                        mem = " ".join(f"{n} RssAnon {m[-1].get('RssAnon', 0) // 1024} MiB" for n, m in memory.items())
+                        print(f"{int(last_report - started)} s: {stats.requests} requests, "
+                              f"{len(findings.unique)} unique findings, acked {stats.acked}, "
+                              f"delivered {stats.delivered}; {mem}", flush=True)
+                        if snapshot is not None:
+                            import tracemalloc
+
+                            growth[:] = top_growth(snapshot, tracemalloc.take_snapshot())
+                            print("  grew: " + "\n  grew: ".join(growth[:8]), flush=True)
+                        for p in procs if snaps else ():
+                            now = await p.snapshot(workdir)
+                            if now is not None and snaps[p.name] is not None:
+                                growth[:] = [f"{p.name}: {g}" for g in top_growth(snaps[p.name], now)]
+                                print("  grew: " + "\n  grew: ".join(growth[:10]), flush=True)
+            stop.set()
+        # the fuzzing connections are closed: what the servers still hold now is what they keep
+        await trio.sleep(args.settle)
+        sample(servers)
+        for name, obj in objects.items():
+            census_at[f"{name} end"] = census(obj)
+        if snapshot is not None:
+            import tracemalloc
+
+            growth[:] = top_growth(snapshot, tracemalloc.take_snapshot(), 25)
+        grown: list[str] = []
+        for p in procs if snaps else ():
+            now = await p.snapshot(workdir)
+            if now is not None and snaps[p.name] is not None:
+                grown += [f"{p.name}: {g}" for g in top_growth(snaps[p.name], now, 25)]
+                (out / f"{p.name}-growth-traceback.txt").write_text(growth_tracebacks(snaps[p.name], now))
+        if grown:
+            growth[:] = grown
+
     with tempfile.TemporaryDirectory(prefix="rocketpy-fuzz-") as tmp:
-        ns = NameServer(NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kv.json",
-                                      config_store_path=f"{tmp}/namesrv.properties"))
-        async with trio.open_nursery() as nursery:
-            await nursery.start(ns.run)
-            assert ns.remoting is not None and ns.remoting.port is not None
-            ns_addr = f"127.0.0.1:{ns.remoting.port}"
-            async with running_broker(f"{tmp}/store", namesrvAddr=ns_addr) as broker:
-                b_addr = broker.servers[0].address
-                targets = [("127.0.0.1", ns.remoting.port), ("127.0.0.1", broker.servers[0].port)]
-                stop = trio.Event()
-                async with trio.open_nursery() as inner:
-                    inner.start_soon(checker, b_addr, stats, stop)
-                    inner.start_soon(prober, ns_addr, b_addr, stats, stop)
-                    last_report = time.monotonic()
-                    async with trio.open_nursery() as workers:
-                        limit = trio.Semaphore(args.concurrency)
-
-                        async def one(target: tuple[str, int], seed: int) -> None:
-                            try:
-                                await fuzz_connection(target, random.Random(seed), codes, stats, recent)
-                            finally:
-                                limit.release()
-
-                        while time.monotonic() - started < args.duration:
-                            await limit.acquire()
-                            workers.start_soon(one, rng.choice(targets), rng.getrandbits(64))
-                            if len(recent) > 2000:  # forget old peers
-                                for k in list(recent)[:1000]:
-                                    del recent[k]
-                            if time.monotonic() - last_report > 60:
-                                last_report = time.monotonic()
-                                print(f"{int(last_report - started)} s: {stats.requests} requests, "
-                                      f"{len(findings.unique)} unique findings, acked {stats.acked}, "
-                                      f"delivered {stats.delivered}", flush=True)
-                    stop.set()
+        if args.servers == "process":
+            workdir = Path(tmp)
+            procs = await start_servers(workdir, traced=args.tracemalloc)
+            ns_proc, b_proc = procs
+            try:
+                await fuzz(ns_proc.addr, b_proc.addr, {p.name: p.proc.pid for p in procs})
+            finally:
+                exits = {p.name: await stop_server(p) for p in procs}
+            for p in procs:
+                p.log.scan()
+                findings.total += p.log.tracebacks
+                for key, count in p.log.unique.items():
+                    name = f"{p.name}: {key}"
+                    findings.unique[name] = {"key": name, "count": count, "traceback": p.log.examples[key]}
+                    (out / f"finding-{len(findings.unique):03d}.json").write_text(
+                        json.dumps(findings.unique[name], indent=1))
+                for key, count in p.log.refusals.items():
+                    findings.refusals[f"{p.name} {key}"] = count
+                (out / f"{p.name}.log.tail").write_text(p.log.path.read_text(errors="replace")[-200_000:])
+            stats.exits = exits
+        else:
+            time_dispatches(stats)
+            ns = NameServer(NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kv.json",
+                                          config_store_path=f"{tmp}/namesrv.properties"))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(ns.run)
+                assert ns.remoting is not None and ns.remoting.port is not None
+                ns_addr = f"127.0.0.1:{ns.remoting.port}"
+                async with running_broker(f"{tmp}/store", namesrvAddr=ns_addr) as broker:
+                    await fuzz(ns_addr, broker.servers[0].address, {"servers and fuzzer": os.getpid()},
+                               {"broker": broker, "namesrv": ns})
                 nursery.cancel_scope.cancel()
     elapsed = time.monotonic() - started
     result = {
-        "seconds": round(elapsed), "seed": args.seed, "requests": stats.requests, "bytes": stats.bytes,
-        "connections": stats.connections, "tls_connections": stats.tls, "answers_read": stats.answers,
-        "codes": len(stats.by_code),
+        "seconds": round(elapsed), "seed": args.seed, "servers": args.servers, "requests": stats.requests,
+        "bytes": stats.bytes, "connections": stats.connections, "tls_connections": stats.tls,
+        "answers_read": stats.answers, "codes": len(stats.by_code),
         "acked": stats.acked, "delivered": stats.delivered, "lost": stats.lost[:50],
         "unanswered_probes": stats.unanswered_probes[:50], "slow_probes": stats.slow_probes, "hogs": stats.hogs[:50],
-        "server_exceptions": findings.total,
-        "answered_system_error": findings.answered,
+        "tracebacks": findings.total,
         "unique_findings": sorted(findings.unique),
+        "refused_one_line": sum(findings.refusals.values()),
+        "refusals": dict(sorted(findings.refusals.items(), key=lambda kv: -kv[1])[:40]),
+        "memory_kib": {name: {"start": m[0], "end": m[-1], "series": m} for name, m in memory.items()},
+        "exit_codes": stats.exits,
+        "tracemalloc_growth": growth,
+        "grown_tables": {
+            name: {k: (v, census_at[f"{name} end"].get(k)) for k, v in sorted(census_at[f"{name} start"].items())
+                   if census_at[f"{name} end"].get(k) != v}
+            for name in ("broker", "namesrv") if f"{name} start" in census_at
+        },
     }
     prev = out / "stats.json"
     runs = json.loads(prev.read_text()) if prev.exists() else []
     runs.append(result)
     prev.write_text(json.dumps(runs, indent=1))
-    print(json.dumps(result, indent=1))
+    print(json.dumps({k: v for k, v in result.items() if k != "memory_kib"}, indent=1))
+    print(json.dumps({n: {"start": m["start"], "end": m["end"]} for n, m in result["memory_kib"].items()}))
     return 1 if (stats.lost or stats.unanswered_probes or stats.hogs or findings.unique) else 0
+
+
+def tuple_addr(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    return host, int(port)
 
 
 def main() -> int:
@@ -589,6 +754,16 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--concurrency", type=int, default=8, help="fuzzing connections at once")
     ap.add_argument("--out", default="fuzz-out", help="findings and stats.json go here")
+    ap.add_argument("--servers", choices=["inprocess", "process"], default="inprocess",
+                    help="run the servers in this process (findings carry the guilty frames) or as their own "
+                         "rocketpy namesrv / broker processes (their memory is measured alone; logs scanned)")
+    ap.add_argument("--no-golden", dest="golden", action="store_false",
+                    help="leave out the golden requests with hostile header values")
+    ap.add_argument("--tracemalloc", action="store_true",
+                    help="print where the servers' live memory grew, every minute (with --servers process, the "
+                         "servers run under traced_server.py)")
+    ap.add_argument("--settle", type=float, default=10.0,
+                    help="seconds to wait after the last connection before the final memory sample")
     args = ap.parse_args()
     socket.setdefaulttimeout(None)
     return trio.run(run, args)

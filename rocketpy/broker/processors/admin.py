@@ -65,6 +65,18 @@ def _check_topic_name(request: RemotingCommand, topic: str) -> RemotingCommand |
     return None
 
 
+#: the most queues a topic may have here. Java sets no bound, and every per-queue loop (consume stats,
+#: topic stats, offsets) then runs that many times: one UPDATE_AND_CREATE_TOPIC with writeQueueNums
+#: 2147483647 (the 30-minute fuzz run) held the broker's event loop and took 3 GiB a minute until killed
+QUEUE_NUMS_MAX = 1024
+
+
+def check_queue_nums(name: str, value: int | None) -> None:
+    """ValueError (answered SYSTEM_ERROR) unless ``value`` is a queue count this broker takes."""
+    if value is not None and not 0 <= value <= QUEUE_NUMS_MAX:
+        raise ValueError(f"{name} {value} is out of range [0, {QUEUE_NUMS_MAX}]")
+
+
 async def update_and_create_topic(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     broker = ctx.state
     h = java_decode_header(request, CreateTopicRequestHeader)
@@ -76,6 +88,8 @@ async def update_and_create_topic(ctx: BrokerContext, request: RemotingCommand) 
         if value is None:
             # Java unboxes these Integers: a missing or unparsable one fails the request, no topic is made
             raise ValueError(f"the custom field <{name}> is null")
+    for name, value in (("readQueueNums", h.read_queue_nums), ("writeQueueNums", h.write_queue_nums)):
+        check_queue_nums(name, value)
     tc = new_topic(topic, h.read_queue_nums, h.write_queue_nums, h.perm, h.topic_sys_flag or 0)
     try:
         tc.topic_filter_type = TopicFilterType[h.topic_filter_type or "SINGLE_TAG"]
@@ -114,6 +128,7 @@ async def update_and_create_subscription_group(ctx: BrokerContext, request: Remo
         if cfg.group_name is None:
             # Java's table.put(null, ...) throws; a nameless group must not reach subscriptionGroup.json
             raise ValueError("SubscriptionGroupConfig has no groupName")
+        check_queue_nums("retryQueueNums", cfg.retry_queue_nums)  # the size of its retry topic
         broker.groups.update(cfg)
         await broker.config_writer.write_dirty()
     return respond(request)

@@ -18,7 +18,9 @@ from ...codecs.bodies import (
 from ...codecs.codes import MixAll, PermName, TopicSysFlag
 from ...codecs.headers import (
     GetConsumerListByGroupRequestHeader,
+    QueryConsumerOffsetRequestHeader,
     UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
 )
 from ...remoting import java_decode_header
 from ..clients import ClientChannelInfo
@@ -106,8 +108,8 @@ def get_consumer_list_by_group(ctx: BrokerContext, request: RemotingCommand) -> 
 
 def query_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     broker = ctx.state
-    ext = request.ext_fields or {}
-    group, topic, queue_id = ext.get("consumerGroup", ""), ext.get("topic", ""), int(ext.get("queueId", "0"))
+    h = java_decode_header(request, QueryConsumerOffsetRequestHeader)  # numbers checked by the dispatcher
+    group, topic, queue_id = h.consumer_group or "", h.topic or "", h.queue_id
     offset = broker.offsets.query(group, topic, queue_id)
     if offset >= 0:
         return respond(request, header={"offset": str(offset)})
@@ -120,14 +122,25 @@ def query_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> Remot
 
 
 def update_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    """Commit an offset; the dispatcher has refused numbers beyond their Java type. An offset for a
+    group this broker does not have and cannot auto-create (an illegal name, or autoCreateSubscriptionGroup
+    off), a topic it does not have, or a queue the topic does not have is refused, as Java 5's
+    ConsumerManageProcessor refuses the group and topic: 4.9.8 stored and persisted any of them, so a
+    stream of random names grew the table, its stats and consumerOffset.json without bound."""
     broker = ctx.state
-    ext = request.ext_fields or {}
-    broker.offsets.commit(
-        ext.get("consumerGroup", ""),
-        ext.get("topic", ""),
-        int(ext.get("queueId", "0")),
-        int(ext.get("commitOffset", "0")),
-    )
+    h = java_decode_header(request, UpdateConsumerOffsetRequestHeader)
+    group = h.consumer_group or ""
+    if broker.groups.find(group) is None:
+        return respond(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} not exist!", header={})
+    topic = h.topic or ""
+    tc = broker.topics.get(topic)
+    if tc is None:
+        return respond(request, ResponseCode.TOPIC_NOT_EXIST, f"Topic {topic} not exist!", header={})
+    queues = max(tc.read_queue_nums, tc.write_queue_nums)
+    if not 0 <= h.queue_id < queues:
+        remark = f"queueId[{h.queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{queues}]"
+        return respond(request, ResponseCode.SYSTEM_ERROR, remark, header={})
+    broker.offsets.commit(group, topic, h.queue_id, h.commit_offset)
     return respond(request, header={})
 
 

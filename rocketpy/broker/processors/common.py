@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ...codecs import RemotingCommand
-from ...remoting.dispatch import RequestContext, system_error
+from ...remoting.dispatch import RequestContext, log_handler_error, system_error
 
 log = logging.getLogger("rocketpy.broker")
 
@@ -52,7 +52,7 @@ async def _finish(handler: AsyncHandler[C], ctx: C, request: RemotingCommand) ->
     try:
         response = await handler(ctx, request)
     except Exception as exc:
-        log.exception("process request exception: code %d from %s", request.code, ctx.remote_addr)
+        log_handler_error(ctx, request, exc)
         response = system_error(request, exc)
     if response is None:
         return

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from ...javacompat.hashmap import hashmap_order
 from ...javacompat.lang import parse_java_int
-from ..errors import CodecError, MissingField
+from ..errors import BadFieldValue, CodecError, MissingField
 
 log = logging.getLogger("rocketpy.codecs")
 
@@ -47,10 +47,10 @@ class FieldSpec:
             try:
                 return float(text)
             except ValueError:
-                raise CodecError(f"{header}: field <{self.java_name}> is not a double: {text!r}") from None
+                raise BadFieldValue(header, self.java_name, self.kind, text) from None
         value = parse_java_int(text, 32 if kind in ("int", "integer") else 64)
         if value is None:
-            raise CodecError(f"{header}: field <{self.java_name}> is not a Java {self.kind}: {text[:40]!r}")
+            raise BadFieldValue(header, self.java_name, self.kind, text)
         return value
 
     def format(self, value: Any) -> str:
@@ -116,6 +116,9 @@ class CommandHeader:
     fast_codes: ClassVar[bool] = False
     fields_spec: ClassVar[tuple[FieldSpec, ...]] = ()
     _by_java: ClassVar[dict[str, FieldSpec]] = {}
+    #: what check_wire_values looks at: every field but the Strings, and whether Java leaves it null
+    #: when it is absent (a boxed type with no initializer)
+    _wire_checked: ClassVar[tuple[tuple[FieldSpec, bool], ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -129,6 +132,10 @@ class CommandHeader:
             specs.append(FieldSpec(f.name, java or _camel(f.name), kind, required, doc))
         cls.fields_spec = tuple(specs)
         cls._by_java = {s.java_name: s for s in specs}
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        cls._wire_checked = tuple(
+            (s, not s.primitive and defaults[s.attr] is None) for s in specs if s.kind != "String"
+        )
 
     @classmethod
     def from_ext_fields(cls: type[H], ext: Mapping[str, str] | None, *, lenient: bool = False) -> H:
@@ -163,6 +170,26 @@ class CommandHeader:
         header = cls(**values)
         header.check_fields()
         return header
+
+    @classmethod
+    def check_wire_values(cls, ext: Mapping[str, str] | None) -> None:
+        """Refuse, before any handler sees them, the extFields a typed header cannot hold.
+
+        A number field (int, long, double and their boxed forms) must parse as Java parses it
+        (BadFieldValue: Java's NumberFormatException), and a @CFNotNull boxed number or Boolean with
+        no initializer must be present (MissingField). Java 4.9.8's reflective decode logs both and
+        leaves the field null (or at its initializer), which the handler then unboxes: a
+        NullPointerException answered SYSTEM_ERROR. Refusing up front gives that answer, with the
+        cause in the remark, and keeps a value beyond its Java type out of memory and config files.
+        Missing Strings and primitives stay Java's (null, the initializer) for the handler to judge.
+        """
+        for spec, null_if_absent in cls._wire_checked:
+            text = ext.get(spec.java_name) if ext else None
+            if text is None:
+                if spec.required and null_if_absent:
+                    raise MissingField(cls.__name__, spec.java_name)
+            elif spec.kind not in ("boolean", "Boolean"):  # Boolean.parseBoolean takes anything
+                spec.parse(text, cls.__name__)
 
     def check_fields(self) -> None:
         """Java's CommandCustomHeader.checkFields, run after decoding; raise CodecError to refuse."""

@@ -1,0 +1,172 @@
+"""The servers under fuzz as their own processes (``rocketpy namesrv``, ``rocketpy broker``), as an
+operator runs them: their memory is theirs alone (read from /proc/PID/status), and what they log is
+scanned for tracebacks and one-line refusals.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from rocketpy.testing import free_port
+
+#: the /proc/PID/status lines reported, in KiB
+MEMORY_KEYS = ("VmRSS", "RssAnon", "RssFile")
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """VmRSS, RssAnon and RssFile of a process, in KiB ({} once it is gone)."""
+    out: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in MEMORY_KEYS:
+                    out[key] = int(value.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+@dataclass
+class ServerLog:
+    """What a server wrote: tracebacks (unique by their last line and innermost rocketpy frame) and the
+    one-line refusals of bad input, by request code and cause."""
+
+    path: Path
+    tracebacks: int = 0
+    unique: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, str] = field(default_factory=dict)
+    refusals: dict[str, int] = field(default_factory=dict)
+
+    _REFUSED = re.compile(r"process request refused: code (-?\d+) from \S+ answered SYSTEM_ERROR: ([^:,]{0,80})")
+
+    def scan(self) -> None:
+        lines = self.path.read_text(errors="replace").splitlines()
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            m = self._REFUSED.search(line)
+            if m:
+                key = f"code {m.group(1)}: {m.group(2)}"
+                self.refusals[key] = self.refusals.get(key, 0) + 1
+            if line.startswith("Traceback (most recent call last)"):
+                j = i + 1
+                where = "?"
+                while j < len(lines) and (lines[j].startswith(" ") or not lines[j].strip()):
+                    fm = re.match(r'\s+File "([^"]+)", line (\d+)', lines[j])
+                    if fm and "rocketpy" in fm.group(1):
+                        where = f"{os.path.basename(fm.group(1))}:{fm.group(2)}"
+                    j += 1
+                last = lines[j] if j < len(lines) else "?"
+                key = f"{last.split(':')[0]}@{where}"
+                self.tracebacks += 1
+                self.unique[key] = self.unique.get(key, 0) + 1
+                self.examples.setdefault(key, "\n".join(lines[max(0, i - 1) : j + 1])[-4000:])
+                i = j
+            i += 1
+
+
+@dataclass
+class ServerProcess:
+    name: str
+    proc: trio.Process
+    log: ServerLog
+    port: int
+    #: snapshots asked for so far (traced_server numbers its dumps from 0)
+    snapshots: int = 0
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def memory(self) -> dict[str, int]:
+        return memory_kib(self.proc.pid)
+
+    async def snapshot(self, workdir: Path) -> Any:
+        """The next tracemalloc snapshot of a traced server (None if it did not come in time)."""
+        import tracemalloc
+
+        path = workdir / f"{self.name}.snap.{self.snapshots}"
+        self.snapshots += 1
+        self.proc.send_signal(signal.SIGUSR1)
+        with trio.move_on_after(300):  # a big heap on a busy machine takes a while
+            while not path.exists():
+                await trio.sleep(0.5)
+            return tracemalloc.Snapshot.load(str(path))
+        return None
+
+
+TRACED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "traced_server.py")
+
+
+async def start_servers(workdir: Path, traced: bool = False) -> tuple[ServerProcess, ServerProcess]:
+    """A NameServer and a broker registered with it, each its own ``python -m rocketpy.cli`` process
+    logging to ``workdir/<name>.log``; ``traced``: under traced_server.py (tracemalloc, SIGUSR1 dumps
+    a snapshot to ``workdir/<name>.snap.<n>``)."""
+    ns_port, broker_port = free_port(), free_port()
+    store = workdir / "store"
+    store.mkdir(parents=True, exist_ok=True)
+    conf = workdir / "broker.conf"
+    conf.write_text(
+        "\n".join(
+            [
+                "brokerName=broker-a",
+                "brokerClusterName=DefaultCluster",
+                "brokerIP1=127.0.0.1",
+                "brokerIP2=127.0.0.1",
+                f"namesrvAddr=127.0.0.1:{ns_port}",
+                f"storePathRootDir={store}",
+                f"storePathCommitLog={store}/commitlog",
+                f"mappedFileSizeCommitLog={64 * 1024 * 1024}",
+                "mappedFileSizeConsumeQueue=600000",
+            ]
+        )
+        + "\n"
+    )
+    kv = workdir / "namesrv"
+    kv.mkdir(exist_ok=True)
+    ns_conf = workdir / "namesrv.properties"
+    ns_conf.write_text(f"kvConfigPath={kv}/kvConfig.json\nconfigStorePath={ns_conf}\n")
+    commands = {
+        "namesrv": ["namesrv", "-c", str(ns_conf), "--listen", f"127.0.0.1:{ns_port}"],
+        "broker": ["broker", "-c", str(conf), "--host", "127.0.0.1", "-p", str(broker_port), "--no-vip"],
+    }
+    ready = {"namesrv": "boot success", "broker": "serving on"}
+    started: list[ServerProcess] = []
+    for name, args in commands.items():
+        log_path = workdir / f"{name}.log"
+        launcher = [TRACED] if traced else ["-m", "rocketpy.cli"]
+        env = {**os.environ, "TRACED_SERVER_DUMP": str(workdir / f"{name}.snap")}
+        with open(log_path, "wb") as log_file:  # the child keeps its own descriptor
+            proc = await trio.lowlevel.open_process(
+                [sys.executable, *launcher, *args], stdout=log_file, stderr=subprocess.STDOUT, env=env
+            )
+        started.append(ServerProcess(name, proc, ServerLog(log_path), ns_port if name == "namesrv" else broker_port))
+        try:
+            with trio.fail_after(300 if traced else 120):  # a busy machine, tracemalloc: slow starts
+                while ready[name] not in log_path.read_text(errors="replace"):
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"{name} exited: {log_path.read_text(errors='replace')[-2000:]}")
+                    await trio.sleep(0.2)
+        except BaseException:
+            for server in started:
+                server.proc.kill()
+            raise
+    return started[0], started[1]
+
+
+async def stop_server(server: ServerProcess) -> int:
+    server.proc.send_signal(signal.SIGTERM)
+    with trio.move_on_after(60):
+        return await server.proc.wait()
+    server.proc.kill()
+    return await server.proc.wait()
