@@ -473,11 +473,9 @@ class Producer:
                     result = await self._send_default(msg, timeout, 1 + self.retry_times_async)
                 assert result is not None
             except (RemotingError, MQClientError, trio.TooSlowError) as exc:
-                future._finish(None, exc)
-                await _call(on_exception, exc)
+                await _settle(future, None, exc, on_success, on_exception)
                 return
-            future._finish(result, None)
-            await _call(on_success, result)
+            await _settle(future, result, None, on_success, on_exception)
 
         self.client.spawn("async send", run)
         return future
@@ -538,11 +536,9 @@ class Producer:
                                               last_error=error)
             assert result is not None
         except (RemotingError, MQClientError, trio.TooSlowError) as exc:
-            future._finish(None, exc)
-            await _call(on_exception, exc)
+            await _settle(future, None, exc, on_success, on_exception)
             return
-        future._finish(result, None)
-        await _call(on_success, result)
+        await _settle(future, result, None, on_success, on_exception)
 
     def _callback(self, cb: Callable[[Any], Any] | None, value: Any) -> None:
         """A send callback called where the answer is read; an async one gets a task to run in."""
@@ -629,6 +625,17 @@ async def _awaited(out: Awaitable[Any]) -> None:
         await out
     except Exception:
         log.exception("send callback failed")
+
+
+async def _settle(future: SendFuture, result: SendResult | None, error: BaseException | None,
+                  on_success: Callable[[SendResult], Any] | None,
+                  on_exception: Callable[[BaseException], Any] | None) -> None:
+    """An async send's outcome: the future finished, then the callback of that outcome called."""
+    future._finish(result, error)
+    if error is not None:
+        await _call(on_exception, error)
+    else:
+        await _call(on_success, result)
 
 
 async def _call(cb: Callable[[Any], Any] | None, value: Any) -> None:
