@@ -350,3 +350,51 @@ async def test_topic_or_retry_queues_beyond_the_bound_are_refused(
                 answer = await c.client.invoke(c.addr, stats)
             assert answer.code == ResponseCode.SUCCESS
     assert not [r for r in caplog.records if r.exc_info]
+
+
+async def test_transaction_check_lets_other_work_run(tmp_path: Path) -> None:
+    # finding (30-minute run for issue #24): thousands of half messages of producers long gone made the
+    # transaction check run its whole pass (up to a minute) without yielding: the broker answered nothing
+    # meanwhile. Java's check has its own thread; ours now gives the event loop back between messages
+    from rocketpy.codecs.codes import MessageSysFlag
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            for i in range(200):
+                answer = await c.send("TTx", b"half-%d" % i, props={"TRAN_MSG": "true", "PGROUP": "PGTx"},
+                                      sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+                assert answer.code == ResponseCode.SUCCESS
+        await trio.sleep(0.05)
+        ran = 0
+        done = trio.Event()
+
+        async def other() -> None:
+            nonlocal ran
+            while not done.is_set():
+                ran += 1
+                await trio.sleep(0)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other)
+            await trio.sleep(0)
+            await broker.transactions.check(0, 15)
+            done.set()
+        assert ran >= 50, f"the check ran {ran} other steps for 200 half messages"
+
+
+@pytest.mark.parametrize("body", [b'{"clientID":"c","producerDataSet":[null]}',
+                                  b'{"clientID":"c","consumerDataSet":[null],"producerDataSet":[]}'])
+async def test_heartbeat_with_a_null_entry_is_refused(
+    tmp_path: Path, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding (30-minute run for issue #24): a HEART_BEAT whose producerDataSet held a null raised
+    # AttributeError (a traceback); refused now, one log line, nothing registered
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            answer = await c.client.invoke(c.addr, RemotingCommand(code=RequestCode.HEART_BEAT, body=body))
+            assert answer.code == ResponseCode.SYSTEM_ERROR and "null" in (answer.remark or "")
+        assert not broker.producers.groups and not broker.consumers.groups
+    assert not [r for r in caplog.records if r.exc_info]

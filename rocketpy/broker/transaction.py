@@ -153,6 +153,8 @@ class TransactionalMessageService:
         done_ops: list[int] = []
         op_max = store.get_max_offset_in_queue(OP, 0)
         for o in range(op_offset, op_max):
+            if (o - op_offset) % 256 == 255:
+                await trio.lowlevel.checkpoint()  # a long op queue must not hold the event loop
             op = self._read(OP, o)
             if op is None:
                 continue
@@ -171,6 +173,9 @@ class TransactionalMessageService:
         half_max = store.get_max_offset_in_queue(HALF, 0)
         i = half_offset
         while i < half_max:
+            # Java's check has a thread of its own; here the pass (up to a minute over thousands of half
+            # messages whose producers are gone) gives every other connection its turn between messages
+            await trio.lowlevel.checkpoint()
             if now_ms() - start > MAX_PROCESS_TIME_LIMIT_MS:
                 break
             if i in removed:
