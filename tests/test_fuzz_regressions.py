@@ -398,3 +398,19 @@ async def test_heartbeat_with_a_null_entry_is_refused(
             assert answer.code == ResponseCode.SYSTEM_ERROR and "null" in (answer.remark or "")
         assert not broker.producers.groups and not broker.consumers.groups
     assert not [r for r in caplog.records if r.exc_info]
+
+
+@pytest.mark.parametrize("code", [RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ])
+async def test_lock_with_a_null_queue_set_is_refused(
+    tmp_path: Path, code: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding (last fuzz run for issue #24): LOCK_BATCH_MQ with "mqSet": null raised TypeError (a traceback)
+    from rocketpy.testing import broker_client, running_broker
+
+    body = b'{"consumerGroup":"G","clientId":"c","mqSet":null}'
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            answer = await c.client.invoke(c.addr, RemotingCommand(code=code, body=body))
+            assert answer.code == ResponseCode.SYSTEM_ERROR and "mqSet is null" in (answer.remark or "")
+        assert broker.locks.table == {}
+    assert not [r for r in caplog.records if r.exc_info]

@@ -148,8 +148,11 @@ def update_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> Remo
 
 
 def _check_queues(mqs: Any) -> None:
-    # a null queue makes Java's ConcurrentHashMap throw; it must not become a lock table key
-    if any(mq is None for mq in mqs or ()):
+    # a null queue makes Java's ConcurrentHashMap throw; it must not become a lock table key. A null set
+    # fails Java's loop over it the same way (NullPointerException)
+    if mqs is None:
+        raise ValueError("mqSet is null")
+    if any(mq is None for mq in mqs):
         raise ValueError("mqSet holds a null MessageQueue")
 
 
