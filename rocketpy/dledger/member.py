@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..codecs.dledger import DLedgerResponseCode, HeartBeatRequest, HeartBeatResponse, VoteRequest, VoteResponse
@@ -542,8 +541,3 @@ class Elector:
     def _next_round(self) -> int:
         self._round_ids += 1
         return self._round_ids
-
-
-def members(outputs: Iterable[Output]) -> list[str]:
-    """The peers ``outputs`` send to, in order (for logs and tests)."""
-    return [o.peer for o in outputs if isinstance(o, Send)]

@@ -215,7 +215,7 @@ class DLedgerNode:
         request = RemotingCommand.request(code, body=body)
         try:
             resp = await client.invoke(self.config.peers[peer], request, RPC_TIMEOUT_S)
-        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, Exception) as exc:
+        except Exception as exc:  # refused, reset, timed out: to the state machines a failed request
             log.debug("DLedger %s -> %s %d failed: %s", self.config.self_id, peer, code, exc)
             return None
         if resp.code != REPLY_HEADER_CODE:
