@@ -13,7 +13,9 @@ from rocketpy.javacompat.properties import ConfigError
 
 @pytest.mark.parametrize(("line", "says"), [
     ("useTLS=true", "useTLS=true asks for TLS on the remoting port, which rocketpy's broker does not implement"),
-    ("enableDLegerCommitLog=true", "DLedger"),
+    ("enableDLegerCommitLog=true", "enableDLegerCommitLog=true needs dLegerGroup"),
+    ("enableDLegerCommitLog=true\ndLegerGroup=g\ndLegerPeers=n0-127.0.0.1:1\ndLegerSelfId=n1",
+     "dLegerSelfId=n1 is not one of dLegerPeers (n0)"),
     ("mappedFileSizeCommitLog=-5", "mappedFileSizeCommitLog=-5 must be a positive number"),
     ("mappedFileSizeConsumeQueue=0", "mappedFileSizeConsumeQueue=0 must be a positive number"),
     ("brokerRole=MASTER", "brokerRole='MASTER' is not one of ASYNC_MASTER, SYNC_MASTER, SLAVE"),

@@ -16,6 +16,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
+from ..dledger.member import parse_peers
 from ..javacompat import properties
 from ..javacompat.properties import ConfigError
 from ..remoting.tls import TLS_KEYS  # Java's system properties (TlsSystemConfig), accepted in broker.conf
@@ -146,9 +147,33 @@ class BrokerConfig:
             # BrokerStartup: a master is always brokerId 0
             cfg.broker_id = 0
             cfg.props["brokerId"] = "0"
+        if cfg.store.enable_d_leger_commit_log:
+            # BrokerStartup: the DLedger role change handler gives the id (0 leader, node number + 1 follower)
+            cfg.broker_id = -1
+            cfg.props["brokerId"] = "-1"
         if strict:
             cfg.check()
         return cfg
+
+    def _check_dledger(self) -> None:
+        """What DLedgerConfig/DLedgerCommitLog need to start (Java fails later, with a stack trace)."""
+        store = self.store
+        for key, value in (("dLegerGroup", store.d_leger_group), ("dLegerPeers", store.d_leger_peers),
+                           ("dLegerSelfId", store.d_leger_self_id)):
+            if not value:
+                raise ConfigError(f"enableDLegerCommitLog=true needs {key}")
+        try:
+            peers = parse_peers(store.d_leger_peers or "")
+        except ValueError as exc:
+            raise ConfigError(f"dLegerPeers={store.d_leger_peers!r}: {exc}") from None
+        self_id = store.d_leger_self_id or ""
+        if self_id not in peers:
+            raise ConfigError(f"dLegerSelfId={self_id} is not one of dLegerPeers ({', '.join(peers)})")
+        if not self_id[1:].isdigit():
+            # DLedgerCommitLog: brokerId = Integer.parseInt(selfId.substring(1)) + 1
+            raise ConfigError(f"dLegerSelfId={self_id} must be a letter and a number (n0, n1...)")
+        if store.preferred_leader_id and store.preferred_leader_id not in peers:
+            raise ConfigError(f"preferredLeaderId={store.preferred_leader_id} is not one of dLegerPeers")
 
     def check(self) -> None:
         """ConfigError for settings the broker cannot run with (see :meth:`from_properties`)."""
@@ -157,6 +182,8 @@ class BrokerConfig:
         if not 0 <= self.listen_port < 65536:
             raise ConfigError(f"listenPort={self.listen_port} is not a port number (0-65535)")
         store = self.store
+        if store.enable_d_leger_commit_log:
+            self._check_dledger()
         periods = {
             "flushConsumerOffsetInterval": self.flush_consumer_offset_interval,
             "transactionCheckInterval": self.transaction_check_interval,

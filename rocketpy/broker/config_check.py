@@ -21,7 +21,6 @@ __all__ = ["IGNORED", "UNIMPLEMENTED", "check_given"]
 #: Starting anyway would look like it works and then behave differently, so they are refused.
 UNIMPLEMENTED: dict[str, tuple[str, str]] = {
     "useTLS": ("true", "TLS on the remoting port"),
-    "enableDLegerCommitLog": ("true", "the DLedger (Raft) CommitLog"),
 }
 
 #: the same for features whose absence changes no message or offset (only speed or disk use): warned

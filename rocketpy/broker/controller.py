@@ -26,16 +26,19 @@ from ..codecs import RemotingCommand
 from ..codecs.codes import MessageConst, MixAll, RequestCode
 from ..codecs.headers import NotifyConsumerIdsChangedRequestHeader
 from ..codecs.message import tags_hash_code
+from ..dledger.store import DLedgerMessageStore
 from ..remoting import Dispatcher, RemotingClient, RemotingServer
 from ..remoting.connection import Connection
 from ..remoting.tls import TlsConfig, TlsMode, broker_client_context, server_settings
 from ..store import MessageStore, PutMessageResult, PutMessageStatus
+from ..store.config import BrokerRole
 from ..store.services import FlushedAnswer, StoreServices
 from ..store.types import MessageExtBatch, MessageExtBrokerInner
 from .acl import PlainAccessValidator
 from .clients import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .configuration import BrokerConfiguration
+from .dledger import BrokerDLedger
 from .filter import ConsumerFilterManager
 from .groups import ConsumerOffsetManager, SubscriptionGroupManager
 from .ha import BrokerHA
@@ -60,7 +63,8 @@ class BrokerController:
         self.configuration = BrokerConfiguration(config, config_path)
         cfg = config
         # store timestamps come from rocketpy.clock like every other broker time (a test may set it)
-        self.store = MessageStore(cfg.store, clock=_now_ms)
+        store_class = DLedgerMessageStore if cfg.store.enable_d_leger_commit_log else MessageStore
+        self.store = store_class(cfg.store, clock=_now_ms)
         cdir = cfg.config_dir
         self.topics = TopicConfigManager(
             cdir,
@@ -86,6 +90,10 @@ class BrokerController:
         self.transactions = TransactionalMessageService(self)
         self.outer = BrokerOuterAPI(self)
         self.ha = BrokerHA(self)  # master: HA service; slave: HA client and SlaveSynchronize
+        #: DLedger mode: the group member, its sends and its role changes (None otherwise)
+        self.dledger: BrokerDLedger | None = BrokerDLedger(self) if cfg.store.enable_d_leger_commit_log else None
+        #: the tasks one role runs and the other does not (DLedger role changes start and stop them)
+        self._role_scopes: dict[str, trio.CancelScope] = {}
         # SQL92 filtering: the groups' compiled selectors follow their heartbeats
         self.filters = ConsumerFilterManager()
         self.filter_support_retry = cfg.props.get("filterSupportRetry", "false").strip().lower() == "true"
@@ -151,7 +159,7 @@ class BrokerController:
         if result.is_ok:
             self.stats["put"] += 1
             self.ha.on_put()
-            if self.hold.table:
+            if self.hold.table and self.dledger is None:  # DLedger: once committed (BrokerDLedger)
                 self.hold.notify_arrival(msg.topic, msg.queue_id, tags_hash_code(msg.tags) if msg.tags else 0)
         return result
 
@@ -163,7 +171,7 @@ class BrokerController:
                                          result.append.msg_num if result.append else 1)
             self.stats["put"] += result.append.msg_num if result.append else 1
             self.ha.on_put()
-            if self.hold.table:
+            if self.hold.table and self.dledger is None:
                 self.hold.notify_arrival(batch.topic, batch.queue_id)
         return result
 
@@ -182,13 +190,19 @@ class BrokerController:
     def must_wait_flush(self, result: PutMessageResult, wait: bool) -> bool:
         """The producer asked to wait (WAIT not false) and the answer must wait: SYNC_FLUSH
         until on disk, SYNC_MASTER until a slave has it (CommitLog's flush and replica requests)."""
+        if self.dledger is not None:
+            # DLedgerCommitLog answers when the entry is committed, whatever WAIT says
+            return result.is_ok and result.dledger_entry is not None
         if not (result.is_ok and wait):
             return False
         services = self.store_services
         return (services is not None and services.group_commit is not None) or self.ha.must_wait_replica(result, wait)
 
     async def wait_flush(self, result: PutMessageResult) -> PutMessageResult:
-        """Both waits run together; a replica failure wins over a flush failure, as in Java's thenCombine."""
+        """Both waits run together; a replica failure wins over a flush failure, as in Java's thenCombine.
+        DLedger mode: the wait for the quorum instead."""
+        if self.dledger is not None:
+            return await self.dledger.wait_committed(result)
         services = self.store_services
         group_commit = services.group_commit if services is not None else None
         statuses: dict[str, PutMessageStatus] = {}
@@ -321,7 +335,9 @@ class BrokerController:
                         self.ha.client.ssl_context = await trio.to_thread.run_sync(self.tls.client_context)
                 await self.ha.start(nursery, host)
                 await nursery.start(self.hold.run)
-                if not self.ha.is_slave:  # a slave neither delivers delayed messages nor checks transactions
+                if self.dledger is not None:
+                    await nursery.start(self.dledger.run)  # its role changes start the role's services
+                elif not self.ha.is_slave:  # a slave neither delivers delayed messages nor checks transactions
                     await nursery.start(self.schedule.run)
                     await nursery.start(self.transactions.run_check)
                 await nursery.start(self.config_writer.run)
@@ -386,6 +402,62 @@ class BrokerController:
                     await ch.aclose()
             self.filters.clean(keep_dead_ms)
             heap.trim()  # what closed connections and answered requests freed goes back to the system
+
+    # -- role changes (DLedger) ------------------------------------------------------------
+    async def _start_role_services(self, name: str, *services: Callable[..., Awaitable[Any]]) -> None:
+        if name in self._role_scopes or self.nursery is None:
+            return
+
+        async def run(task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED) -> None:
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+                    for service in services:
+                        await nursery.start(service)
+                    task_status.started(scope)
+
+        self._role_scopes[name] = await self.nursery.start(run)
+
+    def _stop_role_services(self, name: str) -> None:
+        scope = self._role_scopes.pop(name, None)
+        if scope is not None:
+            scope.cancel()
+
+    def _set_identity(self, broker_id: int, role: BrokerRole) -> None:
+        cfg = self.config
+        cfg.broker_id = broker_id
+        cfg.props["brokerId"] = str(broker_id)
+        cfg.store.broker_role = role
+        cfg.props["brokerRole"] = role.value
+        self.ha.role = role
+
+    async def change_to_slave(self, broker_id: int) -> None:
+        """BrokerController.changeToSlave: no delay delivery nor transaction checks, metadata copied from
+        the master, registered at once under the slave's id."""
+        name = self.config.broker_name
+        log.info("Begin to change to slave brokerName=%s brokerId=%d", name, broker_id)
+        self._set_identity(broker_id if broker_id != 0 else 1, BrokerRole.SLAVE)
+        self._stop_role_services("master")
+        if self.ha.sync is not None:
+            await self._start_role_services("slave", self._slave_sync)
+        await self.outer.register_all(oneway=True)
+        log.info("Finish to change to slave brokerName=%s brokerId=%d", name, broker_id)
+
+    async def change_to_master(self, role: BrokerRole = BrokerRole.SYNC_MASTER) -> None:
+        """BrokerController.changeToMaster: delay delivery and transaction checks start, then brokerId 0."""
+        if role == BrokerRole.SLAVE:
+            return
+        name = self.config.broker_name
+        log.info("Begin to change to master brokerName=%s", name)
+        self._stop_role_services("slave")
+        await self._start_role_services("master", self.schedule.run, self.transactions.run_check)
+        self._set_identity(0, role)
+        await self.outer.register_all(oneway=True)
+        log.info("Finish to change to master brokerName=%s", name)
+
+    async def _slave_sync(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        assert self.ha.sync is not None
+        await self.ha.sync.run()
 
     # -- lookup helpers --------------------------------------------------------------------
     def retry_or_dlq_topic(self, topic: str) -> bool:

@@ -53,7 +53,11 @@ class BrokerHA:
         self.update_master_ha_periodically = False
         # a broker told to bind port 0 (tests) rewrites listenPort once bound: decide the HA port now
         self._configured_listen_port = broker.config.listen_port
-        if self.is_slave:
+        #: DLedger mode: no HA stream at all (the group replicates); a slave still copies the metadata
+        self.dledger = store_cfg.enable_d_leger_commit_log
+        if self.dledger:
+            self.sync = SlaveSynchronize(broker)
+        elif self.is_slave:
             self.client = HAClient(broker.store)
             self.sync = SlaveSynchronize(broker)
             fixed = store_cfg.ha_master_address
@@ -70,7 +74,8 @@ class BrokerHA:
 
     @property
     def is_sync_master(self) -> bool:
-        return self.role == BrokerRole.SYNC_MASTER
+        """A master whose sends wait for a slave's HA acknowledgement (never in DLedger mode)."""
+        return self.role == BrokerRole.SYNC_MASTER and not self.dledger
 
     @property
     def ha_port(self) -> int:
@@ -83,7 +88,10 @@ class BrokerHA:
         return f"{cfg.props.get('brokerIP2') or cfg.broker_ip1}:{self.ha_port}"
 
     async def start(self, nursery: trio.Nursery, host: str) -> None:
-        """Every role listens on haListenPort (Java's HAService accepts on slaves too)."""
+        """Every role listens on haListenPort (Java's HAService accepts on slaves too); in DLedger mode
+        nothing does, and the role changes start SlaveSynchronize."""
+        if self.dledger:
+            return
         if self.service is None:
             # a slave also owns an HA service, unused unless it becomes a master
             self.service = HAService(self.broker.store)

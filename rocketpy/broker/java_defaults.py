@@ -190,7 +190,10 @@ JAVA_PROPERTIES: tuple[tuple[str, str], ...] = (
 )
 
 #: keys Java knows whose default is null (left out of the printed properties until set)
-NULL_DEFAULT_KEYS = frozenset({"haMasterAddress"})
+NULL_DEFAULT_KEYS = frozenset({
+    "haMasterAddress", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId", "storePathDLedgerCommitLog",
+    "enableBatchPush",
+})
 KNOWN_KEYS: frozenset[str] = frozenset(k for k, _ in JAVA_PROPERTIES) | NULL_DEFAULT_KEYS
 
 #: the fields Java marks @ImportantField (BrokerConfig, then MessageStoreConfig): what ``mqbroker -m`` prints

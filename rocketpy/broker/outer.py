@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rocketpy.broker")
 
+#: BrokerController.start: the periodic registerBrokerAll's initial delay
+FIRST_PERIODIC_REGISTRATION_S = 10.0
+
 
 class BrokerOuterAPI:
     def __init__(self, broker: BrokerController) -> None:
@@ -81,8 +84,13 @@ class BrokerOuterAPI:
                 nursery.start_soon(one, addr)
 
     async def register_loop(self) -> None:
-        await self.register_all()
         period = max(10_000, min(self.broker.config.register_name_server_period, 60_000)) / 1000
+        if self.broker.dledger is None:
+            await self.register_all()
+        else:
+            # DLedger: the role changes register first; the periodic registration starts after 10 s
+            await trio.sleep(FIRST_PERIODIC_REGISTRATION_S)
+            await self.register_all()
         while True:
             await trio.sleep(period)
             await self.register_all()

@@ -71,21 +71,34 @@ def write_properties_file(path: Path, pairs: list[tuple[str, str]]) -> None:
 class FileLedger:
     """The on-disk ledger; the :class:`rocketpy.dledger.ledger.Ledger` contract."""
 
-    def __init__(self, path: str | os.PathLike[str], data_file_size: int, index_file_size: int = INDEX_FILE_SIZE):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        data_file_size: int,
+        index_file_size: int = INDEX_FILE_SIZE,
+        *,
+        data_path: str | os.PathLike[str] | None = None,
+    ):
+        """``data_path``: where ``data/`` is when not under ``path`` (DLedgerConfig.dataStorePath, which the
+        broker sets from storePathDLedgerCommitLog)."""
         if data_file_size < ENTRY_HEADER_SIZE + MIN_BLANK_LEN:
             raise ValueError(f"data file size {data_file_size} cannot hold an entry")
         self.path = Path(path)
+        data_dir = Path(data_path) if data_path is not None else self.path / "data"
         # blocks allocated a chunk ahead of the writes, as the CommitLog's (a full disk is an error, not SIGBUS)
-        self.data = MappedFileQueue(str(self.path / "data"), data_file_size, allocation_chunk=DATA_CHUNK)
+        self.data = MappedFileQueue(str(data_dir), data_file_size, allocation_chunk=DATA_CHUNK)
         self.index = MappedFileQueue(str(self.path / "index"), index_file_size, allocation_chunk=INDEX_CHUNK)
         self.begin_index = -1
         self.end_index = -1
         self.end_term = -1
         self.committed_index = -1
+        #: where the committed entries end in the data files (DLedgerMmapFileStore.committedPos)
+        self.committed_pos = 0
 
     # -- loading -----------------------------------------------------------------------------------
     def load(self) -> None:
         """Map the files and recover; then the committed index from ``checkpoint``."""
+        self.path.mkdir(parents=True, exist_ok=True)
         self.data.load()
         self.index.load()
         self._recover()
@@ -270,7 +283,12 @@ class FileLedger:
     def update_committed_index(self, term: int, index: int) -> None:
         if index == -1 or self.end_index == -1 or index <= self.committed_index or index < self.begin_index:
             return
-        self.committed_index = min(index, self.end_index)
+        index = min(index, self.end_index)
+        unit = self._unit(index)
+        if unit is None:
+            raise LedgerError(DLedgerResponseCode.DISK_ERROR, f"no index unit for committed entry {index}")
+        self.committed_index = index
+        self.committed_pos = unit.pos + unit.size
 
     # -- durability --------------------------------------------------------------------------------
     def flush(self) -> None:

@@ -24,6 +24,7 @@ import trio
 from ..codecs import RemotingCommand
 from ..codecs.dledger import (
     REPLY_HEADER_CODE,
+    DLedgerEntry,
     DLedgerRequestCode,
     DLedgerResponseCode,
     HeartBeatRequest,
@@ -101,6 +102,10 @@ class DLedgerNode:
         self._waiters: dict[tuple[int, int], _Waiter] = {}
         self._lock = trio.Lock()  # one carry at a time: outputs go out in the order they were made
         self.role_changed = trio.Event()
+        #: set (and replaced) whenever the committed index moves: the broker dispatches what it covers
+        self.commit_advanced = trio.Event()
+        self._committed_seen = ledger.committed_index
+        self._kick = trio.Event()  # an append wants its push now, not at the next turn
 
     # -- the clock Java's threads read ------------------------------------------------------------
     @staticmethod
@@ -144,7 +149,9 @@ class DLedgerNode:
             await self._carry(self.pusher.poll(now))
             await self._carry(self.handler.poll(now))
             wake = min(self.elector.next_deadline(), now + MAX_TICK_MS)
-            await trio.sleep(max(1, wake - self.now()) / 1000)
+            with trio.move_on_after(max(1, wake - self.now()) / 1000):
+                await self._kick.wait()
+            self._kick = trio.Event()
 
     async def _checkpoints(self) -> None:
         if self.checkpoint_interval_s == math.inf:
@@ -176,6 +183,11 @@ class DLedgerNode:
         async with self._lock:
             for o in outputs:
                 await self._carry_one(o)
+        committed = self.ledger.committed_index
+        if committed != self._committed_seen:
+            self._committed_seen = committed
+            self.commit_advanced.set()
+            self.commit_advanced = trio.Event()
 
     async def _carry_one(self, o: Any) -> None:
         nursery = self._nursery
@@ -286,18 +298,36 @@ class DLedgerNode:
         return None
 
     # -- the broker's side ----------------------------------------------------------------------------
-    async def append(self, body: bytes) -> AppendResult:
-        """Append as the leader and wait for a quorum; LedgerError with Java's code otherwise."""
-        now = self.now()
-        entry = self.pusher.append(body, now)  # raises NOT_LEADER, LEADER_PENDING_FULL...
-        waiter = self._waiters[(entry.term, entry.index)] = _Waiter()
-        await self._carry(self.pusher.poll(now))  # push now rather than at the next turn
+    def append_now(self, body: bytes) -> DLedgerEntry:
+        """Append as the leader (DLedgerServer.handleAppend): the entry is written and its push starts at
+        once; :meth:`wait_acked` waits for the quorum. LedgerError (NOT_LEADER, LEADER_PENDING_FULL,
+        DISK_FULL...) when it cannot be appended."""
+        entry = self.pusher.append(body, self.now())
+        self._waiters[(entry.term, entry.index)] = _Waiter()
+        self._kick.set()
+        return entry
+
+    async def wait_acked(self, term: int, index: int) -> AppendResult:
+        """Wait until a quorum holds the entry :meth:`append_now` gave; LedgerError with Java's code
+        (WAIT_QUORUM_ACK_TIMEOUT, or the member stepping down) otherwise."""
+        waiter = self._waiters.get((term, index))
+        if waiter is None:
+            raise LedgerError(DLedgerResponseCode.UNKNOWN, f"entry {index} of term {term} is not awaited")
         await waiter.event.wait()
         result = waiter.result
         if isinstance(result, Acked):
             return AppendResult(result.index, result.term, result.pos)
         code = result.code if isinstance(result, AckFailed) else DLedgerResponseCode.INTERNAL_ERROR
-        raise LedgerError(code, f"entry {entry.index} of term {entry.term}")
+        raise LedgerError(code, f"entry {index} of term {term}")
+
+    def forget(self, term: int, index: int) -> None:
+        """Stop waiting for an entry (its sender gave up): what its waiter held is let go."""
+        self._waiters.pop((term, index), None)
+
+    async def append(self, body: bytes) -> AppendResult:
+        """Append as the leader and wait for a quorum; LedgerError with Java's code otherwise."""
+        entry = self.append_now(body)
+        return await self.wait_acked(entry.term, entry.index)
 
 
 def _decode(cls: Any, raw: RemotingCommand | None) -> Any:

@@ -17,6 +17,7 @@ import mmap
 import struct
 import threading
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 import construct as cs
 
@@ -117,6 +118,31 @@ def dispatch_request_of(
     )
 
 
+class CheckedMessage(NamedTuple):
+    """A message as :meth:`CommitLog.check_put` found it fit to write."""
+
+    tran: int
+    born_ip: bytes
+    born_port: int
+    store_ip: bytes
+    store_port: int
+    topic_b: bytes
+    props_b: bytes
+    props_text: str
+    msg_len: int
+
+
+class CheckedBatch(NamedTuple):
+    """A batch as :meth:`CommitLog.check_batch` found it fit to write."""
+
+    entries: list[tuple[int, bytes, bytes, int, int]]
+    born_ip: bytes
+    born_port: int
+    store_ip: bytes
+    store_port: int
+    topic_b: bytes
+
+
 class CommitLog:
     """Append, read and check CommitLog records."""
 
@@ -190,12 +216,9 @@ class CommitLog:
         msg.topic = _SCHEDULE_TOPIC
         msg.queue_id = DelayLevels.queue_id(level)
 
-    def put_message(self, msg: MessageExtBrokerInner) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        """Append one message; returns the result and what to dispatch.
-
-        ``msg`` is updated like Java's MessageExtBrokerInner: store timestamp, body
-        CRC, sys_flag, queue and physical offsets, and topic/queue for delayed ones.
-        """
+    def check_put(self, msg: MessageExtBrokerInner) -> CheckedMessage | PutMessageResult:
+        """What every CommitLog checks and derives before a message is written (body CRC, the delay
+        rewrite, the hosts' sys_flag bits, the limits), or the refusal."""
         msg.body_crc = body_crc(msg.body)
         tran = msg.sys_flag & _TRAN_MASK
         # (no DELAY property: delay_time_level is 0 and _apply_delay does nothing)
@@ -203,12 +226,12 @@ class CommitLog:
             try:
                 self._apply_delay(msg)
             except CodecError:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         try:
             born_ip, born_port = host_bytes(msg.born_host)
             store_ip, store_port = host_bytes(msg.store_host)
         except CodecError:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         sys_flag = msg.sys_flag & ~(_BORN_V6 | _STORE_V6)
         if len(born_ip) == 16:
             sys_flag |= _BORN_V6
@@ -219,16 +242,68 @@ class CommitLog:
         topic_b = msg.topic.encode("utf-8")
         props_b = props_text.encode("utf-8")
         if len(topic_b) > 127 or len(props_text) > 32767:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         if len(props_b) > 32767:
-            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED), []
+            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
         body = msg.body
         msg_len = record_length(sys_flag, len(body), len(topic_b), len(props_b))
         max_size = self.config.max_message_size
         if len(body) > max_size or msg_len > max_size + _MAX_BODY_EXTRA:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         if msg_len + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        return CheckedMessage(tran, born_ip, born_port, store_ip, store_port, topic_b, props_b, props_text, msg_len)
+
+    def record_of(self, msg: MessageExtBrokerInner, c: CheckedMessage, queue_offset: int, phys: int) -> bytes:
+        """The record of a checked message at ``phys`` with ``queue_offset`` (store timestamp set)."""
+        return build_record(
+            c.msg_len,
+            msg.body_crc,
+            msg.queue_id,
+            msg.flag,
+            queue_offset,
+            phys,
+            msg.sys_flag,
+            msg.born_timestamp,
+            c.born_ip,
+            c.born_port,
+            msg.store_timestamp,
+            c.store_ip,
+            c.store_port,
+            msg.reconsume_times,
+            msg.prepared_transaction_offset,
+            msg.body,
+            c.topic_b,
+            c.props_b,
+        )
+
+    def dispatch_request_for(self, msg: MessageExtBrokerInner, c: CheckedMessage) -> DispatchRequest:
+        """The dispatch facts of a message this CommitLog has just written."""
+        props = msg.properties if msg.properties_string is None else string_to_properties(c.props_text)
+        return dispatch_request_of(
+            msg.topic,
+            msg.queue_id,
+            msg.commit_log_offset,
+            c.msg_len,
+            msg.store_timestamp,
+            msg.queue_offset,
+            msg.sys_flag,
+            msg.prepared_transaction_offset,
+            props,
+            self.delay_levels,
+        )
+
+    def put_message(self, msg: MessageExtBrokerInner) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """Append one message; returns the result and what to dispatch.
+
+        ``msg`` is updated like Java's MessageExtBrokerInner: store timestamp, body
+        CRC, sys_flag, queue and physical offsets, and topic/queue for delayed ones.
+        """
+        c = self.check_put(msg)
+        if isinstance(c, PutMessageResult):
+            return c, []
+        tran = c.tran
+        msg_len = c.msg_len
         key = (msg.topic, msg.queue_id)
         with self.lock:
             store_ts = self.clock()
@@ -242,26 +317,7 @@ class CommitLog:
                 queue_offset = 0  # never consumed, never in a ConsumeQueue
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
-            record = build_record(
-                msg_len,
-                msg.body_crc,
-                msg.queue_id,
-                msg.flag,
-                queue_offset,
-                phys,
-                sys_flag,
-                msg.born_timestamp,
-                born_ip,
-                born_port,
-                store_ts,
-                store_ip,
-                store_port,
-                msg.reconsume_times,
-                msg.prepared_transaction_offset,
-                body,
-                topic_b,
-                props_b,
-            )
+            record = self.record_of(msg, c, queue_offset, phys)
             mf.write_at(pos, record)  # allocates what it needs first (OSError: nothing written)
             mf.wrote_position = pos + msg_len
             mf.store_timestamp = store_ts
@@ -274,36 +330,28 @@ class CommitLog:
             AppendMessageStatus.PUT_OK,
             wrote_offset=phys,
             wrote_bytes=msg_len,
-            msg_id=offset_msg_id(store_ip, store_port, phys),
+            msg_id=offset_msg_id(c.store_ip, c.store_port, phys),
             store_timestamp=store_ts,
             logics_offset=queue_offset,
         )
-        props = msg.properties if msg.properties_string is None else string_to_properties(props_text)
-        req = dispatch_request_of(
-            msg.topic,
-            msg.queue_id,
-            phys,
-            msg_len,
-            store_ts,
-            queue_offset,
-            sys_flag,
-            msg.prepared_transaction_offset,
-            props,
-            self.delay_levels,
-        )
+        req = self.dispatch_request_for(msg, c)
         return PutMessageResult(PutMessageStatus.PUT_OK, result), [req]
 
-    def put_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        """Append a batch: one record per entry, consecutive queue offsets, one store timestamp."""
+    def check_batch(
+        self, batch: MessageExtBatch, *, batch_properties: bool = True
+    ) -> CheckedBatch | PutMessageResult:
+        """A batch's entries as records will hold them (flag, body, properties, body CRC, record length),
+        or the refusal. ``batch_properties``: the batch's own properties end every entry's (the CommitLog's
+        batch encoder does that; DLedger's does not)."""
         if batch.sys_flag & _TRAN_MASK != _TRAN_NOT:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         try:
             if batch.delay_time_level > 0:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
             born_ip, born_port = host_bytes(batch.born_host)
             store_ip, store_port = host_bytes(batch.store_host)
         except CodecError:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         sys_flag = batch.sys_flag & ~(_BORN_V6 | _STORE_V6)
         if len(born_ip) == 16:
             sys_flag |= _BORN_V6
@@ -312,13 +360,17 @@ class CommitLog:
         batch.sys_flag = sys_flag
         topic_b = batch.topic.encode("utf-8")
         if len(topic_b) > 127 or len(batch.body) > self.config.max_message_size:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
-        # Java appends messageProperties2String(batch.getProperties()) to every entry.
-        batch_props = (
-            batch.properties_string if batch.properties_string is not None else properties_to_string(batch.properties)
-        ).encode("utf-8")
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        batch_props = b""
+        if batch_properties:
+            # Java appends messageProperties2String(batch.getProperties()) to every entry.
+            batch_props = (
+                batch.properties_string
+                if batch.properties_string is not None
+                else properties_to_string(batch.properties)
+            ).encode("utf-8")
         if len(batch_props) > 32767:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         entries: list[tuple[int, bytes, bytes, int, int]] = []  # flag, body, props, crc, length
         body = batch.body
         pos = 0
@@ -334,14 +386,36 @@ class CommitLog:
                     props = props + _SEP
                 props += batch_props
                 if len(props) > 32767:
-                    return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+                    return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
                 length = record_length(sys_flag, len(entry.body), len(topic_b), len(props))
                 entries.append((entry.flag, entry.body, props, body_crc(entry.body), length))
         except (CodecError, struct.error, cs.ConstructError) as exc:
             log.warning("bad batch body: %s", exc)
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         if not entries:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        return CheckedBatch(entries, born_ip, born_port, store_ip, store_port, topic_b)
+
+    def batch_record(
+        self, batch: MessageExtBatch, c: CheckedBatch, entry: tuple[int, bytes, bytes, int, int],
+        queue_offset: int, phys: int,
+    ) -> bytes:
+        """The record of one batch entry at ``phys`` with ``queue_offset`` (store timestamp set)."""
+        flag, ebody, props, crc, length = entry
+        return build_record(
+            length, crc, batch.queue_id, flag, queue_offset, phys, batch.sys_flag, batch.born_timestamp,
+            c.born_ip, c.born_port, batch.store_timestamp, c.store_ip, c.store_port, batch.reconsume_times, 0,
+            ebody, c.topic_b, props,
+        )
+
+    def put_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """Append a batch: one record per entry, consecutive queue offsets, one store timestamp."""
+        c = self.check_batch(batch)
+        if isinstance(c, PutMessageResult):
+            return c, []
+        entries = c.entries
+        store_ip, store_port = c.store_ip, c.store_port
+        sys_flag = batch.sys_flag
         total = sum(e[4] for e in entries)
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
@@ -360,29 +434,9 @@ class CommitLog:
             start = mf.wrote_position
             phys = mf.file_from_offset + start
             first_phys = phys
-            for flag, ebody, props, crc, length in entries:
-                parts.append(
-                    build_record(
-                        length,
-                        crc,
-                        batch.queue_id,
-                        flag,
-                        queue_offset,
-                        phys,
-                        sys_flag,
-                        batch.born_timestamp,
-                        born_ip,
-                        born_port,
-                        store_ts,
-                        store_ip,
-                        store_port,
-                        batch.reconsume_times,
-                        0,
-                        ebody,
-                        topic_b,
-                        props,
-                    )
-                )
+            for e in entries:
+                props, length = e[2], e[4]
+                parts.append(self.batch_record(batch, c, e, queue_offset, phys))
                 ids.append(offset_msg_id(store_ip, store_port, phys))
                 reqs.append(
                     dispatch_request_of(

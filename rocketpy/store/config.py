@@ -90,12 +90,25 @@ class MessageStoreConfig:
     ha_master_address: str | None = None
     ha_slave_fallbehind_max: int = 1024 * 1024 * 256
     slave_timeout: int = 3000  # ms a SYNC_MASTER send waits for the slave (CommitLog.submitReplicaRequest)
+    # DLedger (Raft) CommitLog: the members of one brokerName replicate entries holding the records
+    enable_d_leger_commit_log: bool = False
+    d_leger_group: str | None = None
+    d_leger_peers: str | None = None
+    d_leger_self_id: str | None = None
+    preferred_leader_id: str | None = None
+    enable_batch_push: bool = False
+    store_path_d_ledger_commit_log: str | None = None  # None: <root>/dledger-<selfId>/data
 
     # -- derived paths (StorePathConfigHelper / BrokerPathConfigHelper) ----------
 
     @property
     def commit_log_dir(self) -> str:
         return self.store_path_commit_log or os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def dledger_dir(self) -> str:
+        """DLedgerConfig.getDefaultPath: ``currterm``, ``checkpoint``, ``index/`` (and ``data/`` by default)."""
+        return os.path.join(self.store_path_root_dir, f"dledger-{self.d_leger_self_id}")
 
     @property
     def consume_queue_dir(self) -> str:

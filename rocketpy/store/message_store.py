@@ -142,7 +142,7 @@ class MessageStore(StoreReads, StoreRetention):
         self._acquire_lock()
         try:
             clean = not os.path.exists(cfg.abort_path)
-            self.commitlog.mfq.load(repair_short_last=not clean)
+            self._load_commitlog(clean)
             self._load_consume_queues()
             self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
             self._index = IndexService(
@@ -159,15 +159,7 @@ class MessageStore(StoreReads, StoreRetention):
             for cq in self._all_queues():
                 cq.recover()
                 max_phy_cq = max(max_phy_cq, cq.max_physic_offset)
-            cp = self.checkpoint
-            min_ts = cp.min_timestamp_index if cfg.message_index_enable and cfg.message_index_safe else cp.min_timestamp
-            report = recover_commitlog(
-                self.commitlog,
-                clean_shutdown=clean,
-                checkpoint_min_timestamp=min_ts,
-                dispatch=self.do_dispatch,
-                index_rebuild_from=rebuild_from,
-            )
+            report = self._recover_commitlog(clean, rebuild_from)
             if not self.commitlog.mfq.files:
                 for cq in self._all_queues():
                     cq.destroy()
@@ -178,7 +170,7 @@ class MessageStore(StoreReads, StoreRetention):
             self._recover_topic_queue_table()
             # The reput: whatever the ConsumeQueues do not cover yet gets dispatched now.
             reput_from = max([cq.max_physic_offset for cq in self._all_queues()] + [self.commitlog.min_offset, 0])
-            _, report.dispatched = reput(self.commitlog, reput_from, self.do_dispatch)
+            report.dispatched = self._reput(reput_from)
             self._recover_topic_queue_table()
             with open(cfg.abort_path, "ab"):
                 pass
@@ -190,6 +182,28 @@ class MessageStore(StoreReads, StoreRetention):
         self.recovery = report
         self._open = True
         return report
+
+    def _load_commitlog(self, clean: bool) -> None:
+        """Map the CommitLog's files (a crashed store's short last file may be extended)."""
+        self.commitlog.mfq.load(repair_short_last=not clean)
+
+    def _recover_commitlog(self, clean: bool, index_rebuild_from: int | None) -> RecoveryReport:
+        """Cut the CommitLog after its last good record (re-dispatching after a crash); the report's
+        ``truncated_at`` is where it now ends."""
+        cp = self.checkpoint
+        assert cp is not None
+        index_safe = self.config.message_index_enable and self.config.message_index_safe
+        return recover_commitlog(
+            self.commitlog,
+            clean_shutdown=clean,
+            checkpoint_min_timestamp=cp.min_timestamp_index if index_safe else cp.min_timestamp,
+            dispatch=self.do_dispatch,
+            index_rebuild_from=index_rebuild_from,
+        )
+
+    def _reput(self, from_offset: int) -> int:
+        """Dispatch every record from ``from_offset`` on (ReputMessageService); returns how many."""
+        return reput(self.commitlog, from_offset, self.do_dispatch)[1]
 
     def close(self) -> None:
         """Flush everything, write the checkpoint, remove the abort file, unlock."""

@@ -130,6 +130,8 @@ class PutMessageResult:
 
     status: PutMessageStatus
     append: AppendMessageResult | None = None
+    #: DLedger mode: (term, index) of the entry whose commit by a quorum the answer waits for
+    dledger_entry: tuple[int, int] | None = None
 
     @property
     def is_ok(self) -> bool:

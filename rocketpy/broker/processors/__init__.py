@@ -79,5 +79,5 @@ def register_all(broker: BrokerController, d: Dispatcher) -> None:
         d.register(code, handler)
     # plain SEND_MESSAGE(_V2) frames are offered to the send lane first, undecoded (the accelerated build's
     # fast form of send.send_message, which stays the reference and answers whatever the lane passes on)
-    if send_lane.available():
+    if send_lane.available() and broker.dledger is None:  # DLedger appends go through the member
         d.fast_path = send_lane.SendLane(broker)

@@ -1,0 +1,214 @@
+"""The DLedger CommitLog (DLedgerCommitLog): message records carried inside DLedger entries.
+
+Each record is the body of one entry of the member's ledger (:class:`FileLedger`, Java's layout), so a
+record's physical offset, the one its ConsumeQueue unit, its index keys and its offset message id hold, is
+``entry pos + 48`` (DLedgerEntry.BODY_OFFSET). Java writes it through an append hook once the position is
+known; here the position is known first (the put lock holds, nothing else appends) and the record is built
+with it, which gives the same bytes.
+
+Only the leader appends, through ``append_entry`` (the member's :meth:`DLedgerNode.append_now`, set by
+the broker): the put answers once the member reports the entry held by a quorum. Readers see committed
+entries only: ``max_offset`` is the committed position, and :meth:`committed_records` walks the entries up
+to it for the ConsumeQueue and index dispatch (ReputMessageService over DLedgerCommitLog's getData and
+checkMessageAndReturnSize).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+
+from ..codecs.codes import MessageSysFlag
+from ..codecs.dledger import BLANK_MAGIC, ENTRY_HEADER_SIZE, DLedgerEntry, DLedgerResponseCode
+from ..codecs.message import MessageExt, offset_msg_id
+from ..store.commitlog import CommitLog
+from ..store.config import MessageStoreConfig
+from ..store.types import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    DispatchRequest,
+    MessageExtBatch,
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from .file_ledger import FileLedger
+from .ledger import LedgerError
+
+__all__ = ["DLedgerCommitLog", "PendingEntries"]
+
+log = logging.getLogger("rocketpy.dledger")
+
+#: the transaction types whose records reach a ConsumeQueue (not prepared, not rolled back)
+_CONSUMED = (int(MessageSysFlag.TRANSACTION_NOT_TYPE), int(MessageSysFlag.TRANSACTION_COMMIT_TYPE))
+#: (term, index) of the entries a put is waiting for: the last one answers for all of them
+PendingEntries = tuple[int, int]
+
+
+class DLedgerCommitLog(CommitLog):
+    """A CommitLog over a member's ledger: same reads, appends through the leader."""
+
+    def __init__(self, config: MessageStoreConfig, clock: Callable[[], int], ledger: FileLedger) -> None:
+        super().__init__(config, clock)
+        self.ledger = ledger
+        self.mfq = ledger.data  # reads find records in the ledger's data files, by the same offsets
+        #: the leader's append (DLedgerNode.append_now); None until the broker's member runs
+        self.append_entry: Callable[[bytes], DLedgerEntry] | None = None
+
+    # -- offsets: readers see what is committed ----------------------------------------------------
+    @property
+    def max_offset(self) -> int:
+        committed = self.ledger.committed_pos
+        if committed > 0:
+            return committed
+        first = self.mfq.first_file()
+        return first.file_from_offset if first is not None else 0
+
+    def get_data(self, offset: int, return_first_on_not_found: bool | None = None) -> tuple[int, bytes] | None:
+        got = super().get_data(offset, return_first_on_not_found)
+        if got is None:
+            return None
+        start, data = got
+        end = self.ledger.committed_pos
+        if start >= end:
+            return None
+        return start, data[: end - start]
+
+    # -- writing: the leader's appends ----------------------------------------------------------------
+    def _append(self, record: bytes, pos: int) -> DLedgerEntry:
+        append = self.append_entry
+        if append is None:
+            raise LedgerError(DLedgerResponseCode.NOT_LEADER, "the DLedger member is not running")
+        entry = append(record)
+        if entry.pos != pos:  # nothing else appends under the put lock: a bug, not a race
+            raise LedgerError(DLedgerResponseCode.DISK_ERROR, f"entry {entry.index} went to {entry.pos}, not {pos}")
+        return entry
+
+    def put_message(self, msg: MessageExtBrokerInner) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """DLedgerCommitLog.asyncPutMessage up to handleAppend: the record is appended as an entry and the
+        result names it (``dledger_entry``); nothing is dispatched before the entry is committed."""
+        msg.store_timestamp = self.clock()  # Java sets it before taking the lock (setMessageInfo)
+        c = self.check_put(msg)
+        if isinstance(c, PutMessageResult):
+            return c, []
+        key = (msg.topic, msg.queue_id)
+        with self.lock:
+            queue_offset = self.topic_queue_table.setdefault(key, 0)
+            if c.tran not in _CONSUMED:
+                queue_offset = 0  # prepared and rollback records never reach a ConsumeQueue
+            pos = self.ledger.next_pos(ENTRY_HEADER_SIZE + c.msg_len)
+            phys = pos + ENTRY_HEADER_SIZE
+            try:
+                entry = self._append(self.record_of(msg, c, queue_offset, phys), pos)
+            except LedgerError as exc:
+                return _refused(exc), []
+            if c.tran in _CONSUMED:
+                self.topic_queue_table[key] = queue_offset + 1
+        msg.queue_offset = queue_offset
+        msg.commit_log_offset = phys
+        msg.store_size = c.msg_len
+        result = AppendMessageResult(
+            AppendMessageStatus.PUT_OK,
+            wrote_offset=phys,
+            wrote_bytes=c.msg_len,
+            msg_id=offset_msg_id(c.store_ip, c.store_port, phys),
+            store_timestamp=msg.store_timestamp,
+            logics_offset=queue_offset,
+        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, result, dledger_entry=(entry.term, entry.index)), []
+
+    def put_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """asyncPutMessages: one entry per message of the batch, each record carrying only its own
+        properties (DLedger's batch serializer adds none of the batch's); the last entry answers."""
+        batch.store_timestamp = self.clock()
+        c = self.check_batch(batch, batch_properties=False)
+        if isinstance(c, PutMessageResult):
+            return c, []
+        key = (batch.topic, batch.queue_id)
+        ids: list[str] = []
+        first_phys = -1
+        entry: DLedgerEntry | None = None
+        with self.lock:
+            first_queue_offset = queue_offset = self.topic_queue_table.setdefault(key, 0)
+            for e in c.entries:
+                pos = self.ledger.next_pos(ENTRY_HEADER_SIZE + e[4])
+                phys = pos + ENTRY_HEADER_SIZE
+                try:
+                    entry = self._append(self.batch_record(batch, c, e, queue_offset, phys), pos)
+                except LedgerError as exc:
+                    if entry is None:
+                        return _refused(exc), []
+                    # some entries are in: they may yet commit; Java's batch future fails likewise
+                    self.topic_queue_table[key] = queue_offset
+                    return _refused(exc), []
+                if first_phys < 0:
+                    first_phys = phys
+                ids.append(offset_msg_id(c.store_ip, c.store_port, phys))
+                queue_offset += 1
+            self.topic_queue_table[key] = queue_offset
+        assert entry is not None
+        batch.queue_offset = first_queue_offset
+        batch.commit_log_offset = first_phys
+        result = AppendMessageResult(
+            AppendMessageStatus.PUT_OK,
+            wrote_offset=first_phys,
+            wrote_bytes=sum(e[4] for e in c.entries),
+            msg_id=",".join(ids),
+            store_timestamp=batch.store_timestamp,
+            logics_offset=first_queue_offset,
+            msg_num=len(c.entries),
+        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, result, dledger_entry=(entry.term, entry.index)), []
+
+    def append_data(self, start_offset: int, data: bytes) -> bool:
+        return False  # no HA stream in DLedger mode: followers get entries from the leader
+
+    def allocate_writable_file(self) -> None:
+        pass  # the ledger allocates its blocks a chunk ahead as it appends
+
+    def delete_expired_files(
+        self, expired_ms: int, now_ms: int, *, clean_immediately: bool, keep_from: int
+    ) -> list[str]:
+        return []  # a ledger's files are not deleted by the CommitLog's retention (see the README)
+
+    def flush(self, least_pages: int = 0) -> int:
+        self.ledger.flush()
+        return self.mfq.flushed_where
+
+    # -- the committed records, for the dispatch ------------------------------------------------------
+    def committed_records(self, from_offset: int) -> Iterator[tuple[int, MessageExt | None]]:
+        """(entry end, record) for every entry from the one starting at ``from_offset`` up to the committed
+        position; the record is None where an entry holds no valid message (logged, skipped)."""
+        end = self.ledger.committed_pos
+        offset = max(from_offset, self.min_offset, 0)
+        while offset < end:
+            mf = self.mfq.find_by_offset(offset)
+            if mf is None:
+                return
+            rel = offset - mf.file_from_offset
+            if mf.file_size - rel < ENTRY_HEADER_SIZE or _int32(mf.mm, rel) == BLANK_MAGIC:
+                offset = mf.file_from_offset + mf.file_size  # the blank that ends a data file
+                continue
+            size = _int32(mf.mm, rel + 4)
+            if size <= ENTRY_HEADER_SIZE or rel + size > mf.file_size:
+                log.error("[BUG] no DLedger entry at offset %d (size %d): dispatch stops there", offset, size)
+                return
+            got, msg = self.check_message(mf.mm, rel + ENTRY_HEADER_SIZE, False)
+            if got <= 0 or msg is None:
+                log.error("[BUG] DLedger entry at offset %d holds no message record", offset)
+                msg = None
+            offset += size
+            yield offset, msg
+
+
+def _int32(buf: object, at: int) -> int:
+    return int.from_bytes(buf[at : at + 4], "big", signed=True)  # type: ignore[index]
+
+
+def _refused(exc: LedgerError) -> PutMessageResult:
+    """handleAppend refused (not the leader, pending full, disk full...): Java's future has pos -1, which
+    DLedgerCommitLog answers OS_PAGECACHE_BUSY."""
+    log.debug("DLedger append refused: %s", exc)
+    return PutMessageResult(
+        PutMessageStatus.OS_PAGECACHE_BUSY, AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
+    )

@@ -1,0 +1,163 @@
+"""Three of our brokers in one DLedger group (enableDLegerCommitLog=true) behind our NameServer, with our
+client: the leader registers as brokerId 0 and the followers as node number + 1, sends are answered once a
+quorum holds them and reach every member's ConsumeQueues, a follower refuses sends, and when the leader
+stops another one takes over the writes while the old one, back, catches up."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import trio
+from test_ha_cluster import client_config, namesrv
+
+from rocketpy.broker.controller import BrokerController
+from rocketpy.broker.dledger import BrokerDLedger, member_config
+from rocketpy.client import Producer, make_message
+from rocketpy.codecs import ResponseCode
+from rocketpy.codecs.codes import SendStatus
+from rocketpy.dledger.member import Role
+from rocketpy.testing import broker_client, broker_test_config, free_port, pull_queues
+from rocketpy.testing import wait_until as _wait_until
+
+#: DLedger's timers cut tenfold (the group runs on the real clock: its members wait on each other's
+#: threads, which a virtual clock would jump over)
+FAST = dict(heart_beat_time_interval_ms=500, min_vote_interval_ms=100, max_vote_interval_ms=300)
+
+TOPIC = "DlTopic"
+
+
+def group_props(ns_addr: str, ports: list[int], node: int, **extra: object) -> dict[str, object]:
+    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+    return dict(
+        namesrvAddr=ns_addr,
+        brokerName="broker-dl",
+        enableDLegerCommitLog="true",
+        dLegerGroup="broker-dl",
+        dLegerPeers=peers,
+        dLegerSelfId=f"n{node}",
+        **extra,
+    )
+
+
+async def wait_until(pred, timeout: float = 30.0, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
+    try:
+        await _wait_until(pred, timeout=timeout, tick=0.05)
+    except trio.TooSlowError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+class BrokerHandle:
+    """A group member we can stop and start again on the same store and ports."""
+
+    def __init__(self, nursery: trio.Nursery, store_dir: str, **props: object) -> None:
+        self.nursery = nursery
+        self.store_dir = store_dir
+        self.props = props
+        self.broker: BrokerController | None = None
+
+    async def start(self) -> BrokerController:
+        broker = self.broker = BrokerController(broker_test_config(self.store_dir, **self.props))
+        broker.dledger = BrokerDLedger(broker, dataclasses.replace(member_config(broker), **FAST))
+        await self.nursery.start(broker.run)
+        return broker
+
+    async def stop(self) -> None:
+        broker = self.broker
+        assert broker is not None
+        await broker.stop()
+        await wait_until(lambda: broker.nursery is None and not broker.store.is_open, 10, "the broker stopped")
+
+
+def leader_of(handles: list[BrokerHandle]) -> BrokerController | None:
+    for h in handles:
+        b = h.broker
+        if b is not None and b.nursery is not None and b.dledger is not None and b.dledger.role is Role.LEADER:
+            if b.config.broker_id == 0:
+                return b
+    return None
+
+
+def ledger_bytes(broker: BrokerController, end: int) -> bytes:
+    store = broker.store
+    out = bytearray()
+    pos = 0
+    while pos < end:
+        mf = store.commitlog.mfq.find_by_offset(pos, pos == 0)
+        assert mf is not None
+        take = min(end, mf.file_from_offset + mf.file_size) - pos
+        out += mf.mm[pos - mf.file_from_offset : pos - mf.file_from_offset + take]
+        pos += take
+    return bytes(out)
+
+
+async def send_all(ns, bodies: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+    ids = []
+    async with Producer("DlPG", config=client_config(ns)) as p:
+        for body in bodies:
+            r = await p.send(make_message(TOPIC, body, tags="A", keys=body))
+            assert r.send_status == SendStatus.SEND_OK
+            ids.append(r.offset_msg_id)
+    return ids
+
+
+async def test_group_elects_replicates_and_fails_over(tmp_path):
+    async with namesrv(tmp_path) as ns, trio.open_nursery() as nursery:
+        ports = [free_port() for _ in range(3)]
+        handles = [
+            BrokerHandle(nursery, str(tmp_path / f"n{i}"), **group_props(ns.address, ports, i)) for i in range(3)
+        ]
+        for h in handles:
+            await h.start()
+        await wait_until(lambda: leader_of(handles) is not None, what="a leader registered as master")
+        leader = leader_of(handles)
+        assert leader is not None
+        followers = [h.broker for h in handles if h.broker is not leader]
+        await wait_until(lambda: all(f is not None and f.ha.is_slave for f in followers), what="two slaves")
+        # brokerId: 0 for the leader, node number + 1 for the followers (DLedgerCommitLog.id)
+        for f in followers:
+            assert f is not None
+            assert f.config.broker_id == int(f.config.store.d_leger_self_id[1:]) + 1
+        route_ids = lambda: set(ns.routes.broker_addr_table["broker-dl"].broker_addrs)  # noqa: E731
+        await wait_until(lambda: route_ids() == {0, *(f.config.broker_id for f in followers if f)},
+                         what="the NameServer knows the roles")
+
+        ids = await send_all(ns, [f"m{i}" for i in range(20)])
+        # every member has the entries and dispatched them into its own ConsumeQueues
+        end = leader.store.commitlog.max_offset
+        await wait_until(lambda: all(f is not None and f.store.commitlog.max_offset == end for f in followers),
+                         what="followers committed")
+        for f in followers:
+            assert f is not None
+            assert ledger_bytes(f, end) == ledger_bytes(leader, end)
+            await wait_until(lambda f=f: f.store.get_max_offset_in_queue(TOPIC, 0) >= 0 and sum(
+                f.store.get_max_offset_in_queue(TOPIC, q) for q in range(4)) == 20, what="follower dispatch")
+        # offset message ids name the record inside the entry: pos + 48
+        first = leader.store.ledger.get(0)
+        assert first is not None and int(ids[0][16:], 16) == first.pos + 48
+
+        # a follower refuses sends as a Java slave does
+        f0 = followers[0]
+        assert f0 is not None
+        async with broker_client(f0.address) as c:
+            resp = await c.send(TOPIC, b"x", queue_id=0)
+            assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE
+
+        # the leader goes away: another member is elected and takes the writes
+        old = next(h for h in handles if h.broker is leader)
+        await old.stop()
+        await wait_until(lambda: leader_of(handles) not in (None, leader), timeout=60, what="a new leader")
+        new_leader = leader_of(handles)
+        assert new_leader is not None
+        ids += await send_all(ns, [f"m{i}" for i in range(20, 40)])
+
+        # the old leader comes back as a follower and catches up
+        back = await old.start()
+        await wait_until(lambda: back.ha.is_slave and back.store.commitlog.max_offset
+                         == new_leader.store.commitlog.max_offset, timeout=60, what="the old leader caught up")
+        got = await pull_queues(new_leader.address, TOPIC, 4)
+        assert sorted(b.decode() for b in got.values()) == sorted(f"m{i}" for i in range(40))
+        got_back = await pull_queues(back.address, TOPIC, 4)
+        assert got_back == got
+        for h in handles:
+            await h.stop()
+        nursery.cancel_scope.cancel()
