@@ -2,7 +2,9 @@
 as members of one group behind our NameServer, with our client.
 
 One rocketpy + two Java, and two rocketpy + one Java. Leaders are stopped (SIGKILL for Java, a stop for ours)
-and started again until each side has led and taken sends as the master (brokerId 0). Afterwards every
+and started again, by the other implementation on the store the first one left (a Java broker recovers a
+rocketpy DLedger store and the reverse), until each side has led and taken sends as the master (brokerId 0).
+Afterwards every
 acknowledged message is consumed from the last leader, and the three ledgers are byte-identical up to the
 committed position. Runs when ROCKETMQ_JAVA_REF names the reference install; skips with the reason otherwise.
 """
@@ -112,6 +114,7 @@ async def test_mixed_group_fails_over_both_ways(ours: int, java_ref: Path, tmp_p
     config = ClientConfig(namesrv_addr=namesrv.address, poll_name_server_interval=0.5)
     sent: list[str] = []
     led = {True: 0, False: 0}  # sends taken by a Java leader, by ours
+    switched: list[int] = []
     async with trio.open_nursery() as nursery:
         for m in members:
             await m.start(nursery, java_ref)
@@ -131,8 +134,12 @@ async def test_mixed_group_fails_over_both_ways(ours: int, java_ref: Path, tmp_p
                 await leader.stop()
                 await wait_for(lambda leader=leader: master_addr(namesrv) not in (None, leader.addr), 60,
                                "a new leader")
+                # it comes back as the other implementation, on the store the first one left
+                leader.java = not leader.java
+                switched.append(leader.node)
                 await leader.start(nursery, java_ref)
         assert led[True] and led[False], f"both sides should have led: {led}"
+        assert switched, "a member should have been restarted by the other implementation"
         last = next(m for m in members if m.addr == master_addr(namesrv))
         got = await pull_queues(last.addr, TOPIC, 4)
         assert sorted(b.decode() for b in got.values()) == sorted(sent)
