@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 import trio
+from test_ha import commit_log_bytes, wait_until
+from test_ha_cluster import BrokerHandle as _BrokerHandle
 from test_ha_cluster import client_config, namesrv
 
 from rocketpy.broker.controller import BrokerController
@@ -17,7 +19,6 @@ from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.codes import SendStatus
 from rocketpy.dledger.member import Role
 from rocketpy.testing import broker_client, broker_test_config, free_port, pull_queues
-from rocketpy.testing import wait_until as _wait_until
 
 #: DLedger's timers cut tenfold (the group runs on the real clock: its members wait on each other's
 #: threads, which a virtual clock would jump over)
@@ -39,33 +40,14 @@ def group_props(ns_addr: str, ports: list[int], node: int, **extra: object) -> d
     )
 
 
-async def wait_until(pred, timeout: float = 30.0, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
-    try:
-        await _wait_until(pred, timeout=timeout, tick=0.05)
-    except trio.TooSlowError:
-        raise AssertionError(f"timed out waiting for {what}") from None
-
-
-class BrokerHandle:
-    """A group member we can stop and start again on the same store and ports."""
-
-    def __init__(self, nursery: trio.Nursery, store_dir: str, **props: object) -> None:
-        self.nursery = nursery
-        self.store_dir = store_dir
-        self.props = props
-        self.broker: BrokerController | None = None
+class BrokerHandle(_BrokerHandle):
+    """A group member with DLedger's timers cut, stoppable and startable again on the same store and ports."""
 
     async def start(self) -> BrokerController:
         broker = self.broker = BrokerController(broker_test_config(self.store_dir, **self.props))
         broker.dledger = BrokerDLedger(broker, dataclasses.replace(member_config(broker), **FAST))
         await self.nursery.start(broker.run)
         return broker
-
-    async def stop(self) -> None:
-        broker = self.broker
-        assert broker is not None
-        await broker.stop()
-        await wait_until(lambda: broker.nursery is None and not broker.store.is_open, 10, "the broker stopped")
 
 
 def leader_of(handles: list[BrokerHandle]) -> BrokerController | None:
@@ -75,19 +57,6 @@ def leader_of(handles: list[BrokerHandle]) -> BrokerController | None:
             if b.config.broker_id == 0:
                 return b
     return None
-
-
-def ledger_bytes(broker: BrokerController, end: int) -> bytes:
-    store = broker.store
-    out = bytearray()
-    pos = 0
-    while pos < end:
-        mf = store.commitlog.mfq.find_by_offset(pos, pos == 0)
-        assert mf is not None
-        take = min(end, mf.file_from_offset + mf.file_size) - pos
-        out += mf.mm[pos - mf.file_from_offset : pos - mf.file_from_offset + take]
-        pos += take
-    return bytes(out)
 
 
 async def send_all(ns, bodies: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
@@ -128,7 +97,7 @@ async def test_group_elects_replicates_and_fails_over(tmp_path):
                          what="followers committed")
         for f in followers:
             assert f is not None
-            assert ledger_bytes(f, end) == ledger_bytes(leader, end)
+            assert commit_log_bytes(f, end) == commit_log_bytes(leader, end)
             await wait_until(lambda f=f: f.store.get_max_offset_in_queue(TOPIC, 0) >= 0 and sum(
                 f.store.get_max_offset_in_queue(TOPIC, q) for q in range(4)) == 20, what="follower dispatch")
         # offset message ids name the record inside the entry: pos + 48
