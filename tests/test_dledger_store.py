@@ -1,0 +1,140 @@
+"""The DLedger CommitLog under the store (DLedgerMessageStore), without the network: records inside entries,
+dispatch of committed entries only, batches as one entry a message, recovery, and the Java 4.9.8 stores of
+the golden DLedger group, whose ConsumeQueues our dispatch rebuilds byte for byte."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rocketpy.codecs.batch import encode_batch
+from rocketpy.codecs.dledger import ENTRY_HEADER_SIZE
+from rocketpy.codecs.message import decode_message, properties_to_string
+from rocketpy.codecs.message_types import Message
+from rocketpy.dledger.file_ledger import INDEX_FILE_SIZE
+from rocketpy.dledger.store import DLedgerMessageStore
+from rocketpy.store.config import MessageStoreConfig
+from rocketpy.store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageStatus
+from rocketpy.testing import message_properties
+
+GOLDEN = Path(__file__).resolve().parent.parent / "protocol" / "golden" / "store-dump-dledger"
+pytestmark = pytest.mark.timeout(60)
+
+
+def config(root: Path, node: str = "n0", **kw: object) -> MessageStoreConfig:
+    sizes: dict[str, object] = dict(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=6000,
+                                     max_hash_slot_num=100, max_index_num=400)
+    return MessageStoreConfig(
+        store_path_root_dir=str(root), enable_d_leger_commit_log=True, d_leger_self_id=node, d_leger_group="g",
+        d_leger_peers=f"{node}-127.0.0.1:1", **{**sizes, **kw},  # type: ignore[arg-type]
+    )
+
+
+class Leader:
+    """The member's append as the store sees it: entries written, committed when told."""
+
+    def __init__(self, store: DLedgerMessageStore) -> None:
+        self.store = store
+        store.commitlog.append_entry = self.append
+
+    def append(self, body: bytes):  # type: ignore[no-untyped-def]
+        return self.store.ledger.append_as_leader(body, 1)
+
+    def commit(self) -> None:
+        self.store.ledger.update_committed_index(1, self.store.ledger.end_index)
+
+
+def message(i: int, topic: str = "T", queue_id: int = 0) -> MessageExtBrokerInner:
+    props = message_properties("A", f"k{i}", None)
+    return MessageExtBrokerInner(topic=topic, body=f"body-{i}".encode() * 20, queue_id=queue_id, properties=props,
+                                 properties_string=properties_to_string(props), born_host="127.0.0.1:5000",
+                                 store_host="127.0.0.1:10911", born_timestamp=1_700_000_000_000)
+
+
+def test_records_live_in_entries_and_reach_queues_once_committed(tmp_path: Path) -> None:
+    store = DLedgerMessageStore(config(tmp_path))
+    store.open()
+    leader = Leader(store)
+    results = [store.put_message(message(i, queue_id=i % 2)) for i in range(300)]  # crosses data files
+    assert all(r.is_ok for r in results)
+    # nothing is readable before the quorum: the ConsumeQueues are empty, max_offset is where it was
+    assert store.dispatch_committed() == [] and store.get_max_offset_in_queue("T", 0) == 0
+    leader.commit()
+    assert len(store.dispatch_committed()) == 300
+    assert store.get_max_offset_in_queue("T", 0) == 150 and store.get_max_offset_in_queue("T", 1) == 150
+    for i, r in enumerate(results):
+        entry = store.ledger.get(i)
+        assert entry is not None and r.dledger_entry == (1, i)
+        assert r.append is not None and r.append.wrote_offset == entry.pos + ENTRY_HEADER_SIZE
+        assert int(r.append.msg_id[16:], 16) == entry.pos + ENTRY_HEADER_SIZE  # the offset message id
+        msg = store.look_message_by_offset(r.append.wrote_offset)
+        assert msg is not None and msg.body == message(i).body and msg.queue_offset == i // 2
+        assert msg.commit_log_offset == entry.pos + ENTRY_HEADER_SIZE  # the record's own physical offset field
+    found = [decode_message(raw).properties["KEYS"] for raw in store.query_message("T", "k7", 10, 0, 2**62).messages]
+    assert found == ["k7"]  # the index holds the key at the record inside the entry
+    store.ledger.persist_checkpoint()
+    store.close()
+    # reopened: the ledger recovers, the ConsumeQueues and the topic queue table come back
+    again = DLedgerMessageStore(config(tmp_path))
+    again.open()
+    assert again.get_max_offset_in_queue("T", 1) == 150
+    Leader(again)
+    r = again.put_message(message(300, queue_id=1))
+    assert r.append is not None and r.append.logics_offset == 150
+    again.close()
+
+
+def test_a_batch_is_one_entry_a_message_with_its_own_properties(tmp_path: Path) -> None:
+    store = DLedgerMessageStore(config(tmp_path))
+    store.open()
+    leader = Leader(store)
+    body = encode_batch([Message("T", b"one", properties={"KEYS": "a"}),
+                         Message("T", b"two", properties={"KEYS": "b"})])
+    batch = MessageExtBatch(topic="T", body=body, queue_id=0, properties={"p": "v"}, properties_string="p\x01v\x02",
+                            born_host="127.0.0.1:5000", store_host="127.0.0.1:10911")
+    r = store.put_messages(batch)
+    assert r.is_ok and r.append is not None and r.append.msg_num == 2 and r.dledger_entry == (1, 1)
+    leader.commit()
+    store.dispatch_committed()
+    msgs = [store.look_message_by_offset(int(i[16:], 16)) for i in r.append.msg_id.split(",")]
+    assert [(m.body, m.queue_offset, m.properties) for m in msgs if m] == [
+        (b"one", 0, {"KEYS": "a"}), (b"two", 1, {"KEYS": "b"})]
+    store.close()
+
+
+def test_an_append_the_member_refuses_is_answered_busy(tmp_path: Path) -> None:
+    store = DLedgerMessageStore(config(tmp_path))
+    store.open()
+    r = store.put_message(message(0))  # no member running: not the leader
+    assert r.status is PutMessageStatus.OS_PAGECACHE_BUSY
+    assert store.ledger.end_index == -1 and store.commitlog.topic_queue_table.get(("T", 0), 0) == 0
+    store.close()
+
+
+@pytest.mark.parametrize("node", ["n0", "n1", "n2"])
+def test_java_group_stores_dispatch_to_javas_own_consume_queues(node: str, tmp_path: Path) -> None:
+    src = GOLDEN / node
+    root = tmp_path / node
+    shutil.copytree(src, root)
+    index = root / f"dledger-{node}" / "index" / "00000000000000000000"
+    os.truncate(index, INDEX_FILE_SIZE)  # the dump cut it to its used bytes
+    java_cq = {q: (root / "consumequeue" / "DlTopic" / str(q) / "00000000000000000000").read_bytes()
+               for q in range(4)}
+    shutil.rmtree(root / "consumequeue")
+    shutil.rmtree(root / "index")
+    cfg = config(root, node, mapped_file_size_commit_log=4 * 1024 * 1024, mapped_file_size_consume_queue=60000,
+                 max_hash_slot_num=1000, max_index_num=4000)
+    store = DLedgerMessageStore(cfg)
+    report = store.open()
+    assert report.dispatched == 50
+    ours = {}
+    for q in range(4):
+        cq = store.find_consume_queue("DlTopic", q)
+        assert cq is not None
+        cq.flush(0)
+        ours[q] = (root / "consumequeue" / "DlTopic" / str(q) / "00000000000000000000").read_bytes()
+    assert ours == java_cq
+    store.close()
