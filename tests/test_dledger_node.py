@@ -115,3 +115,38 @@ async def test_a_lone_leader_times_out_appends_with_javas_code(virtual_clock, tm
         n.ledger.close()  # type: ignore[attr-defined]
     cp = (tmp_path / lead.config.self_id / "checkpoint").read_text()
     assert cp.startswith("committedIndex=0\n")
+
+
+@pytest.mark.timeout(60)
+async def test_leadership_is_transferred_on_request_and_to_the_preferred_member(virtual_clock, tmp_path) -> None:
+    """LEADERSHIP_TRANSFER as DLedger 0.3.1.2: the leader stops taking appends while the transferee, caught
+    up, stands for the next term at once and wins it; with preferredLeaderId the leader hands over by itself."""
+    cfgs = peers()
+    ledgers = {m: MemoryLedger() for m in cfgs}
+    nodes = {m: DLedgerNode(DLedgerConfig(group="g", self_id=m, peers=cfgs, preferred_leader_ids=("n2",)),
+                            ledgers[m], ledger_dir=tmp_path / m) for m in cfgs}
+    for m in cfgs:
+        (tmp_path / m).mkdir()
+    alive = set(cfgs)
+    async with trio.open_nursery() as nursery:
+        for n in nodes.values():
+            await start(nursery, n)
+        await wait_until(lambda: leader_of(nodes, alive) is not None, timeout=30, tick=0.25)
+        lead = leader_of(nodes, alive)
+        assert lead is not None
+        for i in range(5):
+            await lead.append(b"m%d" % i)
+        # whoever won first, the preferred member n2 ends up leading (checked every second)
+        await wait_until(lambda: (leader_of(nodes, alive) or lead).config.self_id == "n2", timeout=30, tick=0.25)
+        n2 = nodes["n2"]
+        assert n2.state.curr_term >= lead.state.curr_term
+        await n2.append(b"on n2")
+        # an explicit transfer away from the preferred one: it happens, then n2 takes leadership back
+        target = next(m for m in cfgs if m != "n2")
+        resp = await n2.transfer_leadership(target)
+        assert resp.code == DLedgerResponseCode.SUCCESS
+        await wait_until(lambda: (leader_of(nodes, alive) or n2).config.self_id == "n2", timeout=30, tick=0.25)
+        assert all(ledgers[m].end_index >= 5 for m in cfgs)
+        # a transfer to a member that is not in the group is refused as Java refuses it
+        assert (await n2.transfer_leadership("n9")).code == DLedgerResponseCode.UNKNOWN_MEMBER
+        nursery.cancel_scope.cancel()

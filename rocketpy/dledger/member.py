@@ -75,6 +75,8 @@ class DLedgerConfig:
     preferred_leader_ids: tuple[str, ...] = ()
     min_take_leadership_vote_interval_ms: int = 30
     max_take_leadership_vote_interval_ms: int = 100
+    max_leadership_transfer_wait_index: int = 1000
+    leadership_transfer_wait_timeout_ms: int = 1000
 
     def __post_init__(self) -> None:
         if self.self_id not in self.peers:
@@ -507,6 +509,20 @@ class Elector:
             self._change_to_candidate(rnd.term, out)
         elif self._now - self.last_succ_heartbeat > cfg.max_heart_beat_leak * cfg.heart_beat_time_interval_ms:
             self._change_to_candidate(rnd.term, out)
+
+    # -- leadership transfer -----------------------------------------------------------------------
+    def take_leadership(self, term: int, now: int) -> tuple[DLedgerResponseCode | None, list[Output]]:
+        """handleTakeLeadership: the transferee stands at once for ``term + 1`` (None and the outputs), or
+        the code it refuses with."""
+        st = self.state
+        if st.curr_term != term:
+            return DLedgerResponseCode.INCONSISTENT_TERM, []
+        self._now = now
+        st.term_to_take_leadership = term + 1
+        out: list[Output] = []
+        self._change_to_candidate(term + 1, out)
+        self.need_increase_term_immediately = True
+        return None, out
 
     # -- role changes ------------------------------------------------------------------------------
     def _change_to_candidate(self, term: int, out: list[Output]) -> None:

@@ -29,6 +29,8 @@ from ..codecs.dledger import (
     DLedgerResponseCode,
     HeartBeatRequest,
     HeartBeatResponse,
+    LeadershipTransferRequest,
+    LeadershipTransferResponse,
     PushEntryRequest,
     PushEntryResponse,
     VoteRequest,
@@ -106,6 +108,8 @@ class DLedgerNode:
         self.commit_advanced = trio.Event()
         self._committed_seen = ledger.committed_index
         self._kick = trio.Event()  # an append wants its push now, not at the next turn
+        #: the transferee's answer to the leader's take-leadership request, settled by its role changes
+        self._take: _TakeLeadership | None = None
 
     # -- the clock Java's threads read ------------------------------------------------------------
     @staticmethod
@@ -127,6 +131,7 @@ class DLedgerNode:
         dispatcher.register(DLedgerRequestCode.VOTE, self._on_vote)
         dispatcher.register(DLedgerRequestCode.HEART_BEAT, self._on_heartbeat)
         dispatcher.register(DLedgerRequestCode.PUSH, self._on_push)
+        dispatcher.register(DLedgerRequestCode.LEADERSHIP_TRANSFER, self._on_leadership_transfer)
         self.server = RemotingServer(dispatcher, state=self)
         try:
             async with open_remoting_client(close_on_timeout=False) as client, trio.open_nursery() as nursery:
@@ -134,6 +139,8 @@ class DLedgerNode:
                 await nursery.start(self.server.serve, host, port)
                 nursery.start_soon(self._maintain)
                 nursery.start_soon(self._checkpoints)
+                if self.config.preferred_leader_ids:
+                    nursery.start_soon(self._check_preferred_leader)
                 log.info("DLedger member %s of %s on %s:%d", self.config.self_id, self.config.group, host, port)
                 task_status.started(self)
         finally:
@@ -218,6 +225,7 @@ class DLedgerNode:
                      self.state.leader_id)
             self.role_changed.set()
             self.role_changed = trio.Event()
+            self._check_take(o.term, o.role)
             if self.on_role_change is not None:
                 self.on_role_change(o.term, o.role)
 
@@ -297,6 +305,123 @@ class DLedgerNode:
         await self._carry(self.handler.handle_push(body, (ctx, request), self.now()))
         return None
 
+    # -- leadership transfer ---------------------------------------------------------------------------
+    async def _on_leadership_transfer(
+        self, ctx: RequestContext[Any], request: RemotingCommand
+    ) -> RemotingCommand | None:
+        body = self._checked(ctx, request, LeadershipTransferRequest)
+        if body is None:
+            resp = LeadershipTransferResponse(code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT))
+        else:
+            resp = self._refusal(body, LeadershipTransferResponse)
+            if resp is None:
+                st = self.state
+                if body.transfer_id == st.self_id:
+                    resp = await self.transfer_leadership(body.transferee_id or "", body.term)
+                elif body.transferee_id == st.self_id:
+                    resp = await self._take_leadership(body)
+                else:
+                    resp = self._transfer_answer(DLedgerResponseCode.UNEXPECTED_ARGUMENT)
+        return request.response(code=REPLY_HEADER_CODE, body=resp.encode())
+
+    def _transfer_answer(self, code: DLedgerResponseCode) -> LeadershipTransferResponse:
+        st = self.state
+        return LeadershipTransferResponse(code=int(code), group=self.config.group, term=st.curr_term,
+                                          leader_id=st.leader_id, local_id=st.self_id)
+
+    def _fall_behind(self, peer: str) -> int:
+        st = self.state
+        return self.ledger.end_index - self.pusher.peer_water_mark(st.curr_term, peer)
+
+    async def transfer_leadership(self, transferee: str, term: int | None = None) -> LeadershipTransferResponse:
+        """As the leader, hand leadership to ``transferee`` (DLedgerServer/DLedgerLeaderElector's
+        handleLeadershipTransfer): appends are refused meanwhile, and the transferee, once caught up,
+        stands for the next term at once."""
+        st = self.state
+        term = st.curr_term if term is None else term
+        if not st.is_peer_member(transferee):
+            return self._transfer_answer(DLedgerResponseCode.UNKNOWN_MEMBER)
+        if st.curr_term != term:
+            return self._transfer_answer(DLedgerResponseCode.INCONSISTENT_TERM)
+        if st.role is not Role.LEADER:
+            return self._transfer_answer(DLedgerResponseCode.NOT_LEADER)
+        if self._fall_behind(transferee) >= self.config.max_leadership_transfer_wait_index:
+            return self._transfer_answer(DLedgerResponseCode.FALL_BEHIND_TOO_MUCH)
+        if st.transferee is not None:
+            return self._transfer_answer(DLedgerResponseCode.LEADER_TRANSFERRING)
+        st.transferee = transferee
+        take = LeadershipTransferRequest(
+            group=self.config.group, leader_id=st.leader_id, local_id=st.self_id, remote_id=transferee, term=term,
+            take_leadership_ledger_index=st.ledger_end_index, transfer_id=st.self_id, transferee_id=transferee,
+        )
+        raw = await self._invoke(transferee, DLedgerRequestCode.LEADERSHIP_TRANSFER, take.encode())
+        resp = _decode(LeadershipTransferResponse, raw) or self._transfer_answer(DLedgerResponseCode.NETWORK_ERROR)
+        if resp.code != DLedgerResponseCode.SUCCESS or (st.curr_term == term and st.transferee is not None):
+            log.warning("DLedger %s: leadership transfer to %s failed (%s)", st.self_id, transferee, resp.code)
+            st.transferee = None
+        return resp
+
+    async def _take_leadership(self, req: LeadershipTransferRequest) -> LeadershipTransferResponse:
+        """The transferee's side: wait to hold what the leader held, then stand at once; answered when the
+        election it starts is decided (TakeLeadershipTask)."""
+        st = self.state
+        if req.transfer_id != st.leader_id:
+            return self._transfer_answer(DLedgerResponseCode.INCONSISTENT_LEADER)
+        with trio.move_on_after(self.config.leadership_transfer_wait_timeout_ms / 1000) as waited:
+            while req.take_leadership_ledger_index > st.ledger_end_index:
+                await trio.sleep(0.01)
+        if waited.cancelled_caught:
+            return self._transfer_answer(DLedgerResponseCode.TAKE_LEADERSHIP_FAILED)
+        code, out = self.elector.take_leadership(req.term, self.now())
+        if code is not None:
+            return self._transfer_answer(code)
+        take = self._take = _TakeLeadership()
+        await self._carry(out)
+        self._kick.set()
+        with trio.move_on_after(RPC_TIMEOUT_S):
+            await take.done.wait()
+        return take.response or self._transfer_answer(DLedgerResponseCode.TAKE_LEADERSHIP_FAILED)
+
+    def _check_take(self, term: int, role: Role) -> None:
+        """TakeLeadershipTask.check: a role change settles the pending take-leadership answer."""
+        take = self._take
+        target = self.state.term_to_take_leadership
+        if take is None or target == -1:
+            return
+        if term > target:
+            code = DLedgerResponseCode.EXPIRED_TERM
+        elif term == target:
+            if role is Role.CANDIDATE:
+                return
+            code = DLedgerResponseCode.SUCCESS if role is Role.LEADER else DLedgerResponseCode.TAKE_LEADERSHIP_FAILED
+        else:
+            code = DLedgerResponseCode.TAKE_LEADERSHIP_FAILED if role is Role.FOLLOWER else \
+                DLedgerResponseCode.INTERNAL_ERROR
+        take.response = LeadershipTransferResponse(code=int(code), group=self.config.group, term=term,
+                                                   local_id=self.state.self_id)
+        take.done.set()
+        self.state.term_to_take_leadership = -1
+        self._take = None
+
+    async def _check_preferred_leader(self) -> None:
+        """DLedgerServer.checkPreferredLeader, every second: a leader that is not preferred hands over to
+        the live preferred member that is least behind."""
+        while True:
+            await trio.sleep(1)
+            st = self.state
+            preferred = self.config.preferred_leader_ids
+            if st.role is not Role.LEADER or st.transferee is not None or st.self_id in preferred:
+                continue
+            live = [p for p in preferred if st.is_peer_member(p) and st.peers_live.get(p, False)]
+            if not live:
+                continue
+            best = min(live, key=self._fall_behind)
+            if self._fall_behind(best) < self.config.max_leadership_transfer_wait_index:
+                log.info("DLedger %s: preferred leader %s is %d behind: transferring", st.self_id, best,
+                         self._fall_behind(best))
+                resp = await self.transfer_leadership(best)
+                log.info("DLedger %s: leadership transfer to %s answered %d", st.self_id, best, resp.code)
+
     # -- the broker's side ----------------------------------------------------------------------------
     def append_now(self, body: bytes) -> DLedgerEntry:
         """Append as the leader (DLedgerServer.handleAppend): the entry is written and its push starts at
@@ -328,6 +453,14 @@ class DLedgerNode:
         """Append as the leader and wait for a quorum; LedgerError with Java's code otherwise."""
         entry = self.append_now(body)
         return await self.wait_acked(entry.term, entry.index)
+
+
+class _TakeLeadership:
+    __slots__ = ("done", "response")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.response: LeadershipTransferResponse | None = None
 
 
 def _decode(cls: Any, raw: RemotingCommand | None) -> Any:

@@ -332,6 +332,10 @@ class Pusher:
     def _water_mark(self, term: int, peer: str) -> int:
         return self._marks(term)[peer]
 
+    def peer_water_mark(self, term: int, peer: str) -> int:
+        """The last index ``peer`` is known to hold in ``term`` (getPeerWaterMark; -1 when none)."""
+        return self._marks(term).get(peer, -1)
+
     def _update_water_mark(self, term: int, peer: str, index: int) -> None:
         marks = self._marks(term)
         if marks.get(peer, -1) < index:
