@@ -138,3 +138,45 @@ def test_java_group_stores_dispatch_to_javas_own_consume_queues(node: str, tmp_p
         ours[q] = (root / "consumequeue" / "DlTopic" / str(q) / "00000000000000000000").read_bytes()
     assert ours == java_cq
     store.close()
+
+
+def test_retention_deletes_old_committed_data_files_and_the_ledger_starts_after_them(tmp_path: Path) -> None:
+    store = DLedgerMessageStore(config(tmp_path, file_reserved_time=1))
+    store.open()
+    leader = Leader(store)
+    results = [store.put_message(message(i)) for i in range(400)]
+    leader.commit()
+    store.dispatch_committed()
+    store.flush()  # only flushed bytes may go
+    files_before = len(store.ledger.data.files)
+    assert files_before >= 3
+    far = store.clock() + 3 * 3_600_000  # past fileReservedTime + 1 hours
+    gone = store.clean_expired(far, force=True).commitlog
+    assert len(gone) == files_before - 1  # everything but the file being written
+    first = store.ledger.data.files[0].file_from_offset
+    assert store.ledger.begin_index > 0 and store.ledger.get(store.ledger.begin_index - 1) is None
+    assert store.get_min_offset_in_queue("T", 0) > 0  # the ConsumeQueue moved past them too
+    kept = [r for r in results if r.append is not None and r.append.wrote_offset >= first]
+    msg = store.look_message_by_offset(kept[0].append.wrote_offset)  # type: ignore[union-attr]
+    assert msg is not None
+    store.ledger.persist_checkpoint()
+    store.close()
+    again = DLedgerMessageStore(config(tmp_path, file_reserved_time=1))
+    again.open()  # recovers from the first file left
+    assert again.ledger.end_index == 399 and again.ledger.begin_index == store.ledger.begin_index
+    Leader(again)
+    assert again.put_message(message(400)).is_ok
+    again.close()
+
+
+def test_retention_keeps_entries_not_yet_committed(tmp_path: Path) -> None:
+    store = DLedgerMessageStore(config(tmp_path, file_reserved_time=1))
+    store.open()
+    Leader(store)
+    for i in range(400):
+        store.put_message(message(i))  # written, never committed
+    store.flush()
+    far = store.clock() + 3 * 3_600_000
+    assert store.clean_expired(far, force=True).commitlog == []
+    assert store.ledger.begin_index == 0
+    store.close()

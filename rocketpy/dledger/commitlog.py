@@ -41,6 +41,7 @@ log = logging.getLogger("rocketpy.dledger")
 
 #: the transaction types whose records reach a ConsumeQueue (not prepared, not rolled back)
 _CONSUMED = (int(MessageSysFlag.TRANSACTION_NOT_TYPE), int(MessageSysFlag.TRANSACTION_COMMIT_TYPE))
+_HOUR_MS = 3_600_000
 #: (term, index) of the entries a put is waiting for: the last one answers for all of them
 PendingEntries = tuple[int, int]
 
@@ -169,7 +170,14 @@ class DLedgerCommitLog(CommitLog):
     def delete_expired_files(
         self, expired_ms: int, now_ms: int, *, clean_immediately: bool, keep_from: int
     ) -> list[str]:
-        return []  # a ledger's files are not deleted by the CommitLog's retention (see the README)
+        """DLedger's CleanSpaceService: whole data files older than fileReservedTime + 1 hours (DLedgerCommitLog
+        gives DLedger fileReservedHours so), never one holding an entry that is not committed (Java's does not
+        look) nor one past ``keep_from``; the ledger's first index moves past them."""
+        gone = super().delete_expired_files(expired_ms + _HOUR_MS, now_ms, clean_immediately=clean_immediately,
+                                            keep_from=min(keep_from, self.ledger.committed_pos))
+        if gone:
+            self.ledger.revise_begin()
+        return gone
 
     def flush(self, least_pages: int = 0) -> int:
         self.ledger.flush()

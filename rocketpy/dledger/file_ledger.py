@@ -179,9 +179,10 @@ class FileLedger:
             log.warning("%s: an unfinished entry after offset %d was cut (%d bytes)", self.path, process, dropped)
         self.index.truncate_dirty_files((last_index + 1) * INDEX_UNIT_SIZE, zero_tail=True)
         self.end_index, self.end_term = last_index, last_term
-        self._revise_begin()
+        self.revise_begin()
 
-    def _revise_begin(self) -> None:
+    def revise_begin(self) -> None:
+        """The first index from the first data file (after recovery, a truncation or a deletion)."""
         first = self.data.first_file()
         entry = self._entry_at(first, 0) if first is not None and first.wrote_position else None
         self.begin_index = entry.index if entry is not None else (self.end_index if self.end_index >= 0 else -1)
@@ -277,7 +278,7 @@ class FileLedger:
             self.end_index, self.end_term = entry.index, entry.term
         else:
             self._write(entry)
-        self._revise_begin()
+        self.revise_begin()
         return entry.index
 
     def update_committed_index(self, term: int, index: int) -> None:
@@ -292,8 +293,10 @@ class FileLedger:
 
     # -- durability --------------------------------------------------------------------------------
     def flush(self) -> None:
-        self.data.flush(0)
-        self.index.flush(0)
+        """Everything written to disk (each flush call covers one file: go on until none is left)."""
+        for files in (self.data, self.index):
+            while not files.flush(0):
+                pass
 
     def persist_checkpoint(self) -> None:
         """``checkpoint`` as Java writes it (Hashtable order: committedIndex, then endIndex)."""

@@ -83,6 +83,9 @@ class DLedgerMessageStore(MessageStore):
         """Committed bytes not dispatched yet (DefaultMessageStore.dispatchBehindBytes)."""
         return max(0, self.commitlog.max_offset - self.reput_from)
 
+    def _deletable_below(self) -> int:
+        return min(super()._deletable_below(), self.reput_from)  # nothing the ConsumeQueues still miss
+
     def recover_topic_queue_table(self) -> None:
         """The next queue offsets from the ConsumeQueues (a new leader's first step: entries of the old
         leader that never committed took offsets nobody holds)."""
