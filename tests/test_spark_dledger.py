@@ -19,11 +19,11 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e 
 
 from golden import CAPTURES, STORE_DUMP_DLEDGER  # noqa: E402
 
+from rocketpy.cli import main as cli_main  # noqa: E402
 from rocketpy.spark import sources  # noqa: E402
 from rocketpy.spark.commitlog import commitlog_batches, commitlog_rows_batches  # noqa: E402
 from rocketpy.spark.lake import Lake, export_pcaps, export_store  # noqa: E402
 from rocketpy.spark.pcap import PcapOptions, pcap_batches  # noqa: E402
-from rocketpy.cli import main as cli_main  # noqa: E402
 from rocketpy.store.dledger_ledger import DLedgerLedger, find_ledger_dirs  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
@@ -56,12 +56,36 @@ def test_rows_are_what_store_dump_and_the_ledger_list(node: str, split: str, cap
         (e.pos + 48, e.index, e.term, len(e.body)) for e in entries
     ]
     assert [
-        (r["commit_log_offset"], r["physical_offset"], r["msg_id"], r["uniq_key"], r["topic"], r["queue_id"],
-         r["queue_offset"], r["tags"], r["born_host"], r["store_host"], r["store_timestamp"], r["body"].decode())
+        (
+            r["commit_log_offset"],
+            r["physical_offset"],
+            r["msg_id"],
+            r["uniq_key"],
+            r["topic"],
+            r["queue_id"],
+            r["queue_offset"],
+            r["tags"],
+            r["born_host"],
+            r["store_host"],
+            r["store_timestamp"],
+            r["body"].decode(),
+        )
         for r in rows
     ] == [
-        (d["commitLogOffset"], d["commitLogOffset"], d["offsetMsgId"], d["uniqKey"], d["topic"], d["queueId"],
-         d["queueOffset"], d["tags"], d["bornHost"], d["storeHost"], d["storeTimestamp"], d["body"])
+        (
+            d["commitLogOffset"],
+            d["commitLogOffset"],
+            d["offsetMsgId"],
+            d["uniqKey"],
+            d["topic"],
+            d["queueId"],
+            d["queueOffset"],
+            d["tags"],
+            d["bornHost"],
+            d["storeHost"],
+            d["storeTimestamp"],
+            d["body"],
+        )
         for d in dumped
     ]
     # the failover shows: entries 0-29 of term 1 (led by n1), 30-49 of term 2 (led by n2)
@@ -115,7 +139,9 @@ def test_topic_filter_through_the_consume_queues_keeps_index_and_term() -> None:
     list(reader.pushFilters([EqualTo(("topic",), "DlTopic")]))
     parts = reader.partitions()
     assert any(isinstance(p, sources.QueuePartition) for p in parts)
-    got = sorted((r for p in parts for b in reader.read(p) for r in b.to_pylist()), key=lambda r: r["commit_log_offset"])
+    got = sorted(
+        (r for p in parts for b in reader.read(p) for r in b.to_pylist()), key=lambda r: r["commit_log_offset"]
+    )
     assert got == _rows(store)
 
 
@@ -147,7 +173,9 @@ def test_pcap_rows_decode_dledger_as_sniff_does(tmp_path: Path, capsys) -> None:
     assert got == want
     manifest = json.loads(pcap.with_suffix(".json").read_text())["dledger"]
     pushes = [r for r in rows if r["kind"] == "request" and r["request_code_name"] == "PUSH"]
-    assert Counter(r["dledger_push_type"] for r in pushes) == Counter({k: v["requests"] for k, v in manifest["pushTypes"].items()})
+    assert Counter(r["dledger_push_type"] for r in pushes) == Counter(
+        {k: v["requests"] for k, v in manifest["pushTypes"].items()}
+    )
     replies = [r for r in rows if r["kind"] == "response" and r["summary"] is not None]
     assert all(r["code_name"].endswith("(DLedger)") and r["code"] == 200 for r in replies)
     assert {r["dledger_result"] for r in replies} == {"SUCCESS", "NOT_FOLLOWER", "INCONSISTENT_STATE", "TERM_NOT_READY"}
