@@ -268,7 +268,7 @@ def dledger_messages(cmd: RemotingCommand) -> list[dict[str, Any]]:
         entries = body.entries
     else:
         return []
-    out = []
+    out: list[dict[str, Any]] = []
     for entry in entries:
         try:
             msg = decode_message(entry.body or b"", decompress=False)

@@ -57,7 +57,9 @@ BENCH_TOPIC = "DlFailoverBench"
 QUEUES = 4
 FAULTS = ("kill_leader", "stop_follower", "stop_leader", "restart_member")
 # Java's role change handler (DLedgerRoleChangeHandler) logs these; ours logs the same words
-_ROLE_CHANGE = re.compile(r"Finish handling broker role change succ=(\w+) term=(\d+) role=(\w+)")
+_ROLE_CHANGE = re.compile(
+    r"Finish handling broker role change succ=(\w+) term=(\d+) role=(\w+)\S* currStoreRole=\w+ cost=(\d+)"
+)
 _TPS = re.compile(r"Send TPS:\s*([\d.]+)")
 
 
@@ -188,12 +190,16 @@ class Member:
             self.proc.wait()
 
     def role_changes(self) -> list[str]:
-        """The role changes its log records ("term/ROLE", in order)."""
+        """The role changes its log records ("term/ROLE/cost", in order; a LEADER's cost is how long it waited
+        for its ledger to be committed and dispatched before it became master)."""
         texts = [self.log.read_text(errors="replace")] if self.log.exists() else []
         java_log = self.work / f"home-{self.self_id}" / "logs" / "rocketmqlogs" / "broker.log"
         if java_log.exists():
             texts.append(java_log.read_text(errors="replace"))
-        return [f"{term}/{role}" for text in texts for ok, term, role in _ROLE_CHANGE.findall(text) if ok == "true"]
+        return [
+            f"{term}/{role}/{cost}ms" for text in texts for ok, term, role, cost in _ROLE_CHANGE.findall(text)
+            if ok == "true"
+        ]
 
 
 class Group:
@@ -323,11 +329,15 @@ async def create_topics(group: Group) -> None:
                 await create_topic(m.addr, topic, QUEUES)
 
 
-async def wait_port(port: int, timeout: float) -> None:
+async def wait_port(member: Member, timeout: float) -> None:
+    """Until the member listens on its port; a member that exits first is an error naming its last words."""
     with trio.fail_after(timeout):
         while True:
+            if not member.alive:
+                tail = member.log.read_text(errors="replace").strip().splitlines()[-1:] if member.log.exists() else []
+                raise RuntimeError(f"{member.self_id} ({member.impl}) exited: {' '.join(tail) or 'no output'}")
             try:
-                s = await trio.open_tcp_stream("127.0.0.1", port)
+                s = await trio.open_tcp_stream("127.0.0.1", member.port)
                 await s.aclose()
                 return
             except OSError:
@@ -341,14 +351,14 @@ async def run_group(impls: list[str], cycles: int, pause: float, retries: int, t
     work = Path(tempfile.mkdtemp(prefix="dledger-failover-"))
     ref = java_ref_dir()
     classpath = compile_ack_producer(work / "classes")
-    report: dict[str, Any] = {"impls": impls, "work": str(work), "cycles": []}
+    report: dict[str, Any] = {"impls": impls, "work": str(work)}
     async with java_namesrv(ref, free_port(), work) as namesrv:
         group = Group(impls, work, namesrv)
         for m in group.members:
             m.start()
         try:
             for m in group.members:
-                await wait_port(m.port, 120)
+                await wait_port(m, 120)
             first = await group.wait_whole(120)
             report["first_leader"] = first.self_id
             await create_topics(group)
@@ -358,6 +368,8 @@ async def run_group(impls: list[str], cycles: int, pause: float, retries: int, t
                 await wait_for_route(namesrv, topic, timeout=60)
             report.update(await _drive(group, namesrv, classpath, work, cycles, pause, retries, threads,
                                        bench_threads, steady))
+        except (RuntimeError, trio.TooSlowError) as exc:  # the group never formed: say so, in one line
+            report["error"] = f"{type(exc).__name__}: {exc}"
         finally:
             for m in group.members:
                 m.stop()
@@ -452,7 +464,7 @@ async def _cycle(group: Group, acks: AckLog, kind: str, i: int, pause: float) ->
         rec["to_new_master_ms"] = int(time.time() * 1000) - t0
         rec["to_first_ack_ms"] = await _first_ack(acks, t0, victim.port, 60)
         victim.start()
-        await wait_port(victim.port, 120)
+        await wait_port(victim, 120)
     elif kind == "stop_follower" or kind == "restart_member":
         victim = followers[i % 2]
         rec["member"] = victim.self_id
@@ -463,7 +475,7 @@ async def _cycle(group: Group, acks: AckLog, kind: str, i: int, pause: float) ->
         else:
             victim.stop()
             victim.start()
-            await wait_port(victim.port, 120)
+            await wait_port(victim, 120)
         acked_before = len(acks.acked)
         with trio.fail_after(60):
             while len(acks.acked) == acked_before:
@@ -617,9 +629,13 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
         "to_new_master_ms": _spread([c["to_new_master_ms"] for c in failovers if "to_new_master_ms" in c]),
         "stop_leader_stepped_down": f"{sum(1 for s in steps if s)}/{len(steps)}",
         "leaders_by_term": {
-            m: sorted({int(rc.split("/")[0]) for rc in changes if rc.endswith("/LEADER")})
+            m: sorted({int(rc.split("/")[0]) for rc in changes if rc.split("/")[1] == "LEADER"})
             for m, changes in report.get("role_changes", {}).items()
         },
+        "leader_to_master_ms": _spread([
+            int(rc.split("/")[2][:-2]) for changes in report.get("role_changes", {}).values() for rc in changes
+            if rc.split("/")[1] == "LEADER"
+        ]),
     }
 
 
@@ -655,6 +671,8 @@ def main(argv: list[str] | None = None) -> int:
             w = s["to_first_ack_ms"]
             print(f"group {'+'.join(r['impls'])}: {len(r.get('cycles', []))} cycles in {r.get('seconds')} s"
                   f"{'; ERROR ' + r['error'] if r.get('error') else ''}")
+            if "acknowledged" not in r:
+                continue  # it never got to sending
             print(f"  acknowledged {r.get('acknowledged')}, lost {r.get('lost')}, duplicates {r.get('duplicates')}"
                   f" (beyond retries {r.get('duplicates_beyond_retries')}), failed sends {r.get('failed_sends')}")
             print(f"  leader death/stop -> first ack via the new leader: min {w['min']} ms, median {w['median']} ms,"
@@ -663,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  send rate before faults: {r.get('steady_send_rate')}; over the run: {r.get('send_rate')};"
                   f" load {r.get('loadavg')}")
             print(f"  stores: {r.get('stores')}; ledgers: {r.get('ledgers')}")
-            print(f"  terms led (from the role changes in the logs): {s['leaders_by_term']}")
+            print(f"  terms led (from the role changes in the logs): {s['leaders_by_term']}; elected leader to"
+                  f" master (waiting for its ledger to be committed and dispatched): {s['leader_to_master_ms']}")
     return 1 if failed else 0
 
 
