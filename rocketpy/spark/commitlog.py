@@ -186,17 +186,15 @@ def commitlog_records_batches(
                         assert d is not None
                         if len(d.pos):
                             READ_STATS["bytes"] += int(d.size.sum())
-                            yield record_columns(
+                            yield _columns(
                                 buf,
                                 u8,
                                 d,
                                 path,
                                 base,
                                 COMMITLOG_COLUMNS,
-                                check_crc=opts.check_crc,
-                                decompress=opts.decompress,
-                                include_body=opts.include_body,
-                                given=_entry_given(buf, base, d.pos.tolist()) if ledger else None,
+                                opts,
+                                _entry_given(buf, base, d.pos.tolist()) if ledger else None,
                             )
                     return
             finally:
@@ -211,6 +209,31 @@ def commitlog_records_batches(
     last = builder.flush()
     if last is not None:
         yield last
+
+
+def _columns(
+    buf: Any,
+    u8: np.ndarray,
+    d: Any,
+    path: str,
+    base: int,
+    cols: Sequence[tuple[str, str]],
+    opts: CommitLogOptions,
+    given: Mapping[str, pa.Array] | None = None,
+) -> pa.RecordBatch:
+    """:func:`record_columns` under the reader's options."""
+    return record_columns(
+        buf,
+        u8,
+        d,
+        path,
+        base,
+        cols,
+        check_crc=opts.check_crc,
+        decompress=opts.decompress,
+        include_body=opts.include_body,
+        given=given,
+    )
 
 
 def _entry_given(buf: Any, base: int, positions: Sequence[int]) -> dict[str, pa.Array]:
@@ -381,17 +404,7 @@ def _walk_batches(
                 ends.append(base + int(item.pos[-1]) + int(item.size[-1]))
                 u8 = np.frombuffer(buf, dtype=np.uint8)
                 try:
-                    yield record_columns(
-                        buf,
-                        u8,
-                        item,
-                        path,
-                        base,
-                        cols,
-                        check_crc=opts.check_crc,
-                        decompress=opts.decompress,
-                        include_body=opts.include_body,
-                    )
+                    yield _columns(buf, u8, item, path, base, cols, opts)
                 finally:
                     del u8, item
                 continue
@@ -509,18 +522,7 @@ def ledger_batches(
                 "dledger_index": pa.array([e[1] for e in entries], pa.int64()),
                 "dledger_term": pa.array([e[2] for e in entries], pa.int64()),
             }
-            yield record_columns(
-                buf,
-                u8,
-                d,
-                path,
-                base,
-                cols,
-                check_crc=opts.check_crc,
-                decompress=opts.decompress,
-                include_body=opts.include_body,
-                given=given,
-            )
+            yield _columns(buf, u8, d, path, base, cols, opts, given)
 
         try:
             for item in ledger_entries(buf, base, start, stop, exact_start, indexed):
