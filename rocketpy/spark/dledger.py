@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..codecs.dledger import CURRENT_MAGIC, DLEDGER_ENTRY_HEADER, DLEDGER_INDEX_UNIT, ENTRY_HEADER_SIZE
+from ..codecs.dledger import (
+    BLANK_MAGIC,
+    CURRENT_MAGIC,
+    DLEDGER_ENTRY_HEADER,
+    DLEDGER_INDEX_UNIT,
+    ENTRY_HEADER_SIZE,
+    MIN_BLANK_LEN,
+)
 from ..codecs.errors import CodecError
 from ..codecs.layouts import field_offsets
 from ..codecs.message import decode_message
@@ -44,13 +51,15 @@ LEDGER_COLUMNS: list[tuple[str, str]] = [("dledger_index", "long"), ("dledger_te
 
 LEDGER_PREFIX = "dledger-"
 _HEAD = field_offsets(DLEDGER_ENTRY_HEADER)
+_WIDTH = {sc.name: sc.sizeof() for sc in DLEDGER_ENTRY_HEADER.subcons}
 _UNIT = field_offsets(DLEDGER_INDEX_UNIT)
 assert _HEAD["<end>"] == ENTRY_HEADER_SIZE
 
 
-def _field(buf: Any, at: int, name: str, width: int) -> int:
+def _field(buf: Any, at: int, name: str) -> int:
+    """Field ``name`` of the entry header at ``at`` (big-endian, signed, as the construct declares it)."""
     o = at + _HEAD[name]
-    return int.from_bytes(buf[o : o + width], "big", signed=True)
+    return int.from_bytes(buf[o : o + _WIDTH[name]], "big", signed=True)
 
 
 def is_ledger_file(path: str) -> bool:
@@ -111,12 +120,12 @@ def _names_itself(buf: Any, at: int, base: int, limit: int) -> bool:
     that agree and fit, and a ``pos`` naming this very place."""
     if at < 0 or at + ENTRY_HEADER_SIZE > limit:
         return False
-    if _field(buf, at, "magic", 4) != CURRENT_MAGIC:
+    if _field(buf, at, "magic") != CURRENT_MAGIC:
         return False
-    size, body = _field(buf, at, "size", 4), _field(buf, at, "body_size", 4)
+    size, body = _field(buf, at, "size"), _field(buf, at, "body_size")
     if body < 0 or size != ENTRY_HEADER_SIZE + body or at + size > limit:
         return False
-    return _field(buf, at, "pos", 8) == base + at
+    return _field(buf, at, "pos") == base + at
 
 
 def _next_entry(buf: Any, after: int, base: int, limit: int, indexed: np.ndarray | None) -> int | None:
@@ -155,12 +164,12 @@ def _first_entry(buf: Any, base: int, start: int, limit: int, indexed: np.ndarra
             if _names_itself(buf, at, base, limit):
                 return at
             prev = int(indexed[k - 1]) - base if k > 0 else -1
-            if prev >= 0 and _names_itself(buf, prev, base, limit) and prev + _field(buf, prev, "size", 4) == at:
+            if prev >= 0 and _names_itself(buf, prev, base, limit) and prev + _field(buf, prev, "size") == at:
                 return at  # damage the walk meets coming from the good entry before it
         return None
     at = 0  # no index: follow the entries from the file's start
     while at < start:
-        if at + 8 > limit or _field(buf, at, "magic", 4) in (0, -1):
+        if at + MIN_BLANK_LEN > limit or _field(buf, at, "magic") in (0, BLANK_MAGIC):
             return None  # the file's unwritten rest or its padding: nothing more in it
         if not _names_itself(buf, at, base, limit):
             nxt = _next_entry(buf, at, base, limit, None)
@@ -168,7 +177,7 @@ def _first_entry(buf: Any, base: int, start: int, limit: int, indexed: np.ndarra
                 return None
             at = nxt
             continue
-        at += _field(buf, at, "size", 4)
+        at += _field(buf, at, "size")
     return at
 
 
@@ -186,13 +195,13 @@ def ledger_entries(
     limit = len(buf)
     stop = limit if end is None else min(end, limit)
     at: int | None = start if exact_start else _first_entry(buf, base, start, limit, indexed)
-    while at is not None and at < stop and at + 8 <= limit:
-        magic = _field(buf, at, "magic", 4)
-        if magic == 0 or magic == -1:  # unwritten, or the blank padding the file's end
+    while at is not None and at < stop and at + MIN_BLANK_LEN <= limit:
+        magic = _field(buf, at, "magic")
+        if magic == 0 or magic == BLANK_MAGIC:  # unwritten, or the blank padding the file's end
             return
         if _names_itself(buf, at, base, limit):
-            size = _field(buf, at, "size", 4)
-            yield at, _field(buf, at, "index", 8), _field(buf, at, "term", 8), size
+            size = _field(buf, at, "size")
+            yield at, _field(buf, at, "index"), _field(buf, at, "term"), size
             at += size
             continue
         nxt = _next_entry(buf, at, base, limit, indexed)
@@ -210,13 +219,13 @@ def _written(buf: Any, at: int, limit: int) -> int:
 def entry_of_record(buf: Any, at: int, ledger_pos: int) -> tuple[int, int] | None:
     """(index, term) of the entry whose header is at ``at`` of ``buf`` if it is the header of an entry
     at ledger position ``ledger_pos`` (magic 1, that ``pos``, sizes agreeing); None if not."""
-    if at < 0 or at + ENTRY_HEADER_SIZE > len(buf) or _field(buf, at, "magic", 4) != CURRENT_MAGIC:
+    if at < 0 or at + ENTRY_HEADER_SIZE > len(buf) or _field(buf, at, "magic") != CURRENT_MAGIC:
         return None
-    if _field(buf, at, "pos", 8) != ledger_pos:
+    if _field(buf, at, "pos") != ledger_pos:
         return None
-    if _field(buf, at, "size", 4) != ENTRY_HEADER_SIZE + _field(buf, at, "body_size", 4):
+    if _field(buf, at, "size") != ENTRY_HEADER_SIZE + _field(buf, at, "body_size"):
         return None
-    return _field(buf, at, "index", 8), _field(buf, at, "term", 8)
+    return _field(buf, at, "index"), _field(buf, at, "term")
 
 
 def entry_columns(buf: Any, base: int, record_positions: Sequence[int]) -> tuple[pa.Array, pa.Array]:
