@@ -281,3 +281,50 @@ def test_heuristic_finds_rocketmq_on_any_port(tmp_path: Path, capsys: pytest.Cap
     keys = ("frame", "code", "opaque", "flag", "remark", "ext_fields", "body_len")
     assert [{k: t[k] for k in keys} for t in theirs] == [{k: o[k] for k in keys} for o in ours]
     assert tshark_ha_units(path) == sniff_ha_facts(path, capsys)
+
+
+def _dledger_facts(pdu: dict[str, Any]) -> dict[str, Any] | None:
+    tree = pdu.get("rocketmq.dledger_tree")
+    if tree is None:
+        return None
+    return {"class": pdu["rocketmq.dledger"], "summary": tree["rocketmq.dledger.summary"]}
+
+
+@needs_tshark
+def test_tshark_names_and_decodes_dledger_on_any_port(capsys: pytest.CaptureFixture[str]) -> None:
+    """The DLedger capture (Raft RPC on the peer ports 4091x, which no preference names): tshark
+    with the dissector names every DLedger code and says of each body what ``rocketpy sniff`` says."""
+    from rocketpy.codecs.dledger import BODIES, DLedgerRequestCode
+
+    pcap = next(p for p in PCAPS if p.stem == "16-dledger")
+    assert TSHARK is not None
+    result = subprocess.run(
+        [TSHARK, "-n", "-r", str(pcap), "-X", f"lua_script:{LUA}", "-Y", "rocketmq.dledger", "-T", "json",
+         "--no-duplicate-keys", "-J", "frame rocketmq"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "_ws.lua.error" not in result.stdout
+    theirs = []
+    for packet in json.loads(result.stdout):
+        layers = packet["_source"]["layers"]
+        for pdu in _as_list(layers["rocketmq"]):
+            facts = _dledger_facts(pdu)
+            if facts is not None:
+                header = pdu.get("rocketmq.header_tree") or pdu["rocketmq.header"]
+                facts.update(frame=int(layers["frame"]["frame.number"]), opaque=int(header["rocketmq.opaque"]))
+                theirs.append(facts)
+    ours = [o for o in sniff_json(pcap, capsys) if "dledger" in o]
+    assert len(ours) == 692  # every DLedger frame of the capture (the manifest's count)
+    assert [(t["frame"], t["opaque"], t["summary"]) for t in theirs] == [
+        (o["frame"], o["opaque"], o["dledger"]) for o in ours
+    ]
+    classes = {t["class"] for t in theirs}
+    assert classes == {"VoteRequest", "VoteResponse", "HeartBeatRequest", "HeartBeatResponse",
+                       "PushEntryRequest", "PushEntryResponse"}
+    text = LUA.read_text()
+    for code in DLedgerRequestCode:  # named, and its bodies known, even where the capture has none
+        assert f'[{int(code)}] = "{code.name}"' in text
+        assert f'[{int(code)}] = {{"{BODIES[code][0].__name__}", "{BODIES[code][1].__name__}"}}' in text
+    assert any(t["summary"].startswith("TRUNCATE index=0 ") for t in theirs)
+    assert any(t["summary"].startswith("INCONSISTENT_STATE(406) ") for t in theirs)

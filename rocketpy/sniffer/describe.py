@@ -137,6 +137,9 @@ def frame_json(fr: CapturedFrame, verbose: bool = False) -> dict[str, Any]:
         topic=topic_of(fr),
         group=group_of(fr),
     )
+    dledger = dledger_summary(fr)
+    if dledger is not None:  # what the DLedger body says, as the text output shows it
+        out["dledger"], out["dledger_ok"] = dledger
     if cmd.is_response:
         req = fr.request.command if fr.request is not None else None
         out["request_code"] = req.code if req is not None else None

@@ -72,14 +72,35 @@ def _code_tables() -> str:
     def members(enum_cls: type) -> Mapping[int, str]:
         return {int(m.value): m.name for m in enum_cls}  # type: ignore[attr-defined]
 
+    from ..codecs import dledger
+
+    # DLedger's Raft RPC rides the same frames (codes 50000-51005): its codes are request codes too,
+    # and a reply's header 200 and its body's code are named by DLedgerResponseCode
+    requests = {**members(codes.RequestCode), **members(dledger.DLedgerRequestCode)}
     return "".join(
         [
-            _int_table("REQUEST_CODES", members(codes.RequestCode).items()),
+            _int_table("REQUEST_CODES", requests.items()),
+            _int_table("DLEDGER_REQUEST_CODES", members(dledger.DLedgerRequestCode).items()),
+            _int_table("DLEDGER_RESPONSE_CODES", members(dledger.DLedgerResponseCode).items()),
+            _int_table("DLEDGER_PUSH_TYPES", members(dledger.PushType).items()),
+            _int_table("DLEDGER_VOTE_RESULTS", members(dledger.VoteResult).items()),
+            _dledger_bodies(),
             _int_table("RESPONSE_CODES", members(codes.ResponseCode).items()),
             _int_table("LANGUAGE_CODES", members(codes.LanguageCode).items()),
             _int_table("SERIALIZE_TYPES", members(codes.SerializeType).items()),
         ]
     )
+
+
+def _dledger_bodies() -> str:
+    """request code -> {request body class, reply body class} (the summary depends on the class)."""
+    from ..codecs import dledger
+
+    rows = "".join(
+        f"  [{int(code)}] = {{{_lua_string(req.__name__)}, {_lua_string(rep.__name__)}}},\n"
+        for code, (req, rep) in sorted(dledger.BODIES.items())
+    )
+    return f"local DLEDGER_BODIES = {{\n{rows}}}\n"
 
 
 def render() -> str:
@@ -144,6 +165,23 @@ local pf = {
   response_in = ProtoField.framenum("rocketmq.response_in", "Response in", base.NONE, frametype.RESPONSE),
   request_for = ProtoField.int32("rocketmq.request_for", "Answers request code", base.DEC, REQUEST_CODES),
   time = ProtoField.relative_time("rocketmq.time", "Time since request"),
+  -- DLedger RPC bodies (fastjson): what they say, and the one-line summary `rocketpy sniff` gives
+  dledger = ProtoField.string("rocketmq.dledger", "DLedger"),
+  dledger_class = ProtoField.string("rocketmq.dledger.class", "Body class"),
+  dledger_summary = ProtoField.string("rocketmq.dledger.summary", "Summary"),
+  dledger_code = ProtoField.int32("rocketmq.dledger.code", "Result", base.DEC, DLEDGER_RESPONSE_CODES),
+  dledger_group = ProtoField.string("rocketmq.dledger.group", "Group"),
+  dledger_leader = ProtoField.string("rocketmq.dledger.leader_id", "Leader"),
+  dledger_local = ProtoField.string("rocketmq.dledger.local_id", "From member"),
+  dledger_remote = ProtoField.string("rocketmq.dledger.remote_id", "To member"),
+  dledger_term = ProtoField.int64("rocketmq.dledger.term", "Term"),
+  dledger_type = ProtoField.string("rocketmq.dledger.push_type", "Push type"),
+  dledger_vote = ProtoField.string("rocketmq.dledger.vote_result", "Vote result"),
+  dledger_index = ProtoField.int64("rocketmq.dledger.index", "First entry index"),
+  dledger_entries = ProtoField.uint32("rocketmq.dledger.entries", "Entries"),
+  dledger_commit = ProtoField.int64("rocketmq.dledger.commit_index", "Commit index"),
+  dledger_end = ProtoField.int64("rocketmq.dledger.end_index", "End index"),
+  dledger_ledger_end = ProtoField.string("rocketmq.dledger.ledger_end", "Ledger end (index/term)"),
 }
 local hdr_fields = {}
 for _, entry in ipairs(HEADER_FIELD_NAMES) do
@@ -511,6 +549,84 @@ local function add_int(tree, field, c, name)
   return tree:add(field, c[name]):set_generated()
 end
 
+---------------------------------------------------------------------------
+-- DLedger bodies: the fastjson of a request or reply bean (DLEDGER_BODIES names the class).
+---------------------------------------------------------------------------
+
+local ARROW = "\226\134\146"  -- U+2192, as rocketpy writes "from -> to"
+
+local function dledger_enum(node, names, default)
+  if node == nil or node.kind == "null" then return default end
+  if node.kind == "string" then return node.value end
+  if node.kind == "number" then return names[math.floor(node.value)] or tostring(node.value) end
+  return default
+end
+
+local function dissect_dledger(tvb, offset, len, subtree, class, is_response)
+  local ok, root = pcall(json_parse, tvb(offset, len):raw())
+  if not ok or root.kind ~= "object" then return nil end
+  local m, range = root.map, tvb(offset, len)
+  local function int(key, default)
+    local n = m[key]
+    if n == nil or n.kind == "null" then return default end
+    return as_int(n) or default
+  end
+  local function text(key)
+    local n = m[key]
+    if n == nil or n.kind == "null" then return nil end
+    return as_text(n, tvb(offset, len):raw())
+  end
+  local t = subtree:add(pf.dledger, range, class)
+  t:add(pf.dledger_class, class):set_generated()
+  local code, term = int("code", 200), int("term", -1)
+  t:add(pf.dledger_code, code):set_generated()
+  for key, field in pairs({group = pf.dledger_group, leaderId = pf.dledger_leader, localId = pf.dledger_local,
+                           remoteId = pf.dledger_remote}) do
+    if text(key) ~= nil then t:add(field, text(key)):set_generated() end
+  end
+  t:add(pf.dledger_term, Int64.new(term)):set_generated()  -- an int64 field takes an Int64
+  local words = { "term=" .. term }
+  if class == "PushEntryRequest" then
+    local push = dledger_enum(m.type, DLEDGER_PUSH_TYPES, "APPEND")
+    local index, count = -1, 0
+    local batch, entry = m.batchEntry, m.entry
+    if batch ~= nil and batch.kind == "array" and #batch.value > 0 then
+      local first = batch.value[1]
+      index, count = (first.kind == "object" and as_int(first.map.index)) or 0, #batch.value
+    elseif entry ~= nil and entry.kind == "object" then
+      index, count = as_int(entry.map.index) or 0, 1
+    end
+    local commit = int("commitIndex", -1)
+    t:add(pf.dledger_type, push):set_generated()
+    t:add(pf.dledger_index, Int64.new(index)):set_generated()  -- an int64 field takes an Int64
+    t:add(pf.dledger_entries, count):set_generated()
+    t:add(pf.dledger_commit, Int64.new(commit)):set_generated()  -- an int64 field takes an Int64
+    table.insert(words, 1, push .. (index >= 0 and (" index=" .. index) or ""))
+    words[#words + 1] = "commit=" .. commit
+  elseif class == "VoteRequest" then
+    local ledger_end = int("ledgerEndIndex", -1) .. "/" .. int("ledgerEndTerm", -1)
+    t:add(pf.dledger_ledger_end, ledger_end):set_generated()
+    words[#words + 1] = "ledgerEnd=" .. ledger_end
+  elseif class == "PushEntryResponse" then
+    local end_index = int("endIndex", 0)
+    t:add(pf.dledger_end, Int64.new(end_index)):set_generated()  -- an int64 field takes an Int64
+    words[#words + 1] = "end=" .. end_index
+  elseif class == "VoteResponse" then
+    local vote = dledger_enum(m.voteResult, DLEDGER_VOTE_RESULTS, "UNKNOWN")
+    t:add(pf.dledger_vote, vote):set_generated()
+    table.insert(words, 1, vote)
+  end
+  if is_response then
+    table.insert(words, 1, (DLEDGER_RESPONSE_CODES[code] or "UNKNOWN") .. "(" .. code .. ")")
+  else
+    words[#words + 1] = (text("localId") or "None") .. ARROW .. (text("remoteId") or "None")
+  end
+  local summary = table.concat(words, " ")
+  t:append_text(": " .. summary)
+  t:add(pf.dledger_summary, summary):set_generated()
+  return summary, code
+end
+
 local function dissect_frame(tvb, pinfo, tree)
   local length = tvb(0, 4):int()
   local info = tvb(4, 4):uint()
@@ -611,13 +727,27 @@ local function dissect_frame(tvb, pinfo, tree)
     subtree:add(pf.body, tvb(8 + hlen, body_len))
   end
 
+  -- DLedger: every reply's header says 200 (DLedgerResponseCode.SUCCESS), its body the real result
+  local dledger_code = c.is_response and request_code or c.code
+  local bodies = dledger_code ~= nil and DLEDGER_BODIES[dledger_code] or nil
+  local summary, result = nil, nil
+  if bodies ~= nil and body_len > 0 then
+    summary, result = dissect_dledger(tvb, 8 + hlen, body_len, subtree, bodies[c.is_response and 2 or 1],
+                                      c.is_response)
+  end
   local text
   if c.is_response then
+    local failed = c.code ~= 0
+    if bodies ~= nil then
+      name = (DLEDGER_RESPONSE_CODES[c.code] or ("UNKNOWN(" .. c.code .. ")")) .. " (DLedger)"
+      failed = result ~= nil and result ~= 200
+    end
     text = name .. " (" .. (request_code and REQUEST_CODES[request_code] or "?") .. ") #" .. c.opaque
-    if c.code ~= 0 then subtree:add_proto_expert_info(ef_error, name) end
+    if failed then subtree:add_proto_expert_info(ef_error, summary or name) end
   else
     text = name .. " #" .. c.opaque .. (c.is_oneway and " oneway" or "")
   end
+  if summary ~= nil then text = text .. " " .. summary end
   subtree:append_text(", " .. text)
   if pinfo.private.rocketmq_seen == "1" then
     pinfo.cols.info:append(", " .. text)
@@ -773,7 +903,8 @@ local function looks_remoting(tvb)
     if hlen < @BIN_HEADER_MIN@ or n < @BIN_HEADER_MIN@ then return false end
     local code, language = tvb(@FRAME_BIN_CODE_AT@, 2):int(), tvb(@FRAME_BIN_LANGUAGE_AT@, 1):uint()
     local version, flag = tvb(@FRAME_BIN_VERSION_AT@, 2):int(), tvb(@FRAME_BIN_FLAG_AT@, 4):int()
-    return code >= 0 and code < 4096 and version >= 0 and version < 4096 and language <= 63 and flag >= 0 and flag < 4
+    local known = (code >= 0 and code < 4096) or DLEDGER_REQUEST_CODES[code] ~= nil
+    return known and version >= 0 and version < 4096 and language <= 63 and flag >= 0 and flag < 4
   end
   return false
 end

@@ -191,14 +191,26 @@ def store_subdir(path: str, name: str) -> str:
 
 
 def commitlog_files(paths: list[str]) -> list[tuple[str, int]]:
-    """(file, first CommitLog offset) for a store dir, a commitlog dir or single files.
+    """(file, first CommitLog offset) for a store dir, a commitlog dir or single files; for a store
+    in DLedger mode (no CommitLog files, a ``dledger-*`` ledger), a ledger or its ``data`` dir, the
+    ledger's data files (their offsets are the ledger's: a record sits 48 bytes into its entry).
 
     The offset comes from the file name as the broker names it; a file given
     explicitly under another name is taken to start at offset 0.
     """
+    from .dledger import ledger_data_dirs
+
     out: list[tuple[str, int]] = []
     for p in expand(paths):
-        p = store_subdir(p, "commitlog")
+        commit_dir = store_subdir(p, "commitlog")
+        ledgers = ledger_data_dirs(p, _listdir, _isdir)
+        if ledgers and (commit_dir == p or not any(_is_offset_name(n) for n in _listdir(commit_dir))):
+            # DLedger mode: the records live in the ledger's data files (as `rocketpy store dump` reads it)
+            for d in ledgers:
+                names = sorted(n for n in _listdir(d) if _is_offset_name(n) and _isfile(os.path.join(d, n)))
+                out.extend((os.path.join(d, n), int(n)) for n in names)
+            continue
+        p = commit_dir
         if _isdir(p):
             names = sorted(n for n in _listdir(p) if _is_offset_name(n) and _isfile(os.path.join(p, n)))
             out.extend((os.path.join(p, n), int(n)) for n in names)

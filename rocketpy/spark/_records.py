@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from ..store.walk import CorruptRegion, walk_bounds, walk_commitlog
 from ._arrays import binary_ranges, constant_strings, ms_to_timestamps
 from ._columns import arrow_schema
 from ._properties import PropertyColumns, property_columns, property_columns_by_row
+from .dledger import LEDGER_COLUMNS
 
 __all__ = ["RecordLayout", "columnar_walk", "decode_at", "record_columns", "record_layouts"]
 
@@ -216,6 +217,7 @@ _INT_FIELDS = {
     "prepared_transaction_offset": "int64",
 }
 _PROPERTY_COLUMNS = frozenset({"uniq_key", "tags", "keys", "properties"})
+_ENTRY_COLUMNS = frozenset(name for name, _ in LEDGER_COLUMNS)  # only a DLedger entry has them
 
 
 def record_columns(
@@ -229,8 +231,10 @@ def record_columns(
     check_crc: bool,
     decompress: bool,
     include_body: bool,
+    given: Mapping[str, pa.Array] | None = None,
 ) -> pa.RecordBatch:
-    """The rows of the decoded records ``d`` (all passed the checks) as one batch of ``columns``."""
+    """The rows of the decoded records ``d`` (all passed the checks) as one batch of ``columns``;
+    ``given``: columns the caller has (a DLedger entry's index and term), the rest null unless decoded."""
     n = len(d.pos)
     pos = d.pos
     want = {name for name, _ in columns}
@@ -311,6 +315,10 @@ def record_columns(
         topic = _strings(keys, _topic_text)
 
     def column(name: str, kind: str) -> pa.Array:
+        if given is not None and name in given:
+            return given[name]
+        if name in _ENTRY_COLUMNS:
+            return pa.nulls(n, pa.int64())
         if name == "file":
             return constant_strings(path, n)
         if name == "record_type":

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..codecs.dledger import ENTRY_HEADER_SIZE
 from ..codecs.errors import CodecError
 from ..codecs.message import MessageExt, body_crc, decode_message
 from ..store.walk import CorruptRegion, walk_commitlog, written_end
@@ -22,6 +23,15 @@ from ..store.walk import sync_quality as split_quality
 from ._columns import BatchBuilder, ms_to_us
 from ._files import READ_STATS, file_size, fill, is_remote, mapped, ranged, window
 from ._records import columnar_walk, decode_at, record_columns
+from .dledger import (
+    LEDGER_COLUMNS,
+    entry_columns,
+    entry_of_record,
+    entry_record,
+    is_ledger_file,
+    ledger_entries,
+    ledger_index_positions,
+)
 
 __all__ = [
     "COMMITLOG_COLUMNS",
@@ -61,6 +71,7 @@ COMMITLOG_COLUMNS: list[tuple[str, str]] = [
     ("prepared_transaction_offset", "long"),
     ("body_size", "int"),
     ("body", "binary"),
+    *LEDGER_COLUMNS,  # a DLedger entry's index and term (DLedger mode; null for a plain CommitLog)
     ("error", "string"),
 ]
 
@@ -90,7 +101,9 @@ class CommitLogOptions:
         )
 
 
-def _message_row(path: str, at: int, msg: MessageExt, opts: CommitLogOptions) -> tuple[list[Any], int]:
+def _message_row(
+    path: str, at: int, msg: MessageExt, opts: CommitLogOptions, entry: tuple[int, int] | None = None
+) -> tuple[list[Any], int]:
     error: str | None = None
     crc_ok: bool | None = None
     if opts.check_crc:
@@ -137,6 +150,7 @@ def _message_row(path: str, at: int, msg: MessageExt, opts: CommitLogOptions) ->
         msg.prepared_transaction_offset,
         size,
         body if opts.include_body else None,
+        *(entry if entry is not None else (None, None)),
         error,
     ]
     return row, size if opts.include_body else 0
@@ -167,28 +181,28 @@ def commitlog_records_batches(
                     for i in range(0, len(wanted), max_rows)
                 ]
                 if all(d is not None for d in decoded):
+                    ledger = is_ledger_file(path)
                     for d in decoded:
                         assert d is not None
                         if len(d.pos):
                             READ_STATS["bytes"] += int(d.size.sum())
-                            yield record_columns(
+                            yield _columns(
                                 buf,
                                 u8,
                                 d,
                                 path,
                                 base,
                                 COMMITLOG_COLUMNS,
-                                check_crc=opts.check_crc,
-                                decompress=opts.decompress,
-                                include_body=opts.include_body,
+                                opts,
+                                _entry_given(buf, base, d.pos.tolist()) if ledger else None,
                             )
                     return
             finally:
                 del u8
                 decoded = []
     builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
-    for pos, msg in _named_records(path, base, wanted):
-        row, payload = _message_row(path, base + pos, msg, opts)
+    for pos, msg, entry in _named_records(path, base, wanted):
+        row, payload = _message_row(path, base + pos, msg, opts, entry)
         batch = builder.add(row, payload)
         if batch is not None:
             yield batch
@@ -197,8 +211,42 @@ def commitlog_records_batches(
         yield last
 
 
-def _named_records(path: str, base: int, positions: list[int]) -> Iterator[tuple[int, MessageExt]]:
-    """(position, record) for each position holding a record that knows its own place."""
+def _columns(
+    buf: Any,
+    u8: np.ndarray,
+    d: Any,
+    path: str,
+    base: int,
+    cols: Sequence[tuple[str, str]],
+    opts: CommitLogOptions,
+    given: Mapping[str, pa.Array] | None = None,
+) -> pa.RecordBatch:
+    """:func:`record_columns` under the reader's options."""
+    return record_columns(
+        buf,
+        u8,
+        d,
+        path,
+        base,
+        cols,
+        check_crc=opts.check_crc,
+        decompress=opts.decompress,
+        include_body=opts.include_body,
+        given=given,
+    )
+
+
+def _entry_given(buf: Any, base: int, positions: Sequence[int]) -> dict[str, pa.Array]:
+    index, term = entry_columns(buf, base, positions)
+    return {"dledger_index": index, "dledger_term": term}
+
+
+def _named_records(
+    path: str, base: int, positions: list[int]
+) -> Iterator[tuple[int, MessageExt, tuple[int, int] | None]]:
+    """(position, record, its DLedger entry's index and term) for each position holding a record
+    that knows its own place."""
+    ledger = is_ledger_file(path)
     if is_remote(path):
         # Only the records themselves: a size, then the record (ranged reads, counted by them).
         size = file_size(path)
@@ -214,7 +262,11 @@ def _named_records(path: str, base: int, positions: list[int]) -> Iterator[tuple
                 except CodecError:
                     continue
                 if msg.commit_log_offset == base + pos:
-                    yield pos, msg
+                    entry = None
+                    if ledger and pos >= ENTRY_HEADER_SIZE:
+                        head = read_at(pos - ENTRY_HEADER_SIZE, ENTRY_HEADER_SIZE)
+                        entry = entry_of_record(head, 0, base + pos - ENTRY_HEADER_SIZE)
+                    yield pos, msg, entry
         return
     with mapped(path) as buf:
         for pos in positions:
@@ -227,7 +279,8 @@ def _named_records(path: str, base: int, positions: list[int]) -> Iterator[tuple
             if msg.commit_log_offset != base + pos:
                 continue
             READ_STATS["bytes"] += msg.store_size
-            yield pos, msg
+            at = pos - ENTRY_HEADER_SIZE
+            yield pos, msg, entry_of_record(buf, at, base + at) if ledger else None
 
 
 def commitlog_batches(
@@ -252,6 +305,9 @@ def commitlog_batches(
     """
     opts = options or CommitLogOptions()
     cols = list(columns or COMMITLOG_COLUMNS)
+    if is_ledger_file(path):
+        yield from ledger_batches(path, base, opts, cols, max_rows, start, end, exact_start)
+        return
     if is_remote(path):
         yield from _remote_batches(path, base, opts, cols, max_rows, start, end, exact_start)
         return
@@ -348,17 +404,7 @@ def _walk_batches(
                 ends.append(base + int(item.pos[-1]) + int(item.size[-1]))
                 u8 = np.frombuffer(buf, dtype=np.uint8)
                 try:
-                    yield record_columns(
-                        buf,
-                        u8,
-                        item,
-                        path,
-                        base,
-                        cols,
-                        check_crc=opts.check_crc,
-                        decompress=opts.decompress,
-                        include_body=opts.include_body,
-                    )
+                    yield _columns(buf, u8, item, path, base, cols, opts)
                 finally:
                     del u8, item
                 continue
@@ -392,6 +438,9 @@ def commitlog_rows_batches(
     """The rows :func:`commitlog_batches` gives, decoded record by record with the construct
     codec (:func:`walk_commitlog` and ``MessageExt``): the reference the columns are tested against."""
     opts = options or CommitLogOptions()
+    if is_ledger_file(path):
+        yield from ledger_batches(path, base, opts, COMMITLOG_COLUMNS, max_rows, start, end, exact_start, False)
+        return
     builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
     with mapped(path) as buf:
         READ_STATS["bytes"] += (len(buf) if end is None else min(end, len(buf))) - start
@@ -413,3 +462,83 @@ def commitlog_rows_batches(
     last = builder.flush()
     if last is not None:
         yield last
+
+
+def ledger_batches(
+    path: str,
+    base: int,
+    opts: CommitLogOptions,
+    cols: Sequence[tuple[str, str]],
+    max_rows: int,
+    start: int = 0,
+    end: int | None = None,
+    exact_start: bool = False,
+    columnar: bool = True,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of a DLedger data file's split (see :mod:`.dledger`): the message record of each
+    entry at ``commit_log_offset = pos + 48`` with the entry's index and term, and a ``corrupt`` row
+    for damage (bytes holding no entry, or an entry whose body is no message record).
+
+    Runs of entries are decoded in columns as CommitLog records are; ``columnar=False`` decodes each
+    with the construct codec (the reference the columns are tested against)."""
+    names = [name for name, _ in cols]
+    builder = BatchBuilder(COMMITLOG_COLUMNS, max_rows=max_rows)
+    indexed = None if exact_start else ledger_index_positions(path)
+    with mapped(path) as buf:
+        stop = len(buf) if end is None else min(end, len(buf))
+        u8 = np.frombuffer(buf, dtype=np.uint8) if len(buf) else np.zeros(0, np.uint8)
+        pending: list[tuple[int, int, int, int]] = []
+
+        def rows_of(entries: list[tuple[int, int, int, int]]) -> Iterator[pa.RecordBatch]:
+            for at, index, term, size in entries:
+                try:
+                    msg = entry_record(buf, at, size)
+                    if msg.commit_log_offset != base + at + ENTRY_HEADER_SIZE:
+                        raise CodecError(f"its record says it is at {msg.commit_log_offset}")
+                except CodecError as exc:
+                    region = CorruptRegion(base + at, size, f"DLedger entry {index} holds no message record: {exc}")
+                    batch = builder.add(_corrupt_row(path, region))
+                else:
+                    row, payload = _message_row(path, base + at + ENTRY_HEADER_SIZE, msg, opts, (index, term))
+                    batch = builder.add(row, payload)
+                if batch is not None:
+                    yield batch.select(names)
+
+        def settle() -> Iterator[pa.RecordBatch]:
+            if not pending:
+                return
+            entries = list(pending)
+            pending.clear()
+            positions = np.array([at + ENTRY_HEADER_SIZE for at, _, _, _ in entries], dtype=np.int64)
+            d = decode_at(u8, positions, base) if columnar else None
+            if d is None or len(d.pos) != len(entries):
+                yield from rows_of(entries)  # some need the codec to judge them
+                return
+            last = builder.flush()
+            if last is not None:
+                yield last.select(names)
+            READ_STATS["bytes"] += int(d.size.sum()) + ENTRY_HEADER_SIZE * len(entries)
+            given = {
+                "dledger_index": pa.array([e[1] for e in entries], pa.int64()),
+                "dledger_term": pa.array([e[2] for e in entries], pa.int64()),
+            }
+            yield _columns(buf, u8, d, path, base, cols, opts, given)
+
+        try:
+            for item in ledger_entries(buf, base, start, stop, exact_start, indexed):
+                if isinstance(item, CorruptRegion):
+                    yield from settle()
+                    batch = builder.add(_corrupt_row(path, item))
+                    if batch is not None:
+                        yield batch.select(names)
+                    continue
+                pending.append(item)
+                if len(pending) >= max_rows:
+                    yield from settle()
+            yield from settle()
+        finally:
+            u8 = np.zeros(0, np.uint8)  # the mapping closes only once no view of it is left
+            pending.clear()
+    last = builder.flush()
+    if last is not None:
+        yield last.select(names)

@@ -19,8 +19,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..codecs import dledger as dl
 from ..codecs.codes import LanguageCode, MessageConst, RequestCode, ResponseCode, request_code_name, response_code_name
 from ..codecs.command import RemotingCommand
+from ..codecs.dledger import is_dledger_code
 from ..codecs.errors import CodecError
 from ..codecs.headers.registry import V2_SEND_CODES
 from ..codecs.message import Message, MessageExt, decode_batch, decode_message, decode_messages
@@ -32,6 +34,7 @@ from ..codecs.payload import (
     sent_message,
 )
 from ..javacompat.lang import parse_java_int
+from ..sniffer.describe import dledger_summary
 from ..sniffer.hastream import HaPairer, HaUnit
 from ..sniffer.pairing import Pairer
 from ..sniffer.pcap import CapturedFrame, read_events
@@ -74,6 +77,12 @@ PCAP_COLUMNS: list[tuple[str, str]] = [
     ("paired", "bool"),
     ("latency_ms", "double"),  # response time minus request time, on both rows
     ("error", "string"),
+    # DLedger's Raft RPC (codes 50000-51005, on any port): what its JSON body says.
+    ("summary", "string"),  # the frame in a few words, as `rocketpy sniff` shows it
+    ("dledger_result", "string"),  # the reply body's code (its header says 200), on both rows of a pair
+    ("dledger_term", "long"),
+    ("dledger_index", "long"),  # a PUSH's first entry; the entry a PUSH or APPEND reply names
+    ("dledger_push_type", "string"),  # APPEND, COMMIT, COMPARE, TRUNCATE
     # HA connections (option haStream): a slave's offset report or a master's transfer of CommitLog bytes.
     ("ha_offset", "long"),  # the reported max offset, or where the transfer's bytes start in the CommitLog
     ("ha_size", "int"),  # a transfer's CommitLog bytes (0: a heartbeat)
@@ -227,6 +236,48 @@ def carried_messages(cmd: RemotingCommand, topic: str | None, queue_id: int | No
     return []
 
 
+def _dledger_values(fr: CapturedFrame) -> dict[str, Any]:
+    """The DLedger columns of a frame of DLedger's RPC (a reply once paired); {} for others."""
+    found = dledger_summary(fr)
+    if found is None:
+        return {}
+    cmd = fr.command
+    assert cmd is not None
+    body = cmd.decode_body()  # decoded already by the summary: it decodes
+    values: dict[str, Any] = {"summary": found[0], "dledger_term": body.term}
+    if cmd.is_response:
+        values["dledger_result"] = body.response_code.name
+    if isinstance(body, dl.PushEntryRequest):
+        values.update(dledger_push_type=body.type.name, dledger_index=body.first_index())
+    elif isinstance(body, (dl.PushEntryResponse, dl.AppendEntryResponse)):
+        values["dledger_index"] = body.index
+    return values
+
+
+def dledger_messages(cmd: RemotingCommand) -> list[dict[str, Any]]:
+    """Message columns for each message record carried inside the DLedger entries of a PUSH
+    request or a GET/PULL reply (a DLedger broker's entries each hold one); an entry whose body is
+    no message record carries none."""
+    try:
+        body = cmd.decode_body()
+    except CodecError:
+        return []
+    if isinstance(body, dl.PushEntryRequest):
+        entries = body.batch_entry or ([body.entry] if body.entry is not None else [])
+    elif isinstance(body, (dl.GetEntriesResponse, dl.PullEntriesResponse)):
+        entries = body.entries
+    else:
+        return []
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        try:
+            msg = decode_message(entry.body or b"", decompress=False)
+        except CodecError:
+            continue
+        out.append(_message_values(msg, len(out)))
+    return out
+
+
 def _language(cmd: RemotingCommand) -> str:
     lang = cmd.language
     return lang.name if isinstance(lang, LanguageCode) else str(lang)
@@ -286,6 +337,8 @@ def _base_values(path: str, index: int, fr: CapturedFrame) -> dict[str, Any]:
         values.update(response_code=cmd.code, response_code_name=values["code_name"])
     else:
         values.update(request_code=cmd.code, request_code_name=values["code_name"])
+        if is_dledger_code(cmd.code):
+            values.update(_dledger_values(fr))
     return values
 
 
@@ -340,6 +393,8 @@ class _Emitter:
         if self.explode and cmd is not None:
             try:
                 messages = carried_messages(cmd, values.get("topic"), values.get("queue_id"))
+                if not messages and values.get("summary") is not None:
+                    messages = dledger_messages(cmd)
             except CodecError as exc:
                 values["error"] = f"messages not decodable: {exc}"
         for m in messages or [{}]:
@@ -358,6 +413,10 @@ def _pair(req: _Row, resp: _Row) -> None:
     latency = (resp.frame.ts - req.frame.ts) * 1000.0
     # a DLedger reply's header code (200) is named by DLedger's table, which only the request tells
     rs["code_name"] = rs["response_code_name"] = response_code_name(rs["code"], rq["code"])
+    if is_dledger_code(rq["code"]):
+        assert isinstance(resp.frame, CapturedFrame)
+        rs.update(_dledger_values(resp.frame))
+        rq["dledger_result"] = rs.get("dledger_result")
     rq.update(paired=True, latency_ms=latency, response_code=rs["code"], response_code_name=rs["code_name"])
     rs.update(paired=True, latency_ms=latency, request_code=rq["code"], request_code_name=rq["code_name"])
     # A response names no topic or group of its own (PULL, SEND): it answers for its request's.

@@ -18,6 +18,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPa
 from pyspark.sql.types import StructType
 
 from ..codecs.store_records import CQ_STORE_UNIT_SIZE
+from ..store.walk import written_end
 from ._columns import ddl
 from ._files import (
     _isdir,
@@ -40,6 +41,7 @@ from .commitlog import (
     commitlog_records_batches,
 )
 from .consumequeue import CONSUMEQUEUE_COLUMNS, consumequeue_batches, remote_written_end, units_up
+from .dledger import is_ledger_file
 from .index import INDEX_COLUMNS, index_batches, index_lookup
 from .pcap import PCAP_COLUMNS, PcapOptions, pcap_batches
 from .pushdown import CommitLogFilter, dispatched_end
@@ -233,6 +235,10 @@ class _CommitLogReader(_Reader):
         for path, base, length in files:
             if base + length <= scan_from:
                 continue
+            if is_ledger_file(path) and not is_remote(path):
+                # a ledger's data file is created at its full size: no splits of its unwritten rest
+                # (the last split is open, so what is written after the listing is read still)
+                length = max(1, min(length, written_end(path)))
             # Past the dispatch point the scan starts exactly there: it is where a record ends.
             first = max(0, scan_from - base, self.resume.get(path, 0))
             for start, end in byte_splits(length - first, size):

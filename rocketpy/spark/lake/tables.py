@@ -58,6 +58,8 @@ _PCAP_DICT = (
     "topic",
     "group",
     "ha_role",
+    "dledger_result",
+    "dledger_push_type",
     "msg_topic",
     "msg_born_host",
     "msg_store_host",
