@@ -180,3 +180,16 @@ def test_retention_keeps_entries_not_yet_committed(tmp_path: Path) -> None:
     assert store.clean_expired(far, force=True).commitlog == []
     assert store.ledger.begin_index == 0
     store.close()
+
+
+def test_a_store_with_a_plain_commitlog_is_refused_in_dledger_mode(tmp_path: Path) -> None:
+    from rocketpy.store import MessageStore
+    from rocketpy.store.types import StoreError
+
+    plain = MessageStore(MessageStoreConfig(store_path_root_dir=str(tmp_path), mapped_file_size_commit_log=64 * 1024))
+    plain.open()
+    assert plain.put_message(message(0)).is_ok
+    plain.close()
+    with pytest.raises(StoreError, match="written without DLedger"):
+        DLedgerMessageStore(config(tmp_path)).open()
+    assert not (tmp_path / "dledger-n0").exists()

@@ -9,6 +9,7 @@ ConsumeQueues already hold) and whenever the committed index moves (:meth:`dispa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from ..store.config import MessageStoreConfig
@@ -45,6 +46,12 @@ class DLedgerMessageStore(MessageStore):
 
     # -- open: the ledger's recovery, then the reput of what is committed ----------------------------
     def _load_commitlog(self, clean: bool) -> None:
+        old = self.config.commit_log_dir
+        if os.path.isdir(old) and any(name.isdigit() for name in os.listdir(old)):
+            # Java would go on with the old CommitLog as the part below the ledger ("divided" offset);
+            # here its offsets would collide with the ledger's, so the store is refused instead
+            raise StoreError(f"{old} holds a CommitLog written without DLedger: a DLedger broker cannot take it "
+                             f"over here; start on an empty store (or move the CommitLog away)")
         try:
             self.ledger.load()
         except LedgerError as exc:
