@@ -198,3 +198,29 @@ def test_sniff_says_what_each_dledger_frame_did(capsys: pytest.CaptureFixture[st
     assert "INCONSISTENT_STATE(406) term=1 end=-1" in reply
     assert any("VOTE(51001)" in line and "term=0 ledgerEnd=-1/-1 n1→n2" in line for line in lines)
     assert any("REJECT_EXPIRED_LEDGER_TERM" in line for line in lines)
+
+
+_I32 = st.integers(-(2**31), 2**31 - 1)
+_I64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@given(index=_I64, term=_I64, pos=_I64, magic=_I32, channel=_I32, chain=_I32, crc=_I32, body=st.binary(max_size=64))
+def test_the_entry_struct_form_is_the_construct_definition(index, term, pos, magic, channel, chain, crc, body):  # type: ignore[no-untyped-def]
+    from rocketpy.codecs.dledger import DLEDGER_ENTRY
+
+    e = dl.DLedgerEntry(index=index, term=term, pos=pos, body=body, magic=magic, channel=channel, chain_crc=chain,
+                     body_crc=crc)
+    raw = e.encode()
+    assert raw == DLEDGER_ENTRY.build(dict(magic=magic, size=48 + len(body), index=index, term=term, pos=pos,
+                                           channel=channel, chain_crc=chain, body_crc=crc, body_size=len(body),
+                                           body=body))
+    assert dl.DLedgerEntry.decode(b"pad" + raw, 3) == e
+
+
+@given(magic=_I32, pos=_I64, size=_I32, index=_I64, term=_I64)
+def test_the_index_unit_struct_form_is_the_construct_definition(magic, pos, size, index, term):  # type: ignore[no-untyped-def]
+    from rocketpy.codecs.dledger import DLEDGER_INDEX_UNIT, IndexUnit
+
+    u = IndexUnit(magic, pos, size, index, term)
+    assert u.encode() == DLEDGER_INDEX_UNIT.build(dict(magic=magic, pos=pos, size=size, index=index, term=term))
+    assert IndexUnit.decode(u.encode()) == u

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import mmap
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ import construct as cs
 
 from .bodies.base import BOOL, BYTES, INT, LONG, STR, JsonBody, bfield, enum_of, list_of, map_of, obj
 from .errors import CodecError
+from .units import struct_unit
 
 #: what the readers take: bytes, or a mapped store file
 Buffer = bytes | bytearray | memoryview | mmap.mmap
@@ -202,6 +204,9 @@ DLEDGER_INDEX_UNIT = cs.Struct(
 INDEX_UNIT_SIZE = DLEDGER_INDEX_UNIT.sizeof()
 DLEDGER_BLANK_HEAD = cs.Struct("magic" / cs.Const(BLANK_MAGIC, cs.Int32sb), "size" / cs.Int32sb)
 assert ENTRY_HEADER_SIZE == 48 and INDEX_UNIT_SIZE == 32 and DLEDGER_BLANK_HEAD.sizeof() == MIN_BLANK_LEN
+# the struct forms of the two (every append and every push reads and writes them; tests hold them equal)
+_ENTRY_HEAD = struct_unit(DLEDGER_ENTRY_HEADER)
+_INDEX_UNIT = struct_unit(DLEDGER_INDEX_UNIT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,19 +244,12 @@ class DLedgerEntry:
         return self.pos + ENTRY_HEADER_SIZE
 
     def encode(self) -> bytes:
-        head = DLEDGER_ENTRY_HEADER.build(
-            {
-                "magic": self.magic,
-                "size": self.entry_size,
-                "index": self.index,
-                "term": self.term,
-                "pos": self.pos,
-                "channel": self.channel,
-                "chain_crc": self.chain_crc,
-                "body_crc": self.body_crc,
-                "body_size": len(self.body),
-            }
-        )
+        """DLEDGER_ENTRY's bytes (its struct form)."""
+        try:
+            head = _ENTRY_HEAD.pack(self.magic, self.entry_size, self.index, self.term, self.pos, self.channel,
+                                    self.chain_crc, self.body_crc, len(self.body))
+        except struct.error as exc:
+            raise CodecError(f"DLedger entry {self.index}: {exc}") from None
         return head + self.body
 
     @classmethod
@@ -259,24 +257,14 @@ class DLedgerEntry:
         """The entry at ``offset``; CodecError when it is cut short or its sizes disagree."""
         if len(data) - offset < ENTRY_HEADER_SIZE:
             raise CodecError(f"DLedger entry at {offset}: {len(data) - offset} bytes, fewer than its header")
-        h = DLEDGER_ENTRY_HEADER.parse(bytes(data[offset : offset + ENTRY_HEADER_SIZE]))
-        n = h.body_size
-        if n < 0 or h.size != ENTRY_HEADER_SIZE + n:
-            raise CodecError(f"DLedger entry at {offset}: size {h.size} does not fit a body of {n} bytes")
+        magic, size, index, term, pos, channel, chain_crc, crc, n = _ENTRY_HEAD.unpack_from(data, offset)
+        if n < 0 or size != ENTRY_HEADER_SIZE + n:
+            raise CodecError(f"DLedger entry at {offset}: size {size} does not fit a body of {n} bytes")
         end = offset + ENTRY_HEADER_SIZE + n
         if end > len(data):
             raise CodecError(f"DLedger entry at {offset}: body of {n} bytes runs past the data")
-        return cls(
-            index=h.index,
-            term=h.term,
-            pos=h.pos,
-            body=bytes(data[offset + ENTRY_HEADER_SIZE : end]),
-            magic=h.magic,
-            channel=h.channel,
-            chain_crc=h.chain_crc,
-            body_crc=h.body_crc,
-            size=h.size,
-        )
+        return cls(index=index, term=term, pos=pos, body=bytes(data[offset + ENTRY_HEADER_SIZE : end]), magic=magic,
+                   channel=channel, chain_crc=chain_crc, body_crc=crc, size=size)
 
     def to_bean(self) -> DLedgerEntryBean:
         return DLedgerEntryBean(
@@ -317,18 +305,22 @@ class IndexUnit:
     term: int
 
     def encode(self) -> bytes:
-        return DLEDGER_INDEX_UNIT.build(
-            {"magic": self.magic, "pos": self.pos, "size": self.size, "index": self.index, "term": self.term}
-        )
+        """DLEDGER_INDEX_UNIT's bytes (its struct form)."""
+        return _INDEX_UNIT.pack(self.magic, self.pos, self.size, self.index, self.term)
+
+    @classmethod
+    def decode(cls, data: Buffer, offset: int = 0) -> IndexUnit:
+        """The unit at ``offset`` (struct.error when fewer than 32 bytes are there)."""
+        return cls(*_INDEX_UNIT.unpack_from(data, offset))
 
 
 def iter_index_units(data: Buffer) -> Iterator[IndexUnit]:
     """The units of an index file's bytes up to the first unwritten one (magic 0)."""
     for start in range(0, len(data) - INDEX_UNIT_SIZE + 1, INDEX_UNIT_SIZE):
-        u = DLEDGER_INDEX_UNIT.parse(bytes(data[start : start + INDEX_UNIT_SIZE]))
+        u = IndexUnit.decode(data, start)
         if u.magic == 0:
             return
-        yield IndexUnit(u.magic, u.pos, u.size, u.index, u.term)
+        yield u
 
 
 def iter_data_entries(data: Buffer, file_offset: int = 0) -> Iterator[DLedgerEntry]:

@@ -25,7 +25,6 @@ from ..codecs.dledger import (
     BLANK_MAGIC,
     CURRENT_MAGIC,
     DLEDGER_BLANK_HEAD,
-    DLEDGER_INDEX_UNIT,
     ENTRY_HEADER_SIZE,
     INDEX_UNIT_SIZE,
     MIN_BLANK_LEN,
@@ -116,11 +115,9 @@ class FileLedger:
         if mf is None:
             return None
         at = index * INDEX_UNIT_SIZE - mf.file_from_offset
-        raw = mf.mm[at : at + INDEX_UNIT_SIZE]
-        if len(raw) < INDEX_UNIT_SIZE:
+        if at < 0 or mf.file_size - at < INDEX_UNIT_SIZE:
             return None
-        u = DLEDGER_INDEX_UNIT.parse(raw)
-        return IndexUnit(u.magic, u.pos, u.size, u.index, u.term)
+        return IndexUnit.decode(mf.mm, at)
 
     def _entry_at(self, mf: MappedFile, rel: int) -> DLedgerEntry | None:
         """The entry at ``rel`` in ``mf`` if one is written there and sits where it says."""
