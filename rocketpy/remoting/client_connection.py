@@ -117,6 +117,8 @@ class ClientConnection(Connection):
         super().__init__(stream, remote_addr, **kwargs)
         self._outbox: list[bytes] = []
         self._flushing = False
+        #: the reader woke several waiters since the last write: their senders' next requests join one write
+        self._woke_many = False
         self._deadlines: list[tuple[float, int, Any]] = []
         self._seq = itertools.count()
         self._timer: trio.CancelScope | None = None
@@ -138,8 +140,9 @@ class ClientConnection(Connection):
             return  # the writer of this turn takes it
         self._flushing = True
         try:
-            if len(self._pending) > 1:
-                # other requests are in flight: their senders, woken in this turn, queue behind this one
+            if len(self._pending) > 1 or self._woke_many:
+                # other requests are in flight, or their answers just woke other senders (which may have
+                # nothing in flight at this moment): the senders of this turn queue behind this one
                 await trio.lowlevel.cancel_shielded_checkpoint()
             await self._flush()
         finally:
@@ -148,6 +151,7 @@ class ClientConnection(Connection):
                 self._outbox.clear()
 
     async def _flush(self) -> None:
+        self._woke_many = False
         while self._outbox and not self.closed:
             frames, self._outbox = self._outbox, []
             data: bytes | memoryview = frames[0] if len(frames) == 1 else b"".join(frames)
@@ -329,6 +333,8 @@ class ClientConnection(Connection):
                 return
             self.last_active = trio.current_time()
             requests = self.take_requests(commands)
+            if len(commands) - len(requests) > 1:
+                self._woke_many = True
             if requests:
                 if dispatcher is None:
                     log.warning("%s sent %d request(s) to a peer that serves none", self.remote_addr, len(requests))
