@@ -10,7 +10,8 @@
   ``MessageStore.put_message``), ``dispatch_plain`` (reference ``MessageStore.do_dispatch``), and
   ``send_answer`` (reference: the general path's encoded response) (``tests/test_send_fast.py``);
 * the Spark sources' CommitLog walk (``crc32_ranges``, ``record_positions``, ``gather_ranges``);
-* ``parse_json_header`` (reference ``RemotingCommand._from_json_header``): plain JSON headers (a client's
+* ``parse_json_header`` (reference ``RemotingCommand._from_json_header``) and ``read_frames`` (reference
+  ``FrameSplitter`` and ``RemotingCommand.decode``): plain JSON headers (a client's
   answers) read without the json module; anything else handed back (``tests/test_json_header_fast.py``).
 
 The modules take these through ``rocketpy.accel.compiled`` (None when not built or ROCKETPY_PURE is set).
@@ -1104,7 +1105,13 @@ def parse_json_header(bytes frame, Py_ssize_t start, Py_ssize_t end):
     opaque, flag), strings without escapes (language, remark, others) and an extFields object of such
     strings; the language is left as its name. None for anything else, which the reference
     (``RemotingCommand._from_json_header``) decodes or refuses."""
-    cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(frame)
+    if start < 0 or end > PyBytes_GET_SIZE(frame) or start >= end:
+        return None
+    return _json_header(<const uint8_t*>PyBytes_AS_STRING(frame), start, end)
+
+
+cdef object _json_header(const uint8_t* p, Py_ssize_t start, Py_ssize_t end):
+    """parse_json_header on ``p[start:end]`` (``start < end``)."""
     cdef Py_ssize_t n = end
     cdef Py_ssize_t pos = start, ks, ke, vs, ve
     cdef int64_t num = 0
@@ -1114,7 +1121,7 @@ def parse_json_header(bytes frame, Py_ssize_t start, Py_ssize_t end):
     cdef object remark = None
     cdef object ext = None
     cdef dict fields
-    if start < 0 or end > PyBytes_GET_SIZE(frame) or start >= end or p[pos] != 123:  # '{'
+    if p[pos] != 123:  # '{'
         return None
     pos += 1
     try:
@@ -1207,3 +1214,37 @@ def parse_json_header(bytes frame, Py_ssize_t start, Py_ssize_t end):
             and -2147483648 <= opaque <= 2147483647 and -2147483648 <= flag <= 2147483647):
         return None
     return (<int>code, language, <int>version, <int>opaque, <int>flag, remark, ext)
+
+
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+
+
+def read_frames(bytearray buf, Py_ssize_t pos, Py_ssize_t max_frame, make, dict languages):
+    """The whole frames at ``buf[pos:]`` with plain JSON headers (see parse_json_header), each made into
+    ``make(code, language, version, opaque, flag, remark, ext_fields, body)`` with the language looked up in
+    ``languages``: (the commands, the position after them). It stops at the first frame that is not whole,
+    not JSON, not plain, or has a bad length, for the reference (``FrameSplitter`` and
+    ``RemotingCommand.decode``) to decode or refuse."""
+    cdef const uint8_t* p = <const uint8_t*>PyByteArray_AS_STRING(buf)
+    cdef Py_ssize_t n = PyByteArray_GET_SIZE(buf)
+    cdef Py_ssize_t length, hlen, end, frame_end
+    cdef list out = []
+    while pos >= 0 and n - pos >= 8:
+        length = _int32(p + pos)
+        if length < 4 or length + 4 > max_frame or n - pos - 4 < length:
+            break
+        if p[pos + 4] != 0:  # serialize type: JSON only
+            break
+        hlen = (<Py_ssize_t>p[pos + 5] << 16) | (<Py_ssize_t>p[pos + 6] << 8) | p[pos + 7]
+        if hlen > length - 4 or hlen == 0:
+            break
+        end = pos + 8 + hlen
+        frame_end = pos + 4 + length
+        plain = _json_header(p, pos + 8, end)
+        if plain is None:
+            break
+        code, language, version, opaque, flag, remark, ext = plain
+        body = PyBytes_FromStringAndSize(<const char*>(p + end), frame_end - end) if frame_end > end else None
+        out.append(make(code, languages.get(language, language), version, opaque, flag, remark, ext, body))
+        pos = frame_end
+    return out, pos

@@ -1,5 +1,6 @@
-"""The compiled reader of plain JSON headers (``_speedups.parse_json_header``, used by RemotingCommand.decode)
-gives the command the reference (``RemotingCommand._from_json_header``) gives, or hands the header back."""
+"""The compiled readers of plain JSON headers give what the references give, or hand the input back:
+``_speedups.parse_json_header`` (used by RemotingCommand.decode; reference ``RemotingCommand._from_json_header``)
+and ``_speedups.read_frames`` (a client's CommandReader; reference FrameSplitter and RemotingCommand.decode)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketpy.accel import compiled
-from rocketpy.codecs import CodecError, RemotingCommand
+from rocketpy.codecs import CodecError, RemotingCommand, SerializeType
 from rocketpy.codecs.codes import LanguageCode
+from rocketpy.remoting import connection
+from rocketpy.remoting.connection import CommandReader
 
 c_parse = compiled("parse_json_header")
 if c_parse is None:
@@ -122,3 +125,39 @@ def test_out_of_range_offsets_are_refused() -> None:
     assert c_parse(frame, 8, len(frame) + 1) is None
     assert c_parse(frame, -1, len(frame)) is None
     assert c_parse(frame, 9, 9) is None
+
+
+_commands = st.builds(
+    RemotingCommand, code=st.integers(-(1 << 15), (1 << 15) - 1), language=_language, opaque=_int32, flag=_int32,
+    remark=st.none() | _text, ext_fields=st.none() | st.dictionaries(_text, _text, max_size=4),
+    body=st.none() | st.binary(min_size=1, max_size=8),
+    serialize_type=st.sampled_from([SerializeType.JSON, SerializeType.JSON, SerializeType.ROCKETMQ]))
+
+
+def _read_all(chunks: list[bytes], compiled_reader: bool) -> list[object]:
+    """What a client's CommandReader gives for ``chunks`` fed one by one (a CodecError ends the stream)."""
+    saved = connection._read_frames
+    connection._read_frames = saved if compiled_reader else None
+    try:
+        reader = CommandReader(max_frame=300)
+        out: list[object] = []
+        for chunk in chunks:
+            try:
+                out.append(reader.feed(chunk))
+            except CodecError as exc:
+                out.append(("CodecError", str(exc)))
+                break
+        out.append(reader.buffered)
+        return out
+    finally:
+        connection._read_frames = saved
+
+
+@given(st.lists(_commands | st.binary(max_size=12), max_size=6), st.data())
+def test_a_client_reads_any_stream_as_the_reference_reads_it(items, data: st.DataObject) -> None:  # type: ignore[no-untyped-def]
+    """Frames of every kind (plain JSON, JSON the reference must read, ROCKETMQ, too large, junk) in any chunking:
+    the compiled reader gives the same commands, buffers the same and fails at the same frame."""
+    stream = b"".join(item if isinstance(item, bytes) else item.encode() for item in items)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=4)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+    assert _read_all(chunks, True) == _read_all(chunks, False)

@@ -26,7 +26,7 @@ from .frame import (
 RESPONSE_FLAG = 1
 ONEWAY_FLAG = 2
 
-_LANG_BY_NAME = {m.name: m for m in LanguageCode}
+_LANG_BY_NAME = LANGUAGES_BY_NAME = {m.name: m for m in LanguageCode}
 _LANG_BY_CODE = {m.value: m for m in LanguageCode}
 _INT_FIELDS = ("code", "version", "opaque", "flag")
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
