@@ -122,6 +122,8 @@ class ClientConnection(Connection):
         self._deadlines: list[tuple[float, int, Any]] = []
         self._seq = itertools.count()
         self._timer: trio.CancelScope | None = None
+        #: the run's clock (trio.current_time without its two wrapper calls: _arm reads it for every request)
+        self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
         #: run()'s nursery, where request_soon's writes go
         self._nursery: trio.Nursery | None = None
         # plain TCP, while run() reads: a second Python object on the stream's own (non-blocking) descriptor,
@@ -185,7 +187,7 @@ class ClientConnection(Connection):
         if len(heap) >= _SWEEP_AT and len(heap) > 4 * len(self._pending):
             heap[:] = [e for e in heap if not e[2].done]
             heapq.heapify(heap)
-        deadline = trio.current_time() + timeout
+        deadline = self._now() + timeout
         heapq.heappush(heap, (deadline, next(self._seq), entry))
         timer = self._timer
         if timer is not None and deadline < timer.deadline:
@@ -267,7 +269,9 @@ class ClientConnection(Connection):
         pending: dict[int, Any] = self._pending
         while True:
             now = trio.current_time()
-            while heap and heap[0][0] <= now:
+            # finished waits leave the top too, whatever their deadline: the timer is then set for a live one
+            # (with answers in milliseconds and timeouts of seconds, it seldom fires at all)
+            while heap and (heap[0][0] <= now or heap[0][2].done):
                 _deadline, _seq, entry = heapq.heappop(heap)
                 if entry.done:
                     continue
