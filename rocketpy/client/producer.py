@@ -359,7 +359,9 @@ class Producer:
                             tried: Sequence[str] = (), last_error: Exception | None = None) -> SendResult | None:
         """``tried``: the brokers of attempts already made since ``begin`` (the last failed with ``last_error``)."""
         now: float | None = trio.current_time()
-        begin = now if begin is None else begin
+        if begin is None:
+            begin = now
+        assert begin is not None
         info = self.publish_info.get(msg.topic)
         if info is None or not info.ok:  # a known route needs no lookup (find_publish_info returns it as is)
             info = await self.find_publish_info(msg.topic)
