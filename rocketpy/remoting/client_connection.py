@@ -313,16 +313,20 @@ class ClientConnection(Connection):
         size = self.receive_size
         feed = self.reader.feed
         busy = 0
+        drained = False
         while not self.closed:
-            try:
-                data = recv(size)
-            except (BlockingIOError, InterruptedError):
+            if drained:
                 # nothing more: park until readable (the waiters woken meanwhile run first, no extra turn)
+                drained = False
                 busy = 0
                 try:
                     await trio.lowlevel.wait_readable(sock)
                 except (trio.ClosedResourceError, OSError, ValueError):
                     return  # closed under us
+            try:
+                data = recv(size)
+            except (BlockingIOError, InterruptedError):
+                drained = True
                 continue
             except OSError:
                 data = b""
@@ -335,15 +339,19 @@ class ClientConnection(Connection):
             except CodecError as exc:
                 log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
                 return
-            self.last_active = trio.current_time()
+            self.last_active = self._now()
             requests = self.take_requests(commands)
             if len(commands) - len(requests) > 1:
                 self._woke_many = True
+            # a receive that did not fill its buffer emptied the socket: the next would find nothing
+            drained = len(data) < size
             if requests:
                 if dispatcher is None:
                     log.warning("%s sent %d request(s) to a peer that serves none", self.remote_addr, len(requests))
                 else:
                     nursery.start_soon(self.handle_batch, dispatcher, context, requests)
+            if drained:
+                continue
             busy += 1
             if busy >= READS_BEFORE_YIELD:  # answers keep coming: let the woken waiters have a turn
                 busy = 0
