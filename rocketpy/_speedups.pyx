@@ -9,7 +9,10 @@
   ``broker.processors.send_lane`` holding what it consults), the store's ``PlainAppender`` (reference
   ``MessageStore.put_message``), ``dispatch_plain`` (reference ``MessageStore.do_dispatch``), and
   ``send_answer`` (reference: the general path's encoded response) (``tests/test_send_fast.py``);
-* the Spark sources' CommitLog walk (``crc32_ranges``, ``record_positions``, ``gather_ranges``).
+* the Spark sources' CommitLog walk (``crc32_ranges``, ``record_positions``, ``gather_ranges``);
+* ``parse_json_header`` (reference ``RemotingCommand._from_json_header``) and ``read_frames`` (reference
+  ``FrameSplitter`` and ``RemotingCommand.decode``): plain JSON headers (a client's
+  answers) read without the json module; anything else handed back (``tests/test_json_header_fast.py``).
 
 The modules take these through ``rocketpy.accel.compiled`` (None when not built or ROCKETPY_PURE is set).
 Layout numbers come from ``_layouts.pxi``, generated from the construct definitions.
@@ -1051,3 +1054,197 @@ def gather_ranges(const uint8_t[::1] buf, const int64_t[::1] starts, const int64
         for i in range(starts.shape[0]):
             memcpy(dst + at, src + starts[i], lengths[i])
             at += lengths[i]
+
+
+# -- the client's answers: plain JSON headers -------------------------------------------------------------
+
+cdef inline Py_ssize_t _json_string_end(const uint8_t* p, Py_ssize_t pos, Py_ssize_t n) noexcept:
+    """The index of the closing quote of the string whose text starts at ``pos``; -1 when it is not plain
+    (an escape or a control character, which the reference's decoder handles) or runs off the end."""
+    cdef uint8_t c
+    while pos < n:
+        c = p[pos]
+        if c == 34:  # '"'
+            return pos
+        if c == 92 or c < 32:  # '\\' or a control character
+            return -1
+        pos += 1
+    return -1
+
+
+cdef inline Py_ssize_t _json_int_end(const uint8_t* p, Py_ssize_t pos, Py_ssize_t n, int64_t* out) noexcept:
+    """Parse -?(0|[1-9][0-9]{0,17}) at ``pos`` into ``out``: the index after it, or -1 when it is not a plain
+    integer (a fraction, an exponent, a leading zero, too many digits)."""
+    cdef bint neg = False
+    cdef int64_t v = 0
+    cdef Py_ssize_t start
+    if pos < n and p[pos] == 45:  # '-'
+        neg = True
+        pos += 1
+    start = pos
+    while pos < n and 48 <= p[pos] <= 57:
+        v = v * 10 + (p[pos] - 48)
+        pos += 1
+        if pos - start > 18:
+            return -1
+    if pos == start or (p[start] == 48 and pos - start > 1):
+        return -1
+    if pos < n and (p[pos] == 46 or p[pos] == 101 or p[pos] == 69):  # '.', 'e', 'E'
+        return -1
+    out[0] = -v if neg else v
+    return pos
+
+
+cdef inline bint _key_is(const uint8_t* p, Py_ssize_t start, Py_ssize_t end, const char* name, Py_ssize_t size) noexcept:
+    return end - start == size and memcmp(p + start, name, size) == 0
+
+
+def parse_json_header(bytes frame, Py_ssize_t start, Py_ssize_t end):
+    """(code, language, version, opaque, flag, remark, ext_fields) of the JSON header ``frame[start:end]``
+    when it is plain: one object without whitespace, its values integers that fit a Java int (code, version,
+    opaque, flag), strings without escapes (language, remark, others) and an extFields object of such
+    strings; the language is left as its name. None for anything else, which the reference
+    (``RemotingCommand._from_json_header``) decodes or refuses."""
+    if start < 0 or end > PyBytes_GET_SIZE(frame) or start >= end:
+        return None
+    return _json_header(<const uint8_t*>PyBytes_AS_STRING(frame), start, end)
+
+
+cdef object _json_header(const uint8_t* p, Py_ssize_t start, Py_ssize_t end):
+    """parse_json_header on ``p[start:end]`` (``start < end``)."""
+    cdef Py_ssize_t n = end
+    cdef Py_ssize_t pos = start, ks, ke, vs, ve
+    cdef int64_t num = 0
+    cdef int64_t code = 0, version = 0, opaque = 0, flag = 0
+    cdef bint have_code = False
+    cdef object language = "JAVA"
+    cdef object remark = None
+    cdef object ext = None
+    cdef dict fields
+    if p[pos] != 123:  # '{'
+        return None
+    pos += 1
+    try:
+        while True:
+            if pos >= n or p[pos] != 34:
+                return None
+            ks = pos + 1
+            ke = _json_string_end(p, ks, n)
+            if ke < 0 or ke + 1 >= n or p[ke + 1] != 58:  # ':'
+                return None
+            pos = ke + 2
+            if pos >= n:
+                return None
+            if p[pos] == 34:  # a string value
+                vs = pos + 1
+                ve = _json_string_end(p, vs, n)
+                if ve < 0:
+                    return None
+                pos = ve + 1
+                if _key_is(p, ks, ke, b"language", 8):
+                    language = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                elif _key_is(p, ks, ke, b"remark", 6):
+                    remark = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                elif (_key_is(p, ks, ke, b"code", 4) or _key_is(p, ks, ke, b"version", 7)
+                      or _key_is(p, ks, ke, b"opaque", 6) or _key_is(p, ks, ke, b"flag", 4)
+                      or _key_is(p, ks, ke, b"extFields", 9)):
+                    return None  # a number as a string, or fields as a string: the reference's care
+                else:  # serializeTypeCurrentRPC, or a key the header ignores: still valid UTF-8 to be plain
+                    PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                    PyUnicode_DecodeUTF8(<const char*>(p + ks), ke - ks, NULL)
+            elif p[pos] == 123:  # an object: extFields only
+                if not _key_is(p, ks, ke, b"extFields", 9):
+                    return None
+                pos += 1
+                fields = {}
+                if pos < n and p[pos] == 125:  # '}'
+                    pos += 1
+                else:
+                    while True:
+                        if pos >= n or p[pos] != 34:
+                            return None
+                        vs = pos + 1
+                        ve = _json_string_end(p, vs, n)
+                        if ve < 0 or ve + 2 >= n or p[ve + 1] != 58 or p[ve + 2] != 34:
+                            return None  # not "key":"string"
+                        key = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                        vs = ve + 3
+                        ve = _json_string_end(p, vs, n)
+                        if ve < 0:
+                            return None
+                        fields[key] = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                        pos = ve + 1
+                        if pos < n and p[pos] == 44:  # ','
+                            pos += 1
+                            continue
+                        if pos < n and p[pos] == 125:  # '}'
+                            pos += 1
+                            break
+                        return None
+                ext = fields
+            else:  # a number
+                pos = _json_int_end(p, pos, n, &num)
+                if pos < 0:
+                    return None
+                if _key_is(p, ks, ke, b"code", 4):
+                    code = num
+                    have_code = True
+                elif _key_is(p, ks, ke, b"version", 7):
+                    version = num
+                elif _key_is(p, ks, ke, b"opaque", 6):
+                    opaque = num
+                elif _key_is(p, ks, ke, b"flag", 4):
+                    flag = num
+                elif (_key_is(p, ks, ke, b"language", 8) or _key_is(p, ks, ke, b"remark", 6)
+                      or _key_is(p, ks, ke, b"extFields", 9)):
+                    return None
+                else:
+                    PyUnicode_DecodeUTF8(<const char*>(p + ks), ke - ks, NULL)
+            if pos < n and p[pos] == 44:  # ','
+                pos += 1
+                continue
+            if pos + 1 == n and p[pos] == 125:  # the closing '}' ends the header
+                break
+            return None
+    except UnicodeDecodeError:
+        return None
+    if not have_code:
+        return None
+    if not (-2147483648 <= code <= 2147483647 and -2147483648 <= version <= 2147483647
+            and -2147483648 <= opaque <= 2147483647 and -2147483648 <= flag <= 2147483647):
+        return None
+    return (<int>code, language, <int>version, <int>opaque, <int>flag, remark, ext)
+
+
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+
+
+def read_frames(bytearray buf, Py_ssize_t pos, Py_ssize_t max_frame, make, dict languages):
+    """The whole frames at ``buf[pos:]`` with plain JSON headers (see parse_json_header), each made into
+    ``make(code, language, version, opaque, flag, remark, ext_fields, body)`` with the language looked up in
+    ``languages``: (the commands, the position after them). It stops at the first frame that is not whole,
+    not JSON, not plain, or has a bad length, for the reference (``FrameSplitter`` and
+    ``RemotingCommand.decode``) to decode or refuse."""
+    cdef const uint8_t* p = <const uint8_t*>PyByteArray_AS_STRING(buf)
+    cdef Py_ssize_t n = PyByteArray_GET_SIZE(buf)
+    cdef Py_ssize_t length, hlen, end, frame_end
+    cdef list out = []
+    while pos >= 0 and n - pos >= 8:
+        length = _int32(p + pos)
+        if length < 4 or length + 4 > max_frame or n - pos - 4 < length:
+            break
+        if p[pos + 4] != 0:  # serialize type: JSON only
+            break
+        hlen = (<Py_ssize_t>p[pos + 5] << 16) | (<Py_ssize_t>p[pos + 6] << 8) | p[pos + 7]
+        if hlen > length - 4 or hlen == 0:
+            break
+        end = pos + 8 + hlen
+        frame_end = pos + 4 + length
+        plain = _json_header(p, pos + 8, end)
+        if plain is None:
+            break
+        code, language, version, opaque, flag, remark, ext = plain
+        body = PyBytes_FromStringAndSize(<const char*>(p + end), frame_end - end) if frame_end > end else None
+        out.append(make(code, languages.get(language, language), version, opaque, flag, remark, ext, body))
+        pos = frame_end
+    return out, pos

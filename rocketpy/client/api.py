@@ -7,6 +7,7 @@ invokes through the shared RemotingClient and turns error codes into MQBrokerErr
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
@@ -72,16 +73,33 @@ def _plain_int(text: object, bits: int) -> int | None:
     return value if -limit <= value < limit else None
 
 
+#: up to 9 and up to 18 ASCII digits: an int and a long whatever they say
+_DIGITS_9 = re.compile("[0-9]{1,9}").fullmatch
+_DIGITS_18 = re.compile("[0-9]{1,18}").fullmatch
+
+
+def _plain_send_fields(ext: dict[str, str]) -> tuple[str, int, int, str | None] | None:
+    """(msgId, queueId, queueOffset, transactionId) of a send's answer when all are plain, else None."""
+    get = ext.get
+    msg_id, transaction_id = get("msgId"), get("transactionId")
+    if type(msg_id) is not str or not (transaction_id is None or type(transaction_id) is str):
+        return None
+    queue_id, queue_offset = get("queueId"), get("queueOffset")
+    if type(queue_id) is str and type(queue_offset) is str and _DIGITS_9(queue_id) and _DIGITS_18(queue_offset):
+        return msg_id, int(queue_id), int(queue_offset), transaction_id  # below 10**9 and 10**18: in range
+    qid, qoff = _plain_int(queue_id, 32), _plain_int(queue_offset, 64)
+    if qid is None or qoff is None:
+        return None
+    return msg_id, qid, qoff, transaction_id
+
+
 def send_response_header(ext: dict[str, str] | None) -> SendMessageResponseHeader:
     """The SendMessageResponseHeader of a send's answer: the usual all-plain fields read directly, anything
     else (a missing field, a value Java parses unusually) through the typed header's own decoding."""
-    if ext is not None:
-        msg_id, transaction_id = ext.get("msgId"), ext.get("transactionId")
-        queue_id, queue_offset = _plain_int(ext.get("queueId"), 32), _plain_int(ext.get("queueOffset"), 64)
-        if type(msg_id) is str and queue_id is not None and queue_offset is not None and (
-                transaction_id is None or type(transaction_id) is str):
-            return SendMessageResponseHeader(msg_id=msg_id, queue_id=queue_id, queue_offset=queue_offset,
-                                             transaction_id=transaction_id)
+    plain = _plain_send_fields(ext) if ext is not None else None
+    if plain is not None:
+        return SendMessageResponseHeader(msg_id=plain[0], queue_id=plain[1], queue_offset=plain[2],
+                                         transaction_id=plain[3])
     return SendMessageResponseHeader.from_ext_fields(ext)
 
 
@@ -137,9 +155,17 @@ class ClientAPI:
         status = _SEND_STATUS.get(response.code)  # type: ignore[call-overload]
         if status is None:
             raise MQBrokerError(response.code, response.remark, addr)
-        h = send_response_header(response.ext_fields)
+        ext = response.ext_fields
+        plain = _plain_send_fields(ext) if ext is not None else None
+        if plain is not None:  # the usual answer: no header object
+            assert ext is not None
+            return SendResult(status, uniq_id, MessageQueue(topic=mq.topic, broker_name=mq.broker_name,
+                                                            queue_id=plain[1]),
+                              plain[2], plain[0], plain[3], ext.get("MSG_REGION") or "DefaultRegion",
+                              ext.get("TRACE_ON") != "false")
+        h = SendMessageResponseHeader.from_ext_fields(ext)
         assert h.queue_offset is not None  # required: decoding refuses an answer without it
-        ext = response.ext_fields or {}
+        ext = ext or {}
         return SendResult(
             send_status=status,
             msg_id=uniq_id,

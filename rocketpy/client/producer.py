@@ -77,6 +77,12 @@ def select_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> Mes
     return mqs[random.randrange(len(mqs))]
 
 
+_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+_UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_PREPARED = MessageConst.PROPERTY_TRANSACTION_PREPARED
+_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE)
+_TRANSACTION_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+
 #: topics that passed check_topic (a producer sends to a few topics again and again)
 _CHECKED_TOPICS: set[str] = set()
 
@@ -286,22 +292,25 @@ class Producer:
         return frames
 
     def _prepare(self, msg: Message, batch: bool) -> tuple[bytes, int, dict[str, str], str | None]:
+        """(body, sysFlag, the properties sent, UNIQ_KEY): the message as sendKernelImpl sends it (WAIT set,
+        UNIQ_KEY given, a large body compressed)."""
         props = dict(msg.properties)
-        if MessageConst.PROPERTY_WAIT_STORE_MSG_OK not in props and not batch:
-            props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "true"
-        uniq = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-        if not batch and uniq is None:
-            uniq = next_uniq_id()
-            props[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
-            msg.properties[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
+        if not batch:
+            if _WAIT not in props:
+                props[_WAIT] = "true"
+            uniq = props.get(_UNIQ)
+            if uniq is None:
+                uniq = props[_UNIQ] = msg.properties[_UNIQ] = next_uniq_id()
+        else:
+            uniq = props.get(_UNIQ)
         body = msg.body
         sys_flag = 0
         if not batch and len(body) > self.compress_over:
             body = compress_body(body, self.compress_level)
-            sys_flag |= MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE
-        if props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) == "true":
-            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
-        return body, int(sys_flag), props, uniq
+            sys_flag = _COMPRESSED
+        if props.get(_PREPARED) == "true":
+            sys_flag |= _TRANSACTION_PREPARED
+        return body, sys_flag, props, uniq
 
     async def _send_kernel(
         self, msg: Message, mq: MessageQueue, timeout: float, *, oneway: bool = False,
@@ -349,10 +358,14 @@ class Producer:
                             batch_msgs: Sequence[Message] | None = None, begin: float | None = None,
                             tried: Sequence[str] = (), last_error: Exception | None = None) -> SendResult | None:
         """``tried``: the brokers of attempts already made since ``begin`` (the last failed with ``last_error``)."""
-        begin = trio.current_time() if begin is None else begin
+        now: float | None = trio.current_time()
+        if begin is None:
+            begin = now
+        assert begin is not None
         info = self.publish_info.get(msg.topic)
         if info is None or not info.ok:  # a known route needs no lookup (find_publish_info returns it as is)
             info = await self.find_publish_info(msg.topic)
+            now = None
         if not info.ok:
             raise MQClientError(f"No route info of this topic: {msg.topic}", ResponseCode.TOPIC_NOT_EXIST)
         last_broker: str | None = tried[-1] if tried else None
@@ -362,7 +375,8 @@ class Producer:
             mq = self.fault.select(info, last_broker)
             last_broker = mq.broker_name
             brokers_sent.append(mq.broker_name or "")
-            start = trio.current_time()
+            start = trio.current_time() if now is None else now
+            now = None
             remaining = timeout - (start - begin)
             if remaining <= 0:
                 raise MQClientError("sendDefaultImpl call timeout")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..codecs import RemotingCommand
 from ..codecs.codes import LanguageCode, MQVersion, SerializeType
 from ..codecs.command import ONEWAY_FLAG
-from ..codecs.frame import encode_rocketmq_header, frame_parts
+from ..codecs.frame import FRAME_PREFIX_UNIT, encode_rocketmq_header, frame_parts
 from ..codecs.headers import SendMessageRequestHeaderV2
 
 #: the stdlib's JSON string (quotes included), what JSONEncoder(ensure_ascii=False) writes
@@ -141,6 +141,7 @@ class SendFrames:
 
 #: the per-message extFields of a send and their placeholders in a template, in declared order
 _DYNAMIC = {"e": '"%d"', "f": '"%d"', "g": '"%d"', "h": '"%d"', "i": "%s", "j": '"%d"', "l": '"%d"', "m": "%s"}
+_PREFIX = FRAME_PREFIX_UNIT.pack
 _MIDDLE = b',"language":"JAVA","opaque":'
 _TAIL = b',"serializeTypeCurrentRPC":"JSON","version":' + str(int(MQVersion.V4_9_8)).encode() + b"}"
 
@@ -176,4 +177,7 @@ class PreparedSend:
             cmd.flag |= flag
             return b"".join(cmd.encode_parts())
         header = b"%s%d%s%d%s" % (self._head, flag, _MIDDLE, opaque, _TAIL)
-        return b"".join(frame_parts(SerializeType.JSON, header, self.body))
+        n, body = len(header), self.body
+        if n > 0xFFFFFF:
+            return b"".join(frame_parts(SerializeType.JSON, header, body))  # which refuses it
+        return b"".join((_PREFIX(4 + n + len(body), n), header, body))  # frame_parts' bytes, JSON's type 0

@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from ..accel import compiled
 from ..javacompat.hashmap import hashmap_dict
 from ..javacompat.lang import parse_java_int
 from . import fastjson
@@ -25,10 +26,12 @@ from .frame import (
 RESPONSE_FLAG = 1
 ONEWAY_FLAG = 2
 
-_LANG_BY_NAME = {m.name: m for m in LanguageCode}
+_LANG_BY_NAME = LANGUAGES_BY_NAME = {m.name: m for m in LanguageCode}
 _LANG_BY_CODE = {m.value: m for m in LanguageCode}
 _INT_FIELDS = ("code", "version", "opaque", "flag")
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+#: the compiled reader of plain JSON headers (None for anything else), when built: see _from_json_header
+_parse_json_header = compiled("parse_json_header")
 
 
 # the stdlib writes \u001f where fastjson writes \u001F, and leaves DEL, C1 controls and
@@ -187,6 +190,10 @@ class RemotingCommand:
                 SerializeType.ROCKETMQ,
             )
         if stype == SerializeType.JSON:
+            plain = _parse_json_header(frame, 8, end) if _parse_json_header is not None else None
+            if plain is not None:  # what _from_json_header gives, read without the json module
+                code, language, version, opaque, flag, remark, ext = plain
+                return cls(code, _LANG_BY_NAME.get(language, language), version, opaque, flag, remark, ext, body)
             cmd = cls._from_json_header(memoryview(frame)[8:end])
         else:
             raise CodecError(f"unknown serialize type {stype}")

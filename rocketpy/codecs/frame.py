@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import construct as cs
 
@@ -263,6 +264,12 @@ class FrameSplitter:
         if len(buf) < end:
             return None
         frame = bytes(buf[pos:end])
+        self._taken(end)
+        return frame
+
+    def _taken(self, end: int) -> None:
+        """The frames up to ``end`` are out: the buffer keeps what follows (emptied or cut when that is cheap)."""
+        buf = self._buf
         if end == len(buf):
             buf.clear()
             self._pos = 0
@@ -271,8 +278,15 @@ class FrameSplitter:
             self._pos = 0
         else:
             self._pos = end
-        return frame
 
     def __iter__(self) -> Iterator[bytes]:
         while (frame := self.next_frame()) is not None:
             yield frame
+
+    def take_plain(self, read: Callable[..., tuple[list[Any], int]], *args: Any) -> list[Any]:
+        """What ``read(buffer, position, max_frame, *args)`` makes of the whole frames at the front (it returns
+        them and the position after them: a compiled reader's, see ``_speedups.read_frames``)."""
+        out, end = read(self._buf, self._pos, self.max_frame, *args)
+        if end != self._pos:
+            self._taken(end)
+        return out

@@ -117,9 +117,13 @@ class ClientConnection(Connection):
         super().__init__(stream, remote_addr, **kwargs)
         self._outbox: list[bytes] = []
         self._flushing = False
+        #: the reader woke several waiters since the last write: their senders' next requests join one write
+        self._woke_many = False
         self._deadlines: list[tuple[float, int, Any]] = []
         self._seq = itertools.count()
         self._timer: trio.CancelScope | None = None
+        #: the run's clock (trio.current_time without its two wrapper calls: _arm reads it for every request)
+        self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
         #: run()'s nursery, where request_soon's writes go
         self._nursery: trio.Nursery | None = None
         # plain TCP, while run() reads: a second Python object on the stream's own (non-blocking) descriptor,
@@ -138,8 +142,9 @@ class ClientConnection(Connection):
             return  # the writer of this turn takes it
         self._flushing = True
         try:
-            if len(self._pending) > 1:
-                # other requests are in flight: their senders, woken in this turn, queue behind this one
+            if len(self._pending) > 1 or self._woke_many:
+                # other requests are in flight, or their answers just woke other senders (which may have
+                # nothing in flight at this moment): the senders of this turn queue behind this one
                 await trio.lowlevel.cancel_shielded_checkpoint()
             await self._flush()
         finally:
@@ -148,6 +153,7 @@ class ClientConnection(Connection):
                 self._outbox.clear()
 
     async def _flush(self) -> None:
+        self._woke_many = False
         while self._outbox and not self.closed:
             frames, self._outbox = self._outbox, []
             data: bytes | memoryview = frames[0] if len(frames) == 1 else b"".join(frames)
@@ -181,7 +187,7 @@ class ClientConnection(Connection):
         if len(heap) >= _SWEEP_AT and len(heap) > 4 * len(self._pending):
             heap[:] = [e for e in heap if not e[2].done]
             heapq.heapify(heap)
-        deadline = trio.current_time() + timeout
+        deadline = self._now() + timeout
         heapq.heappush(heap, (deadline, next(self._seq), entry))
         timer = self._timer
         if timer is not None and deadline < timer.deadline:
@@ -263,7 +269,9 @@ class ClientConnection(Connection):
         pending: dict[int, Any] = self._pending
         while True:
             now = trio.current_time()
-            while heap and heap[0][0] <= now:
+            # finished waits leave the top too, whatever their deadline: the timer is then set for a live one
+            # (with answers in milliseconds and timeouts of seconds, it seldom fires at all)
+            while heap and (heap[0][0] <= now or heap[0][2].done):
                 _deadline, _seq, entry = heapq.heappop(heap)
                 if entry.done:
                     continue
@@ -305,16 +313,20 @@ class ClientConnection(Connection):
         size = self.receive_size
         feed = self.reader.feed
         busy = 0
+        drained = False
         while not self.closed:
-            try:
-                data = recv(size)
-            except (BlockingIOError, InterruptedError):
+            if drained:
                 # nothing more: park until readable (the waiters woken meanwhile run first, no extra turn)
+                drained = False
                 busy = 0
                 try:
                     await trio.lowlevel.wait_readable(sock)
                 except (trio.ClosedResourceError, OSError, ValueError):
                     return  # closed under us
+            try:
+                data = recv(size)
+            except (BlockingIOError, InterruptedError):
+                drained = True
                 continue
             except OSError:
                 data = b""
@@ -327,13 +339,19 @@ class ClientConnection(Connection):
             except CodecError as exc:
                 log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
                 return
-            self.last_active = trio.current_time()
+            self.last_active = self._now()
             requests = self.take_requests(commands)
+            if len(commands) - len(requests) > 1:
+                self._woke_many = True
+            # a receive that did not fill its buffer emptied the socket: the next would find nothing
+            drained = len(data) < size
             if requests:
                 if dispatcher is None:
                     log.warning("%s sent %d request(s) to a peer that serves none", self.remote_addr, len(requests))
                 else:
                     nursery.start_soon(self.handle_batch, dispatcher, context, requests)
+            if drained:
+                continue
             busy += 1
             if busy >= READS_BEFORE_YIELD:  # answers keep coming: let the woken waiters have a turn
                 busy = 0

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..accel import compiled
 from ..codecs import DEFAULT_MAX_FRAME, CodecError, FrameSplitter, RemotingCommand, ResponseCode
-from ..codecs.command import ONEWAY_FLAG
+from ..codecs.command import LANGUAGES_BY_NAME, ONEWAY_FLAG
 from .errors import ConnectionClosedError, RemotingSendRequestError, RemotingTimeoutError
 
 if TYPE_CHECKING:
@@ -46,6 +47,10 @@ class LaneFrame(bytes):
     __slots__ = ()
 
 
+#: the compiled reader of whole frames with plain JSON headers (a client's answers), when built
+_read_frames = compiled("read_frames")
+
+
 class CommandReader:
     """Sans-IO decoding: feed received bytes, get every whole command they complete, in order.
 
@@ -61,9 +66,18 @@ class CommandReader:
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand | LaneFrame]:
         """Commands completed by ``data`` (frames for the fast path undecoded); CodecError on a bad frame
         (the stream is then unusable)."""
-        self._splitter.feed(data)
-        max_frame = self._splitter.max_frame
+        splitter = self._splitter
+        splitter.feed(data)
+        max_frame = splitter.max_frame
         takes = self.takes
+        if takes is None and _read_frames is not None:  # a client's answers: plain ones read by compiled code
+            out: list[RemotingCommand | LaneFrame] = []
+            while True:
+                out += splitter.take_plain(_read_frames, RemotingCommand, LANGUAGES_BY_NAME)
+                frame = splitter.next_frame()  # not plain (decoded the reference way), or not whole (None)
+                if frame is None:
+                    return out
+                out.append(RemotingCommand.decode(frame, max_frame))
         return [
             LaneFrame(frame) if takes is not None and takes(frame) else RemotingCommand.decode(frame, max_frame)
             for frame in self._splitter

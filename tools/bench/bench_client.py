@@ -19,7 +19,8 @@ it the same way).
 
 ``--vs-java``: in each of ``--rounds`` rounds, the official benchmark Producer of the Java reference
 build (``run-client.sh org.apache.rocketmq.example.benchmark.Producer -w SENDERS -s SIZE``) runs
-against the same server beside our ``sync32`` phase, and the benchmark Consumer (a fresh group
+against the same server beside our ``sync32`` phase (and with ``-w 1`` beside ``sync``: what one Java
+thread sending one at a time gets from the same server), and the benchmark Consumer (a fresh group
 draining the same backlog as ours) beside ``push``; the order alternates between rounds. The Java
 Producer's rate is the mean of its TPS lines after the first (JVM warm-up); its CPU per message is
 the Java process's CPU over those lines' span. The Java Consumer's rate comes from the group's
@@ -56,6 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_vs_java as vsj  # noqa: E402  (the Java tools' drivers: spawn, LineReader, parsers)
 
 PHASES = ("sync", "sync32", "async", "oneway", "batch", "push", "litepull")
+#: the send phases the Java benchmark Producer runs beside, and its threads for each (one for one at a time)
+JAVA_THREADS: dict[str, Callable[[argparse.Namespace], int]] = {"sync": lambda a: 1, "sync32": lambda a: a.senders}
 
 
 def free_port() -> int:
@@ -298,12 +301,12 @@ class Java:
     def cmd(self, main: str, margs: list[str]) -> list[str]:
         return [str(self.ref / "bin/run-client.sh"), main, *margs]
 
-    def producer(self, topic: str) -> Result:
-        """The benchmark Producer (sync sends, SENDERS threads): mean TPS of its lines after the first."""
+    def producer(self, topic: str, threads: int) -> Result:
+        """The benchmark Producer (sync sends, ``threads`` threads): mean TPS of its lines after the first."""
         a = self.args
         lines = max(1, round(a.java_seconds / 10))
         proc = vsj.spawn(self.cmd("org.apache.rocketmq.example.benchmark.Producer",
-                                  ["-n", self.namesrv, "-t", topic, "-w", str(a.senders), "-s", str(a.size)]),
+                                  ["-n", self.namesrv, "-t", topic, "-w", str(threads), "-s", str(a.size)]),
                          env=dict(os.environ, JAVA_OPT_EXT="-Drocketmq.client.logRoot=" + str(self.work)),
                          log=self.work / "producer.err")
         reader = vsj.LineReader(proc, cpu_pid=proc.pid)
@@ -394,16 +397,16 @@ async def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict
                     print(line("java", phase, r), flush=True)
                 r = await ours.consume_phase(phase, profile=args.profile == phase)
             else:
-                if phase == "sync32" and java is not None and java_first:
-                    r = await trio.to_thread.run_sync(java.producer, ours.topic + "_java")
+                if phase in JAVA_THREADS and java is not None and java_first:
+                    r = await trio.to_thread.run_sync(java.producer, ours.topic + "_java", JAVA_THREADS[phase](args))
                     out["java"].setdefault(phase, []).append(r)
                     print(line("java", phase, r), flush=True)
                 r = await ours.send_phase(phase, profile=args.profile == phase)
             out["ours"].setdefault(phase, []).append(r)
             print(line("ours", phase, r), flush=True)
             if java is not None and not java_first:
-                if phase == "sync32":
-                    r = await trio.to_thread.run_sync(java.producer, ours.topic + "_java")
+                if phase in JAVA_THREADS:
+                    r = await trio.to_thread.run_sync(java.producer, ours.topic + "_java", JAVA_THREADS[phase](args))
                 elif phase == "push":
                     r = await java.consumer(ours.topic, ours.produced)
                 else:
