@@ -56,7 +56,7 @@ ACK_TOPIC = "DlFailoverAcked"
 BENCH_TOPIC = "DlFailoverBench"
 QUEUES = 4
 FAULTS = ("kill_leader", "stop_follower", "stop_leader", "restart_member")
-# Java's role change handler (DLedgerRoleChangeHandler) logs these; ours logs the same words
+# what DLedgerRoleChangeHandler logs on a role change (read from ours too, where it logs the same words)
 _ROLE_CHANGE = re.compile(
     r"Finish handling broker role change succ=(\w+) term=(\d+) role=(\w+)\S* currStoreRole=\w+ cost=(\d+)"
 )
