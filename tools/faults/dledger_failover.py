@@ -452,7 +452,8 @@ async def _cycle(group: Group, acks: AckLog, kind: str, i: int, pause: float) ->
     followers = [m for m in group.members if m is not leader]
     rec: dict[str, Any] = {"cycle": i + 1, "fault": kind, "leader": leader.self_id}
     t0 = int(time.time() * 1000)
-    if kind == "kill_leader" or (kind == "restart_member" and i % 2 == 1):
+    round_ = i // len(FAULTS)  # restarts alternate between the leader and a follower, round by round
+    if kind == "kill_leader" or (kind == "restart_member" and round_ % 2 == 0):
         victim = leader
         if kind == "kill_leader":
             victim.kill9()
@@ -466,7 +467,7 @@ async def _cycle(group: Group, acks: AckLog, kind: str, i: int, pause: float) ->
         victim.start()
         await wait_port(victim, 120)
     elif kind == "stop_follower" or kind == "restart_member":
-        victim = followers[i % 2]
+        victim = followers[round_ % 2]
         rec["member"] = victim.self_id
         if kind == "stop_follower":
             victim.signal(signal.SIGSTOP)
@@ -543,17 +544,26 @@ async def _verify(group: Group, acks: AckLog, retries: int) -> dict[str, Any]:
         not_ok_answers=dict(acks.nok),
         failed_sends=dict(acks.failed),
     )
-    stores = {}
     for m in group.members:
         m.stop()
-        dump = subprocess.run(
+    # every member's store read back (the three dumps side by side: each takes minutes for 500k records)
+    dumps = {
+        m.self_id: subprocess.Popen(
             [sys.executable, "-m", "rocketpy", "store", "dump", "--json", "--topic", ACK_TOPIC, str(m.store)],
-            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            stdout=open(group.work / f"dump-{m.self_id}.jsonl", "wb"), stderr=subprocess.DEVNULL,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
         )
-        rows = [json.loads(line) for line in dump.stdout.splitlines() if line.startswith("{")]
-        have = Counter(r.get("keys") for r in rows)
-        stores[m.self_id] = {"records": len(rows), "acked_missing": len(acked - set(have)),
-                             "dump_exit": dump.returncode}
+        for m in group.members
+    }
+    stores = {}
+    for self_id, proc in dumps.items():
+        code = await trio.to_thread.run_sync(proc.wait)
+        have: Counter[str] = Counter()
+        with open(group.work / f"dump-{self_id}.jsonl", "rb") as f:
+            for line in f:
+                if line.startswith(b"{"):
+                    have[json.loads(line).get("keys")] += 1
+        stores[self_id] = {"records": sum(have.values()), "acked_missing": len(acked - set(have)), "dump_exit": code}
     out["stores"] = stores
     out["ledgers"] = _ledgers_agree(group)
     return out
