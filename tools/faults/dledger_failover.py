@@ -51,6 +51,12 @@ sys.path.insert(0, str(ROOT))
 from rocketpy.testing import free_broker_port, free_port  # noqa: E402
 
 TEMPLATE = ROOT / "examples" / "dledger" / "broker-n0.conf"
+
+
+class RocketpyRoot:
+    """Where our brokers' code comes from (``--rocketpy-root``: another checkout, to try its broker)."""
+
+    path = ROOT
 GROUP = "broker-dl"
 ACK_TOPIC = "DlFailoverAcked"
 BENCH_TOPIC = "DlFailoverBench"
@@ -58,7 +64,7 @@ QUEUES = 4
 FAULTS = ("kill_leader", "stop_follower", "stop_leader", "restart_member")
 # what DLedgerRoleChangeHandler logs on a role change (read from ours too, where it logs the same words)
 _ROLE_CHANGE = re.compile(
-    r"Finish handling broker role change succ=(\w+) term=(\d+) role=(\w+)\S* currStoreRole=\w+ cost=(\d+)"
+    r"Finish handling broker role change succ=(\w+) term=(\d+) role=(\w+)\S*(?: currStoreRole=\w+)?(?: cost=(\d+))?"
 )
 _TPS = re.compile(r"Send TPS:\s*([\d.]+)")
 
@@ -156,7 +162,7 @@ class Member:
         return ["bash", "-c", script]
 
     def start(self) -> None:
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env = dict(os.environ, PYTHONPATH=str(RocketpyRoot.path))
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)
@@ -197,8 +203,10 @@ class Member:
         if java_log.exists():
             texts.append(java_log.read_text(errors="replace"))
         return [
-            f"{term}/{role}/{cost}ms" for text in texts for ok, term, role, cost in _ROLE_CHANGE.findall(text)
-            if ok == "true"
+            f"{term}/{role}" + (f"/{cost}ms" if cost else "")
+            for text in texts
+            for ok, term, role, cost in _ROLE_CHANGE.findall(text)
+            if ok.lower() == "true"
         ]
 
 
@@ -644,7 +652,7 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
         },
         "leader_to_master_ms": _spread([
             int(rc.split("/")[2][:-2]) for changes in report.get("role_changes", {}).values() for rc in changes
-            if rc.split("/")[1] == "LEADER"
+            if rc.split("/")[1] == "LEADER" and rc.count("/") == 2
         ]),
     }
 
@@ -658,9 +666,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=4, help="AckProducer threads")
     ap.add_argument("--bench-threads", type=int, default=8, help="benchmark Producer threads (-w)")
     ap.add_argument("--steady", type=float, default=30.0, help="seconds of sends measured before the first fault")
+    ap.add_argument("--rocketpy-root", type=Path, default=ROOT,
+                    help="the checkout our brokers run from (default: this one)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (stores, logs)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    RocketpyRoot.path = args.rocketpy_root.resolve()
     groups = {
         "java": [["java"] * 3],
         "rocketpy": [["rocketpy"] * 3],
@@ -681,6 +692,8 @@ def main(argv: list[str] | None = None) -> int:
             w = s["to_first_ack_ms"]
             print(f"group {'+'.join(r['impls'])}: {len(r.get('cycles', []))} cycles in {r.get('seconds')} s"
                   f"{'; ERROR ' + r['error'] if r.get('error') else ''}")
+            if r.get("error"):
+                print(f"  logs and stores kept in {r['work']}")
             if "acknowledged" not in r:
                 continue  # it never got to sending
             print(f"  acknowledged {r.get('acknowledged')}, lost {r.get('lost')}, duplicates {r.get('duplicates')}"
