@@ -190,3 +190,18 @@ def test_pcap_rows_decode_dledger_as_sniff_does(tmp_path: Path, capsys) -> None:
     export_pcaps([str(pcap)], str(lake))
     frames = Lake(str(lake)).read_table("frames").to_pylist()
     assert sum(1 for r in frames if r["summary"] is not None and r["msg_index"] in (None, 0)) >= 692
+
+
+@pytest.mark.parametrize("split", ("4096", "1000"))
+def test_entries_the_index_does_not_name_yet_are_still_read(tmp_path: Path, split: str) -> None:
+    """Splits stop where the index's entries end, the last one open: entries appended after the
+    index (the broker writes data, then index) are read by it."""
+    store = tmp_path / "n1"
+    shutil.copytree(STORE_DUMP_DLEDGER / "n1", store)
+    index = store / "dledger-n1" / "index" / "00000000000000000000"
+    index.write_bytes(index.read_bytes()[: 20 * 32])  # the index names entries 0-19 only
+    reader = sources._CommitLogReader({"path": str(store), "splitsize": split})
+    parts = reader.partitions()
+    assert parts[-1].end is None and len(parts) < 16  # not one per 4 KiB of the 4 MiB file
+    rows = [r for p in parts for b in reader.read(p) for r in b.to_pylist()]
+    assert [r["dledger_index"] for r in rows] == list(range(50))

@@ -860,3 +860,28 @@ def test_remote_key_filter_reads_records_not_files(counting_fs, tmp_path):
     got = [r for p in reader.partitions() for r in batches_to_rows(reader.read(p))]
     assert [r["commit_log_offset"] for r in got] == [target["commit_log_offset"]]
     assert counting_fs.read < 64 << 10  # of a 1 MiB CommitLog and a 400 KB IndexFile
+
+
+# -- DLedger mode ------------------------------------------------------------------------
+# (the in-process rows, splits, damage and lake are tested in test_spark_dledger.py)
+
+
+def test_spark_reads_a_dledger_store_as_a_commitlog(spark):
+    """A Java DLedger broker's store: Spark's rows are the reader's, whatever the split, and the
+    entry's term is a column SQL can filter on (30 entries of term 1, 20 of term 2 after the failover)."""
+    from rocketpy.spark.sources import _CommitLogReader
+
+    store = GOLDEN / "store-dump-dledger" / "n0"
+    reader = _CommitLogReader({"path": str(store)})
+    expected = sorted(
+        (r["commit_log_offset"], r["dledger_index"], r["dledger_term"], r["msg_id"])
+        for p in reader.partitions()
+        for b in reader.read(p)
+        for r in b.to_pylist()
+    )
+    df = spark.read.format("rocketmq-commitlog").option("splitSize", "4096").load(str(store))
+    got = sorted(tuple(r) for r in df.select("commit_log_offset", "dledger_index", "dledger_term", "msg_id").collect())
+    assert got == expected and len(got) == 50
+    df.createOrReplaceTempView("dl")
+    by_term = spark.sql("SELECT dledger_term, count(*) AS n FROM dl WHERE topic = 'DlTopic' GROUP BY dledger_term")
+    assert {r["dledger_term"]: r["n"] for r in by_term.collect()} == {1: 30, 2: 20}

@@ -44,6 +44,7 @@ __all__ = [
     "ledger_data_dirs",
     "ledger_entries",
     "ledger_index_positions",
+    "ledger_written_end",
 ]
 
 #: the columns a DLedger entry adds to the CommitLog rows (null for a plain CommitLog)
@@ -113,6 +114,23 @@ def ledger_index_positions(data_file: str) -> np.ndarray | None:
             break
         parts.append(units["pos"].astype(np.int64))
     return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def ledger_written_end(path: str, base: int, size: int) -> int | None:
+    """Where the entries the ledger's index names end in the data file at ``base`` (``size`` bytes):
+    past it there is nothing the index knows of (what was appended since is read by the open last
+    split); None without an index."""
+    indexed = ledger_index_positions(path)
+    if indexed is None:
+        return None
+    inside = indexed[(indexed >= base) & (indexed < base + size)]
+    if not len(inside):
+        return 0
+    last = int(inside[-1]) - base
+    with open(path, "rb") as f:
+        f.seek(last)
+        head = f.read(ENTRY_HEADER_SIZE)
+    return last + max(_field(head, 0, "size"), ENTRY_HEADER_SIZE) if len(head) == ENTRY_HEADER_SIZE else last
 
 
 def _names_itself(buf: Any, at: int, base: int, limit: int) -> bool:

@@ -41,7 +41,7 @@ from .commitlog import (
     commitlog_records_batches,
 )
 from .consumequeue import CONSUMEQUEUE_COLUMNS, consumequeue_batches, remote_written_end, units_up
-from .dledger import is_ledger_file
+from .dledger import is_ledger_file, ledger_written_end
 from .index import INDEX_COLUMNS, index_batches, index_lookup
 from .pcap import PCAP_COLUMNS, PcapOptions, pcap_batches
 from .pushdown import CommitLogFilter, dispatched_end
@@ -236,9 +236,10 @@ class _CommitLogReader(_Reader):
             if base + length <= scan_from:
                 continue
             if is_ledger_file(path) and not is_remote(path):
-                # a ledger's data file is created at its full size: no splits of its unwritten rest
-                # (the last split is open, so what is written after the listing is read still)
-                length = max(1, min(length, written_end(path)))
+                # a ledger's data file is created at its full size: no splits past what its index
+                # names (or its written bytes); the last split is open, so what came later is read still
+                known = ledger_written_end(path, base, length)
+                length = max(1, min(length, written_end(path) if known is None else known))
             # Past the dispatch point the scan starts exactly there: it is where a record ends.
             first = max(0, scan_from - base, self.resume.get(path, 0))
             for start, end in byte_splits(length - first, size):

@@ -51,14 +51,20 @@ sys.path.insert(0, str(ROOT))
 from rocketpy.testing import free_broker_port, free_port  # noqa: E402
 
 TEMPLATE = ROOT / "examples" / "dledger" / "broker-n0.conf"
+
+
+class RocketpyRoot:
+    """Where our brokers' code comes from (``--rocketpy-root``: another checkout, to try its broker)."""
+
+    path = ROOT
 GROUP = "broker-dl"
 ACK_TOPIC = "DlFailoverAcked"
 BENCH_TOPIC = "DlFailoverBench"
 QUEUES = 4
 FAULTS = ("kill_leader", "stop_follower", "stop_leader", "restart_member")
-# Java's role change handler (DLedgerRoleChangeHandler) logs these; ours logs the same words
+# what DLedgerRoleChangeHandler logs on a role change (read from ours too, where it logs the same words)
 _ROLE_CHANGE = re.compile(
-    r"Finish handling broker role change succ=(\w+) term=(\d+) role=(\w+)\S* currStoreRole=\w+ cost=(\d+)"
+    r"Finish handling broker role change succ=(\w+) term=(\d+) role=(\w+)\S*(?: currStoreRole=\w+)?(?: cost=(\d+))?"
 )
 _TPS = re.compile(r"Send TPS:\s*([\d.]+)")
 
@@ -156,7 +162,7 @@ class Member:
         return ["bash", "-c", script]
 
     def start(self) -> None:
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env = dict(os.environ, PYTHONPATH=str(RocketpyRoot.path))
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)
@@ -197,8 +203,10 @@ class Member:
         if java_log.exists():
             texts.append(java_log.read_text(errors="replace"))
         return [
-            f"{term}/{role}/{cost}ms" for text in texts for ok, term, role, cost in _ROLE_CHANGE.findall(text)
-            if ok == "true"
+            f"{term}/{role}" + (f"/{cost}ms" if cost else "")
+            for text in texts
+            for ok, term, role, cost in _ROLE_CHANGE.findall(text)
+            if ok.lower() == "true"
         ]
 
 
@@ -452,7 +460,8 @@ async def _cycle(group: Group, acks: AckLog, kind: str, i: int, pause: float) ->
     followers = [m for m in group.members if m is not leader]
     rec: dict[str, Any] = {"cycle": i + 1, "fault": kind, "leader": leader.self_id}
     t0 = int(time.time() * 1000)
-    if kind == "kill_leader" or (kind == "restart_member" and i % 2 == 1):
+    round_ = i // len(FAULTS)  # restarts alternate between the leader and a follower, round by round
+    if kind == "kill_leader" or (kind == "restart_member" and round_ % 2 == 0):
         victim = leader
         if kind == "kill_leader":
             victim.kill9()
@@ -466,7 +475,7 @@ async def _cycle(group: Group, acks: AckLog, kind: str, i: int, pause: float) ->
         victim.start()
         await wait_port(victim, 120)
     elif kind == "stop_follower" or kind == "restart_member":
-        victim = followers[i % 2]
+        victim = followers[round_ % 2]
         rec["member"] = victim.self_id
         if kind == "stop_follower":
             victim.signal(signal.SIGSTOP)
@@ -543,17 +552,26 @@ async def _verify(group: Group, acks: AckLog, retries: int) -> dict[str, Any]:
         not_ok_answers=dict(acks.nok),
         failed_sends=dict(acks.failed),
     )
-    stores = {}
     for m in group.members:
         m.stop()
-        dump = subprocess.run(
+    # every member's store read back (the three dumps side by side: each takes minutes for 500k records)
+    dumps = {
+        m.self_id: subprocess.Popen(
             [sys.executable, "-m", "rocketpy", "store", "dump", "--json", "--topic", ACK_TOPIC, str(m.store)],
-            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            stdout=open(group.work / f"dump-{m.self_id}.jsonl", "wb"), stderr=subprocess.DEVNULL,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
         )
-        rows = [json.loads(line) for line in dump.stdout.splitlines() if line.startswith("{")]
-        have = Counter(r.get("keys") for r in rows)
-        stores[m.self_id] = {"records": len(rows), "acked_missing": len(acked - set(have)),
-                             "dump_exit": dump.returncode}
+        for m in group.members
+    }
+    stores = {}
+    for self_id, proc in dumps.items():
+        code = await trio.to_thread.run_sync(proc.wait)
+        have: Counter[str] = Counter()
+        with open(group.work / f"dump-{self_id}.jsonl", "rb") as f:
+            for line in f:
+                if line.startswith(b"{"):
+                    have[json.loads(line).get("keys")] += 1
+        stores[self_id] = {"records": sum(have.values()), "acked_missing": len(acked - set(have)), "dump_exit": code}
     out["stores"] = stores
     out["ledgers"] = _ledgers_agree(group)
     return out
@@ -634,7 +652,7 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
         },
         "leader_to_master_ms": _spread([
             int(rc.split("/")[2][:-2]) for changes in report.get("role_changes", {}).values() for rc in changes
-            if rc.split("/")[1] == "LEADER"
+            if rc.split("/")[1] == "LEADER" and rc.count("/") == 2
         ]),
     }
 
@@ -648,9 +666,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=4, help="AckProducer threads")
     ap.add_argument("--bench-threads", type=int, default=8, help="benchmark Producer threads (-w)")
     ap.add_argument("--steady", type=float, default=30.0, help="seconds of sends measured before the first fault")
+    ap.add_argument("--rocketpy-root", type=Path, default=ROOT,
+                    help="the checkout our brokers run from (default: this one)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (stores, logs)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    RocketpyRoot.path = args.rocketpy_root.resolve()
     groups = {
         "java": [["java"] * 3],
         "rocketpy": [["rocketpy"] * 3],
@@ -671,6 +692,8 @@ def main(argv: list[str] | None = None) -> int:
             w = s["to_first_ack_ms"]
             print(f"group {'+'.join(r['impls'])}: {len(r.get('cycles', []))} cycles in {r.get('seconds')} s"
                   f"{'; ERROR ' + r['error'] if r.get('error') else ''}")
+            if r.get("error"):
+                print(f"  logs and stores kept in {r['work']}")
             if "acknowledged" not in r:
                 continue  # it never got to sending
             print(f"  acknowledged {r.get('acknowledged')}, lost {r.get('lost')}, duplicates {r.get('duplicates')}"
