@@ -224,3 +224,26 @@ def test_the_index_unit_struct_form_is_the_construct_definition(magic, pos, size
     u = IndexUnit(magic, pos, size, index, term)
     assert u.encode() == DLEDGER_INDEX_UNIT.build(dict(magic=magic, pos=pos, size=size, index=index, term=term))
     assert IndexUnit.decode(u.encode()) == u
+
+
+_NAMES = st.one_of(st.none(), st.text(max_size=6), st.sampled_from(["n0", "broker-dl", "a\"b", "x\\y", "é"]))
+
+
+@given(code=_I32, commit=_I64, term=_I64, total=_I64, group=_NAMES, leader=_NAMES, local=_NAMES, remote=_NAMES,
+       kind=st.sampled_from(list(dl.PushType)), entry=st.booleans(), index=_I64, pos=_I64, body=st.binary(max_size=40))
+def test_the_push_templates_write_what_the_general_writer_writes(code, commit, term, total, group, leader, local,  # type: ignore[no-untyped-def]
+                                                                  remote, kind, entry, index, pos, body):
+    from rocketpy.codecs.bodies.base import JsonBody
+
+    bean = dl.DLedgerEntry(index=index, term=term, pos=pos, body=body).to_bean() if entry else None
+    req = dl.PushEntryRequest(code=code, commit_index=commit, term=term, total_size=total, group=group,
+                              leader_id=leader, local_id=local, remote_id=remote, type=kind, entry=bean)
+    raw = req.encode()
+    assert raw == JsonBody.encode(req)  # the template, where it applies, equals the general writer
+    back = dl.PushEntryRequest.decode(raw)
+    assert (back.entry, back.commit_index, back.remote_id, back.type) == (bean, commit, remote, kind)
+    resp = dl.PushEntryResponse(code=code, term=term, group=group, leader_id=leader, local_id=local,
+                                remote_id=remote, index=None if entry else index, begin_index=pos, end_index=total,
+                                count=int(entry))
+    assert resp.encode() == JsonBody.encode(resp)
+    assert dl.PushEntryResponse.decode(resp.encode()) == resp
