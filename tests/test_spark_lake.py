@@ -353,6 +353,26 @@ def test_spark_export_and_sql_over_the_lake(spark, tmp_path):
     assert pulls > 0
 
 
+def test_spark_export_shares_small_tasks_with_the_driver(spark, tmp_path):
+    store = tmp_path / "store"
+    _synth(store, files=2)
+    # several CommitLog splits for the slots, the ConsumeQueues and the IndexFile on the driver
+    opts = ExportOptions(split_size=128 << 10)
+    result = export_store(str(store), str(tmp_path / "lake"), runner=spark_runner(spark), options=opts)
+    _assert_store_lake(store, Lake(str(tmp_path / "lake")))
+    by_pid: dict[str, set[str]] = {}
+    for t in result.task_times:
+        by_pid.setdefault("driver" if t["pid"] == os.getpid() else "executor", set()).add(t["kind"])
+    assert by_pid == {"driver": {"consumequeue", "index"}, "executor": {"commitlog"}}
+    assert sorted(t["seq"] for t in result.task_times) == list(range(result.tasks))  # each ran once
+
+    plain = export_store(
+        str(store), str(tmp_path / "lake2"), runner=spark_runner(spark, driver_share=False), options=opts
+    )
+    assert {t["pid"] for t in plain.task_times}.isdisjoint({os.getpid()})
+    assert Lake(str(tmp_path / "lake2")).rows("messages") == Lake(str(tmp_path / "lake")).rows("messages")
+
+
 def _dies_once(task, target):
     """run_task, but the first attempt of task 0 writes its parts and dies before reporting them."""
     from pyspark import TaskContext

@@ -7,6 +7,8 @@ for every task attempt, so an attempt killed mid-write leaves a part no manifest
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -274,7 +276,9 @@ def _frames_and_ha(batch: pa.RecordBatch) -> Iterator[tuple[str, pa.RecordBatch]
 
 
 def run_task(task: Task, target: Target) -> dict[str, Any]:
-    """Decode ``task``'s splits and write their parts; returns the parts and what was read."""
+    """Decode ``task``'s splits and write their parts; returns the parts, what was read, and
+    when the task ran with the CPU it took (where an export's time goes)."""
+    started, cpu0 = time.time(), time.process_time()
     reader = _reader(task, target)
     writer = PartWriter(target, task.seq)
     read: list[dict[str, Any]] = []
@@ -298,4 +302,6 @@ def run_task(task: Task, target: Target) -> dict[str, Any]:
                     writer.add(table, part)
         seen["rows"] = rows
         read.append(seen)
-    return {"seq": task.seq, "kind": task.kind, "parts": writer.close(), "read": read}
+    parts = writer.close()
+    timing = {"start": started, "end": time.time(), "cpu": time.process_time() - cpu0, "pid": os.getpid()}
+    return {"seq": task.seq, "kind": task.kind, "parts": parts, "read": read, "timing": timing}
