@@ -424,8 +424,7 @@ def _export(
     result.phases = {"plan": t_plan - t0, "tasks": t_run - t_plan, "commit": t0 + result.seconds - t_run}
     weights = {t.seq: t.weight for t in plan.tasks}
     result.task_times = [
-        {"seq": r["seq"], "kind": r["kind"], "bytes": weights.get(r["seq"], 0), **r.get("timing", {})}
-        for r in results
+        {"seq": r["seq"], "kind": r["kind"], "bytes": weights.get(r["seq"], 0), **r.get("timing", {})} for r in results
     ]
     result.cpu_seconds = time.process_time() - c0
     return result
