@@ -154,9 +154,9 @@ def test_row_groups_carry_the_statistics_and_bloom_filters_queries_prune_by(tmp_
 
     from rocketpy.spark.lake import tasks
 
-    monkeypatch.setattr(tasks, "ROW_GROUP_ROWS", 500)  # several row groups in a small store
+    monkeypatch.setattr(tasks, "ROW_GROUP_ROWS", 500)  # a row group per batch the walk hands over
     store = tmp_path / "store"
-    _synth(store, files=2)
+    _synth(store, files=1, file_size=8 << 20)  # batches of 16384 records: a few of them
     export_store(str(store), str(tmp_path / "lake"))
     lake = Lake(str(tmp_path / "lake"))
     for path in lake.files("messages"):
