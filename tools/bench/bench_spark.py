@@ -72,6 +72,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -479,11 +480,14 @@ def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: 
     }
     out: dict[str, dict[str, Any]] = {}
     for name, (query, columns) in cases.items():
-        sides = {
-            "source": lambda c=columns: source(c),
-            # made once per session (as a user registers a lake's tables once, then asks)
-            "lake": lambda: lake.dataframe(spark, "messages"),
-        }
+
+        def on_source(c: list[tuple[str, str]] = columns) -> Any:
+            return source(c)
+
+        def on_lake() -> Any:  # made once per session (as a user registers a lake's tables, then asks)
+            return lake.dataframe(spark, "messages")
+
+        sides: dict[str, Callable[[], Any]] = {"source": on_source, "lake": on_lake}
         runs: dict[str, list[tuple[float, float, Any]]] = {"source": [], "lake": []}
         for frame in sides.values():
             query(frame())  # warm-up: plans, workers, the page cache, the JIT
