@@ -616,6 +616,16 @@ def main(argv: list[str] | None = None) -> int:
                     f"x{q['speedup']:.2f} (best of {q['runs']}, alternating; {q['rows']} result rows equal)"
                     + (f"; goal {q['goal']}" if "goal" in q else "")
                 )
+            # Spark's own share of a query, measured after the queries in the same warm session: a
+            # two-stage job over no data (plan, schedule, shuffle; in a young session the JIT
+            # compiling Spark's own code as well). No lake query can take less.
+            floor = []
+            for _ in range(args.query_repeat + 1):
+                t = time.perf_counter()
+                spark.range(1).groupBy().count().collect()
+                floor.append(time.perf_counter() - t)
+            result["spark_query_floor_s"] = round(min(floor[1:]), 3)
+            print(f"spark query floor (a two-stage job over no data): {result['spark_query_floor_s']:.3f} s")
     finally:
         spark.stop()
         if not args.keep:
