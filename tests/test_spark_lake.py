@@ -149,6 +149,31 @@ def test_header_only_and_no_bodies_keep_their_columns(tmp_path):
     assert got == [{k: v for k, v in r.items() if k != "body"} for r in full]
 
 
+def test_row_groups_carry_the_statistics_and_bloom_filters_queries_prune_by(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from rocketpy.spark.lake import tasks
+
+    monkeypatch.setattr(tasks, "ROW_GROUP_ROWS", 500)  # a row group per batch the walk hands over
+    store = tmp_path / "store"
+    _synth(store, files=1, file_size=8 << 20)  # batches of 16384 records: a few of them
+    export_store(str(store), str(tmp_path / "lake"))
+    lake = Lake(str(tmp_path / "lake"))
+    for path in lake.files("messages"):
+        meta = pq.ParquetFile(path).metadata
+        assert meta.num_row_groups > 1
+        group = meta.row_group(0)
+        columns = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+        for name in ("commit_log_offset", "store_timestamp", "topic", "queue_id", "msg_id", "keys.list.element"):
+            assert columns[name].is_stats_set and columns[name].statistics.has_min_max, name
+        assert not columns["body"].is_stats_set and not columns["properties.key_value.value"].is_stats_set
+        assert all(columns[n].bloom_filter_offset for n in ("uniq_key", "msg_id"))
+        # row groups in offset order, disjoint: a range of offsets (or times) prunes all but a few
+        spans = [meta.row_group(i).column(2).statistics for i in range(meta.num_row_groups)]
+        assert meta.row_group(0).column(2).path_in_schema == "commit_log_offset"
+        assert all(a.max < b.min for a, b in zip(spans, spans[1:]))
+
+
 @pytest.mark.parametrize("by", ["topic", "date"])
 def test_partitioned_lake_has_the_same_rows_one_directory_per_value(tmp_path, by):
     export_store(str(STORE), str(tmp_path / "lake"), options=ExportOptions(partition_by=by))
@@ -351,6 +376,26 @@ def test_spark_export_and_sql_over_the_lake(spark, tmp_path):
     assert by_topic == manifest["store"]["recordsPerTopic"]
     pulls = spark.sql("SELECT count(*) n FROM frames WHERE code_name = 'PULL_MESSAGE'").first()["n"]
     assert pulls > 0
+
+
+def test_spark_export_shares_small_tasks_with_the_driver(spark, tmp_path):
+    store = tmp_path / "store"
+    _synth(store, files=2)
+    # several CommitLog splits for the slots, the ConsumeQueues and the IndexFile on the driver
+    opts = ExportOptions(split_size=128 << 10)
+    result = export_store(str(store), str(tmp_path / "lake"), runner=spark_runner(spark), options=opts)
+    _assert_store_lake(store, Lake(str(tmp_path / "lake")))
+    by_pid: dict[str, set[str]] = {}
+    for t in result.task_times:
+        by_pid.setdefault("driver" if t["pid"] == os.getpid() else "executor", set()).add(t["kind"])
+    assert by_pid == {"driver": {"consumequeue", "index"}, "executor": {"commitlog"}}
+    assert sorted(t["seq"] for t in result.task_times) == list(range(result.tasks))  # each ran once
+
+    plain = export_store(
+        str(store), str(tmp_path / "lake2"), runner=spark_runner(spark, driver_share=False), options=opts
+    )
+    assert {t["pid"] for t in plain.task_times}.isdisjoint({os.getpid()})
+    assert Lake(str(tmp_path / "lake2")).rows("messages") == Lake(str(tmp_path / "lake")).rows("messages")
 
 
 def _dies_once(task, target):

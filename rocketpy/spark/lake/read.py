@@ -19,6 +19,7 @@ class Lake:
     def __init__(self, root: str | LakeDir, filesystem: Any = None) -> None:
         self.dir = root if isinstance(root, LakeDir) else LakeDir(root, filesystem)
         self.manifest = self.dir.manifest()
+        self._frames: dict[tuple[int, str], Any] = {}
 
     def tables(self) -> list[str]:
         """The tables the lake holds, in the order :data:`TABLES` lists them."""
@@ -47,13 +48,19 @@ class Lake:
         return sum(p["rows"] for p in self.parts(table))
 
     def dataframe(self, spark: Any, table: str) -> Any:
-        """The table as a Spark DataFrame over its Parquet (Spark's vectorised reader)."""
-        schema = ddl(self.columns(table))
-        files = self.files(table)
-        if not files:
-            return spark.createDataFrame([], schema)
-        # The schema is given, so Spark reads no footer to infer one.
-        return spark.read.schema(schema).parquet(*files)
+        """The table as a Spark DataFrame over its Parquet (Spark's vectorised reader).
+
+        The schema and the files come from the manifest: Spark infers nothing, lists no
+        directory and reads no footer to plan. The frame is made once per session and table
+        (its file index with it), so each query over it only plans and runs."""
+        key = (id(spark), table)
+        frame = self._frames.get(key)
+        if frame is None or frame.sparkSession is not spark:
+            schema = ddl(self.columns(table))
+            files = self.files(table)
+            frame = spark.createDataFrame([], schema) if not files else spark.read.schema(schema).parquet(*files)
+            self._frames[key] = frame
+        return frame
 
     def register(self, spark: Any) -> list[str]:
         """Every table as a temporary view of its name (for ``spark.sql``); returns the names."""

@@ -27,6 +27,7 @@ class Table:
     time: str | None
     doc: str
     bloom: tuple[str, ...] = ()  # columns looked up by equality: a Bloom filter lets a reader skip row groups
+    no_statistics: tuple[str, ...] = ()  # columns no query prunes by range: no min/max written
 
 
 DAMAGE_COLUMNS: list[tuple[str, str]] = [
@@ -76,6 +77,7 @@ TABLES: dict[str, Table] = {
             "store_timestamp",
             "CommitLog records (rocketmq-commitlog's rows): one per message record or damaged stretch",
             ("uniq_key", "msg_id"),
+            ("body", "properties"),
         ),
         Table(
             "damage",

@@ -7,6 +7,8 @@ for every task attempt, so an attempt killed mid-write leaves a part no manifest
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -105,6 +107,7 @@ class PartWriter:
     def _flush(self, part: _Part) -> None:
         if not part.held:
             return
+        table = pa.Table.from_batches(part.held)
         if part.writer is None:
             fs, lake = self.target.lake.filesystem, self.target.lake
             where = lake.inner(part.rel)
@@ -112,15 +115,18 @@ class PartWriter:
             part.sink = fs.open_output_stream(where)
             spec = TABLES[part.table]
             schema = self._schema(part.table)
+            # A Bloom filter sized for the rows of a row group like the first (its bytes grow with
+            # the distinct values it is sized for: sized for ROW_GROUP_ROWS, those of 45,000-row
+            # groups of whole records were a fifth of the file).
+            ndv = max(1024, table.num_rows)
             part.writer = pq.ParquetWriter(
                 part.sink,
                 schema,
                 compression=self.target.compression,
                 use_dictionary=[c for c in spec.dictionary if c in schema.names],
-                write_statistics=True,
-                bloom_filter_options={c: {"ndv": ROW_GROUP_ROWS, "fpp": 0.01} for c in spec.bloom if c in schema.names},
+                write_statistics=_statistics_columns(schema, spec),
+                bloom_filter_options={c: {"ndv": ndv, "fpp": 0.01} for c in spec.bloom if c in schema.names},
             )
-        table = pa.Table.from_batches(part.held)
         part.writer.write_table(table, row_group_size=table.num_rows)
         part.rows += table.num_rows
         part.held, part.held_rows, part.held_bytes = [], 0, 0
@@ -147,6 +153,34 @@ class PartWriter:
                 info["partition"] = {self.target.partition_by: value}
             out.append(info)
         return out
+
+
+def _statistics_columns(schema: pa.Schema, spec: Table) -> list[str]:
+    """The Parquet leaf columns given min/max statistics: all but the table's ``no_statistics``
+    (bodies and properties: no query prunes by their ranges, their statistics would only cost
+    write CPU and footer bytes every reader parses)."""
+    return [leaf for name, leaf in _leaf_paths(schema) if name not in spec.no_statistics]
+
+
+def _leaf_paths(schema: pa.Schema) -> list[tuple[str, str]]:
+    """(top-level column, Parquet leaf path) of every leaf column ``schema`` is written as."""
+    out: list[tuple[str, str]] = []
+
+    def walk(top: str, path: str, typ: pa.DataType) -> None:
+        if pa.types.is_map(typ):
+            walk(top, f"{path}.key_value.key", typ.key_type)
+            walk(top, f"{path}.key_value.value", typ.item_type)
+        elif pa.types.is_list(typ) or pa.types.is_large_list(typ):
+            walk(top, f"{path}.list.element", typ.value_type)
+        elif pa.types.is_struct(typ):
+            for f in typ:
+                walk(top, f"{path}.{f.name}", f.type)
+        else:
+            out.append((top, path))
+
+    for f in schema:
+        walk(f.name, f.name, f.type)
+    return out
 
 
 def _extend(part: _Part, batch: pa.RecordBatch, spec: Table) -> None:
@@ -274,7 +308,9 @@ def _frames_and_ha(batch: pa.RecordBatch) -> Iterator[tuple[str, pa.RecordBatch]
 
 
 def run_task(task: Task, target: Target) -> dict[str, Any]:
-    """Decode ``task``'s splits and write their parts; returns the parts and what was read."""
+    """Decode ``task``'s splits and write their parts; returns the parts, what was read, and
+    when the task ran with the CPU it took (where an export's time goes)."""
+    started, cpu0 = time.time(), time.process_time()
     reader = _reader(task, target)
     writer = PartWriter(target, task.seq)
     read: list[dict[str, Any]] = []
@@ -298,4 +334,6 @@ def run_task(task: Task, target: Target) -> dict[str, Any]:
                     writer.add(table, part)
         seen["rows"] = rows
         read.append(seen)
-    return {"seq": task.seq, "kind": task.kind, "parts": writer.close(), "read": read}
+    parts = writer.close()
+    timing = {"start": started, "end": time.time(), "cpu": time.process_time() - cpu0, "pid": os.getpid()}
+    return {"seq": task.seq, "kind": task.kind, "parts": parts, "read": read, "timing": timing}
