@@ -156,6 +156,7 @@ async def test_held_answer_times_out_with_flush_disk_timeout(tmp_path: Path, vir
     token = trio.lowlevel.current_trio_token()
     with MessageStore(cfg, clock=Clock()) as store:
         store.flush_until = lambda offset: False  # type: ignore[method-assign]
+        store.sync_request = lambda offset: None  # type: ignore[method-assign]  # no early msync either
         group = GroupCommitService(store, timeout=5.0)
         async with trio.open_nursery() as nursery:
             await nursery.start(group.run)

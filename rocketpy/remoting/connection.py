@@ -496,11 +496,12 @@ class Connection:
                         break
                     try:
                         commands = feed(data)
-                        eof = False
+                        eof = drained = False
                         for _ in range(COALESCE_READS):
                             try:
                                 more = recv(size)
                             except (BlockingIOError, InterruptedError):
+                                drained = True
                                 break
                             except OSError:
                                 more = b""
@@ -519,7 +520,12 @@ class Connection:
                             await self._write(raw, answer)
                     if eof or self._bad_frame:
                         break
-                    await trio.lowlevel.checkpoint()
+                    if drained and not self.closed:
+                        # the socket was empty a moment ago: park on it now (a checkpoint too) rather than
+                        # take a scheduler turn and a read that would most likely find nothing
+                        await trio.lowlevel.wait_readable(raw)
+                    else:
+                        await trio.lowlevel.checkpoint()
                 nursery.cancel_scope.cancel()
         finally:
             with self._wlock:
