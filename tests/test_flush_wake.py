@@ -168,3 +168,52 @@ async def test_answers_wait_for_the_early_msync_of_their_bytes(tmp_path: Path, f
                 assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
                 assert answer.flushed_then >= answer.offset and flushes.covered(answer.offset)
             nursery.cancel_scope.cancel()
+
+
+class RecordingConnection:
+    """Stands in for a Connection: records what the flush thread writes."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.written = threading.Event()
+
+    def write_from_thread(self, data: bytes) -> bool:
+        self.writes.append(data)
+        self.written.set()
+        return True
+
+
+async def test_answers_of_several_receives_covered_by_one_flush_leave_in_one_write(tmp_path: Path) -> None:
+    """Answers held by three receives (two connections) and covered by the same round: one write per
+    run of the same connection, the answers in the order they came in."""
+    from rocketpy.broker.processors.send_lane import _StoredAnswers
+
+    flushes = FlushLog()
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    hold, go_on = threading.Event(), threading.Event()
+
+    def slow_first(path: str, start: int, end: int) -> None:
+        flushes(path, start, end)
+        if not hold.is_set():
+            hold.set()
+            assert go_on.wait(30)
+
+    with trio.fail_after(30), MessageStore(cfg, clock=Clock(), sync_hook=slow_first) as store:
+        group = GroupCommitService(store)
+        one, two = RecordingConnection(), RecordingConnection()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            first = store.put_message(make_msg(keys="first"))
+            group.answer_when_flushed(_StoredAnswers(first.flush_offset, one, [b"a0"]))  # type: ignore[arg-type]
+            assert await trio.to_thread.run_sync(hold.wait, 30)
+            # asked while the first round is on the disk: all covered by the next round
+            for conn, answer in ((one, b"a1"), (one, b"a2"), (two, b"b1"), (one, b"a3")):
+                r = store.put_message(make_msg(keys=answer.decode()))
+                group.answer_when_flushed(_StoredAnswers(r.flush_offset, conn, [answer]))  # type: ignore[arg-type]
+            go_on.set()
+            with trio.fail_after(10):
+                while len(one.writes) < 3 or not two.writes:
+                    await trio.sleep(0.01)
+            assert one.writes == [b"a0", b"a1a2", b"a3"] and two.writes == [b"b1"]
+            assert flushes.covered(r.flush_offset)
+            nursery.cancel_scope.cancel()

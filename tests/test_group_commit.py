@@ -48,6 +48,9 @@ class Answer:
         self.token.run_sync_soon(self.event.set)
         return True
 
+    def absorb(self, later: Any) -> bool:
+        return False  # each records its own delivery
+
     async def deliver(self, status: PutMessageStatus) -> None:
         assert self.store is not None
         self.flushed_then = self.store.flushed_offset

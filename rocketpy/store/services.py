@@ -57,6 +57,11 @@ class FlushedAnswer(Protocol):
         """Called on the flush thread once flushed: deliver now if that can be done from there."""
         ...
 
+    def absorb(self, later: FlushedAnswer) -> bool:
+        """Take over ``later``'s delivery (covered by the same flush) when both go to the same place, so
+        that one write carries both; False when they cannot be joined."""
+        ...
+
     async def deliver(self, status: PutMessageStatus) -> None:
         """Called on the trio thread: flushed (PUT_OK) but not deliverable from the thread, or
         FLUSH_DISK_TIMEOUT after syncFlushTimeout."""
@@ -200,6 +205,12 @@ class GroupCommitService:
         with self._held_lock:  # the watcher takes from the same end
             while held and held[0][0] <= flushed:
                 covered.append(held.popleft()[2])
+        if len(covered) > 1:  # one write per destination for the round
+            joined = [covered[0]]
+            for answer in covered[1:]:
+                if not joined[-1].absorb(answer):
+                    joined.append(answer)
+            covered = joined
         left = []
         for answer in covered:
             try:
