@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_group_commit import Answer
+from test_group_commit import Answer, frozen_clock  # noqa: F401  (a fixture)
 from test_store import Clock, FlushLog, make_config, make_msg
 
 from rocketpy.accel import compiled
@@ -216,4 +217,30 @@ async def test_answers_of_several_receives_covered_by_one_flush_leave_in_one_wri
                     await trio.sleep(0.01)
             assert one.writes == [b"a0", b"a1a2", b"a3"] and two.writes == [b"b1"]
             assert flushes.covered(r.flush_offset)
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.timeout(60)
+async def test_an_answer_asked_after_a_flush_reached_past_it_is_delivered_at_once(
+    tmp_path: Path, frozen_clock: trio.testing.MockClock
+) -> None:
+    """A flush may reach past what its round was asked for (it syncs all that is written): an answer
+    registered afterwards, already covered, is delivered by the wake-up it posts, not left for the
+    syncFlushTimeout watcher (trio's clock stands still here: that watcher never fires)."""
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    token = trio.lowlevel.current_trio_token()
+    with MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            r = store.put_message(make_msg())
+            assert store.flush_until(r.flush_offset)  # covered before anyone asked
+            answer = Answer(r.flush_offset, token)
+            answer.store = store
+            delivered = threading.Event()
+            original = answer.deliver_from_thread
+            answer.deliver_from_thread = lambda: original() and not delivered.set()  # type: ignore[method-assign]
+            group.answer_when_flushed(answer)
+            assert await trio.to_thread.run_sync(delivered.wait, 20)
+            assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
             nursery.cancel_scope.cancel()

@@ -184,14 +184,16 @@ class GroupCommitService:
                 except Exception:  # an I/O error: the waiters time out rather than hear PUT_OK
                     log.exception("group commit flush failed")
                 self.rounds += 1
-                self._deliver_covered()
                 if store.flushed_offset < target and not stop:
                     carry = target
-                if not stop and self._waiters and self._token is not None:
-                    try:
-                        self._token.run_sync_soon(self._wake_covered)
-                    except trio.RunFinishedError:
-                        return
+            # Also when no round was needed: an earlier round's flush may have reached past its target
+            # and covered what was asked for since (asked while that round was past its delivery).
+            self._deliver_covered()
+            if not stop and self._waiters and self._token is not None:
+                try:
+                    self._token.run_sync_soon(self._wake_covered)
+                except trio.RunFinishedError:
+                    return
             if stop:
                 return
 
