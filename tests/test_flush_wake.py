@@ -16,7 +16,7 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_group_commit import Answer, frozen_clock  # noqa: F401  (a fixture)
+from test_group_commit import Answer
 from test_store import Clock, FlushLog, make_config, make_msg
 
 from rocketpy.accel import compiled

@@ -82,12 +82,6 @@ async def test_held_answers_leave_from_the_flush_thread_once_on_disk(tmp_path: P
             nursery.cancel_scope.cancel()
 
 
-@pytest.fixture
-def frozen_clock() -> trio.testing.MockClock:
-    """Trio's clock standing still (no autojump): any wait on a trio timer would never end."""
-    return trio.testing.MockClock()
-
-
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("waiting", [1, 7, 128])
 async def test_what_waits_during_a_flush_is_covered_by_the_next_one(

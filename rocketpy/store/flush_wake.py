@@ -37,8 +37,9 @@ class PyFlushWake:
         self._range = (0, 0, 0, 0)  # address, start, stop, stamp
         self._target = 0
 
-    def post(self, target: int, owner: Any = None, address: int = 0, start: int = 0, stop: int = 0,
-             stamp: int = 0) -> None:
+    def post(
+        self, target: int, owner: Any = None, address: int = 0, start: int = 0, stop: int = 0, stamp: int = 0
+    ) -> None:
         """Wake the waiter for ``target``; with ``owner`` (a file mapped at ``address``), msync its
         ``[start, stop)`` first (``start`` page-aligned)."""
         if owner is None or address == 0 or stop <= start:
