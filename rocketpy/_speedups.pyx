@@ -13,6 +13,9 @@
 
 The modules take these through ``rocketpy.accel.compiled`` (None when not built or ROCKETPY_PURE is set).
 Layout numbers come from ``_layouts.pxi``, generated from the construct definitions.
+
+``FlushWake`` (reference ``store.flush_wake.PyFlushWake``, ``tests/test_flush_wake.py``) wakes the group
+commit's flush thread and msyncs the posted CommitLog range with the GIL released.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -925,134 +928,6 @@ def dispatch_plain(store, list pending, index):
     return last_ts
 
 
-# -- CommitLog reading (the Spark sources' columnar walk) ---------------------------------------
-# Twins of ``spark._records._next_positions`` and of ``zlib.crc32`` over each record's body: the
-# two loops of that walk that go record by record.
-
-cdef uint32_t _CRC_TABLES[16][256]
-
-
-cdef void _crc_tables_init() noexcept:
-    # CRC-32 (reflected 0xEDB88320, what zlib and java.util.zip.CRC32 compute), sixteen tables so
-    # the loop takes sixteen bytes a step.
-    cdef uint32_t c
-    cdef int i, k, t
-    for i in range(256):
-        c = <uint32_t>i
-        for k in range(8):
-            c = (c >> 1) ^ (0xEDB88320U if c & 1 else 0U)
-        _CRC_TABLES[0][i] = c
-    for i in range(256):
-        for t in range(1, 16):
-            _CRC_TABLES[t][i] = (_CRC_TABLES[t - 1][i] >> 8) ^ _CRC_TABLES[0][_CRC_TABLES[t - 1][i] & 0xFF]
-
-
-_crc_tables_init()
-
-
-cdef inline uint32_t _le32(const uint8_t* p) noexcept nogil:
-    return <uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
-
-
-cdef uint32_t _crc32(const uint8_t* p, Py_ssize_t n) noexcept nogil:
-    cdef uint32_t c = 0xFFFFFFFFU
-    cdef uint32_t a, b, d, e
-    while n >= 16:
-        a = _le32(p) ^ c
-        b = _le32(p + 4)
-        d = _le32(p + 8)
-        e = _le32(p + 12)
-        c = (_CRC_TABLES[15][a & 0xFF] ^ _CRC_TABLES[14][(a >> 8) & 0xFF]
-             ^ _CRC_TABLES[13][(a >> 16) & 0xFF] ^ _CRC_TABLES[12][a >> 24]
-             ^ _CRC_TABLES[11][b & 0xFF] ^ _CRC_TABLES[10][(b >> 8) & 0xFF]
-             ^ _CRC_TABLES[9][(b >> 16) & 0xFF] ^ _CRC_TABLES[8][b >> 24]
-             ^ _CRC_TABLES[7][d & 0xFF] ^ _CRC_TABLES[6][(d >> 8) & 0xFF]
-             ^ _CRC_TABLES[5][(d >> 16) & 0xFF] ^ _CRC_TABLES[4][d >> 24]
-             ^ _CRC_TABLES[3][e & 0xFF] ^ _CRC_TABLES[2][(e >> 8) & 0xFF]
-             ^ _CRC_TABLES[1][(e >> 16) & 0xFF] ^ _CRC_TABLES[0][e >> 24])
-        p += 16
-        n -= 16
-    while n > 0:
-        c = _CRC_TABLES[0][(c ^ p[0]) & 0xFF] ^ (c >> 8)
-        p += 1
-        n -= 1
-    return c ^ 0xFFFFFFFFU
-
-
-cdef Py_ssize_t _ranges_total(Py_ssize_t size, const int64_t[::1] starts, const int64_t[::1] lengths) except -1:
-    """The bytes the ranges ``[starts[i], starts[i] + lengths[i])`` hold together; ValueError if one
-    is not inside a buffer of ``size`` bytes (compared without overflowing, whatever the values)."""
-    cdef Py_ssize_t i, total = 0
-    if lengths.shape[0] != starts.shape[0]:
-        raise ValueError("starts and lengths differ in length")
-    for i in range(starts.shape[0]):
-        if starts[i] < 0 or starts[i] > size or lengths[i] < 0 or lengths[i] > size - starts[i]:
-            raise ValueError(f"range {i} ({starts[i]}, {lengths[i]}) is outside the buffer")
-        total += lengths[i]
-    return total
-
-
-def crc32_ranges(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] lengths, int64_t[::1] out):
-    """``out[i] = zlib.crc32(buf[starts[i] : starts[i] + lengths[i]])``; every range must lie in ``buf``
-    (ValueError otherwise, before anything is computed)."""
-    cdef Py_ssize_t i, n = starts.shape[0]
-    if out.shape[0] < n:
-        raise ValueError("out is shorter than the ranges")
-    if _ranges_total(buf.shape[0], starts, lengths) == 0:
-        for i in range(n):
-            out[i] = 0
-        return
-    cdef const uint8_t* base = &buf[0]
-    with nogil:
-        for i in range(n):
-            out[i] = _crc32(base + starts[i], lengths[i])
-
-
-def record_positions(
-    const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t max_rows,
-    int32_t magic, int32_t least, int64_t[::1] out,
-):
-    """(count, next position): the positions of the records from ``pos`` on whose size and magic
-    look right and that fit in ``buf``, written to ``out`` (at most ``max_rows``, none at or past
-    ``stop``), and where the walk stopped."""
-    cdef Py_ssize_t total = buf.shape[0]
-    cdef Py_ssize_t count = 0
-    cdef int32_t size
-    if max_rows > out.shape[0]:
-        max_rows = out.shape[0]
-    if stop > total - 7:
-        stop = total - 7  # every size-and-magic read fits
-    if pos < 0:
-        raise ValueError("negative position")
-    cdef const uint8_t* p = &buf[0] if total else NULL
-    while count < max_rows and pos < stop:
-        size = _int32(p + pos)
-        if _int32(p + pos + 4) != magic or size < least or pos + size > total:
-            break
-        out[count] = pos
-        count += 1
-        pos += size
-    return count, pos
-
-
-def gather_ranges(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] lengths, uint8_t[::1] out):
-    """Copy the ranges ``buf[starts[i] : starts[i] + lengths[i]]`` one after another into ``out``
-    (which holds exactly their total); every range must lie in ``buf`` (ValueError otherwise,
-    before anything is copied)."""
-    cdef Py_ssize_t i, at = 0
-    cdef Py_ssize_t total = _ranges_total(buf.shape[0], starts, lengths)
-    if total != out.shape[0]:
-        raise ValueError("out does not hold exactly the ranges' total")
-    if total == 0:
-        return
-    cdef const uint8_t* src = &buf[0]
-    cdef uint8_t* dst = &out[0]
-    with nogil:
-        for i in range(starts.shape[0]):
-            memcpy(dst + at, src + starts[i], lengths[i])
-            at += lengths[i]
-
-
 # -- the group commit's wake-up (reference: rocketpy.store.flush_wake.PyFlushWake) --------------------------
 
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
@@ -1189,3 +1064,131 @@ cdef class FlushWake:
         obj = <object>owner
         Py_XDECREF(owner)  # the reference post() took, now held by obj
         return (target, obj, start, stop, stamp, err)
+
+
+# -- CommitLog reading (the Spark sources' columnar walk) ---------------------------------------
+# Twins of ``spark._records._next_positions`` and of ``zlib.crc32`` over each record's body: the
+# two loops of that walk that go record by record.
+
+cdef uint32_t _CRC_TABLES[16][256]
+
+
+cdef void _crc_tables_init() noexcept:
+    # CRC-32 (reflected 0xEDB88320, what zlib and java.util.zip.CRC32 compute), sixteen tables so
+    # the loop takes sixteen bytes a step.
+    cdef uint32_t c
+    cdef int i, k, t
+    for i in range(256):
+        c = <uint32_t>i
+        for k in range(8):
+            c = (c >> 1) ^ (0xEDB88320U if c & 1 else 0U)
+        _CRC_TABLES[0][i] = c
+    for i in range(256):
+        for t in range(1, 16):
+            _CRC_TABLES[t][i] = (_CRC_TABLES[t - 1][i] >> 8) ^ _CRC_TABLES[0][_CRC_TABLES[t - 1][i] & 0xFF]
+
+
+_crc_tables_init()
+
+
+cdef inline uint32_t _le32(const uint8_t* p) noexcept nogil:
+    return <uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef uint32_t _crc32(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    cdef uint32_t c = 0xFFFFFFFFU
+    cdef uint32_t a, b, d, e
+    while n >= 16:
+        a = _le32(p) ^ c
+        b = _le32(p + 4)
+        d = _le32(p + 8)
+        e = _le32(p + 12)
+        c = (_CRC_TABLES[15][a & 0xFF] ^ _CRC_TABLES[14][(a >> 8) & 0xFF]
+             ^ _CRC_TABLES[13][(a >> 16) & 0xFF] ^ _CRC_TABLES[12][a >> 24]
+             ^ _CRC_TABLES[11][b & 0xFF] ^ _CRC_TABLES[10][(b >> 8) & 0xFF]
+             ^ _CRC_TABLES[9][(b >> 16) & 0xFF] ^ _CRC_TABLES[8][b >> 24]
+             ^ _CRC_TABLES[7][d & 0xFF] ^ _CRC_TABLES[6][(d >> 8) & 0xFF]
+             ^ _CRC_TABLES[5][(d >> 16) & 0xFF] ^ _CRC_TABLES[4][d >> 24]
+             ^ _CRC_TABLES[3][e & 0xFF] ^ _CRC_TABLES[2][(e >> 8) & 0xFF]
+             ^ _CRC_TABLES[1][(e >> 16) & 0xFF] ^ _CRC_TABLES[0][e >> 24])
+        p += 16
+        n -= 16
+    while n > 0:
+        c = _CRC_TABLES[0][(c ^ p[0]) & 0xFF] ^ (c >> 8)
+        p += 1
+        n -= 1
+    return c ^ 0xFFFFFFFFU
+
+
+cdef Py_ssize_t _ranges_total(Py_ssize_t size, const int64_t[::1] starts, const int64_t[::1] lengths) except -1:
+    """The bytes the ranges ``[starts[i], starts[i] + lengths[i])`` hold together; ValueError if one
+    is not inside a buffer of ``size`` bytes (compared without overflowing, whatever the values)."""
+    cdef Py_ssize_t i, total = 0
+    if lengths.shape[0] != starts.shape[0]:
+        raise ValueError("starts and lengths differ in length")
+    for i in range(starts.shape[0]):
+        if starts[i] < 0 or starts[i] > size or lengths[i] < 0 or lengths[i] > size - starts[i]:
+            raise ValueError(f"range {i} ({starts[i]}, {lengths[i]}) is outside the buffer")
+        total += lengths[i]
+    return total
+
+
+def crc32_ranges(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] lengths, int64_t[::1] out):
+    """``out[i] = zlib.crc32(buf[starts[i] : starts[i] + lengths[i]])``; every range must lie in ``buf``
+    (ValueError otherwise, before anything is computed)."""
+    cdef Py_ssize_t i, n = starts.shape[0]
+    if out.shape[0] < n:
+        raise ValueError("out is shorter than the ranges")
+    if _ranges_total(buf.shape[0], starts, lengths) == 0:
+        for i in range(n):
+            out[i] = 0
+        return
+    cdef const uint8_t* base = &buf[0]
+    with nogil:
+        for i in range(n):
+            out[i] = _crc32(base + starts[i], lengths[i])
+
+
+def record_positions(
+    const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t max_rows,
+    int32_t magic, int32_t least, int64_t[::1] out,
+):
+    """(count, next position): the positions of the records from ``pos`` on whose size and magic
+    look right and that fit in ``buf``, written to ``out`` (at most ``max_rows``, none at or past
+    ``stop``), and where the walk stopped."""
+    cdef Py_ssize_t total = buf.shape[0]
+    cdef Py_ssize_t count = 0
+    cdef int32_t size
+    if max_rows > out.shape[0]:
+        max_rows = out.shape[0]
+    if stop > total - 7:
+        stop = total - 7  # every size-and-magic read fits
+    if pos < 0:
+        raise ValueError("negative position")
+    cdef const uint8_t* p = &buf[0] if total else NULL
+    while count < max_rows and pos < stop:
+        size = _int32(p + pos)
+        if _int32(p + pos + 4) != magic or size < least or pos + size > total:
+            break
+        out[count] = pos
+        count += 1
+        pos += size
+    return count, pos
+
+
+def gather_ranges(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] lengths, uint8_t[::1] out):
+    """Copy the ranges ``buf[starts[i] : starts[i] + lengths[i]]`` one after another into ``out``
+    (which holds exactly their total); every range must lie in ``buf`` (ValueError otherwise,
+    before anything is copied)."""
+    cdef Py_ssize_t i, at = 0
+    cdef Py_ssize_t total = _ranges_total(buf.shape[0], starts, lengths)
+    if total != out.shape[0]:
+        raise ValueError("out does not hold exactly the ranges' total")
+    if total == 0:
+        return
+    cdef const uint8_t* src = &buf[0]
+    cdef uint8_t* dst = &out[0]
+    with nogil:
+        for i in range(starts.shape[0]):
+            memcpy(dst + at, src + starts[i], lengths[i])
+            at += lengths[i]
