@@ -16,6 +16,9 @@
 
 The modules take these through ``rocketpy.accel.compiled`` (None when not built or ROCKETPY_PURE is set).
 Layout numbers come from ``_layouts.pxi``, generated from the construct definitions.
+
+``FlushWake`` (reference ``store.flush_wake.PyFlushWake``, ``tests/test_flush_wake.py``) wakes the group
+commit's flush thread and msyncs the posted CommitLog range with the GIL released.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -926,6 +929,144 @@ def dispatch_plain(store, list pending, index):
                     index.put_key(f"{topic}#{key}", phys, store_ts)  # a new file: the Python way
                     f = files[len(files) - 1]
     return last_ts
+
+
+# -- the group commit's wake-up (reference: rocketpy.store.flush_wake.PyFlushWake) --------------------------
+
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from libc.errno cimport errno, ETIMEDOUT
+from posix.mman cimport msync as _posix_msync, MS_SYNC
+from posix.time cimport clock_gettime, CLOCK_REALTIME, timespec
+
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t*, const void*)
+    int pthread_mutex_destroy(pthread_mutex_t*)
+    int pthread_mutex_lock(pthread_mutex_t*)
+    int pthread_mutex_unlock(pthread_mutex_t*)
+    int pthread_cond_init(pthread_cond_t*, const void*)
+    int pthread_cond_destroy(pthread_cond_t*)
+    int pthread_cond_signal(pthread_cond_t*)
+    int pthread_cond_wait(pthread_cond_t*, pthread_mutex_t*)
+    int pthread_cond_timedwait(pthread_cond_t*, pthread_mutex_t*, const timespec*)
+
+
+cdef class FlushWake:
+    """Wakes the group commit's flush thread, which msyncs the posted range before it needs the GIL.
+
+    A woken Python thread waits for the GIL before it runs a line; while the event loop finishes its
+    turn (tens to hundreds of µs per receive) the disk would sit idle. Here the waiting and the msync
+    happen in one call that holds no GIL, so the disk starts as soon as the thread is scheduled, and
+    the thread needs the GIL only to note what is on disk and answer. See PyFlushWake for the contract.
+    """
+
+    cdef pthread_mutex_t lock
+    cdef pthread_cond_t cond
+    cdef bint posted, stopped
+    cdef PyObject* owner  # the posted range's file (a reference held here), NULL when none
+    cdef size_t address
+    cdef Py_ssize_t start, stop
+    cdef int64_t stamp, target
+
+    def __cinit__(self):
+        pthread_mutex_init(&self.lock, NULL)
+        pthread_cond_init(&self.cond, NULL)
+        self.owner = NULL
+
+    def __dealloc__(self):
+        Py_XDECREF(self.owner)
+        pthread_cond_destroy(&self.cond)
+        pthread_mutex_destroy(&self.lock)
+
+    def post(self, int64_t target, owner=None, size_t address=0, Py_ssize_t start=0, Py_ssize_t stop=0,
+             int64_t stamp=0):
+        """Wake the waiter for ``target``; with ``owner`` (a file mapped at ``address``), msync its
+        ``[start, stop)`` first (``start`` page-aligned)."""
+        cdef PyObject* drop1 = NULL
+        cdef PyObject* drop2 = NULL
+        cdef PyObject* new = NULL
+        if owner is not None and address != 0 and stop > start:
+            new = <PyObject*>owner
+            Py_INCREF(owner)
+        pthread_mutex_lock(&self.lock)  # never held by anyone waiting for the GIL
+        if not self.posted:
+            drop1 = self.owner
+            self.owner = new
+            self.address, self.start, self.stop, self.stamp, self.target = address, start, stop, stamp, target
+            self.posted = True
+        else:
+            if target > self.target:
+                self.target = target
+            if new != NULL and new == self.owner and address == self.address:
+                # the same file: one range reaching both
+                if start < self.start:
+                    self.start = start
+                if stop > self.stop:
+                    self.stop = stop
+                if stamp > self.stamp:
+                    self.stamp = stamp
+                drop1 = new
+            else:
+                # another file, or nothing to sync early: the waiter's Python flush does it all
+                drop1, drop2 = self.owner, new
+                self.owner = NULL
+        pthread_mutex_unlock(&self.lock)
+        # after the unlock: the woken thread then finds the lock free instead of sleeping on it once more
+        pthread_cond_signal(&self.cond)
+        Py_XDECREF(drop1)
+        Py_XDECREF(drop2)
+
+    def stop_waiting(self):
+        """Wake the waiter for good: wait() returns what is posted, then None at once."""
+        pthread_mutex_lock(&self.lock)
+        self.stopped = True
+        pthread_cond_signal(&self.cond)
+        pthread_mutex_unlock(&self.lock)
+
+    def wait(self, double timeout=-1.0):
+        """Until something is posted (or stop_waiting, or ``timeout`` seconds when >= 0): None when
+        nothing was, else ``(target, owner, start, stop, stamp, error)``: owner None when no range was
+        synced; error msync's errno (0: ``[start, stop)`` of owner is on disk)."""
+        cdef timespec deadline
+        cdef bint got = False
+        cdef PyObject* owner = NULL
+        cdef size_t address = 0
+        cdef Py_ssize_t start = 0, stop = 0
+        cdef int64_t stamp = 0, target = 0
+        cdef int err = 0
+        with nogil:
+            pthread_mutex_lock(&self.lock)
+            if timeout >= 0:
+                clock_gettime(CLOCK_REALTIME, &deadline)
+                deadline.tv_sec += <long>timeout
+                deadline.tv_nsec += <long>((timeout - <long>timeout) * 1e9)
+                if deadline.tv_nsec >= 1000000000:
+                    deadline.tv_sec += 1
+                    deadline.tv_nsec -= 1000000000
+            while not self.posted and not self.stopped:
+                if timeout < 0:
+                    pthread_cond_wait(&self.cond, &self.lock)
+                elif pthread_cond_timedwait(&self.cond, &self.lock, &deadline) == ETIMEDOUT:
+                    break
+            if self.posted:
+                got = True
+                owner, self.owner = self.owner, NULL
+                address, start, stop, stamp, target = self.address, self.start, self.stop, self.stamp, self.target
+                self.posted = False
+            pthread_mutex_unlock(&self.lock)
+            if owner != NULL and _posix_msync(<void*>(address + start), <size_t>(stop - start), MS_SYNC) != 0:
+                err = errno
+        if not got:
+            return None
+        if owner == NULL:
+            return (target, None, 0, 0, 0, 0)
+        obj = <object>owner
+        Py_XDECREF(owner)  # the reference post() took, now held by obj
+        return (target, obj, start, stop, stamp, err)
 
 
 # -- CommitLog reading (the Spark sources' columnar walk) ---------------------------------------

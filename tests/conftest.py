@@ -46,6 +46,12 @@ def virtual_clock() -> Iterator[trio.testing.MockClock]:
 
 
 @pytest.fixture
+def frozen_clock() -> trio.testing.MockClock:
+    """Trio's clock standing still (no autojump): any wait on a trio timer would never end."""
+    return trio.testing.MockClock()
+
+
+@pytest.fixture
 def autojump_clock() -> None:
     """pytest-trio's own autojumping clock, which rocketpy's clock would not follow: use virtual_clock."""
     pytest.fail("use the virtual_clock fixture (rocketpy's clock follows it; it does not follow autojump_clock)")

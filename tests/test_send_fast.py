@@ -321,6 +321,7 @@ async def test_sync_flush_timeout_answers_flush_disk_timeout(tmp_path: Path) -> 
             async with broker_client(broker.address, serialize_type=SerializeType.ROCKETMQ) as c:
                 await c.send("SyncT2", b"first")
                 broker.store.flush_until = lambda offset: False  # type: ignore[method-assign]
+                broker.store.sync_request = lambda offset: None  # type: ignore[method-assign]  # nor early
                 r = await c.send("SyncT2", b"never on disk")
                 assert r is not None and r.code == ResponseCode.FLUSH_DISK_TIMEOUT
                 assert r.ext_fields is not None and r.ext_fields["queueOffset"] == "1" and "msgId" in r.ext_fields

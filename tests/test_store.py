@@ -568,6 +568,7 @@ async def test_sync_flush_timeout(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
     with MessageStore(cfg, clock=Clock()) as store:
         store.flush_until = lambda offset: False  # type: ignore[method-assign]  # a disk that never syncs
+        store.sync_request = lambda offset: None  # type: ignore[method-assign]  # (nor before the GIL)
         group = GroupCommitService(store, timeout=0.2)
         async with trio.open_nursery() as nursery:
             await nursery.start(group.run)

@@ -31,6 +31,18 @@ log = logging.getLogger("rocketpy.remoting")
 
 #: bytes asked of the stream per receive; several frames usually arrive in one
 RECEIVE_SIZE = 256 * 1024
+#: the buffer socket reads land in on this thread (see _receive_buffer)
+_receive_buffers = threading.local()
+
+
+def _receive_buffer(size: int) -> memoryview:
+    """A buffer of ``size`` bytes for reads on this thread, shared by its connections: what a read puts
+    there is copied out (FrameSplitter.feed) before the reading task yields. A fresh 256 KiB bytes object
+    per read would cost an mmap, an mremap and an munmap each time (glibc maps blocks that large)."""
+    view: memoryview | None = getattr(_receive_buffers, "view", None)
+    if view is None or len(view) < size:
+        view = _receive_buffers.view = memoryview(bytearray(size))
+    return view
 #: reads more that a server receive takes in before answering, while more frames are already there
 COALESCE_READS = 8
 #: requests of one receive handled between two looks at the answers' size (see Connection.answers)
@@ -486,8 +498,9 @@ class Connection:
         assert isinstance(stream, trio.SocketStream)
         # a second Python object on the stream's own descriptor (already non-blocking); detached, not closed
         raw = socket.socket(fileno=stream.socket.fileno())
-        recv = raw.recv
+        recv_into = raw.recv_into
         size = self.receive_size
+        buffer = _receive_buffer(size)
         feed = self.reader.feed
         try:
             async with trio.open_nursery() as nursery:
@@ -498,30 +511,31 @@ class Connection:
                         self.raw = raw
                 while not self.closed:
                     try:
-                        data = recv(size)
+                        got = recv_into(buffer, size)
                     except BlockingIOError:
                         await trio.lowlevel.wait_readable(raw)
                         continue
                     except OSError:
-                        data = b""
-                    if not data:
+                        got = 0
+                    if not got:
                         if self.reader.buffered:
                             log.warning("%s closed mid-frame; %d bytes dropped", self.remote_addr, self.reader.buffered)
                         break
                     try:
-                        commands = feed(data)
-                        eof = False
+                        commands = feed(buffer[:got])
+                        eof = drained = False
                         for _ in range(COALESCE_READS):
                             try:
-                                more = recv(size)
+                                got = recv_into(buffer, size)
                             except (BlockingIOError, InterruptedError):
+                                drained = True
                                 break
                             except OSError:
-                                more = b""
-                            if not more:
+                                got = 0
+                            if not got:
                                 eof = True
                                 break
-                            commands += feed(more)
+                            commands += feed(buffer[:got])
                     except CodecError as exc:
                         log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
                         break
@@ -533,7 +547,12 @@ class Connection:
                             await self._write(raw, answer)
                     if eof or self._bad_frame:
                         break
-                    await trio.lowlevel.checkpoint()
+                    if drained and not self.closed:
+                        # the socket was empty a moment ago: park on it now (a checkpoint too) rather than
+                        # take a scheduler turn and a read that would most likely find nothing
+                        await trio.lowlevel.wait_readable(raw)
+                    else:
+                        await trio.lowlevel.checkpoint()
                 nursery.cancel_scope.cancel()
         finally:
             with self._wlock:

@@ -286,6 +286,28 @@ class MappedFile:
             self.flushed_position = value
         return value
 
+    def dirty_range(self) -> tuple[int, int, int] | None:
+        """(address, start, stop): what :meth:`flush` would msync now (``start`` page-aligned), for a
+        caller that syncs it by address and then says so with :meth:`note_synced`; None when nothing
+        is to sync or the mapping has no address."""
+        stop = self.read_position
+        if self._address is None or self._closed or stop <= self.flushed_position:
+            return None
+        return self._address, (self.flushed_position // mmap.PAGESIZE) * mmap.PAGESIZE, stop
+
+    def note_synced(self, start: int, stop: int) -> bool:
+        """``[start, stop)`` of the mapping was msynced (by address, from :meth:`dirty_range`) with
+        every byte below ``stop`` written before: the flushed position moves there. False, and nothing
+        changes, when the file was closed meanwhile (the address may then have meant another mapping)."""
+        with self._lock:
+            if self._closed:
+                return False
+            if self._sync_hook is not None:
+                self._sync_hook(self.path, start, stop)
+            if start <= self.flushed_position < stop:
+                self.flushed_position = stop
+            return True
+
     # -- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
@@ -544,6 +566,25 @@ class MappedFileQueue:
         if least_pages == 0:
             self.store_timestamp = ts
         return unchanged
+
+    def dirty_range(self, offset: int) -> tuple[MappedFile, int, int, int] | None:
+        """(file, address, start, stop): the range to msync for ``flushed_where >= offset`` when it lies
+        in the one file holding ``flushed_where`` (see MappedFile.dirty_range), else None."""
+        mf = self.find_by_offset(self.flushed_where, self.flushed_where == 0)
+        if mf is None or offset > mf.file_from_offset + mf.read_position:
+            return None
+        dirty = mf.dirty_range()
+        return None if dirty is None else (mf, *dirty)
+
+    def note_synced(self, mf: MappedFile, start: int, stop: int, stamp: int) -> None:
+        """``mf``'s ``[start, stop)`` was msynced (see MappedFile.note_synced), the last record below
+        ``stop`` stored at ``stamp``: ``flushed_where`` moves on when it was inside that range."""
+        if not mf.note_synced(start, stop):
+            return
+        begin = mf.file_from_offset
+        if begin + start <= self.flushed_where < begin + stop:
+            self.flushed_where = begin + stop
+            self.store_timestamp = stamp
 
     def flush_until(self, offset: int) -> bool:
         """Flush until ``flushed_where >= offset`` (crossing into the next file if needed)."""

@@ -39,7 +39,7 @@ from .config_files import BrokerConfigFiles
 from .consume_queue import ConsumeQueue
 from .filters import MessageFilter, TagFilter
 from .index import IndexService
-from .mapped_file import SyncHook
+from .mapped_file import MappedFile, SyncHook
 from .reads import StoreReads
 from .recovery import RecoveryReport, recover_commitlog, reput
 from .retention import (
@@ -597,6 +597,22 @@ class MessageStore(StoreReads, StoreRetention):
         if ts > 0 and self.checkpoint is not None:
             self.checkpoint.physic_msg_timestamp = ts
         return ok
+
+    def sync_request(self, offset: int) -> tuple[MappedFile, int, int, int, int] | None:
+        """(file, address, start, stop, stamp): the CommitLog range whose msync brings the flushed offset
+        to ``offset`` when it lies in one file, and the store time of the last record in it; None
+        otherwise. For a flusher that syncs by address (GroupCommitService) and then calls
+        :meth:`note_synced`."""
+        mfq = self.commitlog.mfq
+        dirty = mfq.dirty_range(offset)
+        return None if dirty is None else (*dirty, dirty[0].store_timestamp)
+
+    def note_synced(self, mf: MappedFile, start: int, stop: int, stamp: int) -> None:
+        """The range :meth:`sync_request` gave was msynced without error (see MappedFileQueue.note_synced)."""
+        mfq = self.commitlog.mfq
+        mfq.note_synced(mf, start, stop, stamp)
+        if mfq.store_timestamp > 0 and self.checkpoint is not None:
+            self.checkpoint.physic_msg_timestamp = mfq.store_timestamp
 
     def flush_consume_queues(self, least_pages: int | None = None) -> None:
         """One FlushConsumeQueueService round; a thorough one also writes the checkpoint."""

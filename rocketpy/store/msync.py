@@ -20,7 +20,7 @@ import mmap
 import os
 from collections.abc import Callable
 
-__all__ = ["address_of", "msync"]
+__all__ = ["address_of", "msync", "msync_address"]
 
 _MS_SYNC = getattr(mmap, "MS_SYNC", 4)  # Linux's value; the module exposes it from Python 3.13 on
 
@@ -59,3 +59,13 @@ def msync(mm: mmap.mmap, address: int | None, start: int, length: int) -> None:
     if _msync(address + start, length, _MS_SYNC) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
+
+
+def msync_address(address: int, length: int) -> int:
+    """msync(MS_SYNC) of ``length`` bytes at ``address`` (page-aligned, in a mapping the caller keeps):
+    0 when done, the errno on failure, -1 when libc's msync is not there (nothing was synced)."""
+    if _msync is None:
+        return -1
+    if _msync(address, length, _MS_SYNC) != 0:
+        return ctypes.get_errno()
+    return 0

@@ -22,11 +22,12 @@ import sys
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
 from .config import FlushDiskType
+from .flush_wake import new_flush_wake
 from .message_store import MessageStore
 from .types import PutMessageStatus
 
@@ -56,6 +57,11 @@ class FlushedAnswer(Protocol):
         """Called on the flush thread once flushed: deliver now if that can be done from there."""
         ...
 
+    def absorb(self, later: FlushedAnswer) -> bool:
+        """Take over ``later``'s delivery (covered by the same flush) when both go to the same place, so
+        that one write carries both; False when they cannot be joined."""
+        ...
+
     async def deliver(self, status: PutMessageStatus) -> None:
         """Called on the trio thread: flushed (PUT_OK) but not deliverable from the thread, or
         FLUSH_DISK_TIMEOUT after syncFlushTimeout."""
@@ -76,12 +82,13 @@ class GroupCommitService:
     the event loop per round (the send lane's SYNC_FLUSH answers).
     """
 
-    def __init__(self, store: MessageStore, *, timeout: float | None = None) -> None:
+    def __init__(self, store: MessageStore, *, timeout: float | None = None, wake: Any = None) -> None:
         self.store = store
         self.timeout = store.config.sync_flush_timeout / 1000 if timeout is None else timeout
         self._waiters: list[tuple[int, trio.Event]] = []
-        self._cond = threading.Condition()
-        self._wanted = 0  # the highest offset asked for (under _cond)
+        #: wakes the flush thread with what to flush, and msyncs it before the thread needs the GIL
+        self._wake = new_flush_wake() if wake is None else wake
+        self._wanted = 0  # the highest offset asked for (trio thread)
         self._stop = False
         self._token: trio.lowlevel.TrioToken | None = None
         self.rounds = 0  # flushes done, for observability and tests
@@ -102,10 +109,13 @@ class GroupCommitService:
         """Ask for the CommitLog up to ``offset`` on disk without waiting (Java's putRequest at append
         time): the flush thread starts the round as soon as it is free, before anyone awaits it."""
         if offset > self._wanted:
-            with self._cond:
-                if offset > self._wanted:
-                    self._wanted = offset
-                    self._cond.notify()
+            self._wanted = offset
+            # the range to msync goes with the wake-up: the flush thread syncs it before taking the GIL
+            sync = self.store.sync_request(offset)
+            if sync is None:
+                self._wake.post(offset)
+            else:
+                self._wake.post(offset, *sync)
 
     async def wait_flushed(self, offset: int) -> PutMessageStatus:
         if self.store.flushed_offset >= offset:
@@ -142,36 +152,48 @@ class GroupCommitService:
             self._nursery = None
             sys.setswitchinterval(switch)
             # Shutting down: the thread does a last round for whoever still waits, then ends.
-            with self._cond:
-                self._stop = True
-                self._cond.notify()
+            self._stop = True
+            self._wake.stop_waiting()
             with trio.CancelScope(shield=True):
                 if thread.is_alive():
                     await trio.to_thread.run_sync(thread.join)
                 self._wake_covered()
 
     def _loop(self) -> None:
+        store = self.store
+        wake = self._wake
+        carry = 0  # a target the last round did not reach (an I/O error): tried again shortly
         while True:
-            with self._cond:
-                while not self._stop and self._wanted <= self.store.flushed_offset:
-                    self._cond.wait()
-                target, stop = self._wanted, self._stop
-            before = self.store.flushed_offset
-            if target > before and self.store.is_open:
+            posted = wake.wait(-1.0 if not carry else 0.01)  # no GIL held while waiting and syncing
+            stop = self._stop
+            target = carry
+            if stop:
+                target = max(target, self._wanted)
+            if posted is not None:
+                target = max(target, posted[0])
+            before = store.flushed_offset
+            carry = 0
+            if target > before and store.is_open:
+                if posted is not None and posted[1] is not None:
+                    _, mf, start, end, stamp, error = posted
+                    if error == 0:
+                        store.note_synced(mf, start, end, stamp)
                 try:
-                    self.store.flush_until(target)
+                    if store.flushed_offset < target:
+                        store.flush_until(target)
                 except Exception:  # an I/O error: the waiters time out rather than hear PUT_OK
                     log.exception("group commit flush failed")
                 self.rounds += 1
-                self._deliver_covered()
-                if self.store.flushed_offset == before and not stop:
-                    with self._cond:
-                        self._cond.wait(0.01)  # the disk did not move: no busy loop
-                if not stop and self._waiters and self._token is not None:
-                    try:
-                        self._token.run_sync_soon(self._wake_covered)
-                    except trio.RunFinishedError:
-                        return
+                if store.flushed_offset < target and not stop:
+                    carry = target
+            # Also when no round was needed: an earlier round's flush may have reached past its target
+            # and covered what was asked for since (asked while that round was past its delivery).
+            self._deliver_covered()
+            if not stop and self._waiters and self._token is not None:
+                try:
+                    self._token.run_sync_soon(self._wake_covered)
+                except trio.RunFinishedError:
+                    return
             if stop:
                 return
 
@@ -185,6 +207,12 @@ class GroupCommitService:
         with self._held_lock:  # the watcher takes from the same end
             while held and held[0][0] <= flushed:
                 covered.append(held.popleft()[2])
+        if len(covered) > 1:  # one write per destination for the round
+            joined = [covered[0]]
+            for answer in covered[1:]:
+                if not joined[-1].absorb(answer):
+                    joined.append(answer)
+            covered = joined
         left = []
         for answer in covered:
             try:

@@ -38,6 +38,7 @@ from .send import send_extra, validate_topic
 
 if TYPE_CHECKING:
     from ...remoting.connection import Connection
+    from ...store.services import FlushedAnswer
     from ..context import BrokerContext
     from ..controller import BrokerController
 
@@ -245,6 +246,13 @@ class _StoredAnswers:
 
     def deliver_from_thread(self) -> bool:
         return self.connection.write_from_thread(b"".join(self.answers))
+
+    def absorb(self, later: FlushedAnswer) -> bool:
+        if type(later) is not _StoredAnswers or later.connection is not self.connection:
+            return False
+        self.answers += later.answers  # the later receive's answers after this one's: the order they came in
+        self.offset = max(self.offset, later.offset)
+        return True
 
     async def deliver(self, status: PutMessageStatus) -> None:
         answers = self.answers
