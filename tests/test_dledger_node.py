@@ -150,3 +150,32 @@ async def test_leadership_is_transferred_on_request_and_to_the_preferred_member(
         # a transfer to a member that is not in the group is refused as Java refuses it
         assert (await n2.transfer_leadership("n9")).code == DLedgerResponseCode.UNKNOWN_MEMBER
         nursery.cancel_scope.cancel()
+
+
+async def test_a_reply_to_a_leader_that_went_away_and_an_unwritable_term_do_not_stop_the_member(tmp_path) -> None:
+    """Found by the mixed fault run: a follower's answer to a push whose connection the leader had closed
+    raised out of the member (and took the broker down); a term that cannot be persisted is logged and what
+    depends on it is not sent."""
+    from rocketpy.codecs import RemotingCommand
+    from rocketpy.codecs.dledger import PushEntryResponse
+    from rocketpy.dledger.member import PersistTerm, Send
+    from rocketpy.dledger.replication import PushReply
+    from rocketpy.remoting.errors import RemotingSendRequestError
+
+    cfgs = peers()
+
+    class GoneContext:
+        async def reply(self, request, response):  # type: ignore[no-untyped-def]
+            raise RemotingSendRequestError("connection to 127.0.0.1:1 is closed")
+
+    (tmp_path / "n0").write_text("not a directory")  # currterm cannot be written under it
+    node = DLedgerNode(DLedgerConfig(group="g", self_id="n0", peers=cfgs), MemoryLedger(), ledger_dir=tmp_path / "n0")
+    sent: list[object] = []
+    async with trio.open_nursery() as nursery:
+        node._nursery = nursery
+        node._ask = lambda s: sent.append(s)  # type: ignore[method-assign, assignment, return-value]
+        request = RemotingCommand.request(51004, body=b"{}")
+        await node._carry([PushReply((GoneContext(), request), PushEntryResponse(code=200))])
+        await node._carry([PersistTerm(5, "n0"), Send("n1", None, 1)])  # type: ignore[arg-type]
+        await trio.testing.wait_all_tasks_blocked()
+    assert sent == []  # the vote that needed term 5 on disk did not go out

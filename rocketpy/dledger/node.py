@@ -39,6 +39,7 @@ from ..codecs.dledger import (
 from ..codecs.errors import CodecError
 from ..remoting.client import RemotingClient, open_remoting_client, split_address
 from ..remoting.dispatch import Dispatcher, RequestContext
+from ..remoting.errors import RemotingError
 from ..remoting.server import RemotingServer
 from .file_ledger import persist_term
 from .ledger import Ledger, LedgerError
@@ -189,19 +190,25 @@ class DLedgerNode:
             return
         async with self._lock:
             for o in outputs:
-                await self._carry_one(o)
+                if not await self._carry_one(o):
+                    break  # what followed depended on it (a vote on an unpersisted term): not sent
         committed = self.ledger.committed_index
         if committed != self._committed_seen:
             self._committed_seen = committed
             self.commit_advanced.set()
             self.commit_advanced = trio.Event()
 
-    async def _carry_one(self, o: Any) -> None:
+    async def _carry_one(self, o: Any) -> bool:
+        """Carry out one output; False when the outputs after it must not go out."""
         nursery = self._nursery
         assert nursery is not None
         if isinstance(o, PersistTerm):
             if self.ledger_dir is not None:
-                await trio.to_thread.run_sync(persist_term, self.ledger_dir, o.term, o.vote_for)
+                try:
+                    await trio.to_thread.run_sync(persist_term, self.ledger_dir, o.term, o.vote_for)
+                except OSError as exc:
+                    log.error("DLedger %s: cannot persist term %d: %s", self.config.self_id, o.term, exc)
+                    return False
         elif isinstance(o, Send):
             nursery.start_soon(self._ask, o)
         elif isinstance(o, SendPush):
@@ -213,7 +220,7 @@ class DLedgerNode:
             resp = request.response(code=REPLY_HEADER_CODE, body=o.response.encode())
             try:
                 await ctx.reply(request, resp)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, RemotingError):
                 pass  # the leader went away; it will push again
         elif isinstance(o, Acked | AckFailed):
             w = self._waiters.pop((o.term, o.index), None)
@@ -228,6 +235,7 @@ class DLedgerNode:
             self._check_take(o.term, o.role)
             if self.on_role_change is not None:
                 self.on_role_change(o.term, o.role)
+        return True
 
     async def _invoke(self, peer: str, code: int, body: bytes) -> RemotingCommand | None:
         client = self._client
