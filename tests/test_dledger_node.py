@@ -179,3 +179,24 @@ async def test_a_reply_to_a_leader_that_went_away_and_an_unwritable_term_do_not_
         await node._carry([PersistTerm(5, "n0"), Send("n1", None, 1)])  # type: ignore[arg-type]
         await trio.testing.wait_all_tasks_blocked()
     assert sent == []  # the vote that needed term 5 on disk did not go out
+
+
+async def test_a_leader_that_stops_reading_does_not_hold_the_followers_turns(tmp_path) -> None:
+    """Found by the mixed fault run: with a Java leader SIGSTOPped, our follower's answers filled the socket
+    and the blocked write held the member's turns, so it never stood for election."""
+    from rocketpy.codecs import RemotingCommand
+    from rocketpy.codecs.dledger import PushEntryResponse
+    from rocketpy.dledger.replication import PushReply
+
+    class StoppedReader:
+        async def reply(self, request, response):  # type: ignore[no-untyped-def]
+            await trio.sleep_forever()  # the peer's receive window is full
+
+    node = DLedgerNode(DLedgerConfig(group="g", self_id="n0", peers=peers()), MemoryLedger(), ledger_dir=None)
+    async with trio.open_nursery() as nursery:
+        node._nursery = nursery
+        request = RemotingCommand.request(51004, body=b"{}")
+        with trio.fail_after(5):
+            for _ in range(3):
+                await node._carry([PushReply((StoppedReader(), request), PushEntryResponse(code=200))])
+        nursery.cancel_scope.cancel()

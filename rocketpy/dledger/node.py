@@ -217,11 +217,9 @@ class DLedgerNode:
             ctx: RequestContext[Any]
             request: RemotingCommand
             ctx, request = o.token  # type: ignore[misc]
-            resp = request.response(code=REPLY_HEADER_CODE, body=o.response.encode())
-            try:
-                await ctx.reply(request, resp)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, RemotingError):
-                pass  # the leader went away; it will push again
+            # written by a task of its own: a leader that stops reading (SIGSTOP) fills the socket, and the
+            # write would hold the member's turns, its elector included, until the leader came back
+            nursery.start_soon(self._reply, ctx, request, o.response)
         elif isinstance(o, Acked | AckFailed):
             w = self._waiters.pop((o.term, o.index), None)
             if w is not None:
@@ -236,6 +234,13 @@ class DLedgerNode:
             if self.on_role_change is not None:
                 self.on_role_change(o.term, o.role)
         return True
+
+    @staticmethod
+    async def _reply(ctx: RequestContext[Any], request: RemotingCommand, response: PushEntryResponse) -> None:
+        try:
+            await ctx.reply(request, request.response(code=REPLY_HEADER_CODE, body=response.encode()))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, RemotingError):
+            pass  # the leader went away; it will push again
 
     async def _invoke(self, peer: str, code: int, body: bytes) -> RemotingCommand | None:
         client = self._client
