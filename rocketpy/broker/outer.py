@@ -85,12 +85,10 @@ class BrokerOuterAPI:
 
     async def register_loop(self) -> None:
         period = max(10_000, min(self.broker.config.register_name_server_period, 60_000)) / 1000
-        if self.broker.dledger is None:
-            await self.register_all()
-        else:
+        if self.broker.dledger is not None:
             # DLedger: the role changes register first; the periodic registration starts after 10 s
             await trio.sleep(FIRST_PERIODIC_REGISTRATION_S)
-            await self.register_all()
+        await self.register_all()
         while True:
             await trio.sleep(period)
             await self.register_all()

@@ -79,6 +79,7 @@ __all__ = [
     "iter_data_entries",
     "iter_index_units",
     "is_dledger_code",
+    "peek_magic_size",
 ]
 
 
@@ -209,6 +210,7 @@ DLEDGER_BLANK_HEAD = cs.Struct("magic" / cs.Const(BLANK_MAGIC, cs.Int32sb), "siz
 assert ENTRY_HEADER_SIZE == 48 and INDEX_UNIT_SIZE == 32 and DLEDGER_BLANK_HEAD.sizeof() == MIN_BLANK_LEN
 # the struct forms of the two (every append and every push reads and writes them; tests hold them equal)
 _ENTRY_HEAD = struct_unit(DLEDGER_ENTRY_HEADER)
+_MAGIC_SIZE = struct_unit(DLEDGER_ENTRY_HEADER, 2)  # an entry's and the end blank's first two fields
 _INDEX_UNIT = struct_unit(DLEDGER_INDEX_UNIT)
 
 
@@ -326,13 +328,19 @@ def iter_index_units(data: Buffer) -> Iterator[IndexUnit]:
         yield u
 
 
+def peek_magic_size(data: Buffer, at: int = 0) -> tuple[int, int]:
+    """(magic, size) of the entry or the end-of-file blank at ``at``: 8 bytes must be there."""
+    magic, size = _MAGIC_SIZE.unpack_from(data, at)
+    return magic, size
+
+
 def iter_data_entries(data: Buffer, file_offset: int = 0) -> Iterator[DLedgerEntry]:
     """The entries of one data file's bytes (``file_offset``: the file's ledger offset, its name),
     stopping at the blank that pads its end or at the first unwritten byte; CodecError on an entry
     whose ``pos`` is not where it sits or that does not decode (a torn tail is the caller's call)."""
     at = 0
     while len(data) - at >= MIN_BLANK_LEN:
-        magic = int.from_bytes(data[at : at + 4], "big", signed=True)
+        magic, _size = peek_magic_size(data, at)
         if magic == 0 or magic == BLANK_MAGIC:
             return
         entry = DLedgerEntry.decode(data, at)

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterator
 
 from ..codecs.codes import MessageSysFlag
-from ..codecs.dledger import BLANK_MAGIC, ENTRY_HEADER_SIZE, DLedgerEntry, DLedgerResponseCode
+from ..codecs.dledger import BLANK_MAGIC, ENTRY_HEADER_SIZE, DLedgerEntry, DLedgerResponseCode, peek_magic_size
 from ..codecs.message import MessageExt, offset_msg_id
 from ..store.commitlog import CommitLog
 from ..store.config import MessageStoreConfig
@@ -50,9 +50,9 @@ class DLedgerCommitLog(CommitLog):
     """A CommitLog over a member's ledger: same reads, appends through the leader."""
 
     def __init__(self, config: MessageStoreConfig, clock: Callable[[], int], ledger: FileLedger) -> None:
-        super().__init__(config, clock)
+        # reads find records in the ledger's data files, by the same offsets
+        super().__init__(config, clock, files=ledger.data)
         self.ledger = ledger
-        self.mfq = ledger.data  # reads find records in the ledger's data files, by the same offsets
         #: the leader's append (DLedgerNode.append_now); None until the broker's member runs
         self.append_entry: Callable[[bytes], DLedgerEntry] | None = None
 
@@ -137,10 +137,9 @@ class DLedgerCommitLog(CommitLog):
                 try:
                     entry = self._append(self.batch_record(batch, c, e, queue_offset, phys), pos)
                 except LedgerError as exc:
-                    if entry is None:
-                        return _refused(exc), []
-                    # some entries are in: they may yet commit; Java's batch future fails likewise
-                    self.topic_queue_table[key] = queue_offset
+                    if entry is not None:
+                        # some entries are in: they may yet commit; Java's batch future fails likewise
+                        self.topic_queue_table[key] = queue_offset
                     return _refused(exc), []
                 if first_phys < 0:
                     first_phys = phys
@@ -183,6 +182,9 @@ class DLedgerCommitLog(CommitLog):
         self.ledger.flush()
         return self.mfq.flushed_where
 
+    def close(self) -> None:
+        self.ledger.close()  # its data files (this CommitLog's) and its index
+
     # -- the committed records, for the dispatch ------------------------------------------------------
     def committed_records(self, from_offset: int) -> Iterator[tuple[int, MessageExt | None]]:
         """(entry end, record) for every entry from the one starting at ``from_offset`` up to the committed
@@ -194,10 +196,13 @@ class DLedgerCommitLog(CommitLog):
             if mf is None:
                 return
             rel = offset - mf.file_from_offset
-            if mf.file_size - rel < ENTRY_HEADER_SIZE or _int32(mf.mm, rel) == BLANK_MAGIC:
+            if mf.file_size - rel < ENTRY_HEADER_SIZE:
+                offset = mf.file_from_offset + mf.file_size  # no room for an entry: the file's end
+                continue
+            magic, size = peek_magic_size(mf.mm, rel)
+            if magic == BLANK_MAGIC:
                 offset = mf.file_from_offset + mf.file_size  # the blank that ends a data file
                 continue
-            size = _int32(mf.mm, rel + 4)
             if size <= ENTRY_HEADER_SIZE or rel + size > mf.file_size:
                 log.error("[BUG] no DLedger entry at offset %d (size %d): dispatch stops there", offset, size)
                 return
@@ -207,10 +212,6 @@ class DLedgerCommitLog(CommitLog):
                 msg = None
             offset += size
             yield offset, msg
-
-
-def _int32(buf: object, at: int) -> int:
-    return int.from_bytes(buf[at : at + 4], "big", signed=True)  # type: ignore[index]
 
 
 def _refused(exc: LedgerError) -> PutMessageResult:

@@ -287,33 +287,36 @@ class DLedgerNode:
             return response_cls(code=int(DLedgerResponseCode.UNKNOWN_GROUP), group=body.group, term=st.curr_term)
         return None
 
-    async def _on_vote(self, ctx: RequestContext[Any], request: RemotingCommand) -> RemotingCommand | None:
-        body = self._checked(ctx, request, VoteRequest)
+    def _unexpected(self, request: RemotingCommand, response_cls: type[Any]) -> RemotingCommand:
+        """The answer to a body that does not decode (DLedgerServer's UNEXPECTED_ARGUMENT)."""
+        body = response_cls(code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT)).encode()
+        return request.response(code=REPLY_HEADER_CODE, body=body)
+
+    async def _elector_request(
+        self, ctx: RequestContext[Any], request: RemotingCommand, request_cls: type[Any], response_cls: type[Any],
+        handle: Callable[[Any, int], tuple[Any, list[Any]]],
+    ) -> RemotingCommand:
+        """A VOTE or HEART_BEAT: checked, answered by the elector, its outputs carried first."""
+        body = self._checked(ctx, request, request_cls)
         if body is None:
-            return request.response(code=REPLY_HEADER_CODE, body=VoteResponse(
-                code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT)).encode())
-        resp = self._refusal(body, VoteResponse)
+            return self._unexpected(request, response_cls)
+        resp = self._refusal(body, response_cls)
         if resp is None:
-            resp, out = self.elector.handle_vote(body, self.now())
+            resp, out = handle(body, self.now())
             await self._carry(out)
         return request.response(code=REPLY_HEADER_CODE, body=resp.encode())
 
+    async def _on_vote(self, ctx: RequestContext[Any], request: RemotingCommand) -> RemotingCommand | None:
+        return await self._elector_request(ctx, request, VoteRequest, VoteResponse, self.elector.handle_vote)
+
     async def _on_heartbeat(self, ctx: RequestContext[Any], request: RemotingCommand) -> RemotingCommand | None:
-        body = self._checked(ctx, request, HeartBeatRequest)
-        if body is None:
-            return request.response(code=REPLY_HEADER_CODE, body=HeartBeatResponse(
-                code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT)).encode())
-        resp = self._refusal(body, HeartBeatResponse)
-        if resp is None:
-            resp, out = self.elector.handle_heartbeat(body, self.now())
-            await self._carry(out)
-        return request.response(code=REPLY_HEADER_CODE, body=resp.encode())
+        return await self._elector_request(ctx, request, HeartBeatRequest, HeartBeatResponse,
+                                           self.elector.handle_heartbeat)
 
     async def _on_push(self, ctx: RequestContext[Any], request: RemotingCommand) -> RemotingCommand | None:
         body = self._checked(ctx, request, PushEntryRequest)
         if body is None:
-            return request.response(code=REPLY_HEADER_CODE, body=PushEntryResponse(
-                code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT)).encode())
+            return self._unexpected(request, PushEntryResponse)
         # answered when the entry handler gets to it (an APPEND may wait for the ones before it)
         await self._carry(self.handler.handle_push(body, (ctx, request), self.now()))
         return None
@@ -324,17 +327,16 @@ class DLedgerNode:
     ) -> RemotingCommand | None:
         body = self._checked(ctx, request, LeadershipTransferRequest)
         if body is None:
-            resp = LeadershipTransferResponse(code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT))
-        else:
-            resp = self._refusal(body, LeadershipTransferResponse)
-            if resp is None:
-                st = self.state
-                if body.transfer_id == st.self_id:
-                    resp = await self.transfer_leadership(body.transferee_id or "", body.term)
-                elif body.transferee_id == st.self_id:
-                    resp = await self._take_leadership(body)
-                else:
-                    resp = self._transfer_answer(DLedgerResponseCode.UNEXPECTED_ARGUMENT)
+            return self._unexpected(request, LeadershipTransferResponse)
+        resp = self._refusal(body, LeadershipTransferResponse)
+        if resp is None:
+            st = self.state
+            if body.transfer_id == st.self_id:
+                resp = await self.transfer_leadership(body.transferee_id or "", body.term)
+            elif body.transferee_id == st.self_id:
+                resp = await self._take_leadership(body)
+            else:
+                resp = self._transfer_answer(DLedgerResponseCode.UNEXPECTED_ARGUMENT)
         return request.response(code=REPLY_HEADER_CODE, body=resp.encode())
 
     def _transfer_answer(self, code: DLedgerResponseCode) -> LeadershipTransferResponse:

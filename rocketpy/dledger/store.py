@@ -35,14 +35,18 @@ class DLedgerMessageStore(MessageStore):
     ) -> None:
         if not config.d_leger_self_id:
             raise StoreError("a DLedger store needs dLegerSelfId")
-        super().__init__(config, clock=clock, sync_hook=sync_hook, disk_usage=disk_usage)
         self.ledger = FileLedger(
             config.dledger_dir, config.mapped_file_size_commit_log, data_path=config.store_path_d_ledger_commit_log
         )
-        self.commitlog: DLedgerCommitLog = DLedgerCommitLog(config, self.clock, self.ledger)
-        self.plain_appender = None  # the send lane's appender writes a plain CommitLog: not here
+        super().__init__(config, clock=clock, sync_hook=sync_hook, disk_usage=disk_usage)
+        self.commitlog: DLedgerCommitLog
         #: where the next committed entry to dispatch starts (ReputMessageService.reputFromOffset)
         self.reput_from = 0
+
+    plain_appends = False  # the send lane's appender writes a plain CommitLog: not here
+
+    def _make_commitlog(self, sync_hook: SyncHook | None) -> DLedgerCommitLog:
+        return DLedgerCommitLog(self.config, self.clock, self.ledger)
 
     # -- open: the ledger's recovery, then the reput of what is committed ----------------------------
     def _load_commitlog(self, clean: bool) -> None:
@@ -100,7 +104,3 @@ class DLedgerMessageStore(MessageStore):
 
     def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
         return False  # no HA stream in DLedger mode
-
-    def _release(self) -> None:
-        super()._release()
-        self.ledger.close()

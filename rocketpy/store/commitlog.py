@@ -152,10 +152,12 @@ class CommitLog:
         clock: Callable[[], int],
         *,
         sync_hook: SyncHook | None = None,
+        files: MappedFileQueue | None = None,
     ) -> None:
+        """``files``: where the records are (the CommitLog directory's files by default)."""
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
-        self.mfq = MappedFileQueue(
+        self.mfq = files if files is not None else MappedFileQueue(
             config.commit_log_dir, self.file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK
         )
         self.delay_levels = DelayLevels(config.message_delay_level)

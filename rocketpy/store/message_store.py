@@ -102,7 +102,7 @@ class MessageStore(StoreReads, StoreRetention):
         self.clock = clock or now_ms
         self._sync_hook = sync_hook
         self._disk_usage = disk_usage or disk_used_ratio
-        self.commitlog = CommitLog(config, self.clock, sync_hook=sync_hook)
+        self.commitlog = self._make_commitlog(sync_hook)
         self._queues: dict[str, dict[int, ConsumeQueue]] = {}
         self.checkpoint: StoreCheckpoint | None = None
         self._index: IndexService | None = None
@@ -126,7 +126,14 @@ class MessageStore(StoreReads, StoreRetention):
         self.pending: list[tuple[str, int, int, int, int, int, int, str | None, str | None]] = []
         #: the compiled appender of plain messages (accel), else None: the send lane's way into the
         #: CommitLog (the store's put_message, for the plain case, queuing the dispatch in ``pending``)
-        self.plain_appender = _PlainAppender(self) if _PlainAppender is not None else None
+        self.plain_appender = _PlainAppender(self) if _PlainAppender is not None and self.plain_appends else None
+
+    #: whether the send lane's compiled appender may write this store's CommitLog (a plain one)
+    plain_appends = True
+
+    def _make_commitlog(self, sync_hook: SyncHook | None) -> CommitLog:
+        """The CommitLog this store writes (a subclass may put its records elsewhere)."""
+        return CommitLog(self.config, self.clock, sync_hook=sync_hook)
 
     # -- lifecycle ---------------------------------------------------------------------
 
