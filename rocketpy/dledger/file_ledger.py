@@ -33,7 +33,7 @@ from ..codecs.dledger import (
     IndexUnit,
 )
 from ..codecs.errors import CodecError
-from ..javacompat import properties
+from ..store.dledger_ledger import CHECKPOINT_FILE, TERM_FILE, LedgerState, ledger_state
 from ..store.mapped_file import MappedFile, MappedFileQueue
 from .ledger import LedgerError
 
@@ -45,8 +45,6 @@ log = logging.getLogger("rocketpy.dledger")
 INDEX_FILE_SIZE = INDEX_UNIT_SIZE * 5 * 1024 * 1024
 DATA_CHUNK = 4 << 20
 INDEX_CHUNK = 1 << 20
-CHECKPOINT_FILE = "checkpoint"
-TERM_FILE = "currterm"
 
 
 def write_properties_file(path: Path, pairs: list[tuple[str, str]]) -> None:
@@ -101,14 +99,7 @@ class FileLedger:
         self.data.load()
         self.index.load()
         self._recover()
-        cp = self.path / CHECKPOINT_FILE
-        if cp.is_file():
-            raw = properties.load_file(cp).get("committedIndex", "").strip()
-            if raw:
-                try:
-                    self.update_committed_index(-1, int(raw))
-                except ValueError:
-                    raise LedgerError(DLedgerResponseCode.DISK_ERROR, f"{cp}: committedIndex={raw!r}") from None
+        self.update_committed_index(-1, _state(self.path).committed_index)
 
     def _unit(self, index: int) -> IndexUnit | None:
         mf = self.index.find_by_offset(index * INDEX_UNIT_SIZE)
@@ -314,13 +305,12 @@ def persist_term(ledger_dir: str | os.PathLike[str], term: int, vote_for: str | 
 
 def load_term(ledger_dir: str | os.PathLike[str]) -> tuple[int, str | None]:
     """MemberState.loadTerm: (currTerm, voteLeader); (0, None) without the file."""
-    p = Path(ledger_dir) / TERM_FILE
-    if not p.is_file():
-        return 0, None
-    props = properties.load_file(p)
-    raw = props.get("currTerm", "0").strip() or "0"
+    state = _state(ledger_dir)
+    return state.current_term, state.vote_leader
+
+
+def _state(ledger_dir: str | os.PathLike[str]) -> LedgerState:
     try:
-        term = int(raw)
-    except ValueError:
-        raise LedgerError(DLedgerResponseCode.DISK_ERROR, f"{p}: currTerm={raw!r}") from None
-    return term, props.get("voteLeader") or None
+        return ledger_state(ledger_dir)
+    except CodecError as exc:
+        raise LedgerError(DLedgerResponseCode.DISK_ERROR, f"{ledger_dir}: {exc}") from None

@@ -24,7 +24,7 @@ from ..codecs.dledger import (
 from ..codecs.errors import CodecError
 from ..javacompat import properties
 
-__all__ = ["DLedgerLedger", "LedgerState", "find_ledger_dirs"]
+__all__ = ["DLedgerLedger", "LedgerState", "find_ledger_dirs", "ledger_state"]
 
 DATA_DIR = "data"
 INDEX_DIR = "index"
@@ -50,6 +50,24 @@ def _int(props: dict[str, str], key: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise CodecError(f"{key}={raw!r} is not a number") from None
+
+
+def _props(path: Path) -> dict[str, str]:
+    return properties.load_file(path) if path.is_file() else {}
+
+
+def ledger_state(ledger_dir: str | os.PathLike[str]) -> LedgerState:
+    """What ``checkpoint`` and ``currterm`` of a member's ledger directory say (MemberState.loadTerm and
+    DLedgerMmapFileStore's checkpoint read); CodecError where a number is not one."""
+    path = Path(ledger_dir)
+    cp = _props(path / CHECKPOINT_FILE)
+    term = _props(path / TERM_FILE)
+    return LedgerState(
+        committed_index=_int(cp, "committedIndex", -1),
+        end_index=_int(cp, "endIndex", -1),
+        current_term=_int(term, "currTerm", 0),
+        vote_leader=term.get("voteLeader") or None,
+    )
 
 
 def _files(directory: Path) -> list[tuple[int, Path]]:
@@ -85,18 +103,7 @@ class DLedgerLedger:
         return name[len("dledger-") :] if name.startswith("dledger-") else name
 
     def state(self) -> LedgerState:
-        cp = self._props(CHECKPOINT_FILE)
-        term = self._props(TERM_FILE)
-        return LedgerState(
-            committed_index=_int(cp, "committedIndex", -1),
-            end_index=_int(cp, "endIndex", -1),
-            current_term=_int(term, "currTerm", 0),
-            vote_leader=term.get("voteLeader") or None,
-        )
-
-    def _props(self, name: str) -> dict[str, str]:
-        p = self.path / name
-        return properties.load_file(p) if p.is_file() else {}
+        return ledger_state(self.path)
 
     def entries(self) -> Iterator[DLedgerEntry]:
         """Every entry of the data files in ledger order; CodecError where a file is damaged
