@@ -35,15 +35,13 @@ from ..store.types import (
 from .file_ledger import FileLedger
 from .ledger import LedgerError
 
-__all__ = ["DLedgerCommitLog", "PendingEntries"]
+__all__ = ["DLedgerCommitLog"]
 
 log = logging.getLogger("rocketpy.dledger")
 
 #: the transaction types whose records reach a ConsumeQueue (not prepared, not rolled back)
 _CONSUMED = (int(MessageSysFlag.TRANSACTION_NOT_TYPE), int(MessageSysFlag.TRANSACTION_COMMIT_TYPE))
 _HOUR_MS = 3_600_000
-#: (term, index) of the entries a put is waiting for: the last one answers for all of them
-PendingEntries = tuple[int, int]
 
 
 class DLedgerCommitLog(CommitLog):

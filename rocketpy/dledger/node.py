@@ -104,7 +104,6 @@ class DLedgerNode:
         self._nursery: trio.Nursery | None = None
         self._waiters: dict[tuple[int, int], _Waiter] = {}
         self._lock = trio.Lock()  # one carry at a time: outputs go out in the order they were made
-        self.role_changed = trio.Event()
         #: set (and replaced) whenever the committed index moves: the broker dispatches what it covers
         self.commit_advanced = trio.Event()
         self._committed_seen = ledger.committed_index
@@ -228,8 +227,6 @@ class DLedgerNode:
         elif isinstance(o, RoleChanged):
             log.info("DLedger %s: %s in term %d (leader %s)", self.config.self_id, o.role.value, o.term,
                      self.state.leader_id)
-            self.role_changed.set()
-            self.role_changed = trio.Event()
             self._check_take(o.term, o.role)
             if self.on_role_change is not None:
                 self.on_role_change(o.term, o.role)
