@@ -8,9 +8,11 @@ IndexFile; 1% of the records in the topic ``Rare_T``), then measures (issue #23)
   process (``rocketpy lake export --in-process``: the very tasks, one after another) and with
   Spark ``--master`` (local[2]: the tasks decode and write Parquet themselves);
 * ``export_header``: the same with the record header columns only (``--header-only``);
-* ``query_count_by_topic``, ``query_topic_time`` (one topic in a window of 10% of the store's
-  time), ``query_key_lookup`` (a topic and one key), ``query_id_lookup`` (a topic and one
-  UNIQ_KEY: the lake's Bloom filters skip row groups): through the ``rocketmq-commitlog`` data
+* ``query_count_by_topic``, ``query_topic_time`` (one of the four busy topics, a quarter of the
+  records, in a window of 10% of the store's time), ``query_rare_topic_time`` (the same for
+  ``Rare_T``: a targeted read, the ConsumeQueues name its records), ``query_key_lookup`` (a
+  topic and one key), ``query_id_lookup`` (a topic and one UNIQ_KEY: the lake's Bloom filters
+  skip row groups): through the ``rocketmq-commitlog`` data
   source (a reader schema of the columns asked for; pushed filters read the topic's
   ConsumeQueues or the IndexFile) and on the lake (Spark's Parquet reader).
 
@@ -454,9 +456,12 @@ def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: 
     def count_by_topic(df: Any) -> Any:
         return sorted(tuple(r) for r in df.groupBy("topic").count().collect())
 
-    def topic_time(df: Any) -> Any:
-        cond = (F.col("topic") == RARE_TOPIC) & F.col("store_timestamp").between(t0, t1)
+    def topic_time(df: Any, topic: str = TYPICAL_TOPIC) -> Any:
+        cond = (F.col("topic") == topic) & F.col("store_timestamp").between(t0, t1)
         return df.filter(cond).agg(F.count(F.lit(1)), F.sum("store_size")).first()[:]
+
+    def rare_topic_time(df: Any) -> Any:
+        return topic_time(df, RARE_TOPIC)
 
     def key_lookup(df: Any) -> Any:
         cond = (F.col("topic") == key_topic) & (F.col("keys") == F.array(F.lit(f"order-{n}")))
@@ -470,6 +475,10 @@ def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: 
         "query_count_by_topic": (count_by_topic, [("topic", "string")]),
         "query_topic_time": (
             topic_time,
+            [("topic", "string"), ("store_timestamp", "long"), ("store_size", "int")],
+        ),
+        "query_rare_topic_time": (
+            rare_topic_time,
             [("topic", "string"), ("store_timestamp", "long"), ("store_size", "int")],
         ),
         "query_key_lookup": (key_lookup, [("topic", "string"), ("keys", "strings"), ("commit_log_offset", "long")]),
@@ -515,10 +524,16 @@ def lake_queries(spark: Any, store: Path, lake_dir: Path, records: int, repeat: 
     return out
 
 
+#: the topic of query_topic_time: one of the four that share 99% of the records (the issue's query:
+#: its data source read took 1.79 s over 1 GiB), not Rare_T, whose 1% the ConsumeQueues hand the data
+#: source directly (measured as query_rare_topic_time, a targeted read)
+TYPICAL_TOPIC = "Bench_T1"
+
 # Targeted lookups stay with the data sources (issue #23): the IndexFile and the ConsumeQueues
 # lead them to the few records asked for (kilobytes read), where the lake reads the columns of
 # every row group its Bloom filters and statistics do not rule out. They are measured, not goals.
 LOOKUPS = {
+    "query_rare_topic_time": "none: 1% of the records, which the topic's ConsumeQueues name (a targeted read)",
     "query_key_lookup": "none: a key lookup reads kilobytes through the IndexFile; the data source is the tool",
     "query_id_lookup": "none: an id lookup is a targeted read; the data source is the tool",
 }
