@@ -26,9 +26,8 @@ from ..codecs.message import (
     UniqIdGenerator,
     compress_body,
     encode_batch,
-    properties_to_string,
 )
-from ..javacompat.hashmap import hashmap_dict
+from ..javacompat.hashmap import hashmap_key_order
 from ..javacompat.lang import java_hash
 from ..remoting import RemotingError, ResponseFuture
 from .api import ClientAPI
@@ -124,8 +123,8 @@ def check_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
 
 def wire_properties(props: dict[str, str]) -> str:
     """The properties string in java.util.HashMap order, byte for byte what Java sends (the order of each
-    key set is computed once)."""
-    return properties_to_string(hashmap_dict(props))
+    key set is computed once): ``properties_to_string(hashmap_dict(props))`` without the reordered dict."""
+    return "\x02".join([f"{k}\x01{v}" for k in hashmap_key_order(tuple(props)) if (v := props[k]) is not None])
 
 
 class SendFuture:
