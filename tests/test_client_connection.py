@@ -186,16 +186,18 @@ async def test_early_writes_the_socket_takes_in_part_keep_frames_whole(nursery: 
                 assert isinstance(cmd, RemotingCommand) and cmd.body is not None
                 await peer.send_all(cmd.response(0, body=cmd.body[:16]).encode())
 
-    nursery.start_soon(serve)
     answers: dict[int, bytes | None] = {}
 
     async def ask(i: int) -> None:
         body = b"%06d" % i + bytes(i % 251 for _ in range(20000 + i))
         answers[i] = (await conn.invoke(RemotingCommand.request(ECHO, body=body), 30)).body
 
-    async with trio.open_nursery() as senders:
-        for i in range(48):
-            senders.start_soon(ask, i)
+    async with trio.open_nursery() as peer_side:
+        peer_side.start_soon(serve)
+        async with trio.open_nursery() as senders:
+            for i in range(48):
+                senders.start_soon(ask, i)
+        peer_side.cancel_scope.cancel()
     assert answers == {i: (b"%06d" % i + bytes(i % 251 for _ in range(10))) for i in range(48)}
     await conn.aclose()
     await peer.aclose()
