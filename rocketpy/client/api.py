@@ -7,7 +7,8 @@ invokes through the shared RemotingClient and turns error codes into MQBrokerErr
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
@@ -115,8 +116,10 @@ class ClientAPI:
         self.remoting = remoting
         self.timeout = timeout
 
-    async def invoke(self, addr: str, request: Request, timeout: float | None = None) -> RemotingCommand:
-        return await self.remoting.invoke(addr, request, self.timeout if timeout is None else timeout)
+    def invoke(self, addr: str, request: Request, timeout: float | None = None) -> Coroutine[Any, Any, RemotingCommand]:
+        """The remoting client's invoke with this API's default timeout (its coroutine, to await: no coroutine of
+        its own in between, which every send would pass through twice)."""
+        return self.remoting.invoke(addr, request, self.timeout if timeout is None else timeout)
 
     async def invoke_oneway(self, addr: str, request: Request) -> None:
         await self.remoting.invoke_oneway(addr, request)

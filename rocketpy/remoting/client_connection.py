@@ -99,21 +99,13 @@ class _Waiter:
     def set_error(self, error: BaseException) -> None:
         self._settle(outcome.Error(error))
 
-    def _abort(self, _raise_cancel: object) -> trio.lowlevel.Abort:
+    def abort(self, _raise_cancel: object) -> trio.lowlevel.Abort:
         self.task = None
         self.done = True
         self.request = None
         if self.pending.get(self.opaque) is self:
             del self.pending[self.opaque]
         return trio.lowlevel.Abort.SUCCEEDED
-
-    async def wait(self) -> RemotingCommand:
-        result = self.result
-        if result is not None:
-            self.result = None
-            return result.unwrap()
-        self.task = trio.lowlevel.current_task()
-        return await trio.lowlevel.wait_task_rescheduled(self._abort)  # type: ignore[no-any-return]
 
 
 class ClientConnection(Connection):
@@ -225,7 +217,7 @@ class ClientConnection(Connection):
     async def invoke(self, request: Request, timeout: float) -> RemotingCommand:  # type: ignore[override]
         """Send ``request`` and wait up to ``timeout`` seconds for its response."""
         opaque = self.next_opaque()
-        frame = encode_request(request, opaque)
+        frame = encode_request(request, opaque) if isinstance(request, RemotingCommand) else request.frame(opaque)
         waiter = _Waiter(opaque, request, timeout, self._pending)
         self._pending[opaque] = waiter  # type: ignore[assignment]
         self._arm(waiter, timeout)
@@ -235,7 +227,13 @@ class ClientConnection(Connection):
             waiter.done = True
             self._pending.pop(opaque, None)
             raise
-        return await waiter.wait()
+        result = waiter.result
+        if result is not None:  # answered while the turn was written
+            waiter.result = None
+            return result.unwrap()
+        # parked here, not in a method of the waiter: a coroutine less for the answer to pass through
+        waiter.task = trio.lowlevel.current_task()
+        return await trio.lowlevel.wait_task_rescheduled(waiter.abort)  # type: ignore[no-any-return]
 
     async def invoke_oneway(self, request: Request) -> None:  # type: ignore[override]
         await self.post(encode_request(request, self.next_opaque(), oneway=True))
