@@ -325,7 +325,7 @@ class Producer:
         if oneway:
             await self.api.invoke_oneway(addr, request)
             return None
-        response = await self.api.invoke(addr, request, timeout)
+        response = await self.client.api.invoke(addr, request, timeout)
         if batch_msgs is not None:
             uniq = ",".join(m.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
                             for m in batch_msgs)
@@ -338,8 +338,9 @@ class Producer:
     def _request(self, msg: Message, mq: MessageQueue, batch: bool) -> tuple[PreparedSend, SendFields, str | None]:
         """The send request of ``msg`` to ``mq`` (sendKernelImpl's header and body), its fields and UNIQ_KEY."""
         body, sys_flag, props, uniq = self._prepare(msg, batch)
-        fields = SendFields(topic=msg.topic, queue_id=mq.queue_id, sys_flag=sys_flag, born_timestamp=now_ms(),
-                            flag=msg.flag, properties="", batch=batch, broker_name=mq.broker_name)
+        # topic, queue_id, sys_flag, born_timestamp, flag, properties, reconsume_times, max_reconsume_times,
+        # batch, broker_name: positional, which costs a third of the keyword call on every send
+        fields = SendFields(msg.topic, mq.queue_id, sys_flag, now_ms(), msg.flag, "", 0, None, batch, mq.broker_name)
         if msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
             reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
             if reconsume is not None:
