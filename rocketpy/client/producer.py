@@ -366,8 +366,8 @@ class Producer:
         if info is None or not info.ok:  # a known route needs no lookup (find_publish_info returns it as is)
             info = await self.find_publish_info(msg.topic)
             now = None
-        if not info.ok:
-            raise MQClientError(f"No route info of this topic: {msg.topic}", ResponseCode.TOPIC_NOT_EXIST)
+            if not info.ok:
+                raise MQClientError(f"No route info of this topic: {msg.topic}", ResponseCode.TOPIC_NOT_EXIST)
         last_broker: str | None = tried[-1] if tried else None
         result: SendResult | None = None
         brokers_sent: list[str] = list(tried)
@@ -393,7 +393,7 @@ class Producer:
                 continue
             if oneway or result is None:
                 return result
-            if result.send_status != SendStatus.SEND_OK and self.retry_another_broker_when_not_store_ok:
+            if self.retry_another_broker_when_not_store_ok and result.send_status != SendStatus.SEND_OK:
                 continue
             return result
         if result is not None:
