@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 import trio
 import trio.testing
@@ -9,7 +11,7 @@ from test_remoting import CountingStream
 
 from rocketpy.codecs import RemotingCommand
 from rocketpy.remoting import CommandReader, ConnectionClosedError, RemotingTimeoutError, RequestContext
-from rocketpy.remoting.client_connection import ClientConnection
+from rocketpy.remoting.client_connection import WRITE_CHUNK, ClientConnection
 
 ECHO = 9001
 
@@ -139,3 +141,63 @@ async def test_write_cut_short_closes_the_connection(nursery: trio.Nursery,
     # part of a frame may have gone out: the connection is done, and what waited behind it fails at once
     assert conn.closed
     assert len(queued) == 1
+
+
+def tcp_pair(nursery: trio.Nursery, sndbuf: int | None = None) -> tuple[ClientConnection, socket.socket]:
+    """A running ClientConnection over a real socket (its raw write path), and the peer's plain socket."""
+    ours, theirs = socket.socketpair()
+    if sndbuf is not None:
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+    conn = ClientConnection(trio.SocketStream(trio.socket.from_stdlib_socket(ours)), "peer:1")
+    nursery.start_soon(conn.run, None, RequestContext(connection=conn, remote_addr="peer:1"))
+    theirs.setblocking(False)
+    return conn, theirs
+
+
+async def test_a_turns_first_frames_go_out_before_the_turn_ends(nursery: trio.Nursery) -> None:
+    """The peer can work on the first WRITE_CHUNK requests of a turn while its other senders build theirs."""
+    conn, theirs = tcp_pair(nursery)
+    await trio.sleep(0.01)  # run() reads
+    try:
+        for i in range(WRITE_CHUNK - 1):  # one turn: no checkpoint from here on
+            assert conn.request_soon(RemotingCommand.request(ECHO, body=b"%d" % i), 5, lambda f: None)
+        with pytest.raises(BlockingIOError):
+            theirs.recv(1 << 16)  # queued for the turn's writer
+        conn.request_soon(RemotingCommand.request(ECHO, body=b"last"), 5, lambda f: None)
+        received = CommandReader().feed(theirs.recv(1 << 16))
+        assert [c.body for c in received] == [b"%d" % i for i in range(WRITE_CHUNK - 1)] + [b"last"]
+    finally:
+        await conn.aclose()
+        theirs.close()
+
+
+@pytest.mark.timeout(60)
+async def test_early_writes_the_socket_takes_in_part_keep_frames_whole(nursery: trio.Nursery) -> None:
+    """A socket that takes part of a turn's frames (small buffer, slow peer): the rest goes first, each sender
+    gets its own answer."""
+    conn, theirs = tcp_pair(nursery, sndbuf=4096)
+    peer = trio.SocketStream(trio.socket.from_stdlib_socket(theirs))
+
+    async def serve() -> None:
+        reader = CommandReader()
+        while data := await peer.receive_some(3000):
+            await trio.sleep(0.001)
+            for cmd in reader.feed(data):
+                assert isinstance(cmd, RemotingCommand) and cmd.body is not None
+                await peer.send_all(cmd.response(0, body=cmd.body[:16]).encode())
+
+    answers: dict[int, bytes | None] = {}
+
+    async def ask(i: int) -> None:
+        body = b"%06d" % i + bytes(i % 251 for _ in range(20000 + i))
+        answers[i] = (await conn.invoke(RemotingCommand.request(ECHO, body=body), 30)).body
+
+    async with trio.open_nursery() as peer_side:
+        peer_side.start_soon(serve)
+        async with trio.open_nursery() as senders:
+            for i in range(48):
+                senders.start_soon(ask, i)
+        peer_side.cancel_scope.cancel()
+    assert answers == {i: (b"%06d" % i + bytes(i % 251 for _ in range(10))) for i in range(48)}
+    await conn.aclose()
+    await peer.aclose()

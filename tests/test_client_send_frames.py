@@ -9,14 +9,16 @@ fastjson's writer gets right.
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rocketpy.client.api import ClientAPI, send_response_header
 from rocketpy.client.producer import wire_properties
-from rocketpy.client.send_frames import SendFields, SendFrames
+from rocketpy.client.send_frames import _UNLIKE_FASTJSON, SendFields, SendFrames, _json_string, _written_alike
 from rocketpy.codecs import CodecError, RemotingCommand, SerializeType
 from rocketpy.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
+from rocketpy.codecs.properties_string import properties_to_string
+from rocketpy.javacompat.hashmap import hashmap_dict
 from rocketpy.remoting.client_connection import encode_request
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -99,3 +101,19 @@ def test_send_response_header_reads_as_the_typed_header(ext: dict[str, str]) -> 
     except CodecError as exc:
         got = type(exc)
     assert got == expected
+
+
+@given(st.dictionaries(TEXT, st.none() | TEXT, max_size=6))
+def test_wire_properties_is_the_hashmap_ordered_string(props: dict[str, str]) -> None:
+    assert wire_properties(props) == properties_to_string(hashmap_dict(props))
+
+
+@given(st.lists(TEXT | st.sampled_from(["\\u001a", "\\", "\\u0001", "u00", "\x01\x1a"]), max_size=4))
+@example(["\x7f"])
+@example(["\x1a"])
+@example(["a\x02\x0b"])
+def test_written_alike_is_the_regexs_verdict(pieces: list[str]) -> None:
+    """The cheap look before the regex changes no verdict, on JSON strings and on any text."""
+    text = "".join(pieces)
+    for candidate in (text, _json_string(text), _json_string(text.replace("\\", "\x02"))):
+        assert _written_alike(candidate) == (_UNLIKE_FASTJSON.search(candidate) is None)

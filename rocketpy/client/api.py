@@ -7,8 +7,8 @@ invokes through the shared RemotingClient and turns error codes into MQBrokerErr
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
 from ..codecs.bodies import (
@@ -73,9 +73,6 @@ def _plain_int(text: object, bits: int) -> int | None:
     return value if -limit <= value < limit else None
 
 
-#: up to 9 and up to 18 ASCII digits: an int and a long whatever they say
-_DIGITS_9 = re.compile("[0-9]{1,9}").fullmatch
-_DIGITS_18 = re.compile("[0-9]{1,18}").fullmatch
 
 
 def _plain_send_fields(ext: dict[str, str]) -> tuple[str, int, int, str | None] | None:
@@ -85,8 +82,10 @@ def _plain_send_fields(ext: dict[str, str]) -> tuple[str, int, int, str | None] 
     if type(msg_id) is not str or not (transaction_id is None or type(transaction_id) is str):
         return None
     queue_id, queue_offset = get("queueId"), get("queueOffset")
-    if type(queue_id) is str and type(queue_offset) is str and _DIGITS_9(queue_id) and _DIGITS_18(queue_offset):
-        return msg_id, int(queue_id), int(queue_offset), transaction_id  # below 10**9 and 10**18: in range
+    # up to 9 and up to 18 ASCII digits: an int and a long whatever they say, below 10**9 and 10**18
+    if (type(queue_id) is str and type(queue_offset) is str and 0 < len(queue_id) <= 9 and 0 < len(queue_offset) <= 18
+            and queue_id.isascii() and queue_id.isdigit() and queue_offset.isascii() and queue_offset.isdigit()):
+        return msg_id, int(queue_id), int(queue_offset), transaction_id
     qid, qoff = _plain_int(queue_id, 32), _plain_int(queue_offset, 64)
     if qid is None or qoff is None:
         return None
@@ -117,8 +116,10 @@ class ClientAPI:
         self.remoting = remoting
         self.timeout = timeout
 
-    async def invoke(self, addr: str, request: Request, timeout: float | None = None) -> RemotingCommand:
-        return await self.remoting.invoke(addr, request, self.timeout if timeout is None else timeout)
+    def invoke(self, addr: str, request: Request, timeout: float | None = None) -> Coroutine[Any, Any, RemotingCommand]:
+        """The remoting client's invoke with this API's default timeout (its coroutine, to await: no coroutine of
+        its own in between, which every send would pass through twice)."""
+        return self.remoting.invoke(addr, request, self.timeout if timeout is None else timeout)
 
     async def invoke_oneway(self, addr: str, request: Request) -> None:
         await self.remoting.invoke_oneway(addr, request)

@@ -30,6 +30,17 @@ _UNLIKE_FASTJSON = re.compile("\\\\u00[01][a-f]|[\x7f-\xa0\u2028\u2029]")
 _CACHE_MAX = 4096
 
 
+def _written_alike(text: str) -> bool:
+    """Whether the JSON string ``text`` is what fastjson writes too (_UNLIKE_FASTJSON finds nothing in it).
+
+    A look that costs a fifth of the regex's first: plain ASCII without DEL, whose only ``\\u00`` escapes are
+    the properties' separators (``\\u0001``, ``\\u0002``), has nothing for it to find (its lower-case
+    escapes are ``\\u000b``, ``\\u001a``... and removing the separators' escapes cannot take one apart)."""
+    if text.isascii() and "\x7f" not in text and "\\u00" not in text.replace("\\u0001", "").replace("\\u0002", ""):
+        return True
+    return _UNLIKE_FASTJSON.search(text) is None
+
+
 def _key_order(max_reconsume: bool, broker_name: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(JSON order, ROCKETMQ order) of the extFields keys present: asked of the typed header itself."""
     sample = SendMessageRequestHeaderV2(
@@ -128,7 +139,7 @@ class SendFrames:
         head = None
         if template is not None:
             props = _json_string(f.properties)
-            if not _UNLIKE_FASTJSON.search(props):
+            if _written_alike(props):
                 batch = b'"true"' if f.batch else b'"false"'
                 if f.max_reconsume_times is None:
                     head = template % (f.queue_id, f.sys_flag, f.born_timestamp, f.flag, props.encode(),

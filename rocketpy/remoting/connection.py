@@ -31,11 +31,11 @@ log = logging.getLogger("rocketpy.remoting")
 
 #: bytes asked of the stream per receive; several frames usually arrive in one
 RECEIVE_SIZE = 256 * 1024
-#: the buffer socket reads land in on this thread (see _receive_buffer)
+#: the buffer socket reads land in on this thread (see receive_buffer)
 _receive_buffers = threading.local()
 
 
-def _receive_buffer(size: int) -> memoryview:
+def receive_buffer(size: int) -> memoryview:
     """A buffer of ``size`` bytes for reads on this thread, shared by its connections: what a read puts
     there is copied out (FrameSplitter.feed) before the reading task yields. A fresh 256 KiB bytes object
     per read would cost an mmap, an mremap and an munmap each time (glibc maps blocks that large)."""
@@ -500,7 +500,7 @@ class Connection:
         raw = socket.socket(fileno=stream.socket.fileno())
         recv_into = raw.recv_into
         size = self.receive_size
-        buffer = _receive_buffer(size)
+        buffer = receive_buffer(size)
         feed = self.reader.feed
         try:
             async with trio.open_nursery() as nursery:
