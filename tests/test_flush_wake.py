@@ -164,6 +164,34 @@ def test_gathering_ends_at_its_linger_or_when_stopped_or_when_enough_are_there(f
     assert got == [(8, None, 0, 0, 0, 0)]
 
 
+def test_the_commitlog_file_being_written_keeps_small_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CommitLog's file being written asks for no read-ahead (4 KiB page-cache pages: an msync then
+    writes what changed, not a 2 MiB folio); a file once full goes back to normal read-ahead; other
+    queues (ConsumeQueues) are left alone. Advice only: a closed file or a refused madvise is no error."""
+    advised: list[tuple[str, bool]] = []
+    original = MappedFile.advise_writing
+
+    def spy(self: MappedFile, writing: bool) -> None:
+        advised.append((self.file_name, writing))
+        original(self, writing)
+
+    monkeypatch.setattr(MappedFile, "advise_writing", spy)
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    with MessageStore(cfg, clock=Clock()) as store:
+        first = store.commitlog.mfq.files[-1].file_name if store.commitlog.mfq.files else None
+        while len(store.commitlog.mfq.files) < 2:
+            assert store.put_message(make_msg(body=os.urandom(700))).is_ok
+        names = [mf.file_name for mf in store.commitlog.mfq.files]
+        assert first is None or first == names[0]
+        assert advised == [(names[0], True), (names[1], True), (names[0], False)]
+    advised.clear()
+    with MessageStore(cfg, clock=Clock()) as store:  # loaded again: the last file is the one written
+        assert advised == [(names[1], True)]
+    closed = MappedFile(str(tmp_path / "00000000000000000000"), 8 * mmap.PAGESIZE)
+    closed.close()
+    closed.advise_writing(True)
+
+
 def test_a_range_synced_after_its_file_closed_is_not_taken_as_flushed(tmp_path: Path) -> None:
     mf = MappedFile(str(tmp_path / "00000000000000000000"), 8 * mmap.PAGESIZE)
     assert mf.append(b"x" * 100)
