@@ -132,10 +132,12 @@ async def test_what_waits_during_a_flush_is_covered_by_the_next_one(
 
 
 @pytest.mark.timeout(60)
-async def test_a_round_gathers_the_producers_the_last_one_answered(tmp_path: Path) -> None:
+@pytest.mark.parametrize("big", [False, True])
+async def test_a_round_gathers_the_producers_the_last_one_answered(tmp_path: Path, big: bool) -> None:
     """Producers waiting on their answers send again at once: the round after one that answered N waits
     (up to its linger) for N more requests besides those already waiting, so steady producers share one
-    msync instead of splitting into two halves a round apart; one producer alone never waits for it."""
+    msync instead of splitting into two halves a round apart. Not after an msync of more than
+    gather_bytes per request (``big``): its time then goes with the bytes, and waiting only idles it."""
     flushes = FlushLog()
     on_disk, go_on = threading.Event(), threading.Event()
 
@@ -150,6 +152,8 @@ async def test_a_round_gathers_the_producers_the_last_one_answered(tmp_path: Pat
     with trio.fail_after(40), MessageStore(cfg, clock=Clock(), sync_hook=first_msync_slow) as store:
         group = GroupCommitService(store)
         group.linger_share, group.max_linger = 1e12, 30.0  # a linger of 30 s, whatever the disk's speed
+        if big:
+            group.gather_bytes = 16  # the first round's msync: more than 16 bytes for its one request
 
         def ask(i: int) -> Answer:
             r = store.put_message(make_msg(keys=f"k{i}"))
@@ -165,6 +169,13 @@ async def test_a_round_gathers_the_producers_the_last_one_answered(tmp_path: Pat
             halves = [ask(1), ask(2)]  # asked while the first round is on the disk
             go_on.set()
             await first.event.wait()
+            if big:  # no waiting: the two asked meanwhile have their round at once
+                for answer in halves:
+                    with trio.fail_after(10):
+                        await answer.event.wait()
+                assert group.rounds == 2
+                nursery.cancel_scope.cancel()
+                return
             # the next round waits for the producer just answered: 3 requests in all
             await trio.to_thread.run_sync(time.sleep, 0.3)
             assert not any(a.delivered for a in halves) and group.rounds == 1

@@ -53,6 +53,8 @@ SWITCH_INTERVAL = 0.0005
 GATHER_SHARE = 0.5
 GATHER_MAX = 0.001
 GATHER_UP_TO = 8
+#: nor after a round whose msync wrote more than this many bytes per request it answered
+GATHER_BYTES = 4096
 #: the flush thread's nice value, when the process may raise a thread's priority (see _raise_priority)
 FLUSH_THREAD_NICE = -10
 
@@ -115,10 +117,11 @@ class GroupCommitService:
         self._held_lock = threading.Lock()
         self._nursery: trio.Nursery | None = None
         #: gathering (see _loop): the share of an msync's time a round may wait, at most max_linger
-        #: seconds, for at most gather_up_to requests
+        #: seconds, for at most gather_up_to requests, after an msync of at most gather_bytes per request
         self.linger_share = GATHER_SHARE
         self.max_linger = GATHER_MAX
         self.gather_up_to = GATHER_UP_TO
+        self.gather_bytes = GATHER_BYTES
 
     def answer_when_flushed(self, answer: FlushedAnswer) -> None:
         """Deliver ``answer`` once the CommitLog up to ``answer.offset`` is on disk, from the flush thread
@@ -202,6 +205,7 @@ class GroupCommitService:
             before = store.flushed_offset
             carry = 0
             took = wake.sync_seconds
+            synced = posted[3] - posted[2] if posted is not None and posted[1] is not None else 0
             if target > before and store.is_open:
                 if posted is not None and posted[1] is not None:
                     _, mf, start, end, stamp, error = posted
@@ -237,7 +241,11 @@ class GroupCommitService:
             if stop:
                 return
             until = waiting + answered if not carry else 0
-            linger = min(self.max_linger, self.linger_share * sync_mean) if until <= self.gather_up_to else 0.0
+            # an msync of more than a page per request takes about as long as its bytes: waiting only idles it
+            small = synced <= self.gather_bytes * max(1, answered)
+            linger = (
+                min(self.max_linger, self.linger_share * sync_mean) if until <= self.gather_up_to and small else 0.0
+            )
 
     def _deliver_covered(self) -> int:
         """On the flush thread: deliver the held answers the disk now covers; the requests they answer."""
