@@ -61,6 +61,17 @@ class Answer:
         self.event.set()
 
 
+def hold(
+    store: MessageStore, group: GroupCommitService, token: trio.lowlevel.TrioToken, keys: str | None = None
+) -> Answer:
+    """A message appended and its answer handed to the group commit."""
+    r = store.put_message(make_msg(keys=keys))
+    answer = Answer(r.flush_offset, token)
+    answer.store = store
+    group.answer_when_flushed(answer)
+    return answer
+
+
 async def test_held_answers_leave_from_the_flush_thread_once_on_disk(tmp_path: Path) -> None:
     flushes = FlushLog()
     cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
@@ -156,11 +167,7 @@ async def test_a_round_gathers_the_producers_the_last_one_answered(tmp_path: Pat
             group.gather_bytes = 16  # the first round's msync: more than 16 bytes for its one request
 
         def ask(i: int) -> Answer:
-            r = store.put_message(make_msg(keys=f"k{i}"))
-            answer = Answer(r.flush_offset, token)
-            answer.store = store
-            group.answer_when_flushed(answer)
-            return answer
+            return hold(store, group, token, keys=f"k{i}")
 
         async with trio.open_nursery() as nursery:
             await nursery.start(group.run)
@@ -198,10 +205,7 @@ async def test_one_producer_never_waits_for_gathering(tmp_path: Path) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(group.run)
             for i in range(6):
-                r = store.put_message(make_msg(keys=f"k{i}"))
-                answer = Answer(r.flush_offset, token)
-                answer.store = store
-                group.answer_when_flushed(answer)
+                answer = hold(store, group, token, keys=f"k{i}")
                 with trio.fail_after(3):  # far below the linger (and the 5 s FLUSH_DISK_TIMEOUT watcher)
                     await answer.event.wait()
                 assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
@@ -229,10 +233,7 @@ async def test_flush_thread_takes_precedence_where_the_process_may_give_it(
         group = GroupCommitService(store)
         async with trio.open_nursery() as nursery:
             await nursery.start(group.run)
-            r = store.put_message(make_msg())
-            answer = Answer(r.flush_offset, token)
-            answer.store = store
-            group.answer_when_flushed(answer)
+            answer = hold(store, group, token)
             await answer.event.wait()
             assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
             flusher = next(t for t in threading.enumerate() if t.name == "GroupCommitService")
