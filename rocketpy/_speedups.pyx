@@ -936,7 +936,7 @@ def dispatch_plain(store, list pending, index):
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.errno cimport errno, ETIMEDOUT
 from posix.mman cimport msync as _posix_msync, MS_SYNC
-from posix.time cimport clock_gettime, CLOCK_REALTIME, timespec
+from posix.time cimport clock_gettime, CLOCK_MONOTONIC, CLOCK_REALTIME, timespec
 
 
 cdef extern from "<pthread.h>" nogil:
@@ -955,6 +955,14 @@ cdef extern from "<pthread.h>" nogil:
     int pthread_cond_timedwait(pthread_cond_t*, pthread_mutex_t*, const timespec*)
 
 
+cdef inline void _after(const timespec* start, double seconds, timespec* out) noexcept nogil:
+    out.tv_sec = start.tv_sec + <long>seconds
+    out.tv_nsec = start.tv_nsec + <long>((seconds - <long>seconds) * 1e9)
+    if out.tv_nsec >= 1000000000:
+        out.tv_sec += 1
+        out.tv_nsec -= 1000000000
+
+
 cdef class FlushWake:
     """Wakes the group commit's flush thread, which msyncs the posted range before it needs the GIL.
 
@@ -971,6 +979,9 @@ cdef class FlushWake:
     cdef size_t address
     cdef Py_ssize_t start, stop
     cdef int64_t stamp, target
+    cdef int64_t count  # requests posted since the last wait took what was posted
+    #: seconds the last msync done by wait() took (0.0 when it did none)
+    cdef public double sync_seconds
 
     def __cinit__(self):
         pthread_mutex_init(&self.lock, NULL)
@@ -983,9 +994,9 @@ cdef class FlushWake:
         pthread_mutex_destroy(&self.lock)
 
     def post(self, int64_t target, owner=None, size_t address=0, Py_ssize_t start=0, Py_ssize_t stop=0,
-             int64_t stamp=0):
-        """Wake the waiter for ``target``; with ``owner`` (a file mapped at ``address``), msync its
-        ``[start, stop)`` first (``start`` page-aligned)."""
+             int64_t stamp=0, int64_t count=1):
+        """Wake the waiter for ``target`` (``count`` requests wait for it); with ``owner`` (a file mapped
+        at ``address``), msync its ``[start, stop)`` first (``start`` page-aligned)."""
         cdef PyObject* drop1 = NULL
         cdef PyObject* drop2 = NULL
         cdef PyObject* new = NULL
@@ -993,6 +1004,7 @@ cdef class FlushWake:
             new = <PyObject*>owner
             Py_INCREF(owner)
         pthread_mutex_lock(&self.lock)  # never held by anyone waiting for the GIL
+        self.count += count
         if not self.posted:
             drop1 = self.owner
             self.owner = new
@@ -1027,11 +1039,21 @@ cdef class FlushWake:
         pthread_cond_signal(&self.cond)
         pthread_mutex_unlock(&self.lock)
 
-    def wait(self, double timeout=-1.0):
+    def pending(self):
+        """The requests posted since the last wait took what was posted."""
+        cdef int64_t count
+        pthread_mutex_lock(&self.lock)
+        count = self.count
+        pthread_mutex_unlock(&self.lock)
+        return count
+
+    def wait(self, double timeout=-1.0, int64_t until=0, double linger=0.0):
         """Until something is posted (or stop_waiting, or ``timeout`` seconds when >= 0): None when
         nothing was, else ``(target, owner, start, stop, stamp, error)``: owner None when no range was
-        synced; error msync's errno (0: ``[start, stop)`` of owner is on disk)."""
-        cdef timespec deadline
+        synced; error msync's errno (0: ``[start, stop)`` of owner is on disk). Once something is
+        posted, while fewer than ``until`` requests are, it waits on until ``linger`` seconds after
+        the call (never once stopped)."""
+        cdef timespec now, deadline, gather, synced, done
         cdef bint got = False
         cdef PyObject* owner = NULL
         cdef size_t address = 0
@@ -1039,27 +1061,35 @@ cdef class FlushWake:
         cdef int64_t stamp = 0, target = 0
         cdef int err = 0
         with nogil:
+            clock_gettime(CLOCK_REALTIME, &now)
             pthread_mutex_lock(&self.lock)
             if timeout >= 0:
-                clock_gettime(CLOCK_REALTIME, &deadline)
-                deadline.tv_sec += <long>timeout
-                deadline.tv_nsec += <long>((timeout - <long>timeout) * 1e9)
-                if deadline.tv_nsec >= 1000000000:
-                    deadline.tv_sec += 1
-                    deadline.tv_nsec -= 1000000000
+                _after(&now, timeout, &deadline)
             while not self.posted and not self.stopped:
                 if timeout < 0:
                     pthread_cond_wait(&self.cond, &self.lock)
                 elif pthread_cond_timedwait(&self.cond, &self.lock, &deadline) == ETIMEDOUT:
                     break
+            if self.posted and self.count < until and linger > 0:
+                _after(&now, linger, &gather)
+                while self.count < until and not self.stopped:
+                    if pthread_cond_timedwait(&self.cond, &self.lock, &gather) == ETIMEDOUT:
+                        break
             if self.posted:
                 got = True
                 owner, self.owner = self.owner, NULL
                 address, start, stop, stamp, target = self.address, self.start, self.stop, self.stamp, self.target
                 self.posted = False
+                self.count = 0
             pthread_mutex_unlock(&self.lock)
-            if owner != NULL and _posix_msync(<void*>(address + start), <size_t>(stop - start), MS_SYNC) != 0:
-                err = errno
+            if owner != NULL:
+                clock_gettime(CLOCK_MONOTONIC, &synced)
+                if _posix_msync(<void*>(address + start), <size_t>(stop - start), MS_SYNC) != 0:
+                    err = errno
+                clock_gettime(CLOCK_MONOTONIC, &done)
+        self.sync_seconds = 0.0
+        if owner != NULL:
+            self.sync_seconds = (done.tv_sec - synced.tv_sec) + (done.tv_nsec - synced.tv_nsec) * 1e-9
         if not got:
             return None
         if owner == NULL:

@@ -63,6 +63,7 @@ posts = st.lists(
         st.booleans(),
         st.integers(0, PAGES - 1),
         st.integers(0, mmap.PAGESIZE),
+        st.integers(0, 300),  # the requests the post counts
     ),
     max_size=6,
 )
@@ -77,16 +78,19 @@ def test_compiled_wake_returns_what_the_reference_returns(mapping: tuple[mmap.mm
     _, address = mapping
     forms = [PyFlushWake(), FastFlushWake()]
     for batch in rounds:
-        for target, which, aligned, page, length in batch:
+        for target, which, aligned, page, length, count in batch:
             at = address if aligned else address + 1
             start = page * mmap.PAGESIZE
             for wake in forms:
                 if which is None:
-                    wake.post(target)
+                    wake.post(target, count=count)
                 else:
-                    wake.post(target, OWNERS[which], at, start, start + length, target // 7)
-        results = [wake.wait(0) for wake in forms]
+                    wake.post(target, OWNERS[which], at, start, start + length, target // 7, count=count)
+        assert [wake.pending() for wake in forms] == [sum(b[-1] for b in batch)] * 2
+        # asked to gather more than was posted, with no time to: the same as without
+        results = [wake.wait(0, until=10**4, linger=0.0) for wake in forms]
         assert results[0] == results[1]
+        assert [wake.pending() for wake in forms] == [0, 0]
         if batch:
             assert results[0] is not None and results[0][0] == max(t for t, *_ in batch)
         else:
@@ -104,7 +108,7 @@ def test_wait_sleeps_until_posted_or_stopped(form: Any, mapping: tuple[mmap.mmap
     mm[:5] = b"early"
     wake.post(5, OWNERS[0], address, 0, 5, 1)
     waiter.join(10)
-    assert got == [(5, OWNERS[0], 0, 5, 1, 0)]
+    assert got == [(5, OWNERS[0], 0, 5, 1, 0)] and wake.sync_seconds > 0
     waiter = threading.Thread(target=lambda: got.append(wake.wait()))
     waiter.start()
     wake.stop_waiting()
@@ -112,6 +116,80 @@ def test_wait_sleeps_until_posted_or_stopped(form: Any, mapping: tuple[mmap.mmap
     assert got[1:] == [None] and not waiter.is_alive()
     wake.post(9)  # stopped: what is posted is still returned, then None at once
     assert wake.wait() == (9, None, 0, 0, 0, 0) and wake.wait() is None
+    assert wake.sync_seconds == 0.0  # no range, no msync
+
+
+def _waiting(wake: Any, **kwargs: Any) -> tuple[threading.Thread, list[Any]]:
+    got: list[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(wake.wait(**kwargs)))
+    waiter.start()
+    return waiter, got
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_wait_gathers_until_enough_requests_are_posted(form: Any) -> None:
+    """With ``until``, a wait that has something posted goes on until that many requests are (the
+    producers the last round answered, sending again), then takes all of them at once."""
+    wake = form()
+    wake.post(3, count=2)
+    waiter, got = _waiting(wake, until=4, linger=60.0)
+    waiter.join(0.2)
+    assert waiter.is_alive() and wake.pending() == 2  # two of four: still gathering
+    wake.post(7)
+    waiter.join(0.2)
+    assert waiter.is_alive()
+    wake.post(9)
+    waiter.join(10)
+    assert got == [(9, None, 0, 0, 0, 0)] and wake.pending() == 0
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_gathering_ends_at_its_linger_or_when_stopped_or_when_enough_are_there(form: Any) -> None:
+    wake = form()
+    wake.post(5)
+    waiter, got = _waiting(wake, until=3, linger=0.05)  # nobody else comes: it goes on after 50 ms
+    waiter.join(10)
+    assert got == [(5, None, 0, 0, 0, 0)]
+    wake.post(6)
+    waiter, got = _waiting(wake, until=3, linger=60.0)
+    waiter.join(0.2)
+    assert waiter.is_alive()
+    wake.stop_waiting()  # shutting down: no gathering
+    waiter.join(10)
+    assert got == [(6, None, 0, 0, 0, 0)]
+    wake = form()
+    wake.post(8, count=3)  # already enough: no wait at all
+    waiter, got = _waiting(wake, until=3, linger=60.0)
+    waiter.join(10)
+    assert got == [(8, None, 0, 0, 0, 0)]
+
+
+def test_the_commitlog_file_being_written_keeps_small_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CommitLog's file being written asks for no read-ahead (4 KiB page-cache pages: an msync then
+    writes what changed, not a 2 MiB folio); a file once full goes back to normal read-ahead; other
+    queues (ConsumeQueues) are left alone. Advice only: a closed file or a refused madvise is no error."""
+    advised: list[tuple[str, bool]] = []
+    original = MappedFile.advise_writing
+
+    def spy(self: MappedFile, writing: bool) -> None:
+        advised.append((self.file_name, writing))
+        original(self, writing)
+
+    monkeypatch.setattr(MappedFile, "advise_writing", spy)
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    with MessageStore(cfg, clock=Clock()) as store:
+        first = store.commitlog.mfq.files[-1].file_name if store.commitlog.mfq.files else None
+        while len(store.commitlog.mfq.files) < 2:
+            assert store.put_message(make_msg(body=os.urandom(700))).is_ok
+        names = [mf.file_name for mf in store.commitlog.mfq.files]
+        assert first is None or first == names[0]
+        assert advised == [(names[0], True), (names[1], True), (names[0], False)]
+    advised.clear()
+    with MessageStore(cfg, clock=Clock()) as store:  # loaded again: the last file is the one written
+        assert advised == [(names[1], True)]
+    closed = MappedFile(str(tmp_path / "00000000000000000000"), 8 * mmap.PAGESIZE)
+    closed.close()
+    closed.advise_writing(True)
 
 
 def test_a_range_synced_after_its_file_closed_is_not_taken_as_flushed(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import contextlib
 import select
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,15 @@ import trio.testing
 from test_store import Clock, FlushLog, make_config, make_msg
 
 from rocketpy.remoting.connection import Connection
-from rocketpy.store import MessageStore, PutMessageStatus
+from rocketpy.store import MessageStore, PutMessageStatus, services
 from rocketpy.store.config import FlushDiskType
 from rocketpy.store.services import GroupCommitService
 
 
 class Answer:
     """A FlushedAnswer that records where and with what it was delivered."""
+
+    count = 1
 
     def __init__(self, offset: int, token: trio.lowlevel.TrioToken, *, from_thread: bool = True) -> None:
         self.offset = offset
@@ -56,6 +59,17 @@ class Answer:
         self.flushed_then = self.store.flushed_offset
         self.delivered.append((threading.current_thread().name, status))
         self.event.set()
+
+
+def hold(
+    store: MessageStore, group: GroupCommitService, token: trio.lowlevel.TrioToken, keys: str | None = None
+) -> Answer:
+    """A message appended and its answer handed to the group commit."""
+    r = store.put_message(make_msg(keys=keys))
+    answer = Answer(r.flush_offset, token)
+    answer.store = store
+    group.answer_when_flushed(answer)
+    return answer
 
 
 async def test_held_answers_leave_from_the_flush_thread_once_on_disk(tmp_path: Path) -> None:
@@ -125,6 +139,105 @@ async def test_what_waits_during_a_flush_is_covered_by_the_next_one(
             # one more round (its msyncs: one per CommitLog file it crosses) reached the last of them
             assert group.rounds == 2 and flushes.covered(later[-1].offset)
             assert trio.current_time() == 0
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("big", [False, True])
+async def test_a_round_gathers_the_producers_the_last_one_answered(tmp_path: Path, big: bool) -> None:
+    """Producers waiting on their answers send again at once: the round after one that answered N waits
+    (up to its linger) for N more requests besides those already waiting, so steady producers share one
+    msync instead of splitting into two halves a round apart. Not after an msync of more than
+    gather_bytes per request (``big``): its time then goes with the bytes, and waiting only idles it."""
+    flushes = FlushLog()
+    on_disk, go_on = threading.Event(), threading.Event()
+
+    def first_msync_slow(path: str, start: int, end: int) -> None:
+        flushes(path, start, end)
+        if len(flushes.calls) == 1:
+            on_disk.set()
+            assert go_on.wait(30)
+
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    token = trio.lowlevel.current_trio_token()
+    with trio.fail_after(40), MessageStore(cfg, clock=Clock(), sync_hook=first_msync_slow) as store:
+        group = GroupCommitService(store)
+        group.linger_share, group.max_linger = 1e12, 30.0  # a linger of 30 s, whatever the disk's speed
+        if big:
+            group.gather_bytes = 16  # the first round's msync: more than 16 bytes for its one request
+
+        def ask(i: int) -> Answer:
+            return hold(store, group, token, keys=f"k{i}")
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            first = ask(0)
+            assert await trio.to_thread.run_sync(on_disk.wait, 30)
+            halves = [ask(1), ask(2)]  # asked while the first round is on the disk
+            go_on.set()
+            await first.event.wait()
+            if big:  # no waiting: the two asked meanwhile have their round at once
+                for answer in halves:
+                    with trio.fail_after(10):
+                        await answer.event.wait()
+                assert group.rounds == 2
+                nursery.cancel_scope.cancel()
+                return
+            # the next round waits for the producer just answered: 3 requests in all
+            await trio.to_thread.run_sync(time.sleep, 0.3)
+            assert not any(a.delivered for a in halves) and group.rounds == 1
+            back = ask(3)
+            for answer in [*halves, back]:
+                await answer.event.wait()
+                assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
+            assert group.rounds == 2
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.timeout(60)
+async def test_one_producer_never_waits_for_gathering(tmp_path: Path) -> None:
+    """Each round answers the one request there is; the next waits for one, which is all it gets."""
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    token = trio.lowlevel.current_trio_token()
+    with MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store)
+        group.linger_share, group.max_linger = 1e12, 30.0
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            for i in range(6):
+                answer = hold(store, group, token, keys=f"k{i}")
+                with trio.fail_after(3):  # far below the linger (and the 5 s FLUSH_DISK_TIMEOUT watcher)
+                    await answer.event.wait()
+                assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
+            assert group.rounds == 6
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+async def test_flush_thread_takes_precedence_where_the_process_may_give_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allowed: bool
+) -> None:
+    """The flush thread asks for a lower nice value (its msyncs' completions then wake it at once); a
+    process without the right keeps the default priority and serves the same."""
+    asked: list[tuple[int, int]] = []
+
+    def setpriority(which: int, who: int, value: int) -> None:
+        asked.append((who, value))
+        if not allowed:
+            raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(services.os, "setpriority", setpriority)
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    token = trio.lowlevel.current_trio_token()
+    with trio.fail_after(30), MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            answer = hold(store, group, token)
+            await answer.event.wait()
+            assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
+            flusher = next(t for t in threading.enumerate() if t.name == "GroupCommitService")
+            assert asked == [(flusher.native_id, services.FLUSH_THREAD_NICE)] and services.FLUSH_THREAD_NICE < 0
             nursery.cancel_scope.cancel()
 
 

@@ -157,9 +157,12 @@ class CommitLog:
         """``files``: where the records are (the CommitLog directory's files by default)."""
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
-        self.mfq = files if files is not None else MappedFileQueue(
-            config.commit_log_dir, self.file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK
-        )
+        if files is None:
+            files = MappedFileQueue(
+                config.commit_log_dir, self.file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK,
+                write_pages=True,
+            )
+        self.mfq = files
         self.delay_levels = DelayLevels(config.message_delay_level)
         self.clock = clock
         self.topic_queue_table: dict[tuple[str, int], int] = {}

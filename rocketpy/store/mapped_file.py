@@ -17,6 +17,13 @@ known to be there, so a reader looking just past the written end (recovery's "is
 another record/unit here?") reads blocks that exist: on tmpfs even a read of a hole needs
 a page, and gets a SIGBUS when the filesystem has none left.
 
+Page-sized writes: the kernel's page cache may hold a mapped file in large folios (up to 2 MiB on
+Linux 6.x, ext4 included) when faults read ahead, and then every msync writes each dirty folio whole:
+one 256-byte record made a 2 MiB write, and a SYNC_FLUSH send waited for it. A queue made with
+``write_pages=True`` (the CommitLog's) asks for no read-ahead (MADV_RANDOM) on the file being written,
+so its pages stay 4 KiB and an msync writes what changed (SYNC_FLUSH sends/s x1.4-1.8 at 8 producers
+in bench_vs_java); a file that is full goes back to normal read-ahead for its readers.
+
 Threading: one writer appends (the store's caller, e.g. the trio thread) while a
 flush may run in a worker thread (trio.to_thread). Appends never take a lock;
 flush, close and destroy serialise on the file's lock so a file is never unmapped
@@ -160,6 +167,17 @@ class MappedFile:
 
     def is_full(self) -> bool:
         return self.wrote_position == self.file_size
+
+    def advise_writing(self, writing: bool) -> None:
+        """Small page-cache pages while this file is written (no read-ahead: see the module docstring),
+        normal read-ahead once it is only read. Where madvise is missing, nothing changes."""
+        advice = getattr(mmap, "MADV_RANDOM" if writing else "MADV_NORMAL", None)
+        if advice is None or self._closed:
+            return
+        try:
+            self.mm.madvise(advice)
+        except (OSError, ValueError) as exc:  # advice only: the file works the same without it
+            log.debug("madvise on %s: %s", self.path, exc)
 
     @property
     def is_available(self) -> bool:
@@ -342,10 +360,13 @@ class MappedFileQueue:
         *,
         sync_hook: SyncHook | None = None,
         allocation_chunk: int = 0,
+        write_pages: bool = False,
     ) -> None:
         self.store_path = store_path
         self.mapped_file_size = mapped_file_size
         self.allocation_chunk = allocation_chunk
+        #: the file being written keeps 4 KiB page-cache pages (see the module docstring)
+        self.write_pages = write_pages
         self.files: list[MappedFile] = []
         self.flushed_where = 0
         self.store_timestamp = 0  # of the last record covered by a full flush
@@ -382,6 +403,8 @@ class MappedFileQueue:
             )
             mf.set_positions(self.mapped_file_size)
             self.files.append(mf)
+        if self.write_pages and self.files:
+            self.files[-1].advise_writing(True)
 
     # -- lookup ------------------------------------------------------------------------
 
@@ -402,13 +425,18 @@ class MappedFileQueue:
         elif last.is_full():
             create_offset = last.file_from_offset + self.mapped_file_size
         if create_offset != -1 and create:
-            return self._create(create_offset)
+            mf = self._create(create_offset)
+            if self.write_pages and last is not None:
+                last.advise_writing(False)
+            return mf
         return last
 
     def _create(self, offset: int) -> MappedFile:
         """A new file at ``offset`` (OSError, e.g. ENOSPC, when its blocks cannot be allocated)."""
         path = os.path.join(self.store_path, offset_to_file_name(offset))
         mf = MappedFile(path, self.mapped_file_size, sync_hook=self._sync_hook, allocation_chunk=self.allocation_chunk)
+        if self.write_pages:
+            mf.advise_writing(True)
         with self._lock:
             if not self.files:
                 mf.first_create_in_queue = True

@@ -244,6 +244,10 @@ class _StoredAnswers:
         self.connection = connection
         self.answers = answers
 
+    @property
+    def count(self) -> int:
+        return len(self.answers)
+
     def deliver_from_thread(self) -> bool:
         return self.connection.write_from_thread(b"".join(self.answers))
 
