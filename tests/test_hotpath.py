@@ -12,6 +12,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rocketpy import accel
 from rocketpy.codecs import CodecError, RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketpy.codecs.codes import MessageSysFlag
 from rocketpy.codecs.frame import _parse_rocketmq_header_checked, encode_rocketmq_header, parse_rocketmq_header
@@ -26,7 +27,6 @@ from rocketpy.codecs.message import (
     properties_to_string,
     string_to_properties,
 )
-from rocketpy import accel
 from rocketpy.codecs.record import _RECORD_C, _record_view, plain_records_py
 from rocketpy.javacompat.lang import java_string_hash, java_string_hash_reference
 from rocketpy.remoting import RemotingServer
