@@ -1419,3 +1419,67 @@ def read_frames(bytearray buf, Py_ssize_t pos, Py_ssize_t max_frame, make, dict 
         out.append(make(code, languages.get(language, language), version, opaque, flag, remark, ext, body))
         pos = frame_end
     return out, pos
+
+
+# =========================================================================================================
+# The client's fast paths (issue #28): a PULL body's records
+# =========================================================================================================
+
+
+from libc.stdint cimport uint64_t
+
+
+cdef inline int64_t _int64(const uint8_t* p) noexcept:
+    return <int64_t>((<uint64_t>_int32(p) << 32) | <uint32_t>_int32(p + 4))
+
+
+def plain_records(bytes buf):
+    """parse_record_fields of the records laid back to back from the start of ``buf``, up to the first one
+    that is not plainly consistent (reference ``codecs.record.plain_records_py``, ``tests/test_hotpath.py``):
+    (their fields, the offset where they end)."""
+    cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(buf)
+    cdef const uint8_t* r
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
+    cdef Py_ssize_t off = 0, size, end, bh, sh, pos, blen, bend, tlen, tend, plen
+    cdef int32_t sys_flag
+    cdef list out = []
+    while n - off >= 8:
+        r = p + off
+        size = _int32(r)
+        if _int32(r + REC_MAGIC_CODE_AT) != MESSAGE_MAGIC_CODE or size < REC_FIXED_LEN + 8 or size > n - off:
+            break
+        end = off + size
+        sys_flag = _int32(r + REC_SYS_FLAG_AT)
+        bh = REC_BORN_HOST_AT  # where the born host is, then where the store host is (relative to r)
+        sh = bh + (REC_HOST_V6_SIZE if sys_flag & 16 else REC_HOST_V4_SIZE) + REC_STORE_HOST_AFTER_BORN_HOST
+        pos = sh + (REC_HOST_V6_SIZE if sys_flag & 32 else REC_HOST_V4_SIZE) + REC_SEGMENT2_END
+        if pos > size:
+            break
+        blen = _int32(r + pos - 4)
+        bend = pos + blen
+        if blen < 0 or bend >= size:
+            break
+        tlen = r[bend]
+        tend = bend + 1 + tlen
+        if tlen > 127 or tend + 2 > size:
+            break
+        plen = _int16(r + tend)
+        if plen < 0 or tend + 2 + plen != size:
+            break
+        out.append((
+            <int32_t>size, _int32(r + REC_BODY_CRC_AT), _int32(r + REC_QUEUE_ID_AT), _int32(r + REC_FLAG_AT),
+            _int64(r + REC_QUEUE_OFFSET_AT), _int64(r + REC_PHYSICAL_OFFSET_AT), sys_flag,
+            _int64(r + REC_BORN_TIMESTAMP_AT),
+            PyBytes_FromStringAndSize(<const char*>(r + bh), sh - REC_STORE_HOST_AFTER_BORN_HOST - bh),
+            _int32(r + sh - REC_STORE_HOST_AFTER_BORN_HOST + REC_BORN_PORT_AFTER_BORN_HOST),
+            _int64(r + sh - REC_STORE_HOST_AFTER_BORN_HOST + REC_STORE_TIMESTAMP_AFTER_BORN_HOST),
+            PyBytes_FromStringAndSize(<const char*>(r + sh), pos - REC_SEGMENT2_END - sh),
+            _int32(r + pos - REC_SEGMENT2_END + REC_STORE_PORT_AFTER_STORE_HOST),
+            _int32(r + pos - REC_SEGMENT2_END + REC_RECONSUME_TIMES_AFTER_STORE_HOST),
+            _int64(r + pos - REC_SEGMENT2_END + REC_PREPARED_TRANSACTION_OFFSET_AFTER_STORE_HOST),
+            PyBytes_FromStringAndSize(<const char*>(r + pos), blen),
+            PyBytes_FromStringAndSize(<const char*>(r + bend + 1), tlen),
+            PyBytes_FromStringAndSize(<const char*>(r + tend + 2), plen),
+        ))
+        off = end
+    return out, off

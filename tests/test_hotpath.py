@@ -12,6 +12,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rocketpy import accel
 from rocketpy.codecs import CodecError, RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketpy.codecs.codes import MessageSysFlag
 from rocketpy.codecs.frame import _parse_rocketmq_header_checked, encode_rocketmq_header, parse_rocketmq_header
@@ -26,7 +27,7 @@ from rocketpy.codecs.message import (
     properties_to_string,
     string_to_properties,
 )
-from rocketpy.codecs.record import _RECORD_C, _record_view
+from rocketpy.codecs.record import _RECORD_C, _record_view, plain_records_py
 from rocketpy.javacompat.lang import java_string_hash, java_string_hash_reference
 from rocketpy.remoting import RemotingServer
 from rocketpy.remoting.connection import CommandReader
@@ -169,6 +170,17 @@ def test_decode_messages_agrees_with_construct(raw: bytes, check_crc: bool) -> N
     assert [m._raw_properties for m in got] == [m._raw_properties for m in expected]
     if expected:
         assert decode_message(memoryview(raw), decompress=False) == expected[0]
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(record_bytes(), st.binary(max_size=8))
+def test_compiled_plain_records_is_the_reference(raw: bytes, tail: bytes) -> None:
+    """The compiled walk of a PULL body's plain records stops where the reference does, with equal fields."""
+    compiled = accel.compiled("plain_records")
+    if compiled is None:
+        pytest.skip("the accelerated build is not there (or ROCKETPY_PURE is set)")
+    for buf in (raw, raw + tail):
+        assert compiled(buf) == plain_records_py(buf)
 
 
 # -- frames: the fast ROCKETMQ header parser against the careful one ---------------------------

@@ -32,6 +32,7 @@ from construct import (
     this,
 )
 
+from ..accel import compiled
 from .codes import MessageSysFlag
 from .compression import body_crc
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
@@ -425,6 +426,28 @@ def decode_message(
     return msg
 
 
+def plain_records_py(buf: bytes) -> tuple[list[tuple[Any, ...]], int]:
+    """parse_record_fields of the records laid back to back from the start of ``buf``, up to the first one
+    that is not plainly consistent (the reference of the compiled ``plain_records``): (their fields, the
+    offset where they end)."""
+    out: list[tuple[Any, ...]] = []
+    offset, end = 0, len(buf)
+    while end - offset >= 8:
+        size, magic = _SIZE_MAGIC.unpack_from(buf, offset)
+        if magic != MESSAGE_MAGIC_CODE or size < _FIXED_LEN + 8 or offset + size > end:
+            break
+        f = parse_record_fields(buf[offset : offset + size])
+        if f is None:
+            break
+        out.append(f)
+        offset += size
+    return out, offset
+
+
+#: a PULL body's records in one call (one form of plain_records_py)
+_plain_records = compiled("plain_records") or plain_records_py
+
+
 def decode_messages(
     buf: bytes | bytearray | memoryview, *, check_crc: bool = False, decompress: bool = True
 ) -> list[MessageExt]:
@@ -432,6 +455,17 @@ def decode_messages(
     out: list[MessageExt] = []
     offset = 0
     end = len(buf)
+    if type(buf) is bytes:  # the plain records at once; whatever follows them record by record below
+        fields, stop = _plain_records(buf)
+        for f in fields:
+            if check_crc and f[15] and body_crc(f[15]) != f[1]:
+                raise CodecError(f"body CRC mismatch at offset {offset}: stored {f[1]}, computed {body_crc(f[15])}")
+            msg = _fields_view(f)
+            if decompress and msg.sys_flag & _COMPRESSED and msg.body:
+                msg.decompressed_body()
+            out.append(msg)
+            offset += f[0]
+        offset = stop  # (the sum of their sizes)
     while offset < end:
         msg = decode_message(buf, offset, check_crc=check_crc, decompress=decompress)
         out.append(msg)

@@ -17,16 +17,26 @@ concurrent senders), ``async`` (send_async, ``--window`` in flight), ``oneway``,
 topic's backlog: msgs/s from its first message to the last), ``litepull`` (a LitePullConsumer drains
 it the same way).
 
-``--vs-java``: in each of ``--rounds`` rounds, the official benchmark Producer of the Java reference
-build (``run-client.sh org.apache.rocketmq.example.benchmark.Producer -w SENDERS -s SIZE``) runs
-against the same server beside our ``sync32`` phase (and with ``-w 1`` beside ``sync``: what one Java
-thread sending one at a time gets from the same server), and the benchmark Consumer (a fresh group
-draining the same backlog as ours) beside ``push``; the order alternates between rounds. The Java
-Producer's rate is the mean of its TPS lines after the first (JVM warm-up); its CPU per message is
-the Java process's CPU over those lines' span. The Java Consumer's rate comes from the group's
-committed offsets on the broker (polled every 0.25 s), from the first progress to the whole backlog.
-The ratios ours/Java are printed at the end. Without the Java reference it says so in one line and
-measures ours alone. The machine's other load shows in every line (``load``: 1-minute average).
+Consumption is measured on a backlog of at least ``--backlog`` messages (default 300,000, several
+seconds of draining for every consumer): before the first consume phase the topic is topped up with
+oneway sends and the backlog is then read from the broker (the queues' max offsets). Every consumer's
+rate is taken over the middle of its drain, from the moment 10 % of the backlog is consumed to the
+moment 90 % is (``--span``): the start-up, the rebalance and the tail are left out alike.
+
+``--vs-java``: in each of ``--rounds`` rounds, the official benchmark Producer of the Java reference build
+(``run-client.sh org.apache.rocketmq.example.benchmark.Producer -w SENDERS -s SIZE``) runs against the same
+server beside our ``sync32`` phase (and with ``-w 1`` beside ``sync``: what one Java thread sending one at a
+time gets from the same server), and the benchmark Consumer (a fresh group draining the same backlog as
+ours) beside ``push`` (``litepull`` is compared with it too); the order alternates between rounds. The Java
+Producer's rate is the mean of its TPS lines after the first (JVM warm-up); its CPU per message is the Java
+process's CPU over those lines' span. The Java Consumer's progress is read from the group's offsets on the
+broker, polled every 0.05 s: the push consumer sends its consumed offset with every pull request, and while
+a backlog drains it pulls continually, so the broker's offsets follow its consumption closely (its own TPS
+lines cover 10 s windows and its timed offset commit runs every 5 s, both too coarse for a drain of seconds;
+the commit's lag is why the end of the drain is not used: the last pull is suspended, and its offset arrives
+up to 5 s late). Its CPU per message is the Java process's over the same span. The ratios ours/Java are
+printed at the end. Without the Java reference it says so in one line and measures ours alone. The machine's
+other load shows in every line (``load``: 1-minute average).
 """
 
 from __future__ import annotations
@@ -246,16 +256,19 @@ class Ours:
         config = ClientConfig(namesrv_addr=self.namesrv, rebalance_interval=1.0)
         group = f"bench_client_cg_{uuid.uuid4().hex[:6]}"
         received = 0
+        lo, hi = round(total * a.span[0]), round(total * a.span[1])
+        drain_limit = a.seconds + 10 + total / 10_000  # a consumer of 10k msgs/s at least
         first = last = 0.0
+        base = top = 0
         c0 = c1 = (0.0, 0.0)
 
-        def count(n: int) -> None:
-            nonlocal received, first, last, c0, c1
-            now = time.perf_counter()
-            if not received:
-                first, c0 = now, cpu_now()
+        def count(n: int) -> None:  # the middle span of the drain: from lo messages to hi
+            nonlocal received, first, last, c0, c1, base, top
             received += n
-            last, c1 = now, cpu_now()
+            if not first and received >= lo:
+                first, c0, base = time.perf_counter(), cpu_now(), received
+            elif not last and received >= hi:
+                last, c1, top = time.perf_counter(), cpu_now(), received
 
         prof = cProfile.Profile() if profile else None
         if prof:
@@ -268,16 +281,16 @@ class Ours:
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe(self.topic)
             async with consumer:
-                with trio.move_on_after(a.seconds + 10):
-                    while received < total:  # the listener may run on a worker thread: poll
+                with trio.move_on_after(drain_limit):
+                    while not last:  # the listener may run on a worker thread: poll
                         await trio.sleep(0.005)
         else:
             lite = LitePullConsumer(group, config=config, pull_batch_size=32,
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             lite.subscribe(self.topic)
             async with lite:
-                with trio.move_on_after(a.seconds + 10):
-                    while received < total:
+                with trio.move_on_after(drain_limit):
+                    while not last:
                         msgs = await lite.poll(1.0)
                         if msgs:
                             count(len(msgs))
@@ -285,8 +298,27 @@ class Ours:
             prof.disable()
             print(f"--- profile ({received} messages) ---")
             pstats.Stats(prof).sort_stats("tottime").print_stats(25)
-        # the first message starts the clock: it is not counted in the rate
-        return result(max(received - 1, 0), last - first, (c1[0] - c0[0], c1[1] - c0[1]))
+        if not last:
+            raise vsj.StartError(f"bench_client: {phase} consumed {received} of {total} messages")
+        return result(top - base, last - first, (c1[0] - c0[0], c1[1] - c0[1]))
+
+    async def fill(self, backlog: int) -> None:
+        """Top the topic up to ``backlog`` messages (oneway sends), then take the backlog from the broker."""
+        missing = backlog - self.produced
+        if missing > 0:
+            async with Producer("bench_client_pg_fill", namesrv=self.namesrv) as producer:
+                for _ in range(missing):
+                    await producer.send_oneway(make_message(self.topic, self.body))
+        async with Admin(self.namesrv) as admin:
+            stored = -1
+            while True:  # the broker may still be storing the last oneway sends
+                stats = await admin.topic_stats(self.topic)
+                now = sum(o.max_offset - o.min_offset for o in stats.offset_table.values())
+                if now == stored:
+                    break
+                stored = now
+                await trio.sleep(0.5)
+        self.produced = stored
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -343,13 +375,14 @@ class Java:
                                   ["-n", self.namesrv, "-t", topic, "-g", group]),
                          env=dict(os.environ, JAVA_OPT_EXT="-Drocketmq.client.logRoot=" + str(self.work)),
                          log=self.work / "consumer.err")
+        lo, hi = round(total * self.args.span[0]), round(total * self.args.span[1])
         first = last = c0 = c1 = 0.0
-        base = done = 0
+        base = top = 0
         try:
             async with Admin(self.namesrv) as admin:
-                with trio.move_on_after(60 + self.args.seconds):
-                    while done < total:
-                        await trio.sleep(0.25)
+                with trio.move_on_after(60 + self.args.seconds + total / 10_000):
+                    while not last:
+                        await trio.sleep(0.05)
                         if proc.poll() is not None:
                             break
                         try:
@@ -358,15 +391,15 @@ class Java:
                             continue
                         now, cpu = time.perf_counter(), vsj.cpu_seconds(proc.pid)
                         done = sum(max(w.consumer_offset, 0) for w in stats.offset_table.values())
-                        if not first and done:
+                        if not first and done >= lo:
                             first, c0, base = now, cpu, done
-                        last, c1 = now, cpu
+                        elif first and done >= hi:
+                            last, c1, top = now, cpu, done
         finally:
             vsj.stop(proc, grace=5)
-        msgs = done - base
-        if msgs <= 0:
-            raise vsj.StartError(f"the Java benchmark Consumer consumed nothing{vsj.log_tail(proc)}")
-        return result(msgs, last - first, (c1 - c0, float("nan")))
+        if not last:
+            raise vsj.StartError(f"the Java benchmark Consumer did not drain the backlog{vsj.log_tail(proc)}")
+        return result(top - base, last - first, (c1 - c0, float("nan")))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -391,6 +424,9 @@ async def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict
         java_first = java is not None and rnd % 2 == 1
         for phase in phases:
             if phase in ("push", "litepull"):
+                if ours.produced < args.backlog:
+                    await ours.fill(args.backlog)
+                    print(f"  backlog {ours.produced} msgs (load {load():.2f})", flush=True)
                 if phase == "push" and java is not None and java_first:
                     r = await java.consumer(ours.topic, ours.produced)
                     out["java"].setdefault(phase, []).append(r)
@@ -426,7 +462,7 @@ def summary(out: dict[str, dict[str, list[Result]]]) -> list[str]:
         users = [r["user_us"] for r in results]
         text = (f"  {phase:<9} ours {statistics.median(rates):>8.0f} msgs/s ({min(rates):.0f}..{max(rates):.0f}) "
                 f"{statistics.median(cpus):6.1f} us cpu/msg ({statistics.median(users):.1f} user)")
-        jres = out["java"].get(phase)
+        jres = out["java"].get("push" if phase == "litepull" else phase)
         if jres:
             jr = statistics.median(r["rate"] for r in jres)
             jc = statistics.median(r["cpu_us"] for r in jres)
@@ -449,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32, help="messages per send_batch")
     parser.add_argument("--queues", type=int, default=4, help="queues of the bench topic")
     parser.add_argument("--consume-batch", type=int, default=1, help="PushConsumer consume_batch_size")
+    parser.add_argument("--backlog", type=int, default=300_000, help="messages the consumers drain, at least")
+    parser.add_argument("--span", type=lambda t: tuple(float(x) for x in t.split(",")), default=(0.1, 0.9),
+                        help="the part of the drain measured, as fractions LO,HI of the backlog")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--vs-java", action="store_true", help="the Java benchmark Producer/Consumer beside ours")
     parser.add_argument("--java-ref", help="the Java reference build (default ~/.cache/rocketmq-java-4.9.8)")
