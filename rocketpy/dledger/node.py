@@ -198,8 +198,15 @@ class DLedgerNode:
             return
         async with self._lock:
             replies: list[PushReply] = []
+            waiters = self._waiters
             for o in outputs:
-                if type(o) is PushReply:
+                kind = type(o)
+                if kind is Acked or kind is AckFailed:  # one a message: settled here, without the await
+                    w = waiters.pop((o.term, o.index), None)
+                    if w is not None:
+                        w.result = o
+                        w.event.set()
+                elif kind is PushReply:
                     replies.append(o)
                 elif not await self._carry_one(o):
                     break  # what followed depended on it (a vote on an unpersisted term): not sent
@@ -229,11 +236,6 @@ class DLedgerNode:
             nursery.start_soon(self._ask, o)
         elif isinstance(o, SendPush):
             self._send_push(o)
-        elif isinstance(o, Acked | AckFailed):
-            w = self._waiters.pop((o.term, o.index), None)
-            if w is not None:
-                w.result = o
-                w.event.set()
         elif isinstance(o, RoleChanged):
             log.info("DLedger %s: %s in term %d (leader %s)", self.config.self_id, o.role.value, o.term,
                      self.state.leader_id)

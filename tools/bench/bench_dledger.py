@@ -118,12 +118,14 @@ async def run_once(impl: str, args: argparse.Namespace) -> dict[str, Any]:
             await create_topics(group)
             await wait_for_route(namesrv, BENCH_TOPIC, timeout=60)
             out = work / "producer.out"
-            bench = subprocess.Popen(
-                ["bash", str(java_ref_dir() / "bin" / "run-client.sh"), "org.apache.rocketmq.example.benchmark.Producer",
-                 "-n", namesrv, "-t", BENCH_TOPIC, "-w", str(args.threads), "-s", str(args.size)],
-                stdout=open(out, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
-                env=dict(os.environ, JAVA_OPT_EXT="-Xms128m -Xmx512m"),
-            )
+            with open(out, "wb") as out_file:
+                bench = subprocess.Popen(
+                    ["bash", str(java_ref_dir() / "bin" / "run-client.sh"),
+                     "org.apache.rocketmq.example.benchmark.Producer",
+                     "-n", namesrv, "-t", BENCH_TOPIC, "-w", str(args.threads), "-s", str(args.size)],
+                    stdout=out_file, stderr=subprocess.STDOUT, start_new_session=True,
+                    env=dict(os.environ, JAVA_OPT_EXT="-Xms128m -Xmx512m"),
+                )
             lines = math.ceil(args.seconds / STATS_PERIOD_S)
             with trio.fail_after(60 + STATS_PERIOD_S * (lines + 2)):
                 while len(tps_lines(out)) < 1:  # warm-up: the first line
