@@ -37,7 +37,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools" / "faults"))
 
-from dledger_failover import BENCH_TOPIC, Group, create_topics, java_ref_dir, wait_port  # noqa: E402
+from dledger_failover import (  # noqa: E402
+    BENCH_TOPIC,
+    Group,
+    RocketpyRoot,
+    create_topics,
+    java_ref_dir,
+    wait_port,
+)
 
 from rocketpy.testing import free_port  # noqa: E402
 
@@ -76,7 +83,7 @@ async def _namesrv(impl: str, work: Path, stack: contextlib.AsyncExitStack) -> s
     log = open(work / "namesrv.out", "wb")  # noqa: SIM115 - the process writes it until it stops
     proc = await trio.lowlevel.open_process(
         [sys.executable, "-m", "rocketpy", "namesrv", "--listen", f"127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, HOME=str(work), PYTHONPATH=str(ROOT)),
+        stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, HOME=str(work), PYTHONPATH=str(ROOT)), cwd=work,
     )
 
     async def stop() -> None:
@@ -210,9 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=32, help="benchmark Producer threads (-w)")
     ap.add_argument("--size", type=int, default=1024, help="message size (-s)")
     ap.add_argument("--py-spy", type=Path, default=None, help="record py-spy profiles of our leader and a follower")
+    ap.add_argument("--rocketpy-root", type=Path, default=ROOT,
+                    help="the checkout our brokers run from (default: this one), to measure another")
     ap.add_argument("--keep", action="store_true", help="keep the work directories")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    RocketpyRoot.path = args.rocketpy_root.resolve()
     if not (java_ref_dir() / "bin" / "run-client.sh").exists():
         print(f"no Java reference build at {java_ref_dir()} (ROCKETMQ_JAVA_REF): it drives the load; nothing measured",
               file=sys.stderr)
