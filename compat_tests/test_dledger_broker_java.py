@@ -123,11 +123,18 @@ async def test_mixed_group_fails_over_both_ways(ours: int, java_ref: Path, tmp_p
                 await wait_for(lambda: master_addr(namesrv) in {m.addr for m in members if m.running}, 60,
                                "a leader registered as brokerId 0")
                 leader = next(m for m in members if m.addr == master_addr(namesrv))
-                for i in range(10):
-                    body = f"c{cycle}-m{i}"
+                async def send(body: str) -> None:
                     r = await producer.send(make_message(TOPIC, body, keys=body))
                     assert r.send_status == SendStatus.SEND_OK
                     sent.append(body)
+
+                for i in range(10):
+                    await send(f"c{cycle}-m{i}")
+                # sent together: our leader pushes what a turn appended as one batched APPEND, which a Java
+                # follower must take as DLedger 0.3.1.2's batch push
+                async with trio.open_nursery() as burst:
+                    for i in range(30):
+                        burst.start_soon(send, f"c{cycle}-b{i}")
                 led[leader.java] += 1
                 if led[True] and led[False] and cycle >= 1:
                     break

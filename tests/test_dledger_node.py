@@ -165,7 +165,7 @@ async def test_a_reply_to_a_leader_that_went_away_and_an_unwritable_term_do_not_
     cfgs = peers()
 
     class GoneContext:
-        async def reply(self, request, response):  # type: ignore[no-untyped-def]
+        async def reply_all(self, answers):  # type: ignore[no-untyped-def]
             raise RemotingSendRequestError("connection to 127.0.0.1:1 is closed")
 
     (tmp_path / "n0").write_text("not a directory")  # currterm cannot be written under it
@@ -189,7 +189,7 @@ async def test_a_leader_that_stops_reading_does_not_hold_the_followers_turns(tmp
     from rocketpy.dledger.replication import PushReply
 
     class StoppedReader:
-        async def reply(self, request, response):  # type: ignore[no-untyped-def]
+        async def reply_all(self, answers):  # type: ignore[no-untyped-def]
             await trio.sleep_forever()  # the peer's receive window is full
 
     node = DLedgerNode(DLedgerConfig(group="g", self_id="n0", peers=peers()), MemoryLedger(), ledger_dir=None)

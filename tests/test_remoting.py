@@ -132,6 +132,27 @@ async def test_batched_responses_one_send(nursery: trio.Nursery) -> None:
     assert counting.sends == 1
 
 
+async def test_deferred_answers_woken_together_go_out_whole_and_in_one_or_two_sends() -> None:
+    """Answers written by several tasks at once (a DLedger leader's sends, acked together): the first writer
+    sends the others' frames behind its own instead of each task taking the lock and a send of its own."""
+    client_side, server_side = trio.testing.memory_stream_pair()
+    counting = CountingStream(server_side)
+    conn = Connection(counting, "10.0.0.1:5555")
+    ctx = RequestContext(connection=conn, remote_addr="10.0.0.1:5555")
+    requests = [req(ECHO, i, b"x" * i) for i in range(1, 31)]
+    async with trio.open_nursery() as nursery:
+        for r in requests:
+            nursery.start_soon(ctx.reply, r, r.response(0, body=r.body))
+    got = await read_commands(client_side, 30)
+    assert sorted((c.opaque, c.body) for c in got) == [(i, b"x" * i) for i in range(1, 31)]
+    assert counting.sends <= 3
+    # and several answers of one connection through reply_all: one write
+    before = counting.sends
+    await ctx.reply_all([(r, r.response(0)) for r in requests[:5]])
+    assert [c.opaque for c in await read_commands(client_side, 5)] == [1, 2, 3, 4, 5]
+    assert counting.sends == before + 1
+
+
 async def test_unknown_code(nursery: trio.Nursery) -> None:
     client, _, _ = await serve_memory(make_dispatcher(), nursery)
     await client.send_all(req(4242, 7).encode())

@@ -444,6 +444,10 @@ class PushEntryRequest(DLedgerBase):
         """getFirstEntryIndex, from the entries (what the wire's ``firstEntryIndex`` says)."""
         return _first_index(self)
 
+    def last_index(self) -> int:
+        """getLastEntryIndex, from the entries."""
+        return _last_index(self)
+
     def encode(self, **features: Any) -> bytes:
         """fastjson's bytes; a push of at most one entry, as the leader makes them, is written by a template
         (every push goes out once per follower); tests hold it to the general writer."""
@@ -498,25 +502,41 @@ def _opt(name: str, text: str | None) -> str:
     return "" if text is None else f',"{name}":"{text}"'
 
 
+def _entry_json(e: DLedgerEntryBean) -> str | None:
+    if e.body is None or e.extra:
+        return None
+    body = base64.b64encode(e.body).decode("ascii")
+    return (f'{{"body":"{body}","bodyCrc":{e.body_crc},"chainCrc":{e.chain_crc},"channel":{e.channel},'
+            f'"index":{e.index},"magic":{e.magic},"pos":{e.pos},"size":{e.size},"term":{e.term}}}')
+
+
 def _push_request_bytes(r: PushEntryRequest) -> bytes | None:
-    """PushEntryRequest.encode's bytes by template, or None where the general writer must decide."""
-    if (r.batch_entry or r.batch is not None or r.count is not None or r.first_entry_index is not None
-            or r.last_entry_index is not None or r.extra or not isinstance(r.type, PushType)):
+    """PushEntryRequest.encode's bytes by template (a push of one entry, or a batch, as the leader makes
+    them), or None where the general writer must decide."""
+    if (r.batch is not None or r.count is not None or r.first_entry_index is not None
+            or r.last_entry_index is not None or r.extra or not isinstance(r.type, PushType)
+            or (r.batch_entry and r.entry is not None)):
         return None
     if not (_plain(r.group) and _plain(r.leader_id) and _plain(r.local_id) and _plain(r.remote_id)):
         return None
     e = r.entry
-    if e is None:
-        entry, count, first = "", 0, -1
-    else:
-        if e.body is None or e.extra:
+    batch = "[]"
+    if r.batch_entry:
+        parts = [_entry_json(b) for b in r.batch_entry]
+        if None in parts:
             return None
-        body = base64.b64encode(e.body).decode("ascii")
-        entry = (f',"entry":{{"body":"{body}","bodyCrc":{e.body_crc},"chainCrc":{e.chain_crc},"channel":{e.channel},'
-                 f'"index":{e.index},"magic":{e.magic},"pos":{e.pos},"size":{e.size},"term":{e.term}}}')
-        count, first = 1, e.index
-    head = f'{{"batch":false,"batchEntry":[],"code":{r.code},"commitIndex":{r.commit_index},"count":{count}'
-    tail = (f',"firstEntryIndex":{first}{_opt("group", r.group)},"lastEntryIndex":{first}'
+        batch = "[" + ",".join(parts) + "]"  # type: ignore[arg-type]
+        entry, count, first, last = "", len(parts), r.batch_entry[0].index, r.batch_entry[-1].index
+    elif e is None:
+        entry, count, first, last = "", 0, -1, -1
+    else:
+        one = _entry_json(e)
+        if one is None:
+            return None
+        entry, count, first, last = f',"entry":{one}', 1, e.index, e.index
+    head = (f'{{"batch":{"true" if r.batch_entry else "false"},"batchEntry":{batch},"code":{r.code},'
+            f'"commitIndex":{r.commit_index},"count":{count}')
+    tail = (f',"firstEntryIndex":{first}{_opt("group", r.group)},"lastEntryIndex":{last}'
             f'{_opt("leaderId", r.leader_id)}{_opt("localId", r.local_id)}{_opt("remoteId", r.remote_id)}'
             f',"term":{r.term},"totalSize":{r.total_size},"type":"{r.type.name}"}}')
     return (head + entry + tail).encode("ascii")

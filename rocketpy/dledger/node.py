@@ -38,6 +38,7 @@ from ..codecs.dledger import (
 )
 from ..codecs.errors import CodecError
 from ..remoting.client import RemotingClient, open_remoting_client, split_address
+from ..remoting.connection import ResponseFuture
 from ..remoting.dispatch import Dispatcher, RequestContext
 from ..remoting.errors import RemotingError
 from ..remoting.server import RemotingServer
@@ -108,6 +109,8 @@ class DLedgerNode:
         self.commit_advanced = trio.Event()
         self._committed_seen = ledger.committed_index
         self._kick = trio.Event()  # an append wants its push now, not at the next turn
+        #: push replies (token, response or None) that arrived since the last turn, taken together
+        self._push_replies: list[tuple[int, PushEntryResponse | None]] = []
         #: the transferee's answer to the leader's take-leadership request, settled by its role changes
         self._take: _TakeLeadership | None = None
 
@@ -152,6 +155,12 @@ class DLedgerNode:
     async def _maintain(self) -> None:
         while True:
             now = self.now()
+            if self._push_replies:
+                replies, self._push_replies = self._push_replies, []
+                out: list[Any] = []
+                for token, resp in replies:
+                    out += self.pusher.on_push_reply(token, resp, now)
+                await self._carry(out)
             await self._carry(self.elector.poll(now))
             await self._carry(self.pusher.poll(now))
             await self._carry(self.handler.poll(now))
@@ -188,9 +197,24 @@ class DLedgerNode:
         if not outputs:
             return
         async with self._lock:
+            replies: list[PushReply] = []
+            waiters = self._waiters
             for o in outputs:
-                if not await self._carry_one(o):
+                kind = type(o)
+                if kind is Acked or kind is AckFailed:  # one a message: settled here, without the await
+                    w = waiters.pop((o.term, o.index), None)
+                    if w is not None:
+                        w.result = o
+                        w.event.set()
+                elif kind is PushReply:
+                    replies.append(o)
+                elif not await self._carry_one(o):
                     break  # what followed depended on it (a vote on an unpersisted term): not sent
+            if replies:
+                # written by a task of their own: a leader that stops reading (SIGSTOP) fills the socket, and the
+                # write would hold the member's turns, its elector included, until the leader came back
+                assert self._nursery is not None
+                self._nursery.start_soon(self._reply, replies)
         committed = self.ledger.committed_index
         if committed != self._committed_seen:
             self._committed_seen = committed
@@ -211,19 +235,7 @@ class DLedgerNode:
         elif isinstance(o, Send):
             nursery.start_soon(self._ask, o)
         elif isinstance(o, SendPush):
-            nursery.start_soon(self._push, o)
-        elif isinstance(o, PushReply):
-            ctx: RequestContext[Any]
-            request: RemotingCommand
-            ctx, request = o.token  # type: ignore[misc]
-            # written by a task of its own: a leader that stops reading (SIGSTOP) fills the socket, and the
-            # write would hold the member's turns, its elector included, until the leader came back
-            nursery.start_soon(self._reply, ctx, request, o.response)
-        elif isinstance(o, Acked | AckFailed):
-            w = self._waiters.pop((o.term, o.index), None)
-            if w is not None:
-                w.result = o
-                w.event.set()
+            self._send_push(o)
         elif isinstance(o, RoleChanged):
             log.info("DLedger %s: %s in term %d (leader %s)", self.config.self_id, o.role.value, o.term,
                      self.state.leader_id)
@@ -233,11 +245,20 @@ class DLedgerNode:
         return True
 
     @staticmethod
-    async def _reply(ctx: RequestContext[Any], request: RemotingCommand, response: PushEntryResponse) -> None:
-        try:
-            await ctx.reply(request, request.response(code=REPLY_HEADER_CODE, body=response.encode()))
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, RemotingError):
-            pass  # the leader went away; it will push again
+    async def _reply(replies: list[PushReply]) -> None:
+        """The answers to pushes, those of one connection in one write."""
+        by_ctx: dict[int, tuple[RequestContext[Any], list[tuple[RemotingCommand, RemotingCommand]]]] = {}
+        for r in replies:
+            ctx: RequestContext[Any]
+            request: RemotingCommand
+            ctx, request = r.token  # type: ignore[misc]
+            answer = request.response(code=REPLY_HEADER_CODE, body=r.response.encode())
+            by_ctx.setdefault(id(ctx), (ctx, []))[1].append((request, answer))
+        for ctx, answers in by_ctx.values():
+            try:
+                await ctx.reply_all(answers)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, RemotingError):
+                pass  # the leader went away; it will push again
 
     async def _invoke(self, peer: str, code: int, body: bytes) -> RemotingCommand | None:
         client = self._client
@@ -261,6 +282,23 @@ class DLedgerNode:
             raw = await self._invoke(s.peer, DLedgerRequestCode.HEART_BEAT, s.request.encode())
             beat = _decode(HeartBeatResponse, raw)
             await self._carry(self.elector.on_heartbeat_reply(s.round_id, s.peer, beat, self.now()))
+
+    def _send_push(self, s: SendPush) -> None:
+        """A push joins this turn's write to the follower, its reply taken at the next turn (no task per push);
+        the first push to a follower (or one after its connection broke) connects, in a task."""
+        client = self._client
+        assert client is not None and self._nursery is not None
+        request = RemotingCommand.request(DLedgerRequestCode.PUSH, body=s.request.encode())
+        token = s.token
+
+        def done(future: ResponseFuture) -> None:
+            resp = future.response
+            self._push_replies.append((token, _decode(PushEntryResponse, resp if resp is not None and
+                                                      resp.code == REPLY_HEADER_CODE else None)))
+            self._kick.set()
+
+        if client.send_soon(self.config.peers[s.peer], request, RPC_TIMEOUT_S, done) is None:
+            self._nursery.start_soon(self._push, s)
 
     async def _push(self, s: SendPush) -> None:
         raw = await self._invoke(s.peer, DLedgerRequestCode.PUSH, s.request.encode())

@@ -49,6 +49,9 @@ COALESCE_READS = 8
 ANSWER_CHUNK = 256
 #: answer bytes of one receive written before handling the rest of it
 ANSWER_FLUSH_BYTES = 1 << 20
+#: a writer that finds another task writing leaves its frames to that task (one send for a turn's answers)
+#: while this many bytes at most wait behind the writer; past that it waits for the lock
+JOIN_TAIL_BYTES = 1 << 20
 
 _connection_ids = itertools.count(1)
 
@@ -267,6 +270,13 @@ class Connection:
             raise RemotingSendRequestError(f"connection to {self.remote_addr} is closed")
         lock = self._send_lock
         try:
+            if lock.locked() and data:
+                # another task is writing: it sends our frames after its own, before it lets go (as it does a
+                # thread's, see _unlock); the answers a turn wakes go out in one send, not one each
+                with self._wlock:
+                    if lock.locked() and len(self._tail) + len(data) <= JOIN_TAIL_BYTES:
+                        self._tail += data
+                        return
             if lock.locked():
                 await lock.acquire()
                 data = self._claim(data)

@@ -64,6 +64,16 @@ class RequestContext(Generic[S]):
         fix_response(request, response)
         await self.connection.send_command(response)
 
+    async def reply_all(self, answers: list[tuple[RemotingCommand, RemotingCommand]]) -> None:
+        """:meth:`reply` for several (request, response) pairs of this connection: one write."""
+        responses = []
+        for request, response in answers:
+            if not request.is_oneway:
+                fix_response(request, response)
+                responses.append(response)
+        if responses:
+            await self.connection.send_commands(responses)
+
 
 def fix_response(request: RemotingCommand, response: RemotingCommand) -> None:
     """What Java sets on every answer: the request's opaque and serialize type, the response flag."""

@@ -164,8 +164,10 @@ class Member:
     def start(self) -> None:
         env = dict(os.environ, PYTHONPATH=str(RocketpyRoot.path))
         with open(self.log, "ab") as out:
+            # run in the work directory: ``python -m`` puts the current directory first on sys.path, where a
+            # checkout would win over --rocketpy-root
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, env=env,
-                                         start_new_session=True)
+                                         start_new_session=True, cwd=self.work)
         self.stopped = False
 
     def signal(self, sig: int) -> None:
