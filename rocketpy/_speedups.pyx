@@ -12,7 +12,9 @@
 * the Spark sources' CommitLog walk (``crc32_ranges``, ``record_positions``, ``gather_ranges``);
 * ``parse_json_header`` (reference ``RemotingCommand._from_json_header``) and ``read_frames`` (reference
   ``FrameSplitter`` and ``RemotingCommand.decode``): plain JSON headers (a client's
-  answers) read without the json module; anything else handed back (``tests/test_json_header_fast.py``).
+  answers) read without the json module; anything else handed back (``tests/test_json_header_fast.py``);
+* ``plain_records`` (reference ``codecs.record.plain_records_py``): a pull body's plainly consistent records
+  in one call, the first unusual one left to the record-by-record path (``tests/test_hotpath.py``).
 
 The modules take these through ``rocketpy.accel.compiled`` (None when not built or ROCKETPY_PURE is set).
 Layout numbers come from ``_layouts.pxi``, generated from the construct definitions.
