@@ -418,37 +418,38 @@ async def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict
     if args.profile and args.profile not in phases:
         phases.append(args.profile)
     out: dict[str, dict[str, list[Result]]] = {"ours": {}, "java": {}}
+
+    async def java_beside(phase: str, ours: Ours) -> None:
+        """The Java tool's run beside ``phase`` (the Producer for JAVA_THREADS' phases, the Consumer for push)."""
+        if java is None:
+            return
+        if phase in JAVA_THREADS:
+            r = await trio.to_thread.run_sync(java.producer, ours.topic + "_java", JAVA_THREADS[phase](args))
+        elif phase == "push":
+            r = await java.consumer(ours.topic, ours.produced)
+        else:
+            return
+        out["java"].setdefault(phase, []).append(r)
+        print(line("java", phase, r), flush=True)
+
     for rnd in range(args.rounds):
         ours = Ours(namesrv, args)
         await ours.setup(java is not None)
-        java_first = java is not None and rnd % 2 == 1
+        java_first = rnd % 2 == 1
         for phase in phases:
+            if phase in ("push", "litepull") and ours.produced < args.backlog:
+                await ours.fill(args.backlog)
+                print(f"  backlog {ours.produced} msgs (load {load():.2f})", flush=True)
+            if java_first:
+                await java_beside(phase, ours)
             if phase in ("push", "litepull"):
-                if ours.produced < args.backlog:
-                    await ours.fill(args.backlog)
-                    print(f"  backlog {ours.produced} msgs (load {load():.2f})", flush=True)
-                if phase == "push" and java is not None and java_first:
-                    r = await java.consumer(ours.topic, ours.produced)
-                    out["java"].setdefault(phase, []).append(r)
-                    print(line("java", phase, r), flush=True)
                 r = await ours.consume_phase(phase, profile=args.profile == phase)
             else:
-                if phase in JAVA_THREADS and java is not None and java_first:
-                    r = await trio.to_thread.run_sync(java.producer, ours.topic + "_java", JAVA_THREADS[phase](args))
-                    out["java"].setdefault(phase, []).append(r)
-                    print(line("java", phase, r), flush=True)
                 r = await ours.send_phase(phase, profile=args.profile == phase)
             out["ours"].setdefault(phase, []).append(r)
             print(line("ours", phase, r), flush=True)
-            if java is not None and not java_first:
-                if phase in JAVA_THREADS:
-                    r = await trio.to_thread.run_sync(java.producer, ours.topic + "_java", JAVA_THREADS[phase](args))
-                elif phase == "push":
-                    r = await java.consumer(ours.topic, ours.produced)
-                else:
-                    continue
-                out["java"].setdefault(phase, []).append(r)
-                print(line("java", phase, r), flush=True)
+            if not java_first:
+                await java_beside(phase, ours)
         if args.rounds > 1:
             print(f"round {rnd + 1} done (load {load():.2f})", flush=True)
     return out

@@ -11,7 +11,8 @@ sent, is its CPU µs per message: the leader's and the two followers'. ``/proc/l
 
     flock -x /work/bench.lock python tools/bench/bench_dledger.py [--rounds 1] [--seconds 30] [--json]
 
-``--impl rocketpy`` measures ours alone (so does a missing Java reference build, said in one line);
+``--impl rocketpy`` measures ours alone (so does a machine without ``java``); without the Java reference
+build there is no load to run, which it says in one line (exit 1);
 ``--py-spy DIR`` records a py-spy profile (speedscope JSON) of our leader and one follower over the window.
 """
 
@@ -48,16 +49,11 @@ from dledger_failover import (  # noqa: E402
 
 from rocketpy.testing import free_port  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_vs_java import cpu_seconds, parse_producer_line  # noqa: E402  (the Java tools' parsers)
+
 #: the benchmark Producer prints its stats every 10 s, each line over the 10 s before it
 STATS_PERIOD_S = 10
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all its threads), from /proc."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
 def loadavg() -> list[float]:
@@ -65,13 +61,9 @@ def loadavg() -> list[float]:
 
 
 def tps_lines(path: Path) -> list[float]:
-    """The Producer's "Send TPS: N" figures so far."""
-    out = []
-    for line in path.read_text(errors="replace").splitlines():
-        if "Send TPS:" in line and not line.startswith("[Complete]"):
-            with contextlib.suppress(ValueError, IndexError):
-                out.append(float(line.split("Send TPS:")[1].split()[0]))
-    return out
+    """The Producer's periodic "Send TPS: N" figures so far (not its final [Complete] line)."""
+    stats = (parse_producer_line(line) for line in path.read_text(errors="replace").splitlines())
+    return [s["tps"] for s in stats if s is not None and not s["complete"]]
 
 
 async def _namesrv(impl: str, work: Path, stack: contextlib.AsyncExitStack) -> str:
