@@ -938,7 +938,7 @@ def dispatch_plain(store, list pending, index):
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.errno cimport errno, ETIMEDOUT
 from posix.mman cimport msync as _posix_msync, MS_SYNC
-from posix.time cimport clock_gettime, CLOCK_MONOTONIC, CLOCK_REALTIME, timespec
+from posix.time cimport clock_gettime, CLOCK_MONOTONIC, timespec
 
 
 cdef extern from "<pthread.h>" nogil:
@@ -946,11 +946,16 @@ cdef extern from "<pthread.h>" nogil:
         pass
     ctypedef struct pthread_cond_t:
         pass
+    ctypedef struct pthread_condattr_t:
+        pass
+    int pthread_condattr_init(pthread_condattr_t*)
+    int pthread_condattr_setclock(pthread_condattr_t*, int)
+    int pthread_condattr_destroy(pthread_condattr_t*)
     int pthread_mutex_init(pthread_mutex_t*, const void*)
     int pthread_mutex_destroy(pthread_mutex_t*)
     int pthread_mutex_lock(pthread_mutex_t*)
     int pthread_mutex_unlock(pthread_mutex_t*)
-    int pthread_cond_init(pthread_cond_t*, const void*)
+    int pthread_cond_init(pthread_cond_t*, const pthread_condattr_t*)
     int pthread_cond_destroy(pthread_cond_t*)
     int pthread_cond_signal(pthread_cond_t*)
     int pthread_cond_wait(pthread_cond_t*, pthread_mutex_t*)
@@ -986,8 +991,14 @@ cdef class FlushWake:
     cdef public double sync_seconds
 
     def __cinit__(self):
+        cdef pthread_condattr_t attr
         pthread_mutex_init(&self.lock, NULL)
-        pthread_cond_init(&self.cond, NULL)
+        # timed waits on the monotonic clock, as PyFlushWake's (a wall clock stepped back must not
+        # stretch a wait, and with it a round of SYNC_FLUSH answers)
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(&self.cond, &attr)
+        pthread_condattr_destroy(&attr)
         self.owner = NULL
 
     def __dealloc__(self):
@@ -1063,7 +1074,7 @@ cdef class FlushWake:
         cdef int64_t stamp = 0, target = 0
         cdef int err = 0
         with nogil:
-            clock_gettime(CLOCK_REALTIME, &now)
+            clock_gettime(CLOCK_MONOTONIC, &now)
             pthread_mutex_lock(&self.lock)
             if timeout >= 0:
                 _after(&now, timeout, &deadline)
