@@ -200,3 +200,18 @@ async def test_a_leader_that_stops_reading_does_not_hold_the_followers_turns(tmp
             for _ in range(3):
                 await node._carry([PushReply((StoppedReader(), request), PushEntryResponse(code=200))])
         nursery.cancel_scope.cancel()
+
+
+async def test_a_commit_that_comes_with_no_output_still_wakes_the_dispatch(tmp_path) -> None:
+    """A new leader's quorum over entries it inherited moves the committed index without an Acked (nobody waits
+    on them): the broker's dispatch, and its switch to master, wait on commit_advanced all the same."""
+    ledger = MemoryLedger()
+    node = DLedgerNode(DLedgerConfig(group="g", self_id="n0", peers=peers()), ledger, ledger_dir=tmp_path)
+    for i in range(3):
+        ledger.append_as_leader(b"m%d" % i, 1)
+    advanced = node.commit_advanced
+    ledger.update_committed_index(1, 2)
+    with trio.fail_after(5):
+        await node._carry([])  # what a poll gives when the commit was its only change
+        await advanced.wait()
+    assert node.commit_advanced is not advanced  # a fresh event for the next commit

@@ -194,27 +194,27 @@ class DLedgerNode:
 
     # -- outputs ----------------------------------------------------------------------------------------
     async def _carry(self, outputs: list[Any]) -> None:
-        if not outputs:
-            return
-        async with self._lock:
-            replies: list[PushReply] = []
-            waiters = self._waiters
-            for o in outputs:
-                kind = type(o)
-                if kind is Acked or kind is AckFailed:  # one a message: settled here, without the await
-                    w = waiters.pop((o.term, o.index), None)
-                    if w is not None:
-                        w.result = o
-                        w.event.set()
-                elif kind is PushReply:
-                    replies.append(o)
-                elif not await self._carry_one(o):
-                    break  # what followed depended on it (a vote on an unpersisted term): not sent
-            if replies:
-                # written by a task of their own: a leader that stops reading (SIGSTOP) fills the socket, and the
-                # write would hold the member's turns, its elector included, until the leader came back
-                assert self._nursery is not None
-                self._nursery.start_soon(self._reply, replies)
+        if outputs:
+            async with self._lock:
+                replies: list[PushReply] = []
+                waiters = self._waiters
+                for o in outputs:
+                    kind = type(o)
+                    if kind is Acked or kind is AckFailed:  # one a message: settled here, without the await
+                        w = waiters.pop((o.term, o.index), None)
+                        if w is not None:
+                            w.result = o
+                            w.event.set()
+                    elif kind is PushReply:
+                        replies.append(o)
+                    elif not await self._carry_one(o):
+                        break  # what followed depended on it (a vote on an unpersisted term): not sent
+                if replies:
+                    # written by a task of their own: a leader that stops reading (SIGSTOP) fills the socket, and the
+                    # write would hold the member's turns, its elector included, until the leader came back
+                    assert self._nursery is not None
+                    self._nursery.start_soon(self._reply, replies)
+        # a commit comes with no output at times (a new leader's quorum over inherited entries): seen here too
         committed = self.ledger.committed_index
         if committed != self._committed_seen:
             self._committed_seen = committed
