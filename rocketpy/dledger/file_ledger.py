@@ -281,10 +281,9 @@ class FileLedger:
 
     # -- durability --------------------------------------------------------------------------------
     def flush(self) -> None:
-        """Everything written to disk (each flush call covers one file: go on until none is left)."""
+        """Everything written to disk (across files: each flush call covers one)."""
         for files in (self.data, self.index):
-            while not files.flush(0):
-                pass
+            files.flush_until(files.max_offset)
 
     def persist_checkpoint(self) -> None:
         """``checkpoint`` as Java writes it (Hashtable order: committedIndex, then endIndex)."""

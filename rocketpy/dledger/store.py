@@ -101,6 +101,3 @@ class DLedgerMessageStore(MessageStore):
         """The next queue offsets from the ConsumeQueues (a new leader's first step: entries of the old
         leader that never committed took offsets nobody holds)."""
         self._recover_topic_queue_table()
-
-    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
-        return False  # no HA stream in DLedger mode

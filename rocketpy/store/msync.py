@@ -56,8 +56,8 @@ def msync(mm: mmap.mmap, address: int | None, start: int, length: int) -> None:
     if address is None or _msync is None:
         mm.flush(start, length)
         return
-    if _msync(address + start, length, _MS_SYNC) != 0:
-        err = ctypes.get_errno()
+    err = msync_address(address + start, length)
+    if err:
         raise OSError(err, os.strerror(err))
 
 
