@@ -265,7 +265,10 @@ class Connection:
 
     # -- sending --------------------------------------------------------------
     async def send_bytes(self, data: bytes) -> None:
-        """Write raw frames; failures close the connection and raise RemotingSendRequestError."""
+        """Write raw frames; failures close the connection and raise RemotingSendRequestError in the task that
+        wrote. Frames handed to a task already writing return at once: if that write fails, they go with the
+        connection and this caller learns it as any peer does, by the close (its waits end with
+        ConnectionClosedError; a oneway frame, like one left in the socket's buffer, is simply lost)."""
         if self.closed:
             raise RemotingSendRequestError(f"connection to {self.remote_addr} is closed")
         lock = self._send_lock
