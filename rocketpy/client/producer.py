@@ -21,6 +21,8 @@ from ..codecs.bodies import MessageQueue
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus, SerializeType
 from ..codecs.message import (
     DEFAULT_COMPRESS_LEVEL,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
     Message,
     MessageExt,
     UniqIdGenerator,
@@ -124,7 +126,9 @@ def check_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
 def wire_properties(props: dict[str, str]) -> str:
     """The properties string in java.util.HashMap order, byte for byte what Java sends (the order of each
     key set is computed once): ``properties_to_string(hashmap_dict(props))`` without the reordered dict."""
-    return "\x02".join([f"{k}\x01{v}" for k in hashmap_key_order(tuple(props)) if (v := props[k]) is not None])
+    return PROPERTY_SEPARATOR.join(
+        [f"{k}{NAME_VALUE_SEPARATOR}{v}" for k in hashmap_key_order(tuple(props)) if (v := props[k]) is not None]
+    )
 
 
 class SendFuture:

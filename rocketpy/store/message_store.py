@@ -584,9 +584,7 @@ class MessageStore(StoreReads, StoreRetention):
                 self._last_cl_thorough_flush = now
                 least_pages = 0
         flushed = self.commitlog.flush(least_pages)
-        ts = self.commitlog.mfq.store_timestamp
-        if ts > 0 and self.checkpoint is not None:
-            self.checkpoint.physic_msg_timestamp = ts
+        self._stamp_checkpoint()
         return flushed
 
     def flush(self) -> int:
@@ -600,10 +598,14 @@ class MessageStore(StoreReads, StoreRetention):
         owner keeps appending.
         """
         ok = self.commitlog.mfq.flush_until(offset)
+        self._stamp_checkpoint()
+        return ok
+
+    def _stamp_checkpoint(self) -> None:
+        """The checkpoint's physicMsgTimestamp: the store time of the last record on disk."""
         ts = self.commitlog.mfq.store_timestamp
         if ts > 0 and self.checkpoint is not None:
             self.checkpoint.physic_msg_timestamp = ts
-        return ok
 
     def sync_request(self, offset: int) -> tuple[MappedFile, int, int, int, int] | None:
         """(file, address, start, stop, stamp): the CommitLog range whose msync brings the flushed offset
@@ -616,10 +618,8 @@ class MessageStore(StoreReads, StoreRetention):
 
     def note_synced(self, mf: MappedFile, start: int, stop: int, stamp: int) -> None:
         """The range :meth:`sync_request` gave was msynced without error (see MappedFileQueue.note_synced)."""
-        mfq = self.commitlog.mfq
-        mfq.note_synced(mf, start, stop, stamp)
-        if mfq.store_timestamp > 0 and self.checkpoint is not None:
-            self.checkpoint.physic_msg_timestamp = mfq.store_timestamp
+        self.commitlog.mfq.note_synced(mf, start, stop, stamp)
+        self._stamp_checkpoint()
 
     def flush_consume_queues(self, least_pages: int | None = None) -> None:
         """One FlushConsumeQueueService round; a thorough one also writes the checkpoint."""
