@@ -73,8 +73,6 @@ def _plain_int(text: object, bits: int) -> int | None:
     return value if -limit <= value < limit else None
 
 
-
-
 def _plain_send_fields(ext: dict[str, str]) -> tuple[str, int, int, str | None] | None:
     """(msgId, queueId, queueOffset, transactionId) of a send's answer when all are plain, else None."""
     get = ext.get
@@ -158,25 +156,18 @@ class ClientAPI:
             raise MQBrokerError(response.code, response.remark, addr)
         ext = response.ext_fields
         plain = _plain_send_fields(ext) if ext is not None else None
+        msg_id: str | None
+        queue_id: int | None
         if plain is not None:  # the usual answer: no header object
-            assert ext is not None
-            return SendResult(status, uniq_id, MessageQueue(topic=mq.topic, broker_name=mq.broker_name,
-                                                            queue_id=plain[1]),
-                              plain[2], plain[0], plain[3], ext.get("MSG_REGION") or "DefaultRegion",
-                              ext.get("TRACE_ON") != "false")
-        h = SendMessageResponseHeader.from_ext_fields(ext)
-        assert h.queue_offset is not None  # required: decoding refuses an answer without it
+            msg_id, queue_id, queue_offset, transaction_id = plain
+        else:
+            h = SendMessageResponseHeader.from_ext_fields(ext)
+            assert h.queue_offset is not None  # required: decoding refuses an answer without it
+            msg_id, queue_id, queue_offset, transaction_id = h.msg_id, h.queue_id, h.queue_offset, h.transaction_id
         ext = ext or {}
-        return SendResult(
-            send_status=status,
-            msg_id=uniq_id,
-            message_queue=MessageQueue(topic=mq.topic, broker_name=mq.broker_name, queue_id=h.queue_id),
-            queue_offset=h.queue_offset,
-            offset_msg_id=h.msg_id,
-            transaction_id=h.transaction_id,
-            region_id=ext.get("MSG_REGION") or "DefaultRegion",
-            trace_on=ext.get("TRACE_ON") != "false",
-        )
+        return SendResult(status, uniq_id, MessageQueue(topic=mq.topic, broker_name=mq.broker_name, queue_id=queue_id),
+                          queue_offset, msg_id, transaction_id, ext.get("MSG_REGION") or "DefaultRegion",
+                          ext.get("TRACE_ON") != "false")
 
     # -- pulling ---------------------------------------------------------------------
     async def pull(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> tuple[PullResult, bytes]:

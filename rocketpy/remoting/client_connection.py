@@ -43,6 +43,14 @@ READS_BEFORE_YIELD = 8
 WRITE_CHUNK = 8
 
 
+def _send_some(sock: socket.socket, data: bytes | memoryview) -> int:
+    """One non-blocking send: the bytes the socket took (0 when it had no room); OSError on failure."""
+    try:
+        return sock.send(data)
+    except (BlockingIOError, InterruptedError):
+        return 0
+
+
 class PreparedRequest(Protocol):
     """A request encoded without a RemotingCommand (a producer's send template): its code, its frame for an
     opaque, and the equivalent command (for an RPC hook, which signs and extends a command)."""
@@ -153,19 +161,22 @@ class ClientConnection(Connection):
             if self.closed:
                 self._outbox.clear()
 
+    def _free_socket(self) -> socket.socket | None:
+        """The raw socket, when a write may go straight to it: no task is writing and no thread's bytes wait."""
+        sock = self._sock
+        return sock if sock is not None and not self._send_lock.locked() and not self._tail else None
+
     def _write_now(self) -> None:
         """Write what is queued with one non-blocking send, when the raw socket is free to take it; what it
         does not take (or all of it, on an error) stays first in the queue for the turn's writer, whose
         _flush then waits for room or reports the error."""
-        sock = self._sock
-        if sock is None or self._send_lock.locked() or self._tail or self.closed:
+        sock = self._free_socket()
+        if sock is None or self.closed:
             return
         frames, self._outbox = self._outbox, []
         data = b"".join(frames)
         try:
-            sent = sock.send(data)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
+            sent = _send_some(sock, data)
         except OSError:
             sent = 0  # _flush meets it again, and closes the connection
         if sent < len(data):
@@ -178,12 +189,10 @@ class ClientConnection(Connection):
         while self._outbox and not self.closed:
             frames, self._outbox = self._outbox, []
             data: bytes | memoryview = frames[0] if len(frames) == 1 else b"".join(frames)
-            sock = self._sock
-            if sock is not None and not self._send_lock.locked() and not self._tail:
+            sock = self._free_socket()
+            if sock is not None:
                 try:
-                    sent = sock.send(data)
-                except (BlockingIOError, InterruptedError):
-                    sent = 0
+                    sent = _send_some(sock, data)
                 except OSError as exc:
                     await self.aclose()
                     raise RemotingSendRequestError(f"send to {self.remote_addr} failed: {exc}") from exc
