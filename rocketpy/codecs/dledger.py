@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import enum
-import json
 import mmap
 import struct
 from collections.abc import Iterator
@@ -31,7 +30,6 @@ from typing import Any
 
 import construct as cs
 
-from . import fastjson
 from .bodies.base import BOOL, BYTES, INT, LONG, STR, JsonBody, bfield, enum_of, list_of, map_of, obj
 from .errors import CodecError
 from .units import struct_unit
@@ -457,10 +455,6 @@ class PushEntryRequest(DLedgerBase):
                 return fast
         return super().encode(**features)
 
-    @classmethod
-    def decode(cls, data: bytes | str) -> PushEntryRequest:
-        return cls.from_json(_loads(data))
-
     def entry_count(self) -> int:
         return _count(self)
 
@@ -479,20 +473,8 @@ class PushEntryResponse(DLedgerBase):
                 return fast
         return super().encode(**features)
 
-    @classmethod
-    def decode(cls, data: bytes | str) -> PushEntryResponse:
-        return cls.from_json(_loads(data))
-
 
 # -- the push's fast forms (every entry crosses the network in one of these) ------------------------
-def _loads(data: bytes | str) -> Any:
-    """json.loads for the standard JSON Java's fastjson writes; fastjson's own reader for anything else."""
-    try:
-        return json.loads(data)
-    except ValueError:
-        return fastjson.loads(data)
-
-
 def _plain(text: str | None) -> bool:
     """A string fastjson writes between quotes as it is (ASCII, nothing to escape)."""
     return text is None or (text.isascii() and text.isprintable() and '"' not in text and "\\" not in text)

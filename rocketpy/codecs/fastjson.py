@@ -40,7 +40,8 @@ def _no_constant(name: str) -> Any:
     raise CodecError(f"{name} is not JSON")
 
 
-_decoder = json.JSONDecoder(object_pairs_hook=dict, parse_constant=_no_constant)
+# the stdlib's C scanner building the dicts itself (an object_pairs_hook=dict made it a quarter slower, same dicts)
+_decoder = json.JSONDecoder(parse_constant=_no_constant)
 _scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
