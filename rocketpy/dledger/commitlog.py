@@ -18,10 +18,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 
-from ..codecs.codes import MessageSysFlag
 from ..codecs.dledger import BLANK_MAGIC, ENTRY_HEADER_SIZE, DLedgerEntry, DLedgerResponseCode, peek_magic_size
 from ..codecs.message import MessageExt, offset_msg_id
-from ..store.commitlog import CommitLog
+from ..store.commitlog import CONSUMED_TRANSACTION_TYPES, CommitLog
 from ..store.config import MessageStoreConfig
 from ..store.types import (
     AppendMessageResult,
@@ -39,8 +38,6 @@ __all__ = ["DLedgerCommitLog"]
 
 log = logging.getLogger("rocketpy.dledger")
 
-#: the transaction types whose records reach a ConsumeQueue (not prepared, not rolled back)
-_CONSUMED = (int(MessageSysFlag.TRANSACTION_NOT_TYPE), int(MessageSysFlag.TRANSACTION_COMMIT_TYPE))
 _HOUR_MS = 3_600_000
 
 
@@ -93,7 +90,7 @@ class DLedgerCommitLog(CommitLog):
         key = (msg.topic, msg.queue_id)
         with self.lock:
             queue_offset = self.topic_queue_table.setdefault(key, 0)
-            if c.tran not in _CONSUMED:
+            if c.tran not in CONSUMED_TRANSACTION_TYPES:
                 queue_offset = 0  # prepared and rollback records never reach a ConsumeQueue
             pos = self.ledger.next_pos(ENTRY_HEADER_SIZE + c.msg_len)
             phys = pos + ENTRY_HEADER_SIZE
@@ -101,19 +98,9 @@ class DLedgerCommitLog(CommitLog):
                 entry = self._append(self.record_of(msg, c, queue_offset, phys), pos)
             except LedgerError as exc:
                 return _refused(exc), []
-            if c.tran in _CONSUMED:
+            if c.tran in CONSUMED_TRANSACTION_TYPES:
                 self.topic_queue_table[key] = queue_offset + 1
-        msg.queue_offset = queue_offset
-        msg.commit_log_offset = phys
-        msg.store_size = c.msg_len
-        result = AppendMessageResult(
-            AppendMessageStatus.PUT_OK,
-            wrote_offset=phys,
-            wrote_bytes=c.msg_len,
-            msg_id=offset_msg_id(c.store_ip, c.store_port, phys),
-            store_timestamp=msg.store_timestamp,
-            logics_offset=queue_offset,
-        )
+        result = self.stored(msg, c, queue_offset, phys)
         return PutMessageResult(PutMessageStatus.PUT_OK, result, dledger_entry=(entry.term, entry.index)), []
 
     def put_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:

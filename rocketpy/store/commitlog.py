@@ -70,6 +70,8 @@ _STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
 _TRAN_NOT = int(MessageSysFlag.TRANSACTION_NOT_TYPE)
 _TRAN_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
 _TRAN_COMMIT = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+#: the transaction types whose records take a queue offset and reach a ConsumeQueue (not prepared, rollback)
+CONSUMED_TRANSACTION_TYPES = (_TRAN_NOT, _TRAN_COMMIT)
 _TRAN_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 _TRAN_MASK = _TRAN_ROLLBACK
 _SCHEDULE_TOPIC = MixAll.RMQ_SYS_SCHEDULE_TOPIC
@@ -326,21 +328,26 @@ class CommitLog:
             mf.write_at(pos, record)  # allocates what it needs first (OSError: nothing written)
             mf.wrote_position = pos + msg_len
             mf.store_timestamp = store_ts
-            if tran in (_TRAN_NOT, _TRAN_COMMIT):
+            if tran in CONSUMED_TRANSACTION_TYPES:
                 self.topic_queue_table[key] = queue_offset + 1
-        msg.queue_offset = queue_offset
-        msg.commit_log_offset = phys
-        msg.store_size = msg_len
-        result = AppendMessageResult(
-            AppendMessageStatus.PUT_OK,
-            wrote_offset=phys,
-            wrote_bytes=msg_len,
-            msg_id=offset_msg_id(c.store_ip, c.store_port, phys),
-            store_timestamp=store_ts,
-            logics_offset=queue_offset,
-        )
+        result = self.stored(msg, c, queue_offset, phys)
         req = self.dispatch_request_for(msg, c)
         return PutMessageResult(PutMessageStatus.PUT_OK, result), [req]
+
+    @staticmethod
+    def stored(msg: MessageExtBrokerInner, c: CheckedMessage, queue_offset: int, phys: int) -> AppendMessageResult:
+        """A message's record is at ``phys``: the message gets its offsets and size, the put its result."""
+        msg.queue_offset = queue_offset
+        msg.commit_log_offset = phys
+        msg.store_size = c.msg_len
+        return AppendMessageResult(
+            AppendMessageStatus.PUT_OK,
+            wrote_offset=phys,
+            wrote_bytes=c.msg_len,
+            msg_id=offset_msg_id(c.store_ip, c.store_port, phys),
+            store_timestamp=msg.store_timestamp,
+            logics_offset=queue_offset,
+        )
 
     def check_batch(
         self, batch: MessageExtBatch, *, batch_properties: bool = True
