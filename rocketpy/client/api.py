@@ -41,6 +41,7 @@ from ..codecs.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from ..codecs.message import MessageExt, decode_messages
+from ..codecs.record import pulled_messages
 from ..remoting import RemotingClient
 from ..remoting.client_connection import Request
 from .errors import MQBrokerError, MQClientError
@@ -291,13 +292,17 @@ def decode_pulled(body: bytes, tags: Sequence[str] | None, class_filter: bool = 
     Bodies come inflated, as Java's client decodes them (getBody() is the payload); the
     compression bit is cleared so ``decompressed_body()`` stays consistent.
     """
+    wanted = set(tags) if tags and not class_filter else None
+    if type(body) is bytes:  # plain records (the usual body) in one pass
+        kept = pulled_messages(body, wanted)
+        if kept is not None:
+            return kept
     msgs = decode_messages(body)
     for m in msgs:
         if m.sys_flag & _COMPRESSED:
             m.body = m.decompressed_body()
             m.sys_flag = MessageSysFlag.clear_compressed_flag(m.sys_flag)
-    if tags and not class_filter:
-        wanted = set(tags)
+    if wanted is not None:
         msgs = [m for m in msgs if m.tags is not None and m.tags in wanted]
     return msgs
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 import mmap
 import struct
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from construct import (
@@ -33,7 +35,7 @@ from construct import (
 )
 
 from ..accel import compiled
-from .codes import MessageSysFlag
+from .codes import MessageConst, MessageSysFlag
 from .compression import body_crc
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
@@ -446,6 +448,54 @@ def plain_records_py(buf: bytes) -> tuple[list[tuple[Any, ...]], int]:
 
 #: a PULL body's records in one call (one form of plain_records_py)
 _plain_records = compiled("plain_records") or plain_records_py
+
+
+# ---------------------------------------------------------------------------
+# A consumer's PULL body: the messages it keeps, in one pass
+# ---------------------------------------------------------------------------
+
+
+def inflate_pulled(msg: MessageExt) -> None:
+    """What a consumer does to a compressed pulled message (Java's client decodes with deCompressBody):
+    ``body`` becomes the payload and COMPRESSED_FLAG is cleared, so ``decompressed_body()`` stays consistent."""
+    msg.body = msg.decompressed_body()
+    msg.sys_flag = MessageSysFlag.clear_compressed_flag(msg.sys_flag)
+
+
+def pulled_messages_py(buf: bytes, wanted: AbstractSet[str] | None) -> list[MessageExt] | None:
+    """The messages a consumer keeps from a PULL body made only of plain records (the reference of the
+    compiled ``PulledDecoder.messages``): decoded as ``decode_messages`` does, compressed bodies inflated
+    (:func:`inflate_pulled`), then those whose TAGS is not in ``wanted`` dropped (``None``: all kept).
+
+    None when the body is anything else (a record that is not plainly consistent, a compressed record with
+    an empty body): the caller takes the general path, which decides and words the errors."""
+    fields, stop = plain_records_py(buf)
+    if stop != len(buf):
+        return None
+    out: list[MessageExt] = []
+    for f in fields:
+        msg = _fields_view(f)
+        if msg.sys_flag & _COMPRESSED:
+            if not msg.body:
+                return None
+            inflate_pulled(msg)
+        if wanted is not None:
+            tags = msg.tags
+            if tags is None or tags not in wanted:
+                continue
+        out.append(msg)
+    return out
+
+
+def _compiled_pulled() -> Callable[[bytes, AbstractSet[str] | None], list[MessageExt] | None] | None:
+    decoder = compiled("PulledDecoder")
+    if decoder is None:
+        return None
+    return decoder(MessageExt, _host_text, inflate_pulled, MessageConst.PROPERTY_TAGS).messages  # type: ignore[no-any-return]
+
+
+#: one form of pulled_messages_py
+pulled_messages = _compiled_pulled() or pulled_messages_py
 
 
 def decode_messages(

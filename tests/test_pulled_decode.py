@@ -1,0 +1,179 @@
+"""A consumer's PULL body decoded in one pass: the compiled PulledDecoder gives exactly what its Python
+reference (``record.pulled_messages_py``) gives, and ``decode_pulled`` exactly what the general path gives
+(decode every record, inflate the compressed bodies, keep the subscribed tags)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocketpy import accel
+from rocketpy.client.api import decode_pulled
+from rocketpy.codecs import CodecError
+from rocketpy.codecs.codes import MessageConst, MessageSysFlag
+from rocketpy.codecs.message import MessageExt, build_record, compress_body, decode_messages, record_length
+from rocketpy.codecs.record import _host_text, inflate_pulled, pulled_messages, pulled_messages_py
+
+_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
+_BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
+_STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+_int32 = st.integers(-(1 << 31), (1 << 31) - 1)
+_int64 = st.integers(-(1 << 63), (1 << 63) - 1)
+_TAGS = ["TagA", "TagB", "标签"]
+
+# property names and values as producers set them, and the odd bytes a broker may hold
+_piece = st.one_of(
+    st.sampled_from([b"UNIQ_KEY", b"WAIT", b"TAGS", b"KEYS", b"true", b"TagA", b"TagB", "标签".encode(), b""]),
+    st.binary(max_size=12),
+    st.text(max_size=6).map(lambda t: t.encode("utf-8")),
+)
+_entry = st.one_of(
+    st.tuples(_piece, _piece).map(lambda kv: kv[0] + b"\x01" + kv[1]),
+    _piece,  # no separator: dropped
+    st.tuples(_piece, _piece, _piece).map(lambda kv: kv[0] + b"\x01" + kv[1] + b"\x01" + kv[2]),
+)
+_properties = st.lists(_entry, max_size=7).map(b"\x02".join)
+
+
+@st.composite
+def records(draw: st.DrawFn) -> bytes:
+    """One plain record: compressed (a real or a corrupt stream, maybe empty) or not, hosts v4 or v6."""
+    sys_flag = draw(_int32) if draw(st.booleans()) else draw(st.sampled_from([0, _BORN_V6, _STORE_V6, _COMPRESSED]))
+    body = draw(st.binary(max_size=64))
+    if sys_flag & _COMPRESSED and draw(st.booleans()):
+        body = compress_body(body)
+    topic = draw(st.sampled_from([b"TopicTest", "主题".encode(), b"\xff\xfe"]) | st.binary(max_size=20))
+    props = draw(_properties)
+    born = draw(st.sampled_from([b"\x7f\x00\x00\x01", b"\x0a\x00\x00\x02"]) | st.binary(min_size=4, max_size=4))
+    store = draw(st.sampled_from([b"\x7f\x00\x00\x01"]) | st.binary(min_size=4, max_size=4))
+    if sys_flag & _BORN_V6:
+        born = born * 4
+    if sys_flag & _STORE_V6:
+        store = store * 4
+    return build_record(
+        record_length(sys_flag, len(body), len(topic), len(props)),
+        draw(_int32), draw(_int32), draw(_int32), draw(_int64), draw(_int64), sys_flag, draw(_int64),
+        born, draw(st.sampled_from([10911, 54321]) | _int32), draw(_int64),
+        store, draw(st.sampled_from([10911]) | _int32), draw(_int32), draw(_int64),
+        body, topic, props,
+    )  # fmt: skip
+
+
+@st.composite
+def pull_bodies(draw: st.DrawFn) -> bytes:
+    """Plain records back to back, sometimes spoilt (a byte changed, cut short, junk after)."""
+    raw = bytearray(b"".join(draw(st.lists(records(), max_size=5))))
+    if raw and draw(st.integers(0, 4)) == 0:
+        raw[draw(st.integers(0, len(raw) - 1))] = draw(st.integers(0, 255))
+    if raw and draw(st.integers(0, 4)) == 0:
+        raw = raw[: draw(st.integers(0, len(raw)))]
+    if draw(st.integers(0, 6)) == 0:
+        raw += draw(st.binary(max_size=10))
+    return bytes(raw)
+
+
+_wanted = st.none() | st.sets(st.sampled_from(_TAGS + ["", "TagC"]), max_size=3)
+
+
+def _same(got: list[MessageExt] | None, expected: list[MessageExt] | None) -> None:
+    """Equal in every field, the ones equality skips too."""
+    assert got == expected
+    if got is None or expected is None:
+        return
+    for g, e in zip(got, expected, strict=True):
+        assert type(g) is type(e)
+        assert g._raw_properties == e._raw_properties
+        assert list(g.properties.items()) == list(e.properties.items())
+        assert g.decompressed_body() == e.decompressed_body()
+        assert (g._inflated is None) == (e._inflated is None)
+
+
+def _outcome(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except CodecError as exc:
+        return CodecError, str(exc)
+
+
+def _compiled_decoder() -> Any:
+    decoder = accel.compiled("PulledDecoder")
+    if decoder is None:
+        pytest.skip("the accelerated build is not there (or ROCKETPY_PURE is set)")
+    return decoder
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(st.lists(st.tuples(pull_bodies(), _wanted), min_size=1, max_size=3))
+def test_compiled_pulled_decoder_is_the_reference(bodies: list[tuple[bytes, set[str] | None]]) -> None:
+    """Body after body through one decoder (its remembered texts carried over): the reference's messages."""
+    decoder = _compiled_decoder()(MessageExt, _host_text, inflate_pulled, MessageConst.PROPERTY_TAGS)
+    for body, wanted in bodies:
+        got, expected = _outcome(decoder.messages, body, wanted), _outcome(pulled_messages_py, body, wanted)
+        if isinstance(expected, tuple):
+            assert got == expected
+        else:
+            _same(got, expected)
+
+
+def _decode_pulled_general(body: bytes, tags: Sequence[str] | None, class_filter: bool) -> list[MessageExt]:
+    """decode_pulled as it was before the one-pass form: every record decoded, then inflated, then filtered."""
+    msgs = decode_messages(body)
+    for m in msgs:
+        if m.sys_flag & _COMPRESSED:
+            m.body = m.decompressed_body()
+            m.sys_flag = MessageSysFlag.clear_compressed_flag(m.sys_flag)
+    if tags and not class_filter:
+        msgs = [m for m in msgs if m.tags is not None and m.tags in set(tags)]
+    return msgs
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(pull_bodies(), st.none() | st.lists(st.sampled_from(_TAGS + ["TagC"]), max_size=3), st.booleans())
+def test_decode_pulled_is_the_general_path(body: bytes, tags: list[str] | None, class_filter: bool) -> None:
+    expected = _outcome(_decode_pulled_general, body, tags, class_filter)
+    got = _outcome(decode_pulled, body, tags, class_filter)
+    if isinstance(expected, tuple):
+        assert got == expected
+    else:
+        _same(got, expected)
+
+
+def test_a_consumer_gets_the_one_pass_form_when_built() -> None:
+    _compiled_decoder()
+    assert pulled_messages is not pulled_messages_py
+
+
+def test_typical_body_decodes_to_what_was_stored() -> None:
+    """The common case spelled out: the properties a Java producer sets, the tag filter, the shared texts."""
+    props = b"KEYS\x011764201600\x02UNIQ_KEY\x017F0000010001\x02WAIT\x01true\x02TAGS\x01TagA"
+    body = b"".join(
+        build_record(record_length(0, 3, 9, len(props)), 0, 1, 0, i, 100 * i, 0, 5, b"\x7f\x00\x00\x01", 4321, 6,
+                     b"\x7f\x00\x00\x01", 10911, 0, 0, b"abc", b"TopicTest", props)
+        for i in range(3)
+    )  # fmt: skip
+    msgs = decode_pulled(body, ["TagA"])
+    assert [m.queue_offset for m in msgs] == [0, 1, 2]
+    first = msgs[0]
+    assert first.topic == "TopicTest" and first.body == b"abc" and first.tags == "TagA"
+    assert first.properties == {"KEYS": "1764201600", "UNIQ_KEY": "7F0000010001", "WAIT": "true", "TAGS": "TagA"}
+    assert first.born_host == "127.0.0.1:4321" and first.store_host == "127.0.0.1:10911"
+    assert first.properties_bytes() == props
+    first.properties["TAGS"] = "TagB"  # each message has its own map
+    assert msgs[1].tags == "TagA"
+    assert decode_pulled(body, ["TagB"]) == []
+
+
+def test_pulled_decoder_refuses_a_class_it_cannot_fill() -> None:
+    decoder = _compiled_decoder()
+
+    @dataclasses.dataclass(slots=True)
+    class Other:
+        topic: str = ""
+
+    with pytest.raises(TypeError):
+        decoder(Other, _host_text, inflate_pulled, MessageConst.PROPERTY_TAGS)
