@@ -1488,6 +1488,32 @@ cdef inline bint _plain_spans(const uint8_t* r, Py_ssize_t avail, _Spans* s) noe
     return s.plen >= 0 and s.tend + 2 + s.plen == s.size
 
 
+cdef struct _Numbers:
+    # a plainly consistent record's numeric fields (the ones MESSAGE_RECORD declares as ints, magic aside)
+    int32_t body_crc, queue_id, flag, born_port, store_port, reconsume_times
+    int64_t queue_offset, physical_offset, born_timestamp, store_timestamp, prepared_transaction_offset
+
+
+cdef inline void _numbers(const uint8_t* r, const _Spans* s, _Numbers* f) noexcept:
+    cdef const uint8_t* a = r + s.sh - REC_STORE_HOST_AFTER_BORN_HOST  # just after the born host
+    cdef const uint8_t* b = r + s.pos - REC_SEGMENT2_END  # just after the store host
+    f.body_crc = _int32(r + REC_BODY_CRC_AT)
+    f.queue_id = _int32(r + REC_QUEUE_ID_AT)
+    f.flag = _int32(r + REC_FLAG_AT)
+    f.queue_offset = _int64(r + REC_QUEUE_OFFSET_AT)
+    f.physical_offset = _int64(r + REC_PHYSICAL_OFFSET_AT)
+    f.born_timestamp = _int64(r + REC_BORN_TIMESTAMP_AT)
+    f.born_port = _int32(a + REC_BORN_PORT_AFTER_BORN_HOST)
+    f.store_timestamp = _int64(a + REC_STORE_TIMESTAMP_AFTER_BORN_HOST)
+    f.store_port = _int32(b + REC_STORE_PORT_AFTER_STORE_HOST)
+    f.reconsume_times = _int32(b + REC_RECONSUME_TIMES_AFTER_STORE_HOST)
+    f.prepared_transaction_offset = _int64(b + REC_PREPARED_TRANSACTION_OFFSET_AFTER_STORE_HOST)
+
+
+cdef inline bytes _part(const uint8_t* r, Py_ssize_t start, Py_ssize_t end):
+    return PyBytes_FromStringAndSize(<const char*>(r + start), end - start)
+
+
 def plain_records(bytes buf):
     """parse_record_fields of the records laid back to back from the start of ``buf``, up to the first one
     that is not plainly consistent (reference ``codecs.record.plain_records_py``, ``tests/test_hotpath.py``):
@@ -1495,26 +1521,19 @@ def plain_records(bytes buf):
     cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(buf)
     cdef const uint8_t* r
     cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
-    cdef Py_ssize_t off = 0, sa
+    cdef Py_ssize_t off = 0
     cdef _Spans s
+    cdef _Numbers f
     cdef list out = []
     while _plain_spans(p + off, n - off, &s):
         r = p + off
-        sa = s.sh - REC_STORE_HOST_AFTER_BORN_HOST  # just after the born host
+        _numbers(r, &s, &f)
         out.append((
-            <int32_t>s.size, _int32(r + REC_BODY_CRC_AT), _int32(r + REC_QUEUE_ID_AT), _int32(r + REC_FLAG_AT),
-            _int64(r + REC_QUEUE_OFFSET_AT), _int64(r + REC_PHYSICAL_OFFSET_AT), s.sys_flag,
-            _int64(r + REC_BORN_TIMESTAMP_AT),
-            PyBytes_FromStringAndSize(<const char*>(r + s.bh), sa - s.bh),
-            _int32(r + sa + REC_BORN_PORT_AFTER_BORN_HOST),
-            _int64(r + sa + REC_STORE_TIMESTAMP_AFTER_BORN_HOST),
-            PyBytes_FromStringAndSize(<const char*>(r + s.sh), s.pos - REC_SEGMENT2_END - s.sh),
-            _int32(r + s.pos - REC_SEGMENT2_END + REC_STORE_PORT_AFTER_STORE_HOST),
-            _int32(r + s.pos - REC_SEGMENT2_END + REC_RECONSUME_TIMES_AFTER_STORE_HOST),
-            _int64(r + s.pos - REC_SEGMENT2_END + REC_PREPARED_TRANSACTION_OFFSET_AFTER_STORE_HOST),
-            PyBytes_FromStringAndSize(<const char*>(r + s.pos), s.blen),
-            PyBytes_FromStringAndSize(<const char*>(r + s.bend + 1), s.tlen),
-            PyBytes_FromStringAndSize(<const char*>(r + s.tend + 2), s.plen),
+            <int32_t>s.size, f.body_crc, f.queue_id, f.flag, f.queue_offset, f.physical_offset, s.sys_flag,
+            f.born_timestamp, _part(r, s.bh, s.sh - REC_STORE_HOST_AFTER_BORN_HOST), f.born_port,
+            f.store_timestamp, _part(r, s.sh, s.pos - REC_SEGMENT2_END), f.store_port, f.reconsume_times,
+            f.prepared_transaction_offset, _part(r, s.pos, s.bend), _part(r, s.bend + 1, s.tend),
+            _part(r, s.tend + 2, s.size),
         ))
         off += s.size
     return out, off
@@ -1670,8 +1689,9 @@ cdef class PulledDecoder:
         cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(buf)
         cdef const uint8_t* r
         cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
-        cdef Py_ssize_t off = 0, sa
+        cdef Py_ssize_t off = 0
         cdef _Spans s
+        cdef _Numbers f
         cdef list out = []
         cdef dict props
         cdef PyObject* tag
@@ -1699,28 +1719,25 @@ cdef class PulledDecoder:
                 topic = self.topic
             else:
                 topic = self.topic = _utf8(r + s.bend + 1, s.tlen)
-            sa = s.sh - REC_STORE_HOST_AFTER_BORN_HOST
+            _numbers(r, &s, &f)
             self._put(m, 0, topic)
-            self._put(m, 1, PyBytes_FromStringAndSize(<const char*>(r + s.pos), s.blen))
-            self._put(m, 2, _int32(r + REC_FLAG_AT))
+            self._put(m, 1, _part(r, s.pos, s.bend))
+            self._put(m, 2, f.flag)
             self._put(m, 3, props)
-            self._put(m, 4, PyBytes_FromStringAndSize(<const char*>(r + s.tend + 2), s.plen))
-            self._put(m, 5, _int32(r + REC_QUEUE_ID_AT))
+            self._put(m, 4, _part(r, s.tend + 2, s.size))
+            self._put(m, 5, f.queue_id)
             self._put(m, 6, <int32_t>s.size)
-            self._put(m, 7, _int64(r + REC_QUEUE_OFFSET_AT))
+            self._put(m, 7, f.queue_offset)
             self._put(m, 8, s.sys_flag)
-            self._put(m, 9, _int64(r + REC_BORN_TIMESTAMP_AT))
-            self._put(m, 10, self.born.get(r + s.bh, sa - s.bh, _int32(r + sa + REC_BORN_PORT_AFTER_BORN_HOST),
+            self._put(m, 9, f.born_timestamp)
+            self._put(m, 10, self.born.get(r + s.bh, s.sh - REC_STORE_HOST_AFTER_BORN_HOST - s.bh, f.born_port,
                                            self.host_text))
-            self._put(m, 11, _int64(r + sa + REC_STORE_TIMESTAMP_AFTER_BORN_HOST))
-            self._put(m, 12, self.store.get(
-                r + s.sh, s.pos - REC_SEGMENT2_END - s.sh, _int32(r + s.pos - REC_SEGMENT2_END + REC_STORE_PORT_AFTER_STORE_HOST),
-                self.host_text,
-            ))
-            self._put(m, 13, _int64(r + REC_PHYSICAL_OFFSET_AT))
-            self._put(m, 14, _int32(r + REC_BODY_CRC_AT))
-            self._put(m, 15, _int32(r + s.pos - REC_SEGMENT2_END + REC_RECONSUME_TIMES_AFTER_STORE_HOST))
-            self._put(m, 16, _int64(r + s.pos - REC_SEGMENT2_END + REC_PREPARED_TRANSACTION_OFFSET_AFTER_STORE_HOST))
+            self._put(m, 11, f.store_timestamp)
+            self._put(m, 12, self.store.get(r + s.sh, s.pos - REC_SEGMENT2_END - s.sh, f.store_port, self.host_text))
+            self._put(m, 13, f.physical_offset)
+            self._put(m, 14, f.body_crc)
+            self._put(m, 15, f.reconsume_times)
+            self._put(m, 16, f.prepared_transaction_offset)
             self._put(m, 17, None)
             if compressed:
                 self.inflate(m)
