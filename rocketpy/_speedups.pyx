@@ -15,8 +15,8 @@
   answers) read without the json module; anything else handed back (``tests/test_json_header_fast.py``);
 * ``plain_records`` (reference ``codecs.record.plain_records_py``): a pull body's plainly consistent records
   in one call, the first unusual one left to the record-by-record path (``tests/test_hotpath.py``);
-* ``PulledDecoder`` (reference ``codecs.record.pulled_messages_py``): the MessageExt objects a consumer keeps
-  from a PULL body, built in one pass (``tests/test_pulled_decode.py``).
+* ``PulledDecoder`` (references ``codecs.record.pulled_messages_py`` and ``plain_messages_py``): the MessageExt
+  objects a consumer keeps from a PULL body, or all of a body's, built in one pass (``tests/test_pulled_decode.py``).
 
 The modules take these through ``rocketpy.accel.compiled`` (None when not built or ROCKETPY_PURE is set).
 Layout numbers come from ``_layouts.pxi``, generated from the construct definitions.
@@ -1567,6 +1567,10 @@ cdef enum:
     _N_FIELDS = 18
     _CACHED_ENTRIES = 16  # the properties entries whose name and value are remembered by position
     _COMPRESSED_FLAG = 1  # MessageSysFlag.COMPRESSED_FLAG
+    # what becomes of a compressed body
+    _AS_STORED = 0  # left as stored (decode_messages(decompress=False))
+    _CACHE_INFLATED = 1  # left, its inflation cached (decode_messages(decompress=True))
+    _PULLED = 2  # inflated into the body (a consumer's pulled message)
 
 
 cdef inline bint _same_text(object text, const uint8_t* p, Py_ssize_t n) noexcept:
@@ -1602,8 +1606,8 @@ cdef class _HostCache:
 
 
 cdef class PulledDecoder:
-    """The messages a consumer keeps from a PULL body, built in one pass (reference
-    ``codecs.record.pulled_messages_py``, ``tests/test_pulled_decode.py``).
+    """The messages a consumer keeps from a PULL body (``messages``, reference ``codecs.record.pulled_messages_py``),
+    or all of a body's (``records``, reference ``plain_messages_py``), built in one pass (``tests/test_pulled_decode.py``).
 
     The MessageExt objects are made as the dataclass's ``__init__`` would make them (every slot set through
     its descriptor); texts that repeat from record to record (topic, hosts, property names and values by
@@ -1686,6 +1690,13 @@ cdef class PulledDecoder:
 
     def messages(self, bytes buf, wanted):
         """pulled_messages_py(buf, wanted): the kept messages, or None when ``buf`` is not only plain records."""
+        return self._decode(buf, wanted, _PULLED)
+
+    def records(self, bytes buf, bint decompress):
+        """plain_messages_py(buf, decompress): the messages, or None when ``buf`` is not only plain records."""
+        return self._decode(buf, None, _CACHE_INFLATED if decompress else _AS_STORED)
+
+    cdef object _decode(self, bytes buf, object wanted, int how):
         cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(buf)
         cdef const uint8_t* r
         cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
@@ -1696,7 +1707,7 @@ cdef class PulledDecoder:
         cdef dict props
         cdef PyObject* tag
         cdef bint compressed
-        while off < n:  # all plain first, as the reference asks before anything is inflated
+        while off < n:  # all plain first, as the references ask before anything is inflated
             if not _plain_spans(p + off, n - off, &s):
                 return None
             off += s.size
@@ -1706,8 +1717,8 @@ cdef class PulledDecoder:
             _plain_spans(r, n - off, &s)
             off += s.size
             props = self._properties(r + s.tend + 2, s.plen) if s.plen else {}
-            compressed = s.sys_flag & _COMPRESSED_FLAG
-            if compressed:
+            compressed = s.sys_flag & _COMPRESSED_FLAG and how != _AS_STORED
+            if compressed and how == _PULLED:
                 if not s.blen:
                     return None
             elif wanted is not None:  # dropped before it is built (a compressed one is inflated first)
@@ -1739,7 +1750,10 @@ cdef class PulledDecoder:
             self._put(m, 15, f.reconsume_times)
             self._put(m, 16, f.prepared_transaction_offset)
             self._put(m, 17, None)
-            if compressed:
+            if compressed and how == _CACHE_INFLATED:
+                if s.blen:
+                    m.decompressed_body()
+            elif compressed:
                 self.inflate(m)
                 if wanted is not None:
                     tag = PyDict_GetItem(props, self.tags_key)

@@ -5,7 +5,10 @@ reference (``record.pulled_messages_py``) gives, and ``decode_pulled`` exactly w
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from functools import partial
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,10 +16,24 @@ from hypothesis import strategies as st
 
 from rocketpy import accel
 from rocketpy.client.api import decode_pulled, decode_pulled_general
-from rocketpy.codecs import CodecError
+from rocketpy.codecs import CodecError, record
 from rocketpy.codecs.codes import MessageConst, MessageSysFlag
-from rocketpy.codecs.message import MessageExt, build_record, compress_body, record_length
-from rocketpy.codecs.record import _host_text, inflate_pulled, pulled_messages, pulled_messages_py
+from rocketpy.codecs.message import (
+    MessageExt,
+    build_record,
+    compress_body,
+    decode_message,
+    decode_messages,
+    record_length,
+)
+from rocketpy.codecs.record import (
+    _host_text,
+    inflate_pulled,
+    plain_messages,
+    plain_messages_py,
+    pulled_messages,
+    pulled_messages_py,
+)
 
 _COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
 _BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
@@ -79,24 +96,25 @@ def pull_bodies(draw: st.DrawFn) -> bytes:
 _wanted = st.none() | st.sets(st.sampled_from(_TAGS + ["", "TagC"]), max_size=3)
 
 
-def _same(got: list[MessageExt] | None, expected: list[MessageExt] | None) -> None:
-    """Equal in every field, the ones equality skips too."""
-    assert got == expected
-    if got is None or expected is None:
-        return
-    for g, e in zip(got, expected, strict=True):
-        assert type(g) is type(e)
-        assert g._raw_properties == e._raw_properties
-        assert list(g.properties.items()) == list(e.properties.items())
-        assert g.decompressed_body() == e.decompressed_body()
-        assert (g._inflated is None) == (e._inflated is None)
-
-
-def _outcome(fn: Any, *args: Any) -> Any:
+def _outcome(fn: Callable[[], Any]) -> Any:
     try:
-        return fn(*args)
+        return fn()
     except CodecError as exc:
         return CodecError, str(exc)
+
+
+def _agree(got: Callable[[], Any], expected: Callable[[], Any]) -> None:
+    """Both give the same messages (in every field, the ones equality skips too), or the same CodecError."""
+    g, e = _outcome(got), _outcome(expected)
+    assert g == e
+    if not isinstance(e, list):
+        return
+    for gm, em in zip(g, e, strict=True):
+        assert type(gm) is type(em)
+        assert gm._raw_properties == em._raw_properties
+        assert list(gm.properties.items()) == list(em.properties.items())
+        assert _outcome(gm.decompressed_body) == _outcome(em.decompressed_body)
+        assert (gm._inflated is None) == (em._inflated is None)
 
 
 def _compiled_decoder() -> Any:
@@ -107,32 +125,43 @@ def _compiled_decoder() -> Any:
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
-@given(st.lists(st.tuples(pull_bodies(), _wanted), min_size=1, max_size=3))
-def test_compiled_pulled_decoder_is_the_reference(bodies: list[tuple[bytes, set[str] | None]]) -> None:
-    """Body after body through one decoder (its remembered texts carried over): the reference's messages."""
+@given(st.lists(st.tuples(pull_bodies(), _wanted, st.booleans()), min_size=1, max_size=3))
+def test_compiled_decoder_is_the_reference(bodies: list[tuple[bytes, set[str] | None, bool]]) -> None:
+    """Body after body through one decoder (its remembered texts carried over): what a consumer keeps, and all
+    of a body's messages (decode_messages' one pass, stored or with their inflation cached)."""
     decoder = _compiled_decoder()(MessageExt, _host_text, inflate_pulled, MessageConst.PROPERTY_TAGS)
-    for body, wanted in bodies:
-        got, expected = _outcome(decoder.messages, body, wanted), _outcome(pulled_messages_py, body, wanted)
-        if isinstance(expected, tuple):
-            assert got == expected
-        else:
-            _same(got, expected)
+    for body, wanted, decompress in bodies:
+        _agree(partial(decoder.messages, body, wanted), partial(pulled_messages_py, body, wanted))
+        _agree(partial(decoder.records, body, decompress), partial(plain_messages_py, body, decompress))
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
 @given(pull_bodies(), st.none() | st.lists(st.sampled_from(_TAGS + ["TagC"]), max_size=3), st.booleans())
 def test_decode_pulled_is_the_general_path(body: bytes, tags: list[str] | None, class_filter: bool) -> None:
-    expected = _outcome(decode_pulled_general, body, set(tags) if tags and not class_filter else None)
-    got = _outcome(decode_pulled, body, tags, class_filter)
-    if isinstance(expected, tuple):
-        assert got == expected
-    else:
-        _same(got, expected)
+    wanted = set(tags) if tags and not class_filter else None
+    with mock.patch.object(record, "plain_messages", plain_messages_py):  # the general path, pure Python
+        expected = _outcome(partial(decode_pulled_general, body, wanted))
+    _agree(partial(decode_pulled, body, tags, class_filter), lambda: expected)
 
 
-def test_a_consumer_gets_the_one_pass_form_when_built() -> None:
+def _record_by_record(body: bytes, decompress: bool) -> list[MessageExt]:
+    out, offset = [], 0
+    while offset < len(body):
+        out.append(decode_message(body, offset, decompress=decompress))
+        offset += out[-1].store_size
+    return out
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=200)
+@given(pull_bodies(), st.booleans())
+def test_decode_messages_is_record_by_record(body: bytes, decompress: bool) -> None:
+    _agree(partial(decode_messages, body, decompress=decompress), partial(_record_by_record, body, decompress))
+
+
+def test_the_one_pass_forms_are_used_when_built() -> None:
     _compiled_decoder()
     assert pulled_messages is not pulled_messages_py
+    assert plain_messages is not plain_messages_py
 
 
 def test_typical_body_decodes_to_what_was_stored() -> None:

@@ -462,6 +462,21 @@ def inflate_pulled(msg: MessageExt) -> None:
     msg.sys_flag = MessageSysFlag.clear_compressed_flag(msg.sys_flag)
 
 
+def plain_messages_py(buf: bytes, decompress: bool) -> list[MessageExt] | None:
+    """decode_messages(buf, decompress=decompress) of a body made only of plain records (the reference of the
+    compiled ``PulledDecoder.records``), or None when it is anything else (the caller takes the general path)."""
+    fields, stop = plain_records_py(buf)
+    if stop != len(buf):
+        return None
+    out: list[MessageExt] = []
+    for f in fields:
+        msg = _fields_view(f)
+        if decompress and msg.sys_flag & _COMPRESSED and msg.body:
+            msg.decompressed_body()
+        out.append(msg)
+    return out
+
+
 def pulled_messages_py(buf: bytes, wanted: AbstractSet[str] | None) -> list[MessageExt] | None:
     """The messages a consumer keeps from a PULL body made only of plain records (the reference of the
     compiled ``PulledDecoder.messages``): decoded as ``decode_messages`` does, compressed bodies inflated
@@ -469,12 +484,11 @@ def pulled_messages_py(buf: bytes, wanted: AbstractSet[str] | None) -> list[Mess
 
     None when the body is anything else (a record that is not plainly consistent, a compressed record with
     an empty body): the caller takes the general path, which decides and words the errors."""
-    fields, stop = plain_records_py(buf)
-    if stop != len(buf):
+    msgs = plain_messages_py(buf, False)
+    if msgs is None:
         return None
     out: list[MessageExt] = []
-    for f in fields:
-        msg = _fields_view(f)
+    for msg in msgs:
         if msg.sys_flag & _COMPRESSED:
             if not msg.body:
                 return None
@@ -487,21 +501,33 @@ def pulled_messages_py(buf: bytes, wanted: AbstractSet[str] | None) -> list[Mess
     return out
 
 
-def _compiled_pulled() -> Callable[[bytes, AbstractSet[str] | None], list[MessageExt] | None] | None:
+def _compiled_decoder() -> Any:
     decoder = compiled("PulledDecoder")
-    if decoder is None:
+    try:
+        return decoder and decoder(MessageExt, _host_text, inflate_pulled, MessageConst.PROPERTY_TAGS)
+    except TypeError:  # MessageExt grew what it cannot fill: the references serve (a test says so)
         return None
-    return decoder(MessageExt, _host_text, inflate_pulled, MessageConst.PROPERTY_TAGS).messages  # type: ignore[no-any-return]
 
 
+_DECODER = _compiled_decoder()
 #: one form of pulled_messages_py
-pulled_messages = _compiled_pulled() or pulled_messages_py
+pulled_messages: Callable[[bytes, AbstractSet[str] | None], list[MessageExt] | None] = (
+    _DECODER.messages if _DECODER is not None else pulled_messages_py
+)
+#: one form of plain_messages_py
+plain_messages: Callable[[bytes, bool], list[MessageExt] | None] = (
+    _DECODER.records if _DECODER is not None else plain_messages_py
+)
 
 
 def decode_messages(
     buf: bytes | bytearray | memoryview, *, check_crc: bool = False, decompress: bool = True
 ) -> list[MessageExt]:
     """Decode records laid back to back (a PULL or QUERY_MESSAGE response body)."""
+    if type(buf) is bytes and not check_crc:  # plain records (the usual body) in one pass
+        msgs = plain_messages(buf, decompress)
+        if msgs is not None:
+            return msgs
     out: list[MessageExt] = []
     offset = 0
     end = len(buf)
