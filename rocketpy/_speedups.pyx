@@ -14,7 +14,9 @@
   ``FrameSplitter`` and ``RemotingCommand.decode``): plain JSON headers (a client's
   answers) read without the json module; anything else handed back (``tests/test_json_header_fast.py``);
 * ``plain_records`` (reference ``codecs.record.plain_records_py``): a pull body's plainly consistent records
-  in one call, the first unusual one left to the record-by-record path (``tests/test_hotpath.py``).
+  in one call, the first unusual one left to the record-by-record path (``tests/test_hotpath.py``);
+* ``PulledDecoder`` (references ``codecs.record.pulled_messages_py`` and ``plain_messages_py``): the MessageExt
+  objects a consumer keeps from a PULL body, or all of a body's, built in one pass (``tests/test_pulled_decode.py``).
 
 The modules take these through ``rocketpy.accel.compiled`` (None when not built or ROCKETPY_PURE is set).
 Layout numbers come from ``_layouts.pxi``, generated from the construct definitions.
@@ -1446,6 +1448,72 @@ cdef inline int64_t _int64(const uint8_t* p) noexcept:
     return <int64_t>((<uint64_t>_int32(p) << 32) | <uint32_t>_int32(p + 4))
 
 
+cdef struct _Spans:
+    # where the parts of one plainly consistent record lie, relative to its start
+    Py_ssize_t size  # total_size
+    int32_t sys_flag
+    Py_ssize_t bh  # the born host
+    Py_ssize_t sh  # the store host
+    Py_ssize_t pos  # the body
+    Py_ssize_t blen
+    Py_ssize_t bend  # the topic length byte
+    Py_ssize_t tlen
+    Py_ssize_t tend  # the properties length
+    Py_ssize_t plen
+
+
+cdef inline bint _plain_spans(const uint8_t* r, Py_ssize_t avail, _Spans* s) noexcept:
+    """Whether the ``avail`` bytes at ``r`` start with a plainly consistent record (parse_record_fields'
+    checks), its parts then in ``s``."""
+    if avail < 8:
+        return False
+    s.size = _int32(r)
+    if _int32(r + REC_MAGIC_CODE_AT) != MESSAGE_MAGIC_CODE or s.size < REC_FIXED_LEN + 8 or s.size > avail:
+        return False
+    s.sys_flag = _int32(r + REC_SYS_FLAG_AT)
+    s.bh = REC_BORN_HOST_AT
+    s.sh = s.bh + (REC_HOST_V6_SIZE if s.sys_flag & 16 else REC_HOST_V4_SIZE) + REC_STORE_HOST_AFTER_BORN_HOST
+    s.pos = s.sh + (REC_HOST_V6_SIZE if s.sys_flag & 32 else REC_HOST_V4_SIZE) + REC_SEGMENT2_END
+    if s.pos > s.size:
+        return False
+    s.blen = _int32(r + s.pos - 4)
+    s.bend = s.pos + s.blen
+    if s.blen < 0 or s.bend >= s.size:
+        return False
+    s.tlen = r[s.bend]
+    s.tend = s.bend + 1 + s.tlen
+    if s.tlen > 127 or s.tend + 2 > s.size:
+        return False
+    s.plen = _int16(r + s.tend)
+    return s.plen >= 0 and s.tend + 2 + s.plen == s.size
+
+
+cdef struct _Numbers:
+    # a plainly consistent record's numeric fields (the ones MESSAGE_RECORD declares as ints, magic aside)
+    int32_t body_crc, queue_id, flag, born_port, store_port, reconsume_times
+    int64_t queue_offset, physical_offset, born_timestamp, store_timestamp, prepared_transaction_offset
+
+
+cdef inline void _numbers(const uint8_t* r, const _Spans* s, _Numbers* f) noexcept:
+    cdef const uint8_t* a = r + s.sh - REC_STORE_HOST_AFTER_BORN_HOST  # just after the born host
+    cdef const uint8_t* b = r + s.pos - REC_SEGMENT2_END  # just after the store host
+    f.body_crc = _int32(r + REC_BODY_CRC_AT)
+    f.queue_id = _int32(r + REC_QUEUE_ID_AT)
+    f.flag = _int32(r + REC_FLAG_AT)
+    f.queue_offset = _int64(r + REC_QUEUE_OFFSET_AT)
+    f.physical_offset = _int64(r + REC_PHYSICAL_OFFSET_AT)
+    f.born_timestamp = _int64(r + REC_BORN_TIMESTAMP_AT)
+    f.born_port = _int32(a + REC_BORN_PORT_AFTER_BORN_HOST)
+    f.store_timestamp = _int64(a + REC_STORE_TIMESTAMP_AFTER_BORN_HOST)
+    f.store_port = _int32(b + REC_STORE_PORT_AFTER_STORE_HOST)
+    f.reconsume_times = _int32(b + REC_RECONSUME_TIMES_AFTER_STORE_HOST)
+    f.prepared_transaction_offset = _int64(b + REC_PREPARED_TRANSACTION_OFFSET_AFTER_STORE_HOST)
+
+
+cdef inline bytes _part(const uint8_t* r, Py_ssize_t start, Py_ssize_t end):
+    return PyBytes_FromStringAndSize(<const char*>(r + start), end - start)
+
+
 def plain_records(bytes buf):
     """parse_record_fields of the records laid back to back from the start of ``buf``, up to the first one
     that is not plainly consistent (reference ``codecs.record.plain_records_py``, ``tests/test_hotpath.py``):
@@ -1453,46 +1521,243 @@ def plain_records(bytes buf):
     cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(buf)
     cdef const uint8_t* r
     cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
-    cdef Py_ssize_t off = 0, size, end, bh, sh, pos, blen, bend, tlen, tend, plen
-    cdef int32_t sys_flag
+    cdef Py_ssize_t off = 0
+    cdef _Spans s
+    cdef _Numbers f
     cdef list out = []
-    while n - off >= 8:
+    while _plain_spans(p + off, n - off, &s):
         r = p + off
-        size = _int32(r)
-        if _int32(r + REC_MAGIC_CODE_AT) != MESSAGE_MAGIC_CODE or size < REC_FIXED_LEN + 8 or size > n - off:
-            break
-        end = off + size
-        sys_flag = _int32(r + REC_SYS_FLAG_AT)
-        bh = REC_BORN_HOST_AT  # where the born host is, then where the store host is (relative to r)
-        sh = bh + (REC_HOST_V6_SIZE if sys_flag & 16 else REC_HOST_V4_SIZE) + REC_STORE_HOST_AFTER_BORN_HOST
-        pos = sh + (REC_HOST_V6_SIZE if sys_flag & 32 else REC_HOST_V4_SIZE) + REC_SEGMENT2_END
-        if pos > size:
-            break
-        blen = _int32(r + pos - 4)
-        bend = pos + blen
-        if blen < 0 or bend >= size:
-            break
-        tlen = r[bend]
-        tend = bend + 1 + tlen
-        if tlen > 127 or tend + 2 > size:
-            break
-        plen = _int16(r + tend)
-        if plen < 0 or tend + 2 + plen != size:
-            break
+        _numbers(r, &s, &f)
         out.append((
-            <int32_t>size, _int32(r + REC_BODY_CRC_AT), _int32(r + REC_QUEUE_ID_AT), _int32(r + REC_FLAG_AT),
-            _int64(r + REC_QUEUE_OFFSET_AT), _int64(r + REC_PHYSICAL_OFFSET_AT), sys_flag,
-            _int64(r + REC_BORN_TIMESTAMP_AT),
-            PyBytes_FromStringAndSize(<const char*>(r + bh), sh - REC_STORE_HOST_AFTER_BORN_HOST - bh),
-            _int32(r + sh - REC_STORE_HOST_AFTER_BORN_HOST + REC_BORN_PORT_AFTER_BORN_HOST),
-            _int64(r + sh - REC_STORE_HOST_AFTER_BORN_HOST + REC_STORE_TIMESTAMP_AFTER_BORN_HOST),
-            PyBytes_FromStringAndSize(<const char*>(r + sh), pos - REC_SEGMENT2_END - sh),
-            _int32(r + pos - REC_SEGMENT2_END + REC_STORE_PORT_AFTER_STORE_HOST),
-            _int32(r + pos - REC_SEGMENT2_END + REC_RECONSUME_TIMES_AFTER_STORE_HOST),
-            _int64(r + pos - REC_SEGMENT2_END + REC_PREPARED_TRANSACTION_OFFSET_AFTER_STORE_HOST),
-            PyBytes_FromStringAndSize(<const char*>(r + pos), blen),
-            PyBytes_FromStringAndSize(<const char*>(r + bend + 1), tlen),
-            PyBytes_FromStringAndSize(<const char*>(r + tend + 2), plen),
+            <int32_t>s.size, f.body_crc, f.queue_id, f.flag, f.queue_offset, f.physical_offset, s.sys_flag,
+            f.born_timestamp, _part(r, s.bh, s.sh - REC_STORE_HOST_AFTER_BORN_HOST), f.born_port,
+            f.store_timestamp, _part(r, s.sh, s.pos - REC_SEGMENT2_END), f.store_port, f.reconsume_times,
+            f.prepared_transaction_offset, _part(r, s.pos, s.bend), _part(r, s.bend + 1, s.tend),
+            _part(r, s.tend + 2, s.size),
         ))
-        off = end
+        off += s.size
     return out, off
+
+
+# =========================================================================================================
+# The client's fast paths (issue #28): a consumer's PULL body straight to MessageExt objects
+# =========================================================================================================
+
+
+from cpython.object cimport Py_TYPE, PyTypeObject
+from cpython.type cimport PyType_GenericNew
+from cpython.dict cimport PyDict_GetItem
+from libc.string cimport memchr
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+    const uint8_t* PyUnicode_1BYTE_DATA(object)
+
+ctypedef int (*_setfunc)(PyObject*, PyObject*, PyObject*) except -1
+
+#: the MessageExt fields PulledDecoder fills, in its order (_record_view's values)
+_PULLED_FIELDS = (
+    "topic", "body", "flag", "properties", "_raw_properties", "queue_id", "store_size", "queue_offset",
+    "sys_flag", "born_timestamp", "born_host", "store_timestamp", "store_host", "commit_log_offset",
+    "body_crc", "reconsume_times", "prepared_transaction_offset", "_inflated",
+)
+
+cdef enum:
+    _N_FIELDS = 18
+    _CACHED_ENTRIES = 16  # the properties entries whose name and value are remembered by position
+    _COMPRESSED_FLAG = 1  # MessageSysFlag.COMPRESSED_FLAG
+    # what becomes of a compressed body
+    _AS_STORED = 0  # left as stored (decode_messages(decompress=False))
+    _CACHE_INFLATED = 1  # left, its inflation cached (decode_messages(decompress=True))
+    _PULLED = 2  # inflated into the body (a consumer's pulled message)
+
+
+cdef inline bint _same_text(object text, const uint8_t* p, Py_ssize_t n) noexcept:
+    """Whether ``text`` (a str or None) is the ASCII text of these ``n`` bytes."""
+    return (
+        text is not None and PyUnicode_IS_ASCII(text) and PyUnicode_GET_LENGTH(text) == n
+        and memcmp(PyUnicode_1BYTE_DATA(text), p, n) == 0
+    )
+
+
+cdef inline str _utf8(const uint8_t* p, Py_ssize_t n):
+    # Java's new String(bytes, UTF_8): malformed input replaced. Bytes split at ASCII separators decode to
+    # the pieces of the whole's decoding (a malformed sequence never swallows an ASCII byte).
+    return PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
+
+
+cdef class _HostCache:
+    # the last host seen in one position of the records, and its text (records of a body repeat a few hosts)
+    cdef uint8_t ip[16]
+    cdef Py_ssize_t ip_len
+    cdef int32_t port
+    cdef object text
+
+    cdef object get(self, const uint8_t* ip, Py_ssize_t ip_len, int32_t port, object host_text):
+        if self.text is not None and ip_len == self.ip_len and port == self.port and memcmp(ip, self.ip, ip_len) == 0:
+            return self.text
+        text = host_text(PyBytes_FromStringAndSize(<const char*>ip, ip_len), port)
+        memcpy(self.ip, ip, ip_len)
+        self.ip_len = ip_len
+        self.port = port
+        self.text = text
+        return text
+
+
+cdef class PulledDecoder:
+    """The messages a consumer keeps from a PULL body (``messages``, reference ``codecs.record.pulled_messages_py``),
+    or all of a body's (``records``, reference ``plain_messages_py``), built in one pass (``tests/test_pulled_decode.py``).
+
+    The MessageExt objects are made as the dataclass's ``__init__`` would make them (every slot set through
+    its descriptor); texts that repeat from record to record (topic, hosts, property names and values by
+    position) are decoded once and shared.
+    """
+
+    cdef type cls
+    cdef tuple descriptors  # keeps _descr alive
+    cdef PyObject* _descr[_N_FIELDS]
+    cdef _setfunc _set
+    cdef object host_text, inflate, tags_key
+    cdef object topic
+    cdef list names, values
+    cdef _HostCache born, store
+
+    def __init__(self, type cls, host_text, inflate, str tags_key):
+        """``cls``: MessageExt (a slots dataclass whose fields are exactly _PULLED_FIELDS, without
+        __post_init__); ``host_text(ip, port)``: a host's text; ``inflate(msg)``: what a compressed pulled
+        message undergoes; ``tags_key``: the TAGS property's name. TypeError when ``cls`` is not such a class."""
+        import dataclasses
+        import types
+
+        slots = set()
+        for k in cls.__mro__:
+            slots.update(k.__dict__.get("__slots__", ()))
+        names = {f.name for f in dataclasses.fields(cls)}
+        if (
+            names != set(_PULLED_FIELDS) or slots != names or hasattr(cls, "__post_init__")
+            or cls.__new__ is not object.__new__
+        ):
+            raise TypeError(f"{cls.__name__} is not the slots dataclass PulledDecoder fills")
+        self.descriptors = tuple([getattr(cls, name) for name in _PULLED_FIELDS])
+        for i, d in enumerate(self.descriptors):
+            if type(d) is not types.MemberDescriptorType:
+                raise TypeError(f"{cls.__name__}.{_PULLED_FIELDS[i]} is not a slot")
+            self._descr[i] = <PyObject*>d
+        self._set = <_setfunc>Py_TYPE(self.descriptors[0]).tp_descr_set
+        self.cls = cls
+        self.host_text = host_text
+        self.inflate = inflate
+        self.tags_key = tags_key
+        self.names = [None] * _CACHED_ENTRIES
+        self.values = [None] * _CACHED_ENTRIES
+        self.born = _HostCache()
+        self.store = _HostCache()
+
+    cdef inline int _put(self, object m, int i, object v) except -1:
+        return self._set(self._descr[i], <PyObject*>m, <PyObject*>v)
+
+    cdef inline str _cached(self, list cache, Py_ssize_t i, const uint8_t* p, Py_ssize_t n):
+        cdef object text
+        if i >= _CACHED_ENTRIES:
+            return _utf8(p, n)
+        text = cache[i]
+        if _same_text(text, p, n):
+            return text
+        text = _utf8(p, n)
+        cache[i] = text
+        return text
+
+    cdef dict _properties(self, const uint8_t* p, Py_ssize_t n):
+        # string_to_properties(raw.decode("utf-8", "replace")): entries split on \x02, each at its first
+        # \x01; empty names or values and entries without \x01 dropped; a repeated name takes the last value
+        cdef dict props = {}
+        cdef Py_ssize_t start = 0, end, sep, i = 0
+        cdef const uint8_t* hit
+        while start < n:
+            hit = <const uint8_t*>memchr(p + start, 2, n - start)
+            end = hit - p if hit != NULL else n
+            hit = <const uint8_t*>memchr(p + start, 1, end - start)
+            if hit != NULL:
+                sep = hit - p
+                if sep > start and sep + 1 < end:
+                    props[self._cached(self.names, i, p + start, sep - start)] = self._cached(
+                        self.values, i, p + sep + 1, end - sep - 1
+                    )
+            i += 1
+            start = end + 1
+        return props
+
+    def messages(self, bytes buf, wanted):
+        """pulled_messages_py(buf, wanted): the kept messages, or None when ``buf`` is not only plain records."""
+        return self._decode(buf, wanted, _PULLED)
+
+    def records(self, bytes buf, bint decompress):
+        """plain_messages_py(buf, decompress): the messages, or None when ``buf`` is not only plain records."""
+        return self._decode(buf, None, _CACHE_INFLATED if decompress else _AS_STORED)
+
+    cdef object _decode(self, bytes buf, object wanted, int how):
+        cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(buf)
+        cdef const uint8_t* r
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
+        cdef Py_ssize_t off = 0
+        cdef _Spans s
+        cdef _Numbers f
+        cdef list out = []
+        cdef dict props
+        cdef PyObject* tag
+        cdef bint compressed
+        while off < n:  # all plain first, as the references ask before anything is inflated
+            if not _plain_spans(p + off, n - off, &s):
+                return None
+            off += s.size
+        off = 0
+        while off < n:
+            r = p + off
+            _plain_spans(r, n - off, &s)
+            off += s.size
+            props = self._properties(r + s.tend + 2, s.plen) if s.plen else {}
+            compressed = s.sys_flag & _COMPRESSED_FLAG and how != _AS_STORED
+            if compressed and how == _PULLED:
+                if not s.blen:
+                    return None
+            elif wanted is not None:  # dropped before it is built (a compressed one is inflated first)
+                tag = PyDict_GetItem(props, self.tags_key)
+                if tag == NULL or <object>tag not in wanted:
+                    continue
+            m = PyType_GenericNew(self.cls, None, None)
+            if _same_text(self.topic, r + s.bend + 1, s.tlen):
+                topic = self.topic
+            else:
+                topic = self.topic = _utf8(r + s.bend + 1, s.tlen)
+            _numbers(r, &s, &f)
+            self._put(m, 0, topic)
+            self._put(m, 1, _part(r, s.pos, s.bend))
+            self._put(m, 2, f.flag)
+            self._put(m, 3, props)
+            self._put(m, 4, _part(r, s.tend + 2, s.size))
+            self._put(m, 5, f.queue_id)
+            self._put(m, 6, <int32_t>s.size)
+            self._put(m, 7, f.queue_offset)
+            self._put(m, 8, s.sys_flag)
+            self._put(m, 9, f.born_timestamp)
+            self._put(m, 10, self.born.get(r + s.bh, s.sh - REC_STORE_HOST_AFTER_BORN_HOST - s.bh, f.born_port,
+                                           self.host_text))
+            self._put(m, 11, f.store_timestamp)
+            self._put(m, 12, self.store.get(r + s.sh, s.pos - REC_SEGMENT2_END - s.sh, f.store_port, self.host_text))
+            self._put(m, 13, f.physical_offset)
+            self._put(m, 14, f.body_crc)
+            self._put(m, 15, f.reconsume_times)
+            self._put(m, 16, f.prepared_transaction_offset)
+            self._put(m, 17, None)
+            if compressed and how == _CACHE_INFLATED:
+                if s.blen:
+                    m.decompressed_body()
+            elif compressed:
+                self.inflate(m)
+                if wanted is not None:
+                    tag = PyDict_GetItem(props, self.tags_key)
+                    if tag == NULL or <object>tag not in wanted:
+                        continue
+            out.append(m)
+        return out

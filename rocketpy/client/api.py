@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
@@ -41,6 +42,7 @@ from ..codecs.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from ..codecs.message import MessageExt, decode_messages
+from ..codecs.record import inflate_pulled, pulled_messages
 from ..remoting import RemotingClient
 from ..remoting.client_connection import Request
 from .errors import MQBrokerError, MQClientError
@@ -291,13 +293,22 @@ def decode_pulled(body: bytes, tags: Sequence[str] | None, class_filter: bool = 
     Bodies come inflated, as Java's client decodes them (getBody() is the payload); the
     compression bit is cleared so ``decompressed_body()`` stays consistent.
     """
+    wanted = set(tags) if tags and not class_filter else None
+    if type(body) is bytes:  # plain records (the usual body) in one pass
+        kept = pulled_messages(body, wanted)
+        if kept is not None:
+            return kept
+    return decode_pulled_general(body, wanted)
+
+
+def decode_pulled_general(body: bytes, wanted: AbstractSet[str] | None) -> list[MessageExt]:
+    """decode_pulled of any body, step by step: every record decoded, the compressed ones inflated, then
+    those whose TAGS is not in ``wanted`` dropped (None: all kept)."""
     msgs = decode_messages(body)
     for m in msgs:
         if m.sys_flag & _COMPRESSED:
-            m.body = m.decompressed_body()
-            m.sys_flag = MessageSysFlag.clear_compressed_flag(m.sys_flag)
-    if tags and not class_filter:
-        wanted = set(tags)
+            inflate_pulled(m)
+    if wanted is not None:
         msgs = [m for m in msgs if m.tags is not None and m.tags in wanted]
     return msgs
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 import mmap
 import struct
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from construct import (
@@ -33,7 +35,7 @@ from construct import (
 )
 
 from ..accel import compiled
-from .codes import MessageSysFlag
+from .codes import MessageConst, MessageSysFlag
 from .compression import body_crc
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
@@ -448,10 +450,84 @@ def plain_records_py(buf: bytes) -> tuple[list[tuple[Any, ...]], int]:
 _plain_records = compiled("plain_records") or plain_records_py
 
 
+# ---------------------------------------------------------------------------
+# A consumer's PULL body: the messages it keeps, in one pass
+# ---------------------------------------------------------------------------
+
+
+def inflate_pulled(msg: MessageExt) -> None:
+    """What a consumer does to a compressed pulled message (Java's client decodes with deCompressBody):
+    ``body`` becomes the payload and COMPRESSED_FLAG is cleared, so ``decompressed_body()`` stays consistent."""
+    msg.body = msg.decompressed_body()
+    msg.sys_flag = MessageSysFlag.clear_compressed_flag(msg.sys_flag)
+
+
+def plain_messages_py(buf: bytes, decompress: bool) -> list[MessageExt] | None:
+    """decode_messages(buf, decompress=decompress) of a body made only of plain records (the reference of the
+    compiled ``PulledDecoder.records``), or None when it is anything else (the caller takes the general path)."""
+    fields, stop = plain_records_py(buf)
+    if stop != len(buf):
+        return None
+    out: list[MessageExt] = []
+    for f in fields:
+        msg = _fields_view(f)
+        if decompress and msg.sys_flag & _COMPRESSED and msg.body:
+            msg.decompressed_body()
+        out.append(msg)
+    return out
+
+
+def pulled_messages_py(buf: bytes, wanted: AbstractSet[str] | None) -> list[MessageExt] | None:
+    """The messages a consumer keeps from a PULL body made only of plain records (the reference of the
+    compiled ``PulledDecoder.messages``): decoded as ``decode_messages`` does, compressed bodies inflated
+    (:func:`inflate_pulled`), then those whose TAGS is not in ``wanted`` dropped (``None``: all kept).
+
+    None when the body is anything else (a record that is not plainly consistent, a compressed record with
+    an empty body): the caller takes the general path, which decides and words the errors."""
+    msgs = plain_messages_py(buf, False)
+    if msgs is None:
+        return None
+    out: list[MessageExt] = []
+    for msg in msgs:
+        if msg.sys_flag & _COMPRESSED:
+            if not msg.body:
+                return None
+            inflate_pulled(msg)
+        if wanted is not None:
+            tags = msg.tags
+            if tags is None or tags not in wanted:
+                continue
+        out.append(msg)
+    return out
+
+
+def _compiled_decoder() -> Any:
+    decoder = compiled("PulledDecoder")
+    try:
+        return decoder and decoder(MessageExt, _host_text, inflate_pulled, MessageConst.PROPERTY_TAGS)
+    except TypeError:  # MessageExt grew what it cannot fill: the references serve (a test says so)
+        return None
+
+
+_DECODER = _compiled_decoder()
+#: one form of pulled_messages_py
+pulled_messages: Callable[[bytes, AbstractSet[str] | None], list[MessageExt] | None] = (
+    _DECODER.messages if _DECODER is not None else pulled_messages_py
+)
+#: one form of plain_messages_py
+plain_messages: Callable[[bytes, bool], list[MessageExt] | None] = (
+    _DECODER.records if _DECODER is not None else plain_messages_py
+)
+
+
 def decode_messages(
     buf: bytes | bytearray | memoryview, *, check_crc: bool = False, decompress: bool = True
 ) -> list[MessageExt]:
     """Decode records laid back to back (a PULL or QUERY_MESSAGE response body)."""
+    if type(buf) is bytes and not check_crc:  # plain records (the usual body) in one pass
+        msgs = plain_messages(buf, decompress)
+        if msgs is not None:
+            return msgs
     out: list[MessageExt] = []
     offset = 0
     end = len(buf)
