@@ -430,11 +430,11 @@ cdef class PlainAppender:
     cdef Py_ssize_t end_blank
 
     def __init__(self, store):
-        import zlib
+        from .codecs.compression import crc32
         from .store.commitlog import END_FILE_MIN_BLANK_LENGTH
         self.store = store
         self.commitlog = store.commitlog
-        self.crc32 = zlib.crc32
+        self.crc32 = crc32
         self.end_blank = END_FILE_MIN_BLANK_LENGTH
 
     cdef object append(self, str topic, int64_t queue_id, bytes topic_b, int64_t msg_flag, int64_t sys_flag,
