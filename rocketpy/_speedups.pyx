@@ -117,6 +117,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t
 from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
+from posix.uio cimport iovec, pwritev
 
 
 cdef inline void _put32(uint8_t* p, int64_t v) noexcept:
@@ -131,13 +132,14 @@ cdef inline void _put64(uint8_t* p, int64_t v) noexcept:
     _put32(p + 4, v & 0xFFFFFFFF)
 
 
-cdef Py_ssize_t _write_record_at(
+cdef Py_ssize_t _write_head(
     uint8_t* p, Py_ssize_t total, int32_t body_crc, int32_t queue_id, int32_t flag,
     int64_t queue_offset, int64_t physical_offset, int32_t sys_flag, int64_t born_timestamp, const uint8_t* born_host,
     Py_ssize_t bl, int32_t born_port, int64_t store_timestamp, const uint8_t* store_host, Py_ssize_t sl,
-    int32_t store_port, int32_t reconsume_times, int64_t prepared_transaction_offset, const uint8_t* body,
-    Py_ssize_t nb, const uint8_t* topic, Py_ssize_t nt, const uint8_t* properties, Py_ssize_t np,
+    int32_t store_port, int32_t reconsume_times, int64_t prepared_transaction_offset, Py_ssize_t nb,
 ) noexcept:
+    """A record's fields before its body (at most _HEAD_MAX bytes): how many."""
+    cdef uint8_t* start = p
     _put32(p + REC_TOTAL_SIZE_AT, total)
     _put32(p + REC_MAGIC_CODE_AT, MESSAGE_MAGIC_CODE)
     _put32(p + REC_BODY_CRC_AT, body_crc)
@@ -159,16 +161,70 @@ cdef Py_ssize_t _write_record_at(
     _put32(p + REC_RECONSUME_TIMES_AFTER_STORE_HOST, reconsume_times)
     _put64(p + REC_PREPARED_TRANSACTION_OFFSET_AFTER_STORE_HOST, prepared_transaction_offset)
     _put32(p + REC_BODY_LEN_AFTER_STORE_HOST, nb)
-    p += REC_SEGMENT2_END
-    memcpy(p, body, nb)
-    p += nb
+    return p + REC_SEGMENT2_END - start
+
+
+cdef inline Py_ssize_t _write_mid(uint8_t* p, const uint8_t* topic, Py_ssize_t nt, Py_ssize_t np) noexcept:
+    """A record's fields between its body and its properties (topic length, topic, properties length):
+    how many bytes."""
     p[0] = <uint8_t>nt  # REC_TOPIC_LEN_SIZE: one byte
     memcpy(p + REC_TOPIC_LEN_SIZE, topic, nt)
     p += REC_TOPIC_LEN_SIZE + nt
     p[0] = (np >> 8) & 0xFF  # REC_PROPERTIES_LEN_SIZE: two bytes
     p[1] = np & 0xFF
-    memcpy(p + REC_PROPERTIES_LEN_SIZE, properties, np)
+    return REC_TOPIC_LEN_SIZE + nt + REC_PROPERTIES_LEN_SIZE
+
+
+#: room for a record's head (_write_head: 112 bytes with IPv6 hosts) and its mid part (_write_mid: topics
+#: are under 128 bytes)
+cdef enum:
+    _HEAD_MAX = 128
+    _MID_MAX = 136
+
+
+cdef Py_ssize_t _write_record_at(
+    uint8_t* p, Py_ssize_t total, int32_t body_crc, int32_t queue_id, int32_t flag,
+    int64_t queue_offset, int64_t physical_offset, int32_t sys_flag, int64_t born_timestamp, const uint8_t* born_host,
+    Py_ssize_t bl, int32_t born_port, int64_t store_timestamp, const uint8_t* store_host, Py_ssize_t sl,
+    int32_t store_port, int32_t reconsume_times, int64_t prepared_transaction_offset, const uint8_t* body,
+    Py_ssize_t nb, const uint8_t* topic, Py_ssize_t nt, const uint8_t* properties, Py_ssize_t np,
+) noexcept:
+    p += _write_head(
+        p, total, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_timestamp, born_host, bl,
+        born_port, store_timestamp, store_host, sl, store_port, reconsume_times, prepared_transaction_offset, nb,
+    )
+    memcpy(p, body, nb)
+    p += nb
+    p += _write_mid(p, topic, nt, np)
+    memcpy(p, properties, np)
     return total
+
+
+cdef bint _pwrite_record(
+    int fd, int64_t at, Py_ssize_t total, int32_t body_crc, int32_t queue_id, int32_t flag,
+    int64_t queue_offset, int64_t physical_offset, int32_t sys_flag, int64_t born_timestamp, const uint8_t* born_host,
+    Py_ssize_t bl, int32_t born_port, int64_t store_timestamp, const uint8_t* store_host, Py_ssize_t sl,
+    int32_t store_port, int32_t reconsume_times, int64_t prepared_transaction_offset, const uint8_t* body,
+    Py_ssize_t nb, const uint8_t* topic, Py_ssize_t nt, const uint8_t* properties, Py_ssize_t np,
+) noexcept:
+    """_write_record_at's bytes written at ``at`` of the file ``fd`` with one pwritev, the body and the
+    properties from where they are (no copy, no page fault): whether all of it was written. The GIL stays
+    held, so the file cannot be closed between the caller's look at ``fd`` and the write."""
+    cdef uint8_t head[_HEAD_MAX]
+    cdef uint8_t mid[_MID_MAX]
+    cdef iovec iov[4]
+    iov[0].iov_base = head
+    iov[0].iov_len = _write_head(
+        head, total, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_timestamp, born_host,
+        bl, born_port, store_timestamp, store_host, sl, store_port, reconsume_times, prepared_transaction_offset, nb,
+    )
+    iov[1].iov_base = <void*>body
+    iov[1].iov_len = nb
+    iov[2].iov_base = mid
+    iov[2].iov_len = _write_mid(mid, topic, nt, np)
+    iov[3].iov_base = <void*>properties
+    iov[3].iov_len = np
+    return pwritev(fd, iov, 4, at) == total
 
 
 def write_record(
@@ -362,7 +418,8 @@ cdef inline bint _is_false_value(const uint8_t* p, Py_ssize_t sep, Py_ssize_t en
 
 cdef class PlainAppender:
     """MessageStore.put_message for a plain message, without the message object: the record written
-    straight into the mapped CommitLog under the put lock, its ConsumeQueue and index dispatch queued in
+    straight into the CommitLog's last file under the put lock (by pwritev, see
+    MappedFile.advise_writing), its ConsumeQueue and index dispatch queued in
     ``store.pending`` for MessageStore.settle. The store owns it (``MessageStore.plain_appender``) and
     the send lane calls it; put_message stays the reference (tests/test_send_fast.py compares stores).
 
@@ -375,11 +432,11 @@ cdef class PlainAppender:
     cdef Py_ssize_t end_blank
 
     def __init__(self, store):
-        import zlib
+        from .codecs.compression import crc32
         from .store.commitlog import END_FILE_MIN_BLANK_LENGTH
         self.store = store
         self.commitlog = store.commitlog
-        self.crc32 = zlib.crc32
+        self.crc32 = crc32
         self.end_blank = END_FILE_MIN_BLANK_LENGTH
 
     cdef object append(self, str topic, int64_t queue_id, bytes topic_b, int64_t msg_flag, int64_t sys_flag,
@@ -398,6 +455,7 @@ cdef class PlainAppender:
         cdef Py_ssize_t total = REC_FIXED_LEN + bl + sl + nb + nt + np
         cdef Py_ssize_t pos, limit
         cdef int64_t queue_offset, phys, store_ts
+        cdef int fd
         cdef Py_buffer view
         key = (topic, queue_id)
         lock = cl.lock
@@ -414,19 +472,30 @@ cdef class PlainAppender:
             store_ts = cl.clock()
             queue_offset = table.get(key, 0)
             phys = <int64_t>mf.file_from_offset + pos
-            PyObject_GetBuffer(mf.mm, &view, PyBUF_WRITABLE)
-            try:
-                if pos < 0 or pos + total > view.len:
-                    raise ValueError("record runs past the file")
-                _write_record_at(
-                    <uint8_t*>view.buf + pos, total, <int32_t>crc, <int32_t>queue_id, <int32_t>msg_flag,
+            fd = mf.write_fd
+            if fd >= 0:  # the file being written takes records by pwritev (see MappedFile.advise_writing)
+                if not _pwrite_record(
+                    fd, pos, total, <int32_t>crc, <int32_t>queue_id, <int32_t>msg_flag,
                     queue_offset, phys, <int32_t>sys_flag, born_ts, <const uint8_t*>PyBytes_AS_STRING(born_ip), bl,
                     <int32_t>born_port, store_ts, <const uint8_t*>PyBytes_AS_STRING(store_ip), sl,
                     <int32_t>store_port, <int32_t>reconsume, 0, body, nb,
                     <const uint8_t*>PyBytes_AS_STRING(topic_b), nt, <const uint8_t*>PyBytes_AS_STRING(props), np,
-                )
-            finally:
-                PyBuffer_Release(&view)
+                ):
+                    return None  # put_message writes it again and reports what the file says
+            else:
+                PyObject_GetBuffer(mf.mm, &view, PyBUF_WRITABLE)
+                try:
+                    if pos < 0 or pos + total > view.len:
+                        raise ValueError("record runs past the file")
+                    _write_record_at(
+                        <uint8_t*>view.buf + pos, total, <int32_t>crc, <int32_t>queue_id, <int32_t>msg_flag,
+                        queue_offset, phys, <int32_t>sys_flag, born_ts, <const uint8_t*>PyBytes_AS_STRING(born_ip),
+                        bl, <int32_t>born_port, store_ts, <const uint8_t*>PyBytes_AS_STRING(store_ip), sl,
+                        <int32_t>store_port, <int32_t>reconsume, 0, body, nb,
+                        <const uint8_t*>PyBytes_AS_STRING(topic_b), nt, <const uint8_t*>PyBytes_AS_STRING(props), np,
+                    )
+                finally:
+                    PyBuffer_Release(&view)
             mf.wrote_position = pos + total
             mf.store_timestamp = store_ts
             table[key] = queue_offset + 1

@@ -179,6 +179,32 @@ def test_splitter_any_chunking(cmds: list[RemotingCommand], data: st.DataObject)
     assert splitter.buffered == 0
 
 
+class _Marked(bytes):
+    """A bytes subclass, as the server's LaneFrame."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=4, max_size=6000), min_size=1, max_size=8), st.data())
+def test_splitter_makes_frames_of_the_kind_asked_small_and_large(bodies: list[bytes], data: st.DataObject) -> None:
+    """Frames come out as the kind asked for with their exact bytes, whether copied out as a slice
+    (small) or through a view (large); the buffer stays usable after either (no view left on it)."""
+    frames = [struct.pack(">i", len(b)) + b for b in bodies]
+    stream = b"".join(frames)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=6)))
+    splitter = FrameSplitter()
+    out: list[bytes] = []
+    prev = 0
+    for cut in [*cuts, len(stream)]:
+        splitter.feed(stream[prev:cut])
+        prev = cut
+        while (frame := splitter.next_frame(_Marked)) is not None:
+            out.append(frame)
+    assert out == frames and all(type(f) is _Marked for f in out)
+    assert splitter.buffered == 0
+    splitter.feed(frames[0])
+    assert splitter.next_frame() == frames[0]
+
+
 def test_absurd_length_rejected_before_allocation() -> None:
     splitter = FrameSplitter(max_frame=1024)
     splitter.feed(struct.pack(">i", 0x7FFFFFF0) + b"\x00\x00\x00\x10")

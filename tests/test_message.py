@@ -389,6 +389,16 @@ def test_uniq_id_month_rollover() -> None:
         uniq_id_time("abc")
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=70_000), st.integers(0, 64))
+def test_body_crc_is_zlibs_crc32_of_any_body(body: bytes, cut: int) -> None:
+    """The body CRC (zlib-ng's CRC-32 where installed) is zlib.crc32's value, java.util.zip.CRC32's,
+    for bodies of every size and alignment, and of buffers as well as bytes."""
+    assert body_crc(body) == zlib.crc32(body) & 0x7FFFFFFF
+    view = memoryview(body)[cut:]
+    assert body_crc(view) == zlib.crc32(view) & 0x7FFFFFFF  # type: ignore[arg-type]
+
+
 def test_crc_and_compression() -> None:
     assert body_crc(b"") == 0
     assert body_crc(b"hello") == zlib.crc32(b"hello") & 0x7FFFFFFF

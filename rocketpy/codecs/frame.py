@@ -228,6 +228,10 @@ def frame_parts(serialize_type: int, header: bytes, body: bytes | None) -> tuple
     return (FRAME_PREFIX_UNIT.pack(4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header, body)
 
 
+#: frames this long are copied out through a memoryview (whose making costs more than a small copy)
+_COPY_ONCE_FROM = 2048
+
+
 class FrameSplitter:
     """Incremental framing: feed bytes in any chunking, iterate whole frames.
 
@@ -254,7 +258,8 @@ class FrameSplitter:
         """Bytes held that do not yet form a whole frame."""
         return len(self._buf) - self._pos
 
-    def next_frame(self) -> bytes | None:
+    def next_frame(self, kind: Callable[[Any], bytes] = bytes) -> bytes | None:
+        """The next whole frame as ``kind`` (bytes or a subclass) made from its bytes, or None."""
         buf, pos = self._buf, self._pos
         if len(buf) - pos < 4:
             return None
@@ -263,7 +268,11 @@ class FrameSplitter:
         end = pos + 4 + length
         if len(buf) < end:
             return None
-        frame = bytes(buf[pos:end])
+        if length < _COPY_ONCE_FROM:
+            frame = kind(buf[pos:end])
+        else:  # one copy (through a view) rather than a bytearray slice and then its copy
+            with memoryview(buf) as view:
+                frame = kind(view[pos:end])
         self._taken(end)
         return frame
 

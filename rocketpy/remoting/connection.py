@@ -15,7 +15,7 @@ import math
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 
@@ -93,10 +93,13 @@ class CommandReader:
                 if frame is None:
                     return out
                 out.append(RemotingCommand.decode(frame, max_frame))
-        return [
-            LaneFrame(frame) if takes is not None and takes(frame) else RemotingCommand.decode(frame, max_frame)
-            for frame in self._splitter
-        ]
+        if takes is None:
+            return [RemotingCommand.decode(frame, max_frame) for frame in splitter]
+        taken: list[RemotingCommand | LaneFrame] = []
+        # frames are made LaneFrames as they are copied out (no second copy for the fast path's)
+        while (frame := splitter.next_frame(LaneFrame)) is not None:
+            taken.append(cast(LaneFrame, frame) if takes(frame) else RemotingCommand.decode(frame, max_frame))
+        return taken
 
     @property
     def max_frame(self) -> int:
