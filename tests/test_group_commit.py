@@ -241,6 +241,45 @@ async def test_flush_thread_takes_precedence_where_the_process_may_give_it(
             nursery.cancel_scope.cancel()
 
 
+@pytest.mark.parametrize(
+    ("interrupts", "expect"),
+    [({1}, {1}), (None, None), ({0, 1, 2, 3}, None), ({7}, None), ({1, 7}, {1})],
+    ids=["one-cpu", "unknown", "every-cpu", "none-allowed", "partly-allowed"],
+)
+async def test_flush_thread_follows_the_disk_interrupts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupts: set[int] | None, expect: set[int] | None
+) -> None:
+    """The flush thread moves to the CPUs that take the CommitLog disk's completion interrupts when those
+    are some of its CPUs, not all (its msyncs' completions then wake it without another CPU's help);
+    otherwise, or where affinities cannot be set, it stays where it is and serves the same."""
+    looked: list[str] = []
+    asked: list[tuple[int, set[int]]] = []
+
+    def completion_cpus(path: str) -> frozenset[int] | None:
+        looked.append(path)
+        return None if interrupts is None else frozenset(interrupts)
+
+    def sched_setaffinity(pid: int, cpus: set[int]) -> None:
+        asked.append((pid, set(cpus)))
+        raise PermissionError(1, "Operation not permitted")  # and the thread serves the same
+
+    monkeypatch.setattr(services, "completion_cpus", completion_cpus)
+    monkeypatch.setattr(services.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(services.os, "sched_setaffinity", sched_setaffinity)
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    token = trio.lowlevel.current_trio_token()
+    with trio.fail_after(30), MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            answer = hold(store, group, token)
+            await answer.event.wait()
+            assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
+            assert looked == [cfg.commit_log_dir]
+            assert asked == ([] if expect is None else [(0, expect)])  # 0: the flush thread itself
+            nursery.cancel_scope.cancel()
+
+
 async def test_held_answers_go_through_trio_when_the_thread_cannot_send(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
     token = trio.lowlevel.current_trio_token()
