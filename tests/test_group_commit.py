@@ -275,8 +275,39 @@ async def test_flush_thread_follows_the_disk_interrupts(
             answer = hold(store, group, token)
             await answer.event.wait()
             assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
+            while not looked:  # looked up off the event loop, beside the thread's start
+                await trio.sleep(0.01)
+            flusher = next(t for t in threading.enumerate() if t.name == "GroupCommitService")
             assert looked == [cfg.commit_log_dir]
-            assert asked == ([] if expect is None else [(0, expect)])  # 0: the flush thread itself
+            assert asked == ([] if expect is None else [(flusher.native_id, expect)])
+            nursery.cancel_scope.cancel()
+
+
+async def test_flush_thread_follows_the_interrupts_when_they_move(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, virtual_clock: trio.testing.MockClock
+) -> None:
+    """irqbalance may move a disk's interrupts: the thread follows them, and goes back to every CPU of
+    the process once they are on all of them."""
+    where = iter([frozenset({1}), frozenset({1}), frozenset({0}), frozenset({0, 1})])
+    current: dict[int, set[int]] = {}
+    moves: list[set[int]] = []
+
+    def sched_setaffinity(pid: int, cpus: set[int]) -> None:
+        current[pid] = set(cpus)
+        moves.append(set(cpus))
+
+    monkeypatch.setattr(services, "completion_cpus", lambda path: next(where, frozenset({0, 1})))
+    monkeypatch.setattr(services.os, "sched_getaffinity", lambda pid: current.get(pid, {0, 1}))
+    monkeypatch.setattr(services.os, "sched_setaffinity", sched_setaffinity)
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    with MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store, timeout=600.0)  # the deadline watcher then sleeps past every look
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            with trio.fail_after(services.FOLLOW_INTERVAL * 5):
+                while len(moves) < 3:
+                    await trio.sleep(services.FOLLOW_INTERVAL / 4)
+            assert moves == [{1}, {0}, {0, 1}]
             nursery.cancel_scope.cancel()
 
 
