@@ -213,6 +213,29 @@ async def test_one_producer_never_waits_for_gathering(tmp_path: Path) -> None:
             nursery.cancel_scope.cancel()
 
 
+@contextlib.asynccontextmanager
+async def running_group(tmp_path: Path) -> AsyncIterator[tuple[MessageStore, GroupCommitService]]:
+    """A SYNC_FLUSH store and its running group commit, stopped on leaving."""
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    with trio.fail_after(30), MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            yield store, group
+            nursery.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def one_answer_served(tmp_path: Path) -> AsyncIterator[tuple[MessageStore, threading.Thread]]:
+    """A running group commit that has delivered one held answer from its thread: the store and that
+    thread."""
+    async with running_group(tmp_path) as (store, group):
+        answer = hold(store, group, trio.lowlevel.current_trio_token())
+        await answer.event.wait()
+        assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
+        yield store, next(t for t in threading.enumerate() if t.name == "GroupCommitService")
+
+
 @pytest.mark.parametrize("allowed", [True, False])
 async def test_flush_thread_takes_precedence_where_the_process_may_give_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allowed: bool
@@ -227,35 +250,79 @@ async def test_flush_thread_takes_precedence_where_the_process_may_give_it(
             raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(services.os, "setpriority", setpriority)
+    async with one_answer_served(tmp_path) as (_, flusher):
+        assert asked == [(flusher.native_id, services.FLUSH_THREAD_NICE)] and services.FLUSH_THREAD_NICE < 0
+
+
+@pytest.mark.parametrize(
+    ("interrupts", "expect"),
+    [({1}, {1}), (None, None), ({0, 1, 2, 3}, None), ({7}, None), ({1, 7}, {1})],
+    ids=["one-cpu", "unknown", "every-cpu", "none-allowed", "partly-allowed"],
+)
+async def test_flush_thread_follows_the_disk_interrupts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupts: set[int] | None, expect: set[int] | None
+) -> None:
+    """The flush thread moves to the CPUs that take the CommitLog disk's completion interrupts when those
+    are some of its CPUs, not all (its msyncs' completions then wake it without another CPU's help);
+    otherwise, or where affinities cannot be set, it stays where it is and serves the same."""
+    looked: list[str] = []
+    asked: list[tuple[int, set[int]]] = []
+
+    def completion_cpus(path: str) -> frozenset[int] | None:
+        looked.append(path)
+        return None if interrupts is None else frozenset(interrupts)
+
+    def sched_setaffinity(pid: int, cpus: set[int]) -> None:
+        asked.append((pid, set(cpus)))
+        raise PermissionError(1, "Operation not permitted")  # and the thread serves the same
+
+    monkeypatch.setattr(services, "completion_cpus", completion_cpus)
+    monkeypatch.setattr(services.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(services.os, "sched_setaffinity", sched_setaffinity)
+    async with one_answer_served(tmp_path) as (store, flusher):
+        while not looked:  # looked up off the event loop, beside the thread's start
+            await trio.sleep(0.01)
+        assert looked == [store.config.commit_log_dir]
+        assert asked == ([] if expect is None else [(flusher.native_id, expect)])
+
+
+async def test_flush_thread_follows_the_interrupts_when_they_move(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, virtual_clock: trio.testing.MockClock
+) -> None:
+    """irqbalance may move a disk's interrupts: the thread follows them, and goes back to every CPU of
+    the process once they are on all of them."""
+    where = iter([frozenset({1}), frozenset({1}), frozenset({0}), frozenset({0, 1})])
+    current: dict[int, set[int]] = {}
+    moves: list[set[int]] = []
+
+    def sched_setaffinity(pid: int, cpus: set[int]) -> None:
+        current[pid] = set(cpus)
+        moves.append(set(cpus))
+
+    monkeypatch.setattr(services, "completion_cpus", lambda path: next(where, frozenset({0, 1})))
+    monkeypatch.setattr(services.os, "sched_getaffinity", lambda pid: current.get(pid, {0, 1}))
+    monkeypatch.setattr(services.os, "sched_setaffinity", sched_setaffinity)
     cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
-    token = trio.lowlevel.current_trio_token()
-    with trio.fail_after(30), MessageStore(cfg, clock=Clock()) as store:
-        group = GroupCommitService(store)
+    with MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store, timeout=600.0)  # the deadline watcher then sleeps past every look
         async with trio.open_nursery() as nursery:
             await nursery.start(group.run)
-            answer = hold(store, group, token)
-            await answer.event.wait()
-            assert answer.delivered == [("GroupCommitService", PutMessageStatus.PUT_OK)]
-            flusher = next(t for t in threading.enumerate() if t.name == "GroupCommitService")
-            assert asked == [(flusher.native_id, services.FLUSH_THREAD_NICE)] and services.FLUSH_THREAD_NICE < 0
+            with trio.fail_after(services.FOLLOW_INTERVAL * 5):
+                while len(moves) < 3:
+                    await trio.sleep(services.FOLLOW_INTERVAL / 4)
+            assert moves == [{1}, {0}, {0, 1}]
             nursery.cancel_scope.cancel()
 
 
 async def test_held_answers_go_through_trio_when_the_thread_cannot_send(tmp_path: Path) -> None:
-    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
-    token = trio.lowlevel.current_trio_token()
-    with trio.fail_after(30), MessageStore(cfg, clock=Clock()) as store:
-        group = GroupCommitService(store)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(group.run)
-            r = store.put_message(make_msg())
-            answer = Answer(r.flush_offset, token, from_thread=False)
-            answer.store = store
-            group.answer_when_flushed(answer)
-            await answer.event.wait()
-            assert answer.delivered == [(threading.current_thread().name, PutMessageStatus.PUT_OK)]
-            assert answer.flushed_then >= r.flush_offset
-            nursery.cancel_scope.cancel()
+    async with running_group(tmp_path) as (store, group):
+        r = store.put_message(make_msg())
+        answer = Answer(r.flush_offset, trio.lowlevel.current_trio_token(), from_thread=False)
+        answer.store = store
+        group.answer_when_flushed(answer)
+        await answer.event.wait()
+        assert answer.delivered == [(threading.current_thread().name, PutMessageStatus.PUT_OK)]
+        assert answer.flushed_then >= r.flush_offset
 
 
 @pytest.mark.timeout(30)  # not trio.fail_after: the mocked clock jumps past it while the flush thread joins
