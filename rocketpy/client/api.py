@@ -41,8 +41,9 @@ from ..codecs.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from ..codecs.message import MessageExt, decode_messages
-from ..remoting import RemotingClient
+from ..remoting import RemotingClient, RemotingTimeoutError
 from ..remoting.client_connection import Request
+from ..remoting.connection import ResponseFuture
 from .errors import MQBrokerError, MQClientError
 from .results import PullResult, SendResult
 
@@ -172,8 +173,30 @@ class ClientAPI:
     # -- pulling ---------------------------------------------------------------------
     async def pull(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> tuple[PullResult, bytes]:
         """PULL_MESSAGE; the messages are left undecoded (the caller filters and decodes)."""
-        req = RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
-        resp = await self.invoke(addr, req, timeout)
+        resp = await self.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header), timeout)
+        return self.pull_answer(resp, addr)
+
+    def pull_soon(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> ResponseFuture | None:
+        """PULL_MESSAGE written at once (when no other write is under way), without waiting: :meth:`pull_answered`
+        takes its answer later (a consumer asks for a queue's next messages, then decodes the last ones while the
+        broker looks for them). None, and nothing sent, when no connection to ``addr`` is open."""
+        return self.remoting.send_soon(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header), timeout,
+                                       _no_callback, now=True)
+
+    async def pull_answered(self, addr: str, future: ResponseFuture) -> tuple[PullResult, bytes]:
+        """The answer of a :meth:`pull_soon`, as :meth:`pull` gives it (a timeout closes the connection, as an
+        invoke's does)."""
+        try:
+            resp = await future.wait()
+        except RemotingTimeoutError:
+            if self.remoting.close_on_timeout:
+                await self.remoting.close_connection(addr)
+            raise
+        return self.pull_answer(resp, addr)
+
+    @staticmethod
+    def pull_answer(resp: RemotingCommand, addr: str) -> tuple[PullResult, bytes]:
+        """A PULL_MESSAGE answer's result and its undecoded messages; MQBrokerError for an error code."""
         status = _PULL_STATUS.get(resp.code)  # type: ignore[call-overload]
         if status is None:
             raise MQBrokerError(resp.code, resp.remark, addr)
@@ -277,6 +300,10 @@ class ClientAPI:
         req = RemotingCommand.request(RequestCode.END_TRANSACTION, header)
         req.remark = remark
         await self.invoke_oneway(addr, req)
+
+
+def _no_callback(_future: ResponseFuture) -> None:
+    """pull_soon's answers are awaited, not called back."""
 
 
 # plain ints: an IntFlag's & (and an enum member's lookup) is a Python call per message

@@ -27,12 +27,13 @@ from ..codecs.codes import CMResult, MessageConst, MessageModel, MixAll, PullSta
 from ..codecs.headers import PullMessageRequestHeader
 from ..codecs.message import Message, MessageExt
 from ..remoting import RemotingError
+from ..remoting.connection import ResponseFuture
 from .api import decode_pulled
 from .consumer_base import ConsumerBase, reset_retry_topic
 from .errors import MQClientError
-from .offset_store import ReadOffsetType
 from .process_queue import LOCK_INTERVAL, ProcessQueue
 from .producer import Producer
+from .route import MASTER_ID
 from .trace import CONTEXT_EXCEPTION, CONTEXT_FAILED, CONTEXT_SUCCESS, TraceDispatcher
 
 log = logging.getLogger("rocketpy.client")
@@ -92,6 +93,24 @@ def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ConsumeC
         except Exception as exc:
             out.append((None, exc))
     return out, time.perf_counter() - began
+
+
+@dataclass
+class _PullAhead:
+    """A queue's next pull, sent before the answer before it was decoded."""
+
+    offset: int
+    addr: str
+    future: ResponseFuture
+
+
+@dataclass
+class _PullState:
+    """A queue's pull loop: the next offset to pull, whether its (orderly) lock was held, the pull ahead."""
+
+    offset: int
+    previously_locked: bool = False
+    ahead: _PullAhead | None = None
 
 
 class PushConsumer(ConsumerBase):
@@ -264,73 +283,87 @@ class PushConsumer(ConsumerBase):
         with trio.CancelScope() as scope:
             self._pull_scopes[mq] = scope
             task_status.started()
-            offset = next_offset
-            previously_locked = False
+            st = _PullState(next_offset)
             while self.running and not pq.dropped:
                 try:
-                    delay, offset, previously_locked = await self._pull_once(mq, pq, offset, previously_locked)
+                    delay = await self._pull_once(mq, pq, st)
                 except (RemotingError, MQClientError) as exc:
                     log.warning("pull message from %s failed: %s", mq, exc)
                     delay = PULL_DELAY_ON_EXCEPTION
                 except trio.TooSlowError:
                     delay = 0
                 if delay:
+                    st.ahead = None  # a pause: the flow control is checked again after it
                     await trio.sleep(delay)
 
-    async def _pull_once(self, mq: MessageQueue, pq: ProcessQueue, offset: int,
-                         previously_locked: bool) -> tuple[float, int, bool]:
-        pq.last_pull_time = time.monotonic()
-        if pq.msg_count > self.pull_threshold_for_queue or \
-                pq.msg_size > self.pull_threshold_size_for_queue * 1024 * 1024:
-            return PULL_DELAY_ON_FLOW_CONTROL, offset, previously_locked
-        if not self.orderly:
-            if pq.max_span() > self.consume_concurrently_max_span:
-                return PULL_DELAY_ON_FLOW_CONTROL, offset, previously_locked
-        elif str(self.message_model) == MessageModel.CLUSTERING:
-            if not pq.locked:
-                return PULL_DELAY_ON_EXCEPTION, offset, previously_locked
-            if not previously_locked:
-                # the queue just became ours: start from the committed offset (the last owner's progress)
-                offset = await self.compute_pull_from_where(mq)
-                previously_locked = True
-        sd = self.subscriptions.get(mq.topic or "")
-        if sd is None:
-            return PULL_DELAY_ON_EXCEPTION, offset, previously_locked
+    def _pull_header(self, mq: MessageQueue, sd: Any, offset: int) -> PullMessageRequestHeader:
+        """The PULL_MESSAGE header for ``offset`` (PullAPIWrapper.pullKernelImpl's), committing what memory holds."""
         assert self.offset_store is not None
         commit_offset = 0
         if str(self.message_model) == MessageModel.CLUSTERING:
-            commit_offset = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+            commit_offset = self.offset_store.memory_offset(mq)
         expression = sd.sub_string if self.post_subscription_when_pull and not sd.class_filter_mode else None
-        header = PullMessageRequestHeader(
+        return PullMessageRequestHeader(
             consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
             max_msg_nums=self.pull_batch_size,
             sys_flag=PullSysFlag.build_sys_flag(commit_offset > 0, True, expression is not None, False),
             commit_offset=max(commit_offset, 0), suspend_timeout_millis=int(self.broker_suspend_max * 1000),
             subscription=expression, sub_version=sd.sub_version, expression_type=sd.expression_type,
             bname=mq.broker_name)
-        addr, from_slave = await self.pull_target(mq)
-        if from_slave:  # a slave does not take the commit offset: the client keeps it for the master
-            header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
-        result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
+
+    async def _pull_once(self, mq: MessageQueue, pq: ProcessQueue, st: _PullState) -> float:
+        """One pull answer handled (the queue's next pull sent before its messages are decoded, when the flow
+        control allows it whatever they are); the seconds to wait before the next one."""
+        pq.last_pull_time = time.monotonic()
+        ahead, st.ahead = st.ahead, None
+        sd = self.subscriptions.get(mq.topic or "")
+        if ahead is not None and sd is not None and ahead.offset == st.offset:
+            addr, offset = ahead.addr, ahead.offset
+            result, body = await self.client.api.pull_answered(addr, ahead.future)
+        else:
+            if pq.msg_count > self.pull_threshold_for_queue or \
+                    pq.msg_size > self.pull_threshold_size_for_queue * 1024 * 1024:
+                return PULL_DELAY_ON_FLOW_CONTROL
+            if not self.orderly:
+                if pq.max_span() > self.consume_concurrently_max_span:
+                    return PULL_DELAY_ON_FLOW_CONTROL
+            elif str(self.message_model) == MessageModel.CLUSTERING:
+                if not pq.locked:
+                    return PULL_DELAY_ON_EXCEPTION
+                if not st.previously_locked:
+                    # the queue just became ours: start from the committed offset (the last owner's progress)
+                    st.offset = await self.compute_pull_from_where(mq)
+                    st.previously_locked = True
+            if sd is None:
+                return PULL_DELAY_ON_EXCEPTION
+            offset = st.offset
+            header = self._pull_header(mq, sd, offset)
+            addr, from_slave = await self.pull_target(mq)
+            if from_slave:  # a slave does not take the commit offset: the client keeps it for the master
+                header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
+            result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         if pq.dropped:
-            return 0, offset, previously_locked
+            return 0
+        assert self.offset_store is not None
         if result.pull_status == PullStatus.FOUND:
+            st.offset = result.next_begin_offset
+            self._pull_ahead(mq, pq, sd, st, offset, len(body))
             msgs = decode_pulled(body, sd.tags_set, sd.class_filter_mode)
             for m in msgs:
                 m.properties[MessageConst.PROPERTY_MIN_OFFSET] = str(result.min_offset)
                 m.properties[MessageConst.PROPERTY_MAX_OFFSET] = str(result.max_offset)
-            offset = result.next_begin_offset
             if msgs:
                 dispatch = pq.put_messages(msgs)
                 self._submit(msgs, pq, mq, dispatch)
-                return self.pull_interval, offset, previously_locked
-            return 0, offset, previously_locked
+                return self.pull_interval
+            return 0
+        offset = st.offset
         if result.pull_status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
-            offset = result.next_begin_offset
+            st.offset = result.next_begin_offset
             if pq.msg_count == 0:
-                self.offset_store.update_offset(mq, offset, True)
-            return 0, offset, previously_locked
+                self.offset_store.update_offset(mq, st.offset, True)
+            return 0
         # OFFSET_ILLEGAL: adopt the broker's offset, and let the next rebalance rebuild the queue
         log.warning("the pull request offset illegal, %s offset %d, next %d", mq, offset, result.next_begin_offset)
         pq.dropped = True
@@ -340,7 +373,33 @@ class PushConsumer(ConsumerBase):
             del self.pq_table[mq]
         self._pull_scopes.pop(mq, None)
         self.client.rebalance_immediately()
-        return 0, offset, previously_locked
+        return 0
+
+    def _pull_ahead(self, mq: MessageQueue, pq: ProcessQueue, sd: Any, st: _PullState, offset: int,
+                    size: int) -> None:
+        """Send the queue's next pull now, before the answer just come (``size`` bytes of messages from
+        ``offset`` up to ``st.offset``) is decoded, when Java's client would send it after queueing them
+        whatever they hold: its flow control (the queue's message count, bytes and offset span) passes even
+        with a whole batch more, nothing pauses between pulls, and the broker to ask stays the same."""
+        if self.orderly or self.pull_interval or not self.running:
+            return
+        if pq.msg_count + self.pull_batch_size > self.pull_threshold_for_queue or \
+                pq.msg_size + size > self.pull_threshold_size_for_queue * 1024 * 1024:
+            return
+        first = pq.first_offset()
+        if st.offset - 1 - (offset if first is None else min(first, offset)) > self.consume_concurrently_max_span:
+            return
+        target = self.client.find_broker_address_in_subscribe(
+            mq.broker_name or "", self.pull_from_which_node.get(mq, MASTER_ID), False)
+        if target is None:
+            return
+        addr, from_slave = target
+        header = self._pull_header(mq, sd, st.offset)
+        if from_slave:
+            header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
+        future = self.client.api.pull_soon(addr, header, self.consumer_timeout_when_suspend)
+        if future is not None:
+            st.ahead = _PullAhead(st.offset, addr, future)
 
     # -- consuming ------------------------------------------------------------------------------------
     def _submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> None:
