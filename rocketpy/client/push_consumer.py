@@ -27,13 +27,11 @@ from ..codecs.codes import CMResult, MessageConst, MessageModel, MixAll, PullSta
 from ..codecs.headers import PullMessageRequestHeader
 from ..codecs.message import Message, MessageExt
 from ..remoting import RemotingError
-from ..remoting.connection import ResponseFuture
 from .api import decode_pulled
-from .consumer_base import ConsumerBase, reset_retry_topic
+from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
 from .errors import MQClientError
 from .process_queue import LOCK_INTERVAL, ProcessQueue
 from .producer import Producer
-from .route import MASTER_ID
 from .trace import CONTEXT_EXCEPTION, CONTEXT_FAILED, CONTEXT_SUCCESS, TraceDispatcher
 
 log = logging.getLogger("rocketpy.client")
@@ -96,21 +94,12 @@ def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ConsumeC
 
 
 @dataclass
-class _PullAhead:
-    """A queue's next pull, sent before the answer before it was decoded."""
-
-    offset: int
-    addr: str
-    future: ResponseFuture
-
-
-@dataclass
 class _PullState:
     """A queue's pull loop: the next offset to pull, whether its (orderly) lock was held, the pull ahead."""
 
     offset: int
     previously_locked: bool = False
-    ahead: _PullAhead | None = None
+    ahead: PullAhead | None = None
 
 
 class PushConsumer(ConsumerBase):
@@ -389,8 +378,7 @@ class PushConsumer(ConsumerBase):
         first = pq.first_offset()
         if st.offset - 1 - (offset if first is None else min(first, offset)) > self.consume_concurrently_max_span:
             return
-        target = self.client.find_broker_address_in_subscribe(
-            mq.broker_name or "", self.pull_from_which_node.get(mq, MASTER_ID), False)
+        target = self.known_pull_target(mq)
         if target is None:
             return
         addr, from_slave = target
@@ -399,7 +387,7 @@ class PushConsumer(ConsumerBase):
             header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
         future = self.client.api.pull_soon(addr, header, self.consumer_timeout_when_suspend)
         if future is not None:
-            st.ahead = _PullAhead(st.offset, addr, future)
+            st.ahead = PullAhead(st.offset, addr, future)
 
     # -- consuming ------------------------------------------------------------------------------------
     def _submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> None:
