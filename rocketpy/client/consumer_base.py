@@ -36,10 +36,12 @@ def half_hour_ago() -> str:
 def reset_retry_topic(msgs: list[MessageExt], group: str) -> None:
     """A message redelivered through the retry topic shows its original topic to the listener."""
     retry = MixAll.get_retry_topic(group)
+    key = MessageConst.PROPERTY_RETRY_TOPIC
     for msg in msgs:
-        real = msg.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
-        if real is not None and msg.topic == retry:
-            msg.topic = real
+        if msg.topic == retry:
+            real = msg.properties.get(key)
+            if real is not None:
+                msg.topic = real
 
 
 @dataclass

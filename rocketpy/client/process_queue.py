@@ -91,21 +91,25 @@ class ProcessQueue:
                 self.msg_acc_cnt = max(int(max_prop) - last.queue_offset, 0)
         return dispatch
 
-    def _drop(self, off: int) -> MessageExt | None:
-        msg = self._msgs.pop(off, None)
-        if msg is not None:
-            i = bisect_left(self._offsets, off)
-            del self._offsets[i]
-            self.msg_size -= len(msg.body)
-        return msg
-
     def remove_messages(self, msgs: Iterable[MessageExt]) -> int:
         """Forget consumed messages; returns the offset now safe to commit, or -1 when nothing was held."""
         if not self._offsets:
             return -1
         self.last_consume_time = _now()
         result = self.queue_offset_max + 1
-        removed = sum(1 for m in msgs if self._drop(m.queue_offset) is not None)
+        held, offsets = self._msgs, self._offsets
+        removed = size = 0
+        for m in msgs:
+            off = m.queue_offset
+            msg = held.pop(off, None)
+            if msg is None:
+                continue
+            removed += 1
+            size += len(msg.body)
+            # consumed in offset order, mostly: the lowest offset first
+            i = 0 if offsets[0] == off else bisect_left(offsets, off)
+            del offsets[i]
+        self.msg_size -= size
         self.msg_count -= removed
         if self._offsets:
             result = self._offsets[0]

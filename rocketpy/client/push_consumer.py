@@ -36,6 +36,8 @@ from .trace import CONTEXT_EXCEPTION, CONTEXT_FAILED, CONTEXT_SUCCESS, TraceDisp
 
 log = logging.getLogger("rocketpy.client")
 
+_MIN_OFFSET, _MAX_OFFSET = MessageConst.PROPERTY_MIN_OFFSET, MessageConst.PROPERTY_MAX_OFFSET
+
 PULL_DELAY_ON_EXCEPTION = 3.0
 PULL_DELAY_ON_FLOW_CONTROL = 0.05
 CONSUME_LATER_ON_SEND_BACK_FAILURE = 5.0
@@ -84,8 +86,14 @@ def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ConsumeC
     that took."""
     began = time.perf_counter()
     out: list[tuple[Any, BaseException | None]] = []
+    key = MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
+    stamped, stamp = -1, ""
     for msgs, ctx in calls:
-        _stamp_consume_start(msgs)
+        now = now_ms()
+        if now != stamped:  # _stamp_consume_start, with the text made once a millisecond
+            stamped, stamp = now, str(now)
+        for m in msgs:
+            m.properties[key] = stamp
         try:
             out.append((listener(msgs, ctx), None))
         except Exception as exc:
@@ -339,9 +347,11 @@ class PushConsumer(ConsumerBase):
             st.offset = result.next_begin_offset
             self._pull_ahead(mq, pq, sd, st, offset, len(body))
             msgs = decode_pulled(body, sd.tags_set, sd.class_filter_mode)
+            low, high = str(result.min_offset), str(result.max_offset)
             for m in msgs:
-                m.properties[MessageConst.PROPERTY_MIN_OFFSET] = str(result.min_offset)
-                m.properties[MessageConst.PROPERTY_MAX_OFFSET] = str(result.max_offset)
+                props = m.properties
+                props[_MIN_OFFSET] = low
+                props[_MAX_OFFSET] = high
             if msgs:
                 dispatch = pq.put_messages(msgs)
                 self._submit(msgs, pq, mq, dispatch)
@@ -397,8 +407,10 @@ class PushConsumer(ConsumerBase):
                 self._track(self.nursery, self._consume_orderly, mq, pq)
             return
         size = self.consume_batch_size
-        for i in range(0, len(msgs), size):
-            self._enqueue(msgs[i:i + size], pq, mq)
+        if size == 1:
+            self._enqueue_all([([m], pq, mq) for m in msgs])
+        else:
+            self._enqueue_all([(msgs[i:i + size], pq, mq) for i in range(0, len(msgs), size)])
         self._wake()
 
     def _track(self, nursery: trio.Nursery, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
@@ -412,8 +424,8 @@ class PushConsumer(ConsumerBase):
 
         nursery.start_soon(run)
 
-    def _busy(self) -> None:
-        self._inflight += 1
+    def _busy(self, count: int = 1) -> None:
+        self._inflight += count
         self._idle = trio.Event() if self._idle.is_set() else self._idle
 
     def _done(self, count: int = 1) -> None:
@@ -447,12 +459,16 @@ class PushConsumer(ConsumerBase):
     def _enqueue(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         """Hand a batch to the consume workers (Java's consumeExecutor.submit of a ConsumeRequest): at most
         ``consume_concurrency`` of them, started as work arrives, each taking its share of what waits."""
+        self._enqueue_all([(msgs, pq, mq)])
+
+    def _enqueue_all(self, items: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]) -> None:
+        """:meth:`_enqueue` of each batch, in one step."""
         assert self.nursery is not None
-        if self._workers < self.consume_concurrency:
+        for _ in range(min(len(items), self.consume_concurrency - self._workers)):
             self._workers += 1
             self.nursery.start_soon(self._consume_worker)
-        self._busy()
-        self._ready.append((msgs, pq, mq))
+        self._busy(len(items))
+        self._ready.extend(items)
 
     def _wake(self) -> None:
         """Wake as many idle workers as the waiting batches need: one per trip's worth of listening."""
@@ -480,14 +496,17 @@ class PushConsumer(ConsumerBase):
 
     async def _consume_batches(self, items: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]) -> None:
         """Each batch to the listener and its answer to the queue (ConsumeRequest.run, processConsumeResult)."""
-        calls = []
-        for msgs, pq, mq in items:
-            if pq.dropped or not self.running:
-                continue
-            reset_retry_topic(msgs, self.group)
-            calls.append((msgs, pq, mq, ConsumeContext(mq)))
+        if not self.running:
+            return
+        calls = [(msgs, pq, mq, ConsumeContext(mq)) for msgs, pq, mq in items if not pq.dropped]
         if not calls:
             return
+        retry = MixAll.get_retry_topic(self.group)
+        for msgs, _pq, _mq, _ctx in calls:
+            for m in msgs:
+                if m.topic == retry:  # rare: reset_retry_topic's work, once the batch holds a retried message
+                    reset_retry_topic(msgs, self.group)
+                    break
         listener = self.listener
         assert listener is not None
         results: list[tuple[Any, BaseException | None]]
@@ -503,10 +522,12 @@ class PushConsumer(ConsumerBase):
                 except Exception as exc:
                     results.append((None, exc))
         consumed: dict[int, tuple[ProcessQueue, MessageQueue, list[MessageExt]]] = {}
+        success = ConsumeStatus.CONSUME_SUCCESS
+        ok = 0
         for (msgs, pq, mq, ctx), (status, error) in zip(calls, results):
-            if error is None and (status is None or status == ConsumeStatus.CONSUME_SUCCESS) and not pq.dropped:
+            if error is None and (status is None or status == success) and not pq.dropped:
                 # the usual answer: its queue forgets the batch with the others of this trip, in one step
-                self.consumed_ok += len(msgs)
+                ok += len(msgs)
                 same = consumed.get(id(pq))
                 if same is None:
                     consumed[id(pq)] = (pq, mq, list(msgs))
@@ -517,6 +538,7 @@ class PushConsumer(ConsumerBase):
                 log.error("consumeMessage exception, Group: %s %s", self.group, mq, exc_info=error)
                 status = ConsumeStatus.RECONSUME_LATER
             await self._consume_result(msgs, pq, mq, ctx, status)
+        self.consumed_ok += ok
         for pq, mq, msgs in consumed.values():
             self._forget_consumed(pq, mq, msgs)
 
