@@ -2,7 +2,8 @@
 
 A pull sent ahead is one Java's client would send anyway after queueing the answer's messages, whatever
 they hold: the thresholds pass even with a whole batch more. Offsets still commit only what was consumed,
-and a lite consumer's queue paused meanwhile takes nothing from the answer.
+and a lite consumer's queue paused meanwhile takes nothing from the answer. Pull frames come from a
+template per queue, byte for byte the frames of the commands.
 """
 
 from __future__ import annotations
@@ -11,15 +12,21 @@ from typing import Any
 
 import trio
 from clusters import Cluster, committed_offsets, make_topic, real_cluster
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketpy.client import ClientConfig, LitePullConsumer, Producer, PushConsumer, make_message
+from rocketpy.client.api import ClientAPI, PreparedPull
 from rocketpy.client.consumer_base import PullAhead
 from rocketpy.client.offset_store import OffsetStore
 from rocketpy.client.process_queue import ProcessQueue
 from rocketpy.client.push_consumer import _PullState
+from rocketpy.codecs import RemotingCommand, RequestCode
 from rocketpy.codecs.bodies import MessageQueue, build_subscription
 from rocketpy.codecs.codes import ConsumeFromWhere
+from rocketpy.codecs.headers import PullMessageRequestHeader
 from rocketpy.codecs.message import MessageExt
+from rocketpy.remoting.client_connection import encode_request
 from rocketpy.testing import wait_until
 
 MQ = MessageQueue(topic="T", broker_name="broker-a", queue_id=0)
@@ -163,3 +170,35 @@ async def test_lite_pull_ahead_answer_is_dropped_when_paused_meanwhile(virtual_c
                 while len(got) < 200:
                     got += [m.queue_offset for m in await lp.poll(1.0)]
         assert got == list(range(200))  # no message skipped or repeated by the dropped answer
+
+
+_longs = st.integers(-(2**63), 2**63 - 1)
+_ints = st.integers(-(2**31), 2**31 - 1)
+
+
+@given(group=st.text(min_size=1), topic=st.text(min_size=1), queue_id=_ints, queue_offset=_longs,
+       max_msg_nums=_ints, sys_flag=_ints, commit_offset=_longs, suspend=_longs, subscription=st.none() | st.text(),
+       sub_version=_longs, expression_type=st.none() | st.sampled_from(["TAG", "SQL92"]),
+       bname=st.none() | st.text(), opaque=_ints)
+def test_pull_frames_from_templates_equal_the_commands(  # type: ignore[no-untyped-def]
+        group, topic, queue_id, queue_offset, max_msg_nums, sys_flag, commit_offset, suspend, subscription,
+        sub_version, expression_type, bname, opaque) -> None:
+    api = ClientAPI(None)  # type: ignore[arg-type]
+    header = PullMessageRequestHeader(
+        consumer_group=group, topic=topic, queue_id=queue_id, queue_offset=queue_offset, max_msg_nums=max_msg_nums,
+        sys_flag=sys_flag, commit_offset=commit_offset, suspend_timeout_millis=suspend, subscription=subscription,
+        sub_version=sub_version, expression_type=expression_type, bname=bname)
+    reference = encode_request(RemotingCommand.request(RequestCode.PULL_MESSAGE, header), opaque)
+    assert encode_request(api.pull_request(header), opaque) == reference
+    # the queue's next pull: the same template, other offsets
+    header.queue_offset, header.commit_offset = commit_offset, queue_offset
+    reference = encode_request(RemotingCommand.request(RequestCode.PULL_MESSAGE, header), opaque)
+    assert encode_request(api.pull_request(header), opaque) == reference
+
+
+def test_a_queue_pulls_with_its_template() -> None:
+    api = ClientAPI(None)  # type: ignore[arg-type]
+    header = PullMessageRequestHeader(
+        consumer_group="CG", topic="T", queue_id=0, queue_offset=64, max_msg_nums=32, sys_flag=3, commit_offset=7,
+        suspend_timeout_millis=15000, sub_version=1, expression_type="TAG", bname="broker-a")
+    assert isinstance(api.pull_request(header), PreparedPull)
