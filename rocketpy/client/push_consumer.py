@@ -80,24 +80,37 @@ def _stamp_consume_start(msgs: list[MessageExt]) -> None:
         m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
 
 
-def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ConsumeContext]]
-                ) -> tuple[list[tuple[Any, BaseException | None]], float]:
-    """On a worker thread: the listener on each batch in turn, each answer or exception kept; and the seconds
-    that took."""
+#: a batch the listener did not acknowledge: its place in the trip, the listener's answer or exception, its context
+Unacknowledged = tuple[int, Any, BaseException | None, ConsumeContext]
+
+
+def _acknowledged(status: Any) -> bool:
+    return status is None or status == ConsumeStatus.CONSUME_SUCCESS
+
+
+def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]
+                ) -> tuple[list[Unacknowledged], float]:
+    """On a worker thread: the listener on each batch in turn (a fresh context each); the batches it did not
+    acknowledge (the usual trip has none: nothing to hand back per batch), and the seconds that took."""
     began = time.perf_counter()
-    out: list[tuple[Any, BaseException | None]] = []
+    out: list[Unacknowledged] = []
     key = MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
+    success = ConsumeStatus.CONSUME_SUCCESS
     stamped, stamp = -1, ""
-    for msgs, ctx in calls:
+    for i, (msgs, _pq, mq) in enumerate(calls):
         now = now_ms()
         if now != stamped:  # _stamp_consume_start, with the text made once a millisecond
             stamped, stamp = now, str(now)
         for m in msgs:
             m.properties[key] = stamp
+        ctx = ConsumeContext(mq)
         try:
-            out.append((listener(msgs, ctx), None))
+            status = listener(msgs, ctx)
         except Exception as exc:
-            out.append((None, exc))
+            out.append((i, None, exc, ctx))
+            continue
+        if status is not None and status != success:
+            out.append((i, status, None, ctx))
     return out, time.perf_counter() - began
 
 
@@ -498,47 +511,56 @@ class PushConsumer(ConsumerBase):
         """Each batch to the listener and its answer to the queue (ConsumeRequest.run, processConsumeResult)."""
         if not self.running:
             return
-        calls = [(msgs, pq, mq, ConsumeContext(mq)) for msgs, pq, mq in items if not pq.dropped]
+        calls = [item for item in items if not item[1].dropped]
         if not calls:
             return
         retry = MixAll.get_retry_topic(self.group)
-        for msgs, _pq, _mq, _ctx in calls:
+        for msgs, _pq, _mq in calls:
             for m in msgs:
                 if m.topic == retry:  # rare: reset_retry_topic's work, once the batch holds a retried message
                     reset_retry_topic(msgs, self.group)
                     break
         listener = self.listener
         assert listener is not None
-        results: list[tuple[Any, BaseException | None]]
+        unacknowledged: list[Unacknowledged]
         if self.trace is None and self.listener_in_thread and not inspect.iscoroutinefunction(listener):
-            results, took = await trio.to_thread.run_sync(_listen_all, listener, [(m, c) for m, _p, _q, c in calls])
+            unacknowledged, took = await trio.to_thread.run_sync(_listen_all, listener, calls)
             self._listen_cost += 0.2 * (took / len(calls) - self._listen_cost)
         else:
-            results = []
-            for msgs, _pq, _mq, ctx in calls:
+            unacknowledged = []
+            for i, (msgs, _pq, mq) in enumerate(calls):
+                ctx = ConsumeContext(mq)
                 _stamp_consume_start(msgs)
                 try:
-                    results.append((await self._call_listener(msgs, ctx), None))
+                    status = await self._call_listener(msgs, ctx)
                 except Exception as exc:
-                    results.append((None, exc))
+                    unacknowledged.append((i, None, exc, ctx))
+                    continue
+                if not _acknowledged(status):
+                    unacknowledged.append((i, status, None, ctx))
+        # the acknowledged batches leave their queues together, a step per queue
+        skip = {u[0] for u in unacknowledged}
         consumed: dict[int, tuple[ProcessQueue, MessageQueue, list[MessageExt]]] = {}
-        success = ConsumeStatus.CONSUME_SUCCESS
         ok = 0
-        for (msgs, pq, mq, ctx), (status, error) in zip(calls, results):
-            if error is None and (status is None or status == success) and not pq.dropped:
-                # the usual answer: its queue forgets the batch with the others of this trip, in one step
-                ok += len(msgs)
-                same = consumed.get(id(pq))
-                if same is None:
-                    consumed[id(pq)] = (pq, mq, list(msgs))
-                else:
-                    same[2].extend(msgs)
+        for i, (msgs, pq, mq) in enumerate(calls):
+            if skip and i in skip:
                 continue
+            if pq.dropped:
+                log.warning("processQueue is dropped without process consume result. %s", mq)
+                continue
+            ok += len(msgs)
+            same = consumed.get(id(pq))
+            if same is None:
+                consumed[id(pq)] = (pq, mq, list(msgs))
+            else:
+                same[2].extend(msgs)
+        self.consumed_ok += ok
+        for i, status, error, ctx in unacknowledged:
+            msgs, pq, mq = calls[i]
             if error is not None:
                 log.error("consumeMessage exception, Group: %s %s", self.group, mq, exc_info=error)
                 status = ConsumeStatus.RECONSUME_LATER
             await self._consume_result(msgs, pq, mq, ctx, status)
-        self.consumed_ok += ok
         for pq, mq, msgs in consumed.values():
             self._forget_consumed(pq, mq, msgs)
 
