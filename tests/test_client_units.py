@@ -183,8 +183,11 @@ def test_make_message_bodies_and_what_it_refuses() -> None:
 @given(st.lists(st.integers(0, 60), max_size=40), st.data())
 def test_process_queue_remove_keeps_count_size_and_commit_offset(offsets: list[int], data: st.DataObject) -> None:
     pq = ProcessQueue()
-    pq.put_messages([msg(o, b"x" * (o % 7)) for o in offsets])
+    half = len(offsets) // 2  # two pulls, the second one's offsets in any order, some seen before
+    pq.put_messages([msg(o, b"x" * (o % 7)) for o in offsets[:half]])
+    pq.put_messages([msg(o, b"x" * (o % 7)) for o in offsets[half:]])
     held = {o: o % 7 for o in offsets}
+    assert (pq.msg_count, pq.msg_size) == (len(held), sum(held.values()))
     while held:
         gone = data.draw(st.lists(st.sampled_from(sorted(held)), min_size=1, max_size=5))
         gone += [99] * data.draw(st.integers(0, 1))  # never held: ignored

@@ -65,21 +65,28 @@ class ProcessQueue:
     # -- concurrent consumption -------------------------------------------------------------------
     def put_messages(self, msgs: Iterable[MessageExt]) -> bool:
         """Add pulled messages; True when an orderly consumer should start consuming."""
-        valid = 0
+        valid = size = 0
         last: MessageExt | None = None
+        held, offsets = self._msgs, self._offsets
+        top = offsets[-1] if offsets else None
+        highest = self.queue_offset_max
         for msg in msgs:
             off = msg.queue_offset
-            if off in self._msgs:
+            if off in held:
                 continue
-            self._msgs[off] = msg
-            if not self._offsets or off > self._offsets[-1]:
-                self._offsets.append(off)
+            held[off] = msg
+            if top is None or off > top:  # pulled in offset order, mostly: appended
+                offsets.append(off)
+                top = off
             else:
-                insort(self._offsets, off)
+                insort(offsets, off)
             valid += 1
-            self.queue_offset_max = max(self.queue_offset_max, off)
-            self.msg_size += len(msg.body)
+            if off > highest:
+                highest = off
+            size += len(msg.body)
             last = msg
+        self.queue_offset_max = highest
+        self.msg_size += size
         self.msg_count += valid
         dispatch = False
         if self._offsets and not self.consuming:
