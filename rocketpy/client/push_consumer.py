@@ -499,7 +499,11 @@ class PushConsumer(ConsumerBase):
                 waiting = len(ready)
                 share = max(-(-waiting // self.consume_concurrency),
                             min(waiting, int(TRIP_WORK / max(self._listen_cost, 1e-6))))
-                items = [ready.popleft() for _ in range(share)]
+                if share >= len(ready):
+                    items = list(ready)
+                    ready.clear()
+                else:
+                    items = [ready.popleft() for _ in range(share)]
                 try:
                     await self._consume_batches(items)
                 finally:
@@ -511,15 +515,18 @@ class PushConsumer(ConsumerBase):
         """Each batch to the listener and its answer to the queue (ConsumeRequest.run, processConsumeResult)."""
         if not self.running:
             return
-        calls = [item for item in items if not item[1].dropped]
+        retry = MixAll.get_retry_topic(self.group)
+        calls = []
+        for item in items:
+            if item[1].dropped:
+                continue
+            calls.append(item)
+            for m in item[0]:
+                if m.topic == retry:  # rare: reset_retry_topic's work, once the batch holds a retried message
+                    reset_retry_topic(item[0], self.group)
+                    break
         if not calls:
             return
-        retry = MixAll.get_retry_topic(self.group)
-        for msgs, _pq, _mq in calls:
-            for m in msgs:
-                if m.topic == retry:  # rare: reset_retry_topic's work, once the batch holds a retried message
-                    reset_retry_topic(msgs, self.group)
-                    break
         listener = self.listener
         assert listener is not None
         unacknowledged: list[Unacknowledged]
