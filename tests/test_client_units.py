@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketpy.client.allocate import AllocateAveragely
 from rocketpy.client.fault import FaultStrategy, LatencyFaultTolerance, not_available_duration
@@ -176,3 +178,24 @@ def test_make_message_bodies_and_what_it_refuses() -> None:
     with pytest.raises(TypeError, match="topic must be a non-empty str"):
         make_message("", b"x")
     assert Admin.__module__ == "rocketpy.client.admin"
+
+
+@given(st.lists(st.integers(0, 60), max_size=40), st.data())
+def test_process_queue_remove_keeps_count_size_and_commit_offset(offsets: list[int], data: st.DataObject) -> None:
+    pq = ProcessQueue()
+    half = len(offsets) // 2  # two pulls, the second one's offsets in any order, some seen before
+    pq.put_messages([msg(o, b"x" * (o % 7)) for o in offsets[:half]])
+    pq.put_messages([msg(o, b"x" * (o % 7)) for o in offsets[half:]])
+    held = {o: o % 7 for o in offsets}
+    assert (pq.msg_count, pq.msg_size) == (len(held), sum(held.values()))
+    while held:
+        gone = data.draw(st.lists(st.sampled_from(sorted(held)), min_size=1, max_size=5))
+        gone += [99] * data.draw(st.integers(0, 1))  # never held: ignored
+        answer = pq.remove_messages([msg(o) for o in gone])
+        for o in gone:
+            held.pop(o, None)
+        # the offset safe to commit: the smallest one still held, else one past the largest ever held
+        assert answer == (min(held) if held else max(offsets) + 1)
+        assert (pq.msg_count, pq.msg_size) == (len(held), sum(held.values()))
+        assert pq.first_offset() == (min(held) if held else None)
+        assert pq.max_span() == (max(held) - min(held) if held else 0)

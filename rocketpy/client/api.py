@@ -6,12 +6,13 @@ invokes through the shared RemotingClient and turns error codes into MQBrokerErr
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Coroutine, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from ..codecs import RemotingCommand, RequestCode, ResponseCode
+from ..codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from ..codecs.bodies import (
     ConsumerConnection,
     GetConsumerListByGroupResponseBody,
@@ -23,6 +24,7 @@ from ..codecs.bodies import (
     UnlockBatchRequestBody,
 )
 from ..codecs.codes import LanguageCode, MessageSysFlag, PullStatus, SendStatus
+from ..codecs.frame import frame_parts
 from ..codecs.headers import (
     ConsumerSendMsgBackRequestHeader,
     EndTransactionRequestHeader,
@@ -43,8 +45,9 @@ from ..codecs.headers import (
 )
 from ..codecs.message import MessageExt, decode_messages
 from ..codecs.record import inflate_pulled, pulled_messages
-from ..remoting import RemotingClient
-from ..remoting.client_connection import Request
+from ..remoting import RemotingClient, RemotingTimeoutError
+from ..remoting.client_connection import Request, encode_request
+from ..remoting.connection import ResponseFuture
 from .errors import MQBrokerError, MQClientError
 from .results import PullResult, SendResult
 
@@ -115,6 +118,8 @@ class ClientAPI:
     def __init__(self, remoting: RemotingClient, timeout: float = 3.0) -> None:
         self.remoting = remoting
         self.timeout = timeout
+        #: a pull header's fixed fields -> its frame's template (None: no template fits, the command is encoded)
+        self._pull_templates: dict[tuple[Any, ...], tuple[bytes, tuple[int, ...]] | None] = {}
 
     def invoke(self, addr: str, request: Request, timeout: float | None = None) -> Coroutine[Any, Any, RemotingCommand]:
         """The remoting client's invoke with this API's default timeout (its coroutine, to await: no coroutine of
@@ -172,10 +177,49 @@ class ClientAPI:
                           ext.get("TRACE_ON") != "false")
 
     # -- pulling ---------------------------------------------------------------------
+    def pull_request(self, header: PullMessageRequestHeader) -> Request:
+        """The PULL_MESSAGE request of ``header``: a queue's pulls differ in their offsets and flags only, so
+        their frames come from a template made once per queue (PreparedPull), the command where none fits."""
+        key = (header.consumer_group, header.topic, header.queue_id, header.max_msg_nums,
+               header.suspend_timeout_millis, header.subscription, header.sub_version, header.expression_type,
+               header.bname)
+        templates = self._pull_templates
+        if key in templates:
+            template = templates[key]
+        else:
+            if len(templates) >= _PULL_TEMPLATES_MAX:
+                templates.clear()
+            template = templates[key] = _pull_template(header)
+        if template is None or header.queue_offset is None or header.commit_offset is None or \
+                header.sys_flag is None:
+            return RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
+        return PreparedPull(header, template)
+
     async def pull(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> tuple[PullResult, bytes]:
         """PULL_MESSAGE; the messages are left undecoded (the caller filters and decodes)."""
-        req = RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
-        resp = await self.invoke(addr, req, timeout)
+        resp = await self.invoke(addr, self.pull_request(header), timeout)
+        return self.pull_answer(resp, addr)
+
+    def pull_soon(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> ResponseFuture | None:
+        """PULL_MESSAGE written at once (when no other write is under way), without waiting: :meth:`pull_answered`
+        takes its answer later (a consumer asks for a queue's next messages, then decodes the last ones while the
+        broker looks for them). None, and nothing sent, when no connection to ``addr`` is open."""
+        return self.remoting.send_soon(addr, self.pull_request(header), timeout, _no_callback, now=True)
+
+    async def pull_answered(self, addr: str, future: ResponseFuture) -> tuple[PullResult, bytes]:
+        """The answer of a :meth:`pull_soon`, as :meth:`pull` gives it (a timeout closes the connection, as an
+        invoke's does)."""
+        try:
+            resp = await future.wait()
+        except RemotingTimeoutError:
+            if self.remoting.close_on_timeout:
+                await self.remoting.close_connection(addr)
+            raise
+        return self.pull_answer(resp, addr)
+
+    @staticmethod
+    def pull_answer(resp: RemotingCommand, addr: str) -> tuple[PullResult, bytes]:
+        """A PULL_MESSAGE answer's result and its undecoded messages; MQBrokerError for an error code."""
         status = _PULL_STATUS.get(resp.code)  # type: ignore[call-overload]
         if status is None:
             raise MQBrokerError(resp.code, resp.remark, addr)
@@ -279,6 +323,60 @@ class ClientAPI:
         req = RemotingCommand.request(RequestCode.END_TRANSACTION, header)
         req.remark = remark
         await self.invoke_oneway(addr, req)
+
+
+#: pull templates kept at most (one per queue and subscription: a consumer has a few hundred at most)
+_PULL_TEMPLATES_MAX = 4096
+#: values no real pull carries, each written once into a template's reference frame and then replaced by a
+#: placeholder: queueOffset, commitOffset, sysFlag, opaque
+_PULL_SENTINELS = (7_341_592_653_589_793_238, 7_271_828_182_845_904_523, 1_414_213_562, 1_732_050_807)
+
+
+def _pull_template(header: PullMessageRequestHeader) -> tuple[bytes, tuple[int, ...]] | None:
+    """The JSON header of ``header``'s request with %d where the offsets, the flags and the opaque go, and which
+    of them each placeholder takes; None when a value is not found exactly once (the command is encoded then).
+    Only the values change between a queue's pulls: the keys, and so their HashMap order, stay."""
+    probe = copy.copy(header)
+    probe.queue_offset, probe.commit_offset, probe.sys_flag = _PULL_SENTINELS[:3]
+    command = RemotingCommand.request(RequestCode.PULL_MESSAGE, probe, opaque=_PULL_SENTINELS[3])
+    if command.serialize_type != SerializeType.JSON:
+        return None
+    text = command.encode_header().replace(b"%", b"%%")
+    found = []
+    for i, sentinel in enumerate(_PULL_SENTINELS):
+        digits = b"%d" % sentinel
+        if text.count(digits) != 1:
+            return None
+        found.append((text.index(digits), i))
+        text = text.replace(digits, b"%d")
+    return text, tuple(i for _pos, i in sorted(found))
+
+
+class PreparedPull:
+    """A PULL_MESSAGE request framed from its queue's template (the PreparedRequest of the remoting client)."""
+
+    __slots__ = ("header", "_template")
+    code = int(RequestCode.PULL_MESSAGE)
+
+    def __init__(self, header: PullMessageRequestHeader, template: tuple[bytes, tuple[int, ...]]) -> None:
+        self.header = header
+        self._template = template
+
+    def frame(self, opaque: int, oneway: bool = False) -> bytes:
+        if oneway:  # pulls are never oneway; the command knows the flag
+            return encode_request(self.command(), opaque, oneway)
+        h = self.header
+        text, order = self._template
+        values = (h.queue_offset, h.commit_offset, h.sys_flag, opaque)
+        encoded = text % tuple(values[i] for i in order)
+        return b"".join(frame_parts(int(SerializeType.JSON), encoded, None))
+
+    def command(self) -> RemotingCommand:
+        return RemotingCommand.request(RequestCode.PULL_MESSAGE, self.header)
+
+
+def _no_callback(_future: ResponseFuture) -> None:
+    """pull_soon's answers are awaited, not called back."""
 
 
 # plain ints: an IntFlag's & (and an enum member's lookup) is a Python call per message

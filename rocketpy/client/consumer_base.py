@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from ..codecs.bodies import ConsumerData, MessageQueue, SubscriptionData, build_
 from ..codecs.codes import ConsumeFromWhere, ConsumeType, MessageConst, MessageModel, MixAll
 from ..codecs.message import MessageExt
 from ..remoting import RemotingError
+from ..remoting.connection import ResponseFuture
 from .allocate import AllocateAveragely, AllocateStrategy
 from .config import ClientConfig
 from .errors import MQClientError
@@ -34,10 +36,21 @@ def half_hour_ago() -> str:
 def reset_retry_topic(msgs: list[MessageExt], group: str) -> None:
     """A message redelivered through the retry topic shows its original topic to the listener."""
     retry = MixAll.get_retry_topic(group)
+    key = MessageConst.PROPERTY_RETRY_TOPIC
     for msg in msgs:
-        real = msg.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
-        if real is not None and msg.topic == retry:
-            msg.topic = real
+        if msg.topic == retry:
+            real = msg.properties.get(key)
+            if real is not None:
+                msg.topic = real
+
+
+@dataclass
+class PullAhead:
+    """A queue's next pull, sent before the answer before it was decoded (its answer awaited later)."""
+
+    offset: int
+    addr: str
+    future: ResponseFuture
 
 
 class ConsumerBase:
@@ -260,15 +273,18 @@ class ConsumerBase:
     async def pull_target(self, mq: MessageQueue) -> tuple[str, bool]:
         """PullAPIWrapper.pullKernelImpl's broker: the suggested member (the master by default),
         a slave's next id, else any member of the broker name; (address, is slave)."""
-        broker_id = self.pull_from_which_node.get(mq, MASTER_ID)
-        name = mq.broker_name or ""
-        found = self.client.find_broker_address_in_subscribe(name, broker_id, False)
+        found = self.known_pull_target(mq)
         if found is None:
             await self.client.update_topic_route(mq.topic or "")
-            found = self.client.find_broker_address_in_subscribe(name, broker_id, False)
+            found = self.known_pull_target(mq)
         if found is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         return found
+
+    def known_pull_target(self, mq: MessageQueue) -> tuple[str, bool] | None:
+        """:meth:`pull_target` from the routes known now, or None (no route update)."""
+        return self.client.find_broker_address_in_subscribe(
+            mq.broker_name or "", self.pull_from_which_node.get(mq, MASTER_ID), False)
 
     def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
         self.pull_from_which_node[mq] = broker_id

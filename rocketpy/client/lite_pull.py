@@ -15,18 +15,22 @@ from typing import Any
 import trio
 
 from ..clock import now_ms
-from ..codecs.bodies import MessageQueue, build_subscription
+from ..codecs.bodies import MessageQueue, SubscriptionData, build_subscription
 from ..codecs.codes import ConsumeType, MessageModel, PullStatus, PullSysFlag
 from ..codecs.headers import PullMessageRequestHeader
 from ..codecs.message import MessageExt
 from ..remoting import RemotingError
 from .api import decode_pulled
-from .consumer_base import ConsumerBase, reset_retry_topic
+from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
 from .errors import MQClientError
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 
 log = logging.getLogger("rocketpy.client")
+
+#: how long a pull loop held back by a threshold or a pause waits before it looks again (Java's
+#: PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL); a poll wakes it sooner
+FLOW_CONTROL_DELAY = 0.05
 
 
 @dataclass
@@ -70,6 +74,8 @@ class LitePullConsumer(ConsumerBase):
         self._manual = False
         self._send, self._recv = trio.open_memory_channel[tuple[MessageQueue, int, list[MessageExt]]](10**6)
         self._buffered = 0
+        #: pull loops held back by the thresholds (or a pause), woken by each poll
+        self._room = trio.lowlevel.ParkingLot()
 
     # -- lifecycle --------------------------------------------------------------------------
     async def __aenter__(self) -> LitePullConsumer:
@@ -176,41 +182,70 @@ class LitePullConsumer(ConsumerBase):
         with trio.CancelScope() as scope:
             a.scope = scope
             task_status.started()
+            ahead: PullAhead | None = None
             while self.running and not a.pq.dropped:
-                if a.paused or self._buffered > self.pull_threshold_for_all or \
-                        a.pq.msg_count > self.pull_threshold_for_queue:
-                    await trio.sleep(0.05)
+                if ahead is None and (a.paused or self._buffered > self.pull_threshold_for_all or
+                                      a.pq.msg_count > self.pull_threshold_for_queue):
+                    # Java looks again after 50 ms; a poll that makes room looks sooner (an idle wait otherwise)
+                    with trio.move_on_after(FLOW_CONTROL_DELAY):
+                        await self._room.park()
                     continue
                 try:
-                    await self._pull_once(mq, a)
+                    ahead = await self._pull_once(mq, a, ahead)
                 except (RemotingError, MQClientError) as exc:
+                    ahead = None
                     log.warning("lite pull %s failed: %s", mq, exc)
                     await trio.sleep(3.0)
 
-    async def _pull_once(self, mq: MessageQueue, a: Assigned) -> None:
-        generation = a.generation
-        offset = await self._next_offset(mq, a)
-        sd = self.subscriptions.get(mq.topic or "") or build_subscription(mq.topic or "", "*")
-        header = PullMessageRequestHeader(
+    def _pull_header(self, mq: MessageQueue, sd: SubscriptionData, offset: int) -> PullMessageRequestHeader:
+        return PullMessageRequestHeader(
             consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
             max_msg_nums=self.pull_batch_size, sys_flag=PullSysFlag.build_sys_flag(False, True, True, False, True),
             commit_offset=0, suspend_timeout_millis=int(self.broker_suspend_max * 1000), subscription=sd.sub_string,
             sub_version=0, expression_type=sd.expression_type, bname=mq.broker_name)
-        addr, _ = await self.pull_target(mq)
-        result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
+
+    async def _pull_once(self, mq: MessageQueue, a: Assigned, ahead: PullAhead | None = None) -> PullAhead | None:
+        """One pull answer handled; the queue's next pull when it was sent before the messages were decoded
+        (the thresholds pass even with a whole batch more)."""
+        generation = a.generation
+        sd = self.subscriptions.get(mq.topic or "") or build_subscription(mq.topic or "", "*")
+        if ahead is not None and ahead.offset == a.pull_offset:
+            offset = ahead.offset
+            result, body = await self.client.api.pull_answered(ahead.addr, ahead.future)
+            if a.paused:
+                return None  # paused meanwhile: as if never sent (the queue pulls from this offset on resume)
+        else:
+            offset = await self._next_offset(mq, a)
+            addr, _ = await self.pull_target(mq)
+            result, body = await self.client.api.pull(addr, self._pull_header(mq, sd, offset),
+                                                      self.consumer_timeout_when_suspend)
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         if generation != a.generation:
-            return  # a seek moved the queue while we waited
+            return None  # a seek moved the queue while we waited
         if result.pull_status == PullStatus.OFFSET_ILLEGAL:
             log.warning("lite pull offset illegal, %s: %d -> %d", mq, offset, result.next_begin_offset)
         a.pull_offset = result.next_begin_offset
-        if result.pull_status == PullStatus.FOUND:
-            msgs = decode_pulled(body, sd.tags_set)
-            if msgs:
-                reset_retry_topic(msgs, self.group)
-                a.pq.put_messages(msgs)
-                self._buffered += len(msgs)
-                await self._send.send((mq, generation, msgs))
+        if result.pull_status != PullStatus.FOUND:
+            return None
+        ahead = self._pull_ahead(mq, a, sd)
+        msgs = decode_pulled(body, sd.tags_set)
+        if msgs:
+            reset_retry_topic(msgs, self.group)
+            a.pq.put_messages(msgs)
+            self._buffered += len(msgs)
+            await self._send.send((mq, generation, msgs))
+        return ahead
+
+    def _pull_ahead(self, mq: MessageQueue, a: Assigned, sd: SubscriptionData) -> PullAhead | None:
+        if a.paused or not self.running or self._buffered + self.pull_batch_size > self.pull_threshold_for_all or \
+                a.pq.msg_count + self.pull_batch_size > self.pull_threshold_for_queue:
+            return None
+        target = self.known_pull_target(mq)
+        if target is None:
+            return None
+        future = self.client.api.pull_soon(target[0], self._pull_header(mq, sd, a.pull_offset),
+                                           self.consumer_timeout_when_suspend)
+        return None if future is None else PullAhead(a.pull_offset, target[0], future)
 
     # -- consuming ----------------------------------------------------------------------------------
     async def poll(self, timeout: float | None = None) -> list[MessageExt]:
@@ -221,6 +256,8 @@ class LitePullConsumer(ConsumerBase):
             while True:
                 mq, generation, msgs = await self._recv.receive()
                 self._buffered -= len(msgs)
+                if self._room:
+                    self._room.unpark_all()
                 a = self.assigned.get(mq)
                 if a is None or a.generation != generation:
                     continue

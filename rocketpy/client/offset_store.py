@@ -49,6 +49,10 @@ class OffsetStore:
         if old is None or not increase_only or offset > old:
             self.table[mq] = offset
 
+    def memory_offset(self, mq: MessageQueue) -> int:
+        """The offset held in memory, or -1 (read_offset's READ_FROM_MEMORY, without awaiting)."""
+        return self.table.get(mq, -1)
+
     def remove_offset(self, mq: MessageQueue) -> None:
         self.table.pop(mq, None)
 

@@ -65,21 +65,28 @@ class ProcessQueue:
     # -- concurrent consumption -------------------------------------------------------------------
     def put_messages(self, msgs: Iterable[MessageExt]) -> bool:
         """Add pulled messages; True when an orderly consumer should start consuming."""
-        valid = 0
+        valid = size = 0
         last: MessageExt | None = None
+        held, offsets = self._msgs, self._offsets
+        top = offsets[-1] if offsets else None
+        highest = self.queue_offset_max
         for msg in msgs:
             off = msg.queue_offset
-            if off in self._msgs:
+            if off in held:
                 continue
-            self._msgs[off] = msg
-            if not self._offsets or off > self._offsets[-1]:
-                self._offsets.append(off)
+            held[off] = msg
+            if top is None or off > top:  # pulled in offset order, mostly: appended
+                offsets.append(off)
+                top = off
             else:
-                insort(self._offsets, off)
+                insort(offsets, off)
             valid += 1
-            self.queue_offset_max = max(self.queue_offset_max, off)
-            self.msg_size += len(msg.body)
+            if off > highest:
+                highest = off
+            size += len(msg.body)
             last = msg
+        self.queue_offset_max = highest
+        self.msg_size += size
         self.msg_count += valid
         dispatch = False
         if self._offsets and not self.consuming:
@@ -91,21 +98,25 @@ class ProcessQueue:
                 self.msg_acc_cnt = max(int(max_prop) - last.queue_offset, 0)
         return dispatch
 
-    def _drop(self, off: int) -> MessageExt | None:
-        msg = self._msgs.pop(off, None)
-        if msg is not None:
-            i = bisect_left(self._offsets, off)
-            del self._offsets[i]
-            self.msg_size -= len(msg.body)
-        return msg
-
     def remove_messages(self, msgs: Iterable[MessageExt]) -> int:
         """Forget consumed messages; returns the offset now safe to commit, or -1 when nothing was held."""
         if not self._offsets:
             return -1
         self.last_consume_time = _now()
         result = self.queue_offset_max + 1
-        removed = sum(1 for m in msgs if self._drop(m.queue_offset) is not None)
+        held, offsets = self._msgs, self._offsets
+        removed = size = 0
+        for m in msgs:
+            off = m.queue_offset
+            msg = held.pop(off, None)
+            if msg is None:
+                continue
+            removed += 1
+            size += len(msg.body)
+            # consumed in offset order, mostly: the lowest offset first
+            i = 0 if offsets[0] == off else bisect_left(offsets, off)
+            del offsets[i]
+        self.msg_size -= size
         self.msg_count -= removed
         if self._offsets:
             result = self._offsets[0]

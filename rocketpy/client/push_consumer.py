@@ -28,14 +28,15 @@ from ..codecs.headers import PullMessageRequestHeader
 from ..codecs.message import Message, MessageExt
 from ..remoting import RemotingError
 from .api import decode_pulled
-from .consumer_base import ConsumerBase, reset_retry_topic
+from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
 from .errors import MQClientError
-from .offset_store import ReadOffsetType
 from .process_queue import LOCK_INTERVAL, ProcessQueue
 from .producer import Producer
 from .trace import CONTEXT_EXCEPTION, CONTEXT_FAILED, CONTEXT_SUCCESS, TraceDispatcher
 
 log = logging.getLogger("rocketpy.client")
+
+_MIN_OFFSET, _MAX_OFFSET = MessageConst.PROPERTY_MIN_OFFSET, MessageConst.PROPERTY_MAX_OFFSET
 
 PULL_DELAY_ON_EXCEPTION = 3.0
 PULL_DELAY_ON_FLOW_CONTROL = 0.05
@@ -79,19 +80,47 @@ def _stamp_consume_start(msgs: list[MessageExt]) -> None:
         m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
 
 
-def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ConsumeContext]]
-                ) -> tuple[list[tuple[Any, BaseException | None]], float]:
-    """On a worker thread: the listener on each batch in turn, each answer or exception kept; and the seconds
-    that took."""
+#: a batch the listener did not acknowledge: its place in the trip, the listener's answer or exception, its context
+Unacknowledged = tuple[int, Any, BaseException | None, ConsumeContext]
+
+
+def _acknowledged(status: Any) -> bool:
+    return status is None or status == ConsumeStatus.CONSUME_SUCCESS
+
+
+def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]
+                ) -> tuple[list[Unacknowledged], float]:
+    """On a worker thread: the listener on each batch in turn (a fresh context each); the batches it did not
+    acknowledge (the usual trip has none: nothing to hand back per batch), and the seconds that took."""
     began = time.perf_counter()
-    out: list[tuple[Any, BaseException | None]] = []
-    for msgs, ctx in calls:
-        _stamp_consume_start(msgs)
+    out: list[Unacknowledged] = []
+    key = MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
+    success = ConsumeStatus.CONSUME_SUCCESS
+    stamped, stamp = -1, ""
+    for i, (msgs, _pq, mq) in enumerate(calls):
+        now = now_ms()
+        if now != stamped:  # _stamp_consume_start, with the text made once a millisecond
+            stamped, stamp = now, str(now)
+        for m in msgs:
+            m.properties[key] = stamp
+        ctx = ConsumeContext(mq)
         try:
-            out.append((listener(msgs, ctx), None))
+            status = listener(msgs, ctx)
         except Exception as exc:
-            out.append((None, exc))
+            out.append((i, None, exc, ctx))
+            continue
+        if status is not None and status != success:
+            out.append((i, status, None, ctx))
     return out, time.perf_counter() - began
+
+
+@dataclass
+class _PullState:
+    """A queue's pull loop: the next offset to pull, whether its (orderly) lock was held, the pull ahead."""
+
+    offset: int
+    previously_locked: bool = False
+    ahead: PullAhead | None = None
 
 
 class PushConsumer(ConsumerBase):
@@ -264,73 +293,89 @@ class PushConsumer(ConsumerBase):
         with trio.CancelScope() as scope:
             self._pull_scopes[mq] = scope
             task_status.started()
-            offset = next_offset
-            previously_locked = False
+            st = _PullState(next_offset)
             while self.running and not pq.dropped:
                 try:
-                    delay, offset, previously_locked = await self._pull_once(mq, pq, offset, previously_locked)
+                    delay = await self._pull_once(mq, pq, st)
                 except (RemotingError, MQClientError) as exc:
                     log.warning("pull message from %s failed: %s", mq, exc)
                     delay = PULL_DELAY_ON_EXCEPTION
                 except trio.TooSlowError:
                     delay = 0
                 if delay:
+                    st.ahead = None  # a pause: the flow control is checked again after it
                     await trio.sleep(delay)
 
-    async def _pull_once(self, mq: MessageQueue, pq: ProcessQueue, offset: int,
-                         previously_locked: bool) -> tuple[float, int, bool]:
-        pq.last_pull_time = time.monotonic()
-        if pq.msg_count > self.pull_threshold_for_queue or \
-                pq.msg_size > self.pull_threshold_size_for_queue * 1024 * 1024:
-            return PULL_DELAY_ON_FLOW_CONTROL, offset, previously_locked
-        if not self.orderly:
-            if pq.max_span() > self.consume_concurrently_max_span:
-                return PULL_DELAY_ON_FLOW_CONTROL, offset, previously_locked
-        elif str(self.message_model) == MessageModel.CLUSTERING:
-            if not pq.locked:
-                return PULL_DELAY_ON_EXCEPTION, offset, previously_locked
-            if not previously_locked:
-                # the queue just became ours: start from the committed offset (the last owner's progress)
-                offset = await self.compute_pull_from_where(mq)
-                previously_locked = True
-        sd = self.subscriptions.get(mq.topic or "")
-        if sd is None:
-            return PULL_DELAY_ON_EXCEPTION, offset, previously_locked
+    def _pull_header(self, mq: MessageQueue, sd: Any, offset: int) -> PullMessageRequestHeader:
+        """The PULL_MESSAGE header for ``offset`` (PullAPIWrapper.pullKernelImpl's), committing what memory holds."""
         assert self.offset_store is not None
         commit_offset = 0
         if str(self.message_model) == MessageModel.CLUSTERING:
-            commit_offset = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+            commit_offset = self.offset_store.memory_offset(mq)
         expression = sd.sub_string if self.post_subscription_when_pull and not sd.class_filter_mode else None
-        header = PullMessageRequestHeader(
+        return PullMessageRequestHeader(
             consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
             max_msg_nums=self.pull_batch_size,
             sys_flag=PullSysFlag.build_sys_flag(commit_offset > 0, True, expression is not None, False),
             commit_offset=max(commit_offset, 0), suspend_timeout_millis=int(self.broker_suspend_max * 1000),
             subscription=expression, sub_version=sd.sub_version, expression_type=sd.expression_type,
             bname=mq.broker_name)
-        addr, from_slave = await self.pull_target(mq)
-        if from_slave:  # a slave does not take the commit offset: the client keeps it for the master
-            header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
-        result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
+
+    async def _pull_once(self, mq: MessageQueue, pq: ProcessQueue, st: _PullState) -> float:
+        """One pull answer handled (the queue's next pull sent before its messages are decoded, when the flow
+        control allows it whatever they are); the seconds to wait before the next one."""
+        pq.last_pull_time = time.monotonic()
+        ahead, st.ahead = st.ahead, None
+        sd = self.subscriptions.get(mq.topic or "")
+        if ahead is not None and sd is not None and ahead.offset == st.offset:
+            addr, offset = ahead.addr, ahead.offset
+            result, body = await self.client.api.pull_answered(addr, ahead.future)
+        else:
+            if pq.msg_count > self.pull_threshold_for_queue or \
+                    pq.msg_size > self.pull_threshold_size_for_queue * 1024 * 1024:
+                return PULL_DELAY_ON_FLOW_CONTROL
+            if not self.orderly:
+                if pq.max_span() > self.consume_concurrently_max_span:
+                    return PULL_DELAY_ON_FLOW_CONTROL
+            elif str(self.message_model) == MessageModel.CLUSTERING:
+                if not pq.locked:
+                    return PULL_DELAY_ON_EXCEPTION
+                if not st.previously_locked:
+                    # the queue just became ours: start from the committed offset (the last owner's progress)
+                    st.offset = await self.compute_pull_from_where(mq)
+                    st.previously_locked = True
+            if sd is None:
+                return PULL_DELAY_ON_EXCEPTION
+            offset = st.offset
+            header = self._pull_header(mq, sd, offset)
+            addr, from_slave = await self.pull_target(mq)
+            if from_slave:  # a slave does not take the commit offset: the client keeps it for the master
+                header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
+            result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         if pq.dropped:
-            return 0, offset, previously_locked
+            return 0
+        assert self.offset_store is not None
         if result.pull_status == PullStatus.FOUND:
+            st.offset = result.next_begin_offset
+            self._pull_ahead(mq, pq, sd, st, offset, len(body))
             msgs = decode_pulled(body, sd.tags_set, sd.class_filter_mode)
+            low, high = str(result.min_offset), str(result.max_offset)
             for m in msgs:
-                m.properties[MessageConst.PROPERTY_MIN_OFFSET] = str(result.min_offset)
-                m.properties[MessageConst.PROPERTY_MAX_OFFSET] = str(result.max_offset)
-            offset = result.next_begin_offset
+                props = m.properties
+                props[_MIN_OFFSET] = low
+                props[_MAX_OFFSET] = high
             if msgs:
                 dispatch = pq.put_messages(msgs)
                 self._submit(msgs, pq, mq, dispatch)
-                return self.pull_interval, offset, previously_locked
-            return 0, offset, previously_locked
+                return self.pull_interval
+            return 0
+        offset = st.offset
         if result.pull_status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
-            offset = result.next_begin_offset
+            st.offset = result.next_begin_offset
             if pq.msg_count == 0:
-                self.offset_store.update_offset(mq, offset, True)
-            return 0, offset, previously_locked
+                self.offset_store.update_offset(mq, st.offset, True)
+            return 0
         # OFFSET_ILLEGAL: adopt the broker's offset, and let the next rebalance rebuild the queue
         log.warning("the pull request offset illegal, %s offset %d, next %d", mq, offset, result.next_begin_offset)
         pq.dropped = True
@@ -340,7 +385,32 @@ class PushConsumer(ConsumerBase):
             del self.pq_table[mq]
         self._pull_scopes.pop(mq, None)
         self.client.rebalance_immediately()
-        return 0, offset, previously_locked
+        return 0
+
+    def _pull_ahead(self, mq: MessageQueue, pq: ProcessQueue, sd: Any, st: _PullState, offset: int,
+                    size: int) -> None:
+        """Send the queue's next pull now, before the answer just come (``size`` bytes of messages from
+        ``offset`` up to ``st.offset``) is decoded, when Java's client would send it after queueing them
+        whatever they hold: its flow control (the queue's message count, bytes and offset span) passes even
+        with a whole batch more, nothing pauses between pulls, and the broker to ask stays the same."""
+        if self.orderly or self.pull_interval or not self.running:
+            return
+        if pq.msg_count + self.pull_batch_size > self.pull_threshold_for_queue or \
+                pq.msg_size + size > self.pull_threshold_size_for_queue * 1024 * 1024:
+            return
+        first = pq.first_offset()
+        if st.offset - 1 - (offset if first is None else min(first, offset)) > self.consume_concurrently_max_span:
+            return
+        target = self.known_pull_target(mq)
+        if target is None:
+            return
+        addr, from_slave = target
+        header = self._pull_header(mq, sd, st.offset)
+        if from_slave:
+            header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
+        future = self.client.api.pull_soon(addr, header, self.consumer_timeout_when_suspend)
+        if future is not None:
+            st.ahead = PullAhead(st.offset, addr, future)
 
     # -- consuming ------------------------------------------------------------------------------------
     def _submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> None:
@@ -350,8 +420,10 @@ class PushConsumer(ConsumerBase):
                 self._track(self.nursery, self._consume_orderly, mq, pq)
             return
         size = self.consume_batch_size
-        for i in range(0, len(msgs), size):
-            self._enqueue(msgs[i:i + size], pq, mq)
+        if size == 1:
+            self._enqueue_all([([m], pq, mq) for m in msgs])
+        else:
+            self._enqueue_all([(msgs[i:i + size], pq, mq) for i in range(0, len(msgs), size)])
         self._wake()
 
     def _track(self, nursery: trio.Nursery, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
@@ -365,8 +437,8 @@ class PushConsumer(ConsumerBase):
 
         nursery.start_soon(run)
 
-    def _busy(self) -> None:
-        self._inflight += 1
+    def _busy(self, count: int = 1) -> None:
+        self._inflight += count
         self._idle = trio.Event() if self._idle.is_set() else self._idle
 
     def _done(self, count: int = 1) -> None:
@@ -400,12 +472,16 @@ class PushConsumer(ConsumerBase):
     def _enqueue(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         """Hand a batch to the consume workers (Java's consumeExecutor.submit of a ConsumeRequest): at most
         ``consume_concurrency`` of them, started as work arrives, each taking its share of what waits."""
+        self._enqueue_all([(msgs, pq, mq)])
+
+    def _enqueue_all(self, items: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]) -> None:
+        """:meth:`_enqueue` of each batch, in one step."""
         assert self.nursery is not None
-        if self._workers < self.consume_concurrency:
+        for _ in range(min(len(items), self.consume_concurrency - self._workers)):
             self._workers += 1
             self.nursery.start_soon(self._consume_worker)
-        self._busy()
-        self._ready.append((msgs, pq, mq))
+        self._busy(len(items))
+        self._ready.extend(items)
 
     def _wake(self) -> None:
         """Wake as many idle workers as the waiting batches need: one per trip's worth of listening."""
@@ -423,7 +499,11 @@ class PushConsumer(ConsumerBase):
                 waiting = len(ready)
                 share = max(-(-waiting // self.consume_concurrency),
                             min(waiting, int(TRIP_WORK / max(self._listen_cost, 1e-6))))
-                items = [ready.popleft() for _ in range(share)]
+                if share >= len(ready):
+                    items = list(ready)
+                    ready.clear()
+                else:
+                    items = [ready.popleft() for _ in range(share)]
                 try:
                     await self._consume_batches(items)
                 finally:
@@ -433,39 +513,57 @@ class PushConsumer(ConsumerBase):
 
     async def _consume_batches(self, items: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]) -> None:
         """Each batch to the listener and its answer to the queue (ConsumeRequest.run, processConsumeResult)."""
+        if not self.running:
+            return
+        retry = MixAll.get_retry_topic(self.group)
         calls = []
-        for msgs, pq, mq in items:
-            if pq.dropped or not self.running:
+        for item in items:
+            if item[1].dropped:
                 continue
-            reset_retry_topic(msgs, self.group)
-            calls.append((msgs, pq, mq, ConsumeContext(mq)))
+            calls.append(item)
+            for m in item[0]:
+                if m.topic == retry:  # rare: reset_retry_topic's work, once the batch holds a retried message
+                    reset_retry_topic(item[0], self.group)
+                    break
         if not calls:
             return
         listener = self.listener
         assert listener is not None
-        results: list[tuple[Any, BaseException | None]]
+        unacknowledged: list[Unacknowledged]
         if self.trace is None and self.listener_in_thread and not inspect.iscoroutinefunction(listener):
-            results, took = await trio.to_thread.run_sync(_listen_all, listener, [(m, c) for m, _p, _q, c in calls])
+            unacknowledged, took = await trio.to_thread.run_sync(_listen_all, listener, calls)
             self._listen_cost += 0.2 * (took / len(calls) - self._listen_cost)
         else:
-            results = []
-            for msgs, _pq, _mq, ctx in calls:
+            unacknowledged = []
+            for i, (msgs, _pq, mq) in enumerate(calls):
+                ctx = ConsumeContext(mq)
                 _stamp_consume_start(msgs)
                 try:
-                    results.append((await self._call_listener(msgs, ctx), None))
+                    status = await self._call_listener(msgs, ctx)
                 except Exception as exc:
-                    results.append((None, exc))
+                    unacknowledged.append((i, None, exc, ctx))
+                    continue
+                if not _acknowledged(status):
+                    unacknowledged.append((i, status, None, ctx))
+        # the acknowledged batches leave their queues together, a step per queue
+        skip = {u[0] for u in unacknowledged}
         consumed: dict[int, tuple[ProcessQueue, MessageQueue, list[MessageExt]]] = {}
-        for (msgs, pq, mq, ctx), (status, error) in zip(calls, results):
-            if error is None and (status is None or status == ConsumeStatus.CONSUME_SUCCESS) and not pq.dropped:
-                # the usual answer: its queue forgets the batch with the others of this trip, in one step
-                self.consumed_ok += len(msgs)
-                same = consumed.get(id(pq))
-                if same is None:
-                    consumed[id(pq)] = (pq, mq, list(msgs))
-                else:
-                    same[2].extend(msgs)
+        ok = 0
+        for i, (msgs, pq, mq) in enumerate(calls):
+            if skip and i in skip:
                 continue
+            if pq.dropped:
+                log.warning("processQueue is dropped without process consume result. %s", mq)
+                continue
+            ok += len(msgs)
+            same = consumed.get(id(pq))
+            if same is None:
+                consumed[id(pq)] = (pq, mq, list(msgs))
+            else:
+                same[2].extend(msgs)
+        self.consumed_ok += ok
+        for i, status, error, ctx in unacknowledged:
+            msgs, pq, mq = calls[i]
             if error is not None:
                 log.error("consumeMessage exception, Group: %s %s", self.group, mq, exc_info=error)
                 status = ConsumeStatus.RECONSUME_LATER

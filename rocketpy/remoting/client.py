@@ -152,14 +152,16 @@ class RemotingClient:
         return conn is not None and not conn.closed
 
     def send_soon(
-        self, addr: str, request: Request, timeout: float, callback: Callable[[ResponseFuture], Any]
+        self, addr: str, request: Request, timeout: float, callback: Callable[[ResponseFuture], Any], *,
+        now: bool = False,
     ) -> ResponseFuture | None:
         """invoke_async without waiting, on the open connection to ``addr``: the request goes out with the others
-        of this turn and ``callback`` gets the future once it ends. None when no connection to ``addr`` is open."""
+        of this turn (``now``: at once, when no write is under way) and ``callback`` gets the future once it
+        ends. None when no connection to ``addr`` is open."""
         conn = self._pool.get(addr)
         if conn is None or conn.closed:
             return None
-        return conn.request_soon(self._hooked(request), timeout, callback)
+        return conn.request_soon(self._hooked(request), timeout, callback, now=now)
 
     async def invoke_oneway(self, addr: str, request: Request) -> None:
         conn = await self.connection(addr)

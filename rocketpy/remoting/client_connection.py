@@ -269,10 +269,12 @@ class ClientConnection(Connection):
         return future
 
     def request_soon(
-        self, request: Request, timeout: float, callback: Callable[[ResponseFuture], Any]
+        self, request: Request, timeout: float, callback: Callable[[ResponseFuture], Any], *, now: bool = False
     ) -> ResponseFuture | None:
         """:meth:`request_async` without waiting: the frame joins this turn's write (a task writes it) and
-        ``callback`` gets the future once it ends. None, and nothing sent, when the connection is not running."""
+        ``callback`` gets the future once it ends. None, and nothing sent, when the connection is not running.
+        ``now`` writes it at once when no other write is under way (the caller works on before it yields, and
+        the peer should meanwhile work on this request)."""
         nursery = self._nursery
         if nursery is None or self.closed:
             return None
@@ -286,6 +288,10 @@ class ClientConnection(Connection):
         outbox = self._outbox
         outbox.append(frame)
         if not self._flushing:
+            if now:
+                self._write_now()
+                if not self._outbox:
+                    return future
             self._flushing = True
             nursery.start_soon(self._flush_soon)
         elif len(outbox) >= WRITE_CHUNK:
