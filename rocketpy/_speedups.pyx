@@ -448,6 +448,10 @@ cdef class PlainAppender:
         store = self.store
         if not store.put_allowed:
             return None
+        # what _pwrite_record's fixed buffers hold (the send lane checks these; put() from Python may not)
+        if PyBytes_GET_SIZE(topic_b) > 127 or PyBytes_GET_SIZE(born_ip) not in (4, 16) or \
+                PyBytes_GET_SIZE(store_ip) not in (4, 16):
+            return None
         cl = self.commitlog
         cdef int64_t crc = self.crc32(body_obj) & 0x7FFFFFFF
         cdef Py_ssize_t bl = PyBytes_GET_SIZE(born_ip), sl = PyBytes_GET_SIZE(store_ip)

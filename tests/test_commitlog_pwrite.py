@@ -180,3 +180,28 @@ def test_a_write_that_fails_refuses_the_put_and_the_store_goes_on(
         assert got == [b"before", *accepted]
     report = check_store(str(tmp_path), cfg)
     assert report.ok, report.errors
+
+
+@needs_appender
+@pytest.mark.parametrize(("topic_len", "host_len"), [(130, 4), (10, 8)])
+def test_the_compiled_appender_leaves_a_record_its_buffers_cannot_hold_to_put_message(
+    tmp_path: Path, topic_len: int, host_len: int
+) -> None:
+    """PlainAppender.put is callable from Python with any topic and hosts: a topic over 127 bytes (Java's
+    limit; the record's fixed-size buffers hold no more) or a host that is neither IPv4 nor IPv6 is not
+    the plain case, so it answers None (put_message decides) and writes nothing."""
+    with MessageStore(make_config(tmp_path), clock=Clock()) as store:
+        appender = store.plain_appender
+        assert appender is not None
+        ok = ("TopicA", 0, b"TopicA", 0, 0, 1_700_000_000_000, b"\x0a\x00\x00\x01", 5555, b"\x0a\x00\x00\x02",
+              10911, 0, b"x", b"")
+        assert store.put_message(make_msg("TopicA", 0, b"first")).is_ok  # (the file exists)
+        assert appender.put(*ok) is not None  # (and takes plain records)
+        mf = store.commitlog.mfq.files[-1]
+        before = mf.wrote_position
+        topic = "T" * topic_len
+        host = bytes(range(1, host_len + 1))
+        odd = (topic, 0, topic.encode(), 0, 0, 1_700_000_000_001, host, 5555, b"\x0a\x00\x00\x02", 10911, 0,
+               b"y", b"")
+        assert appender.put(*odd) is None
+        assert mf.wrote_position == before

@@ -492,3 +492,28 @@ async def test_bytes_a_thread_queues_while_a_trio_writer_lets_go_are_sent(wired:
     with trio.fail_after(10):
         assert await _read_exactly(wired.client, len(b"from-thread")) == b"from-thread"
     assert not conn._send_lock.locked() and conn._tail == b""
+
+
+async def test_no_thread_is_moved_once_the_flush_thread_has_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, virtual_clock: trio.testing.MockClock
+) -> None:
+    """A flush thread that ended (an error in its loop) is not followed any more: its id may belong to
+    another thread by then, which must not be moved to the disk's interrupt CPUs every minute."""
+    looked: list[str] = []
+
+    def completion_cpus(path: str) -> frozenset[int]:
+        looked.append(path)
+        return frozenset({1})
+
+    monkeypatch.setattr(GroupCommitService, "_loop", lambda self: None)  # the thread ends at once
+    monkeypatch.setattr(services, "completion_cpus", completion_cpus)
+    monkeypatch.setattr(services.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(services.os, "sched_setaffinity", lambda pid, cpus: None)
+    cfg = make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    with MessageStore(cfg, clock=Clock()) as store:
+        group = GroupCommitService(store, timeout=600.0)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(group.run)
+            await trio.sleep(services.FOLLOW_INTERVAL * 4)
+            assert len(looked) <= 1  # (at most the look that raced the thread's end)
+            nursery.cancel_scope.cancel()

@@ -316,7 +316,7 @@ class GroupCommitService:
         """Keep the flush thread on the CPUs that take the CommitLog disk's completion interrupts (see
         _follow_completions), looked up again every FOLLOW_INTERVAL seconds: irqbalance may move them."""
         path = self.store.config.commit_log_dir
-        while thread.native_id is not None:
+        while thread.is_alive() and thread.native_id is not None:  # (an ended thread's id may be reused)
             # sysfs and procfs reads: off the event loop, as any file I/O
             await trio.to_thread.run_sync(_follow_completions, path, thread.native_id)
             await trio.sleep(FOLLOW_INTERVAL)
