@@ -205,3 +205,44 @@ def test_the_compiled_appender_leaves_a_record_its_buffers_cannot_hold_to_put_me
                b"y", b"")
         assert appender.put(*odd) is None
         assert mf.wrote_position == before
+
+
+def test_closing_the_file_waits_for_a_pwrite_under_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A put from Python lets the GIL go in pwrite; a close from another thread (shutdown, a flush worker) must not
+    close the descriptor under it, or its number could be handed to another file and the record written there."""
+    import threading
+
+    mf = MappedFile(str(tmp_path / f"{0:020d}"), 1 << 16)
+    mf.advise_writing(True)
+    assert mf.write_fd >= 0
+    in_write, release = threading.Event(), threading.Event()
+    real_pwrite = os.pwrite
+    closed_during_write: list[bool] = []
+    fd_closes: list[int] = []
+    real_close = os.close
+
+    def slow_pwrite(fd: int, data: bytes, pos: int) -> int:
+        in_write.set()
+        release.wait(5)
+        closed_during_write.append(bool(fd_closes))
+        return real_pwrite(fd, data, pos)
+
+    def watching_close(fd: int) -> None:
+        fd_closes.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(mapped_file_module.os, "pwrite", slow_pwrite)
+    monkeypatch.setattr(mapped_file_module.os, "close", watching_close)
+    writer = threading.Thread(target=mf.append, args=(b"x" * 100,))
+    writer.start()
+    assert in_write.wait(5)
+    closer = threading.Thread(target=mf.close)
+    closer.start()
+    closer.join(0.2)
+    release.set()
+    writer.join(5)
+    closer.join(5)
+    assert closed_during_write == [False]  # the descriptor was still open for the write
+    assert mf.write_fd == -1
+    with open(tmp_path / f"{0:020d}", "rb") as f:
+        assert f.read(100) == b"x" * 100

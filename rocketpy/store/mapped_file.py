@@ -135,6 +135,9 @@ class MappedFile:
         self.first_create_in_queue = False
         self._sync_hook = sync_hook
         self._lock = threading.Lock()
+        #: held by a pwrite from Python (it lets the GIL go) and by the descriptor's close: a put racing a close
+        #: must never write into whatever file the descriptor number is given to next
+        self._write_lock = threading.Lock()
         self._closed = False
         self.allocation_chunk = allocation_chunk
         #: the descriptor appends pwrite into while this is the file being written (advise_writing), else -1
@@ -201,7 +204,8 @@ class MappedFile:
             log.debug("madvise on %s: %s", self.path, exc)
 
     def _close_write_fd(self) -> None:
-        fd, self.write_fd = self.write_fd, -1  # (first: no writer takes it once closing began)
+        with self._write_lock:  # (a pwrite under way ends first; the compiled appender keeps the GIL throughout)
+            fd, self.write_fd = self.write_fd, -1
         if fd >= 0:
             os.close(fd)
 
@@ -264,11 +268,12 @@ class MappedFile:
         self._write(pos, data)
 
     def _write(self, pos: int, data: bytes) -> None:
-        fd = self.write_fd
-        if fd < 0:
-            self.mm[pos : pos + len(data)] = data
-            return
-        done = os.pwrite(fd, data, pos)
+        with self._write_lock:
+            fd = self.write_fd
+            if fd < 0:
+                self.mm[pos : pos + len(data)] = data
+                return
+            done = os.pwrite(fd, data, pos)
         if done != len(data):  # (allocated blocks: not expected; the caller then has not moved its position)
             raise OSError(errno.EIO, f"short write ({done} of {len(data)} bytes) at {pos}", self.path)
 
