@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import zlib
 
-try:  # zlib-ng's CRC-32 (carry-less multiply): the same values, ~10x zlib's on a 16 KiB body
-    from zlib_ng.zlib_ng import crc32 as _crc32
+#: zlib.crc32, zlib-ng's where installed: the same values, ~10x zlib's on a 16 KiB body (carry-less
+#: multiply). Besides its speed, zlib's lets the GIL go for data over 5 KiB, and then the event loop waits
+#: for the GIL behind whatever thread took it (up to a switch interval) for every large body it checks.
+try:
+    from zlib_ng.zlib_ng import crc32
 except ImportError:  # (a platform without its wheel)
-    _crc32 = zlib.crc32
+    crc32 = zlib.crc32
 
 from .codes import CompressionType, MessageSysFlag
 from .errors import CodecError
 
 DEFAULT_COMPRESS_LEVEL = 5  # DefaultMQProducer's compressLevel (rocketmq.message.compressLevel)
 _COMPRESSION_BITS = int(MessageSysFlag.COMPRESSION_TYPE_COMPARATOR)
-
-
-#: zlib.crc32 (zlib-ng's where installed). Besides its speed, zlib's lets the GIL go for data over 5 KiB,
-#: and then the event loop waits for the GIL behind whatever thread took it (up to a switch interval)
-#: for every large body it checks.
-crc32 = _crc32
 
 
 def body_crc(body: bytes) -> int:

@@ -11,6 +11,7 @@ from ...clock import now_ms as _now_ms
 from ...javacompat.lang import parse_java_int
 from .. import fastjson
 from ..codes import TopicFilterType
+from ..compression import body_crc
 from ..errors import CodecError
 from .base import BOOL, INT, LONG, STR, JsonBody, bfield, enum_of, list_of, map_of, obj
 from .route import KVTable
@@ -224,9 +225,7 @@ class _Reader:
 def body_crc32(body: bytes | None) -> int:
     """UtilAll.crc32: CRC-32 of the body with the sign bit cleared (0 for no body), the
     ``bodyCrc32`` field of RegisterBrokerRequestHeader."""
-    if body is None:
-        return 0
-    return zlib.crc32(body) & 0x7FFFFFFF
+    return 0 if body is None else body_crc(body)
 
 
 def check_body_crc32(body: bytes | None, expected: int | None) -> bool:
