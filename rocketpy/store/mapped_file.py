@@ -34,9 +34,10 @@ or five pages. pwrite writes only blocks already allocated (``allocated``, as be
 OSError, never a SIGBUS.
 
 Threading: one writer appends (the store's caller, e.g. the trio thread) while a
-flush may run in a worker thread (trio.to_thread). Appends never take a lock;
-flush, close and destroy serialise on the file's lock so a file is never unmapped
-under an msync. Structural changes of a queue (new/removed files) take the
+flush may run in a worker thread (trio.to_thread). Appends never take the file's
+lock (a pwrite from Python and the close of ``write_fd`` share a small write lock of
+their own, never held over an msync); flush, close and destroy serialise on the file's
+lock so a file is never unmapped under an msync. Structural changes of a queue (new/removed files) take the
 queue's lock.
 """
 
