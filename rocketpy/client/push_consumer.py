@@ -306,8 +306,9 @@ class PushConsumer(ConsumerBase):
                     st.ahead = None  # a pause: the flow control is checked again after it
                     await trio.sleep(delay)
 
-    def _pull_header(self, mq: MessageQueue, sd: Any, offset: int) -> PullMessageRequestHeader:
-        """The PULL_MESSAGE header for ``offset`` (PullAPIWrapper.pullKernelImpl's), committing what memory holds."""
+    def _pull_header(self, mq: MessageQueue, sd: Any, offset: int, from_slave: bool) -> PullMessageRequestHeader:
+        """The PULL_MESSAGE header for ``offset`` (PullAPIWrapper.pullKernelImpl's), committing what memory holds
+        unless it goes to a slave (a slave does not take the commit offset: the client keeps it for the master)."""
         assert self.offset_store is not None
         commit_offset = 0
         if str(self.message_model) == MessageModel.CLUSTERING:
@@ -316,7 +317,8 @@ class PushConsumer(ConsumerBase):
         return PullMessageRequestHeader(
             consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
             max_msg_nums=self.pull_batch_size,
-            sys_flag=PullSysFlag.build_sys_flag(commit_offset > 0, True, expression is not None, False),
+            sys_flag=PullSysFlag.build_sys_flag(commit_offset > 0 and not from_slave, True, expression is not None,
+                                              False),
             commit_offset=max(commit_offset, 0), suspend_timeout_millis=int(self.broker_suspend_max * 1000),
             subscription=expression, sub_version=sd.sub_version, expression_type=sd.expression_type,
             bname=mq.broker_name)
@@ -347,10 +349,8 @@ class PushConsumer(ConsumerBase):
             if sd is None:
                 return PULL_DELAY_ON_EXCEPTION
             offset = st.offset
-            header = self._pull_header(mq, sd, offset)
             addr, from_slave = await self.pull_target(mq)
-            if from_slave:  # a slave does not take the commit offset: the client keeps it for the master
-                header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
+            header = self._pull_header(mq, sd, offset, from_slave)
             result, body = await self.client.api.pull(addr, header, self.consumer_timeout_when_suspend)
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         if pq.dropped:
@@ -405,9 +405,7 @@ class PushConsumer(ConsumerBase):
         if target is None:
             return
         addr, from_slave = target
-        header = self._pull_header(mq, sd, st.offset)
-        if from_slave:
-            header.sys_flag = PullSysFlag.clear_commit_offset_flag(header.sys_flag or 0)
+        header = self._pull_header(mq, sd, st.offset, from_slave)
         future = self.client.api.pull_soon(addr, header, self.consumer_timeout_when_suspend)
         if future is not None:
             st.ahead = PullAhead(st.offset, addr, future)
