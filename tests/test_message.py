@@ -631,3 +631,13 @@ def test_prop_valid_header_random_rest(rest: bytes, size: int, sys_flag: int) ->
         decode_message(head + rest, check_crc=True)
     except CodecError:
         pass
+
+
+@given(st.integers(0, 4_000_000_000_000), st.integers(0, 40 * 86_400_000), st.integers(0, 0x1FFFF))
+def test_prop_uniq_id_at_a_given_time_is_the_clocks(first: int, step: int, counter: int) -> None:
+    """A send makes its UNIQ_KEY at its born timestamp (id_at): the id the generator's clock would give then,
+    across month ends (the month's bounds move) and the counter's wrap."""
+    times = iter([first, first, first + step])  # the first reading sets the month up
+    by_clock = UniqIdGenerator("10.0.0.1", 1, 2, clock=lambda: next(times), tz=UTC, counter=counter)
+    given_time = UniqIdGenerator("10.0.0.1", 1, 2, clock=lambda: first, tz=UTC, counter=counter)
+    assert [given_time.id_at(first), given_time.id_at(first + step)] == [by_clock.next_id(), by_clock.next_id()]

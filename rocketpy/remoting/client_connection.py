@@ -119,8 +119,12 @@ class _Waiter:
 class ClientConnection(Connection):
     """A Connection for the side that sends requests (clients, a broker registering with NameServers)."""
 
-    def __init__(self, stream: trio.abc.Stream, remote_addr: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, stream: trio.abc.Stream, remote_addr: str | None = None, *, close_on_timeout: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(stream, remote_addr, **kwargs)
+        #: an invoke that times out closes the connection (Java's clientCloseSocketIfTimeout: a late answer
+        #: or a stuck peer gets a fresh connection)
+        self.close_on_timeout = close_on_timeout
         self._outbox: list[bytes] = []
         self._flushing = False
         #: the reader woke several waiters since the last write: their senders' next requests join one write
@@ -236,13 +240,18 @@ class ClientConnection(Connection):
             waiter.done = True
             self._pending.pop(opaque, None)
             raise
-        result = waiter.result
-        if result is not None:  # answered while the turn was written
-            waiter.result = None
-            return result.unwrap()
-        # parked here, not in a method of the waiter: a coroutine less for the answer to pass through
-        waiter.task = trio.lowlevel.current_task()
-        return await trio.lowlevel.wait_task_rescheduled(waiter.abort)  # type: ignore[no-any-return]
+        try:
+            result = waiter.result
+            if result is not None:  # answered while the turn was written
+                waiter.result = None
+                return result.unwrap()
+            # parked here, not in a method of the waiter: a coroutine less for the answer to pass through
+            waiter.task = trio.lowlevel.current_task()
+            return await trio.lowlevel.wait_task_rescheduled(waiter.abort)  # type: ignore[no-any-return]
+        except RemotingTimeoutError:
+            if self.close_on_timeout:
+                await self.aclose()
+            raise
 
     async def invoke_oneway(self, request: Request) -> None:  # type: ignore[override]
         await self.post(encode_request(request, self.next_opaque(), oneway=True))
