@@ -2043,3 +2043,24 @@ def send_frame(tuple pieces, long long queue_id, long long sys_flag, long long b
     p = _put_bytes(p, tail)
     p = _put_bytes(p, body)
     return out
+
+
+# ``uniq_id_text`` (reference: ``codecs.uniq_id.UniqIdGenerator``'s ``_format % (diff, count)``): a UNIQ_KEY's text,
+# the generator's upper-case hex prefix, then the month's millis as 8 and the counter as 4 upper-case hex digits
+# (``tests/test_message.py``).
+
+cdef char* _UPPER_HEX = b"0123456789ABCDEF"
+
+
+def uniq_id_text(bytes prefix, uint32_t diff, uint32_t count):
+    cdef char buf[80]
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(prefix)
+    cdef int i
+    if n > 64 or count > 0xFFFF:
+        return None
+    memcpy(buf, PyBytes_AS_STRING(prefix), n)
+    for i in range(8):
+        buf[n + i] = _UPPER_HEX[(diff >> (28 - 4 * i)) & 0xF]
+    for i in range(4):
+        buf[n + 8 + i] = _UPPER_HEX[(count >> (12 - 4 * i)) & 0xF]
+    return buf[:n + 12].decode("ascii")

@@ -84,6 +84,10 @@ def select_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> Mes
 _WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _PREPARED = MessageConst.PROPERTY_TRANSACTION_PREPARED
+_MESSAGE_TYPE = MessageConst.PROPERTY_MESSAGE_TYPE
+_REPLY = MixAll.REPLY_MESSAGE_FLAG
+#: a plain send's request code (SEND_MESSAGE_V2)
+_SEND_CODE = ClientAPI.send_code()
 _COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE)
 _TRANSACTION_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
 
@@ -117,12 +121,16 @@ def check_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
     """Validators.checkMessage."""
     if msg is None:
         raise MQClientError("the message is null", ResponseCode.MESSAGE_ILLEGAL)
-    check_topic(msg.topic)
-    if msg.body is None:
+    topic = msg.topic
+    if topic not in _CHECKED_TOPICS:
+        check_topic(topic)
+    body = msg.body
+    if body is None:
         raise MQClientError("the message body is null", ResponseCode.MESSAGE_ILLEGAL)
-    if len(msg.body) == 0:
+    size = len(body)
+    if size == 0:
         raise MQClientError("the message body length is zero", ResponseCode.MESSAGE_ILLEGAL)
-    if len(msg.body) > max_size:
+    if size > max_size:
         raise MQClientError(f"the message body size over max value, MAX: {max_size}", ResponseCode.MESSAGE_ILLEGAL)
 
 
@@ -326,10 +334,12 @@ class Producer:
 
     # -- the kernel: one attempt on one queue ----------------------------------------------------
     def _send_frames(self) -> SendFrames:
-        """The frame maker for this group's sends (made again when the group's send settings change)."""
+        """The frame maker for this group's sends (made again when the group's send settings change: compared
+        one by one, no key tuple made per send)."""
         frames = self._frames
-        if frames is None or frames.key != (self.group, self.create_topic_key, self.default_topic_queue_nums,
-                                            SerializeType.JSON):
+        if (frames is None or frames.group != self.group or frames.default_topic != self.create_topic_key
+                or frames.default_topic_queue_nums != self.default_topic_queue_nums
+                or frames.serialize_type != SerializeType.JSON):
             frames = self._frames = SendFrames(self.group, self.create_topic_key, self.default_topic_queue_nums)
         return frames
 
@@ -393,8 +403,9 @@ class Producer:
             if max_times is not None:
                 fields.max_reconsume_times = int(max_times)
         fields.properties = wire_properties(props)
-        reply = props.get(MessageConst.PROPERTY_MESSAGE_TYPE) == MixAll.REPLY_MESSAGE_FLAG
-        request = self._send_frames().prepare(ClientAPI.send_code(batch=batch, reply=reply), fields, body)
+        reply = props.get(_MESSAGE_TYPE) == _REPLY
+        code = ClientAPI.send_code(batch=batch, reply=reply) if batch or reply else _SEND_CODE
+        request = self._send_frames().prepare(code, fields, body)
         return request, fields, uniq
 
     # -- the retry loop -------------------------------------------------------------------------
@@ -435,7 +446,8 @@ class Producer:
                     result = await self._send_kernel(msg, mq, remaining, oneway=oneway, batch_msgs=batch_msgs)
                 else:  # _send_kernel's common case, without a coroutine of its own for the send to pass through
                     request, _fields, uniq = self._request(msg, mq, False)
-                    result = ClientAPI.send_result(await self.api.invoke(addr, request, remaining), addr, mq, uniq)
+                    result = ClientAPI.send_result(await self.client.api.remoting.invoke(addr, request, remaining),
+                                                   addr, mq, uniq)
                 if self.fault.enabled:  # the latency only matters to the fault strategy
                     self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), False)
             except (RemotingError, MQClientError) as exc:

@@ -10,9 +10,13 @@ import struct
 from collections.abc import Callable
 from datetime import datetime, tzinfo
 
+from ..accel import compiled
 from ..clock import now_ms as _now_ms
 from .errors import CodecError
 from .hosts import format_ip, hex_bytes
+
+#: the compiled id text (rocketpy._speedups.uniq_id_text), None without the accelerated build
+_uniq_id_text = compiled("uniq_id_text")
 
 
 def _month_start_ms(now_ms: int, tz: tzinfo | None, months_back: int = 0) -> int:
@@ -95,6 +99,7 @@ class UniqIdGenerator:
         self._counter = itertools.count(counter)
         #: "<prefix>%08X%04X": an id is this filled with the month's millis and the count
         self._format = self.prefix + "%08X%04X"
+        self._prefix_bytes = self.prefix.encode()
         #: (this month's start, the next month's) in millis, swapped as one value (no lock: see id_at)
         self._month = (0, 0)
         self._set_start(clock())
@@ -119,6 +124,8 @@ class UniqIdGenerator:
         diff = (now - start) & 0xFFFFFFFF  # Java's (int) cast
         if diff >= 0x80000000 and diff - (1 << 32) > -1_000_000:
             diff = 0  # a clock stepped back a little (NTP): Java clamps to 0
+        if _uniq_id_text is not None:
+            return _uniq_id_text(self._prefix_bytes, diff, next(self._counter) & 0xFFFF)  # type: ignore[no-any-return]
         return self._format % (diff, next(self._counter) & 0xFFFF)
 
     __call__ = next_id

@@ -41,6 +41,8 @@ READS_BEFORE_YIELD = 8
 #: frames queued in a turn after which they are written at once (the rest of the turn goes at its end):
 #: 4 to 16 measured alike with 32 senders; a write per frame would cost both sides a syscall per request
 WRITE_CHUNK = 8
+_INF = math.inf
+_heappush = heapq.heappush
 
 
 def _send_some(sock: socket.socket, data: bytes | memoryview) -> int:
@@ -215,14 +217,14 @@ class ClientConnection(Connection):
     # -- requests ---------------------------------------------------------------------------------
     def _arm(self, entry: Any, timeout: float) -> None:
         """Put a wait's deadline in the heap (and bring the timer forward when it is the earliest)."""
-        if timeout == math.inf:
+        if timeout == _INF:
             return
         heap = self._deadlines
         if len(heap) >= _SWEEP_AT and len(heap) > 4 * len(self._pending):
             heap[:] = [e for e in heap if not e[2].done]
             heapq.heapify(heap)
         deadline = self._now() + timeout
-        heapq.heappush(heap, (deadline, next(self._seq), entry))
+        _heappush(heap, (deadline, next(self._seq), entry))
         timer = self._timer
         if timer is not None and deadline < timer.deadline:
             timer.deadline = deadline
