@@ -19,7 +19,7 @@ import trio
 
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
-from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus, SerializeType
+from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus
 from ..codecs.message import (
     DEFAULT_COMPRESS_LEVEL,
     NAME_VALUE_SEPARATOR,
@@ -334,12 +334,11 @@ class Producer:
 
     # -- the kernel: one attempt on one queue ----------------------------------------------------
     def _send_frames(self) -> SendFrames:
-        """The frame maker for this group's sends (made again when the group's send settings change: compared
-        one by one, no key tuple made per send)."""
+        """The frame maker for this group's sends, JSON headers (made again when the group's send settings
+        change: compared one by one, no key tuple made per send)."""
         frames = self._frames
         if (frames is None or frames.group != self.group or frames.default_topic != self.create_topic_key
-                or frames.default_topic_queue_nums != self.default_topic_queue_nums
-                or frames.serialize_type != SerializeType.JSON):
+                or frames.default_topic_queue_nums != self.default_topic_queue_nums):
             frames = self._frames = SendFrames(self.group, self.create_topic_key, self.default_topic_queue_nums)
         return frames
 

@@ -73,7 +73,7 @@ class SendFields:
 class SendFrames:
     """The frame maker of one producer group: ``prepare(code, fields, body)`` gives a PreparedSend."""
 
-    __slots__ = ("key", "group", "default_topic", "default_topic_queue_nums", "serialize_type", "_strings",
+    __slots__ = ("key", "group", "default_topic", "default_topic_queue_nums", "serialize_type", "_rocketmq", "_strings",
                  "_templates")
 
     def __init__(self, group: str, default_topic: str, default_topic_queue_nums: int,
@@ -83,6 +83,7 @@ class SendFrames:
         self.default_topic = default_topic
         self.default_topic_queue_nums = default_topic_queue_nums
         self.serialize_type = serialize_type
+        self._rocketmq = serialize_type == SerializeType.ROCKETMQ  # (an IntEnum's == costs a call per send)
         self._strings: dict[str, str | None] = {}
         #: (code, topic, broker name, max reconsume times given) -> the JSON header's template, or None
         self._templates: dict[tuple[int, str, str | None, bool], Template | None] = {}
@@ -140,7 +141,7 @@ class SendFrames:
 
     def prepare(self, code: int, fields: SendFields, body: bytes) -> PreparedSend:
         f = fields
-        if self.serialize_type == SerializeType.ROCKETMQ:
+        if self._rocketmq:
             fast_order = _ORDERS[f.max_reconsume_times is not None, f.broker_name is not None][1]
             ext = self.header(f).to_ext_fields(fast_order=True)
             return PreparedSend(self, code, f, body, None, {k: ext[k] for k in fast_order})
