@@ -1834,3 +1834,233 @@ cdef class PulledDecoder:
                         continue
             out.append(m)
         return out
+
+
+# --- client send (client6) ---
+# ``send_frame`` (reference: ``client.send_frames.PreparedSend.frame``'s Python path, the template %-filled with
+# the fields, the properties' stdlib JSON string checked by ``_written_alike``, then the frame's prefix, flag and
+# opaque): a producer's SEND_MESSAGE_V2 frame in one call, or None where the reference decides (a value whose
+# JSON only fastjson's writer gets right, a header too long for 24 bits, a frame over 2 GiB, a lone surrogate)
+# (``tests/test_client_send_frames.py``).
+
+cdef inline Py_ssize_t _decimal_len(long long v) noexcept:
+    cdef unsigned long long m = <unsigned long long>(-(v + 1)) + 1 if v < 0 else <unsigned long long>v
+    cdef Py_ssize_t n = 1 if v >= 0 else 2
+    while m >= 10:
+        m //= 10
+        n += 1
+    return n
+
+
+cdef inline char* _put_decimal(char* p, long long v) noexcept:
+    cdef unsigned long long m = <unsigned long long>(-(v + 1)) + 1 if v < 0 else <unsigned long long>v
+    cdef char digits[24]
+    cdef int i = 0
+    if v < 0:
+        p[0] = b'-'
+        p += 1
+    while True:
+        digits[i] = <char>(48 + m % 10)
+        i += 1
+        m //= 10
+        if m == 0:
+            break
+    while i > 0:
+        i -= 1
+        p[0] = digits[i]
+        p += 1
+    return p
+
+
+cdef inline char* _put_bytes(char* p, bytes b) noexcept:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
+    memcpy(p, PyBytes_AS_STRING(b), n)
+    return p + n
+
+
+cdef Py_ssize_t _json_text_len(str text) noexcept:
+    """The UTF-8 length of the stdlib's JSON string of ``text`` (quotes included), or -1 where fastjson writes it
+    otherwise (DEL, C1 controls, U+2028/9, a control escaped with a hex letter) or it has no UTF-8 (a surrogate)."""
+    cdef Py_ssize_t n = 2
+    cdef Py_UCS4 uch
+    cdef uint32_t ch  # arithmetic on a Py_UCS4 would make it a str again
+    for uch in text:
+        ch = uch
+        if ch < 0x20:
+            if ch == 0x0a or ch == 0x0d or ch == 0x09 or ch == 0x08 or ch == 0x0c:
+                n += 2
+            elif (ch & 0x0f) >= 10:
+                return -1  # \u000b, \u001a...: lower-case hex, fastjson's is upper-case
+            else:
+                n += 6
+        elif ch == 0x22 or ch == 0x5c:
+            n += 2
+        elif ch < 0x7f:
+            n += 1
+        elif ch <= 0xa0 or ch == 0x2028 or ch == 0x2029 or 0xd800 <= ch <= 0xdfff:
+            return -1
+        elif ch < 0x800:
+            n += 2
+        elif ch < 0x10000:
+            n += 3
+        else:
+            n += 4
+    return n
+
+
+cdef char* _put_json_text(char* p, str text) noexcept:
+    """The JSON string _json_text_len measured, written at ``p``."""
+    cdef Py_UCS4 uch
+    cdef uint32_t ch
+    p[0] = b'"'
+    p += 1
+    for uch in text:
+        ch = uch
+        if ch < 0x20:
+            p[0] = b'\\'
+            if ch == 0x0a:
+                p[1] = b'n'
+            elif ch == 0x0d:
+                p[1] = b'r'
+            elif ch == 0x09:
+                p[1] = b't'
+            elif ch == 0x08:
+                p[1] = b'b'
+            elif ch == 0x0c:
+                p[1] = b'f'
+            else:
+                p[1] = b'u'
+                p[2] = b'0'
+                p[3] = b'0'
+                p[4] = <char>(48 + (ch >> 4))
+                p[5] = <char>(48 + (ch & 0x0f))  # a digit: _json_text_len refused the hex letters
+                p += 4
+            p += 2
+        elif ch == 0x22 or ch == 0x5c:
+            p[0] = b'\\'
+            p[1] = <char>ch
+            p += 2
+        elif ch < 0x80:
+            p[0] = <char>ch
+            p += 1
+        elif ch < 0x800:
+            p[0] = <char>(0xc0 | (ch >> 6))
+            p[1] = <char>(0x80 | (ch & 0x3f))
+            p += 2
+        elif ch < 0x10000:
+            p[0] = <char>(0xe0 | (ch >> 12))
+            p[1] = <char>(0x80 | ((ch >> 6) & 0x3f))
+            p[2] = <char>(0x80 | (ch & 0x3f))
+            p += 3
+        else:
+            p[0] = <char>(0xf0 | (ch >> 18))
+            p[1] = <char>(0x80 | ((ch >> 12) & 0x3f))
+            p[2] = <char>(0x80 | ((ch >> 6) & 0x3f))
+            p[3] = <char>(0x80 | (ch & 0x3f))
+            p += 4
+    p[0] = b'"'
+    return p + 1
+
+
+cdef bint _escape_like_fastjsons(const char* p, Py_ssize_t n) noexcept:
+    """Whether written JSON text holds no ``\\u00[01][a-f]`` (what _UNLIKE_FASTJSON looks for besides raw
+    characters): a literal backslash and ``u001a`` in a value read so once escaped."""
+    cdef Py_ssize_t i
+    cdef char c
+    for i in range(n - 5):
+        if p[i] == b'\\' and p[i + 1] == b'u' and p[i + 2] == b'0' and p[i + 3] == b'0' \
+                and (p[i + 4] == b'0' or p[i + 4] == b'1'):
+            c = p[i + 5]
+            if b'a' <= c <= b'f':
+                return False
+    return True
+
+
+def send_frame(tuple pieces, long long queue_id, long long sys_flag, long long born, long long flag, str props,
+               long long reconsume, object max_reconsume, bint batch, long long command_flag, long long opaque,
+               bytes middle, bytes tail, object body):
+    """A send's frame: ``pieces`` are the template's literal parts around the per-message values (queue id,
+    sysFlag, born timestamp, flag, properties, reconsume times, max reconsume times when not None, batch), the
+    last ending at ``"flag":``; then the command's flag, ``middle``, the opaque, ``tail`` and the body. None
+    where the reference must decide."""
+    cdef Py_ssize_t values = 8 if max_reconsume is not None else 7
+    cdef long long max_times = max_reconsume if max_reconsume is not None else 0
+    cdef long long[8] numbers
+    cdef Py_ssize_t i, n, total, props_len, props_at
+    cdef bytes piece, out
+    cdef char* start
+    cdef char* p
+    if len(pieces) != values + 1 or type(body) is not bytes:
+        return None
+    props_len = _json_text_len(props)
+    if props_len < 0:
+        return None
+    numbers[0] = queue_id
+    numbers[1] = sys_flag
+    numbers[2] = born
+    numbers[3] = flag
+    numbers[4] = reconsume
+    numbers[5] = max_times
+    n = props_len + (6 if batch else 7) + _decimal_len(command_flag) + _decimal_len(opaque) \
+        + PyBytes_GET_SIZE(middle) + PyBytes_GET_SIZE(tail)
+    for i in range(values + 1):
+        piece = <bytes>pieces[i]
+        n += PyBytes_GET_SIZE(piece)
+    for i in range(6 if values == 8 else 5):
+        n += _decimal_len(numbers[i])
+    total = 4 + n + PyBytes_GET_SIZE(body)
+    if n > 0xFFFFFF or total > 0x7FFFFFFF:
+        return None
+    out = PyBytes_FromStringAndSize(NULL, 4 + total)
+    start = PyBytes_AS_STRING(out)
+    _put32(<uint8_t*>start, total)
+    _put32(<uint8_t*>start + 4, n)  # serialize type JSON: 0 in the top byte
+    p = start + 8
+    for i in range(4):
+        p = _put_bytes(p, <bytes>pieces[i])
+        p = _put_decimal(p, numbers[i])
+    p = _put_bytes(p, <bytes>pieces[4])
+    props_at = p - start
+    p = _put_json_text(p, props)
+    if not _escape_like_fastjsons(start + props_at, props_len):
+        return None
+    p = _put_bytes(p, <bytes>pieces[5])
+    p = _put_decimal(p, reconsume)
+    p = _put_bytes(p, <bytes>pieces[6])
+    if values == 8:
+        p = _put_decimal(p, max_times)
+        p = _put_bytes(p, <bytes>pieces[7])
+    if batch:
+        memcpy(p, b'"true"', 6)
+        p += 6
+    else:
+        memcpy(p, b'"false"', 7)
+        p += 7
+    p = _put_bytes(p, <bytes>pieces[values])
+    p = _put_decimal(p, command_flag)
+    p = _put_bytes(p, middle)
+    p = _put_decimal(p, opaque)
+    p = _put_bytes(p, tail)
+    p = _put_bytes(p, body)
+    return out
+
+
+# ``uniq_id_text`` (reference: ``codecs.uniq_id.UniqIdGenerator``'s ``_format % (diff, count)``): a UNIQ_KEY's text,
+# the generator's upper-case hex prefix, then the month's millis as 8 and the counter as 4 upper-case hex digits
+# (``tests/test_message.py``).
+
+cdef char* _UPPER_HEX = b"0123456789ABCDEF"
+
+
+def uniq_id_text(bytes prefix, uint32_t diff, uint32_t count):
+    cdef char buf[80]
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(prefix)
+    cdef int i
+    if n > 64 or count > 0xFFFF:
+        return None
+    memcpy(buf, PyBytes_AS_STRING(prefix), n)
+    for i in range(8):
+        buf[n + i] = _UPPER_HEX[(diff >> (28 - 4 * i)) & 0xF]
+    for i in range(4):
+        buf[n + 8 + i] = _UPPER_HEX[(count >> (12 - 4 * i)) & 0xF]
+    return buf[:n + 12].decode("ascii")

@@ -9,13 +9,26 @@ fastjson's writer gets right.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rocketpy.client.api import ClientAPI, send_response_header
 from rocketpy.client.producer import wire_properties
-from rocketpy.client.send_frames import _UNLIKE_FASTJSON, SendFields, SendFrames, _json_string, _written_alike
+from rocketpy.client.send_frames import (
+    _MIDDLE,
+    _TAIL,
+    _UNLIKE_FASTJSON,
+    SendFields,
+    SendFrames,
+    _json_string,
+    _send_frame,
+    _written_alike,
+)
 from rocketpy.codecs import CodecError, RemotingCommand, SerializeType
+from rocketpy.codecs.command import ONEWAY_FLAG
 from rocketpy.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 from rocketpy.codecs.properties_string import properties_to_string
 from rocketpy.javacompat.hashmap import hashmap_dict
@@ -81,6 +94,47 @@ def test_json_frame_layout() -> None:
                       b'"n":"broker-a"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON",'
                       b'"version":' + str(RemotingCommand(code=0).version).encode() + b"}")
     assert frame[-4:] == b"body"
+
+
+def _outcome(make: Callable[[], bytes]) -> bytes | type[BaseException]:
+    try:
+        return make()
+    except Exception as exc:
+        return type(exc)
+
+
+@pytest.mark.skipif(_send_frame is None, reason="the accelerated build (rocketpy._speedups) is not built")
+@given(sends(), st.integers(0, 2**31 - 1), st.booleans(),
+       st.none() | st.lists(TEXT | st.sampled_from(["\\u001a", "\\u0001", "\\", "\ud800", "\U0001f600"]),
+                            max_size=4))
+@example((SendFrames("g", "TBW102", 4), ClientAPI.send_code(),
+          SendFields("T", 2**63, 0, 0, 0, "x"), b""), 1, False, None)  # beyond 64 bits: the reference's
+def test_compiled_send_frame_is_the_reference(send: tuple[SendFrames, int, SendFields, bytes], opaque: int,
+                                              oneway: bool, props: list[str] | None) -> None:
+    """The compiled frame (_speedups.send_frame) is the Python path's, byte for byte, and what it leaves to
+    the reference (values only fastjson writes right, lone surrogates, numbers beyond 64 bits) is the reference's
+    to make or refuse."""
+    frames, code, fields, body = send
+    if props is not None:  # any text as the properties, literal backslash-u escapes among it
+        fields.properties = "".join(props)
+    prepared = frames.prepare(code, fields, body)
+    flag = ONEWAY_FLAG if oneway else 0
+    assert _outcome(lambda: prepared.frame(opaque, oneway)) == _outcome(lambda: prepared.frame_py(opaque, flag))
+
+
+def test_compiled_send_frame_takes_a_plain_send() -> None:
+    """An ordinary send's frame is the compiled one (not handed back to the reference)."""
+    if _send_frame is None:
+        pytest.skip("the accelerated build (rocketpy._speedups) is not built")
+    frames = SendFrames("pg", "TBW102", 4)
+    fields = SendFields(topic="T", queue_id=1, sys_flag=0, born_timestamp=5, flag=0,
+                        properties=wire_properties({"WAIT": "true", "UNIQ_KEY": "U", "TAGS": "é"}),
+                        max_reconsume_times=16, broker_name="broker-a")
+    prepared = frames.prepare(ClientAPI.send_code(), fields, b"body")
+    template = prepared._template
+    assert template is not None
+    made = _send_frame(template[1], 1, 0, 5, 0, fields.properties, 0, 16, False, 0, 7, _MIDDLE, _TAIL, b"body")
+    assert made is not None and made == prepared.frame_py(7, 0)
 
 
 NUMBERISH = st.none() | st.from_regex(r"\A-?[0-9]{1,21}\Z") | st.sampled_from(

@@ -46,6 +46,7 @@ from rocketpy.codecs.message import (
     uniq_id_time,
 )
 from rocketpy.codecs.store_records import BlankRecord, iter_commitlog
+from rocketpy.codecs.uniq_id import _uniq_id_text
 from rocketpy.javacompat.lang import java_string_hash
 
 GOLDEN = Path(__file__).parent.parent / "protocol" / "golden"
@@ -631,3 +632,22 @@ def test_prop_valid_header_random_rest(rest: bytes, size: int, sys_flag: int) ->
         decode_message(head + rest, check_crc=True)
     except CodecError:
         pass
+
+
+@given(st.integers(0, 4_000_000_000_000), st.integers(0, 40 * 86_400_000), st.integers(0, 0x1FFFF))
+def test_prop_uniq_id_at_a_given_time_is_the_clocks(first: int, step: int, counter: int) -> None:
+    """A send makes its UNIQ_KEY at its born timestamp (id_at): the id the generator's clock would give then,
+    across month ends (the month's bounds move) and the counter's wrap."""
+    times = iter([first, first, first + step])  # the first reading sets the month up
+    by_clock = UniqIdGenerator("10.0.0.1", 1, 2, clock=lambda: next(times), tz=UTC, counter=counter)
+    given_time = UniqIdGenerator("10.0.0.1", 1, 2, clock=lambda: first, tz=UTC, counter=counter)
+    assert [given_time.id_at(first), given_time.id_at(first + step)] == [by_clock.next_id(), by_clock.next_id()]
+
+
+@pytest.mark.skipif(_uniq_id_text is None, reason="the accelerated build (rocketpy._speedups) is not built")
+@given(st.binary(min_size=4, max_size=4) | st.binary(min_size=16, max_size=16), st.integers(0, 0xFFFF),
+       st.integers(0, 2**32 - 1), st.integers(0, 0xFFFF))
+def test_prop_compiled_uniq_id_text_is_the_format(ip: bytes, pid: int, diff: int, count: int) -> None:
+    """The compiled id text is the Python form's: the prefix, then 8 and 4 upper-case hex digits."""
+    gen = UniqIdGenerator(ip, pid, 3)
+    assert _uniq_id_text(gen.prefix.encode(), diff, count) == f"{gen.prefix}{diff:08X}{count:04X}"

@@ -272,8 +272,14 @@ async def test_client_invoke_timeout_async_oneway(nursery: trio.Nursery, virtual
         # kept open: the late answer is dropped and the connection serves on
         resp = await client.invoke(server.address, req(ECHO, 0, b"kept"), timeout=3)
         assert resp.body == b"kept" and len(connects) == 3
+        # switched on for the open connection too (each connection closes itself on a timeout)
+        client.close_on_timeout = True
+        with pytest.raises(RemotingTimeoutError):
+            await client.invoke(server.address, req(SLOW, 0, b"0.3"), timeout=0.1)
+        resp = await client.invoke(server.address, req(ECHO, 0, b"fresh"), timeout=3)
+        assert resp.body == b"fresh" and len(connects) == 4
 
-    await wait_until(lambda: len(closes) >= 3, timeout=5)
+    await wait_until(lambda: len(closes) >= 4, timeout=5)
     nursery.cancel_scope.cancel()
 
 

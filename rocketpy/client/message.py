@@ -8,6 +8,10 @@ from ..codecs.codes import MessageConst, MixAll
 from ..codecs.message import Message, MessageExt
 from .errors import MQClientError
 
+_TAGS = MessageConst.PROPERTY_TAGS
+_KEYS = MessageConst.PROPERTY_KEYS
+_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+
 
 def make_message(
     topic: str,
@@ -23,24 +27,26 @@ def make_message(
     """A Message like ``new Message(topic, tags, keys, body)``: TAGS, KEYS and WAIT set, user properties added."""
     if not isinstance(topic, str) or not topic:
         raise TypeError(f"make_message: the topic must be a non-empty str, not {topic!r}")
-    if isinstance(body, str):
-        body = body.encode("utf-8")
-    elif isinstance(body, (bytearray, memoryview)):
-        body = bytes(body)
-    elif not isinstance(body, bytes):
-        raise TypeError(f"make_message: the body must be bytes or str (str is sent as UTF-8), not "
-                        f"{type(body).__name__}; serialise it first, e.g. json.dumps(value)")
+    if type(body) is not bytes:  # plain bytes, the usual body, pass no further look
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        elif isinstance(body, (bytearray, memoryview)):
+            body = bytes(body)
+        elif not isinstance(body, bytes):
+            raise TypeError(f"make_message: the body must be bytes or str (str is sent as UTF-8), not "
+                            f"{type(body).__name__}; serialise it first, e.g. json.dumps(value)")
     msg = Message(topic, body, flag)  # positional: the keyword call costs twice as much
+    props = msg.properties
     if tags:
-        msg.properties[MessageConst.PROPERTY_TAGS] = tags
+        props[_TAGS] = tags
     if keys:
-        msg.properties[MessageConst.PROPERTY_KEYS] = keys if isinstance(keys, str) else MessageConst.KEY_SEPARATOR.join(
-            keys)
-    msg.properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "true" if wait_store_msg_ok else "false"
-    for name, value in (properties or {}).items():
-        put_user_property(msg, name, value)
+        props[_KEYS] = keys if isinstance(keys, str) else MessageConst.KEY_SEPARATOR.join(keys)
+    props[_WAIT] = "true" if wait_store_msg_ok else "false"
+    if properties:
+        for name, value in properties.items():
+            put_user_property(msg, name, value)
     if delay_level:
-        msg.properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
+        props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
     return msg
 
 

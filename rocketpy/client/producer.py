@@ -8,17 +8,18 @@ strategy away from the broker that just failed, within one overall timeout.
 from __future__ import annotations
 
 import logging
+import operator
 import random
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, cast
 
 import trio
 
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
-from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus, SerializeType
+from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SendStatus
 from ..codecs.message import (
     DEFAULT_COMPRESS_LEVEL,
     NAME_VALUE_SEPARATOR,
@@ -57,12 +58,14 @@ _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _uniq_ids: UniqIdGenerator | None = None
 
 
-def next_uniq_id() -> str:
-    """A process-wide UNIQ_KEY generator, made on first use (MessageClientIDSetter)."""
+def next_uniq_id(now: int | None = None) -> str:
+    """A UNIQ_KEY from the process-wide generator, made on first use (MessageClientIDSetter); ``now``: the
+    epoch millis to make it at (a send's born timestamp: one clock reading for both), else the clock's."""
     global _uniq_ids
-    if _uniq_ids is None:
-        _uniq_ids = UniqIdGenerator()
-    return _uniq_ids.next_id()
+    ids = _uniq_ids
+    if ids is None:
+        ids = _uniq_ids = UniqIdGenerator()
+    return ids.next_id() if now is None else ids.id_at(now)
 
 
 def select_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
@@ -81,6 +84,10 @@ def select_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> Mes
 _WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _PREPARED = MessageConst.PROPERTY_TRANSACTION_PREPARED
+_MESSAGE_TYPE = MessageConst.PROPERTY_MESSAGE_TYPE
+_REPLY = MixAll.REPLY_MESSAGE_FLAG
+#: a plain send's request code (SEND_MESSAGE_V2)
+_SEND_CODE = ClientAPI.send_code()
 _COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE)
 _TRANSACTION_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
 
@@ -114,21 +121,61 @@ def check_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
     """Validators.checkMessage."""
     if msg is None:
         raise MQClientError("the message is null", ResponseCode.MESSAGE_ILLEGAL)
-    check_topic(msg.topic)
-    if msg.body is None:
+    topic = msg.topic
+    if topic not in _CHECKED_TOPICS:
+        check_topic(topic)
+    body = msg.body
+    if body is None:
         raise MQClientError("the message body is null", ResponseCode.MESSAGE_ILLEGAL)
-    if len(msg.body) == 0:
+    size = len(body)
+    if size == 0:
         raise MQClientError("the message body length is zero", ResponseCode.MESSAGE_ILLEGAL)
-    if len(msg.body) > max_size:
+    if size > max_size:
         raise MQClientError(f"the message body size over max value, MAX: {max_size}", ResponseCode.MESSAGE_ILLEGAL)
 
 
 def wire_properties(props: dict[str, str]) -> str:
-    """The properties string in java.util.HashMap order, byte for byte what Java sends (the order of each
-    key set is computed once): ``properties_to_string(hashmap_dict(props))`` without the reordered dict."""
+    """The properties string in java.util.HashMap order, byte for byte what Java sends:
+    ``properties_to_string(hashmap_dict(props))`` without the reordered dict. Each key set's order is
+    computed once, into a getter of its values in that order and the string with their places (a send's
+    properties are then one C call and one %-formatting)."""
+    keys = tuple(props)
+    known = _WIRE_FORMATS.get(keys)
+    if known is None:
+        known = _wire_format(keys)
+    getter, text = known
+    values = getter(props)
+    if None in values:  # a property set to None is left out
+        return _wire_properties(props)
+    return text % values
+
+
+def _wire_properties(props: dict[str, str]) -> str:
+    """wire_properties, the plain way (any values)."""
     return PROPERTY_SEPARATOR.join(
         [f"{k}{NAME_VALUE_SEPARATOR}{v}" for k in hashmap_key_order(tuple(props)) if (v := props[k]) is not None]
     )
+
+
+#: a key set (in dict order) -> (the getter of its values in HashMap order, the %-string they fill)
+_WIRE_FORMATS: dict[tuple[str, ...], tuple[Callable[[dict[str, str]], tuple[str, ...]], str]] = {}
+
+
+def _wire_format(keys: tuple[str, ...]) -> tuple[Callable[[dict[str, str]], tuple[str, ...]], str]:
+    order = hashmap_key_order(keys)
+    getter: Callable[[dict[str, str]], tuple[str, ...]]
+    if len(order) > 1:
+        getter = operator.itemgetter(*order)
+    elif order:  # itemgetter of one key gives the value itself, not a tuple
+        only = order[0]
+        getter = lambda d: (d[only],)  # noqa: E731
+    else:
+        getter = lambda d: ()  # noqa: E731
+    text = PROPERTY_SEPARATOR.join(k.replace("%", "%%") + NAME_VALUE_SEPARATOR + "%s" for k in order)
+    if len(_WIRE_FORMATS) >= 4096:
+        _WIRE_FORMATS.clear()
+    _WIRE_FORMATS[keys] = getter, text
+    return getter, text
 
 
 class SendFuture:
@@ -287,23 +334,24 @@ class Producer:
 
     # -- the kernel: one attempt on one queue ----------------------------------------------------
     def _send_frames(self) -> SendFrames:
-        """The frame maker for this group's sends (made again when the group's send settings change)."""
+        """The frame maker for this group's sends, JSON headers (made again when the group's send settings
+        change: compared one by one, no key tuple made per send)."""
         frames = self._frames
-        if frames is None or frames.key != (self.group, self.create_topic_key, self.default_topic_queue_nums,
-                                            SerializeType.JSON):
+        if (frames is None or frames.group != self.group or frames.default_topic != self.create_topic_key
+                or frames.default_topic_queue_nums != self.default_topic_queue_nums):
             frames = self._frames = SendFrames(self.group, self.create_topic_key, self.default_topic_queue_nums)
         return frames
 
-    def _prepare(self, msg: Message, batch: bool) -> tuple[bytes, int, dict[str, str], str | None]:
+    def _prepare(self, msg: Message, batch: bool, now: int) -> tuple[bytes, int, dict[str, str], str | None]:
         """(body, sysFlag, the properties sent, UNIQ_KEY): the message as sendKernelImpl sends it (WAIT set,
-        UNIQ_KEY given, a large body compressed)."""
+        UNIQ_KEY given, made at ``now``, a large body compressed)."""
         props = dict(msg.properties)
         if not batch:
             if _WAIT not in props:
                 props[_WAIT] = "true"
             uniq = props.get(_UNIQ)
             if uniq is None:
-                uniq = props[_UNIQ] = msg.properties[_UNIQ] = next_uniq_id()
+                uniq = props[_UNIQ] = msg.properties[_UNIQ] = next_uniq_id(now)
         else:
             uniq = props.get(_UNIQ)
         body = msg.body
@@ -341,10 +389,11 @@ class Producer:
 
     def _request(self, msg: Message, mq: MessageQueue, batch: bool) -> tuple[PreparedSend, SendFields, str | None]:
         """The send request of ``msg`` to ``mq`` (sendKernelImpl's header and body), its fields and UNIQ_KEY."""
-        body, sys_flag, props, uniq = self._prepare(msg, batch)
+        born = now_ms()  # the born timestamp, and the UNIQ_KEY's time (one clock reading for both)
+        body, sys_flag, props, uniq = self._prepare(msg, batch, born)
         # topic, queue_id, sys_flag, born_timestamp, flag, properties, reconsume_times, max_reconsume_times,
         # batch, broker_name: positional, which costs a third of the keyword call on every send
-        fields = SendFields(msg.topic, mq.queue_id, sys_flag, now_ms(), msg.flag, "", 0, None, batch, mq.broker_name)
+        fields = SendFields(msg.topic, mq.queue_id, sys_flag, born, msg.flag, "", 0, None, batch, mq.broker_name)
         if msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
             reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
             if reconsume is not None:
@@ -353,15 +402,21 @@ class Producer:
             if max_times is not None:
                 fields.max_reconsume_times = int(max_times)
         fields.properties = wire_properties(props)
-        reply = props.get(MessageConst.PROPERTY_MESSAGE_TYPE) == MixAll.REPLY_MESSAGE_FLAG
-        request = self._send_frames().prepare(ClientAPI.send_code(batch=batch, reply=reply), fields, body)
+        reply = props.get(_MESSAGE_TYPE) == _REPLY
+        code = ClientAPI.send_code(batch=batch, reply=reply) if batch or reply else _SEND_CODE
+        request = self._send_frames().prepare(code, fields, body)
         return request, fields, uniq
 
     # -- the retry loop -------------------------------------------------------------------------
     async def _send_default(self, msg: Message, timeout: float, times_total: int, *, oneway: bool = False,
                             batch_msgs: Sequence[Message] | None = None, begin: float | None = None,
-                            tried: Sequence[str] = (), last_error: Exception | None = None) -> SendResult | None:
-        """``tried``: the brokers of attempts already made since ``begin`` (the last failed with ``last_error``)."""
+                            tried: Sequence[str] = (), last_error: Exception | None = None,
+                            check: bool = False) -> SendResult | None:
+        """``tried``: the brokers of attempts already made since ``begin`` (the last failed with ``last_error``);
+        ``check``: send()'s checks first (send returns this coroutine)."""
+        if check:
+            self._need_started()
+            check_message(msg, self.max_message_size)
         now: float | None = trio.current_time()
         if begin is None:
             begin = now
@@ -385,7 +440,13 @@ class Producer:
             if remaining <= 0:
                 raise MQClientError("sendDefaultImpl call timeout")
             try:
-                result = await self._send_kernel(msg, mq, remaining, oneway=oneway, batch_msgs=batch_msgs)
+                addr = self.client.master_addr(mq.broker_name or "")
+                if addr is None or oneway or batch_msgs is not None or self.trace is not None:
+                    result = await self._send_kernel(msg, mq, remaining, oneway=oneway, batch_msgs=batch_msgs)
+                else:  # _send_kernel's common case, without a coroutine of its own for the send to pass through
+                    request, _fields, uniq = self._request(msg, mq, False)
+                    result = ClientAPI.send_result(await self.client.api.remoting.invoke(addr, request, remaining),
+                                                   addr, mq, uniq)
                 if self.fault.enabled:  # the latency only matters to the fault strategy
                     self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), False)
             except (RemotingError, MQClientError) as exc:
@@ -412,7 +473,7 @@ class Producer:
         if not self.started:
             raise MQClientError("The producer service state not OK, maybe started once, RUNNING")
 
-    async def send(
+    def send(
         self,
         msg: Message,
         *,
@@ -420,16 +481,23 @@ class Producer:
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
         timeout: float | None = None,
-    ) -> SendResult:
-        """Send and wait for the broker's answer; ``queue`` or ``selector`` pins the queue (ordered sends)."""
+    ) -> Coroutine[Any, Any, SendResult]:
+        """Send and wait for the broker's answer (``await producer.send(msg)``); ``queue`` or ``selector`` pins
+        the queue (ordered sends). Unpinned, the coroutine to await is the retry loop's own (a coroutine less
+        for every send to pass through)."""
+        timeout = self.send_timeout if timeout is None else timeout
+        if queue is None and selector is None:
+            # never None: only a oneway send gives no result
+            return cast(Coroutine[Any, Any, SendResult],
+                        self._send_default(msg, timeout, 1 + self.retry_times, check=True))
+        return self._send_pinned(msg, queue, selector, arg, timeout)
+
+    async def _send_pinned(self, msg: Message, queue: MessageQueue | None, selector: MessageQueueSelector | None,
+                           arg: Any, timeout: float) -> SendResult:
         self._need_started()
         check_message(msg, self.max_message_size)
-        timeout = self.send_timeout if timeout is None else timeout
-        if queue is not None or selector is not None:
-            mq = await self._pick(msg, queue, selector, arg)
-            result = await self._send_kernel(msg, mq, timeout)
-        else:
-            result = await self._send_default(msg, timeout, 1 + self.retry_times)
+        mq = await self._pick(msg, queue, selector, arg)
+        result = await self._send_kernel(msg, mq, timeout)
         assert result is not None
         return result
 

@@ -6,7 +6,9 @@ document) costs about ten times what splicing those fields into cached pieces co
 computed once per set of present keys (by the typed header itself), the group's and topic's JSON once,
 and the opaque and the oneway flag go in when the frame is written. The frame is byte for byte the one
 :meth:`PreparedSend.command` (the typed header's :class:`RemotingCommand`) encodes to; the tests hold
-the two against each other for generated messages, JSON and ROCKETMQ header types both.
+the two against each other for generated messages, JSON and ROCKETMQ header types both. Where the
+accelerated build is there, a JSON frame is made in one compiled call (``_speedups.send_frame``), which
+leaves anything unusual to :meth:`PreparedSend.frame_py`, its reference.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from ..accel import compiled
 from ..codecs import RemotingCommand
 from ..codecs.codes import LanguageCode, MQVersion, SerializeType
 from ..codecs.command import ONEWAY_FLAG
@@ -72,7 +75,7 @@ class SendFields:
 class SendFrames:
     """The frame maker of one producer group: ``prepare(code, fields, body)`` gives a PreparedSend."""
 
-    __slots__ = ("key", "group", "default_topic", "default_topic_queue_nums", "serialize_type", "_strings",
+    __slots__ = ("key", "group", "default_topic", "default_topic_queue_nums", "serialize_type", "_rocketmq", "_strings",
                  "_templates")
 
     def __init__(self, group: str, default_topic: str, default_topic_queue_nums: int,
@@ -82,9 +85,10 @@ class SendFrames:
         self.default_topic = default_topic
         self.default_topic_queue_nums = default_topic_queue_nums
         self.serialize_type = serialize_type
+        self._rocketmq = serialize_type == SerializeType.ROCKETMQ  # (an IntEnum's == costs a call per send)
         self._strings: dict[str, str | None] = {}
         #: (code, topic, broker name, max reconsume times given) -> the JSON header's template, or None
-        self._templates: dict[tuple[int, str, str | None, bool], bytes | None] = {}
+        self._templates: dict[tuple[int, str, str | None, bool], Template | None] = {}
 
     def _json(self, text: str) -> str | None:
         """The JSON string of a header value that recurs (cached), None where the stdlib and fastjson differ."""
@@ -108,9 +112,10 @@ class SendFrames:
             properties=fields.properties, reconsume_times=fields.reconsume_times, unit_mode=False,
             max_reconsume_times=fields.max_reconsume_times, batch=fields.batch, broker_name=fields.broker_name)
 
-    def _template(self, code: int, topic: str, broker_name: str | None, max_reconsume: bool) -> bytes | None:
-        """The JSON header up to the flag with %-placeholders for the per-message fields (in declared order:
-        None when the key order or a value's JSON does not allow one)."""
+    def _template(self, code: int, topic: str, broker_name: str | None, max_reconsume: bool) -> Template | None:
+        """The JSON header up to the flag with %-placeholders for the per-message fields (in declared order),
+        and its literal parts around them (the compiled frame's pieces): None when the key order or a value's
+        JSON does not allow one."""
         json_order = _ORDERS[max_reconsume, broker_name is not None][0]
         if [k for k in json_order if k in _DYNAMIC] != [k for k in _DYNAMIC if k in json_order]:
             return None
@@ -119,37 +124,44 @@ class SendFrames:
                  "n": self._json(broker_name) if broker_name is not None else ""}
         if None in fixed.values():
             return None
-        parts = [f'"{k}":{_DYNAMIC[k]}' if k in _DYNAMIC else f'"{k}":' + fixed[k].replace("%", "%%")  # type: ignore[union-attr]
-                 for k in json_order]
-        return ('{"code":' + str(code) + ',"extFields":{' + ",".join(parts) + '},"flag":').encode()
+        head = '{"code":' + str(code) + ',"extFields":{'
+        pieces: list[bytes] = []
+        literal = head
+        parts = []
+        for n, k in enumerate(json_order):
+            comma = "," if n else ""
+            if k in _DYNAMIC:
+                quote = '"' if _DYNAMIC[k].startswith('"') else ""
+                pieces.append((literal + f'{comma}"{k}":{quote}').encode())
+                literal = quote
+                parts.append(f'"{k}":{_DYNAMIC[k]}')
+            else:
+                literal += f'{comma}"{k}":{fixed[k]}'
+                parts.append(f'"{k}":' + fixed[k].replace("%", "%%"))  # type: ignore[union-attr]
+        pieces.append((literal + '},"flag":').encode())
+        return (head + ",".join(parts) + '},"flag":').encode(), tuple(pieces)
 
     def prepare(self, code: int, fields: SendFields, body: bytes) -> PreparedSend:
         f = fields
-        if self.serialize_type == SerializeType.ROCKETMQ:
+        if self._rocketmq:
             fast_order = _ORDERS[f.max_reconsume_times is not None, f.broker_name is not None][1]
             ext = self.header(f).to_ext_fields(fast_order=True)
             return PreparedSend(self, code, f, body, None, {k: ext[k] for k in fast_order})
         key = (code, f.topic, f.broker_name, f.max_reconsume_times is not None)
         templates = self._templates
-        template = templates.get(key, b"")
-        if template == b"":
+        template = templates.get(key, _NO_TEMPLATE)
+        if template is _NO_TEMPLATE:
             if len(templates) >= _CACHE_MAX:
                 templates.clear()
             template = templates[key] = self._template(*key)
-        head = None
-        if template is not None:
-            props = _json_string(f.properties)
-            if _written_alike(props):
-                batch = b'"true"' if f.batch else b'"false"'
-                if f.max_reconsume_times is None:
-                    head = template % (f.queue_id, f.sys_flag, f.born_timestamp, f.flag, props.encode(),
-                                       f.reconsume_times, batch)
-                else:
-                    head = template % (f.queue_id, f.sys_flag, f.born_timestamp, f.flag, props.encode(),
-                                       f.reconsume_times, f.max_reconsume_times, batch)
-        return PreparedSend(self, code, f, body, head, None)
+        return PreparedSend(self, code, f, body, template, None)
 
 
+#: (the JSON header's %-template up to the flag, its literal parts around the per-message values)
+Template = tuple[bytes, tuple[bytes, ...]]
+_NO_TEMPLATE: Template = (b"", ())
+#: the compiled frame maker (rocketpy._speedups.send_frame), None without the accelerated build
+_send_frame = compiled("send_frame")
 #: the per-message extFields of a send and their placeholders in a template, in declared order
 _DYNAMIC = {"e": '"%d"', "f": '"%d"', "g": '"%d"', "h": '"%d"', "i": "%s", "j": '"%d"', "l": '"%d"', "m": "%s"}
 _PREFIX = FRAME_PREFIX_UNIT.pack
@@ -160,15 +172,15 @@ _TAIL = b',"serializeTypeCurrentRPC":"JSON","version":' + str(int(MQVersion.V4_9
 class PreparedSend:
     """One send's request, ready for any opaque (rocketpy.remoting's PreparedRequest)."""
 
-    __slots__ = ("frames", "code", "fields", "body", "_head", "_ext")
+    __slots__ = ("frames", "code", "fields", "body", "_template", "_ext")
 
-    def __init__(self, frames: SendFrames, code: int, fields: SendFields, body: bytes, head: bytes | None,
+    def __init__(self, frames: SendFrames, code: int, fields: SendFields, body: bytes, template: Template | None,
                  ext: dict[str, str] | None) -> None:
         self.frames = frames
         self.code = code
         self.fields = fields
         self.body = body
-        self._head = head
+        self._template = template
         self._ext = ext
 
     def command(self) -> RemotingCommand:
@@ -178,16 +190,43 @@ class PreparedSend:
 
     def frame(self, opaque: int, oneway: bool = False) -> bytes:
         flag = ONEWAY_FLAG if oneway else 0
+        template = self._template
+        if template is not None and _send_frame is not None:
+            f = self.fields
+            try:
+                frame: bytes | None = _send_frame(template[1], f.queue_id, f.sys_flag, f.born_timestamp, f.flag,
+                                                  f.properties, f.reconsume_times, f.max_reconsume_times, f.batch,
+                                                  flag, opaque, _MIDDLE, _TAIL, self.body)
+            except (OverflowError, TypeError):  # a value beyond 64 bits, or of another type: the reference's
+                frame = None
+            if frame is not None:
+                return frame
+        return self.frame_py(opaque, flag)
+
+    def frame_py(self, opaque: int, flag: int) -> bytes:
+        """The reference of the compiled frame (and the frame of what it leaves to the reference)."""
         if self._ext is not None:
             header = encode_rocketmq_header(self.code, int(LanguageCode.JAVA), int(MQVersion.V4_9_8), opaque, flag,
                                             None, self._ext)
             return b"".join(frame_parts(SerializeType.ROCKETMQ, header, self.body))
-        if self._head is None:  # a value only fastjson's writer gets right
+        head = None
+        if self._template is not None:
+            f = self.fields
+            props = _json_string(f.properties)
+            if _written_alike(props):
+                batch = b'"true"' if f.batch else b'"false"'
+                if f.max_reconsume_times is None:
+                    head = self._template[0] % (f.queue_id, f.sys_flag, f.born_timestamp, f.flag, props.encode(),
+                                                f.reconsume_times, batch)
+                else:
+                    head = self._template[0] % (f.queue_id, f.sys_flag, f.born_timestamp, f.flag, props.encode(),
+                                                f.reconsume_times, f.max_reconsume_times, batch)
+        if head is None:  # a value only fastjson's writer gets right
             cmd = self.command()
             cmd.opaque = opaque
             cmd.flag |= flag
             return b"".join(cmd.encode_parts())
-        header = b"%s%d%s%d%s" % (self._head, flag, _MIDDLE, opaque, _TAIL)
+        header = b"%s%d%s%d%s" % (head, flag, _MIDDLE, opaque, _TAIL)
         n, body = len(header), self.body
         if n > 0xFFFFFF:
             return b"".join(frame_parts(SerializeType.JSON, header, body))  # which refuses it

@@ -7,13 +7,16 @@ import itertools
 import os
 import socket
 import struct
-import threading
 from collections.abc import Callable
 from datetime import datetime, tzinfo
 
+from ..accel import compiled
 from ..clock import now_ms as _now_ms
 from .errors import CodecError
 from .hosts import format_ip, hex_bytes
+
+#: the compiled id text (rocketpy._speedups.uniq_id_text), None without the accelerated build
+_uniq_id_text = compiled("uniq_id_text")
 
 
 def _month_start_ms(now_ms: int, tz: tzinfo | None, months_back: int = 0) -> int:
@@ -94,26 +97,36 @@ class UniqIdGenerator:
         self._clock = clock
         self._tz = tz
         self._counter = itertools.count(counter)
-        self._lock = threading.Lock()
-        self._start = 0
-        self._next_start = 0
+        #: "<prefix>%08X%04X": an id is this filled with the month's millis and the count
+        self._format = self.prefix + "%08X%04X"
+        self._prefix_bytes = self.prefix.encode()
+        #: (this month's start, the next month's) in millis, swapped as one value (no lock: see id_at)
+        self._month = (0, 0)
         self._set_start(clock())
 
     def _set_start(self, now: int) -> None:
-        self._start = _month_start_ms(now, self._tz)
-        self._next_start = _next_month_start_ms(self._start, self._tz)
+        start = _month_start_ms(now, self._tz)
+        self._month = (start, _next_month_start_ms(start, self._tz))
 
     def next_id(self) -> str:
         """A fresh id."""
-        with self._lock:
-            now = self._clock()
-            if now >= self._next_start:
-                self._set_start(now)
-            diff = (now - self._start) & 0xFFFFFFFF  # Java's (int) cast
-            if diff >= 0x80000000 and diff - (1 << 32) > -1_000_000:
-                diff = 0  # a clock stepped back a little (NTP): Java clamps to 0
-            count = next(self._counter) & 0xFFFF
-        return f"{self.prefix}{diff:08X}{count:04X}"
+        return self.id_at(self._clock())
+
+    def id_at(self, now: int) -> str:
+        """A fresh id made at ``now`` (epoch millis: the caller's clock reading, e.g. the born timestamp).
+
+        Safe from threads without a lock: the counter's step is one C call, and the month's bounds are
+        replaced together (two threads crossing a month both compute the same bounds)."""
+        start, next_start = self._month
+        if now >= next_start:
+            self._set_start(now)
+            start = self._month[0]
+        diff = (now - start) & 0xFFFFFFFF  # Java's (int) cast
+        if diff >= 0x80000000 and diff - (1 << 32) > -1_000_000:
+            diff = 0  # a clock stepped back a little (NTP): Java clamps to 0
+        if _uniq_id_text is not None:
+            return _uniq_id_text(self._prefix_bytes, diff, next(self._counter) & 0xFFFF)  # type: ignore[no-any-return]
+        return self._format % (diff, next(self._counter) & 0xFFFF)
 
     __call__ = next_id
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -56,8 +56,7 @@ class RemotingClient:
         self.rpc_hook = rpc_hook
         #: TLS on every connection when set (see tls.TlsConfig.client_context)
         self.ssl_context = ssl_context
-        #: Java clients close a connection whose sync request timed out (clientCloseSocketIfTimeout)
-        self.close_on_timeout = close_on_timeout
+        self._close_on_timeout = close_on_timeout
         self.dispatcher = dispatcher
         self.state = state
         self.connect_timeout = connect_timeout
@@ -66,6 +65,18 @@ class RemotingClient:
         self._pool: dict[str, ClientConnection] = {}
         self._connecting: dict[str, trio.Lock] = {}
         self.closed = False
+
+    @property
+    def close_on_timeout(self) -> bool:
+        """Java clients close a connection whose sync request timed out (clientCloseSocketIfTimeout): each
+        connection does it itself (its invoke's coroutine is the one a caller awaits)."""
+        return self._close_on_timeout
+
+    @close_on_timeout.setter
+    def close_on_timeout(self, value: bool) -> None:
+        self._close_on_timeout = value
+        for conn in self._pool.values():
+            conn.close_on_timeout = value
 
     # -- connections ----------------------------------------------------------
     async def connection(self, addr: str, timeout: float | None = None) -> ClientConnection:
@@ -89,7 +100,8 @@ class RemotingClient:
                         stream = await connect_stream(stream, self.ssl_context, host)
             except (OSError, trio.TooSlowError) as exc:
                 raise RemotingConnectError(f"connect to {addr} failed: {exc or 'timeout'}") from exc
-            conn = ClientConnection(stream, addr, max_frame=self.max_frame, opaques=self._opaques)
+            conn = ClientConnection(stream, addr, max_frame=self.max_frame, opaques=self._opaques,
+                                    close_on_timeout=self._close_on_timeout)
             self._pool[addr] = conn
             await self.nursery.start(self._run, addr, conn)
             return conn
@@ -127,8 +139,19 @@ class RemotingClient:
         self.rpc_hook(request)
         return request
 
-    async def invoke(self, addr: str, request: Request, timeout: float = DEFAULT_TIMEOUT) -> RemotingCommand:
-        """Send ``request`` to ``addr`` and return its response (the timeout covers connecting)."""
+    def invoke(
+        self, addr: str, request: Request, timeout: float = DEFAULT_TIMEOUT
+    ) -> Coroutine[Any, Any, RemotingCommand]:
+        """Send ``request`` to ``addr`` and return its response (the timeout covers connecting; a timeout closes
+        the connection when close_on_timeout is set). To await: on an open pooled connection, that
+        connection's own invoke coroutine (no coroutine of this client's for every request to pass through)."""
+        conn = self._pool.get(addr)
+        if conn is None or conn.closed or self.rpc_hook is not None:
+            return self._invoke(addr, request, timeout)
+        return conn.invoke(request, timeout)
+
+    async def _invoke(self, addr: str, request: Request, timeout: float) -> RemotingCommand:
+        """invoke, connecting first when needed, with the RPC hook applied."""
         conn = self._pool.get(addr)
         if conn is None or conn.closed:
             deadline = trio.current_time() + timeout
@@ -138,13 +161,7 @@ class RemotingClient:
                 raise RemotingTimeoutError(f"invoke to {addr}: connecting used the whole {timeout} s")
         else:
             remaining = timeout  # pooled: no time went by
-        request = self._hooked(request)
-        try:
-            return await conn.invoke(request, remaining)
-        except RemotingTimeoutError:
-            if self.close_on_timeout:
-                await self.close_connection(addr)
-            raise
+        return await conn.invoke(self._hooked(request), remaining)
 
     def is_open(self, addr: str) -> bool:
         """Whether a connection to ``addr`` is open in the pool (send_soon can use it)."""

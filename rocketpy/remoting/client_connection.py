@@ -41,6 +41,8 @@ READS_BEFORE_YIELD = 8
 #: frames queued in a turn after which they are written at once (the rest of the turn goes at its end):
 #: 4 to 16 measured alike with 32 senders; a write per frame would cost both sides a syscall per request
 WRITE_CHUNK = 8
+_INF = math.inf
+_heappush = heapq.heappush
 
 
 def _send_some(sock: socket.socket, data: bytes | memoryview) -> int:
@@ -119,8 +121,12 @@ class _Waiter:
 class ClientConnection(Connection):
     """A Connection for the side that sends requests (clients, a broker registering with NameServers)."""
 
-    def __init__(self, stream: trio.abc.Stream, remote_addr: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, stream: trio.abc.Stream, remote_addr: str | None = None, *, close_on_timeout: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(stream, remote_addr, **kwargs)
+        #: an invoke that times out closes the connection (Java's clientCloseSocketIfTimeout: a late answer
+        #: or a stuck peer gets a fresh connection)
+        self.close_on_timeout = close_on_timeout
         self._outbox: list[bytes] = []
         self._flushing = False
         #: the reader woke several waiters since the last write: their senders' next requests join one write
@@ -211,14 +217,14 @@ class ClientConnection(Connection):
     # -- requests ---------------------------------------------------------------------------------
     def _arm(self, entry: Any, timeout: float) -> None:
         """Put a wait's deadline in the heap (and bring the timer forward when it is the earliest)."""
-        if timeout == math.inf:
+        if timeout == _INF:
             return
         heap = self._deadlines
         if len(heap) >= _SWEEP_AT and len(heap) > 4 * len(self._pending):
             heap[:] = [e for e in heap if not e[2].done]
             heapq.heapify(heap)
         deadline = self._now() + timeout
-        heapq.heappush(heap, (deadline, next(self._seq), entry))
+        _heappush(heap, (deadline, next(self._seq), entry))
         timer = self._timer
         if timer is not None and deadline < timer.deadline:
             timer.deadline = deadline
@@ -236,13 +242,18 @@ class ClientConnection(Connection):
             waiter.done = True
             self._pending.pop(opaque, None)
             raise
-        result = waiter.result
-        if result is not None:  # answered while the turn was written
-            waiter.result = None
-            return result.unwrap()
-        # parked here, not in a method of the waiter: a coroutine less for the answer to pass through
-        waiter.task = trio.lowlevel.current_task()
-        return await trio.lowlevel.wait_task_rescheduled(waiter.abort)  # type: ignore[no-any-return]
+        try:
+            result = waiter.result
+            if result is not None:  # answered while the turn was written
+                waiter.result = None
+                return result.unwrap()
+            # parked here, not in a method of the waiter: a coroutine less for the answer to pass through
+            waiter.task = trio.lowlevel.current_task()
+            return await trio.lowlevel.wait_task_rescheduled(waiter.abort)  # type: ignore[no-any-return]
+        except RemotingTimeoutError:
+            if self.close_on_timeout:
+                await self.aclose()
+            raise
 
     async def invoke_oneway(self, request: Request) -> None:  # type: ignore[override]
         await self.post(encode_request(request, self.next_opaque(), oneway=True))
