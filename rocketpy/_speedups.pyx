@@ -698,7 +698,7 @@ cdef class SendCore:
                       Py_ssize_t hend, int32_t opaque, int32_t flag, Py_ssize_t* fpos, Py_ssize_t* flen, bint json):
         cdef object lane = self.lane
         cdef object broker = self.broker
-        cdef int64_t queue_id, sys_flag, born_ts, msg_flag, reconsume
+        cdef int64_t queue_id, sys_flag, born_ts, msg_flag, reconsume, unused
         cdef Py_ssize_t ppos = fpos[F_PROPS], plen = flen[F_PROPS]
         cdef Py_ssize_t starts[64]
         cdef Py_ssize_t ends[64]
@@ -735,6 +735,11 @@ cdef class SendCore:
             return None
         reconsume = 0
         if flen[F_RT] > 0 and not _parse_long(p + fpos[F_RT], flen[F_RT], -0x80000000, 0x7FFFFFFF, &reconsume):
+            return None
+        # unused here, but Java's header decoding parses them: a value it refuses is the general path's error
+        if not _parse_long(p + fpos[F_DNUMS], flen[F_DNUMS], -0x80000000, 0x7FFFFFFF, &unused):
+            return None
+        if flen[F_MRT] > 0 and not _parse_long(p + fpos[F_MRT], flen[F_MRT], -0x80000000, 0x7FFFFFFF, &unused):
             return None
         if queue_id >= max(<int64_t>tc.write_queue_nums, <int64_t>tc.read_queue_nums):
             return None

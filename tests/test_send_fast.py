@@ -219,6 +219,7 @@ def test_fast_path_equals_general_path(tmp_path_factory: pytest.TempPathFactory,
     st.integers(0, 3),
     st.booleans(),
 )
+@example(flips=[(70, 0)], cut=0, binary=True)  # defaultTopicQueueNums "\x00": Java's decoding refuses it
 def test_compiled_lane_on_mutated_frames(
     tmp_path_factory: pytest.TempPathFactory, flips: list[tuple[int, int]], cut: int, binary: bool
 ) -> None:
