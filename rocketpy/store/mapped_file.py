@@ -701,7 +701,12 @@ class MappedFileQueue:
         starts is ``drop_behind`` short of the flushed offset the first call sees, so a restarted store's old
         files are left as they are. Advice only: a file gone or an error skips its range."""
         behind = self.drop_behind
-        if behind <= 0 or not self._drop_lock.acquire(blocking=False):
+        if behind <= 0:
+            return 0
+        dropped = self._dropped_where
+        if dropped >= 0 and self.flushed_where - behind < dropped + min(DROP_STEP, self.mapped_file_size):
+            return 0  # (the common case, after each group commit round: not a step to drop yet)
+        if not self._drop_lock.acquire(blocking=False):
             return 0
         try:
             flushed = self.flushed_where
