@@ -7,15 +7,14 @@ records still read back the same (from disk), and the group commit's flush threa
 
 from __future__ import annotations
 
-import ctypes
 import os
-import platform
 from pathlib import Path
 
 import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
+from test_commitlog_pwrite import cachestat
 from test_group_commit import hold, running_group
 
 from rocketpy.store.mapped_file import MappedFileQueue, drop_plan
@@ -26,19 +25,8 @@ KIB = 1024
 
 
 def _cached_pages(path: str) -> int | None:
-    """Page-cache pages of the file (Linux >= 6.5's cachestat), or None where it cannot be told."""
-    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)
-    crange = (ctypes.c_uint64 * 2)(0, 0)  # off, len (0: to the end)
-    cstat = (ctypes.c_uint64 * 5)()  # cache, dirty, writeback, evicted, recently_evicted
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if libc.syscall(451, fd, crange, cstat, 0) != 0:  # __NR_cachestat on both
-            return None
-    finally:
-        os.close(fd)
-    return int(cstat[0])
+    stat = cachestat(path)
+    return None if stat is None else stat[0]
 
 
 def _needs_droppable_cache(tmp_path: Path) -> None:
