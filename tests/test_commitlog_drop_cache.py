@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 from test_commitlog_pwrite import cachestat
 from test_group_commit import hold, running_group
+from test_store import Clock, make_config, make_msg
 
+from rocketpy.store import MessageStore, services
 from rocketpy.store.mapped_file import MappedFileQueue, drop_plan
 
 pytestmark = pytest.mark.timeout(60)
@@ -130,3 +133,24 @@ async def test_the_group_commit_drops_what_it_flushed_long_ago(tmp_path: Path) -
                 await trio.sleep(0.01)
         assert _cached_pages(last.path)
         assert store.flushed_offset == mfq.max_offset
+
+
+async def test_the_async_flush_service_drops_what_it_flushed_long_ago(
+    tmp_path: Path, virtual_clock: trio.testing.MockClock
+) -> None:
+    """ASYNC_FLUSH: FlushRealTimeService's rounds drop the pages behind the window too."""
+    _needs_droppable_cache(tmp_path)
+    cfg = make_config(tmp_path, mapped_file_size_commit_log=16 * KIB)
+    with trio.fail_after(60), MessageStore(cfg, clock=Clock()) as store:
+        mfq = store.commitlog.mfq
+        mfq.drop_behind = 2 * mfq.mapped_file_size
+        async with trio.open_nursery() as nursery:
+            await nursery.start(services.flush_commitlog_service, store)
+            await trio.sleep(1)  # a first round: the window starts at the empty CommitLog
+            while len(mfq.files) < 6:
+                assert store.put_message(make_msg(body=os.urandom(2 * KIB))).is_ok
+            first, last = mfq.files[0], mfq.files[-1]
+            while _cached_pages(first.path):
+                await trio.sleep(1)  # flushIntervalCommitLog is 500 ms
+            assert _cached_pages(last.path)
+            nursery.cancel_scope.cancel()
