@@ -31,7 +31,9 @@ range, however its pages were dirtied) makes them durable. What it saves: a writ
 on every new page and again on every page an msync has cleaned (ext4's page_mkwrite), and each msync
 write-protects the mapped pages again (a TLB shootdown on the writing CPU); a 16 KiB record crossed four
 or five pages. pwrite writes only blocks already allocated (``allocated``, as before), and an error is an
-OSError, never a SIGBUS.
+OSError, never a SIGBUS. Those blocks stay unwritten extents until written: zeroing them ahead with O_DIRECT
+(so that an msync finds written extents) makes each pwrite that starts inside a block read that block from
+disk first, one read per 16 KiB record (46 instead of 8 us of wall time per record in a bench of appends).
 
 Pages dropped behind the writes: a queue made with ``drop_behind`` (the CommitLog's) asks the kernel to drop
 (POSIX_FADV_DONTNEED) the cached pages of what was flushed more than that many bytes ago, a few MiB at a time,
