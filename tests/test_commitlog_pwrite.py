@@ -70,8 +70,9 @@ def test_appends_by_pwrite_make_the_bytes_a_write_through_the_mapping_makes(tmp_
     mapped.close()
 
 
-def _cachestat_dirty(path: str) -> int | None:
-    """Dirty page-cache pages of the file (Linux >= 6.5's cachestat), or None where it cannot be told."""
+def cachestat(path: str) -> tuple[int, int] | None:
+    """(cached, dirty) page-cache pages of the file (Linux >= 6.5's cachestat), or None where it cannot be
+    told."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
         return None
     libc = ctypes.CDLL(None, use_errno=True)
@@ -83,7 +84,13 @@ def _cachestat_dirty(path: str) -> int | None:
             return None
     finally:
         os.close(fd)
-    return int(cstat[1])
+    return int(cstat[0]), int(cstat[1])
+
+
+def _cachestat_dirty(path: str) -> int | None:
+    """Dirty page-cache pages of the file, or None where it cannot be told."""
+    stat = cachestat(path)
+    return None if stat is None else stat[1]
 
 
 def test_an_msync_of_the_range_flushes_what_pwrite_wrote(tmp_path: Path) -> None:

@@ -63,6 +63,9 @@ END_FILE_MIN_BLANK_LENGTH = 8  # a file always keeps room for the blank record's
 #: blocks are allocated this far ahead of the appends (see mapped_file); the send lanes write below
 #: the last file's ``allocated`` only and leave the put that crosses it to put_message, which allocates
 ALLOCATION_CHUNK = 4 * 1024 * 1024
+#: the page cache keeps this much of the CommitLog behind the flushed offset; older pages are dropped by the
+#: flush services (see mapped_file: new appends then take recycled pages, not fresh memory)
+DROP_BEHIND = 1024 * 1024 * 1024
 _BATCH_ENTRY = BATCH_ENTRY.compile()
 _INT32 = struct.Struct(">i")
 _BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
@@ -162,7 +165,7 @@ class CommitLog:
         if files is None:
             files = MappedFileQueue(
                 config.commit_log_dir, self.file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK,
-                write_pages=True,
+                write_pages=True, drop_behind=DROP_BEHIND,
             )
         self.mfq = files
         self.delay_levels = DelayLevels(config.message_delay_level)

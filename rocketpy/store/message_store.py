@@ -587,6 +587,11 @@ class MessageStore(StoreReads, StoreRetention):
         self._stamp_checkpoint()
         return flushed
 
+    def drop_cached_pages(self) -> int:
+        """Drop the page cache of the CommitLog long flushed (see MappedFileQueue.drop_cached); the bytes
+        dropped. For the flush services' threads: not on the event loop."""
+        return self.commitlog.mfq.drop_cached()
+
     def flush(self) -> int:
         """Flush the whole CommitLog now (MessageStore.flush); returns the flushed offset."""
         return self.flush_commitlog(0)

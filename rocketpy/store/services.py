@@ -246,6 +246,11 @@ class GroupCommitService:
                     return
             if stop:
                 return
+            # after this round's answers went out: it delays only the next round's start
+            try:
+                store.drop_cached_pages()
+            except Exception:  # advice only
+                log.exception("dropping cached CommitLog pages failed")
             until = waiting + answered if not carry else 0
             # an msync of more than a page per request takes about as long as its bytes: waiting only idles it
             small = synced <= self.gather_bytes * max(1, answered)
@@ -383,7 +388,13 @@ async def flush_commitlog_service(
     interval = store.config.flush_interval_commit_log / 1000
     while True:
         await trio.sleep(interval)
-        await trio.to_thread.run_sync(store.flush_commitlog)
+        await trio.to_thread.run_sync(_flush_and_drop, store)
+
+
+def _flush_and_drop(store: MessageStore) -> None:
+    """One FlushRealTimeService round, then the page cache of what is long flushed goes (in its thread)."""
+    store.flush_commitlog()
+    store.drop_cached_pages()
 
 
 async def flush_consume_queue_service(
