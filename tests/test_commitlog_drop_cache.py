@@ -19,7 +19,8 @@ from test_commitlog_pwrite import cachestat
 from test_group_commit import hold, running_group
 from test_store import Clock, make_config, make_msg
 
-from rocketpy.store import MessageStore, services
+from rocketpy.store import MessageStore, commitlog, services
+from rocketpy.store.free_page_reporting import reports_free_pages
 from rocketpy.store.mapped_file import MappedFileQueue, drop_plan
 
 pytestmark = pytest.mark.timeout(60)
@@ -154,3 +155,38 @@ async def test_the_async_flush_service_drops_what_it_flushed_long_ago(
                 await trio.sleep(1)  # flushIntervalCommitLog is 500 ms
             assert _cached_pages(last.path)
             nursery.cancel_scope.cancel()
+
+
+def _virtio(root: Path, name: str, device: str, features: str | None, bound: bool = True) -> None:
+    dev = root / "bus" / "virtio" / "devices" / name
+    dev.mkdir(parents=True)
+    (dev / "device").write_text(device + "\n")
+    if features is not None:
+        (dev / "features").write_text(features + "\n")
+    if bound:
+        (dev / "driver").mkdir()
+
+
+def test_only_a_balloon_that_reports_free_pages_turns_the_drop_on(tmp_path: Path) -> None:
+    """The CommitLog drops its old pages on a VM that hands free memory back to its host, nowhere else."""
+    reporting = "011001" + "0" * 58  # this machine's balloon: STATS_VQ, DEFLATE_ON_OOM, REPORTING (bit 5)
+    assert not reports_free_pages(str(tmp_path / "none"))  # no virtio bus (bare metal, another OS)
+    _virtio(tmp_path / "a", "virtio0", "0x0005", "0110000" + "0" * 57)  # a balloon without reporting
+    _virtio(tmp_path / "a", "virtio1", "0x0002", reporting)  # a block device: bit 5 is not REPORTING there
+    assert not reports_free_pages(str(tmp_path / "a"))
+    _virtio(tmp_path / "b", "virtio0", "0x0005", reporting, bound=False)  # no driver: nothing negotiated
+    _virtio(tmp_path / "b", "virtio1", "junk", reporting)
+    assert not reports_free_pages(str(tmp_path / "b"))
+    _virtio(tmp_path / "c", "virtio3", "0x0005", reporting)
+    assert reports_free_pages(str(tmp_path / "c"))
+
+
+def test_the_commitlog_window_follows_the_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for reports, window in ((True, commitlog.DROP_BEHIND), (False, 0)):
+        monkeypatch.setattr(commitlog, "reports_free_pages_here", lambda reports=reports: reports)
+        store = MessageStore(make_config(tmp_path / str(reports)), clock=Clock())
+        store.open()
+        try:
+            assert store.commitlog.mfq.drop_behind == window
+        finally:
+            store.close()

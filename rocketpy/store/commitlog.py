@@ -44,6 +44,7 @@ from ..codecs.message import (
 from ..codecs.store_records import build_blank_record
 from ..javacompat.hashmap import hashmap_order
 from .config import DelayLevels, MessageStoreConfig
+from .free_page_reporting import reports_free_pages_here
 from .mapped_file import MappedFile, MappedFileQueue, SyncHook
 from .types import (
     AppendMessageResult,
@@ -63,8 +64,9 @@ END_FILE_MIN_BLANK_LENGTH = 8  # a file always keeps room for the blank record's
 #: blocks are allocated this far ahead of the appends (see mapped_file); the send lanes write below
 #: the last file's ``allocated`` only and leave the put that crosses it to put_message, which allocates
 ALLOCATION_CHUNK = 4 * 1024 * 1024
-#: the page cache keeps this much of the CommitLog behind the flushed offset; older pages are dropped by the
-#: flush services (see mapped_file: new appends then take recycled pages, not fresh memory)
+#: on a VM that gives free memory back to its host (free_page_reporting), the page cache keeps this much of
+#: the CommitLog behind the flushed offset; older pages are dropped by the flush services (see mapped_file: new
+#: appends then take recycled pages, not fresh memory). Elsewhere nothing is dropped, as in Java's broker.
 DROP_BEHIND = 1024 * 1024 * 1024
 _BATCH_ENTRY = BATCH_ENTRY.compile()
 _INT32 = struct.Struct(">i")
@@ -165,7 +167,7 @@ class CommitLog:
         if files is None:
             files = MappedFileQueue(
                 config.commit_log_dir, self.file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK,
-                write_pages=True, drop_behind=DROP_BEHIND,
+                write_pages=True, drop_behind=DROP_BEHIND if reports_free_pages_here() else 0,
             )
         self.mfq = files
         self.delay_levels = DelayLevels(config.message_delay_level)

@@ -42,8 +42,8 @@ freed instead of fresh memory. On a VM with free page reporting (virtio-balloon:
 in 2 MiB blocks goes back to the host, and the first touch of such a page costs a fault in the host: with the
 recycled free pages used up, a pwrite of 16 KiB took 2.5x the CPU (17 instead of 7 us in a bench of the
 appends alone, the broker's CPU per 16 KiB SYNC_FLUSH send 23 -> 37 us and its sends/s down a quarter). A
-reader of those old records still gets them, from disk. Java's broker keeps all of it cached until the kernel
-reclaims it.
+reader of those old records still gets them, from disk. The CommitLog does this on such a VM only
+(free_page_reporting); elsewhere, as Java's broker, it leaves the page cache to the kernel.
 
 Threading: one writer appends (the store's caller, e.g. the trio thread) while a
 flush may run in a worker thread (trio.to_thread). Appends never take the file's

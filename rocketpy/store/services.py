@@ -249,8 +249,8 @@ class GroupCommitService:
             # after this round's answers went out: it delays only the next round's start
             try:
                 store.drop_cached_pages()
-            except Exception:  # advice only
-                log.exception("dropping cached CommitLog pages failed")
+            except Exception as exc:  # advice only: one line, the group commit goes on
+                log.warning("dropping cached CommitLog pages failed: %s", exc)
             until = waiting + answered if not carry else 0
             # an msync of more than a page per request takes about as long as its bytes: waiting only idles it
             small = synced <= self.gather_bytes * max(1, answered)
