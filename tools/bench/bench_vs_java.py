@@ -47,8 +47,10 @@ client, one shared connection) as fast as answers come: ``route req/s`` and the 
 
 ``--matrix``: SYNC_FLUSH (unless ``--flush`` says otherwise) at every ``--matrix-threads`` count x
 ``--matrix-sizes`` body size, phase 1 only (the benchmark Producer, ``--warmup`` 10 s dropped and
-``--seconds`` 10 s measured by default). Both pairs are started once and kept for the whole matrix;
-each cell runs Java's and ours one after the other (which one first alternates from cell to cell),
+``--seconds`` 10 s measured by default). Both pairs are started once and kept for the whole matrix,
+unless the stores' filesystem has less than ``--matrix-min-free`` GiB free before a cell: then both start
+again on empty stores (a broker on a full disk refuses sends, and the cell would measure that); each
+cell runs Java's and ours one after the other (which one first alternates from cell to cell),
 and the pair not under load is paused (SIGSTOP of its NameServer and broker, SIGCONT before its turn)
 so that it takes no CPU from the other. The table has, per cell, each broker's send/s, the ratio
 ours/Java, each broker's CPU us/msg and the 1-minute load average; ``--json`` prints the cells as a
@@ -627,6 +629,15 @@ class Bench:
             turn = 0
             for size in sizes:
                 for n in threads:
+                    free = _free_bytes(self.work)
+                    if free < self.args.matrix_min_free * 2**30:
+                        # a broker on a full disk refuses sends (or dies): both start again on empty stores
+                        print(f"bench_vs_java: {free / 2**30:.1f} GiB free before cell {n} x {size}: both pairs "
+                              f"restarted on empty stores", file=sys.stderr, flush=True)
+                        for kind in kinds:
+                            pairs.pop(kind).stop()
+                            pairs[kind] = self.start_pair(kind)
+                            pairs[kind].pause()
                     cell = Cell(n, size)
                     for rnd in range(rounds):
                         for kind in kinds if turn % 2 == 0 else kinds[::-1]:
@@ -646,6 +657,12 @@ class Bench:
             for pair in pairs.values():
                 pair.stop()
         return cells
+
+
+def _free_bytes(path: Path) -> int:
+    """The bytes an unprivileged writer may still put on the filesystem of ``path``."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
 
 
 @dataclass
@@ -822,6 +839,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--matrix", action="store_true", help="the Producer at every --matrix-threads x --matrix-sizes")
     ap.add_argument("--matrix-threads", type=int_list, default=[1, 4, 8, 32, 128], help="default 1,4,8,32,128")
     ap.add_argument("--matrix-sizes", type=int_list, default=[256, 1024, 16384], help="default 256,1024,16384")
+    ap.add_argument(
+        "--matrix-min-free", type=float, default=40.0,
+        help="GiB free on the stores' filesystem before a cell, else both pairs restart on empty stores "
+        "(default 40: a 128 x 16 KiB cell of 2 rounds writes about 34 GB)",
+    )
     ap.add_argument("--json", action="store_true", help="print the results as JSON (progress goes to stderr)")
     ap.add_argument("--e2e", action="store_true", help="run the benchmark Consumer beside the Producer")
     ap.add_argument("--namesrv", action="store_true", help="GET_ROUTEINFO_BY_TOPIC load instead of sends")
