@@ -158,3 +158,37 @@ def test_matrix_cell_row_and_json(bench):
     out = bench.json_safe({"flush": "SYNC_FLUSH", **only.as_dict()})
     assert out["ratio"] is None and "java" not in out and out["ours"]["cpu_us_per_msg"] is None
     assert bench.json.loads(bench.json.dumps(out)) == out  # strict JSON: no NaN
+
+
+def test_matrix_restarts_both_pairs_on_empty_stores_when_the_disk_runs_low(bench, tmp_path, monkeypatch):
+    """A cell never runs on a nearly full disk: before it, both pairs start again on empty stores."""
+    started: list[str] = []
+    stopped: list[str] = []
+
+    class FakePair:
+        def __init__(self, kind):
+            self.kind = kind
+            started.append(kind)
+
+        def pause(self):
+            pass
+
+        def resume(self):
+            pass
+
+        def stop(self):
+            stopped.append(self.kind)
+
+    free = iter([100, 10, 100])  # GiB before each of the three cells
+    monkeypatch.setattr(bench, "_free_bytes", lambda path: next(free) * 2**30)
+    b = bench.Bench.__new__(bench.Bench)
+    b.args = bench.argparse.Namespace(matrix_min_free=40.0)
+    b.work = tmp_path
+    monkeypatch.setattr(b, "start_pair", FakePair, raising=False)
+    monkeypatch.setattr(b, "_wait_registered", lambda pair: None, raising=False)
+    monkeypatch.setattr(b, "run_producer", lambda pair, name, threads, size: {"send_tps": 1.0}, raising=False)
+    cells = b.matrix(["java", "ours"], [1, 4, 8], [256], 1, lambda cell: None)
+    assert len(cells) == 3 and all(len(c.runs["java"]) == len(c.runs["ours"]) == 1 for c in cells)
+    # the pairs of the start, the two restarted before the second cell, then the four stops
+    assert started == ["java", "ours", "java", "ours"]
+    assert sorted(stopped) == ["java", "java", "ours", "ours"]
