@@ -733,13 +733,14 @@ cdef class SendCore:
             return None
         if not _parse_long(p + fpos[F_FLAG], flen[F_FLAG], -0x80000000, 0x7FFFFFFF, &msg_flag):
             return None
+        # (a present "" fails _parse_long too: V2's decoding refuses it, V1's drops it; the general path decides)
         reconsume = 0
-        if flen[F_RT] > 0 and not _parse_long(p + fpos[F_RT], flen[F_RT], -0x80000000, 0x7FFFFFFF, &reconsume):
+        if fpos[F_RT] >= 0 and not _parse_long(p + fpos[F_RT], flen[F_RT], -0x80000000, 0x7FFFFFFF, &reconsume):
             return None
         # unused here, but Java's header decoding parses them: a value it refuses is the general path's error
         if not _parse_long(p + fpos[F_DNUMS], flen[F_DNUMS], -0x80000000, 0x7FFFFFFF, &unused):
             return None
-        if flen[F_MRT] > 0 and not _parse_long(p + fpos[F_MRT], flen[F_MRT], -0x80000000, 0x7FFFFFFF, &unused):
+        if fpos[F_MRT] >= 0 and not _parse_long(p + fpos[F_MRT], flen[F_MRT], -0x80000000, 0x7FFFFFFF, &unused):
             return None
         if queue_id >= max(<int64_t>tc.write_queue_nums, <int64_t>tc.read_queue_nums):
             return None

@@ -190,3 +190,28 @@ def test_the_commitlog_window_follows_the_machine(tmp_path: Path, monkeypatch: p
             assert store.commitlog.mfq.drop_behind == window
         finally:
             store.close()
+
+
+def test_pages_a_reader_mapped_leave_the_cache_too(tmp_path: Path) -> None:
+    """Consumers read the CommitLog through its mapping, which maps the pages they touch; fadvise alone
+    leaves mapped pages in the cache, so records read once would never be dropped."""
+    _needs_droppable_cache(tmp_path)
+    file_size = 64 * KIB
+    mfq = MappedFileQueue(str(tmp_path / "commitlog"), file_size, write_pages=True, drop_behind=file_size)
+    records = [os.urandom(8 * KIB) for _ in range(3 * file_size // (8 * KIB))]
+    for data in records:
+        mf = mfq.get_last_mapped_file()
+        assert mf is not None and mf.append(data)
+    mfq.flush_until(mfq.max_offset)
+    for i, data in enumerate(records):  # a consumer reads everything once
+        mf = mfq.find_by_offset(i * len(data))
+        assert mf is not None and mf.read(i * len(data) % file_size, len(data)) == data
+    files = list(mfq.files)
+    assert all(_cached_pages(f.path) for f in files)
+    assert mfq.drop_cached() == 2 * file_size
+    assert [_cached_pages(f.path) for f in files[:2]] == [0, 0]
+    assert _cached_pages(files[2].path)  # within the window: kept
+    for i, data in enumerate(records):  # and they still read back (from disk)
+        mf = mfq.find_by_offset(i * len(data))
+        assert mf is not None and mf.read(i * len(data) % file_size, len(data)) == data
+    mfq.close()

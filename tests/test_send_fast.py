@@ -20,7 +20,9 @@ from rocketpy.broker.controller import BrokerController
 from rocketpy.broker.processors import send_lane
 from rocketpy.broker.processors.send import send_message
 from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
+from rocketpy.codecs.errors import BadFieldValue
 from rocketpy.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketpy.codecs.headers.registry import REQUEST_HEADERS
 from rocketpy.remoting.connection import LaneFrame
 from rocketpy.remoting.dispatch import RequestContext, fix_response
 from rocketpy.testing import broker_client, broker_test_config, running_broker
@@ -388,3 +390,30 @@ async def test_a_malformed_send_frame_closes_the_connection_after_answering_what
             assert answer.opaque == 41 and answer.code == ResponseCode.SUCCESS
             stored = sum(broker.store.get_max_offset_in_queue("FastBad", q) for q in range(8))
             assert stored == 2  # the first send and the good one; the bad one never reached the store
+
+
+
+
+@needs_lane
+@pytest.mark.parametrize("binary", [True, False])
+@pytest.mark.parametrize(("v2", "name"), [(True, "j"), (True, "l"), (False, "reconsumeTimes"),
+                                          (False, "maxReconsumeTimes")])
+def test_an_empty_reconsume_field_is_passed_on_to_the_general_path(
+    tmp_path: Path, binary: bool, v2: bool, name: str
+) -> None:
+    """reconsumeTimes / maxReconsumeTimes present as "": the dispatcher refuses it before the handler
+    (SYSTEM_ERROR, NumberFormatException: as Java's SendMessageRequestHeaderV2.decode throws), so the
+    lane must not answer SEND_OK for it."""
+    req = _request({**_PLAIN, "binary": binary, "v2": v2}, 7)
+    assert req.ext_fields is not None
+    req.ext_fields[name] = ""
+    frame = req.encode()
+    header_class = REQUEST_HEADERS[req.code]
+    with pytest.raises(BadFieldValue) as refused:
+        header_class.check_wire_values(RemotingCommand.decode(frame).ext_fields)
+    assert 'For input string: ""' in refused.value.remote_desc
+    with _broker(tmp_path) as broker:
+        lane = _lane(broker)
+        trio.run(_general, broker, _ctx(broker), _request(_PLAIN, 1))
+        assert _fast(lane, _ctx(broker), _PLAIN, 2) is not None  # the topic is the lane's now
+        assert lane.answer(_ctx(broker), LaneFrame(frame)) is None

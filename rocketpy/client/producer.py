@@ -110,7 +110,7 @@ def _check_topic(topic: str) -> None:
     if len(topic) > MixAll.TOPIC_MAX_LENGTH:
         raise MQClientError(f"The specified topic is longer than topic max length {MixAll.TOPIC_MAX_LENGTH}.",
                             ResponseCode.MESSAGE_ILLEGAL)
-    if not _TOPIC_RE.match(topic):
+    if not _TOPIC_RE.fullmatch(topic):  # (match's $ would take a last newline)
         raise MQClientError(f"The specified topic[{topic}] contains illegal characters, allowing only "
                             "^[%|a-zA-Z0-9_-]+$", ResponseCode.MESSAGE_ILLEGAL)
     if MixAll.is_not_allowed_send_topic(topic):

@@ -36,14 +36,15 @@ OSError, never a SIGBUS. Those blocks stay unwritten extents until written: zero
 disk first, one read per 16 KiB record (46 instead of 8 us of wall time per record in a bench of appends).
 
 Pages dropped behind the writes: a queue made with ``drop_behind`` (the CommitLog's) asks the kernel to drop
-(POSIX_FADV_DONTNEED) the cached pages of what was flushed more than that many bytes ago, a few MiB at a time,
-from the flush thread (:meth:`MappedFileQueue.drop_cached`), so that new appends take the page-cache pages just
-freed instead of fresh memory. On a VM with free page reporting (virtio-balloon: Firecracker, QEMU) free memory
-in 2 MiB blocks goes back to the host, and the first touch of such a page costs a fault in the host: with the
-recycled free pages used up, a pwrite of 16 KiB took 2.5x the CPU (17 instead of 7 us in a bench of the
-appends alone, the broker's CPU per 16 KiB SYNC_FLUSH send 23 -> 37 us and its sends/s down a quarter). A
-reader of those old records still gets them, from disk. The CommitLog does this on such a VM only
-(free_page_reporting); elsewhere, as Java's broker, it leaves the page cache to the kernel.
+(POSIX_FADV_DONTNEED, after MADV_DONTNEED unmapped what readers mapped) the cached pages of what was flushed
+more than that many bytes ago, a few MiB at a time, from the flush thread (:meth:`MappedFileQueue.drop_cached`),
+so that new appends take the page-cache pages just freed instead of fresh memory. On a VM with free page
+reporting (virtio-balloon: Firecracker, QEMU) free memory in 2 MiB blocks goes back to the host, and the first
+touch of such a page costs a fault in the host: with the recycled free pages used up, a pwrite of 16 KiB took
+2.5x the CPU (17 instead of 7 us in a bench of the appends alone, the broker's CPU per 16 KiB SYNC_FLUSH send 23
+-> 37 us and its sends/s down a quarter). A reader of those old records still gets them, from disk. The
+CommitLog does this on such a VM only (free_page_reporting); elsewhere, as Java's broker, it leaves the page
+cache to the kernel.
 
 Threading: one writer appends (the store's caller, e.g. the trio thread) while a
 flush may run in a worker thread (trio.to_thread). Appends never take the file's
@@ -402,6 +403,26 @@ class MappedFile:
                 self.flushed_position = stop
             return True
 
+    # -- page cache ------------------------------------------------------------------
+
+    def drop_cached(self, pos: int, length: int) -> bool:
+        """Let the kernel drop the cached pages of ``length`` bytes at ``pos`` (flushed data: advice only);
+        False when the file is closed. The range is unmapped from this process first (MADV_DONTNEED: the
+        next read maps it again, from disk): fadvise leaves a page alone while it is mapped, and every page
+        a reader touched is."""
+        with self._lock:  # (not while close() unmaps)
+            if self._closed:
+                return False
+            dontneed = getattr(mmap, "MADV_DONTNEED", None)
+            if dontneed is not None:
+                self.mm.madvise(dontneed, pos, length)
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.posix_fadvise(fd, pos, length, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        return True
+
     # -- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
@@ -720,13 +741,9 @@ class MappedFileQueue:
                 mf = self.find_by_offset(start)
                 if mf is not None and mf.is_available:
                     try:
-                        fd = os.open(mf.path, os.O_RDONLY | os.O_CLOEXEC)
-                        try:
-                            os.posix_fadvise(fd, start - mf.file_from_offset, length, os.POSIX_FADV_DONTNEED)
-                        finally:
-                            os.close(fd)
-                        done += length
-                    except (OSError, AttributeError) as exc:  # (no posix_fadvise: not Linux)
+                        if mf.drop_cached(start - mf.file_from_offset, length):
+                            done += length
+                    except (OSError, ValueError, AttributeError) as exc:  # (no posix_fadvise: not Linux)
                         log.debug("cannot drop cached pages of %s: %s", mf.path, exc)
                 self._dropped_where = start + length
             return done
