@@ -1401,16 +1401,16 @@ cdef object _json_header(const uint8_t* p, Py_ssize_t start, Py_ssize_t end):
                     return None
                 pos = ve + 1
                 if _key_is(p, ks, ke, b"language", 8):
-                    language = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                    language = _answer_text(p + vs, ve - vs)
                 elif _key_is(p, ks, ke, b"remark", 6):
-                    remark = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                    remark = _answer_text(p + vs, ve - vs)
                 elif (_key_is(p, ks, ke, b"code", 4) or _key_is(p, ks, ke, b"version", 7)
                       or _key_is(p, ks, ke, b"opaque", 6) or _key_is(p, ks, ke, b"flag", 4)
                       or _key_is(p, ks, ke, b"extFields", 9)):
                     return None  # a number as a string, or fields as a string: the reference's care
                 else:  # serializeTypeCurrentRPC, or a key the header ignores: still valid UTF-8 to be plain
-                    PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
-                    PyUnicode_DecodeUTF8(<const char*>(p + ks), ke - ks, NULL)
+                    _answer_text(p + vs, ve - vs)
+                    _answer_text(p + ks, ke - ks)
             elif p[pos] == 123:  # an object: extFields only
                 if not _key_is(p, ks, ke, b"extFields", 9):
                     return None
@@ -1426,12 +1426,12 @@ cdef object _json_header(const uint8_t* p, Py_ssize_t start, Py_ssize_t end):
                         ve = _json_string_end(p, vs, n)
                         if ve < 0 or ve + 2 >= n or p[ve + 1] != 58 or p[ve + 2] != 34:
                             return None  # not "key":"string"
-                        key = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                        key = _answer_text(p + vs, ve - vs)
                         vs = ve + 3
                         ve = _json_string_end(p, vs, n)
                         if ve < 0:
                             return None
-                        fields[key] = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                        fields[key] = _answer_text(p + vs, ve - vs)
                         pos = ve + 1
                         if pos < n and p[pos] == 44:  # ','
                             pos += 1
@@ -1458,7 +1458,7 @@ cdef object _json_header(const uint8_t* p, Py_ssize_t start, Py_ssize_t end):
                       or _key_is(p, ks, ke, b"extFields", 9)):
                     return None
                 else:
-                    PyUnicode_DecodeUTF8(<const char*>(p + ks), ke - ks, NULL)
+                    _answer_text(p + ks, ke - ks)
             if pos < n and p[pos] == 44:  # ','
                 pos += 1
                 continue
@@ -1834,3 +1834,98 @@ cdef class PulledDecoder:
                         continue
             out.append(m)
         return out
+
+
+# --- client answers (client7) ----------------------------------------------------------------------------
+# Issue #28: what a client does with each answer. ``_answer_text`` gives _json_header (above) one str object
+# for each text that recurs in answers' headers (their keys, the language, a send answer's region and trace
+# flag): no decode, no new object and a hash already known, per field of every answer (the property tests of
+# ``tests/test_json_header_fast.py`` hold the readers to the reference). ``send_answer_fields`` is the
+# compiled twin of ``client.api.send_answer_fields_py`` (``tests/test_client_send_frames.py``).
+
+from cpython.unicode cimport PyUnicode_CheckExact
+
+#: texts every answer (or every send and pull answer) repeats
+_ANSWER_TEXTS = (
+    "JAVA", "JSON", "serializeTypeCurrentRPC", "msgId", "queueId", "queueOffset", "transactionId", "MSG_REGION",
+    "TRACE_ON", "true", "false", "DefaultRegion", "suggestWhichBrokerId", "nextBeginOffset", "minOffset",
+    "maxOffset", "0",
+)
+cdef tuple _ANSWER_UTF8 = tuple([t.encode() for t in _ANSWER_TEXTS])
+cdef enum:
+    _N_ANSWER_TEXTS = 17
+assert len(_ANSWER_TEXTS) == _N_ANSWER_TEXTS
+cdef const char* _answer_ptr[_N_ANSWER_TEXTS]
+cdef Py_ssize_t _answer_len[_N_ANSWER_TEXTS]
+cdef PyObject* _answer_str[_N_ANSWER_TEXTS]
+
+
+cdef void _answer_texts_init():
+    cdef Py_ssize_t i
+    for i in range(_N_ANSWER_TEXTS):
+        _answer_ptr[i] = PyBytes_AS_STRING(_ANSWER_UTF8[i])  # the module's tuples keep both alive
+        _answer_len[i] = PyBytes_GET_SIZE(_ANSWER_UTF8[i])
+        _answer_str[i] = <PyObject*>_ANSWER_TEXTS[i]
+
+
+_answer_texts_init()
+
+
+cdef inline object _answer_text(const uint8_t* p, Py_ssize_t n):
+    """The UTF-8 text ``p[:n]`` as a str (UnicodeDecodeError when it is not UTF-8): a recurring text's one object."""
+    cdef Py_ssize_t i
+    for i in range(_N_ANSWER_TEXTS):
+        if _answer_len[i] == n and memcmp(_answer_ptr[i], p, n) == 0:
+            return <object>_answer_str[i]
+    return PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+
+
+cdef inline bint _ascii_digits(object text, Py_ssize_t most, int64_t* out) noexcept:
+    """Whether ``text`` is an exact str of 1 to ``most`` ASCII digits (then its value in ``out``)."""
+    cdef Py_ssize_t i, n
+    cdef const uint8_t* d
+    cdef int64_t v = 0
+    if not PyUnicode_CheckExact(text) or not PyUnicode_IS_ASCII(text):
+        return False
+    n = PyUnicode_GET_LENGTH(text)
+    if n == 0 or n > most:
+        return False
+    d = PyUnicode_1BYTE_DATA(text)
+    for i in range(n):
+        if not 48 <= d[i] <= 57:
+            return False
+        v = v * 10 + (d[i] - 48)
+    out[0] = v
+    return True
+
+
+def send_answer_fields(object ext):
+    """(msgId, queueId, queueOffset, transactionId, region, traceOn) of a send's answer whose extFields are the
+    usual ones (a str msgId, queueId and queueOffset in plain digits, no transactionId or a str one), as
+    ``client.api.send_answer_fields_py`` gives them; None for anything else (the reference then decides)."""
+    cdef PyObject* v
+    cdef int64_t queue_id, queue_offset
+    if type(ext) is not dict:
+        return None
+    v = PyDict_GetItem(ext, "msgId")
+    if v == NULL or not PyUnicode_CheckExact(<object>v):
+        return None
+    msg_id = <object>v
+    v = PyDict_GetItem(ext, "transactionId")
+    if v == NULL:
+        transaction_id = None
+    elif PyUnicode_CheckExact(<object>v):
+        transaction_id = <object>v
+    else:
+        return None
+    v = PyDict_GetItem(ext, "queueId")
+    if v == NULL or not _ascii_digits(<object>v, 9, &queue_id):
+        return None
+    v = PyDict_GetItem(ext, "queueOffset")
+    if v == NULL or not _ascii_digits(<object>v, 18, &queue_offset):
+        return None
+    v = PyDict_GetItem(ext, "MSG_REGION")
+    region = <object>v if v != NULL and <object>v else "DefaultRegion"
+    v = PyDict_GetItem(ext, "TRACE_ON")
+    trace_on = True if v == NULL else (<object>v != "false")
+    return msg_id, queue_id, queue_offset, transaction_id, region, trace_on

@@ -1,0 +1,120 @@
+"""A send's answer becomes the SendResult the typed response header gives, whichever path reads it.
+
+References: ``SendMessageResponseHeader.from_ext_fields`` for the fields (errors included) and the keyword
+constructor for MessageQueue; ``client.api.send_answer_fields_py`` for its compiled twin
+(``_speedups.send_answer_fields``), which may leave an answer to the reference but never reads one otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from rocketpy.accel import compiled
+from rocketpy.client.api import ClientAPI, send_answer_fields_py
+from rocketpy.client.errors import MQBrokerError
+from rocketpy.client.results import SendResult
+from rocketpy.codecs import CodecError, RemotingCommand, ResponseCode
+from rocketpy.codecs.bodies import MessageQueue
+from rocketpy.codecs.codes import SendStatus
+from rocketpy.codecs.headers import SendMessageResponseHeader
+
+TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+NUMBERISH = st.from_regex(r"\A-?[0-9]{1,21}\Z") | st.sampled_from(
+    ["+1", " 1", "1 ", "²", "١٢", "0x10", "", "-", "2147483648", "-2147483649", "9223372036854775808", "007"]) | TEXT
+# what a hand-made RemotingCommand may hold besides strings
+ODD = st.integers(-5, 5) | st.none() | st.booleans()
+EXT = st.dictionaries(
+    st.sampled_from(["msgId", "queueId", "queueOffset", "transactionId", "MSG_REGION", "TRACE_ON", "other"]),
+    NUMBERISH | st.sampled_from(["true", "false", "DefaultRegion", "Region2"]) | ODD)
+CODES = st.sampled_from([ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                         ResponseCode.SLAVE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR, 17])
+_STATUS: dict[int, SendStatus] = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK, ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE}
+
+
+def _reference_result(response: RemotingCommand, addr: str, mq: MessageQueue, uniq: str | None) -> object:
+    """Java's processSendResponse as the typed header reads it: the SendResult, or the error's type and code."""
+    status = _STATUS.get(response.code)
+    if status is None:
+        return (MQBrokerError, response.code)
+    try:
+        h = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
+    except CodecError as exc:
+        return type(exc)
+    ext = response.ext_fields or {}
+    assert h.queue_offset is not None
+    return SendResult(status, uniq, MessageQueue(topic=mq.topic, broker_name=mq.broker_name, queue_id=h.queue_id),
+                      h.queue_offset, h.msg_id, h.transaction_id, ext.get("MSG_REGION") or "DefaultRegion",
+                      ext.get("TRACE_ON") != "false")
+
+
+def _result(response: RemotingCommand, addr: str, mq: MessageQueue, uniq: str | None) -> object:
+    try:
+        return ClientAPI.send_result(response, addr, mq, uniq)
+    except MQBrokerError as exc:
+        return (MQBrokerError, exc.response_code)
+    except CodecError as exc:
+        return type(exc)
+
+
+@given(CODES, st.none() | EXT, st.none() | TEXT)
+@example(ResponseCode.SUCCESS, {"msgId": "AB", "queueId": "3", "queueOffset": "12", "MSG_REGION": "R",
+                                "TRACE_ON": "false"}, "U")
+@example(ResponseCode.SUCCESS, {"msgId": "AB", "queueId": "-3", "queueOffset": "-12"}, None)
+@example(ResponseCode.SUCCESS, {"msgId": "AB", "queueId": "3", "queueOffset": "9" * 18, "transactionId": "x"}, "U")
+@example(ResponseCode.SUCCESS, {"queueId": "3", "queueOffset": "12"}, "U")
+def test_send_result_is_what_the_typed_header_gives(code: int, ext: dict[str, object] | None,
+                                                    uniq: str | None) -> None:
+    response = RemotingCommand(code=code, flag=1, ext_fields=ext)  # type: ignore[arg-type]
+    mq = MessageQueue(topic="T", broker_name="broker-a", queue_id=1)
+    assert _result(response, "127.0.0.1:10911", mq, uniq) == _reference_result(response, "127.0.0.1:10911", mq, uniq)
+
+
+c_fields = compiled("send_answer_fields")
+
+
+@given(EXT)
+@example({"msgId": "AB", "queueId": "3", "queueOffset": "12"})
+@example({"msgId": "AB", "queueId": "123456789", "queueOffset": "9" * 18, "transactionId": "t", "TRACE_ON": "false",
+          "MSG_REGION": ""})
+@example({"msgId": "AB", "queueId": "1234567890", "queueOffset": "1"})
+@example({"msgId": "AB", "queueId": "1", "queueOffset": "9" * 19})
+def test_compiled_send_fields_read_as_the_reference(ext: dict[str, object]) -> None:
+    if c_fields is None:
+        pytest.skip("rocketpy._speedups is not built (or ROCKETPY_PURE is set)")
+    got = c_fields(ext)
+    if got is not None:  # the compiled reading may leave an answer to the reference, never read it otherwise
+        assert got == send_answer_fields_py(ext)  # type: ignore[arg-type]
+        assert [type(v) for v in got] == [type(v) for v in send_answer_fields_py(ext)]  # type: ignore[arg-type, union-attr]
+    elif all(type(ext.get(k)) is str for k in ("msgId", "queueId", "queueOffset")):
+        qid, qoff = str(ext["queueId"]), str(ext["queueOffset"])
+        plain = (qid.isascii() and qid.isdigit() and len(qid) <= 9 and qoff.isascii() and qoff.isdigit()
+                 and len(qoff) <= 18 and type(ext.get("transactionId", "")) is str)
+        assert not plain, "a plain answer left to the reference"
+
+
+def test_the_usual_answer_is_read_by_the_compiled_code() -> None:
+    if c_fields is None:
+        pytest.skip("rocketpy._speedups is not built")
+    ext = {"queueId": "3", "TRACE_ON": "true", "MSG_REGION": "DefaultRegion",
+           "msgId": "7F00000100002A9F0000000000000000", "queueOffset": "0"}
+    assert c_fields(ext) == ("7F00000100002A9F0000000000000000", 3, 0, None, "DefaultRegion", True)
+    assert c_fields({**ext, "TRACE_ON": "false", "MSG_REGION": "r"})[4:] == ("r", False)
+    assert c_fields(None) is None
+
+
+@given(st.none() | TEXT, st.none() | TEXT, st.integers(-(2**31), 2**31 - 1))
+def test_message_queue_of_is_the_keyword_constructor(topic: str | None, broker: str | None, queue_id: int) -> None:
+    made, expected = MessageQueue.of(topic, broker, queue_id), MessageQueue(topic=topic, broker_name=broker,
+                                                                          queue_id=queue_id)
+    assert made == expected and hash(made) == hash(expected) and vars(made) == vars(expected)
+    # every field is set by of(): a field added to MessageQueue must be added there too
+    names = [f.name for f in dataclasses.fields(MessageQueue)]  # type: ignore[arg-type]
+    assert names == ["topic", "broker_name", "queue_id", "extra"]
+    assert made.extra is not MessageQueue.of(topic, broker, queue_id).extra  # not shared between queues
