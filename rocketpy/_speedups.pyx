@@ -1840,8 +1840,9 @@ cdef class PulledDecoder:
 # Issue #28: what a client does with each answer. ``_answer_text`` gives _json_header (above) one str object
 # for each text that recurs in answers' headers (their keys, the language, a send answer's region and trace
 # flag): no decode, no new object and a hash already known, per field of every answer (the property tests of
-# ``tests/test_json_header_fast.py`` hold the readers to the reference). ``send_answer_fields`` is the
-# compiled twin of ``client.api.send_answer_fields_py`` (``tests/test_client_send_frames.py``).
+# ``tests/test_json_header_fast.py`` hold the readers to the reference). ``SendResultMaker`` makes the
+# SendResult of a plain send answer (reference ``client.api.ClientAPI.send_result``'s own path,
+# ``tests/test_client_answers.py``).
 
 from cpython.unicode cimport PyUnicode_CheckExact
 
@@ -1899,7 +1900,7 @@ cdef inline bint _ascii_digits(object text, Py_ssize_t most, int64_t* out) noexc
     return True
 
 
-def send_answer_fields(object ext):
+cdef object _send_answer_fields(object ext):
     """(msgId, queueId, queueOffset, transactionId, region, traceOn) of a send's answer whose extFields are the
     usual ones (a str msgId, queueId and queueOffset in plain digits, no transactionId or a str one), as
     ``client.api.send_answer_fields_py`` gives them; None for anything else (the reference then decides)."""
@@ -1929,3 +1930,71 @@ def send_answer_fields(object ext):
     v = PyDict_GetItem(ext, "TRACE_ON")
     trace_on = True if v == NULL else (<object>v != "false")
     return msg_id, queue_id, queue_offset, transaction_id, region, trace_on
+
+
+#: SendResult's fields, in the order SendResultMaker fills them (its dataclass's order)
+_SEND_RESULT_FIELDS = (
+    "send_status", "msg_id", "message_queue", "queue_offset", "offset_msg_id", "transaction_id", "region_id",
+    "trace_on",
+)
+_QUEUE_FIELDS = ("topic", "broker_name", "queue_id", "extra")
+
+
+cdef class SendResultMaker:
+    """``ClientAPI.send_result`` of a send's answer whose fields are plain (see send_answer_fields): the SendResult
+    and its MessageQueue made as their dataclasses' ``__init__`` would make them; None for any other answer (the
+    reference then reads it) (``tests/test_client_answers.py``)."""
+
+    cdef type result_cls, queue_cls
+    cdef tuple descriptors  # keeps _descr alive
+    cdef PyObject* _descr[8]
+    cdef _setfunc _set
+
+    def __init__(self, type result_cls, type queue_cls):
+        """``result_cls``: SendResult (a slots dataclass of exactly _SEND_RESULT_FIELDS, without __post_init__);
+        ``queue_cls``: MessageQueue (a dataclass of exactly _QUEUE_FIELDS with instance dicts, without
+        __post_init__). TypeError for classes that are not such."""
+        import dataclasses
+        import types
+
+        names = tuple([f.name for f in dataclasses.fields(result_cls)])
+        if names != _SEND_RESULT_FIELDS or hasattr(result_cls, "__post_init__") or \
+                result_cls.__new__ is not object.__new__:
+            raise TypeError(f"{result_cls.__name__} is not the slots dataclass SendResultMaker fills")
+        self.descriptors = tuple([getattr(result_cls, name) for name in _SEND_RESULT_FIELDS])
+        for i, d in enumerate(self.descriptors):
+            if type(d) is not types.MemberDescriptorType:
+                raise TypeError(f"{result_cls.__name__}.{_SEND_RESULT_FIELDS[i]} is not a slot")
+            self._descr[i] = <PyObject*>d
+        self._set = <_setfunc>Py_TYPE(self.descriptors[0]).tp_descr_set
+        names = tuple([f.name for f in dataclasses.fields(queue_cls)])
+        if names != _QUEUE_FIELDS or hasattr(queue_cls, "__post_init__") or queue_cls.__new__ is not object.__new__ \
+                or "__slots__" in queue_cls.__dict__:
+            raise TypeError(f"{queue_cls.__name__} is not the dataclass SendResultMaker fills")
+        self.result_cls = result_cls
+        self.queue_cls = queue_cls
+
+    def __call__(self, status, uniq_id, topic, broker_name, ext):
+        """The SendResult of a send answer with these extFields, or None."""
+        fields = _send_answer_fields(ext)
+        if fields is None:
+            return None
+        msg_id, queue_id, queue_offset, transaction_id, region, trace_on = <tuple>fields
+        mq = PyType_GenericNew(self.queue_cls, None, None)
+        mq.topic = topic
+        mq.broker_name = broker_name
+        mq.queue_id = queue_id
+        mq.extra = {}
+        result = PyType_GenericNew(self.result_cls, None, None)
+        self._put(result, 0, status)
+        self._put(result, 1, uniq_id)
+        self._put(result, 2, mq)
+        self._put(result, 3, queue_offset)
+        self._put(result, 4, msg_id)
+        self._put(result, 5, transaction_id)
+        self._put(result, 6, region)
+        self._put(result, 7, trace_on)
+        return result
+
+    cdef inline int _put(self, object m, int i, object v) except -1:
+        return self._set(self._descr[i], <PyObject*>m, <PyObject*>v)

@@ -14,6 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rocketpy.accel import compiled
+from rocketpy.client import api
 from rocketpy.client.api import ClientAPI, send_answer_fields_py
 from rocketpy.client.errors import MQBrokerError
 from rocketpy.client.results import SendResult
@@ -76,7 +77,20 @@ def test_send_result_is_what_the_typed_header_gives(code: int, ext: dict[str, ob
     assert _result(response, "127.0.0.1:10911", mq, uniq) == _reference_result(response, "127.0.0.1:10911", mq, uniq)
 
 
-c_fields = compiled("send_answer_fields")
+maker = compiled("SendResultMaker")
+make = maker(SendResult, MessageQueue) if maker is not None else None
+
+
+def _pure_result(ext: dict[str, object], status: SendStatus = SendStatus.SEND_OK) -> object:
+    """send_result without the compiled maker."""
+    saved, api._make_send_result = api._make_send_result, None
+    try:
+        return _result(RemotingCommand(code=0, flag=1, ext_fields=ext), "a", MQ, "U")  # type: ignore[arg-type]
+    finally:
+        api._make_send_result = saved
+
+
+MQ = MessageQueue(topic="T", broker_name="broker-a", queue_id=1)
 
 
 @given(EXT)
@@ -85,13 +99,18 @@ c_fields = compiled("send_answer_fields")
           "MSG_REGION": ""})
 @example({"msgId": "AB", "queueId": "1234567890", "queueOffset": "1"})
 @example({"msgId": "AB", "queueId": "1", "queueOffset": "9" * 19})
-def test_compiled_send_fields_read_as_the_reference(ext: dict[str, object]) -> None:
-    if c_fields is None:
+def test_compiled_send_results_are_the_reference_results(ext: dict[str, object]) -> None:
+    if make is None:
         pytest.skip("rocketpy._speedups is not built (or ROCKETPY_PURE is set)")
-    got = c_fields(ext)
+    got = make(SendStatus.SEND_OK, "U", MQ.topic, MQ.broker_name, ext)
     if got is not None:  # the compiled reading may leave an answer to the reference, never read it otherwise
-        assert got == send_answer_fields_py(ext)  # type: ignore[arg-type]
-        assert [type(v) for v in got] == [type(v) for v in send_answer_fields_py(ext)]  # type: ignore[arg-type, union-attr]
+        expected = _pure_result(ext)
+        assert got == expected
+        assert isinstance(expected, SendResult)
+        assert [type(getattr(got, f.name)) for f in dataclasses.fields(got)] == \
+            [type(getattr(expected, f.name)) for f in dataclasses.fields(expected)]
+        assert vars(got.message_queue) == vars(expected.message_queue)
+        assert send_answer_fields_py(ext) is not None  # type: ignore[arg-type]
     elif all(type(ext.get(k)) is str for k in ("msgId", "queueId", "queueOffset")):
         qid, qoff = str(ext["queueId"]), str(ext["queueOffset"])
         plain = (qid.isascii() and qid.isdigit() and len(qid) <= 9 and qoff.isascii() and qoff.isdigit()
@@ -99,14 +118,26 @@ def test_compiled_send_fields_read_as_the_reference(ext: dict[str, object]) -> N
         assert not plain, "a plain answer left to the reference"
 
 
-def test_the_usual_answer_is_read_by_the_compiled_code() -> None:
-    if c_fields is None:
+def test_the_usual_answer_is_made_by_the_compiled_code() -> None:
+    if make is None:
         pytest.skip("rocketpy._speedups is not built")
     ext = {"queueId": "3", "TRACE_ON": "true", "MSG_REGION": "DefaultRegion",
            "msgId": "7F00000100002A9F0000000000000000", "queueOffset": "0"}
-    assert c_fields(ext) == ("7F00000100002A9F0000000000000000", 3, 0, None, "DefaultRegion", True)
-    assert c_fields({**ext, "TRACE_ON": "false", "MSG_REGION": "r"})[4:] == ("r", False)
-    assert c_fields(None) is None
+    assert make(SendStatus.SEND_OK, "U", "T", "b", ext) == SendResult(
+        SendStatus.SEND_OK, "U", MessageQueue(topic="T", broker_name="b", queue_id=3), 0,
+        "7F00000100002A9F0000000000000000", None, "DefaultRegion", True)
+    other = make(SendStatus.FLUSH_DISK_TIMEOUT, None, "T", "b", {**ext, "TRACE_ON": "false", "MSG_REGION": "r"})
+    assert (other.send_status, other.region_id, other.trace_on) == (SendStatus.FLUSH_DISK_TIMEOUT, "r", False)
+    assert make(SendStatus.SEND_OK, "U", "T", "b", None) is None
+
+
+def test_the_maker_refuses_classes_it_cannot_fill() -> None:
+    if maker is None:
+        pytest.skip("rocketpy._speedups is not built")
+    with pytest.raises(TypeError):
+        maker(MessageQueue, MessageQueue)
+    with pytest.raises(TypeError):
+        maker(SendResult, SendResult)
 
 
 @given(st.none() | TEXT, st.none() | TEXT, st.integers(-(2**31), 2**31 - 1))

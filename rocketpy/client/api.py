@@ -109,9 +109,10 @@ def send_answer_fields_py(ext: dict[str, str]) -> SendAnswerFields | None:
     return (*plain, ext.get("MSG_REGION") or "DefaultRegion", ext.get("TRACE_ON") != "false")
 
 
-#: the compiled twin when built (it leaves to the caller some plain answers too: numbers with a sign...)
-send_answer_fields: Callable[[dict[str, str]], SendAnswerFields | None] = (
-    compiled("send_answer_fields") or send_answer_fields_py
+#: send_result of a plain send answer, compiled (None for others; the whole, when the extension is not built)
+_make_send_result: Callable[[SendStatus, str | None, str | None, str | None, dict[str, str] | None],
+                            SendResult | None] | None = (
+    _maker(SendResult, MessageQueue) if (_maker := compiled("SendResultMaker")) is not None else None
 )
 
 
@@ -195,9 +196,11 @@ class ClientAPI:
         if status is None:
             raise MQBrokerError(response.code, response.remark, addr)
         ext = response.ext_fields
-        fields = send_answer_fields(ext) if ext is not None else None
-        msg_id, queue_id, queue_offset, transaction_id, region, trace_on = (
-            fields if fields is not None else _send_answer_fields_checked(ext))
+        if _make_send_result is not None:  # the usual answer, read and made by compiled code
+            result: SendResult | None = _make_send_result(status, uniq_id, mq.topic, mq.broker_name, ext)
+            if result is not None:
+                return result
+        msg_id, queue_id, queue_offset, transaction_id, region, trace_on = _send_answer_fields_checked(ext)
         return SendResult(status, uniq_id, MessageQueue.of(mq.topic, mq.broker_name, queue_id), queue_offset, msg_id,
                           transaction_id, region, trace_on)
 

@@ -111,10 +111,18 @@ class _Waiter(outcome.Outcome[RemotingCommand]):
             self.result = result
 
     def set_response(self, response: RemotingCommand) -> None:
+        # _settle(self) written out: this runs for every answer
         if self.done:
             return
+        self.done = True
+        self.request = None
         self.response = response
-        self._settle(self)
+        task = self.task
+        if task is not None:
+            self.task = None
+            trio.lowlevel.reschedule(task, self)
+        else:
+            self.result = self
 
     def unwrap(self) -> RemotingCommand:
         response, self.response = self.response, None
