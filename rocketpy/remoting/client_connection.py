@@ -79,8 +79,8 @@ class _Waiter(outcome.Outcome[RemotingCommand]):
     """One synchronous request waiting for its answer (the parts of ResponseFuture that complete() uses).
 
     Answered, the waiter is itself the outcome its task is woken with (or that invoke finds in ``result``): an
-    outcome.Value made and unwrapped per answer would cost a client a tenth of its reading. It gives the answer
-    once (as a Value does), so that a finished wait left in the heap of deadlines does not keep it."""
+    outcome.Value made and unwrapped per answer cost about half a microsecond, 2-3 % of a client's send. It gives
+    the answer once (as a Value does), so that a finished wait left in the heap of deadlines does not keep it."""
 
     __slots__ = ("opaque", "request", "timeout", "done", "task", "result", "pending", "response")
     # an Outcome compares by the value it holds; a waiter is only ever itself
@@ -111,18 +111,10 @@ class _Waiter(outcome.Outcome[RemotingCommand]):
             self.result = result
 
     def set_response(self, response: RemotingCommand) -> None:
-        # _settle(self) written out: this runs for every answer
         if self.done:
             return
-        self.done = True
-        self.request = None
         self.response = response
-        task = self.task
-        if task is not None:
-            self.task = None
-            trio.lowlevel.reschedule(task, self)
-        else:
-            self.result = self
+        self._settle(self)
 
     def unwrap(self) -> RemotingCommand:
         response, self.response = self.response, None
