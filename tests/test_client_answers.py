@@ -1,13 +1,15 @@
-"""A send's answer becomes the SendResult the typed response header gives, whichever path reads it.
+"""A send's answer becomes the SendResult the typed response header gives, whichever path reads it; the wait it
+ends gives it once.
 
 References: ``SendMessageResponseHeader.from_ext_fields`` for the fields (errors included) and the keyword
-constructor for MessageQueue; ``client.api.send_answer_fields_py`` for its compiled twin
-(``_speedups.send_answer_fields``), which may leave an answer to the reference but never reads one otherwise.
+constructor for MessageQueue; ``ClientAPI.send_result``'s own path for the compiled ``_speedups.SendResultMaker``,
+which may leave an answer to that path but never reads one otherwise.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from hypothesis import example, given
@@ -22,6 +24,7 @@ from rocketpy.codecs import CodecError, RemotingCommand, ResponseCode
 from rocketpy.codecs.bodies import MessageQueue
 from rocketpy.codecs.codes import SendStatus
 from rocketpy.codecs.headers import SendMessageResponseHeader
+from rocketpy.remoting.client_connection import _Waiter
 
 TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
 NUMBERISH = st.from_regex(r"\A-?[0-9]{1,21}\Z") | st.sampled_from(
@@ -149,3 +152,32 @@ def test_message_queue_of_is_the_keyword_constructor(topic: str | None, broker: 
     names = [f.name for f in dataclasses.fields(MessageQueue)]  # type: ignore[arg-type]
     assert names == ["topic", "broker_name", "queue_id", "extra"]
     assert made.extra is not MessageQueue.of(topic, broker, queue_id).extra  # not shared between queues
+
+
+def test_an_answered_wait_gives_its_answer_once_and_keeps_nothing() -> None:
+    """An answer that arrives before its sender parks waits in ``result``; once taken, the waiter (which may stay in
+    the heap of deadlines until its deadline) no longer holds it, nor the request with its body."""
+    pending: dict[int, Any] = {}
+    request = RemotingCommand(code=10, body=b"x" * 1024)
+    waiter = _Waiter(7, request, 3.0, pending)
+    pending[7] = waiter
+    answer = RemotingCommand(code=0, opaque=7, flag=1, body=b"y" * 1024)
+    waiter.set_response(answer)
+    waiter.set_response(RemotingCommand(code=1, opaque=7, flag=1))  # a second answer changes nothing
+    waiter.set_error(RuntimeError("late"))
+    assert waiter.done and waiter.request is None
+    assert waiter.result is not None
+    assert waiter.result.unwrap() is answer
+    assert waiter.response is None
+    # a waiter is itself only: two waiters never compare equal, and each hashes
+    other = _Waiter(8, request, 3.0, pending)
+    assert waiter != other and waiter == waiter and len({waiter, other}) == 2
+
+
+def test_a_failed_wait_raises_its_error() -> None:
+    waiter = _Waiter(9, RemotingCommand(code=10), 3.0, {})
+    waiter.set_error(RuntimeError("closed"))
+    waiter.set_response(RemotingCommand(code=0, opaque=9, flag=1))  # too late: the error stands
+    assert waiter.result is not None
+    with pytest.raises(RuntimeError, match="closed"):
+        waiter.result.unwrap()

@@ -109,7 +109,8 @@ def send_answer_fields_py(ext: dict[str, str]) -> SendAnswerFields | None:
     return (*plain, ext.get("MSG_REGION") or "DefaultRegion", ext.get("TRACE_ON") != "false")
 
 
-#: send_result of a plain send answer, compiled (None for others; the whole, when the extension is not built)
+#: the compiled SendResultMaker (None when not built): send_result of a plain send answer, None for any other answer
+#: (which the path through _send_answer_fields_checked reads)
 _make_send_result: Callable[[SendStatus, str | None, str | None, str | None, dict[str, str] | None],
                             SendResult | None] | None = (
     _maker(SendResult, MessageQueue) if (_maker := compiled("SendResultMaker")) is not None else None
