@@ -1361,7 +1361,8 @@ cdef inline Py_ssize_t _json_int_end(const uint8_t* p, Py_ssize_t pos, Py_ssize_
 
 
 cdef inline bint _key_is(const uint8_t* p, Py_ssize_t start, Py_ssize_t end, const char* name, Py_ssize_t size) noexcept:
-    return end - start == size and memcmp(p + start, name, size) == 0
+    # the first byte before memcmp: a call to memcmp costs more than most keys' whole comparison
+    return end - start == size and p[start] == <uint8_t>name[0] and memcmp(p + start, name, size) == 0
 
 
 def parse_json_header(bytes frame, Py_ssize_t start, Py_ssize_t end):
@@ -1407,16 +1408,16 @@ cdef object _json_header(const uint8_t* p, Py_ssize_t start, Py_ssize_t end):
                     return None
                 pos = ve + 1
                 if _key_is(p, ks, ke, b"language", 8):
-                    language = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                    language = _answer_text(p + vs, ve - vs)
                 elif _key_is(p, ks, ke, b"remark", 6):
-                    remark = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                    remark = _answer_text(p + vs, ve - vs)
                 elif (_key_is(p, ks, ke, b"code", 4) or _key_is(p, ks, ke, b"version", 7)
                       or _key_is(p, ks, ke, b"opaque", 6) or _key_is(p, ks, ke, b"flag", 4)
                       or _key_is(p, ks, ke, b"extFields", 9)):
                     return None  # a number as a string, or fields as a string: the reference's care
                 else:  # serializeTypeCurrentRPC, or a key the header ignores: still valid UTF-8 to be plain
-                    PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
-                    PyUnicode_DecodeUTF8(<const char*>(p + ks), ke - ks, NULL)
+                    _answer_text(p + vs, ve - vs)
+                    _answer_text(p + ks, ke - ks)
             elif p[pos] == 123:  # an object: extFields only
                 if not _key_is(p, ks, ke, b"extFields", 9):
                     return None
@@ -1432,12 +1433,12 @@ cdef object _json_header(const uint8_t* p, Py_ssize_t start, Py_ssize_t end):
                         ve = _json_string_end(p, vs, n)
                         if ve < 0 or ve + 2 >= n or p[ve + 1] != 58 or p[ve + 2] != 34:
                             return None  # not "key":"string"
-                        key = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                        key = _answer_text(p + vs, ve - vs)
                         vs = ve + 3
                         ve = _json_string_end(p, vs, n)
                         if ve < 0:
                             return None
-                        fields[key] = PyUnicode_DecodeUTF8(<const char*>(p + vs), ve - vs, NULL)
+                        fields[key] = _answer_text(p + vs, ve - vs)
                         pos = ve + 1
                         if pos < n and p[pos] == 44:  # ','
                             pos += 1
@@ -1464,7 +1465,7 @@ cdef object _json_header(const uint8_t* p, Py_ssize_t start, Py_ssize_t end):
                       or _key_is(p, ks, ke, b"extFields", 9)):
                     return None
                 else:
-                    PyUnicode_DecodeUTF8(<const char*>(p + ks), ke - ks, NULL)
+                    _answer_text(p + ks, ke - ks)
             if pos < n and p[pos] == 44:  # ','
                 pos += 1
                 continue
@@ -2070,3 +2071,167 @@ def uniq_id_text(bytes prefix, uint32_t diff, uint32_t count):
     for i in range(4):
         buf[n + 8 + i] = _UPPER_HEX[(count >> (12 - 4 * i)) & 0xF]
     return buf[:n + 12].decode("ascii")
+
+
+# --- client answers (client7) ----------------------------------------------------------------------------
+# Issue #28: what a client does with each answer. ``_answer_text`` gives _json_header (above) one str object
+# for each text that recurs in answers' headers (their keys, the language, a send answer's region and trace
+# flag): no decode, no new object and a hash already known, per field of every answer (the property tests of
+# ``tests/test_json_header_fast.py`` hold the readers to the reference). ``SendResultMaker`` makes the
+# SendResult of a plain send answer (reference ``client.api.ClientAPI.send_result``'s own path,
+# ``tests/test_client_answers.py``).
+
+from cpython.unicode cimport PyUnicode_CheckExact
+
+#: texts every answer (or every send and pull answer) repeats
+_ANSWER_TEXTS = (
+    "JAVA", "JSON", "serializeTypeCurrentRPC", "msgId", "queueId", "queueOffset", "transactionId", "MSG_REGION",
+    "TRACE_ON", "true", "false", "DefaultRegion", "suggestWhichBrokerId", "nextBeginOffset", "minOffset",
+    "maxOffset", "0",
+)
+cdef tuple _ANSWER_UTF8 = tuple([t.encode() for t in _ANSWER_TEXTS])
+cdef enum:
+    _N_ANSWER_TEXTS = 17
+assert len(_ANSWER_TEXTS) == _N_ANSWER_TEXTS
+cdef const char* _answer_ptr[_N_ANSWER_TEXTS]
+cdef Py_ssize_t _answer_len[_N_ANSWER_TEXTS]
+cdef PyObject* _answer_str[_N_ANSWER_TEXTS]
+
+
+cdef void _answer_texts_init():
+    cdef Py_ssize_t i
+    for i in range(_N_ANSWER_TEXTS):
+        _answer_ptr[i] = PyBytes_AS_STRING(_ANSWER_UTF8[i])  # the module's tuples keep both alive
+        _answer_len[i] = PyBytes_GET_SIZE(_ANSWER_UTF8[i])
+        _answer_str[i] = <PyObject*>_ANSWER_TEXTS[i]
+
+
+_answer_texts_init()
+
+
+cdef inline object _answer_text(const uint8_t* p, Py_ssize_t n):
+    """The UTF-8 text ``p[:n]`` as a str (UnicodeDecodeError when it is not UTF-8): a recurring text's one object."""
+    cdef Py_ssize_t i
+    for i in range(_N_ANSWER_TEXTS):
+        if _answer_len[i] == n and n and <uint8_t>_answer_ptr[i][0] == p[0] and memcmp(_answer_ptr[i], p, n) == 0:
+            return <object>_answer_str[i]
+    return PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+
+
+cdef inline bint _ascii_digits(object text, Py_ssize_t most, int64_t* out) noexcept:
+    """Whether ``text`` is an exact str of 1 to ``most`` ASCII digits (then its value in ``out``)."""
+    cdef Py_ssize_t i, n
+    cdef const uint8_t* d
+    cdef int64_t v = 0
+    if not PyUnicode_CheckExact(text) or not PyUnicode_IS_ASCII(text):
+        return False
+    n = PyUnicode_GET_LENGTH(text)
+    if n == 0 or n > most:
+        return False
+    d = PyUnicode_1BYTE_DATA(text)
+    for i in range(n):
+        if not 48 <= d[i] <= 57:
+            return False
+        v = v * 10 + (d[i] - 48)
+    out[0] = v
+    return True
+
+
+cdef object _send_answer_fields(object ext):
+    """(msgId, queueId, queueOffset, transactionId, region, traceOn) of a send's answer whose extFields are the
+    usual ones (a str msgId, queueId and queueOffset in plain digits, no transactionId or a str one), as
+    ``client.api.send_answer_fields_py`` gives them; None for anything else (the reference then decides)."""
+    cdef PyObject* v
+    cdef int64_t queue_id, queue_offset
+    if type(ext) is not dict:
+        return None
+    v = PyDict_GetItem(ext, "msgId")
+    if v == NULL or not PyUnicode_CheckExact(<object>v):
+        return None
+    msg_id = <object>v
+    v = PyDict_GetItem(ext, "transactionId")
+    if v == NULL:
+        transaction_id = None
+    elif PyUnicode_CheckExact(<object>v):
+        transaction_id = <object>v
+    else:
+        return None
+    v = PyDict_GetItem(ext, "queueId")
+    if v == NULL or not _ascii_digits(<object>v, 9, &queue_id):
+        return None
+    v = PyDict_GetItem(ext, "queueOffset")
+    if v == NULL or not _ascii_digits(<object>v, 18, &queue_offset):
+        return None
+    v = PyDict_GetItem(ext, "MSG_REGION")
+    region = <object>v if v != NULL and <object>v else "DefaultRegion"
+    v = PyDict_GetItem(ext, "TRACE_ON")
+    trace_on = True if v == NULL else (<object>v != "false")
+    return msg_id, queue_id, queue_offset, transaction_id, region, trace_on
+
+
+#: SendResult's fields, in the order SendResultMaker fills them (its dataclass's order)
+_SEND_RESULT_FIELDS = (
+    "send_status", "msg_id", "message_queue", "queue_offset", "offset_msg_id", "transaction_id", "region_id",
+    "trace_on",
+)
+_QUEUE_FIELDS = ("topic", "broker_name", "queue_id", "extra")
+
+
+cdef class SendResultMaker:
+    """``ClientAPI.send_result`` of a send's answer whose fields are plain (see send_answer_fields): the SendResult
+    and its MessageQueue made as their dataclasses' ``__init__`` would make them; None for any other answer (the
+    reference then reads it) (``tests/test_client_answers.py``)."""
+
+    cdef type result_cls, queue_cls
+    cdef tuple descriptors  # keeps _descr alive
+    cdef PyObject* _descr[8]
+    cdef _setfunc _set
+
+    def __init__(self, type result_cls, type queue_cls):
+        """``result_cls``: SendResult (a slots dataclass of exactly _SEND_RESULT_FIELDS, without __post_init__);
+        ``queue_cls``: MessageQueue (a dataclass of exactly _QUEUE_FIELDS with instance dicts, without
+        __post_init__). TypeError for classes that are not such."""
+        import dataclasses
+        import types
+
+        names = tuple([f.name for f in dataclasses.fields(result_cls)])
+        if names != _SEND_RESULT_FIELDS or hasattr(result_cls, "__post_init__") or \
+                result_cls.__new__ is not object.__new__:
+            raise TypeError(f"{result_cls.__name__} is not the slots dataclass SendResultMaker fills")
+        self.descriptors = tuple([getattr(result_cls, name) for name in _SEND_RESULT_FIELDS])
+        for i, d in enumerate(self.descriptors):
+            if type(d) is not types.MemberDescriptorType:
+                raise TypeError(f"{result_cls.__name__}.{_SEND_RESULT_FIELDS[i]} is not a slot")
+            self._descr[i] = <PyObject*>d
+        self._set = <_setfunc>Py_TYPE(self.descriptors[0]).tp_descr_set
+        names = tuple([f.name for f in dataclasses.fields(queue_cls)])
+        if names != _QUEUE_FIELDS or hasattr(queue_cls, "__post_init__") or queue_cls.__new__ is not object.__new__ \
+                or "__slots__" in queue_cls.__dict__:
+            raise TypeError(f"{queue_cls.__name__} is not the dataclass SendResultMaker fills")
+        self.result_cls = result_cls
+        self.queue_cls = queue_cls
+
+    def __call__(self, status, uniq_id, topic, broker_name, ext):
+        """The SendResult of a send answer with these extFields, or None."""
+        fields = _send_answer_fields(ext)
+        if fields is None:
+            return None
+        msg_id, queue_id, queue_offset, transaction_id, region, trace_on = <tuple>fields
+        mq = PyType_GenericNew(self.queue_cls, None, None)
+        mq.topic = topic
+        mq.broker_name = broker_name
+        mq.queue_id = queue_id
+        mq.extra = {}
+        result = PyType_GenericNew(self.result_cls, None, None)
+        self._put(result, 0, status)
+        self._put(result, 1, uniq_id)
+        self._put(result, 2, mq)
+        self._put(result, 3, queue_offset)
+        self._put(result, 4, msg_id)
+        self._put(result, 5, transaction_id)
+        self._put(result, 6, region)
+        self._put(result, 7, trace_on)
+        return result
+
+    cdef inline int _put(self, object m, int i, object v) except -1:
+        return self._set(self._descr[i], <PyObject*>m, <PyObject*>v)

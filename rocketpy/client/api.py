@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from ..accel import compiled
 from ..codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from ..codecs.bodies import (
     ConsumerConnection,
@@ -95,6 +96,40 @@ def _plain_send_fields(ext: dict[str, str]) -> tuple[str, int, int, str | None] 
     return msg_id, qid, qoff, transaction_id
 
 
+#: a send answer's (msgId, queueId, queueOffset, transactionId, region, traceOn): what a SendResult takes from it
+SendAnswerFields = tuple[str | None, int, int, str | None, str, bool]
+
+
+def send_answer_fields_py(ext: dict[str, str]) -> SendAnswerFields | None:
+    """The SendAnswerFields of a send's answer when its header fields are all plain (see _plain_send_fields), else
+    None: what ClientAPI.send_result puts in the SendResult."""
+    plain = _plain_send_fields(ext)
+    if plain is None:
+        return None
+    return (*plain, ext.get("MSG_REGION") or "DefaultRegion", ext.get("TRACE_ON") != "false")
+
+
+#: the compiled SendResultMaker (None when not built): send_result of a plain send answer, None for any other answer
+#: (which the path through _send_answer_fields_checked reads)
+_make_send_result: Callable[[SendStatus, str | None, str | None, str | None, dict[str, str] | None],
+                            SendResult | None] | None = (
+    _maker(SendResult, MessageQueue) if (_maker := compiled("SendResultMaker")) is not None else None
+)
+
+
+def _send_answer_fields_checked(ext: dict[str, str] | None) -> SendAnswerFields:
+    """The SendAnswerFields of any answer: through the typed header when a field is unusual (which refuses what
+    Java's decodeCommandCustomHeader refuses)."""
+    fields = send_answer_fields_py(ext) if ext is not None else None
+    if fields is not None:
+        return fields
+    h = SendMessageResponseHeader.from_ext_fields(ext)
+    assert h.queue_id is not None and h.queue_offset is not None  # required: decoding refuses an answer without
+    ext = ext or {}
+    return (h.msg_id, h.queue_id, h.queue_offset, h.transaction_id, ext.get("MSG_REGION") or "DefaultRegion",
+            ext.get("TRACE_ON") != "false")
+
+
 def send_response_header(ext: dict[str, str] | None) -> SendMessageResponseHeader:
     """The SendMessageResponseHeader of a send's answer: the usual all-plain fields read directly, anything
     else (a missing field, a value Java parses unusually) through the typed header's own decoding."""
@@ -162,19 +197,13 @@ class ClientAPI:
         if status is None:
             raise MQBrokerError(response.code, response.remark, addr)
         ext = response.ext_fields
-        plain = _plain_send_fields(ext) if ext is not None else None
-        msg_id: str | None
-        queue_id: int | None
-        if plain is not None:  # the usual answer: no header object
-            msg_id, queue_id, queue_offset, transaction_id = plain
-        else:
-            h = SendMessageResponseHeader.from_ext_fields(ext)
-            assert h.queue_offset is not None  # required: decoding refuses an answer without it
-            msg_id, queue_id, queue_offset, transaction_id = h.msg_id, h.queue_id, h.queue_offset, h.transaction_id
-        ext = ext or {}
-        return SendResult(status, uniq_id, MessageQueue(topic=mq.topic, broker_name=mq.broker_name, queue_id=queue_id),
-                          queue_offset, msg_id, transaction_id, ext.get("MSG_REGION") or "DefaultRegion",
-                          ext.get("TRACE_ON") != "false")
+        if _make_send_result is not None:  # the usual answer, read and made by compiled code
+            result: SendResult | None = _make_send_result(status, uniq_id, mq.topic, mq.broker_name, ext)
+            if result is not None:
+                return result
+        msg_id, queue_id, queue_offset, transaction_id, region, trace_on = _send_answer_fields_checked(ext)
+        return SendResult(status, uniq_id, MessageQueue.of(mq.topic, mq.broker_name, queue_id), queue_offset, msg_id,
+                          transaction_id, region, trace_on)
 
     # -- pulling ---------------------------------------------------------------------
     def pull_request(self, header: PullMessageRequestHeader) -> Request:

@@ -77,10 +77,18 @@ def encode_request(request: Request, opaque: int, oneway: bool = False) -> bytes
     return request.frame(opaque, oneway)
 
 
-class _Waiter:
-    """One synchronous request waiting for its answer (the parts of ResponseFuture that complete() uses)."""
+class _Waiter(outcome.Outcome[RemotingCommand]):
+    """One synchronous request waiting for its answer (the parts of ResponseFuture that complete() uses).
 
-    __slots__ = ("opaque", "request", "timeout", "done", "task", "result", "pending")
+    Answered, the waiter is itself the outcome its task is woken with (or that invoke finds in ``result``): an
+    outcome.Value made and unwrapped per answer cost about half a microsecond, 2-3 % of a client's send. It gives
+    the answer once (as a Value does), so that a finished wait left in the heap of deadlines does not keep it."""
+
+    __slots__ = ("opaque", "request", "timeout", "done", "task", "result", "pending", "response")
+    # an Outcome compares by the value it holds; a waiter is only ever itself
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__  # type: ignore[assignment]
 
     def __init__(self, opaque: int, request: Request, timeout: float, pending: dict[int, Any]) -> None:
         self.opaque = opaque
@@ -90,6 +98,7 @@ class _Waiter:
         self.task: trio.lowlevel.Task | None = None
         self.result: outcome.Outcome[RemotingCommand] | None = None
         self.pending = pending
+        self.response: RemotingCommand | None = None
 
     def _settle(self, result: outcome.Outcome[RemotingCommand]) -> None:
         if self.done:
@@ -104,7 +113,21 @@ class _Waiter:
             self.result = result
 
     def set_response(self, response: RemotingCommand) -> None:
-        self._settle(outcome.Value(response))
+        if self.done:
+            return
+        self.response = response
+        self._settle(self)
+
+    def unwrap(self) -> RemotingCommand:
+        response, self.response = self.response, None
+        assert response is not None, "an answer is given once"
+        return response
+
+    def send(self, gen: Any) -> Any:
+        return gen.send(self.unwrap())
+
+    async def asend(self, agen: Any) -> Any:
+        return await agen.asend(self.unwrap())
 
     def set_error(self, error: BaseException) -> None:
         self._settle(outcome.Error(error))

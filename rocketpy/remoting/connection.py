@@ -492,11 +492,12 @@ class Connection:
     def take_requests(self, commands: list[RemotingCommand | LaneFrame]) -> list[RemotingCommand | LaneFrame]:
         """Hand received responses to their waiters; the requests (some undecoded) remain, in order."""
         requests: list[RemotingCommand | LaneFrame] = []
+        complete = self.complete
         for cmd in commands:
             if type(cmd) is LaneFrame:  # a request frame for the fast path
                 requests.append(cmd)
             elif cmd.flag & 1:  # type: ignore[union-attr]  # RESPONSE_FLAG
-                self.complete(cmd)  # type: ignore[arg-type]
+                complete(cmd)  # type: ignore[arg-type]
             else:
                 requests.append(cmd)
         return requests

@@ -10,6 +10,8 @@ from ..codes import CMResult, ConsumeFromWhere, ConsumeType, LanguageCode, Messa
 from .base import ANY, BOOL, DOUBLE, INT, LONG, STR, JsonBody, bfield, enum_of, list_of, map_of, obj, set_of
 from .heartbeat import SubscriptionData
 
+_new = object.__new__
+
 
 class MessageQueue(JsonBody):
     """A queue: topic, broker name, queue id. Hashable and ordered like Java's (topic, then
@@ -23,6 +25,17 @@ class MessageQueue(JsonBody):
 
     def __hash__(self) -> int:
         return hash((self.topic, self.broker_name, self.queue_id))
+
+    @classmethod
+    def of(cls, topic: str | None, broker_name: str | None, queue_id: int) -> MessageQueue:
+        """``MessageQueue(topic=..., broker_name=..., queue_id=...)`` at half the cost (a client makes one per
+        send's result): the fields set without the keyword call into the dataclass's __init__."""
+        mq = _new(cls)
+        mq.topic = topic
+        mq.broker_name = broker_name
+        mq.queue_id = queue_id
+        mq.extra = {}
+        return mq
 
     def sort_key(self) -> tuple[str, str, int]:
         """MessageQueue.compareTo order."""
