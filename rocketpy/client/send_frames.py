@@ -75,12 +75,11 @@ class SendFields:
 class SendFrames:
     """The frame maker of one producer group: ``prepare(code, fields, body)`` gives a PreparedSend."""
 
-    __slots__ = ("key", "group", "default_topic", "default_topic_queue_nums", "serialize_type", "_rocketmq", "_strings",
+    __slots__ = ("group", "default_topic", "default_topic_queue_nums", "serialize_type", "_rocketmq", "_strings",
                  "_templates")
 
     def __init__(self, group: str, default_topic: str, default_topic_queue_nums: int,
                  serialize_type: SerializeType = SerializeType.JSON) -> None:
-        self.key = (group, default_topic, default_topic_queue_nums, serialize_type)
         self.group = group
         self.default_topic = default_topic
         self.default_topic_queue_nums = default_topic_queue_nums
