@@ -1636,6 +1636,19 @@ cdef extern from "Python.h":
 
 ctypedef int (*_setfunc)(PyObject*, PyObject*, PyObject*) except -1
 
+
+cdef tuple _slot_descriptors(type cls, tuple names, PyObject** out):
+    """The slot descriptors of ``names`` on ``cls`` (kept alive by the tuple returned), their pointers put in
+    ``out``: TypeError when one is not a slot (a maker fills slots through their descriptors' setter)."""
+    import types
+
+    descriptors = tuple([getattr(cls, name) for name in names])
+    for i, d in enumerate(descriptors):
+        if type(d) is not types.MemberDescriptorType:
+            raise TypeError(f"{cls.__name__}.{names[i]} is not a slot")
+        out[i] = <PyObject*>d
+    return descriptors
+
 #: the MessageExt fields PulledDecoder fills, in its order (_record_view's values)
 _PULLED_FIELDS = (
     "topic", "body", "flag", "properties", "_raw_properties", "queue_id", "store_size", "queue_offset",
@@ -1708,7 +1721,6 @@ cdef class PulledDecoder:
         __post_init__); ``host_text(ip, port)``: a host's text; ``inflate(msg)``: what a compressed pulled
         message undergoes; ``tags_key``: the TAGS property's name. TypeError when ``cls`` is not such a class."""
         import dataclasses
-        import types
 
         slots = set()
         for k in cls.__mro__:
@@ -1719,11 +1731,7 @@ cdef class PulledDecoder:
             or cls.__new__ is not object.__new__
         ):
             raise TypeError(f"{cls.__name__} is not the slots dataclass PulledDecoder fills")
-        self.descriptors = tuple([getattr(cls, name) for name in _PULLED_FIELDS])
-        for i, d in enumerate(self.descriptors):
-            if type(d) is not types.MemberDescriptorType:
-                raise TypeError(f"{cls.__name__}.{_PULLED_FIELDS[i]} is not a slot")
-            self._descr[i] = <PyObject*>d
+        self.descriptors = _slot_descriptors(cls, _PULLED_FIELDS, self._descr)
         self._set = <_setfunc>Py_TYPE(self.descriptors[0]).tp_descr_set
         self.cls = cls
         self.host_text = host_text
@@ -2192,17 +2200,12 @@ cdef class SendResultMaker:
         ``queue_cls``: MessageQueue (a dataclass of exactly _QUEUE_FIELDS with instance dicts, without
         __post_init__). TypeError for classes that are not such."""
         import dataclasses
-        import types
 
         names = tuple([f.name for f in dataclasses.fields(result_cls)])
         if names != _SEND_RESULT_FIELDS or hasattr(result_cls, "__post_init__") or \
                 result_cls.__new__ is not object.__new__:
             raise TypeError(f"{result_cls.__name__} is not the slots dataclass SendResultMaker fills")
-        self.descriptors = tuple([getattr(result_cls, name) for name in _SEND_RESULT_FIELDS])
-        for i, d in enumerate(self.descriptors):
-            if type(d) is not types.MemberDescriptorType:
-                raise TypeError(f"{result_cls.__name__}.{_SEND_RESULT_FIELDS[i]} is not a slot")
-            self._descr[i] = <PyObject*>d
+        self.descriptors = _slot_descriptors(result_cls, _SEND_RESULT_FIELDS, self._descr)
         self._set = <_setfunc>Py_TYPE(self.descriptors[0]).tp_descr_set
         names = tuple([f.name for f in dataclasses.fields(queue_cls)])
         if names != _QUEUE_FIELDS or hasattr(queue_cls, "__post_init__") or queue_cls.__new__ is not object.__new__ \
