@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import socket
 import sys
 import tempfile
@@ -562,6 +563,13 @@ def growth_tracebacks(first: Any, now: Any, limit: int = 15) -> str:
                          for d in diff[:limit])
 
 
+def heap_summary(report: str) -> str:
+    """The lines of a traced_server.py heap report that tell where resident memory is, on one line."""
+    keep = ("mallinfo2 arena ", "mallinfo2 uordblks", "mallinfo2 fordblks", "mallinfo2 hblkhd", "anon ",
+            "# arenas allocated current", "# bytes in allocated blocks", "# bytes in available blocks")
+    return "; ".join(" ".join(line.split()) for line in report.splitlines() if line.startswith(keep))
+
+
 def census(root: Any, depth: int = 2, prefix: str = "", seen: set[int] | None = None) -> dict[str, int]:
     """Sizes of the containers a server object holds, two attributes deep (broker.consumers.groups ...):
     what grows here is what a run retains."""
@@ -596,6 +604,7 @@ async def run(args: argparse.Namespace) -> int:
     golden = load_golden_requests(skip_codes=frozenset(int(c) for c in UNSAFE_CODES)) if args.golden else []
     memory: dict[str, list[dict[str, Any]]] = {}
     growth: list[str] = []
+    heaps: dict[str, list[str]] = {}
     started = time.monotonic()
 
     def sample(servers: dict[str, int]) -> None:
@@ -622,6 +631,8 @@ async def run(args: argparse.Namespace) -> int:
         snaps: dict[str, Any] = {}
         if args.tracemalloc and procs:
             snaps = {p.name: await p.snapshot(workdir) for p in procs}
+        for p in procs if args.heap else ():
+            heaps.setdefault(p.name, []).append(await p.heap_report(workdir))
         sample(servers)
         for name, obj in objects.items():
             census_at[f"{name} start"] = census(obj)
@@ -657,6 +668,9 @@ async def run(args: argparse.Namespace) -> int:
 
                             growth[:] = top_growth(snapshot, tracemalloc.take_snapshot())
                             print("  grew: " + "\n  grew: ".join(growth[:8]), flush=True)
+                        for p in procs if args.heap else ():
+                            heaps.setdefault(p.name, []).append(await p.heap_report(workdir))
+                            print(f"  {p.name} heap: " + heap_summary(heaps[p.name][-1]), flush=True)
                         for p in procs if snaps else ():
                             now = await p.snapshot(workdir)
                             if now is not None and snaps[p.name] is not None:
@@ -666,6 +680,9 @@ async def run(args: argparse.Namespace) -> int:
         # the fuzzing connections are closed: what the servers still hold now is what they keep
         await trio.sleep(args.settle)
         sample(servers)
+        for p in procs if args.heap else ():
+            heaps.setdefault(p.name, []).append(await p.heap_report(workdir))
+            (out / f"{p.name}-heap.txt").write_text("\n\n".join(heaps[p.name]))
         for name, obj in objects.items():
             census_at[f"{name} end"] = census(obj)
         if snapshot is not None:
@@ -678,13 +695,16 @@ async def run(args: argparse.Namespace) -> int:
             if now is not None and snaps[p.name] is not None:
                 grown += [f"{p.name}: {g}" for g in top_growth(snaps[p.name], now, 25)]
                 (out / f"{p.name}-growth-traceback.txt").write_text(growth_tracebacks(snaps[p.name], now))
+                # kept for a closer look (Snapshot.load) than the growth lists give
+                for which, number in (("start", 0), ("end", p.snapshots - 1)):
+                    shutil.copyfile(workdir / f"{p.name}.snap.{number}", out / f"{p.name}-{which}.snap")
         if grown:
             growth[:] = grown
 
     with tempfile.TemporaryDirectory(prefix="rocketpy-fuzz-") as tmp:
         if args.servers == "process":
             workdir = Path(tmp)
-            procs = await start_servers(workdir, traced=args.tracemalloc)
+            procs = await start_servers(workdir, traced=args.tracemalloc, heap=args.heap)
             ns_proc, b_proc = procs
             try:
                 await fuzz(ns_proc.addr, b_proc.addr, {p.name: p.proc.pid for p in procs})
@@ -762,6 +782,9 @@ def main() -> int:
     ap.add_argument("--tracemalloc", action="store_true",
                     help="print where the servers' live memory grew, every minute (with --servers process, the "
                          "servers run under traced_server.py)")
+    ap.add_argument("--heap", action="store_true",
+                    help="with --servers process: report the servers' C heap every minute and at the end "
+                         "(glibc's mallinfo2, anonymous mappings by kind, pymalloc arenas; --out/<server>-heap.txt)")
     ap.add_argument("--settle", type=float, default=10.0,
                     help="seconds to wait after the last connection before the final memory sample")
     args = ap.parse_args()

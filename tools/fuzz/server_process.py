@@ -83,6 +83,7 @@ class ServerProcess:
     port: int
     #: snapshots asked for so far (traced_server numbers its dumps from 0)
     snapshots: int = 0
+    heap_reports: int = 0
 
     @property
     def addr(self) -> str:
@@ -90,6 +91,17 @@ class ServerProcess:
 
     def memory(self) -> dict[str, int]:
         return memory_kib(self.proc.pid)
+
+    async def heap_report(self, workdir: Path) -> str:
+        """traced_server.py's report of the C heap (mallinfo2, anonymous mappings, pymalloc arenas)."""
+        path = workdir / f"{self.name}.snap.heap.{self.heap_reports}"
+        self.heap_reports += 1
+        self.proc.send_signal(signal.SIGUSR2)
+        with trio.move_on_after(60):
+            while not path.exists():
+                await trio.sleep(0.2)
+            return path.read_text()
+        return ""
 
     async def snapshot(self, workdir: Path) -> Any:
         """The next tracemalloc snapshot of a traced server (None if it did not come in time)."""
@@ -108,10 +120,11 @@ class ServerProcess:
 TRACED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "traced_server.py")
 
 
-async def start_servers(workdir: Path, traced: bool = False) -> tuple[ServerProcess, ServerProcess]:
+async def start_servers(workdir: Path, traced: bool = False, heap: bool = False) -> tuple[ServerProcess, ServerProcess]:
     """A NameServer and a broker registered with it, each its own ``python -m rocketpy.cli`` process
     logging to ``workdir/<name>.log``; ``traced``: under traced_server.py (tracemalloc, SIGUSR1 dumps
-    a snapshot to ``workdir/<name>.snap.<n>``)."""
+    a snapshot to ``workdir/<name>.snap.<n>``); ``heap``: under traced_server.py, SIGUSR2 reports the C
+    heap."""
     ns_port, broker_port = free_port(), free_port()
     store = workdir / "store"
     store.mkdir(parents=True, exist_ok=True)
@@ -144,8 +157,9 @@ async def start_servers(workdir: Path, traced: bool = False) -> tuple[ServerProc
     started: list[ServerProcess] = []
     for name, args in commands.items():
         log_path = workdir / f"{name}.log"
-        launcher = [TRACED] if traced else ["-m", "rocketpy.cli"]
-        env = {**os.environ, "TRACED_SERVER_DUMP": str(workdir / f"{name}.snap")}
+        launcher = [TRACED] if traced or heap else ["-m", "rocketpy.cli"]
+        env = {**os.environ, "TRACED_SERVER_DUMP": str(workdir / f"{name}.snap"),
+               "TRACED_SERVER_TRACEMALLOC": "1" if traced else "0"}
         with open(log_path, "wb") as log_file:  # the child keeps its own descriptor
             proc = await trio.lowlevel.open_process(
                 [sys.executable, *launcher, *args], stdout=log_file, stderr=subprocess.STDOUT, env=env

@@ -1,18 +1,24 @@
-"""``python tools/fuzz/traced_server.py ARGS``: ``rocketpy ARGS`` with tracemalloc on; SIGUSR1 dumps a
-snapshot to ``$TRACED_SERVER_DUMP.<n>`` (n counts from 0), for fuzz_servers.py --servers process
---tracemalloc to diff."""
+"""``python tools/fuzz/traced_server.py ARGS``: ``rocketpy ARGS`` under watch, for fuzz_servers.py --servers
+process. With tracemalloc on (unless ``TRACED_SERVER_TRACEMALLOC=0``), SIGUSR1 dumps a snapshot to
+``$TRACED_SERVER_DUMP.<n>`` (n counts from 0). SIGUSR2 writes a report of the C heap to
+``$TRACED_SERVER_DUMP.heap.<n>``: glibc's mallinfo2, the anonymous mappings by kind, and pymalloc's arenas
+(what tracemalloc cannot see: memory freed but still resident)."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import signal
 import sys
+import tempfile
 import tracemalloc
 from typing import Any
 
 from rocketpy.cli import main
 
 _count = [0]
+_heap_count = [0]
 
 
 def _dump(signum: int, frame: Any) -> None:
@@ -22,8 +28,83 @@ def _dump(signum: int, frame: Any) -> None:
     _count[0] += 1
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _mallinfo2() -> dict[str, int]:
+    name = ctypes.util.find_library("c")
+    try:
+        fn = ctypes.CDLL(name).mallinfo2 if name else None
+    except (OSError, AttributeError):
+        fn = None
+    if fn is None:
+        return {}
+    fn.restype = _Mallinfo2
+    info = fn()
+    return {f: getattr(info, f) for f, _ in _Mallinfo2._fields_}
+
+
+def _anon_mappings() -> dict[str, int]:
+    """Resident anonymous KiB by kind of mapping: [heap] (brk), big ones (thread arenas' 64 MiB heaps),
+    1 MiB ones (pymalloc arenas in 3.11), the rest."""
+    out: dict[str, int] = {}
+    kind = None
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                lo, hi = (int(x, 16) for x in head[0].split("-"))
+                path = head[5] if len(head) > 5 else ""
+                size = hi - lo
+                if path == "[heap]":
+                    kind = "brk heap"
+                elif path:
+                    kind = None
+                elif size >= 32 << 20:
+                    kind = "anon >=32 MiB (thread arenas)"
+                elif size == 1 << 20:
+                    kind = "anon 1 MiB (pymalloc arenas)"
+                else:
+                    kind = "anon other"
+            elif kind and head[0] == "Anonymous:":
+                out[kind] = out.get(kind, 0) + int(head[1])
+    return out
+
+
+def _pymalloc_stats() -> str:
+    with tempfile.TemporaryFile("w+") as tmp:
+        saved = os.dup(2)
+        try:
+            os.dup2(tmp.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read()
+    keep = ("# arenas", "# bytes in allocated blocks", "# bytes in available blocks", "# bytes lost",
+            "# unused pools", "# bytes in", "Total")
+    return "\n".join(line for line in text.splitlines() if line.startswith(keep))
+
+
+def _heap(signum: int, frame: Any) -> None:
+    path = f"{os.environ['TRACED_SERVER_DUMP']}.heap.{_heap_count[0]}"
+    lines = [f"mallinfo2 {k} {v}" for k, v in _mallinfo2().items()]
+    lines += [f"anon {k}: {v} KiB" for k, v in _anon_mappings().items()]
+    lines.append(_pymalloc_stats())
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(path + ".tmp", path)
+    _heap_count[0] += 1
+
+
 if __name__ == "__main__":
-    tracemalloc.start(int(os.environ.get("TRACED_SERVER_FRAMES", "6")))
-    signal.signal(signal.SIGUSR1, _dump)
+    if os.environ.get("TRACED_SERVER_TRACEMALLOC", "1") != "0":
+        tracemalloc.start(int(os.environ.get("TRACED_SERVER_FRAMES", "6")))
+        signal.signal(signal.SIGUSR1, _dump)
+    signal.signal(signal.SIGUSR2, _heap)
     sys.argv[0] = "rocketpy"
     sys.exit(main())
