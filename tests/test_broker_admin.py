@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketpy.broker.stats import BROKER_PUT_NUMS, GROUP_GET_NUMS, TOPIC_PUT_NUMS, StatsItem
+from rocketpy.broker.stats import BROKER_PUT_NUMS, GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, StatsItem
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.bodies import (
     BrokerStatsData,
@@ -20,6 +20,8 @@ from rocketpy.codecs.bodies import (
 )
 from rocketpy.codecs.codes import MessageConst, MessageSysFlag, MixAll, RequestCode
 from rocketpy.codecs.headers import (
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
     GetAllProducerInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     GetConsumeStatsInBrokerHeader,
@@ -248,6 +250,45 @@ async def test_view_broker_stats(tmp_path):
                 RequestCode.VIEW_BROKER_STATS_DATA, ViewBrokerStatsDataRequestHeader(stats_name="X", stats_key="Y")
             )
             assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "The stats <X> <Y> not exist")
+
+
+async def test_stats_of_deleted_topics_and_groups_are_dropped(tmp_path):
+    """A broker that sees many short-lived topics and groups keeps no stats items for the gone ones
+    (Java's onTopicDeleted / onGroupDeleted): VIEW_BROKER_STATS_DATA then answers that they do not exist."""
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+
+            async def view(name: str, key: str) -> int:
+                header = ViewBrokerStatsDataRequestHeader(stats_name=name, stats_key=key)
+                return (await c.invoke(RequestCode.VIEW_BROKER_STATS_DATA, header)).code
+
+            t0 = now_ms()
+            broker.stats_manager.sample(broker, at_ms=t0)
+            kept = len(broker.stats_manager.items)
+            for i in range(3):
+                await c.send(f"TGone{i}", b"m", queue_id=0)
+                await c.update_offset(f"GGone{i}", f"TGone{i}", 0, 1)
+            broker.stats_manager.sample(broker, at_ms=t0 + 10_001)
+            assert await view(TOPIC_PUT_NUMS, "TGone1") == ResponseCode.SUCCESS
+            assert await view(GROUP_GET_SIZE, "TGone1@GGone1") == ResponseCode.SUCCESS
+            assert len(broker.stats_manager.items) == kept + 3 * 4
+            for i in range(3):
+                r = await c.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic=f"TGone{i}"))
+                assert r.code == ResponseCode.SUCCESS
+                header = DeleteSubscriptionGroupRequestHeader(group_name=f"GGone{i}", remove_offset=True)
+                assert (await c.invoke(RequestCode.DELETE_SUBSCRIPTIONGROUP, header)).code == ResponseCode.SUCCESS
+            broker.stats_manager.sample(broker, at_ms=t0 + 20_002)
+            assert await view(TOPIC_PUT_NUMS, "TGone1") == ResponseCode.SYSTEM_ERROR
+            assert await view(GROUP_GET_SIZE, "TGone1@GGone1") == ResponseCode.SYSTEM_ERROR
+            assert len(broker.stats_manager.items) == kept
+            assert await view(BROKER_PUT_NUMS, "DefaultCluster") == ResponseCode.SUCCESS
+
+
+def test_stats_item_holds_a_hostile_sum():
+    """Offsets are Java longs, their sum is not: it is capped at Long.MAX_VALUE, never an error."""
+    item = StatsItem(0, baseline=0)
+    item.observe(2 * ((1 << 63) - 1), 10_000)
+    assert item.in_minute().sum == (1 << 63) - 1
 
 
 def test_stats_item_windows():

@@ -16,8 +16,7 @@ units the queue lengths or the committed offsets moved over since the last round
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
-from collections.abc import Iterable
+from array import array
 from typing import TYPE_CHECKING
 
 from ..clock import now_ms
@@ -47,56 +46,63 @@ class Snapshot:
     avgpt: float
 
 
-@dataclasses.dataclass
-class _Sample:
-    timestamp: int
-    times: int
-    value: int
+#: the sample rings hold int64 pairs (Java's AtomicLong counters); a sum of hostile offsets is capped
+_INT64_MAX = (1 << 63) - 1
+
+
+def _push(ring: array[int], at_ms: int, value: int, keep: int) -> None:
+    ring.append(at_ms)
+    ring.append(value)
+    if len(ring) > 2 * keep:
+        del ring[:2]
+
+
+def _snapshot(ring: array[int]) -> Snapshot:
+    """Sum, TPS and average over a ring of (timestamp, value) samples: from its first to its last."""
+    if not ring:
+        return Snapshot(0, 0.0, 0.0)
+    total = ring[-1] - ring[1]
+    span = ring[-2] - ring[0]
+    tps = (total * 1000.0 / span) if span else float("nan")
+    # each counted unit is one call here (the counters are totals, not increments with call counts)
+    return Snapshot(total, tps, 1.0 if total > 0 else 0.0)
 
 
 class StatsItem:
-    """One counter and its minute (7 x 10 s), hour (7 x 10 min) and day (25 x 1 h) samples."""
+    """One counter and its minute (7 x 10 s), hour (7 x 10 min) and day (25 x 1 h) samples.
+
+    The samples are (timestamp, value) pairs in flat int64 arrays: a broker keeps items for every topic
+    and every topic@group it has offsets for, so an item is kept near 1 KiB rather than 3.5."""
+
+    __slots__ = ("baseline", "value", "minute", "hour", "day", "last_hour_ms", "last_day_ms")
 
     def __init__(self, start_ms: int, baseline: int) -> None:
         self.baseline = baseline
         self.value = 0
-        self.minute: deque[_Sample] = deque([_Sample(start_ms - SECONDS_PERIOD_MS, 0, 0)], maxlen=7)
-        self.hour: deque[_Sample] = deque([_Sample(start_ms - MINUTES_PERIOD_MS, 0, 0)], maxlen=7)
-        self.day: deque[_Sample] = deque([_Sample(start_ms - HOUR_PERIOD_MS, 0, 0)], maxlen=25)
+        self.minute = array("q", (start_ms - SECONDS_PERIOD_MS, 0))
+        self.hour = array("q", (start_ms - MINUTES_PERIOD_MS, 0))
+        self.day = array("q", (start_ms - HOUR_PERIOD_MS, 0))
         self.last_hour_ms = start_ms
         self.last_day_ms = start_ms
 
     def observe(self, total: int, at_ms: int) -> None:
-        self.value = max(0, total - self.baseline)
-        sample = _Sample(at_ms, self.value, self.value)
-        self.minute.append(sample)
+        self.value = value = min(max(0, total - self.baseline), _INT64_MAX)
+        _push(self.minute, at_ms, value, 7)
         if at_ms - self.last_hour_ms >= MINUTES_PERIOD_MS:
-            self.hour.append(sample)
+            _push(self.hour, at_ms, value, 7)
             self.last_hour_ms = at_ms
         if at_ms - self.last_day_ms >= HOUR_PERIOD_MS:
-            self.day.append(sample)
+            _push(self.day, at_ms, value, 25)
             self.last_day_ms = at_ms
 
-    @staticmethod
-    def _compute(samples: Iterable[_Sample]) -> Snapshot:
-        items = list(samples)
-        if not items:
-            return Snapshot(0, 0.0, 0.0)
-        first, last = items[0], items[-1]
-        total = last.value - first.value
-        span = last.timestamp - first.timestamp
-        tps = (total * 1000.0 / span) if span else float("nan")
-        times = last.times - first.times
-        return Snapshot(total, tps, total / times if times > 0 else 0.0)
-
     def in_minute(self) -> Snapshot:
-        return self._compute(self.minute)
+        return _snapshot(self.minute)
 
     def in_hour(self) -> Snapshot:
-        return self._compute(self.hour)
+        return _snapshot(self.hour)
 
     def in_day(self) -> Snapshot:
-        return self._compute(self.day)
+        return _snapshot(self.day)
 
 
 def units_size(store: object, topic: str, queue_id: int, start: int, end: int) -> int:
@@ -142,6 +148,7 @@ class BrokerStatsManager:
         self.observe(BROKER_PUT_NUMS, cluster, broker.stats["put"], at)
         self.observe(BROKER_GET_NUMS, cluster, broker.stats["get"], at)
         store = broker.store
+        live: set[tuple[str, str]] = {(BROKER_PUT_NUMS, cluster), (BROKER_GET_NUMS, cluster)}
         for topic in store.topics():
             total = 0
             moved = self._put_bytes.setdefault(topic, 0)
@@ -155,6 +162,7 @@ class BrokerStatsManager:
             self._put_bytes[topic] = moved
             self.observe(TOPIC_PUT_NUMS, topic, total, at)
             self.observe(TOPIC_PUT_SIZE, topic, moved, at)
+            live.update(((TOPIC_PUT_NUMS, topic), (TOPIC_PUT_SIZE, topic)))
         for key, offsets in list(broker.offsets.table.items()):
             topic, _, group = key.partition("@")
             stats_key = f"{topic}@{group}"
@@ -167,3 +175,22 @@ class BrokerStatsManager:
             self._get_bytes[stats_key] = moved
             self.observe(GROUP_GET_NUMS, stats_key, sum(max(0, o) for o in offsets.values()), at)
             self.observe(GROUP_GET_SIZE, stats_key, moved, at)
+            live.update(((GROUP_GET_NUMS, stats_key), (GROUP_GET_SIZE, stats_key)))
+        self._forget_all_but(live)
+
+    def _forget_all_but(self, live: set[tuple[str, str]]) -> None:
+        """Drop the items (and their marks) of topics and groups the broker no longer has, as Java's
+        onTopicDeleted and onGroupDeleted do: a broker that saw many short-lived names keeps none of them."""
+        if len(self.items) == len(live):
+            return
+        for key in [k for k in self.items if k not in live]:
+            del self.items[key]
+        topics = {key for name, key in live if name == TOPIC_PUT_NUMS}
+        groups = {key for name, key in live if name == GROUP_GET_NUMS}
+        for table, alive in ((self._put_bytes, topics), (self._get_bytes, groups)):
+            for gone in [k for k in table if k not in alive]:
+                del table[gone]
+        for put_mark in [k for k in self._put_marks if k[0] not in topics]:
+            del self._put_marks[put_mark]
+        for get_mark in [k for k in self._get_marks if f"{k[0]}@{k[1]}" not in groups]:
+            del self._get_marks[get_mark]
