@@ -28,10 +28,12 @@ def _dump(signum: int, frame: Any) -> None:
     _count[0] += 1
 
 
+_MALLINFO2 = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+              "keepcost")
+
+
 class _Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
+    _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2]
 
 
 def _mallinfo2() -> dict[str, int]:
@@ -44,7 +46,7 @@ def _mallinfo2() -> dict[str, int]:
         return {}
     fn.restype = _Mallinfo2
     info = fn()
-    return {f: getattr(info, f) for f, _ in _Mallinfo2._fields_}
+    return {f: getattr(info, f) for f in _MALLINFO2}
 
 
 def _anon_mappings() -> dict[str, int]:
