@@ -463,7 +463,7 @@ async def checker(broker_addr: str, stats: Stats, stop: trio.Event) -> None:
                 except Exception as exc:
                     stats.unanswered_probes.append(f"send failed: {exc!r}")
                     continue
-                if resp is not None and resp.code == 0:
+                if resp is not None and resp.code == 0 and resp.ext_fields:
                     acked[int(resp.ext_fields["queueOffset"])] = body
                     stats.acked += 1
             try:
@@ -563,10 +563,60 @@ def growth_tracebacks(first: Any, now: Any, limit: int = 15) -> str:
                          for d in diff[:limit])
 
 
+#: topics the broker makes for itself: kept by the clean-up (its own services read them)
+_SYSTEM_TOPIC_PREFIXES = ("RMQ_SYS_", "SCHEDULE_TOPIC_XXXX")
+
+
+async def broker_tables(broker_addr: str) -> dict[str, set[str]]:
+    """The topics, subscription groups and topic@group offset keys a broker has (its admin answers)."""
+    from rocketpy.codecs.bodies import ConsumerOffsetSerializeWrapper, SubscriptionGroupWrapper
+    from rocketpy.codecs.bodies.register import TopicConfigSerializeWrapper
+
+    async with broker_client(broker_addr) as c:
+        topics = (await c.invoke(RequestCode.GET_ALL_TOPIC_CONFIG)).body or b"{}"
+        groups = (await c.invoke(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).body or b"{}"
+        offsets = (await c.invoke(RequestCode.GET_ALL_CONSUMER_OFFSET)).body or b"{}"
+    return {
+        "topics": set(TopicConfigSerializeWrapper.decode(topics).topic_config_table or {}),
+        "groups": set(SubscriptionGroupWrapper.decode(groups).subscription_group_table or {}),
+        "offset keys": set(ConsumerOffsetSerializeWrapper.decode(offsets).offset_table or {}),
+    }
+
+
+async def clean_up(ns_addr: str, broker_addr: str, before: dict[str, set[str]]) -> dict[str, int]:
+    """Delete what the run made under legal names, as an operator would with mqadmin deleteTopic and
+    deleteSubGroup (with its offsets): the topics (in the broker and the NameServer) and the subscription
+    groups that were not there at the start. What the servers hold after this is what no request asked
+    them to keep. Returns how many of each went, and the offset keys left (pre-existing groups' offsets
+    on deleted topics: Java's deleteTopic keeps those too)."""
+    from rocketpy.codecs.headers import (
+        DeleteSubscriptionGroupRequestHeader,
+        DeleteTopicFromNamesrvRequestHeader,
+        DeleteTopicRequestHeader,
+    )
+
+    now = await broker_tables(broker_addr)
+    topics = sorted(t for t in now["topics"] - before["topics"] if not t.startswith(_SYSTEM_TOPIC_PREFIXES))
+    groups = sorted(now["groups"] - before["groups"])
+    async with broker_client(broker_addr) as b, broker_client(ns_addr) as ns:
+        for topic in topics:
+            await b.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic=topic))
+            await ns.invoke(RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader(topic=topic))
+        for group in groups:
+            header = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=True)
+            await b.invoke(RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
+    after = await broker_tables(broker_addr)
+    return {"topics deleted": len(topics), "groups deleted": len(groups),
+            "topics made": len(now["topics"] - before["topics"]),
+            "offset keys made": len(now["offset keys"] - before["offset keys"]),
+            "offset keys left": len(after["offset keys"] - before["offset keys"])}
+
+
 def heap_summary(report: str) -> str:
     """The lines of a traced_server.py heap report that tell where resident memory is, on one line."""
     keep = ("mallinfo2 arena ", "mallinfo2 uordblks", "mallinfo2 fordblks", "mallinfo2 hblkhd", "anon ",
-            "# arenas allocated current", "# bytes in allocated blocks", "# bytes in available blocks")
+            "# arenas allocated current", "# bytes in allocated blocks", "# bytes in available blocks", "modules",
+            "gc objects")
     return "; ".join(" ".join(line.split()) for line in report.splitlines() if line.startswith(keep))
 
 
@@ -605,6 +655,8 @@ async def run(args: argparse.Namespace) -> int:
     memory: dict[str, list[dict[str, Any]]] = {}
     growth: list[str] = []
     heaps: dict[str, list[str]] = {}
+    cleaned: dict[str, int] = {}
+    after_clean_up: dict[str, dict[str, int]] = {}
     started = time.monotonic()
 
     def sample(servers: dict[str, int]) -> None:
@@ -636,6 +688,7 @@ async def run(args: argparse.Namespace) -> int:
         sample(servers)
         for name, obj in objects.items():
             census_at[f"{name} start"] = census(obj)
+        tables_at_start = await broker_tables(b_addr) if args.clean_up else {}
         stop = trio.Event()
         async with trio.open_nursery() as inner:
             inner.start_soon(checker, b_addr, stats, stop)
@@ -682,6 +735,15 @@ async def run(args: argparse.Namespace) -> int:
         sample(servers)
         for p in procs if args.heap else ():
             heaps.setdefault(p.name, []).append(await p.heap_report(workdir))
+        if args.clean_up:
+            cleaned.update(await clean_up(ns_addr, b_addr, tables_at_start))
+            # the broker forgets a deleted topic's stats and trims its heap in its 10 s scan
+            await trio.sleep(max(args.settle, 25))
+            for name, pid in servers.items():
+                after_clean_up[name] = {"t": round(time.monotonic() - started), **memory_kib(pid)}
+            for p in procs if args.heap else ():
+                heaps[p.name].append(await p.heap_report(workdir))
+        for p in procs if args.heap else ():
             (out / f"{p.name}-heap.txt").write_text("\n\n".join(heaps[p.name]))
         for name, obj in objects.items():
             census_at[f"{name} end"] = census(obj)
@@ -745,7 +807,9 @@ async def run(args: argparse.Namespace) -> int:
         "unique_findings": sorted(findings.unique),
         "refused_one_line": sum(findings.refusals.values()),
         "refusals": dict(sorted(findings.refusals.items(), key=lambda kv: -kv[1])[:40]),
-        "memory_kib": {name: {"start": m[0], "end": m[-1], "series": m} for name, m in memory.items()},
+        "memory_kib": {name: {"start": m[0], "end": m[-1], "after_clean_up": after_clean_up.get(name), "series": m}
+                       for name, m in memory.items()},
+        "clean_up": cleaned,
         "exit_codes": stats.exits,
         "tracemalloc_growth": growth,
         "grown_tables": {
@@ -759,7 +823,8 @@ async def run(args: argparse.Namespace) -> int:
     runs.append(result)
     prev.write_text(json.dumps(runs, indent=1))
     print(json.dumps({k: v for k, v in result.items() if k != "memory_kib"}, indent=1))
-    print(json.dumps({n: {"start": m["start"], "end": m["end"]} for n, m in result["memory_kib"].items()}))
+    kept = ("start", "end", "after_clean_up")
+    print(json.dumps({n: {k: m[k] for k in kept} for n, m in result["memory_kib"].items()}))
     return 1 if (stats.lost or stats.unanswered_probes or stats.hogs or findings.unique) else 0
 
 
@@ -785,6 +850,9 @@ def main() -> int:
     ap.add_argument("--heap", action="store_true",
                     help="with --servers process: report the servers' C heap every minute and at the end "
                          "(glibc's mallinfo2, anonymous mappings by kind, pymalloc arenas; --out/<server>-heap.txt)")
+    ap.add_argument("--no-clean-up", dest="clean_up", action="store_false",
+                    help="leave the topics and groups the run made (by default they are deleted after the end "
+                         "sample, and memory is sampled again: what is then left is what nothing asked to keep)")
     ap.add_argument("--settle", type=float, default=10.0,
                     help="seconds to wait after the last connection before the final memory sample")
     args = ap.parse_args()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import os
 import signal
 import sys
@@ -92,11 +93,33 @@ def _pymalloc_stats() -> str:
     return "\n".join(line for line in text.splitlines() if line.startswith(keep))
 
 
+def _big_objects(limit: int = 128 * 1024) -> list[str]:
+    """Python objects of ``limit`` bytes or more (glibc maps each on its own) and what holds them."""
+    out: dict[str, int] = {}
+    seen: set[int] = set()
+    for holder in gc.get_objects():
+        for obj in (holder, *gc.get_referents(holder)):
+            if id(obj) in seen:
+                continue
+            try:
+                size = sys.getsizeof(obj)
+            except TypeError:
+                continue
+            if size >= limit:
+                seen.add(id(obj))
+                name = type(obj).__name__ if obj is holder else f"{type(obj).__name__} in {type(holder).__qualname__}"
+                out[name] = out.get(name, 0) + size
+    return [f"big {name}: {size // 1024} KiB" for name, size in sorted(out.items(), key=lambda kv: -kv[1])]
+
+
 def _heap(signum: int, frame: Any) -> None:
     path = f"{os.environ['TRACED_SERVER_DUMP']}.heap.{_heap_count[0]}"
     lines = [f"mallinfo2 {k} {v}" for k, v in _mallinfo2().items()]
     lines += [f"anon {k}: {v} KiB" for k, v in _anon_mappings().items()]
     lines.append(_pymalloc_stats())
+    lines.append(f"modules {len(sys.modules)}")  # what a request imported lazily stays
+    lines.append(f"gc objects {len(gc.get_objects())}")
+    lines += _big_objects()
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
     os.replace(path + ".tmp", path)
