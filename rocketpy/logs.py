@@ -6,7 +6,9 @@ rotated by size and count as theirs (``broker.log`` 128 MB x 20, ``store.log`` 1
 10), plus stderr for the foreground and container runtimes. ``--log-format json`` writes one JSON object a line.
 
 The files are written by a ``QueueListener`` thread, as Java's AsyncAppender does: a log call on the event loop
-only puts the record on a queue, it never blocks on the disk.
+only puts the record on a queue, it never blocks on the disk. The queue is bounded, as logback's is: past 80 %
+full, records below WARN are dropped (its discardingThreshold); when full, every record is, where logback
+would block the caller (here the event loop). The listener then writes how many went.
 """
 
 from __future__ import annotations
@@ -107,6 +109,34 @@ class _Route(logging.Filter):
         return where == self.target
 
 
+#: records the queue holds at most: a burst (a transaction check over thousands of half messages logs a
+#: line for each) costs this much memory at worst, about 1 KiB a record, not one record per line logged
+QUEUE_RECORDS = 4096
+
+
+class BoundedQueueHandler(logging.handlers.QueueHandler):
+    """A QueueHandler whose queue never holds more than ``limit`` records (see the module's text)."""
+
+    def __init__(self, records: queue.SimpleQueue[logging.LogRecord], limit: int = QUEUE_RECORDS) -> None:
+        super().__init__(records)
+        self.records = records
+        self.limit = limit
+        self.discard_below_warn_from = limit * 4 // 5
+        self.dropped = 0
+
+    def enqueue(self, record: logging.LogRecord) -> None:
+        waiting = self.records.qsize()
+        if waiting >= self.limit or (waiting >= self.discard_below_warn_from and record.levelno < logging.WARNING):
+            self.dropped += 1  # a race between threads only miscounts: the GIL keeps the int whole
+            return
+        if self.dropped:
+            dropped, self.dropped = self.dropped, 0
+            self.records.put_nowait(logging.makeLogRecord({
+                "name": "rocketpy.logs", "levelno": logging.WARNING, "levelname": "WARNING",
+                "msg": f"{dropped} log records dropped: the log files were not written as fast as they came"}))
+        self.records.put_nowait(record)
+
+
 _listener: logging.handlers.QueueListener | None = None
 #: the root logger's handlers and level before setup, put back by stop (a command run in-process, in tests)
 _saved: tuple[list[logging.Handler], int] | None = None
@@ -144,7 +174,7 @@ def setup(role: str, *, log_format: str = "text", log_dir: str | None = None, fi
     _saved = (list(root.handlers), root.level)
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(logging.handlers.QueueHandler(records))
+    root.addHandler(BoundedQueueHandler(records))
     root.setLevel(level)
     _listener = logging.handlers.QueueListener(records, *handlers, respect_handler_level=True)
     _listener.start()

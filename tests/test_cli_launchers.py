@@ -7,6 +7,7 @@ import importlib
 import json
 import logging
 import os
+import queue
 import re
 import signal
 import subprocess
@@ -247,3 +248,36 @@ async def test_serve_second_instance_names_the_store_holder_and_sigterm_stops(tm
     broker_log = (tmp_path / "logs" / "broker.log").read_text()
     assert "boot success" in broker_log and "stopped" in broker_log
     assert f" INFO rocketpy.broker - register broker[0]to name server 127.0.0.1:{ns} OK\n" in broker_log
+
+
+def test_log_queue_is_bounded_and_says_what_it_dropped() -> None:
+    """A flood of log lines faster than the files take them (a transaction check logs one for each of
+    thousands of half messages) holds at most the queue's bound in memory, never one record per line;
+    past 80 % INFO goes first, as logback's discardingThreshold; the next record says how many went."""
+    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    handler = logs.BoundedQueueHandler(records, limit=10)
+    log = logging.getLogger("rocketpy.test.flood")
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    log.addHandler(handler)
+    try:
+        for i in range(8):
+            log.warning("w%d", i)
+        log.info("dropped: past 80 %")
+        log.warning("w8")
+        log.warning("w9")
+        for _ in range(5000):
+            log.error("flood")
+        assert records.qsize() == 10
+        got = [records.get_nowait().getMessage() for _ in range(10)]
+        assert got[:8] == [f"w{i}" for i in range(8)] and got[9] == "w8"
+        assert got[8].startswith("1 log records dropped")  # the INFO past 80 %; w9 and the flood: full
+        log.info("after")
+        notice, after = records.get_nowait(), records.get_nowait()
+        assert (notice.levelname, notice.name) == ("WARNING", "rocketpy.logs")
+        assert notice.getMessage().startswith("5001 log records dropped")
+        assert after.getMessage() == "after" and records.empty()
+    finally:
+        log.removeHandler(handler)
+        log.propagate = True
+        log.setLevel(logging.NOTSET)
