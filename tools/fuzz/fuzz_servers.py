@@ -656,6 +656,7 @@ async def run(args: argparse.Namespace) -> int:
     growth: list[str] = []
     heaps: dict[str, list[str]] = {}
     cleaned: dict[str, int] = {}
+    log_dropped: dict[str, int] = {}
     after_clean_up: dict[str, dict[str, int]] = {}
     started = time.monotonic()
 
@@ -782,6 +783,7 @@ async def run(args: argparse.Namespace) -> int:
                         json.dumps(findings.unique[name], indent=1))
                 for key, count in p.log.refusals.items():
                     findings.refusals[f"{p.name} {key}"] = count
+                log_dropped[p.name] = p.log.dropped
                 (out / f"{p.name}.log.tail").write_text(p.log.path.read_text(errors="replace")[-200_000:])
             stats.exits = exits
         else:
@@ -806,6 +808,7 @@ async def run(args: argparse.Namespace) -> int:
         "tracebacks": findings.total,
         "unique_findings": sorted(findings.unique),
         "refused_one_line": sum(findings.refusals.values()),
+        "log_records_dropped": log_dropped,  # by the servers' bounded log queues: not scanned for tracebacks
         "refusals": dict(sorted(findings.refusals.items(), key=lambda kv: -kv[1])[:40]),
         "memory_kib": {name: {"start": m[0], "end": m[-1], "after_clean_up": after_clean_up.get(name), "series": m}
                        for name, m in memory.items()},

@@ -46,7 +46,10 @@ class ServerLog:
     unique: dict[str, int] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
     refusals: dict[str, int] = field(default_factory=dict)
+    #: records the server's bounded log queue dropped (rocketpy.logs): tracebacks may hide among them
+    dropped: int = 0
 
+    _DROPPED = re.compile(r"rocketpy\.logs - (\d+) log records dropped")
     _REFUSED = re.compile(r"process request refused: code (-?\d+) from \S+ answered SYSTEM_ERROR: ([^:,]{0,80})")
 
     def scan(self) -> None:
@@ -54,6 +57,9 @@ class ServerLog:
         i = 0
         while i < len(lines):
             line = lines[i]
+            dropped = self._DROPPED.search(line)
+            if dropped:
+                self.dropped += int(dropped.group(1))
             m = self._REFUSED.search(line)
             if m:
                 key = f"code {m.group(1)}: {m.group(2)}"
