@@ -124,11 +124,14 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
         self.discard_below_warn_from = limit * 4 // 5
         self.dropped = 0
 
-    def enqueue(self, record: logging.LogRecord) -> None:
+    def emit(self, record: logging.LogRecord) -> None:
         waiting = self.records.qsize()
         if waiting >= self.limit or (waiting >= self.discard_below_warn_from and record.levelno < logging.WARNING):
-            self.dropped += 1  # a race between threads only miscounts: the GIL keeps the int whole
+            self.dropped += 1  # before the record is formatted; a race between threads only miscounts
             return
+        super().emit(record)
+
+    def enqueue(self, record: logging.LogRecord) -> None:
         if self.dropped:
             dropped, self.dropped = self.dropped, 0
             self.records.put_nowait(logging.makeLogRecord({
