@@ -124,20 +124,33 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
         self.discard_below_warn_from = limit * 4 // 5
         self.dropped = 0
 
+    # emit runs under the handler's lock (Handler.handle), so the count is exact across threads
     def emit(self, record: logging.LogRecord) -> None:
         waiting = self.records.qsize()
         if waiting >= self.limit or (waiting >= self.discard_below_warn_from and record.levelno < logging.WARNING):
-            self.dropped += 1  # before the record is formatted; a race between threads only miscounts
+            self.dropped += 1  # before the record is formatted: a flood's cost is its formatting
             return
         super().emit(record)
 
     def enqueue(self, record: logging.LogRecord) -> None:
+        self._say_dropped()
+        self.records.put_nowait(record)
+
+    def flush(self) -> None:
+        """Queue the count of records dropped since the last one that went (stop calls this before the
+        listener's last round, so a flood just before the end is still told)."""
+        self.acquire()  # as Handler.handle around emit
+        try:
+            self._say_dropped()
+        finally:
+            self.release()
+
+    def _say_dropped(self) -> None:
         if self.dropped:
             dropped, self.dropped = self.dropped, 0
             self.records.put_nowait(logging.makeLogRecord({
                 "name": "rocketpy.logs", "levelno": logging.WARNING, "levelname": "WARNING",
                 "msg": f"{dropped} log records dropped: the log files were not written as fast as they came"}))
-        self.records.put_nowait(record)
 
 
 _listener: logging.handlers.QueueListener | None = None
@@ -189,6 +202,9 @@ def stop() -> None:
     returns, at exit, or before a second ``setup``)."""
     global _listener, _saved
     if _listener is not None:
+        for h in logging.getLogger().handlers:
+            if isinstance(h, BoundedQueueHandler):
+                h.flush()  # the count of a flood just before the end is written too
         _listener.stop()
         for h in _listener.handlers:
             h.close()

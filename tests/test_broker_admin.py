@@ -3,7 +3,11 @@ switch is served, and each new one answers like Java."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketpy.broker.stats import BROKER_PUT_NUMS, GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, StatsItem
 from rocketpy.codecs import ResponseCode
@@ -298,6 +302,43 @@ def test_stats_item_windows():
     minute = item.in_minute()
     assert minute.sum == 60 and minute.tps == pytest.approx(1.0)  # last 7 samples span 60 s
     assert item.in_hour().sum == 0 and item.in_day().sum == 0
+
+
+def _windows_by_the_book(start: int, baseline: int, observed: list[tuple[int, int]]) -> list[tuple[int, float, float]]:
+    """Java's sampling, spelled out: every round a minute sample (last 7 kept), an hour sample 10 min after
+    the last (7 kept), a day sample an hour after the last (25 kept), each list seeded 1 period before the
+    start with 0; a window is its last sample minus its first; each counted unit is one call."""
+    minute, hour, day = [(start - 10_000, 0)], [(start - 600_000, 0)], [(start - 3_600_000, 0)]
+    last_hour = last_day = start
+    for at, total in observed:
+        value = min(max(0, total - baseline), (1 << 63) - 1)
+        minute = (minute + [(at, value)])[-7:]
+        if at - last_hour >= 600_000:
+            hour, last_hour = (hour + [(at, value)])[-7:], at
+        if at - last_day >= 3_600_000:
+            day, last_day = (day + [(at, value)])[-25:], at
+    out = []
+    for samples in (minute, hour, day):
+        total, span = samples[-1][1] - samples[0][1], samples[-1][0] - samples[0][0]
+        out.append((total, total * 1000.0 / span if span else math.nan, 1.0 if total > 0 else 0.0))
+    return out
+
+
+@given(st.integers(0, 10**13), st.integers(0, 10**12),
+       st.lists(st.tuples(st.integers(0, 3_000_000), st.integers(-10**6, 10**13)), max_size=50))
+def test_stats_item_windows_as_java_samples(start, baseline, steps):
+    """Sum, TPS and average of the minute, hour and day windows over any series of totals: resets below
+    the baseline, zero, rounds at one instant (span 0: NaN TPS; Java's double division would give
+    +-Infinity for a non-zero sum, a window only a clock standing still for 7 rounds reaches)."""
+    item, at, observed = StatsItem(start, baseline), start, []
+    for step, total in steps:
+        at += step
+        observed.append((at, total))
+        item.observe(total, at)
+    got = [(s.sum, s.tps, s.avgpt) for s in (item.in_minute(), item.in_hour(), item.in_day())]
+    want = _windows_by_the_book(start, baseline, observed)
+    assert [(g[0], g[2]) for g in got] == [(w[0], w[2]) for w in want]
+    assert all(g[1] == w[1] or (math.isnan(g[1]) and math.isnan(w[1])) for g, w in zip(got, want))
 
 
 async def test_resume_check_half_message(tmp_path):

@@ -281,3 +281,21 @@ def test_log_queue_is_bounded_and_says_what_it_dropped() -> None:
         log.removeHandler(handler)
         log.propagate = True
         log.setLevel(logging.NOTSET)
+
+
+def test_records_dropped_just_before_stop_are_still_told(tmp_path: Path) -> None:
+    """A flood that ends the process's logging (no record after it to carry the notice) is still
+    counted in the files: stop queues the notice before the listener's last round."""
+    logs.setup("broker", log_dir=str(tmp_path), stream=False)
+    try:
+        (handler,) = [h for h in logging.getLogger().handlers if isinstance(h, logs.BoundedQueueHandler)]
+        logging.getLogger("rocketpy.broker").info("kept")
+        handler.limit = handler.discard_below_warn_from = 0  # as if the queue were full from here on
+        for _ in range(3):
+            logging.getLogger("rocketpy.broker").error("lost in the flood")
+    finally:
+        logs.stop()
+    default = (tmp_path / "broker_default.log").read_text()
+    assert " WARN rocketpy.logs - 3 log records dropped" in default
+    broker = (tmp_path / "broker.log").read_text()
+    assert "kept" in broker and "lost in the flood" not in broker

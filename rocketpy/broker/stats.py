@@ -180,7 +180,9 @@ class BrokerStatsManager:
 
     def _forget_all_but(self, live: set[tuple[str, str]]) -> None:
         """Drop the items (and their marks) of topics and groups the broker no longer has, as Java's
-        onTopicDeleted and onGroupDeleted do: a broker that saw many short-lived names keeps none of them."""
+        onTopicDeleted and onGroupDeleted do. Java does so only with autoDeleteUnusedStats=true (default
+        false); here always, so that a broker that saw many short-lived names keeps none of them. A group's
+        items go with its offsets (deleteSubGroup with removeOffset), a topic's with its consume queues."""
         if len(self.items) == len(live):
             return
         for key in [k for k in self.items if k not in live]:

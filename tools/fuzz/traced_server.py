@@ -78,15 +78,23 @@ def _anon_mappings() -> dict[str, int]:
 
 
 def _pymalloc_stats() -> str:
-    with tempfile.TemporaryFile("w+") as tmp:
-        saved = os.dup(2)
+    """pymalloc's arena and block counts (sys._debugmallocstats' text), written to a file of their own:
+    fd 2 is the server's log, which the log listener thread writes to at any time (a redirected fd 2
+    would swallow its lines, tracebacks among them)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    stats = ctypes.pythonapi._PyObject_DebugMallocStats  # what sys._debugmallocstats calls with stderr
+    stats.argtypes = [ctypes.c_void_p]
+    with tempfile.NamedTemporaryFile("r") as tmp:
+        out = libc.fopen(os.fsencode(tmp.name), b"w")
+        if not out:
+            raise OSError(f"fopen {tmp.name} failed")
         try:
-            os.dup2(tmp.fileno(), 2)
-            sys._debugmallocstats()
+            stats(out)
         finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        tmp.seek(0)
+            libc.fclose(out)
         text = tmp.read()
     keep = ("# arenas", "# bytes in allocated blocks", "# bytes in available blocks", "# bytes lost",
             "# unused pools", "# bytes in", "Total")
@@ -114,15 +122,21 @@ def _big_objects(limit: int = 128 * 1024) -> list[str]:
 
 def _heap(signum: int, frame: Any) -> None:
     path = f"{os.environ['TRACED_SERVER_DUMP']}.heap.{_heap_count[0]}"
-    lines = [f"mallinfo2 {k} {v}" for k, v in _mallinfo2().items()]
-    lines += [f"anon {k}: {v} KiB" for k, v in _anon_mappings().items()]
-    lines.append(_pymalloc_stats())
-    lines.append(f"modules {len(sys.modules)}")  # what a request imported lazily stays
-    lines.append(f"gc objects {len(gc.get_objects())}")
-    lines += _big_objects()
-    with open(path + ".tmp", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(path + ".tmp", path)
+    try:
+        lines = [f"mallinfo2 {k} {v}" for k, v in _mallinfo2().items()]
+        lines += [f"anon {k}: {v} KiB" for k, v in _anon_mappings().items()]
+        lines.append(_pymalloc_stats())
+        lines.append(f"modules {len(sys.modules)}")  # what a request imported lazily stays
+        lines.append(f"gc objects {len(gc.get_objects())}")
+        lines += _big_objects()
+    except Exception as exc:  # a signal handler's exception would surface in the server's event loop
+        lines = [f"heap report failed: {exc!r}"]
+    try:
+        with open(path + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(path + ".tmp", path)
+    except OSError:
+        pass  # the fuzzer waits for the report a while, then goes on without it
     _heap_count[0] += 1
 
 

@@ -1,0 +1,59 @@
+"""tools/fuzz/traced_server.py's heap report, without a fuzz run: it never takes the server's stderr (its
+log) away from the log writer, and it never raises into the server it watches."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+TOOL = Path(__file__).resolve().parent.parent / "tools" / "fuzz" / "traced_server.py"
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ModuleType]:
+    spec = importlib.util.spec_from_file_location("traced_server", TOOL)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setenv("TRACED_SERVER_DUMP", str(tmp_path / "broker.snap"))
+    monkeypatch.setattr(mod, "_big_objects", lambda: [])  # a walk of every object in the test process: slow
+    yield mod
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/smaps and glibc's mallinfo2")
+def test_heap_report_leaves_stderr_to_the_log_writer(traced: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    onto: list[int] = []
+    real_dup2 = os.dup2
+
+    def dup2(fd: int, fd2: int, inheritable: bool = True) -> int:
+        onto.append(fd2)
+        return real_dup2(fd, fd2, inheritable)
+
+    monkeypatch.setattr(os, "dup2", dup2)
+    traced._heap(signal.SIGUSR2, None)
+    monkeypatch.undo()
+    assert 2 not in onto  # redirected, the log listener's lines in that moment would be lost
+    report = (tmp_path / "broker.snap.heap.0").read_text()
+    assert "# arenas allocated current" in report and "gc objects " in report
+    assert "failed" not in report
+
+
+def test_a_failing_heap_report_says_so_and_does_not_raise(traced: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    def broken() -> dict[str, int]:
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(traced, "_anon_mappings", broken)
+    traced._heap(signal.SIGUSR2, None)  # in the server this runs between two bytecodes of its event loop
+    assert (tmp_path / "broker.snap.heap.0").read_text() == "heap report failed: OSError('no /proc here')\n"
+    traced._heap(signal.SIGUSR2, None)
+    assert (tmp_path / "broker.snap.heap.1").exists()
