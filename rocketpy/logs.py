@@ -7,8 +7,9 @@ rotated by size and count as theirs (``broker.log`` 128 MB x 20, ``store.log`` 1
 
 The files are written by a ``QueueListener`` thread, as Java's AsyncAppender does: a log call on the event loop
 only puts the record on a queue, it never blocks on the disk. The queue is bounded, as logback's is: past 80 %
-full, records below WARN are dropped (its discardingThreshold); when full, every record is, where logback
-would block the caller (here the event loop). The listener then writes how many went.
+full, records below WARN are dropped (its discardingThreshold); when full, WARN too, where logback would block
+the caller (here the event loop); ERROR records (tracebacks) have as much room again. The listener then writes
+how many went.
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ class _Route(logging.Filter):
         return where == self.target
 
 
-#: records the queue holds at most: a burst (a transaction check over thousands of half messages logs a
-#: line for each) costs this much memory at worst, about 1 KiB a record, not one record per line logged
-QUEUE_RECORDS = 4096
+#: records below ERROR the queue holds at most (Java's AsyncAppenders hold 256 each): a burst (a transaction
+#: check over thousands of half messages logs a line for each) costs about 1 KiB a record at worst, not one
+#: record per line logged; ERROR and above (tracebacks) may take as many again
+QUEUE_RECORDS = 1024
 
 
 class BoundedQueueHandler(logging.handlers.QueueHandler):
@@ -126,8 +128,9 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
 
     # emit runs under the handler's lock (Handler.handle), so the count is exact across threads
     def emit(self, record: logging.LogRecord) -> None:
-        waiting = self.records.qsize()
-        if waiting >= self.limit or (waiting >= self.discard_below_warn_from and record.levelno < logging.WARNING):
+        waiting, level = self.records.qsize(), record.levelno
+        if (waiting >= 2 * self.limit or (waiting >= self.limit and level < logging.ERROR)
+                or (waiting >= self.discard_below_warn_from and level < logging.WARNING)):
             self.dropped += 1  # before the record is formatted: a flood's cost is its formatting
             return
         super().emit(record)

@@ -267,15 +267,19 @@ def test_log_queue_is_bounded_and_says_what_it_dropped() -> None:
         log.warning("w8")
         log.warning("w9")
         for _ in range(5000):
-            log.error("flood")
+            log.warning("flood")
         assert records.qsize() == 10
-        got = [records.get_nowait().getMessage() for _ in range(10)]
+        for i in range(5000):  # tracebacks have as much room again, then they go too
+            log.error("e%d", i)
+        assert records.qsize() == 20
+        got = [records.get_nowait().getMessage() for _ in range(20)]
         assert got[:8] == [f"w{i}" for i in range(8)] and got[9] == "w8"
         assert got[8].startswith("1 log records dropped")  # the INFO past 80 %; w9 and the flood: full
+        assert got[10].startswith("5001 log records dropped") and got[11:] == [f"e{i}" for i in range(9)]
         log.info("after")
         notice, after = records.get_nowait(), records.get_nowait()
         assert (notice.levelname, notice.name) == ("WARNING", "rocketpy.logs")
-        assert notice.getMessage().startswith("5001 log records dropped")
+        assert notice.getMessage().startswith("4991 log records dropped")
         assert after.getMessage() == "after" and records.empty()
     finally:
         log.removeHandler(handler)
