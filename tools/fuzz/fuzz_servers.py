@@ -660,6 +660,10 @@ async def run(args: argparse.Namespace) -> int:
     after_clean_up: dict[str, dict[str, int]] = {}
     started = time.monotonic()
 
+    async def report_heaps() -> None:
+        for p in procs if args.heap else ():
+            heaps.setdefault(p.name, []).append(await p.heap_report(workdir))
+
     def sample(servers: dict[str, int]) -> None:
         for name, pid in servers.items():
             memory.setdefault(name, []).append({"t": round(time.monotonic() - started), **memory_kib(pid)})
@@ -684,8 +688,7 @@ async def run(args: argparse.Namespace) -> int:
         snaps: dict[str, Any] = {}
         if args.tracemalloc and procs:
             snaps = {p.name: await p.snapshot(workdir) for p in procs}
-        for p in procs if args.heap else ():
-            heaps.setdefault(p.name, []).append(await p.heap_report(workdir))
+        await report_heaps()
         sample(servers)
         for name, obj in objects.items():
             census_at[f"{name} start"] = census(obj)
@@ -722,9 +725,9 @@ async def run(args: argparse.Namespace) -> int:
 
                             growth[:] = top_growth(snapshot, tracemalloc.take_snapshot())
                             print("  grew: " + "\n  grew: ".join(growth[:8]), flush=True)
-                        for p in procs if args.heap else ():
-                            heaps.setdefault(p.name, []).append(await p.heap_report(workdir))
-                            print(f"  {p.name} heap: " + heap_summary(heaps[p.name][-1]), flush=True)
+                        await report_heaps()
+                        for name, reports in heaps.items():
+                            print(f"  {name} heap: " + heap_summary(reports[-1]), flush=True)
                         for p in procs if snaps else ():
                             now = await p.snapshot(workdir)
                             if now is not None and snaps[p.name] is not None:
@@ -734,18 +737,16 @@ async def run(args: argparse.Namespace) -> int:
         # the fuzzing connections are closed: what the servers still hold now is what they keep
         await trio.sleep(args.settle)
         sample(servers)
-        for p in procs if args.heap else ():
-            heaps.setdefault(p.name, []).append(await p.heap_report(workdir))
+        await report_heaps()
         if args.clean_up:
             cleaned.update(await clean_up(ns_addr, b_addr, tables_at_start))
             # the broker forgets a deleted topic's stats and trims its heap in its 10 s scan
             await trio.sleep(max(args.settle, 25))
             for name, pid in servers.items():
                 after_clean_up[name] = {"t": round(time.monotonic() - started), **memory_kib(pid)}
-            for p in procs if args.heap else ():
-                heaps[p.name].append(await p.heap_report(workdir))
-        for p in procs if args.heap else ():
-            (out / f"{p.name}-heap.txt").write_text("\n\n".join(heaps[p.name]))
+            await report_heaps()
+        for name, reports in heaps.items():
+            (out / f"{name}-heap.txt").write_text("\n\n".join(reports))
         for name, obj in objects.items():
             census_at[f"{name} end"] = census(obj)
         if snapshot is not None:

@@ -98,16 +98,20 @@ class ServerProcess:
     def memory(self) -> dict[str, int]:
         return memory_kib(self.proc.pid)
 
+    async def _ask(self, sig: int, path: Path, timeout: float) -> bool:
+        """Signal the traced server and wait for the file it writes in answer (False if it did not come)."""
+        self.proc.send_signal(sig)
+        with trio.move_on_after(timeout):
+            while not path.exists():
+                await trio.sleep(0.2)
+            return True
+        return False
+
     async def heap_report(self, workdir: Path) -> str:
         """traced_server.py's report of the C heap (mallinfo2, anonymous mappings, pymalloc arenas)."""
         path = workdir / f"{self.name}.snap.heap.{self.heap_reports}"
         self.heap_reports += 1
-        self.proc.send_signal(signal.SIGUSR2)
-        with trio.move_on_after(60):
-            while not path.exists():
-                await trio.sleep(0.2)
-            return path.read_text()
-        return ""
+        return path.read_text() if await self._ask(signal.SIGUSR2, path, 60) else ""
 
     async def snapshot(self, workdir: Path) -> Any:
         """The next tracemalloc snapshot of a traced server (None if it did not come in time)."""
@@ -115,12 +119,8 @@ class ServerProcess:
 
         path = workdir / f"{self.name}.snap.{self.snapshots}"
         self.snapshots += 1
-        self.proc.send_signal(signal.SIGUSR1)
-        with trio.move_on_after(300):  # a big heap on a busy machine takes a while
-            while not path.exists():
-                await trio.sleep(0.5)
-            return tracemalloc.Snapshot.load(str(path))
-        return None
+        # a big heap on a busy machine takes a while
+        return tracemalloc.Snapshot.load(str(path)) if await self._ask(signal.SIGUSR1, path, 300) else None
 
 
 TRACED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "traced_server.py")
