@@ -37,13 +37,14 @@ class _Mallinfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2]
 
 
+def _libc() -> Any:
+    return ctypes.CDLL(ctypes.util.find_library("c"))
+
+
 def _mallinfo2() -> dict[str, int]:
-    name = ctypes.util.find_library("c")
     try:
-        fn = ctypes.CDLL(name).mallinfo2 if name else None
-    except (OSError, AttributeError):
-        fn = None
-    if fn is None:
+        fn = _libc().mallinfo2
+    except (OSError, AttributeError):  # not glibc, or before 2.33
         return {}
     fn.restype = _Mallinfo2
     info = fn()
@@ -81,7 +82,7 @@ def _pymalloc_stats() -> str:
     """pymalloc's arena and block counts (sys._debugmallocstats' text), written to a file of their own:
     fd 2 is the server's log, which the log listener thread writes to at any time (a redirected fd 2
     would swallow its lines, tracebacks among them)."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc = _libc()
     libc.fopen.restype = ctypes.c_void_p
     libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
     libc.fclose.argtypes = [ctypes.c_void_p]
