@@ -53,3 +53,32 @@ async def test_a_huge_property_leaves_sql92_pulls_working(tmp_path) -> None:  # 
             resp, msgs = await c.pull("GHuge", "THuge", 0, 0, subscription="a > 1", expression_type="SQL92")
             assert resp.code == ResponseCode.SUCCESS, resp.remark
             assert [m.body for m in msgs] == [b"small"]
+
+
+def test_a_bad_expression_compiled_again_keeps_no_caller_alive() -> None:
+    """A consumer heartbeating with a bad SQL92 filter: each failure is its own error, and the cached
+    failure holds no traceback, so the requests that compiled it are freed (the fuzzer found 103
+    cached exceptions holding every heartbeat frame that had raised them again)."""
+    import gc
+    import weakref
+
+    from rocketpy.broker.sql92 import compile_cached
+
+    class Request:
+        pass
+
+    def heartbeat(text: str) -> weakref.ref[Request]:
+        request = Request()  # a local of the failing caller's frame, as a request is
+        with pytest.raises(SelectorError) as info:
+            compile_cached(text)
+        assert info.value.java_class == "org.apache.rocketmq.filter.parser.ParseException"
+        return weakref.ref(request)
+
+    refs = [heartbeat("a >") for _ in range(5)]
+    gc.collect()
+    assert [r() for r in refs] == [None] * 5
+    with pytest.raises(SelectorError) as first:
+        compile_cached("a >")
+    with pytest.raises(SelectorError) as again:
+        compile_cached("a >")
+    assert first.value is not again.value and first.value.java_message == again.value.java_message

@@ -243,7 +243,10 @@ class Selector:
         return f"Selector({self.text!r})"
 
 
-_CACHE: dict[str, Expr | SelectorError] = {}
+#: compiled selectors, and the failures as (java_class, message): a cached exception object would be
+#: raised again each time, and every raise adds the caller's frames to its traceback, so a consumer
+#: heartbeating with a bad expression would keep each of its requests alive
+_CACHE: dict[str, Expr | tuple[str, str | None]] = {}
 _CACHE_SIZE = 100
 
 
@@ -254,10 +257,10 @@ def compile_cached(text: str) -> Expr:
         try:
             hit = parse(text)
         except SelectorError as exc:
-            hit = exc
+            hit = (exc.java_class, exc.message)
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[text] = hit
-    if isinstance(hit, SelectorError):
-        raise hit
+    if isinstance(hit, tuple):
+        raise SelectorError(*hit)
     return hit
