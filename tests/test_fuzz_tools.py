@@ -17,14 +17,21 @@ TOOL = Path(__file__).resolve().parent.parent / "tools" / "fuzz" / "traced_serve
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ModuleType]:
+def _load() -> ModuleType:
     spec = importlib.util.spec_from_file_location("traced_server", TOOL)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ModuleType]:
+    mod = _load()
     monkeypatch.setenv("TRACED_SERVER_DUMP", str(tmp_path / "broker.snap"))
-    monkeypatch.setattr(mod, "_big_objects", lambda: [])  # a walk of every object in the test process: slow
+    # walks of every object in the test process: slow
+    monkeypatch.setattr(mod, "_big_objects", lambda: [])
+    monkeypatch.setattr(mod, "_exception_holders", lambda: [])
     yield mod
 
 
@@ -57,3 +64,30 @@ def test_a_failing_heap_report_says_so_and_does_not_raise(traced: ModuleType, mo
     assert (tmp_path / "broker.snap.heap.0").read_text() == "heap report failed: OSError('no /proc here')\n"
     traced._heap(signal.SIGUSR2, None)
     assert (tmp_path / "broker.snap.heap.1").exists()
+
+
+class _Cache:
+    """Holds an exception, as the SQL92 compile cache once did."""
+
+
+def test_the_heap_report_names_kept_exceptions_and_what_grew(traced: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    sys.path.insert(0, str(TOOL.parent))
+    try:
+        from fuzz_servers import heap_growth
+    finally:
+        sys.path.remove(str(TOOL.parent))
+    monkeypatch.setattr(traced, "CENSUS_TYPES", None)  # every type: the test process has many more numerous
+    traced._heap(signal.SIGUSR2, None)
+    holder = _Cache()
+    try:
+        raise KeyError("kept")
+    except KeyError as exc:
+        holder.error = exc  # type: ignore[attr-defined]
+    kept = [_Cache() for _ in range(50)]
+    monkeypatch.setattr(traced, "_exception_holders", _load()._exception_holders)
+    traced._heap(signal.SIGUSR2, None)
+    first, last = ((tmp_path / f"broker.snap.heap.{n}").read_text() for n in (0, 1))
+    grown = heap_growth(first, last, limit=None)
+    assert f"{__name__}._Cache +{len(kept) + 1}" in grown
+    assert "exception KeyError in _Cache 1" in grown

@@ -620,6 +620,19 @@ def heap_summary(report: str) -> str:
     return "; ".join(" ".join(line.split()) for line in report.splitlines() if line.startswith(keep))
 
 
+def heap_growth(first: str, last: str, limit: int | None = 15) -> list[str]:
+    """Between two traced_server.py heap reports: the gc-tracked types whose count grew most, then the
+    exceptions the last one found kept alive (a kept exception keeps its traceback's frames)."""
+    def types(report: str) -> dict[str, int]:
+        parts = (line.split() for line in report.splitlines() if line.startswith("gc type "))
+        return {p[2]: int(p[3]) for p in parts if len(p) == 4}
+
+    before, after = types(first), types(last)
+    grown = sorted(((n - before.get(t, 0), t) for t, n in after.items() if n > before.get(t, 0)), reverse=True)
+    kept = [line for line in last.splitlines() if line.startswith("exception ")]
+    return [f"{t} +{d}" for d, t in grown[:limit]] + kept
+
+
 def census(root: Any, depth: int = 2, prefix: str = "", seen: set[int] | None = None) -> dict[str, int]:
     """Sizes of the containers a server object holds, two attributes deep (broker.consumers.groups ...):
     what grows here is what a run retains."""
@@ -816,6 +829,7 @@ async def run(args: argparse.Namespace) -> int:
         "clean_up": cleaned,
         "exit_codes": stats.exits,
         "tracemalloc_growth": growth,
+        "heap_growth": {name: heap_growth(r[0], r[-1]) for name, r in heaps.items() if len(r) > 1},
         "grown_tables": {
             name: {k: (v, census_at[f"{name} end"].get(k)) for k, v in sorted(census_at[f"{name} start"].items())
                    if census_at[f"{name} end"].get(k) != v}

@@ -6,6 +6,7 @@ process. With tracemalloc on (unless ``TRACED_SERVER_TRACEMALLOC=0``), SIGUSR1 d
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import ctypes.util
 import gc
@@ -14,6 +15,7 @@ import signal
 import sys
 import tempfile
 import tracemalloc
+import types
 from typing import Any
 
 from rocketpy.cli import main
@@ -121,6 +123,30 @@ def _big_objects(limit: int = 128 * 1024) -> list[str]:
     return [f"big {name}: {size // 1024} KiB" for name, size in sorted(out.items(), key=lambda kv: -kv[1])]
 
 
+def _exception_holders(limit: int = 15) -> list[str]:
+    """What keeps exceptions alive (each holds its traceback, whose frames hold their locals): an
+    exception's type with what refers to it, and the code of the frames that are alive."""
+    holders: collections.Counter[str] = collections.Counter()
+    frames: collections.Counter[str] = collections.Counter()
+    for holder in gc.get_objects():
+        if isinstance(holder, types.FrameType):
+            frames[f"{holder.f_code.co_filename.rsplit('/', 1)[-1]}:{holder.f_code.co_qualname}"] += 1
+        for obj in gc.get_referents(holder):
+            if isinstance(obj, BaseException) and not isinstance(holder, BaseException):
+                holders[f"{type(obj).__qualname__} in {type(holder).__qualname__}"] += 1
+    return ([f"exception {k} {n}" for k, n in holders.most_common(limit)]
+            + [f"frame {k} {n}" for k, n in frames.most_common(limit)])
+
+
+#: the most numerous types a heap report counts
+CENSUS_TYPES = 40
+
+
+def _census(objects: list[Any]) -> collections.Counter[str]:
+    """gc-tracked objects by type (two reports' counts side by side name what grew)."""
+    return collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in objects)
+
+
 def _heap(signum: int, frame: Any) -> None:
     path = f"{os.environ['TRACED_SERVER_DUMP']}.heap.{_heap_count[0]}"
     try:
@@ -128,8 +154,16 @@ def _heap(signum: int, frame: Any) -> None:
         lines += [f"anon {k}: {v} KiB" for k, v in _anon_mappings().items()]
         lines.append(_pymalloc_stats())
         lines.append(f"modules {len(sys.modules)}")  # what a request imported lazily stays
-        lines.append(f"gc objects {len(gc.get_objects())}")
+        tracked = gc.get_objects()
+        lines.append(f"gc objects {len(tracked)}")
+        lines += [f"gc type {name} {n}" for name, n in _census(tracked).most_common(CENSUS_TYPES)]
+        del tracked
+        # cyclic garbage lives until a collection of its generation: how much the collections found
+        lines.append("gc collections " + " ".join(str(g["collections"]) for g in gc.get_stats())
+                     + "; collected " + " ".join(str(g["collected"]) for g in gc.get_stats())
+                     + "; pending " + " ".join(str(n) for n in gc.get_count()))
         lines += _big_objects()
+        lines += _exception_holders()
     except Exception as exc:  # a signal handler's exception would surface in the server's event loop
         lines = [f"heap report failed: {exc!r}"]
     try:
