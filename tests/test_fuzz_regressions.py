@@ -414,3 +414,22 @@ async def test_lock_with_a_null_queue_set_is_refused(
             assert answer.code == ResponseCode.SYSTEM_ERROR and "mqSet is null" in (answer.remark or "")
         assert broker.locks.table == {}
     assert not [r for r in caplog.records if r.exc_info]
+
+
+async def test_the_client_scan_forgets_expired_locks_when_nobody_locks_any_more(tmp_path: Path, virtual_clock) -> None:  # type: ignore[no-untyped-def]
+    # memory finding: the lock table was purged only by the next LOCK_BATCH_MQ, so after the last
+    # orderly consumer went, its groups' locks stayed
+    from rocketpy.codecs.bodies import MessageQueue
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        broker.locks.clock = lambda: trio.current_time() * 1000  # leases: the virtual clock here
+        broker.locks.max_live_ms = 4000  # rocketmq.broker.rebalance.lockMaxLiveTime, 60 s by default
+        async with broker_client(broker.address) as c:
+            mqs = [MessageQueue(topic="TLock", broker_name=broker.config.broker_name, queue_id=q) for q in range(4)]
+            assert len(await c.lock("GLock", mqs)) == 4
+        assert set(broker.locks.table) == {"GLock"}
+        await trio.sleep(2)
+        assert set(broker.locks.table) == {"GLock"}  # still held: a lock lives on after its last refresh
+        await trio.sleep(2 + 10)  # past expiry, and one 10 s client scan after it
+        assert broker.locks.table == {}

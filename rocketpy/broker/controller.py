@@ -401,6 +401,7 @@ class BrokerController:
                 if isinstance(ch, Connection):
                     await ch.aclose()
             self.filters.clean(keep_dead_ms)
+            self.locks.forget_expired()
             heap.trim()  # what closed connections and answered requests freed goes back to the system
 
     # -- role changes (DLedger) ------------------------------------------------------------

@@ -32,7 +32,7 @@ class RebalanceLockManager:
         """The queues now held by ``client_id``: its own (refreshed), free or expired ones."""
         now = self.clock()
         if now >= self._next_purge:
-            self._purge(now)
+            self.forget_expired(now)
         locks = self.table.setdefault(group, {})
         out = []
         for mq in mqs:
@@ -53,10 +53,12 @@ class RebalanceLockManager:
         if not locks:
             del self.table[group]
 
-    def _purge(self, now: float) -> None:
-        """Forget expired locks and the groups left with none, once per lock lifetime: an expired lock
-        is as good as none, and Java's table kept every group and queue ever named (a client sending
-        random ones grew it without bound)."""
+    def forget_expired(self, now: float | None = None) -> None:
+        """Forget expired locks and the groups left with none: an expired lock is as good as none, and
+        Java's table kept every group and queue ever named (a client sending random ones grew it without
+        bound). Locking does it once per lock lifetime, the broker's client scan every 10 s (when nobody
+        locks any more, what was locked is not kept either)."""
+        now = self.clock() if now is None else now
         self._next_purge = now + self.max_live_ms
         for group, locks in list(self.table.items()):
             for mq in [mq for mq, entry in locks.items() if self._expired(entry, now)]:
