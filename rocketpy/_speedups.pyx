@@ -846,7 +846,7 @@ cdef class SendCore:
                 cached = self.tags_cache.get(tags_b)
                 if cached is None:
                     cached = _jhash(tags_b.decode())
-                    if len(self.tags_cache) < 4096:
+                    if len(self.tags_cache) < 4096 and len(tags_b) <= 255:  # a hostile 32 KB tag is not kept
                         self.tags_cache[tags_b] = cached
                 tags_code = <int64_t>cached
         keys = None

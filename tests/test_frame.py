@@ -318,3 +318,26 @@ def test_added_ext_fields_share_the_java_hashmap_with_header_fields() -> None:
     assert set(list(resp.ext_fields)[3:]) == {"TRACE_ON", "MSG_REGION"}
     plain = RemotingCommand.request(105, None, ext_fields={"topic": "T"})
     assert plain.ext_fields == {"topic": "T"}
+
+
+def test_hostile_names_and_peer_addresses_do_not_pile_up_in_the_codec_caches() -> None:
+    """Header names and peer addresses are cached because a few recur; what a hostile peer or thousands
+    of short connections bring must not stay (the fuzzer's broker kept 4,096 of each: 10 MB here)."""
+    import tracemalloc
+
+    from rocketpy.codecs.hosts import HOST_CACHE_SIZE, host_bytes, parse_host
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(5000):
+            name = f"{i}:" + "k" * 1000
+            assert parse_rocketmq_header(encode_rocketmq_header(310, 0, 409, i, 0, None, {name: "v"}))[6] == {name: "v"}
+            ip = bytes((10, 99, i >> 8 & 255, i & 255))
+            assert host_bytes(".".join(map(str, ip)) + f":{1024 + i}") == (ip, 1024 + i)
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 512 * 1024
+    assert host_bytes.cache_info().currsize <= HOST_CACHE_SIZE
+    assert parse_host.cache_info().currsize <= HOST_CACHE_SIZE

@@ -179,8 +179,10 @@ parse_rocketmq_header: Callable[[bytes], tuple[int, int, int, int, int, str | No
     else parse_rocketmq_header_py
 )
 
-#: ext field name -> its int16 length prefix and UTF-8 bytes (the same few names recur)
+#: ext field name -> its int16 length prefix and UTF-8 bytes (the same few short names recur: longer
+#: ones, which only a hostile peer sends, are not kept)
 _KEY_ENTRIES: dict[str, bytes] = {}
+_KEY_CACHED_LENGTH = 64
 
 
 def encode_rocketmq_header(
@@ -206,7 +208,7 @@ def encode_rocketmq_header(
         if entry is None:
             kb, vb = k.encode("utf-8"), v.encode("utf-8")
             entry = struct.pack(">h", len(kb)) + kb
-            if len(entries) < 4096:
+            if len(entries) < 4096 and len(kb) <= _KEY_CACHED_LENGTH:
                 entries[k] = entry
         else:
             vb = v.encode("utf-8")

@@ -39,7 +39,7 @@ from .codes import MessageConst, MessageSysFlag
 from .compression import body_crc
 from .errors import CONSTRUCT_ERRORS as _CONSTRUCT_ERRORS
 from .errors import CodecError
-from .hosts import format_host, host_bytes_for
+from .hosts import HOST_CACHE_SIZE, format_host, host_bytes_for
 from .message_types import MessageExt
 from .properties_string import (
     decode_properties,
@@ -370,9 +370,9 @@ def _fields_view(f: tuple[Any, ...]) -> MessageExt:
     )
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=HOST_CACHE_SIZE)
 def _host_text(ip: bytes, port: int) -> str:
-    # records repeat a few hosts: format each once
+    # records repeat a few hosts (the store's, each producer connection's): format each once
     return format_host(ip, port)
 
 
