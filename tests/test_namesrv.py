@@ -256,6 +256,11 @@ async def test_broker_expires_without_heartbeat(
         await wait_until(lambda: broker_conn.closed, timeout=5, tick=0.02)
         # broker-a was on the same connection: it left with it
         assert await route(client, ns, "T1") is None
+        # answers made stale go at the next scan, though no lookup comes
+        assert ns.cached_route_answers > 0
+        ns.routes.delete_topic("T1")
+        await trio.sleep(0.1)
+        assert ns.cached_route_answers == 0
     nursery.cancel_scope.cancel()
 
 

@@ -283,3 +283,21 @@ def test_remoting_fast_path_keeps_frame_order() -> None:
     assert isinstance(got[1], RemotingCommand) and got[1].opaque == 2
     resp = b.response(ResponseCode.SUCCESS)
     assert encode_batch([b"ANSWER", resp, b"X"]) == b"ANSWER" + resp.encode() + b"X"
+
+
+def test_answers_made_stale_are_dropped_without_another_lookup(ns: NameServer) -> None:
+    # memory finding: after a run that deleted its topics, the NameServer kept thousands of answers
+    # for them until the next route lookup, which may never come
+    register(ns, 0, topics={t: TC(t) for t in ("T1", "T2")}, counter=1)
+    for topic in ("T1", "T2", "Unknown"):
+        answer(ns, topic, MQVersion.V4_9_8, None)
+        shortcut(ns, topic, MQVersion.V4_9_8, None, 7, SerializeType.ROCKETMQ)
+    assert ns.cached_route_answers == 6
+    ns.forget_stale_answers()  # nothing changed: all kept
+    assert ns.cached_route_answers == 6
+    ns.routes.delete_topic("T2")
+    ns.forget_stale_answers()  # the NameServer's periodic scan calls it
+    assert ns.cached_route_answers == 0
+    assert shortcut(ns, "T1", MQVersion.V4_9_8, None, 8, SerializeType.ROCKETMQ) == fresh(
+        ns, "T1", MQVersion.V4_9_8, None, 8, SerializeType.ROCKETMQ
+    )

@@ -58,7 +58,13 @@ class RouteShortcut:
         self._state: tuple[int, int, bool, bool] = (-1, -1, False, False)
         self.hits = 0
 
-    def _check_state(self) -> None:
+    @property
+    def memo_size(self) -> int:
+        """Request shapes whose answers are kept."""
+        return len(self._memo)
+
+    def forget_stale(self) -> None:
+        """Drop the memo once routes, KV or the config it was made under changed (or it is full)."""
         ns = self.ns
         state = (ns.routes.version, ns.kv.version, ns.config.order_message_enable, ns.config.cluster_test)
         if state != self._state or len(self._memo) > MEMO_LIMIT:
@@ -106,7 +112,7 @@ class RouteShortcut:
         end = m.end()
         digits = frame[start:end]
         key = (0, hlen - len(digits), frame[8:start], frame[end:])
-        self._check_state()
+        self.forget_stale()
         entry = self._memo.get(key)
         if entry is not None:
             pre, post, fixed, body_len = entry
@@ -136,7 +142,7 @@ class RouteShortcut:
         if hend < _BIN_OPAQUE + 8 or frame[8:10] != _BINARY_CODE:
             return None
         key = (1, frame[:_BIN_OPAQUE], frame[_BIN_OPAQUE + 4 :])
-        self._check_state()
+        self.forget_stale()
         entry = self._memo.get(key)
         if entry is not None:
             pre, post, _fixed, _body_len = entry

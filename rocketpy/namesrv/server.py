@@ -59,11 +59,8 @@ class NameServer:
     def route_answer(self, topic: str | None, standard_json: bool) -> bytes | None:
         """GET_ROUTEINFO_BY_TOPIC body for ``topic``, or None; cached until routes or KV change."""
         with_order_conf = self.config.order_message_enable or self.config.cluster_test
-        key = (self.routes.version, self.kv.version, with_order_conf)
+        self._forget_stale_routes()
         cache = self._route_cache
-        if key != self._route_cache_key or len(cache) > ROUTE_CACHE_LIMIT:
-            cache.clear()
-            self._route_cache_key = key
         try:
             return cache[(topic, standard_json)]
         except KeyError:
@@ -77,6 +74,23 @@ class NameServer:
             body = route_body(view, order_conf, standard_json)
         cache[(topic, standard_json)] = body
         return body
+
+    def _forget_stale_routes(self) -> None:
+        key = (self.routes.version, self.kv.version, self.config.order_message_enable or self.config.cluster_test)
+        if key != self._route_cache_key or len(self._route_cache) > ROUTE_CACHE_LIMIT:
+            self._route_cache.clear()
+            self._route_cache_key = key
+
+    def forget_stale_answers(self) -> None:
+        """Drop the cached route answers that routes or KV changed since: a lookup does it, and the
+        periodic scan too, so that answers nobody asks for again (deleted topics) are not kept."""
+        self._forget_stale_routes()
+        self.route_shortcut.forget_stale()
+
+    @property
+    def cached_route_answers(self) -> int:
+        """Route answers kept: by topic, and by request shape for the shortcut."""
+        return len(self._route_cache) + self.route_shortcut.memo_size
 
     def update_config(self, props: dict[str, str]) -> None:
         """UPDATE_NAMESRV_CONFIG: change known settings (:meth:`save_config` then persists them all)."""
@@ -109,6 +123,7 @@ class NameServer:
             for _, channel in gone:
                 if isinstance(channel, Connection):
                     await channel.aclose()
+            self.forget_stale_answers()
             heap.trim()
 
     async def run(
