@@ -622,14 +622,15 @@ def heap_summary(report: str) -> str:
 
 def heap_growth(first: str, last: str, limit: int | None = 15) -> list[str]:
     """Between two traced_server.py heap reports: the gc-tracked types whose count grew most, then the
-    exceptions the last one found kept alive (a kept exception keeps its traceback's frames)."""
+    exceptions the last one found kept alive (a kept exception keeps its traceback's frames) and its
+    most numerous closures."""
     def types(report: str) -> dict[str, int]:
         parts = (line.split() for line in report.splitlines() if line.startswith("gc type "))
         return {p[2]: int(p[3]) for p in parts if len(p) == 4}
 
     before, after = types(first), types(last)
     grown = sorted(((n - before.get(t, 0), t) for t, n in after.items() if n > before.get(t, 0)), reverse=True)
-    kept = [line for line in last.splitlines() if line.startswith("exception ")]
+    kept = [line for line in last.splitlines() if line.startswith(("exception ", "closure "))]
     return [f"{t} +{d}" for d, t in grown[:limit]] + kept
 
 
@@ -824,7 +825,10 @@ async def run(args: argparse.Namespace) -> int:
         "refused_one_line": sum(findings.refusals.values()),
         "log_records_dropped": log_dropped,  # by the servers' bounded log queues: not scanned for tracebacks
         "refusals": dict(sorted(findings.refusals.items(), key=lambda kv: -kv[1])[:40]),
-        "memory_kib": {name: {"start": m[0], "end": m[-1], "after_clean_up": after_clean_up.get(name), "series": m}
+        # warm: after the first minute, when every request code has been seen (lazy imports, codec tables and
+        # the allocator's first arenas are in place); a long run's end is compared with it as well as with start
+        "memory_kib": {name: {"start": m[0], "warm": m[1] if len(m) > 2 else None, "end": m[-1],
+                              "after_clean_up": after_clean_up.get(name), "series": m}
                        for name, m in memory.items()},
         "clean_up": cleaned,
         "exit_codes": stats.exits,
@@ -841,7 +845,7 @@ async def run(args: argparse.Namespace) -> int:
     runs.append(result)
     prev.write_text(json.dumps(runs, indent=1))
     print(json.dumps({k: v for k, v in result.items() if k != "memory_kib"}, indent=1))
-    kept = ("start", "end", "after_clean_up")
+    kept = ("start", "warm", "end", "after_clean_up")
     print(json.dumps({n: {k: m[k] for k in kept} for n, m in result["memory_kib"].items()}))
     return 1 if (stats.lost or stats.unanswered_probes or stats.hogs or findings.unique) else 0
 

@@ -125,17 +125,22 @@ def _big_objects(limit: int = 128 * 1024) -> list[str]:
 
 def _exception_holders(limit: int = 15) -> list[str]:
     """What keeps exceptions alive (each holds its traceback, whose frames hold their locals): an
-    exception's type with what refers to it, and the code of the frames that are alive."""
+    exception's type with what refers to it, the code of the frames that are alive, and the closures
+    (a callback left registered keeps what it closed over)."""
     holders: collections.Counter[str] = collections.Counter()
     frames: collections.Counter[str] = collections.Counter()
+    closures: collections.Counter[str] = collections.Counter()
     for holder in gc.get_objects():
         if isinstance(holder, types.FrameType):
             frames[f"{holder.f_code.co_filename.rsplit('/', 1)[-1]}:{holder.f_code.co_qualname}"] += 1
+        elif isinstance(holder, types.FunctionType) and holder.__closure__:
+            closures[f"{holder.__module__}.{holder.__qualname__}"] += 1
         for obj in gc.get_referents(holder):
             if isinstance(obj, BaseException) and not isinstance(holder, BaseException):
                 holders[f"{type(obj).__qualname__} in {type(holder).__qualname__}"] += 1
     return ([f"exception {k} {n}" for k, n in holders.most_common(limit)]
-            + [f"frame {k} {n}" for k, n in frames.most_common(limit)])
+            + [f"frame {k} {n}" for k, n in frames.most_common(limit)]
+            + [f"closure {k} {n}" for k, n in closures.most_common(limit)])
 
 
 #: the most numerous types a heap report counts
