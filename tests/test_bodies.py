@@ -613,3 +613,22 @@ def test_compressed_register_body_refuses_a_decompression_bomb(monkeypatch) -> N
     bomb = zlib.compress(b"\0" * 10_000, 9)
     with pytest.raises(CodecError, match="inflates past"):
         register.RegisterBrokerBody.decode_compressed(bomb)
+
+
+def test_fastjson_dumps_leaves_nothing_to_the_cyclic_collector() -> None:
+    """Every body the servers write goes through dumps: its nested writers, which call each other, must
+    not leave a reference cycle per call (the fuzzer's broker had dozens of them waiting for the gc)."""
+    import gc
+
+    value = fastjson.Bean(topic="T", queues=[1, 2], table={"k": fastjson.Bean(a=None, b=[True, 1.5])}, tags={"x"})
+    gc.collect()
+    gc.disable()
+    try:
+        for pretty in (False, True):
+            for _ in range(50):
+                assert fastjson.dumps(value, pretty=pretty, sort_map_keys=True).startswith("{")
+        with pytest.raises(TypeError):
+            fastjson.dumps({"bad": object()})
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -328,23 +328,39 @@ def dumps(
     (obj, true)): beans and non-empty Lists break lines with tab indents, maps break before
     string keys only, Sets and primitive arrays (:class:`CompactArray`) stay on one line.
     """
-    parts: list[str] = []
-    keys_as_str = non_string_keys_as_string or browser_compatible
+    writer = _Writer(browser_compatible, non_string_keys_as_string or browser_compatible, sort_map_keys, pretty)
+    writer.write(value, 0)
+    return "".join(writer.parts)
 
-    def newline(level: int) -> None:
-        parts.append("\n" + "\t" * level)
 
-    def write_key(k: Any, level: int) -> None:
+class _Writer:
+    """One :func:`dumps` call's output and features. A class rather than nested functions that call each
+    other: those would make a reference cycle per call, left to the cyclic collector."""
+
+    __slots__ = ("parts", "browser_compatible", "keys_as_str", "sort_map_keys", "pretty")
+
+    def __init__(self, browser_compatible: bool, keys_as_str: bool, sort_map_keys: bool, pretty: bool) -> None:
+        self.parts: list[str] = []
+        self.browser_compatible = browser_compatible
+        self.keys_as_str = keys_as_str
+        self.sort_map_keys = sort_map_keys
+        self.pretty = pretty
+
+    def newline(self, level: int) -> None:
+        self.parts.append("\n" + "\t" * level)
+
+    def write_key(self, k: Any, level: int) -> None:
         if isinstance(k, str):
-            parts.append(quote(k, browser_compatible))
-        elif keys_as_str:  # JSON.toJSONString(key) with default features, written as a string
-            parts.append(quote(dumps(thaw(k)), browser_compatible))
+            self.parts.append(quote(k, self.browser_compatible))
+        elif self.keys_as_str:  # JSON.toJSONString(key) with default features, written as a string
+            self.parts.append(quote(dumps(thaw(k)), self.browser_compatible))
         else:
-            write(thaw(k), level)
+            self.write(thaw(k), level)
 
-    def write_map(v: Mapping[Any, Any], level: int) -> None:
+    def write_map(self, v: Mapping[Any, Any], level: int) -> None:
+        parts, pretty = self.parts, self.pretty
         items = list(v.items())
-        if sort_map_keys:
+        if self.sort_map_keys:
             items = _sorted_items(items)
         inner = level + 1
         parts.append("{")
@@ -356,52 +372,55 @@ def dumps(
                 parts.append(",")
             first = False
             if pretty and isinstance(k, str):
-                newline(inner)
-            write_key(k, inner)
+                self.newline(inner)
+            self.write_key(k, inner)
             parts.append(":")
-            write(item, inner)
+            self.write(item, inner)
         if pretty and len(v) > 0:
-            newline(level)
+            self.newline(level)
         parts.append("}")
 
-    def write_bean(v: Mapping[str, Any], level: int) -> None:
+    def write_bean(self, v: Mapping[str, Any], level: int) -> None:
+        parts = self.parts
         inner = level + 1
         parts.append("{")
-        newline(inner)
+        self.newline(inner)
         first = True
         for k, item in v.items():
             if item is None:
                 continue
             if not first:
                 parts.append(",")
-                newline(inner)
+                self.newline(inner)
             first = False
-            write_key(k, inner)
+            self.write_key(k, inner)
             parts.append(":")
-            write(item, inner)
-        newline(level)
+            self.write(item, inner)
+        self.newline(level)
         parts.append("}")
 
-    def write_list(v: Any, level: int) -> None:
-        if pretty and len(v) > 0 and not isinstance(v, CompactArray):
+    def write_list(self, v: Any, level: int) -> None:
+        parts = self.parts
+        if self.pretty and len(v) > 0 and not isinstance(v, CompactArray):
             inner = level + 1
             parts.append("[")
             for i, item in enumerate(v):
                 if i:
                     parts.append(",")
-                newline(inner)
-                write(item, inner)
-            newline(level)
+                self.newline(inner)
+                self.write(item, inner)
+            self.newline(level)
             parts.append("]")
             return
         parts.append("[")
         for i, item in enumerate(v):
             if i:
                 parts.append(",")
-            write(item, level)
+            self.write(item, level)
         parts.append("]")
 
-    def write(v: JsonValue, level: int) -> None:
+    def write(self, v: JsonValue, level: int) -> None:
+        parts = self.parts
         if v is None:
             parts.append("null")
         elif v is True:
@@ -409,33 +428,30 @@ def dumps(
         elif v is False:
             parts.append("false")
         elif isinstance(v, int):
-            if browser_compatible and not -_JS_SAFE <= v <= _JS_SAFE:
+            if self.browser_compatible and not -_JS_SAFE <= v <= _JS_SAFE:
                 parts.append(f'"{v}"')
             else:
                 parts.append(str(v))
         elif isinstance(v, float):
             parts.append(java_double(v))
         elif isinstance(v, str):
-            parts.append(quote(v, browser_compatible))
-        elif isinstance(v, Bean) and pretty:
-            write_bean(v, level)
+            parts.append(quote(v, self.browser_compatible))
+        elif isinstance(v, Bean) and self.pretty:
+            self.write_bean(v, level)
         elif isinstance(v, Mapping):
-            write_map(v, level)
+            self.write_map(v, level)
         elif isinstance(v, (ObjectKey, ArrayKey)):
-            write(thaw(v), level)
+            self.write(thaw(v), level)
         elif isinstance(v, (list, tuple)):
-            write_list(v, level)
+            self.write_list(v, level)
         elif isinstance(v, (set, frozenset)):
-            write_list(CompactArray(v), level)
+            self.write_list(CompactArray(v), level)
         elif hasattr(v, "to_json"):
-            write(v.to_json(), level)
+            self.write(v.to_json(), level)
         elif hasattr(v, "value") and hasattr(v, "name"):  # Enum: fastjson writes the name
-            parts.append(quote(v.name, browser_compatible))
+            parts.append(quote(v.name, self.browser_compatible))
         else:
             raise TypeError(f"cannot serialise {type(v).__name__} as fastjson")
-
-    write(value, 0)
-    return "".join(parts)
 
 
 def _sorted_items(items: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
