@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .. import logs
+from .. import heap, logs
 from ..cli import run_server
 from ..logs import add_log_options
 
@@ -147,6 +147,7 @@ def run_broker(args: argparse.Namespace) -> int:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_until_signal, signals, nursery.cancel_scope, broker)
                 await nursery.start(broker.run, None)
+                heap.own_process()
                 print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}, "
                       f"registered as {broker.broker_addr}", flush=True)
 
@@ -267,6 +268,7 @@ def run_serve(args: argparse.Namespace) -> int:
                 async with trio.open_nursery() as inner:
                     inner.start_soon(_until_signal, signals, inner.cancel_scope, broker)
                     await inner.start(broker.run, None)
+                    heap.own_process()
                     print(
                         f"rocketpy serve: NameServer {ns_cfg.listen_host}:{ns_cfg.listen_port}, "
                         f"broker {broker_cfg.broker_name} {broker.broker_addr}, "

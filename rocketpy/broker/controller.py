@@ -402,6 +402,7 @@ class BrokerController:
                     await ch.aclose()
             self.filters.clean(keep_dead_ms)
             self.locks.forget_expired()
+            heap.collect_cycles()  # closed connections' cycles (a TLS stream is one), before the trim
             heap.trim()  # what closed connections and answered requests freed goes back to the system
 
     # -- role changes (DLedger) ------------------------------------------------------------

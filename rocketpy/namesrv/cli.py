@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import trio
 
-from .. import logs
+from .. import heap, logs
 from ..cli import first_leaf
 from ..javacompat.properties import ConfigError
 from ..logs import add_log_options
@@ -71,6 +71,7 @@ async def serve_until_signal(server: NameServer) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
+            heap.own_process()
             print(f"The Name Server boot success. serializeType=JSON, listening on {server.address}", flush=True)
             log.info("The Name Server boot success. serializeType=JSON")
             async for signum in signals:

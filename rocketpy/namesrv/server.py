@@ -124,6 +124,7 @@ class NameServer:
                 if isinstance(channel, Connection):
                     await channel.aclose()
             self.forget_stale_answers()
+            heap.collect_cycles()  # closed connections' cycles (a TLS stream is one), before the trim
             heap.trim()
 
     async def run(

@@ -589,7 +589,7 @@ class Connection:
                 log.warning("responses to %s lost: %s", self.remote_addr, exc)
             return
         data = self._claim(data, acquire=True)
-        failed: BaseException | None = None
+        failed: str | None = None  # the text only: the exception in a local would be a cycle through its traceback
         try:
             while data:
                 try:
@@ -601,7 +601,7 @@ class Connection:
                 data = self._unlock()  # let go, or send what a thread queued behind us meanwhile
             self.last_active = trio.current_time()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            failed = exc
+            failed = str(exc)
         finally:
             self._let_go()
         if failed is not None:
