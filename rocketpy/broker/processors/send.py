@@ -18,7 +18,7 @@ from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, MQVersion, Per
 from ...codecs.headers import ConsumerSendMsgBackRequestHeader
 from ...codecs.headers.registry import V2_SEND_CODES
 from ...codecs.message import BATCH_ENTRY, properties_to_string, string_to_properties
-from ...javacompat.hashmap import hashmap_dict, hashmap_key_order
+from ...javacompat.hashmap import hashmap_dict, property_key_order
 from ...javacompat.lang import parse_java_int
 from ...remoting import java_decode_header
 from ...store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
@@ -123,7 +123,7 @@ _V2_NAMES = tuple(_V2[n] for n in _FIELDS)
 
 def props_string(props: dict[str, str]) -> str:
     """messageProperties2String of a Java HashMap holding ``props``."""
-    return "\x02".join([f"{k}\x01{v}" for k in hashmap_key_order(tuple(props)) if (v := props[k]) is not None])
+    return "\x02".join([f"{k}\x01{v}" for k in property_key_order(tuple(props)) if (v := props[k]) is not None])
 
 
 def send_extra(broker: BrokerController) -> dict[str, str]:
