@@ -443,3 +443,18 @@ def test_made_up_long_property_names_are_stored_but_not_kept(tmp_path: Path) -> 
             assert stored is not None and all(stored.properties[n] == "v" for n in names)
         assert lane.plans == plans
         assert hashmap_key_order.cache_info().currsize == orders
+
+
+@needs_lane
+def test_new_topics_take_the_lane_after_many_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane keeps the topics it has taken, at most 4,096: once that many had been seen (deleted ones
+    too), no new topic took the lane any more."""
+    monkeypatch.setattr(send_lane, "_MAX_CACHE", 3)
+    with _broker(tmp_path) as broker:
+        lane, ctx = _lane(broker), _ctx(broker)
+        for i, topic in enumerate(f"Many{n}" for n in range(6)):
+            send = {**_PLAIN, "topic": topic}
+            trio.run(_general, broker, ctx, _request(send, 2 * i))  # creates it
+            assert _fast(lane, ctx, send, 2 * i + 1) is not None, topic
+            lane.settle()
+        assert len(lane.topics) <= 3
