@@ -458,3 +458,27 @@ def test_new_topics_take_the_lane_after_many_others(tmp_path: Path, monkeypatch:
             assert _fast(lane, ctx, send, 2 * i + 1) is not None, topic
             lane.settle()
         assert len(lane.topics) <= 3
+
+
+@needs_lane
+def test_long_tags_are_not_kept_by_the_lane(tmp_path: Path) -> None:
+    """The lane caches the hash codes of the tags it sees (a producer's few recur); long ones, which only
+    a hostile producer sends, are not kept (4,096 of 32 KB could be)."""
+    import tracemalloc
+
+    with _broker(tmp_path) as broker:
+        lane, ctx = _lane(broker), _ctx(broker)
+        trio.run(_general, broker, ctx, _request(_PLAIN, 1))
+        assert _fast(lane, ctx, _PLAIN, 2) is not None
+        lane.settle()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in range(40):
+                send = {**_PLAIN, "properties": _PLAIN["properties"].replace("TagA", f"{i}".ljust(10_000, "t"))}
+                assert _fast(lane, ctx, send, 10 + i) is not None
+                lane.settle()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+    assert kept < 200 * 1024
