@@ -316,6 +316,9 @@ def send_answer(
 from cpython.unicode cimport PyUnicode_AsUTF8String
 
 cdef int _MAX_ENTRIES = 64
+#: property names longer in all take the general path: plans are kept per sequence of names, and a
+#: producer making up long names would have kept 4,096 of up to 32 KB each
+cdef Py_ssize_t _MAX_PLAN_NAMES = 512
 # the send header's fields the lane reads, by their V2 letter (V1 spells them out)
 cdef enum:
     F_GROUP = 0
@@ -775,6 +778,8 @@ cdef class SendCore:
         total = count - 1
         for j in range(count):
             total += seps[j] - starts[j]
+        if total > _MAX_PLAN_NAMES:
+            return None
         names_key = PyBytes_FromStringAndSize(NULL, total)
         nk = <uint8_t*>PyBytes_AS_STRING(names_key)
         for j in range(count):

@@ -109,6 +109,33 @@ async def test_close_fails_waiters_and_async_requests(nursery: trio.Nursery,
         await future.wait()
 
 
+async def test_each_waiter_gets_its_own_closed_error(nursery: trio.Nursery,
+                                                      virtual_clock: trio.testing.MockClock) -> None:
+    # memory finding: one ConnectionClosedError raised in every waiter gathered all their frames in its
+    # traceback, so a producer keeping one failed send kept every request that waited with it
+    conn, _ = await connected(nursery, {b"slow": 10.0})
+    failed: list[BaseException] = []
+
+    async def ask() -> None:
+        try:
+            await conn.invoke(RemotingCommand.request(ECHO, body=b"slow"), 30)
+        except ConnectionClosedError as exc:
+            failed.append(exc)
+
+    async with trio.open_nursery() as senders:
+        for _ in range(5):
+            senders.start_soon(ask)
+        await trio.sleep(1)
+        await conn.aclose()
+    assert len({id(exc) for exc in failed}) == len(failed) == 5
+    for exc in failed:
+        tb, asks = exc.__traceback__, 0
+        while tb is not None:
+            asks += tb.tb_frame.f_code is ask.__code__
+            tb = tb.tb_next
+        assert asks == 1  # its own waiter's frame only
+
+
 async def test_async_request_times_out(nursery: trio.Nursery, virtual_clock: trio.testing.MockClock) -> None:
     conn, _ = await connected(nursery, {b"slow": 10.0})
     done: list[object] = []

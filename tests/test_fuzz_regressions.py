@@ -433,3 +433,22 @@ async def test_the_client_scan_forgets_expired_locks_when_nobody_locks_any_more(
         assert set(broker.locks.table) == {"GLock"}  # still held: a lock lives on after its last refresh
         await trio.sleep(2 + 10)  # past expiry, and one 10 s client scan after it
         assert broker.locks.table == {}
+
+
+def test_made_up_topic_names_checked_on_send_are_not_all_kept() -> None:
+    # memory finding: the names a send's topic check passed were kept, up to 100,000 of them (some 25 MB),
+    # though the topic need not exist: a peer sending made-up names left them all behind
+    import tracemalloc
+
+    from rocketpy.broker.processors.send import validate_topic
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(20_000):
+            assert validate_topic(f"T{i}".ljust(100, "x")) is None
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 1536 * 1024
+    assert validate_topic("bad topic") is not None and validate_topic("x" * 128) is not None

@@ -301,3 +301,29 @@ def test_answers_made_stale_are_dropped_without_another_lookup(ns: NameServer) -
     assert shortcut(ns, "T1", MQVersion.V4_9_8, None, 8, SerializeType.ROCKETMQ) == fresh(
         ns, "T1", MQVersion.V4_9_8, None, 8, SerializeType.ROCKETMQ
     )
+
+
+def test_padded_lookups_are_answered_but_not_kept(ns: NameServer) -> None:
+    # memory finding: the shortcut's memo is keyed by the whole frame and the route cache by the topic, so
+    # lookups padded with a body, a long remark or a long topic were each kept (10 KB apiece here, up to
+    # 4,096 frames of 16 MB)
+    register(ns, 0, topics={"T1": TC("T1")}, counter=1)
+    before = ns.cached_route_answers
+    for i in range(20):
+        padded = [request("T1", MQVersion.V4_9_8, None, opaque=i), request("T1", MQVersion.V4_9_8, None, opaque=i),
+                  request("X" * 10_000 + str(i), MQVersion.V4_9_8, None, opaque=i)]
+        padded[0].body = bytes(10_000) + str(i).encode()
+        padded[1].remark = "r" * 10_000 + str(i)
+        for req in padded:
+            for stype in (SerializeType.JSON, SerializeType.ROCKETMQ):
+                req.serialize_type = stype
+                frame = req.encode()
+                assert ns.route_shortcut.answer(None, frame) is None  # the dispatcher answers it
+                resp = get_route_info_by_topic(RequestContext(None, "127.0.0.1:1", ns), req)  # type: ignore[arg-type]
+                assert resp is not None and resp.code == (
+                    ResponseCode.SUCCESS if req.ext_fields and req.ext_fields.get("topic") == "T1"
+                    else ResponseCode.TOPIC_NOT_EXIST)
+    assert ns.cached_route_answers == before + 1  # T1's answer, once
+    # the usual lookups are still kept
+    shortcut(ns, "T1", MQVersion.V4_9_8, None, 1, SerializeType.JSON)
+    assert ns.route_shortcut.memo_size == 1

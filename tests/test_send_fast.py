@@ -417,3 +417,68 @@ def test_an_empty_reconsume_field_is_passed_on_to_the_general_path(
         trio.run(_general, broker, _ctx(broker), _request(_PLAIN, 1))
         assert _fast(lane, _ctx(broker), _PLAIN, 2) is not None  # the topic is the lane's now
         assert lane.answer(_ctx(broker), LaneFrame(frame)) is None
+
+
+@needs_lane
+def test_made_up_long_property_names_are_stored_but_not_kept(tmp_path: Path) -> None:
+    """Plans and property orders are cached per sequence of names because a producer's few recur; a
+    producer making up long names each time must not fill the caches with them (4,096 of up to 32 KB
+    were kept): such sends take the general path, which orders them uncached."""
+    from rocketpy.javacompat.hashmap import hashmap_key_order
+
+    with _broker(tmp_path) as broker:
+        lane, ctx = _lane(broker), _ctx(broker)
+        trio.run(_general, broker, ctx, _request(_PLAIN, 1))
+        assert _fast(lane, ctx, _PLAIN, 2) is not None  # the topic is the lane's now
+        lane.settle()
+        plans, orders = dict(lane.plans), hashmap_key_order.cache_info().currsize
+        for i in range(20):
+            names = [f"{i}-{n}-" + "n" * 300 for n in range(3)]
+            send = {**_PLAIN, "properties": "\x02".join(f"{n}\x01v" for n in [*names, "TAGS"])}
+            assert _fast(lane, ctx, send, 10 + i) is None  # the general path's
+            request = _request(send, 10 + i)
+            answer = RemotingCommand.decode(trio.run(_general, broker, ctx, request))
+            assert answer.code == ResponseCode.SUCCESS
+            stored = broker.store.look_message_by_msg_id(answer.ext_fields["msgId"])  # type: ignore[index]
+            assert stored is not None and all(stored.properties[n] == "v" for n in names)
+        assert lane.plans == plans
+        assert hashmap_key_order.cache_info().currsize == orders
+
+
+@needs_lane
+def test_new_topics_take_the_lane_after_many_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane keeps the topics it has taken, at most 4,096: once that many had been seen (deleted ones
+    too), no new topic took the lane any more."""
+    monkeypatch.setattr(send_lane, "_MAX_CACHE", 3)
+    with _broker(tmp_path) as broker:
+        lane, ctx = _lane(broker), _ctx(broker)
+        for i, topic in enumerate(f"Many{n}" for n in range(6)):
+            send = {**_PLAIN, "topic": topic}
+            trio.run(_general, broker, ctx, _request(send, 2 * i))  # creates it
+            assert _fast(lane, ctx, send, 2 * i + 1) is not None, topic
+            lane.settle()
+        assert len(lane.topics) <= 3
+
+
+@needs_lane
+def test_long_tags_are_not_kept_by_the_lane(tmp_path: Path) -> None:
+    """The lane caches the hash codes of the tags it sees (a producer's few recur); long ones, which only
+    a hostile producer sends, are not kept (4,096 of 32 KB could be)."""
+    import tracemalloc
+
+    with _broker(tmp_path) as broker:
+        lane, ctx = _lane(broker), _ctx(broker)
+        trio.run(_general, broker, ctx, _request(_PLAIN, 1))
+        assert _fast(lane, ctx, _PLAIN, 2) is not None
+        lane.settle()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in range(40):
+                send = {**_PLAIN, "properties": _PLAIN["properties"].replace("TagA", f"{i}".ljust(10_000, "t"))}
+                assert _fast(lane, ctx, send, 10 + i) is not None
+                lane.settle()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+    assert kept < 200 * 1024

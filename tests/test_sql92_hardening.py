@@ -82,3 +82,25 @@ def test_a_bad_expression_compiled_again_keeps_no_caller_alive() -> None:
     with pytest.raises(SelectorError) as again:
         compile_cached("a >")
     assert first.value is not again.value and first.value.java_message == again.value.java_message
+
+
+def test_long_expressions_are_compiled_but_not_kept() -> None:
+    """A consumer's filter is short; long ones (valid or refused) are compiled each time: 100 of them
+    kept 230 MB of trees, or megabytes of refused text each."""
+    import tracemalloc
+
+    from rocketpy.broker.sql92 import MAX_SELECTOR_LENGTH, compile_cached, matches
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(10):
+            with pytest.raises(SelectorError, match="longer than"):
+                compile_cached(f"a{i} > 1 AND " + "b" * MAX_SELECTOR_LENGTH)
+            text = " OR ".join(f"a = {k}" for k in range(i, i + 300))  # 3 KB
+            assert matches(compile_cached(text), {"a": str(i + 299)})
+            assert not matches(compile_cached(text), {"a": str(i + 300)})
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 256 * 1024

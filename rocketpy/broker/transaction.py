@@ -23,7 +23,7 @@ from ..codecs import RemotingCommand
 from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, PermName, RequestCode
 from ..codecs.headers import CheckTransactionStateRequestHeader
 from ..codecs.message import MessageExt, UniqIdGenerator, encode_message
-from ..javacompat.hashmap import hashmap_dict
+from ..javacompat.hashmap import hashmap_dict, property_key_order
 from ..store.types import MessageExtBrokerInner, PutMessageResult
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ MAX_PROCESS_TIME_LIMIT_MS = 60_000
 def _props_string(props: dict[str, str]) -> str:
     from ..codecs.message import properties_to_string
 
-    return properties_to_string(hashmap_dict(props))
+    return properties_to_string({k: props[k] for k in property_key_order(tuple(props))})
 
 
 class TransactionalMessageService:

@@ -53,6 +53,19 @@ def hashmap_key_order(keys: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(hashmap_order(keys))
 
 
+#: a message's property names longer than this in all are ordered without the cache: a producer may
+#: make up any names (megabytes of them before the store refuses the message), and 4,096 such key sets
+#: were kept whole
+PROPERTY_KEYS_CACHED_LENGTH = 512
+
+
+def property_key_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """hashmap_key_order for a message's property names, which a peer chose: short sets cached."""
+    if sum(map(len, keys)) > PROPERTY_KEYS_CACHED_LENGTH:
+        return tuple(hashmap_order(keys))
+    return hashmap_key_order(keys)
+
+
 def hashmap_dict(d: dict[str, str]) -> dict[str, str]:
     """``d`` reordered as a java.util.HashMap holding its items would iterate them."""
     return {k: d[k] for k in hashmap_key_order(tuple(d))}

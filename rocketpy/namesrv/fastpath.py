@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 #: distinct request shapes (header minus opaque, body) kept between two state changes
 MEMO_LIMIT = 4096
+#: longer frames are left to the dispatcher: a route lookup is a short header (a topic of at most a few
+#: hundred characters) without a body, and a memo keyed by a hostile peer's padded frames (a body, a long
+#: remark or topic) kept each of them, up to 4,096 of 16 MB
+MEMO_FRAME_LIMIT = 1024
 
 _PREFIX = FRAME_PREFIX_UNIT
 _CODE = RequestCode.GET_ROUTEINFO_BY_TOPIC
@@ -82,7 +86,7 @@ class RouteShortcut:
 
     def answer(self, ctx: object, frame: bytes) -> bytes | None:
         """The encoded answer to the frame, or None: decode it and let the dispatcher answer."""
-        if len(frame) < 8 or self.ns.dispatcher.before:
+        if not 8 <= len(frame) <= MEMO_FRAME_LIMIT or self.ns.dispatcher.before:
             return None
         header_info = _PREFIX.unpack_from(frame, 0)[1]
         stype, hlen = header_info >> 24, header_info & 0xFFFFFF

@@ -27,6 +27,9 @@ log = logging.getLogger("rocketpy.namesrv")
 
 #: distinct (topic, dialect) answers kept between two state changes
 ROUTE_CACHE_LIMIT = 4096
+#: topics longer than this (no valid one is: 127 characters, or a retry topic of a 255-character group)
+#: are answered without being cached, else 4,096 hostile names of a megabyte each would be kept
+ROUTE_CACHE_TOPIC_LENGTH = 300
 
 
 class NameServer:
@@ -72,7 +75,8 @@ class NameServer:
             if with_order_conf:
                 order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
             body = route_body(view, order_conf, standard_json)
-        cache[(topic, standard_json)] = body
+        if topic is None or len(topic) <= ROUTE_CACHE_TOPIC_LENGTH:
+            cache[(topic, standard_json)] = body
         return body
 
     def _forget_stale_routes(self) -> None:

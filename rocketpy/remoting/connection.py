@@ -9,6 +9,7 @@ connection, and a client answers broker-initiated requests on the connection it 
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import math
@@ -427,9 +428,11 @@ class Connection:
         future.set_response(response)
 
     def fail_pending(self, error: BaseException) -> None:
+        """End every wait with a copy of ``error`` each: one exception raised in every waiter would gather
+        all their frames in its traceback, and any caller keeping it would keep them all."""
         pending, self._pending = self._pending, {}
         for future in pending.values():
-            future.set_error(error)
+            future.set_error(copy.copy(error))
 
     # -- lifecycle ------------------------------------------------------------
     async def aclose(self) -> None:

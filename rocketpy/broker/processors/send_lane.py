@@ -183,12 +183,15 @@ class SendLane:
             or MixAll.is_not_allowed_send_topic(topic)
             or topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX)
             or validate_topic(topic) is not None
-            or len(self.topics) >= _MAX_CACHE
         ):
             return None
         topic_b = topic.encode()
         if len(topic_b) > 127:
             return None
+        if len(self.topics) >= _MAX_CACHE:
+            # begun again rather than refused: after 4,096 topics ever sent to (deleted ones too), no new
+            # topic took the lane any more
+            self.topics.clear()
         self._refresh_identity()
         self.topics[topic] = topic_b
         return topic_b

@@ -248,6 +248,9 @@ class Selector:
 #: heartbeating with a bad expression would keep each of its requests alive
 _CACHE: dict[str, Expr | tuple[str, str | None]] = {}
 _CACHE_SIZE = 100
+#: longer expressions are compiled each time, not kept: a consumer's filter is a line or two, while 100
+#: of 64 KB kept 230 MB of trees, and 100 refused ones of megabytes their whole text
+_CACHED_LENGTH = 2048
 
 
 def compile_cached(text: str) -> Expr:
@@ -258,9 +261,10 @@ def compile_cached(text: str) -> Expr:
             hit = parse(text)
         except SelectorError as exc:
             hit = (exc.java_class, exc.message)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[text] = hit
+        if len(text) <= _CACHED_LENGTH:
+            if len(_CACHE) >= _CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[text] = hit
     if isinstance(hit, tuple):
         raise SelectorError(*hit)
     return hit
