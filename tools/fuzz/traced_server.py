@@ -160,7 +160,8 @@ def _heap(signum: int, frame: Any) -> None:
         lines.append(_pymalloc_stats())
         lines.append(f"modules {len(sys.modules)}")  # what a request imported lazily stays
         tracked = gc.get_objects()
-        lines.append(f"gc objects {len(tracked)}")
+        # frozen ones (what start-up made: rocketpy.heap.own_process) are not among them
+        lines.append(f"gc objects {len(tracked)}; frozen {gc.get_freeze_count()}")
         lines += [f"gc type {name} {n}" for name, n in _census(tracked).most_common(CENSUS_TYPES)]
         del tracked
         # cyclic garbage lives until a collection of its generation: how much the collections found
