@@ -264,6 +264,13 @@ async def test_kill_9_master_consumer_moves_to_slave_and_back(tmp_path):
         conf.write_text(MASTER_PROC_CONF.format(port=port, namesrv=ns.address, store=tmp_path / "m"))
         proc, _ = await _start(str(conf))
         try:
+            # the master registers just after it serves: a slave registering before it would learn no
+            # master until its next registration, 10 s on (a loaded CI machine got there)
+            def master_registered() -> bool:
+                group = ns.routes.broker_addr_table.get("broker-ha")
+                return group is not None and 0 in group.broker_addrs
+
+            await wait_until(master_registered, what="master registered")
             slave_h = BrokerHandle(
                 nursery,
                 str(tmp_path / "s"),
