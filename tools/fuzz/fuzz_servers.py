@@ -623,7 +623,8 @@ def heap_summary(report: str) -> str:
 def heap_growth(first: str, last: str, limit: int | None = 15) -> list[str]:
     """Between two traced_server.py heap reports: the gc-tracked types whose count grew most, then the
     exceptions the last one found kept alive (a kept exception keeps its traceback's frames) and its
-    most numerous closures."""
+    most numerous closures. A report counts only its CENSUS_TYPES most numerous types: one missing from
+    the first counts from zero (in a server that froze its start-up objects, the first has few types)."""
     def types(report: str) -> dict[str, int]:
         parts = (line.split() for line in report.splitlines() if line.startswith("gc type "))
         return {p[2]: int(p[3]) for p in parts if len(p) == 4}
