@@ -69,8 +69,7 @@ class RouteShortcut:
 
     def forget_stale(self) -> None:
         """Drop the memo once routes, KV or the config it was made under changed (or it is full)."""
-        ns = self.ns
-        state = (ns.routes.version, ns.kv.version, ns.config.order_message_enable, ns.config.cluster_test)
+        state = self.ns.answers_state
         if state != self._state or len(self._memo) > MEMO_LIMIT:
             self._memo.clear()
             self._state = state

@@ -46,7 +46,7 @@ class NameServer:
         self.route_shortcut = RouteShortcut(self)
         self.dispatcher.fast_path = self.route_shortcut
         self._route_cache: dict[tuple[str | None, bool], bytes | None] = {}
-        self._route_cache_key: tuple[int, int, bool] = (-1, -1, False)
+        self._route_cache_key: tuple[int, int, bool, bool] = (-1, -1, False, False)
 
     @property
     def address(self) -> str:
@@ -79,8 +79,14 @@ class NameServer:
             cache[(topic, standard_json)] = body
         return body
 
+    @property
+    def answers_state(self) -> tuple[int, int, bool, bool]:
+        """What cached route answers were made under: the routes, the KV config (ORDER_TOPIC_CONFIG) and the
+        settings that shape an answer (orderMessageEnable, clusterTest); they are stale once it changes."""
+        return self.routes.version, self.kv.version, self.config.order_message_enable, self.config.cluster_test
+
     def _forget_stale_routes(self) -> None:
-        key = (self.routes.version, self.kv.version, self.config.order_message_enable or self.config.cluster_test)
+        key = self.answers_state
         if key != self._route_cache_key or len(self._route_cache) > ROUTE_CACHE_LIMIT:
             self._route_cache.clear()
             self._route_cache_key = key
