@@ -68,8 +68,19 @@ _AND_CHAIN = " AND ".join(f"a <> {i}" for i in range(2, N + 2))
         ("a = 1" + " = TRUE" * ((MAX_SELECTOR_LENGTH - 5) // 7), {"a": "1"}, True),
     ],
     ids=[
-        "OR true", "OR false", "OR null", "AND true", "AND false", "AND null", "AND then OR",
-        "= chain", "<> chain", "<> chain null", "IS NOT NULL chain", "IS NULL chain", "longest",
+        "OR true",
+        "OR false",
+        "OR null",
+        "AND true",
+        "AND false",
+        "AND null",
+        "AND then OR",
+        "= chain",
+        "<> chain",
+        "<> chain null",
+        "IS NOT NULL chain",
+        "IS NULL chain",
+        "longest",
     ],
 )
 def test_chains_of_thousands_of_terms_evaluate_as_java(text: str, props: dict[str, str], verdict: bool | None) -> None:
