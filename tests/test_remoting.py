@@ -326,6 +326,39 @@ async def test_connect_refused_and_pending_failed_on_close(nursery: trio.Nursery
     nursery.cancel_scope.cancel()
 
 
+async def test_connect_locks_live_only_while_someone_connects(nursery: trio.Nursery) -> None:
+    # a client that talks to many addresses over its life kept a lock per address forever
+    server: RemotingServer = await nursery.start(serve_remoting, make_dispatcher())
+    refused = []
+    for _ in range(20):
+        sock = trio.socket.socket()
+        await sock.bind(("127.0.0.1", 0))
+        refused.append(f"127.0.0.1:{sock.getsockname()[1]}")
+        sock.close()
+    async with open_remoting_client() as client:
+        got = []
+
+        async def connect(addr: str) -> None:
+            try:
+                got.append(await client.connection(addr, timeout=2))
+            except RemotingConnectError:
+                got.append(None)
+
+        async with trio.open_nursery() as tasks:
+            for _ in range(8):  # at once: one connect, the others wait on it and share its connection
+                tasks.start_soon(connect, server.address)
+            for addr in refused:
+                tasks.start_soon(connect, addr)
+        shared = {id(c) for c in got if c is not None}
+        assert len(shared) == 1 and got.count(None) == len(refused)
+        await wait_until(lambda: len(server.connections) == 1, timeout=5)
+        assert client._connecting == {}
+        await client.close_connection(server.address)
+        assert (await client.invoke(server.address, req(ECHO, 0, b"again"), timeout=3)).body == b"again"
+        assert client._connecting == {}
+    nursery.cancel_scope.cancel()
+
+
 async def test_server_survives_garbage_over_tcp(nursery: trio.Nursery) -> None:
     server: RemotingServer = await nursery.start(serve_remoting, make_dispatcher())
     bad = await trio.open_tcp_stream("127.0.0.1", server.port)

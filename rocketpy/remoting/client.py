@@ -36,6 +36,14 @@ def split_address(addr: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+class _ConnectLock:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = trio.Lock()
+        self.users = 0  # tasks holding or waiting on the lock
+
+
 class RemotingClient:
     """Pooled outgoing connections; each one's reader runs in the client's nursery."""
 
@@ -63,7 +71,9 @@ class RemotingClient:
         self.max_frame = max_frame
         self._opaques = itertools.count(1)
         self._pool: dict[str, ClientConnection] = {}
-        self._connecting: dict[str, trio.Lock] = {}
+        #: one connect per address at a time; an entry lives while a task holds or waits on it, so a
+        #: client that talks to many addresses over its life (brokers come and go) keeps none of the old
+        self._connecting: dict[str, _ConnectLock] = {}
         self.closed = False
 
     @property
@@ -86,25 +96,37 @@ class RemotingClient:
             return conn
         if self.closed:
             raise RemotingConnectError("client is closed")
-        lock = self._connecting.setdefault(addr, trio.Lock())
-        async with lock:
-            conn = self._pool.get(addr)
-            if conn is not None and not conn.closed:
-                return conn
-            host, port = split_address(addr)
-            limit = self.connect_timeout if timeout is None else min(timeout, self.connect_timeout)
-            try:
-                with trio.fail_after(limit):
-                    stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
-                    if self.ssl_context is not None:
-                        stream = await connect_stream(stream, self.ssl_context, host)
-            except (OSError, trio.TooSlowError) as exc:
-                raise RemotingConnectError(f"connect to {addr} failed: {exc or 'timeout'}") from exc
-            conn = ClientConnection(stream, addr, max_frame=self.max_frame, opaques=self._opaques,
-                                    close_on_timeout=self._close_on_timeout)
-            self._pool[addr] = conn
-            await self.nursery.start(self._run, addr, conn)
+        gate = self._connecting.get(addr)
+        if gate is None:
+            gate = self._connecting[addr] = _ConnectLock()
+        gate.users += 1
+        try:
+            async with gate.lock:
+                return await self._connect(addr, timeout)
+        finally:
+            gate.users -= 1
+            if gate.users == 0:
+                del self._connecting[addr]
+
+    async def _connect(self, addr: str, timeout: float | None) -> ClientConnection:
+        """Open the connection to ``addr`` unless a task before us did (under the address's lock)."""
+        conn = self._pool.get(addr)
+        if conn is not None and not conn.closed:
             return conn
+        host, port = split_address(addr)
+        limit = self.connect_timeout if timeout is None else min(timeout, self.connect_timeout)
+        try:
+            with trio.fail_after(limit):
+                stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+                if self.ssl_context is not None:
+                    stream = await connect_stream(stream, self.ssl_context, host)
+        except (OSError, trio.TooSlowError) as exc:
+            raise RemotingConnectError(f"connect to {addr} failed: {exc or 'timeout'}") from exc
+        conn = ClientConnection(stream, addr, max_frame=self.max_frame, opaques=self._opaques,
+                                close_on_timeout=self._close_on_timeout)
+        self._pool[addr] = conn
+        await self.nursery.start(self._run, addr, conn)
+        return conn
 
     async def _run(self, addr: str, conn: ClientConnection, *, task_status: trio.TaskStatus[None]) -> None:
         ctx = RequestContext(connection=conn, remote_addr=addr, state=self.state)
