@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from rocketpy.client.errors import MQBrokerError
 from rocketpy.codecs import CodecError, RemotingCommand, ResponseCode, SerializeType
 from rocketpy.remoting import (
     CommandReader,
@@ -19,6 +20,7 @@ from rocketpy.remoting import (
     RemotingServer,
     RemotingTimeoutError,
     RequestContext,
+    fresh_error,
     open_remoting_client,
     serve_remoting,
 )
@@ -387,3 +389,24 @@ async def test_idle_connection_closed(nursery: trio.Nursery, virtual_clock: trio
     await wait_until(lambda: closed != [], timeout=5)
     await stream.aclose()
     nursery.cancel_scope.cancel()
+
+
+def test_fresh_error_is_the_same_error_without_the_traceback() -> None:
+    errors: list[BaseException] = []
+    for make in (lambda: MQBrokerError(17, "no topic", "127.0.0.1:10911"), lambda: FileNotFoundError(2, "gone", "f"),
+                 lambda: ConnectionClosedError("closed"), lambda: trio.TooSlowError()):
+        try:
+            try:
+                raise KeyError("cause")
+            except KeyError as cause:
+                raise make() from cause
+        except BaseException as exc:  # noqa: BLE001 - each of the kinds above
+            errors.append(exc)
+    for error in errors:
+        fresh = fresh_error(error)
+        assert fresh is not error and type(fresh) is type(error) and fresh.args == error.args
+        assert vars(fresh) == vars(error) and str(fresh) == str(error)
+        assert fresh.__traceback__ is None and fresh.__cause__ is error.__cause__
+    broker_error = fresh_error(errors[0])
+    assert (broker_error.response_code, broker_error.remark, broker_error.addr) == (17, "no topic", "127.0.0.1:10911")
+    assert fresh_error(errors[1]).filename == "f"  # type: ignore[attr-defined]
