@@ -354,10 +354,10 @@ async def test_connect_locks_live_only_while_someone_connects(nursery: trio.Nurs
         shared = {id(c) for c in got if c is not None}
         assert len(shared) == 1 and got.count(None) == len(refused)
         await wait_until(lambda: len(server.connections) == 1, timeout=5)
-        assert client._connecting == {}
+        assert len(client._connecting) == 0
         await client.close_connection(server.address)
         assert (await client.invoke(server.address, req(ECHO, 0, b"again"), timeout=3)).body == b"again"
-        assert client._connecting == {}
+        assert len(client._connecting) == 0
     nursery.cancel_scope.cancel()
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import trio
 
 from ..codecs import DEFAULT_MAX_FRAME, RemotingCommand
+from ..keyed_locks import KeyedLocks
 from .client_connection import ClientConnection, Request
 from .connection import ResponseFuture
 from .dispatch import Dispatcher, RequestContext
@@ -34,14 +35,6 @@ def split_address(addr: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise RemotingConnectError(f"bad address {addr!r}, expected host:port")
     return host.strip("[]"), int(port)
-
-
-class _ConnectLock:
-    __slots__ = ("lock", "users")
-
-    def __init__(self) -> None:
-        self.lock = trio.Lock()
-        self.users = 0  # tasks holding or waiting on the lock
 
 
 class RemotingClient:
@@ -71,9 +64,9 @@ class RemotingClient:
         self.max_frame = max_frame
         self._opaques = itertools.count(1)
         self._pool: dict[str, ClientConnection] = {}
-        #: one connect per address at a time; an entry lives while a task holds or waits on it, so a
-        #: client that talks to many addresses over its life (brokers come and go) keeps none of the old
-        self._connecting: dict[str, _ConnectLock] = {}
+        #: one connect per address at a time, a lock kept only while in use: a client talks to many
+        #: addresses over its life (brokers come and go)
+        self._connecting: KeyedLocks[str] = KeyedLocks()
         self.closed = False
 
     @property
@@ -96,17 +89,8 @@ class RemotingClient:
             return conn
         if self.closed:
             raise RemotingConnectError("client is closed")
-        gate = self._connecting.get(addr)
-        if gate is None:
-            gate = self._connecting[addr] = _ConnectLock()
-        gate.users += 1
-        try:
-            async with gate.lock:
-                return await self._connect(addr, timeout)
-        finally:
-            gate.users -= 1
-            if gate.users == 0:
-                del self._connecting[addr]
+        async with self._connecting.hold(addr):
+            return await self._connect(addr, timeout)
 
     async def _connect(self, addr: str, timeout: float | None) -> ClientConnection:
         """Open the connection to ``addr`` unless a task before us did (under the address's lock)."""
