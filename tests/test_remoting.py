@@ -20,6 +20,7 @@ from rocketpy.remoting import (
     RemotingServer,
     RemotingTimeoutError,
     RequestContext,
+    ResponseFuture,
     fresh_error,
     open_remoting_client,
     serve_remoting,
@@ -410,3 +411,15 @@ def test_fresh_error_is_the_same_error_without_the_traceback() -> None:
     broker_error = fresh_error(errors[0])
     assert (broker_error.response_code, broker_error.remark, broker_error.addr) == (17, "no topic", "127.0.0.1:10911")
     assert fresh_error(errors[1]).filename == "f"  # type: ignore[attr-defined]
+
+
+async def test_a_failed_response_raises_a_copy_to_each_waiter() -> None:
+    future = ResponseFuture(1)
+    future.set_error(ConnectionClosedError("closed"))
+    raised = []
+    for _ in range(3):
+        with pytest.raises(ConnectionClosedError, match="closed") as info:
+            await future.wait()
+        raised.append(info.value)
+    assert len({id(e) for e in [future.error, *raised]}) == 4
+    assert future.error is not None and future.error.__traceback__ is None  # never raised: holds no frames

@@ -198,7 +198,7 @@ class ResponseFuture:
         """The response, or the error that ended the wait."""
         await self._event.wait()
         if self.error is not None:
-            raise self.error
+            raise fresh_error(self.error)  # each waiter its own: one object raised in each gathers their frames
         assert self.response is not None
         return self.response
 
