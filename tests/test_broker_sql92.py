@@ -19,6 +19,7 @@ from rocketpy.broker.sql92 import (
     BoolCast,
     Compare,
     Const,
+    EqualChain,
     EvalError,
     In,
     JInt,
@@ -35,6 +36,7 @@ from rocketpy.broker.sql92 import (
     parse,
     record_properties,
 )
+from rocketpy.broker.sql92.values import java_equals
 from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.bodies import (
     CheckClientRequestBody,
@@ -254,6 +256,112 @@ def test_evaluation_is_total(expr, props):
     else:
         assert value in (True, False, None)
         assert matches(expr, props) is (value is True)
+
+
+# ---------------------------------------------------------------------------
+# Chains: one node per chain against Java's left-deep tree evaluated recursively
+# ---------------------------------------------------------------------------
+
+
+def _chain_operand(e):
+    # what the parser reads before "=" without making a compile-time check fire: no NULL, no Boolean constant
+    return _operand(e) and not (isinstance(e, Const) and e.kind in ("bool", "null"))
+
+
+_NAMES = ["a", "b", "A", "_x"]  # the properties the messages have (or not)
+_known_props = st.sampled_from(_NAMES).map(Prop)
+_small_numbers = st.one_of(_known_props, st.sampled_from([Const("int", JInt(1)), Const("double", 2.5)]))
+_small = st.one_of(_small_numbers, st.just(Const("string", "x")))
+
+
+def _chains(children):
+    step = st.tuples(st.booleans(), st.one_of(_small, st.sampled_from([TRUE, FALSE, NULL])))
+    return st.one_of(
+        st.tuples(st.sampled_from([">", "<="]), _small_numbers, _small_numbers).map(lambda t: Compare(*t)),
+        st.tuples(_known_props, st.lists(st.sampled_from(["1", "x"]), min_size=1, max_size=2), st.booleans()).map(
+            lambda t: In(t[0], tuple(t[1]), t[2])
+        ),
+        children.map(Not),
+        st.lists(children, min_size=2, max_size=5).map(lambda t: And(*t)),
+        st.lists(children, min_size=2, max_size=5).map(lambda t: Or(*t)),
+        st.tuples(st.one_of(_small, children.filter(_chain_operand)), st.lists(step, min_size=2, max_size=5)).map(
+            lambda t: EqualChain(t[0], tuple(t[1]))
+        ),
+    )
+
+
+_chained = st.recursive(
+    st.one_of(_known_props.map(BoolCast), st.sampled_from([TRUE, FALSE, NULL])), _chains, max_leaves=12
+)
+
+
+def _left_deep(e):
+    """Java's tree of the same selector: every chain a left-deep tree of pairs."""
+    if isinstance(e, (And, Or)):
+        terms = [_left_deep(t) for t in e.terms]
+        tree = type(e)(terms[0], terms[1])
+        for t in terms[2:]:
+            tree = type(e)(tree, t)
+        return tree
+    if isinstance(e, EqualChain):
+        tree = _left_deep(e.operand)
+        for negated, right in e.steps:
+            tree = Compare("=", tree, _left_deep(right))
+            tree = Not(tree) if negated else tree
+        return tree
+    if isinstance(e, Compare):
+        return Compare(e.op, _left_deep(e.left), _left_deep(e.right))
+    if isinstance(e, (Not, BoolCast)):
+        return type(e)(_left_deep(e.operand))
+    return e
+
+
+def _as_java_boolean(v):
+    if v is None or type(v) is bool:
+        return v
+    raise EvalError("java.lang.ClassCastException: not a Boolean")
+
+
+def _java_evaluate(e, props):
+    """LogicExpression / ComparisonExpression / UnaryExpression.evaluate, recursive as Java's, on pairs."""
+    if isinstance(e, (And, Or)):
+        dominant = isinstance(e, Or)
+        left, right = e.terms
+        lv = _as_java_boolean(_java_evaluate(left, props))
+        if lv is dominant:
+            return dominant
+        rv = _as_java_boolean(_java_evaluate(right, props))
+        if rv is dominant:
+            return dominant
+        return None if lv is None or rv is None else not dominant
+    if isinstance(e, Not):
+        v = _as_java_boolean(_java_evaluate(e.operand, props))
+        return None if v is None else not v
+    if isinstance(e, BoolCast):
+        v = _java_evaluate(e.operand, props)
+        return v if v is None or type(v) is bool else False
+    if isinstance(e, Compare) and e.op == "=":
+        lv, rv = _java_evaluate(e.left, props), _java_evaluate(e.right, props)
+        if (lv is None) != (rv is None):
+            return None if lv is None else False
+        return lv is None or java_equals(lv, rv) or java_compare(lv, rv) == 0
+    return e.evaluate(props)  # the rest hold no Boolean subtree: ordering comparisons, IN, values
+
+
+def _outcome(f):
+    try:
+        return f()
+    except EvalError as exc:
+        return str(exc)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(_chained, st.dictionaries(st.sampled_from(_NAMES), st.sampled_from(["", "1", "2.5", "true", "x"])))
+def test_chains_evaluate_as_javas_left_deep_tree(expr, props):
+    java_tree = _left_deep(expr)
+    assert _outcome(lambda: evaluate(expr, props)) == _outcome(lambda: _java_evaluate(java_tree, props))
+    assert expr.java_str() == java_tree.java_str()  # what compile errors print
+    assert parse(expr.to_sql()) == expr  # the parser makes one node of an unparenthesized chain
 
 
 @settings(max_examples=300)

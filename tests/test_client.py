@@ -240,6 +240,7 @@ async def test_orderly_consumer_locks_and_order() -> None:
                 assert {mq.queue_id for mq in held} == {0, 1, 2, 3}
                 assert {e.client_id for e in held.values()} == {consumer.client.client_id}
         assert all(v == [0, 1, 2, 3, 4] for v in per_order.values())
+        assert len(consumer._mq_locks) == 0  # no queue's consume lock kept once nothing consumes it
         assert not c.broker.locks.table.get("CGO"), "locks released at shutdown"
         assert c.probe.of(RequestCode.LOCK_BATCH_MQ)
 

@@ -60,3 +60,38 @@ async def test_async_send_fails_after_retries() -> None:
                 await future.result()
             assert len(failed) == 1 and isinstance(failed[0], MQClientError)
             assert c.probe.fail_sends == 7  # three attempts
+
+
+def _frames(tb: object) -> int:
+    n = 0
+    while tb is not None:
+        n, tb = n + 1, tb.tb_next  # type: ignore[attr-defined]
+    return n
+
+
+async def test_a_failed_send_raises_a_copy_to_each_waiter() -> None:
+    # the stored exception raised again to each caller gathered all their frames in its __traceback__
+    async with real_cluster(probe=True) as c:
+        async with Producer("PGA", namesrv=c.namesrv) as p:
+            await p.send(make_message("TopicAc", "warm"))
+            c.probe.fail_sends = 10
+            future = p.send_async(make_message("TopicAc", "x"))
+            raised: list[MQClientError] = []
+
+            async def wait() -> None:
+                with pytest.raises(MQClientError) as info:
+                    await future.result()
+                raised.append(info.value)
+
+            await wait()
+            assert future.error is not None
+            kept = _frames(future.error.__traceback__)
+            async with trio.open_nursery() as waiters:
+                for _ in range(3):
+                    waiters.start_soon(wait)
+            await wait()
+        assert len({id(e) for e in [future.error, *raised]}) == 6  # each waiter its own
+        assert {(type(e), str(e), e.response_code) for e in raised} == {
+            (type(future.error), str(future.error), future.error.response_code)  # type: ignore[attr-defined]
+        }
+        assert _frames(future.error.__traceback__) == kept

@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from rocketpy.client.errors import MQBrokerError
 from rocketpy.codecs import CodecError, RemotingCommand, ResponseCode, SerializeType
 from rocketpy.remoting import (
     CommandReader,
@@ -19,6 +20,8 @@ from rocketpy.remoting import (
     RemotingServer,
     RemotingTimeoutError,
     RequestContext,
+    ResponseFuture,
+    fresh_error,
     open_remoting_client,
     serve_remoting,
 )
@@ -326,6 +329,39 @@ async def test_connect_refused_and_pending_failed_on_close(nursery: trio.Nursery
     nursery.cancel_scope.cancel()
 
 
+async def test_connect_locks_live_only_while_someone_connects(nursery: trio.Nursery) -> None:
+    # a client that talks to many addresses over its life kept a lock per address forever
+    server: RemotingServer = await nursery.start(serve_remoting, make_dispatcher())
+    refused = []
+    for _ in range(20):
+        sock = trio.socket.socket()
+        await sock.bind(("127.0.0.1", 0))
+        refused.append(f"127.0.0.1:{sock.getsockname()[1]}")
+        sock.close()
+    async with open_remoting_client() as client:
+        got = []
+
+        async def connect(addr: str) -> None:
+            try:
+                got.append(await client.connection(addr, timeout=2))
+            except RemotingConnectError:
+                got.append(None)
+
+        async with trio.open_nursery() as tasks:
+            for _ in range(8):  # at once: one connect, the others wait on it and share its connection
+                tasks.start_soon(connect, server.address)
+            for addr in refused:
+                tasks.start_soon(connect, addr)
+        shared = {id(c) for c in got if c is not None}
+        assert len(shared) == 1 and got.count(None) == len(refused)
+        await wait_until(lambda: len(server.connections) == 1, timeout=5)
+        assert len(client._connecting) == 0
+        await client.close_connection(server.address)
+        assert (await client.invoke(server.address, req(ECHO, 0, b"again"), timeout=3)).body == b"again"
+        assert len(client._connecting) == 0
+    nursery.cancel_scope.cancel()
+
+
 async def test_server_survives_garbage_over_tcp(nursery: trio.Nursery) -> None:
     server: RemotingServer = await nursery.start(serve_remoting, make_dispatcher())
     bad = await trio.open_tcp_stream("127.0.0.1", server.port)
@@ -354,3 +390,36 @@ async def test_idle_connection_closed(nursery: trio.Nursery, virtual_clock: trio
     await wait_until(lambda: closed != [], timeout=5)
     await stream.aclose()
     nursery.cancel_scope.cancel()
+
+
+def test_fresh_error_is_the_same_error_without_the_traceback() -> None:
+    errors: list[BaseException] = []
+    for make in (lambda: MQBrokerError(17, "no topic", "127.0.0.1:10911"), lambda: FileNotFoundError(2, "gone", "f"),
+                 lambda: ConnectionClosedError("closed"), lambda: trio.TooSlowError()):
+        try:
+            try:
+                raise KeyError("cause")
+            except KeyError as cause:
+                raise make() from cause
+        except BaseException as exc:  # noqa: BLE001 - each of the kinds above
+            errors.append(exc)
+    for error in errors:
+        fresh = fresh_error(error)
+        assert fresh is not error and type(fresh) is type(error) and fresh.args == error.args
+        assert vars(fresh) == vars(error) and str(fresh) == str(error)
+        assert fresh.__traceback__ is None and fresh.__cause__ is error.__cause__
+    broker_error = fresh_error(errors[0])
+    assert (broker_error.response_code, broker_error.remark, broker_error.addr) == (17, "no topic", "127.0.0.1:10911")
+    assert fresh_error(errors[1]).filename == "f"  # type: ignore[attr-defined]
+
+
+async def test_a_failed_response_raises_a_copy_to_each_waiter() -> None:
+    future = ResponseFuture(1)
+    future.set_error(ConnectionClosedError("closed"))
+    raised = []
+    for _ in range(3):
+        with pytest.raises(ConnectionClosedError, match="closed") as info:
+            await future.wait()
+        raised.append(info.value)
+    assert len({id(e) for e in [future.error, *raised]}) == 4
+    assert future.error is not None and future.error.__traceback__ is None  # never raised: holds no frames

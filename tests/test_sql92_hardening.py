@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketpy.broker.sql92 import MAX_SELECTOR_DEPTH, MAX_SELECTOR_LENGTH, SelectorError, matches, parse
+from rocketpy.broker.sql92 import MAX_SELECTOR_DEPTH, MAX_SELECTOR_LENGTH, SelectorError, evaluate, matches, parse
 from rocketpy.codecs import ResponseCode
 from rocketpy.testing import broker_client, running_broker
 
@@ -42,6 +42,68 @@ def test_expression_size_and_nesting_are_bounded(text: str) -> None:
 def test_nesting_within_the_bound_parses() -> None:
     depth = MAX_SELECTOR_DEPTH // 2
     assert matches(parse("(" * depth + "a > 1" + ")" * depth), {"a": "2"})
+
+
+N = 1000  # terms: past Python's recursion limit, well within what Java 4.9.8 evaluates
+_OR_CHAIN = " OR ".join(f"a = {i}" for i in range(1, N + 1))
+_AND_CHAIN = " AND ".join(f"a <> {i}" for i in range(2, N + 2))
+
+
+@pytest.mark.parametrize(
+    ("text", "props", "verdict"),
+    [
+        (_OR_CHAIN, {"a": str(N)}, True),
+        (_OR_CHAIN, {"a": "0"}, False),
+        (_OR_CHAIN, {}, None),
+        (_AND_CHAIN, {"a": "1"}, True),
+        (_AND_CHAIN, {"a": str(N)}, False),
+        (_AND_CHAIN, {}, None),
+        (_AND_CHAIN + " OR b IS NULL", {"a": "5"}, True),
+        ("a = 1" + " = TRUE" * (N - 1), {"a": "1"}, True),
+        ("a = 1" + " <> FALSE" * (N - 1), {"a": "1"}, True),
+        ("a = 1" + " <> FALSE" * (N - 1), {}, None),
+        ("b" + " IS NOT NULL" * N, {"b": "x"}, True),
+        ("b" + " IS NULL" * N, {}, False),
+        # the longest chain the length bound lets in (Java's own stack gives out before, a StackOverflowError)
+        ("a = 1" + " = TRUE" * ((MAX_SELECTOR_LENGTH - 5) // 7), {"a": "1"}, True),
+    ],
+    ids=[
+        "OR true",
+        "OR false",
+        "OR null",
+        "AND true",
+        "AND false",
+        "AND null",
+        "AND then OR",
+        "= chain",
+        "<> chain",
+        "<> chain null",
+        "IS NOT NULL chain",
+        "IS NULL chain",
+        "longest",
+    ],
+)
+def test_chains_of_thousands_of_terms_evaluate_as_java(text: str, props: dict[str, str], verdict: bool | None) -> None:
+    # Java 4.9.8's verdicts for these; the recursive evaluation hit Python's recursion limit and said "no match"
+    expr = parse(text)
+    assert evaluate(expr, props) is verdict
+    assert matches(expr, props) is (verdict is True)
+
+
+def test_a_chain_in_a_compile_error_reads_as_java_prints_it() -> None:
+    # Java's message holds the chain's toString(), a left-deep ((a || b) || c); ours recursed per term
+    expected = "(" * (N - 1) + "(a == 1)" + "".join(f" || (a == {i}))" for i in range(2, N + 1))
+    with pytest.raises(SelectorError) as info:
+        parse(f"({_OR_CHAIN}) IN ('x')")
+    assert info.value.message == f"Expected a property for In expression, got: {expected}"
+    with pytest.raises(SelectorError, match="cannot be compared"):
+        parse("(a" + " = 1" * N + ") > 1")
+
+
+def test_arithmetic_after_a_property_is_where_java_stops_reading() -> None:
+    # 4.9.8 has no binary +: the parser reads "x" and stops (no recursion, whatever follows)
+    assert parse("x" + " + 1" * N) == parse("x")
+    assert evaluate(parse("x" + " + 1" * N), {"x": "5"}) is False  # a bare property: FALSE, as Java answered
 
 
 async def test_a_huge_property_leaves_sql92_pulls_working(tmp_path) -> None:  # type: ignore[no-untyped-def]

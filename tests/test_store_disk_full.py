@@ -7,8 +7,10 @@ on a small tmpfs."""
 from __future__ import annotations
 
 import errno
+import gc
 import logging
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -211,6 +213,22 @@ def test_index_that_cannot_get_a_new_file_is_caught_up_when_space_returns(tmp_pa
         for i in range(9):
             found = store.query_message("T", f"key{i}", 32, 0, 1 << 62).messages
             assert len(found) == 1, i
+
+
+def test_an_index_failure_keeps_no_frame_of_the_put_that_met_it(
+    tmp_path: Path, disk: FullDisk, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the index kept the last OSError, whose traceback held the frames of the put (and its message) alive
+    cfg = make_config(tmp_path, max_index_num=8)
+    with MessageStore(cfg, clock=Clock(), disk_usage=lambda p: 0.5) as store:
+        for i in range(7):
+            assert store.put_message(make_msg("T", 0, b"b", keys=f"key{i}")).is_ok
+        disk.full.add("/index/")
+        assert store.put_message(make_msg("T", 0, b"b", keys="key7")).is_ok  # stored, not indexed
+        gc.collect()
+        kept = [f for f in gc.get_objects() if isinstance(f, types.FrameType) and f.f_code.co_name == "put_message"]
+        assert kept == []
+        assert any(f"[Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}" in m for m in _errors(caplog))  # the cause
 
 
 def test_forced_clean_up_keeps_the_current_file_and_unflushed_bytes(

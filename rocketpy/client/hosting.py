@@ -16,14 +16,22 @@ import trio
 log = logging.getLogger("rocketpy.client")
 
 
+def failure_text(exc: BaseException) -> str:
+    """What went wrong, as text to keep: a nursery's group says which of its tasks failed and why."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(failure_text(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 class TaskHost:
     """Owns one nursery in a system task; background tasks of a client object run there."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.nursery: trio.Nursery | None = None
-        #: what ended the hosted tasks, when one of them failed
-        self.error: Exception | None = None
+        #: what ended the hosted tasks, when one of them failed, as text (the exception would keep the
+        #: frames of the failed tasks for as long as the host object lives)
+        self.error: str | None = None
         self._ready = trio.Event()
         self._stop = trio.Event()
         self._done = trio.Event()
@@ -46,7 +54,7 @@ class TaskHost:
                 await self._stop.wait()
                 nursery.cancel_scope.cancel()
         except Exception as exc:  # an error escaping a system task would end the whole trio run
-            self.error = exc
+            self.error = failure_text(exc)
             log.exception("%s failed", self.name)
         finally:
             self._ready.set()
@@ -67,4 +75,4 @@ class TaskHost:
             await self._done.wait()
 
 
-__all__ = ["TaskHost"]
+__all__ = ["TaskHost", "failure_text"]

@@ -30,7 +30,7 @@ from ..remoting import Dispatcher, RemotingClient, RemotingError
 from .api import ClientAPI
 from .config import DEFAULT_INSTANCE_NAME, ClientConfig
 from .errors import MQClientError
-from .hosting import TaskHost
+from .hosting import TaskHost, failure_text
 from .route import MASTER_ID, TopicPublishInfo, broker_addrs, publish_info, route_equal, subscribe_queues
 
 if TYPE_CHECKING:
@@ -391,7 +391,8 @@ class _Hosted:
         self.ready = trio.Event()
         self.stop = trio.Event()
         self.done = trio.Event()
-        self.error: BaseException | None = None
+        #: why the instance failed, as text: the exception would keep the frames of its failed tasks
+        self.error: str | None = None
 
     async def run(self) -> None:
         try:
@@ -399,7 +400,7 @@ class _Hosted:
                 self.ready.set()
                 await self.stop.wait()
         except Exception as exc:  # an error escaping a system task would end the whole trio run
-            self.error = exc
+            self.error = failure_text(exc)
             log.exception("client instance %s failed", self.instance.client_id)
         finally:
             self.forget()

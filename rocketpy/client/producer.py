@@ -32,7 +32,7 @@ from ..codecs.message import (
 )
 from ..javacompat.hashmap import hashmap_key_order
 from ..javacompat.lang import java_hash
-from ..remoting import RemotingError, ResponseFuture
+from ..remoting import RemotingError, ResponseFuture, fresh_error
 from .api import ClientAPI
 from .config import ClientConfig
 from .errors import MQBrokerError, MQClientError, RequestTimeoutError
@@ -197,7 +197,8 @@ class SendFuture:
     async def result(self) -> SendResult:
         await self._done.wait()
         if self.error is not None:
-            raise self.error
+            # a copy for each caller: the stored one raised again would gather every caller's frames
+            raise fresh_error(self.error)
         assert self.value is not None
         return self.value
 

@@ -26,6 +26,7 @@ from ..codecs.bodies import ConsumeMessageDirectlyResult, ConsumerRunningInfo, M
 from ..codecs.codes import CMResult, MessageConst, MessageModel, MixAll, PullStatus, PullSysFlag
 from ..codecs.headers import PullMessageRequestHeader
 from ..codecs.message import Message, MessageExt
+from ..keyed_locks import KeyedLocks
 from ..remoting import RemotingError
 from .api import decode_pulled
 from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
@@ -178,7 +179,8 @@ class PushConsumer(ConsumerBase):
         self.await_termination = await_termination
         self._limiter = trio.CapacityLimiter(consume_concurrency)
         self._pull_scopes: dict[MessageQueue, trio.CancelScope] = {}
-        self._mq_locks: dict[MessageQueue, trio.Lock] = {}
+        #: orderly consumption of a queue one batch at a time (Java's MessageQueueLock), kept while in use
+        self._mq_locks: KeyedLocks[MessageQueue] = KeyedLocks()
         self._inflight = 0
         self._idle = trio.Event()
         self._idle.set()
@@ -278,9 +280,8 @@ class PushConsumer(ConsumerBase):
         self.offset_store.remove_offset(mq)
         if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
             # wait (a little) for the batch in flight, so the next owner starts after our commit
-            lock = self._mq_locks.setdefault(mq, trio.Lock())
             with trio.move_on_after(1.0) as waited:
-                async with lock:
+                async with self._mq_locks.hold(mq):
                     await self._unlock(mq)
             if waited.cancelled_caught:
                 pq.try_unlock_times += 1
@@ -643,8 +644,7 @@ class PushConsumer(ConsumerBase):
 
     # -- orderly --------------------------------------------------------------------------------------------
     async def _consume_orderly(self, mq: MessageQueue, pq: ProcessQueue) -> None:
-        lock = self._mq_locks.setdefault(mq, trio.Lock())
-        async with lock:
+        async with self._mq_locks.hold(mq):
             started = trio.current_time()
             while True:
                 if pq.dropped or not self.running:

@@ -9,6 +9,7 @@ from .errors import (
     RemotingError,
     RemotingSendRequestError,
     RemotingTimeoutError,
+    fresh_error,
 )
 from .server import RemotingServer, serve_remoting
 
@@ -25,6 +26,7 @@ __all__ = [
     "RemotingTimeoutError",
     "RequestContext",
     "ResponseFuture",
+    "fresh_error",
     "java_decode_header",
     "open_remoting_client",
     "serve_remoting",

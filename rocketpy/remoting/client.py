@@ -17,6 +17,7 @@ from typing import Any
 import trio
 
 from ..codecs import DEFAULT_MAX_FRAME, RemotingCommand
+from ..keyed_locks import KeyedLocks
 from .client_connection import ClientConnection, Request
 from .connection import ResponseFuture
 from .dispatch import Dispatcher, RequestContext
@@ -63,7 +64,9 @@ class RemotingClient:
         self.max_frame = max_frame
         self._opaques = itertools.count(1)
         self._pool: dict[str, ClientConnection] = {}
-        self._connecting: dict[str, trio.Lock] = {}
+        #: one connect per address at a time, a lock kept only while in use: a client talks to many
+        #: addresses over its life (brokers come and go)
+        self._connecting: KeyedLocks[str] = KeyedLocks()
         self.closed = False
 
     @property
@@ -86,25 +89,28 @@ class RemotingClient:
             return conn
         if self.closed:
             raise RemotingConnectError("client is closed")
-        lock = self._connecting.setdefault(addr, trio.Lock())
-        async with lock:
-            conn = self._pool.get(addr)
-            if conn is not None and not conn.closed:
-                return conn
-            host, port = split_address(addr)
-            limit = self.connect_timeout if timeout is None else min(timeout, self.connect_timeout)
-            try:
-                with trio.fail_after(limit):
-                    stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
-                    if self.ssl_context is not None:
-                        stream = await connect_stream(stream, self.ssl_context, host)
-            except (OSError, trio.TooSlowError) as exc:
-                raise RemotingConnectError(f"connect to {addr} failed: {exc or 'timeout'}") from exc
-            conn = ClientConnection(stream, addr, max_frame=self.max_frame, opaques=self._opaques,
-                                    close_on_timeout=self._close_on_timeout)
-            self._pool[addr] = conn
-            await self.nursery.start(self._run, addr, conn)
+        async with self._connecting.hold(addr):
+            return await self._connect(addr, timeout)
+
+    async def _connect(self, addr: str, timeout: float | None) -> ClientConnection:
+        """Open the connection to ``addr`` unless a task before us did (under the address's lock)."""
+        conn = self._pool.get(addr)
+        if conn is not None and not conn.closed:
             return conn
+        host, port = split_address(addr)
+        limit = self.connect_timeout if timeout is None else min(timeout, self.connect_timeout)
+        try:
+            with trio.fail_after(limit):
+                stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+                if self.ssl_context is not None:
+                    stream = await connect_stream(stream, self.ssl_context, host)
+        except (OSError, trio.TooSlowError) as exc:
+            raise RemotingConnectError(f"connect to {addr} failed: {exc or 'timeout'}") from exc
+        conn = ClientConnection(stream, addr, max_frame=self.max_frame, opaques=self._opaques,
+                                close_on_timeout=self._close_on_timeout)
+        self._pool[addr] = conn
+        await self.nursery.start(self._run, addr, conn)
+        return conn
 
     async def _run(self, addr: str, conn: ClientConnection, *, task_status: trio.TaskStatus[None]) -> None:
         ctx = RequestContext(connection=conn, remote_addr=addr, state=self.state)

@@ -9,7 +9,6 @@ connection, and a client answers broker-initiated requests on the connection it 
 
 from __future__ import annotations
 
-import copy
 import itertools
 import logging
 import math
@@ -23,7 +22,7 @@ import trio
 from ..accel import compiled
 from ..codecs import DEFAULT_MAX_FRAME, CodecError, FrameSplitter, RemotingCommand, ResponseCode
 from ..codecs.command import LANGUAGES_BY_NAME, ONEWAY_FLAG
-from .errors import ConnectionClosedError, RemotingSendRequestError, RemotingTimeoutError
+from .errors import ConnectionClosedError, RemotingSendRequestError, RemotingTimeoutError, fresh_error
 
 if TYPE_CHECKING:
     from .dispatch import Dispatcher, RequestContext
@@ -199,7 +198,7 @@ class ResponseFuture:
         """The response, or the error that ended the wait."""
         await self._event.wait()
         if self.error is not None:
-            raise self.error
+            raise fresh_error(self.error)  # each waiter its own: one object raised in each gathers their frames
         assert self.response is not None
         return self.response
 
@@ -432,7 +431,7 @@ class Connection:
         all their frames in its traceback, and any caller keeping it would keep them all."""
         pending, self._pending = self._pending, {}
         for future in pending.values():
-            future.set_error(copy.copy(error))
+            future.set_error(fresh_error(error))
 
     # -- lifecycle ------------------------------------------------------------
     async def aclose(self) -> None:

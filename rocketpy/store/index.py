@@ -183,7 +183,9 @@ class IndexService:
         #: CommitLog offset from where keys could not be indexed (no disk space for a file): nothing
         #: is indexed until the store re-dispatches from here (MessageStore.check_disk)
         self.failed_from: int | None = None
-        self._error: OSError | None = None  # why the last new file could not be made
+        #: why the last new file could not be made, as text ("[Errno 28] No space left on device: path"): the
+        #: OSError itself would keep its traceback, the frames of the put that met it and their locals
+        self._error = ""
         #: told of the first failure (the store stops taking writes)
         self.on_failure: Callable[[int], None] | None = None
 
@@ -218,7 +220,7 @@ class IndexService:
             try:
                 last.mf.reserve(last.allocation_needed())
             except OSError as exc:
-                self._error = exc
+                self._error = str(exc)
                 # re-dispatched from its last record once there is room (whose keys may go in twice)
                 self._fail(last.end_phy_offset)
         return rebuild_from
@@ -267,7 +269,7 @@ class IndexService:
         try:
             f = IndexFile(path, self.hash_slot_num, self.index_num, end_phy, end_ts)
         except OSError as exc:
-            self._error = exc
+            self._error = str(exc)
             return None
         self.files.append(f)
         if last is not None:
@@ -321,7 +323,7 @@ class IndexService:
             while f is not None and not f.put_key(key, phy_offset, store_ts):
                 f = self._last_file()
         except OSError as exc:
-            self._error = exc
+            self._error = str(exc)
             f = None
         if f is None:
             self._fail(phy_offset)

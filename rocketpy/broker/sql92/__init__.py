@@ -27,6 +27,10 @@ Facts of Java's implementation kept here on purpose:
 * ``a = b`` is NULL when ``a`` is missing but FALSE when only ``b`` is (so ``a <> b``
   matches then); ``x = TRUE`` compares ``Boolean.valueOf(x)``;
 * a bare property used as a condition is FALSE unless missing (NULL).
+
+Java's chains (``a OR b OR ...``, ``x = y = ...``) are left-deep trees of pairs evaluated recursively;
+ours are one node of all the terms evaluated in a loop (same order, same verdicts, same ``toString``),
+so a chain of thousands of terms needs no Python frame per term.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from .tree import (
     BoolCast,
     Compare,
     Const,
+    EqualChain,
     Expr,
     In,
     Neg,
@@ -80,6 +85,7 @@ __all__ = [
     "BoolCast",
     "Compare",
     "Const",
+    "EqualChain",
     "EvalError",
     "Expr",
     "In",

@@ -19,6 +19,7 @@ from .tree import (
     Or,
     Prop,
     as_boolean,
+    chain_equalities,
     make_between,
     make_equal,
     make_in,
@@ -73,25 +74,35 @@ class _Parser:
     def selector(self) -> Expr:
         return as_boolean(self.or_expr())
 
+    # a chain (a OR b OR ...) is one node of all its terms, not Java's left-deep tree of pairs: the same
+    # evaluation without a Python frame per term (see tree._Junction, tree.EqualChain)
     def or_expr(self) -> Expr:
         left = self.and_expr()
+        terms: list[Expr] = []
         while self.peek().kind == "OR":
             self.take()
             right = self.and_expr()
-            left = Or(as_boolean(left), as_boolean(right))
-        return left
+            if not terms:
+                terms.append(as_boolean(left))
+            terms.append(as_boolean(right))
+        return Or(*terms) if terms else left
 
     def and_expr(self) -> Expr:
         left = self.equality()
+        terms: list[Expr] = []
         while self.peek().kind == "AND":
             self.take()
             right = self.equality()
-            left = And(as_boolean(left), as_boolean(right))
-        return left
+            if not terms:
+                terms.append(as_boolean(left))
+            terms.append(as_boolean(right))
+        return And(*terms) if terms else left
 
     def equality(self) -> Expr:
         left = self.comparison()
+        steps = 0
         while True:
+            steps += 1
             kind = self.peek().kind
             if kind == "=":
                 self.take()
@@ -110,7 +121,7 @@ class _Parser:
                     self.expect("NULL")
                     left = Not(Compare("=", left, NULL))
             else:
-                return left
+                return chain_equalities(left, steps - 1)
 
     def comparison(self) -> Expr:
         left = self.unary()

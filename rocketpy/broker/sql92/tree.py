@@ -125,18 +125,30 @@ class Not(Expr):
     is_boolean = True
 
     def evaluate(self, props: Mapping[str, str]) -> Any:
-        v = self.operand.evaluate(props)
-        if v is None:
-            return None
-        if type(v) is not bool:
-            raise EvalError("java.lang.ClassCastException: not a Boolean")
-        return not v
+        return _not(self.operand.evaluate(props))
 
     def java_str(self) -> str:
         return f"(NOT {self.operand.java_str()})"
 
     def to_sql(self) -> str:
         return f"(NOT {self.operand.to_sql()})"
+
+
+def _not(v: Any) -> Any:
+    if v is None:
+        return None
+    if type(v) is not bool:
+        raise EvalError("java.lang.ClassCastException: not a Boolean")
+    return not v
+
+
+def _equal(lv: Any, rv: Any) -> Any:
+    """ComparisonExpression's ``=``: NULL when only the left is null, FALSE when only the right is."""
+    if (lv is None) != (rv is None):
+        return None if lv is None else False
+    if lv is None or java_equals(lv, rv):
+        return True
+    return java_compare(lv, rv) == 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,12 +193,7 @@ class Compare(Expr):
     def evaluate(self, props: Mapping[str, str]) -> Any:
         if self.op == "=":
             lv = self.left.evaluate(props)
-            rv = self.right.evaluate(props)
-            if (lv is None) != (rv is None):
-                return None if lv is None else False
-            if lv is None or java_equals(lv, rv):
-                return True
-            return java_compare(lv, rv) == 0
+            return _equal(lv, self.right.evaluate(props))
         lv = self.left.evaluate(props)
         if lv is None:
             return None
@@ -231,33 +238,45 @@ class In(Expr):
         return f"({self.operand.to_sql()} {sym} ({', '.join(_quote(v) for v in self.values)}))"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, init=False)
 class _Junction(Expr):
-    """AND / OR with SQL's three-valued logic: ``dominant`` decides alone, NULL beats the other value."""
+    """AND / OR of two or more terms with SQL's three-valued logic.
 
-    left: Expr
-    right: Expr
+    ``a OR b OR c`` is Java's left-deep ``((a || b) || c)``; one node with the terms in order is the
+    same evaluation (left to right, stopping at the first ``dominant`` value, which decides alone; else
+    NULL beats the other value) in a loop, so a chain of thousands of terms does not recurse per term.
+    """
+
+    terms: tuple[Expr, ...]
     is_boolean = True
     dominant: ClassVar[bool]
     java_sym: ClassVar[str]
     sql_sym: ClassVar[str]
 
+    def __init__(self, *terms: Expr) -> None:
+        if len(terms) < 2:
+            raise TypeError(f"{type(self).__name__} needs two terms or more")
+        object.__setattr__(self, "terms", terms)
+
     def evaluate(self, props: Mapping[str, str]) -> Any:
-        lv = _as_bool(self.left.evaluate(props))
-        if lv is self.dominant:
-            return self.dominant
-        rv = _as_bool(self.right.evaluate(props))
-        if rv is self.dominant:
-            return self.dominant
-        if lv is None or rv is None:
-            return None
-        return not self.dominant
+        dominant = self.dominant
+        unknown = False
+        for term in self.terms:
+            v = term.evaluate(props)
+            if v is dominant:
+                return dominant
+            if v is None:
+                unknown = True
+            elif type(v) is not bool:
+                raise EvalError("java.lang.ClassCastException: not a Boolean")
+        return None if unknown else not dominant
 
     def java_str(self) -> str:
-        return f"({self.left.java_str()} {self.java_sym} {self.right.java_str()})"
+        first, *rest = self.terms
+        return "(" * len(rest) + first.java_str() + "".join(f" {self.java_sym} {t.java_str()})" for t in rest)
 
     def to_sql(self) -> str:
-        return f"({self.left.to_sql()} {self.sql_sym} {self.right.to_sql()})"
+        return "(" + f" {self.sql_sym} ".join(t.to_sql() for t in self.terms) + ")"
 
 
 class And(_Junction):
@@ -272,10 +291,39 @@ class Or(_Junction):
     sql_sym = "OR"
 
 
-def _as_bool(v: Any) -> bool | None:
-    if v is None or type(v) is bool:
+@dataclasses.dataclass(frozen=True)
+class EqualChain(Expr):
+    """``x = y <> z IS NULL ...``: two or more equality steps after one operand.
+
+    Java's left-deep chain of ComparisonExpressions (``((x == y) == z)``) evaluated in a loop, left to
+    right as Java does, so thousands of steps do not recurse per step. A step is (negated, right):
+    ``=`` (False, y), ``<>`` (True, y), ``IS NULL`` (False, NULL), ``IS NOT NULL`` (True, NULL).
+    """
+
+    operand: Expr
+    steps: tuple[tuple[bool, Expr], ...]
+    is_boolean = True
+
+    def evaluate(self, props: Mapping[str, str]) -> Any:
+        v = self.operand.evaluate(props)
+        for negated, right in self.steps:
+            v = _equal(v, right.evaluate(props))
+            if negated:
+                v = _not(v)
         return v
-    raise EvalError("java.lang.ClassCastException: not a Boolean")
+
+    def java_str(self) -> str:
+        opens = "".join("(NOT (" if negated else "(" for negated, _ in reversed(self.steps))
+        closes = "".join(f" == {right.java_str()}){')' if negated else ''}" for negated, right in self.steps)
+        return opens + self.operand.java_str() + closes
+
+    def to_sql(self) -> str:
+        def step(negated: bool, right: Expr) -> str:
+            if right == NULL:
+                return " IS NOT NULL" if negated else " IS NULL"
+            return f" {'<>' if negated else '='} {right.to_sql()}"
+
+        return "(" + self.operand.to_sql() + "".join(step(n, r) for n, r in self.steps) + ")"
 
 
 # -- node builders with Java's compile-time checks -----------------------------------
@@ -301,6 +349,22 @@ def make_equal(left: Expr, right: Expr) -> Expr:
     if isinstance(left, Const) and isinstance(right, Const) and left.is_boolean and not right.is_boolean:
         raise runtime_error(f"'{left.java_str()}' cannot be compared with '{right.java_str()}'")
     return Compare("=", left, right)
+
+
+def chain_equalities(left: Expr, count: int) -> Expr:
+    """The last ``count`` equality steps the parser made on ``left`` (a left-deep spine of ``Compare("=")``,
+    under a ``Not`` for ``<>`` and IS NOT NULL) as one :class:`EqualChain`; one step stays as it is."""
+    if count < 2:
+        return left
+    steps: list[tuple[bool, Expr]] = []
+    for _ in range(count):
+        negated = isinstance(left, Not)
+        node = left.operand if isinstance(left, Not) else left
+        assert isinstance(node, Compare) and node.op == "="
+        steps.append((negated, node.right))
+        left = node.left
+    steps.reverse()
+    return EqualChain(left, tuple(steps))
 
 
 def make_order(op: str, left: Expr, right: Expr) -> Expr:
