@@ -30,8 +30,9 @@ def traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ModuleTy
     mod = _load()
     monkeypatch.setenv("TRACED_SERVER_DUMP", str(tmp_path / "broker.snap"))
     # walks of every object in the test process: slow
-    monkeypatch.setattr(mod, "_big_objects", lambda: [])
-    monkeypatch.setattr(mod, "_exception_holders", lambda: [])
+    monkeypatch.setattr(mod, "_big_objects", lambda tracked: [])
+    monkeypatch.setattr(mod, "_exception_holders", lambda tracked: [])
+    monkeypatch.setattr(mod, "_pool_census", lambda tracked: [])
     yield mod
 
 
@@ -91,3 +92,19 @@ def test_the_heap_report_names_kept_exceptions_and_what_grew(traced: ModuleType,
     grown = heap_growth(first, last, limit=None)
     assert f"{__name__}._Cache +{len(kept) + 1}" in grown
     assert "exception KeyError in _Cache 1" in grown
+
+
+@pytest.mark.skipif(sys.platform != "linux" or sys.implementation.name != "cpython" or sys.maxsize < 2**32
+                    or os.environ.get("PYTHONMALLOC", "pymalloc") != "pymalloc",
+                    reason="reads pymalloc's pool headers (CPython, 64 bits) from /proc/self/maps' mappings")
+def test_the_pool_census_finds_the_blocks_made() -> None:
+    census = _load()
+
+    def blocks_of(size: int) -> int:
+        return sum(count for _arena, each, count, _capacity in census._pools().values() if each == size)
+
+    before = blocks_of(32)
+    made = [float(n) + 0.5 for n in range(50_000)]  # 24-byte objects: pymalloc's 32-byte size class
+    found = blocks_of(32) - before
+    assert len(made) * 0.99 <= found <= len(made) * 1.01  # give or take the float free list and the test's own
+    assert {size for _arena, size, _count, _capacity in census._pools().values()} <= set(range(16, 513, 16))

@@ -11,6 +11,7 @@ import ctypes
 import ctypes.util
 import gc
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -101,14 +102,18 @@ def _pymalloc_stats() -> str:
         text = tmp.read()
     keep = ("# arenas", "# bytes in allocated blocks", "# bytes in available blocks", "# bytes lost",
             "# unused pools", "# bytes in", "Total")
-    return "\n".join(line for line in text.splitlines() if line.startswith(keep))
+    lines = [line for line in text.splitlines() if line.startswith(keep)]
+    # per size class: pools, blocks in use, free blocks in those pools (where the free space sits)
+    lines += ["class " + " ".join(m.groups()) for m in re.finditer(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$",
+                                                                 text, re.M)]
+    return "\n".join(lines)
 
 
-def _big_objects(limit: int = 128 * 1024) -> list[str]:
+def _big_objects(tracked: list[Any], limit: int = 128 * 1024) -> list[str]:
     """Python objects of ``limit`` bytes or more (glibc maps each on its own) and what holds them."""
     out: dict[str, int] = {}
     seen: set[int] = set()
-    for holder in gc.get_objects():
+    for holder in tracked:
         for obj in (holder, *gc.get_referents(holder)):
             if id(obj) in seen:
                 continue
@@ -123,33 +128,114 @@ def _big_objects(limit: int = 128 * 1024) -> list[str]:
     return [f"big {name}: {size // 1024} KiB" for name, size in sorted(out.items(), key=lambda kv: -kv[1])]
 
 
-def _exception_holders(limit: int = 15) -> list[str]:
+def _exception_holders(tracked: list[Any], limit: int = 15) -> list[str]:
     """What keeps exceptions alive (each holds its traceback, whose frames hold their locals): an
     exception's type with what refers to it, the code of the frames that are alive, and the closures
-    (a callback left registered keeps what it closed over)."""
-    holders: collections.Counter[str] = collections.Counter()
-    frames: collections.Counter[str] = collections.Counter()
-    closures: collections.Counter[str] = collections.Counter()
-    for holder in gc.get_objects():
+    (a callback left registered keeps what it closed over). Counted by type and code object, named after
+    (see :func:`_census`)."""
+    holders: collections.Counter[tuple[type, type]] = collections.Counter()
+    frames: collections.Counter[types.CodeType] = collections.Counter()
+    closures: collections.Counter[types.CodeType] = collections.Counter()
+    modules: dict[types.CodeType, str] = {}
+    for holder in tracked:
         if isinstance(holder, types.FrameType):
-            frames[f"{holder.f_code.co_filename.rsplit('/', 1)[-1]}:{holder.f_code.co_qualname}"] += 1
+            frames[holder.f_code] += 1
         elif isinstance(holder, types.FunctionType) and holder.__closure__:
-            closures[f"{holder.__module__}.{holder.__qualname__}"] += 1
+            closures[holder.__code__] += 1
+            modules.setdefault(holder.__code__, holder.__module__)
         for obj in gc.get_referents(holder):
             if isinstance(obj, BaseException) and not isinstance(holder, BaseException):
-                holders[f"{type(obj).__qualname__} in {type(holder).__qualname__}"] += 1
-    return ([f"exception {k} {n}" for k, n in holders.most_common(limit)]
-            + [f"frame {k} {n}" for k, n in frames.most_common(limit)]
-            + [f"closure {k} {n}" for k, n in closures.most_common(limit)])
+                holders[type(obj), type(holder)] += 1
+    return ([f"exception {exc.__qualname__} in {held.__qualname__} {n}"
+             for (exc, held), n in holders.most_common(limit)]
+            + [f"frame {code.co_filename.rsplit('/', 1)[-1]}:{code.co_qualname} {n}"
+               for code, n in frames.most_common(limit)]
+            + [f"closure {modules[code]}.{code.co_qualname} {n}" for code, n in closures.most_common(limit)])
+
+
+#: pymalloc's pools (3.11 on 64 bits: 16 KiB, a 48-byte header) and the header's fields
+POOL_SIZE = 16 * 1024
+_POOL_HEADER = 48
+#: an arena (1 MiB) at most this full counts as sparse: its few blocks keep it resident
+SPARSE_ARENA = 0.25
+
+
+def _anon_regions() -> list[tuple[int, int]]:
+    out = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 5 and parts[1].startswith("rw"):  # anonymous: no path
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                out.append((lo, hi))
+    return out
+
+
+def _pools() -> dict[int, tuple[int, int, int, int]]:
+    """Every pymalloc pool in use or emptied: address -> (arena index, block size, blocks used, capacity).
+    A pool is found by its header, whose fields must agree (an untouched page reads as zeros and fails)."""
+    found = {}
+    for lo, hi in _anon_regions():
+        addr = (lo + POOL_SIZE - 1) & ~(POOL_SIZE - 1)
+        while addr + POOL_SIZE <= hi:
+            raw = ctypes.string_at(addr, _POOL_HEADER)
+            count, arena = int.from_bytes(raw[0:4], "little"), int.from_bytes(raw[32:36], "little")
+            szidx, nextoffset, maxnext = (int.from_bytes(raw[i:i + 4], "little") for i in (36, 40, 44))
+            size = (szidx + 1) * 16
+            capacity = (POOL_SIZE - _POOL_HEADER) // size
+            if szidx < 32 and maxnext == POOL_SIZE - size and nextoffset <= POOL_SIZE and count <= capacity:
+                found[addr] = (arena, size, count, capacity)
+            addr += POOL_SIZE
+    return found
+
+
+def _pool_census(tracked: list[Any], limit: int = 25) -> list[str]:
+    """Where pymalloc's resident space goes: arenas by how full they are, and the gc-tracked objects (and
+    what they refer to directly) that sit in sparse arenas: the survivors that keep arenas from being freed."""
+    pools = _pools()
+    arenas: dict[int, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
+    for arena, size, count, _capacity in pools.values():
+        entry = arenas[arena]
+        entry[0 if count else 1] += 1
+        entry[2] += size * count
+    lines = [f"pools used {sum(1 for p in pools.values() if p[2])}, empty {sum(1 for p in pools.values() if not p[2])}"]
+    for low, high in ((0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.01)):
+        hits = [a for a in arenas.values() if low <= a[2] / (1 << 20) < high]
+        lines.append(f"arenas {int(low * 100)}-{min(100, int(high * 100))}% used: {len(hits)}, "
+                     f"{sum(a[2] for a in hits)} bytes in blocks")
+    # an arena goes back to the system only when all its pools are empty: the blocks in the emptiest
+    # arenas are the ones that keep them resident
+    sparse_arenas = {index for index, entry in arenas.items() if entry[2] < (1 << 20) * SPARSE_ARENA}
+    sparse = {addr for addr, (arena, _s, count, _c) in pools.items() if count and arena in sparse_arenas}
+    lines.append(f"arenas under {int(SPARSE_ARENA * 100)}% used: {len(sparse_arenas)}, their pools {len(sparse)}, "
+                 f"{sum(pools[a][1] * pools[a][2] for a in sparse)} bytes in blocks")
+    # keyed by types and deduplicated among the hits only: a key or an id per object walked would put
+    # thousands of blocks on the heap being measured
+    kinds: collections.Counter[tuple[type, type | None]] = collections.Counter()
+    hits: set[int] = set()
+    for holder in tracked:
+        for obj in (holder, *gc.get_referents(holder)):
+            if id(obj) & ~(POOL_SIZE - 1) in sparse and id(obj) not in hits:
+                hits.add(id(obj))
+                kinds[type(obj), None if obj is holder else type(holder)] += 1
+    return lines + [f"sparse {cls.__qualname__}{'' if held is None else ' in ' + held.__qualname__} {n}"
+                    for (cls, held), n in kinds.most_common(limit)]
 
 
 #: the most numerous types a heap report counts
 CENSUS_TYPES = 40
 
 
-def _census(objects: list[Any]) -> collections.Counter[str]:
-    """gc-tracked objects by type (two reports' counts side by side name what grew)."""
-    return collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in objects)
+def _type_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _census(objects: list[Any]) -> list[tuple[str, int]]:
+    """gc-tracked objects by type, the most numerous first (two reports' counts side by side name what
+    grew). Counted by type object and named after: a name made per object would put thousands of short
+    strings on pymalloc's heap at once, and the pools they take stay with the server (the report would
+    make the fragmentation it measures)."""
+    return [(_type_name(cls), n) for cls, n in collections.Counter(map(type, objects)).most_common(CENSUS_TYPES)]
 
 
 def _heap(signum: int, frame: Any) -> None:
@@ -159,17 +245,18 @@ def _heap(signum: int, frame: Any) -> None:
         lines += [f"anon {k}: {v} KiB" for k, v in _anon_mappings().items()]
         lines.append(_pymalloc_stats())
         lines.append(f"modules {len(sys.modules)}")  # what a request imported lazily stays
-        tracked = gc.get_objects()
+        tracked = gc.get_objects()  # one walk for every count below
         # frozen ones (what start-up made: rocketpy.heap.own_process) are not among them
         lines.append(f"gc objects {len(tracked)}; frozen {gc.get_freeze_count()}")
-        lines += [f"gc type {name} {n}" for name, n in _census(tracked).most_common(CENSUS_TYPES)]
-        del tracked
+        lines += [f"gc type {name} {n}" for name, n in _census(tracked)]
         # cyclic garbage lives until a collection of its generation: how much the collections found
         lines.append("gc collections " + " ".join(str(g["collections"]) for g in gc.get_stats())
                      + "; collected " + " ".join(str(g["collected"]) for g in gc.get_stats())
                      + "; pending " + " ".join(str(n) for n in gc.get_count()))
-        lines += _big_objects()
-        lines += _exception_holders()
+        lines += _big_objects(tracked)
+        lines += _exception_holders(tracked)
+        lines += _pool_census(tracked)
+        del tracked
     except Exception as exc:  # a signal handler's exception would surface in the server's event loop
         lines = [f"heap report failed: {exc!r}"]
     try:
