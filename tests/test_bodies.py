@@ -632,3 +632,27 @@ def test_fastjson_dumps_leaves_nothing_to_the_cyclic_collector() -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize(("cls", "body"), GOLDEN, ids=[f"{c.__name__}-{i}" for i, (c, _) in enumerate(GOLDEN)])
+def test_a_writer_that_joins_its_pieces_early_writes_the_same(cls: type[JsonBody], body: bytes,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastjson, "SPILL_PARTS", 3)
+    assert cls.decode(body).encode() == body
+
+
+def test_a_big_body_is_written_without_holding_all_its_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a consume stats body of every group on every topic is hundreds of thousands of short strings: held
+    # to the end, they would take pymalloc pools that later objects keep resident
+    held: list[int] = []
+    real_write = fastjson._Writer.write
+
+    def write(self, v, level):  # type: ignore[no-untyped-def]
+        held.append(len(self.parts))
+        real_write(self, v, level)
+
+    value = {f"group{g}": fastjson.Bean(offsets={f"q{q}": q * g for q in range(50)}) for g in range(400)}
+    plain = fastjson.dumps(value)
+    monkeypatch.setattr(fastjson._Writer, "write", write)
+    assert fastjson.dumps(value) == plain
+    assert len(plain) > 200_000 and max(held) < fastjson.SPILL_PARTS + 8  # a key and its colon come between two

@@ -330,21 +330,32 @@ def dumps(
     """
     writer = _Writer(browser_compatible, non_string_keys_as_string or browser_compatible, sort_map_keys, pretty)
     writer.write(value, 0)
-    return "".join(writer.parts)
+    return writer.text()
+
+
+#: pieces a writer holds before joining them into one string: a body of many entries (a broker's
+#: consume stats, every group on every topic) is hundreds of thousands of short strings, which held to
+#: the end would fill pymalloc pools that other objects then keep resident after the call
+SPILL_PARTS = 4096
 
 
 class _Writer:
     """One :func:`dumps` call's output and features. A class rather than nested functions that call each
     other: those would make a reference cycle per call, left to the cyclic collector."""
 
-    __slots__ = ("parts", "browser_compatible", "keys_as_str", "sort_map_keys", "pretty")
+    __slots__ = ("parts", "joined", "browser_compatible", "keys_as_str", "sort_map_keys", "pretty")
 
     def __init__(self, browser_compatible: bool, keys_as_str: bool, sort_map_keys: bool, pretty: bool) -> None:
+        #: the latest pieces (emptied in place: the methods hold it in locals), and what came before, joined
         self.parts: list[str] = []
+        self.joined: list[str] = []
         self.browser_compatible = browser_compatible
         self.keys_as_str = keys_as_str
         self.sort_map_keys = sort_map_keys
         self.pretty = pretty
+
+    def text(self) -> str:
+        return "".join([*self.joined, *self.parts])
 
     def newline(self, level: int) -> None:
         self.parts.append("\n" + "\t" * level)
@@ -421,6 +432,9 @@ class _Writer:
 
     def write(self, v: JsonValue, level: int) -> None:
         parts = self.parts
+        if len(parts) >= SPILL_PARTS:
+            self.joined.append("".join(parts))
+            parts.clear()
         if v is None:
             parts.append("null")
         elif v is True:
