@@ -108,3 +108,23 @@ def test_the_pool_census_finds_the_blocks_made() -> None:
     found = blocks_of(32) - before
     assert len(made) * 0.99 <= found <= len(made) * 1.01  # give or take the float free list and the test's own
     assert {size for _arena, size, _count, _capacity in census._pools().values()} <= set(range(16, 513, 16))
+
+
+def test_the_peak_watcher_names_the_code_of_a_burst(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from rocketpy.codecs import fastjson
+
+    census = _load()
+    monkeypatch.setattr(census, "PEAK_STEP", 20_000)
+    text = fastjson.dumps([{"key": str(n), "n": n} for n in range(40_000)])
+    stop = threading.Event()
+    watcher = threading.Thread(target=census._watch_peaks, args=(threading.get_ident(), stop))
+    watcher.start()
+    try:
+        parsed = fastjson.loads(text)  # the burst, made inside rocketpy: 120,000 objects kept a while
+        assert len(parsed) == 40_000
+    finally:
+        stop.set()
+        watcher.join(5)
+    assert any("codecs/fastjson.py" in line for line in census._peaks), list(census._peaks)

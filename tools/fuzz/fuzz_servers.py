@@ -873,12 +873,20 @@ def main() -> int:
     ap.add_argument("--heap", action="store_true",
                     help="with --servers process: report the servers' C heap every minute and at the end "
                          "(glibc's mallinfo2, anonymous mappings by kind, pymalloc arenas; --out/<server>-heap.txt)")
+    ap.add_argument("--peaks", action="store_true",
+                    help="with --heap: the servers note what they ran at each new high of pymalloc blocks (a "
+                         "burst of short-lived objects whose pools later objects keep resident); the heap "
+                         "reports list the latest")
     ap.add_argument("--no-clean-up", dest="clean_up", action="store_false",
                     help="leave the topics and groups the run made (by default they are deleted after the end "
                          "sample, and memory is sampled again: what is then left is what nothing asked to keep)")
     ap.add_argument("--settle", type=float, default=10.0,
                     help="seconds to wait after the last connection before the final memory sample")
     args = ap.parse_args()
+    if args.peaks:
+        if not args.heap:
+            ap.error("--peaks needs --heap")
+        os.environ["TRACED_SERVER_PEAKS"] = "1"  # the server processes inherit it
     socket.setdefaulttimeout(None)
     return trio.run(run, args)
 

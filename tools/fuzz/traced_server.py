@@ -2,7 +2,8 @@
 process. With tracemalloc on (unless ``TRACED_SERVER_TRACEMALLOC=0``), SIGUSR1 dumps a snapshot to
 ``$TRACED_SERVER_DUMP.<n>`` (n counts from 0). SIGUSR2 writes a report of the C heap to
 ``$TRACED_SERVER_DUMP.heap.<n>``: glibc's mallinfo2, the anonymous mappings by kind, and pymalloc's arenas
-(what tracemalloc cannot see: memory freed but still resident)."""
+(what tracemalloc cannot see: memory freed but still resident). With ``TRACED_SERVER_PEAKS=1`` a thread
+notes what the server ran at each new high of pymalloc blocks, and the report lists the latest."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import re
 import signal
 import sys
 import tempfile
+import threading
+import time
 import tracemalloc
 import types
 from typing import Any
@@ -238,6 +241,34 @@ def _census(objects: list[Any]) -> list[tuple[str, int]]:
     return [(_type_name(cls), n) for cls, n in collections.Counter(map(type, objects)).most_common(CENSUS_TYPES)]
 
 
+#: with TRACED_SERVER_PEAKS=1: a new high this many pymalloc blocks above the last one is recorded
+PEAK_STEP = 2000
+#: the latest highs a heap report lists
+PEAK_LINES = 12
+_peaks: collections.deque[str] = collections.deque(maxlen=PEAK_LINES)
+
+
+def _watch_peaks(main_thread: int, stop: threading.Event, period: float = 0.0005) -> None:
+    """Samples the count of pymalloc blocks; at each new high, what the main thread was running (its
+    rocketpy frames, innermost first). A burst of short-lived objects takes pools that the objects made
+    meanwhile keep resident: this names the code that made the burst."""
+    high = sys.getallocatedblocks()
+    started = time.monotonic()
+    while not stop.wait(period):
+        blocks = sys.getallocatedblocks()
+        if blocks < high + PEAK_STEP:
+            continue
+        high = blocks
+        frame = sys._current_frames().get(main_thread)
+        stack = []
+        while frame is not None:
+            code = frame.f_code
+            if "/rocketpy/" in code.co_filename:
+                stack.append(f"{code.co_filename.rsplit('/rocketpy/', 1)[1]}:{frame.f_lineno} {code.co_name}")
+            frame = frame.f_back
+        _peaks.append(f"peak {time.monotonic() - started:.1f} s {blocks} blocks: " + " < ".join(stack[:8]))
+
+
 def _heap(signum: int, frame: Any) -> None:
     path = f"{os.environ['TRACED_SERVER_DUMP']}.heap.{_heap_count[0]}"
     try:
@@ -257,6 +288,7 @@ def _heap(signum: int, frame: Any) -> None:
         lines += _exception_holders(tracked)
         lines += _pool_census(tracked)
         del tracked
+        lines += list(_peaks)
     except Exception as exc:  # a signal handler's exception would surface in the server's event loop
         lines = [f"heap report failed: {exc!r}"]
     try:
@@ -273,5 +305,7 @@ if __name__ == "__main__":
         tracemalloc.start(int(os.environ.get("TRACED_SERVER_FRAMES", "6")))
         signal.signal(signal.SIGUSR1, _dump)
     signal.signal(signal.SIGUSR2, _heap)
+    if os.environ.get("TRACED_SERVER_PEAKS", "0") != "0":
+        threading.Thread(target=_watch_peaks, args=(threading.get_ident(), threading.Event()), daemon=True).start()
     sys.argv[0] = "rocketpy"
     sys.exit(main())
