@@ -137,3 +137,55 @@ def test_every_reader_checks_the_length_before_buffering() -> None:
     reader = HaTransferReader()  # the HA slave
     with pytest.raises(CodecError):
         reader.feed(struct.pack(">qi", 0, 0x7FFFFFFF))
+
+
+async def _pipeline(send_all, receive_some, count: int) -> list[int]:  # type: ignore[no-untyped-def]
+    """Writes ``count`` requests at once, reads the answers: their opaques, in the order they came."""
+    await send_all(b"".join(RemotingCommand(code=ECHO, opaque=i).encode() for i in range(count)))
+    splitter, opaques = FrameSplitter(), []
+    while len(opaques) < count:
+        data = await receive_some()
+        assert data, "the server closed before answering everything"
+        splitter.feed(data)
+        opaques += [RemotingCommand.decode(frame).opaque for frame in splitter]
+    return opaques
+
+
+@pytest.mark.parametrize("path", ["socket", "stream"])
+async def test_a_pipelining_peer_is_decoded_a_batch_at_a_time(path: str, nursery: trio.Nursery) -> None:
+    # one write of 3,000 small requests arrives in a few receives: the server decodes REQUEST_BATCH of
+    # them, answers, then the next, so what it holds decoded does not grow with what a peer pipelines
+    from rocketpy.remoting.connection import REQUEST_BATCH, Connection
+    from rocketpy.remoting.dispatch import RequestContext
+
+    d = Dispatcher()
+
+    @d.route(ECHO)
+    def echo(ctx, request):  # type: ignore[no-untyped-def]
+        return request.response(ResponseCode.SUCCESS)
+
+    batches: list[int] = []
+    real_answers = Connection.answers
+
+    async def answers(self, dispatcher, context, requests):  # type: ignore[no-untyped-def]
+        batches.append(len(requests))
+        return await real_answers(self, dispatcher, context, requests)
+
+    count = 3000
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Connection, "answers", answers)
+        if path == "socket":
+            srv = RemotingServer(d)
+            await nursery.start(srv.serve, "127.0.0.1", 0)
+            stream = await trio.open_tcp_stream("127.0.0.1", srv.port)
+            seen = await _pipeline(stream.send_all, functools.partial(stream.receive_some, 65536), count)
+            await stream.aclose()
+        else:  # trio's stream layers (the TLS path)
+            ours, theirs = trio.testing.memory_stream_pair()
+            conn = Connection(ours, "peer:1")
+            nursery.start_soon(conn.serve, d, RequestContext(connection=conn, remote_addr="peer:1"))
+            seen = await _pipeline(theirs.send_all, theirs.receive_some, count)
+            await theirs.aclose()
+    assert seen == list(range(count))
+    assert max(batches) <= REQUEST_BATCH
+    assert sum(batches) == count

@@ -257,8 +257,17 @@ class FrameSplitter:
 
     @property
     def buffered(self) -> int:
-        """Bytes held that do not yet form a whole frame."""
+        """Bytes held: whole frames not taken yet, then the start of one still coming."""
         return len(self._buf) - self._pos
+
+    @property
+    def frame_ready(self) -> bool:
+        """A whole frame is held, or a length that :meth:`next_frame` will refuse."""
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 4:
+            return False
+        (length,) = struct.unpack_from(">i", buf, pos)
+        return not 0 <= length <= self.max_frame or len(buf) >= pos + 4 + length
 
     def next_frame(self, kind: Callable[[Any], bytes] = bytes) -> bytes | None:
         """The next whole frame as ``kind`` (bytes or a subclass) made from its bytes, or None."""

@@ -45,6 +45,10 @@ def receive_buffer(size: int) -> memoryview:
     return view
 #: reads more that a server receive takes in before answering, while more frames are already there
 COALESCE_READS = 8
+#: requests a server decodes at once: a receive of many small frames (a pipelining peer's, up to
+#: COALESCE_READS + 1 reads of RECEIVE_SIZE) keeps the rest as bytes until these are answered, so what
+#: one connection holds decoded is bounded by this, not by how many frames fit in its reads
+REQUEST_BATCH = 256
 #: requests of one receive handled between two looks at the answers' size (see Connection.answers)
 ANSWER_CHUNK = 256
 #: answer bytes of one receive written before handling the rest of it
@@ -78,14 +82,20 @@ class CommandReader:
         self._splitter = FrameSplitter(max_frame)
         self.takes = takes
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand | LaneFrame]:
-        """Commands completed by ``data`` (frames for the fast path undecoded); CodecError on a bad frame
-        (the stream is then unusable)."""
+    def feed(self, data: bytes | bytearray | memoryview, limit: int | None = None) -> list[RemotingCommand | LaneFrame]:
+        """Commands completed by ``data`` (frames for the fast path undecoded), at most ``limit`` of them:
+        the others stay as bytes until :meth:`take`. CodecError on a bad frame (the stream is then
+        unusable)."""
+        self._splitter.feed(data)
+        return self.take(limit)
+
+    def take(self, limit: int | None = None) -> list[RemotingCommand | LaneFrame]:
+        """The whole commands held, at most ``limit`` (see :attr:`frame_ready` for whether any is)."""
         splitter = self._splitter
-        splitter.feed(data)
         max_frame = splitter.max_frame
         takes = self.takes
-        if takes is None and _read_frames is not None:  # a client's answers: plain ones read by compiled code
+        if takes is None and limit is None and _read_frames is not None:
+            # a client's answers: plain ones read by compiled code
             out: list[RemotingCommand | LaneFrame] = []
             while True:
                 out += splitter.take_plain(_read_frames, RemotingCommand, LANGUAGES_BY_NAME)
@@ -93,13 +103,21 @@ class CommandReader:
                 if frame is None:
                     return out
                 out.append(RemotingCommand.decode(frame, max_frame))
-        if takes is None:
-            return [RemotingCommand.decode(frame, max_frame) for frame in splitter]
         taken: list[RemotingCommand | LaneFrame] = []
-        # frames are made LaneFrames as they are copied out (no second copy for the fast path's)
-        while (frame := splitter.next_frame(LaneFrame)) is not None:
-            taken.append(cast(LaneFrame, frame) if takes(frame) else RemotingCommand.decode(frame, max_frame))
+        kind = bytes if takes is None else LaneFrame
+        while limit is None or len(taken) < limit:
+            # frames are made LaneFrames as they are copied out (no second copy for the fast path's)
+            frame = splitter.next_frame(kind)
+            if frame is None:
+                break
+            taken.append(cast(LaneFrame, frame) if takes is not None and takes(frame)
+                         else RemotingCommand.decode(frame, max_frame))
         return taken
+
+    @property
+    def frame_ready(self) -> bool:
+        """A whole frame (or a bad length) waits: :meth:`take` has something to give."""
+        return self._splitter.frame_ready
 
     @property
     def max_frame(self) -> int:
@@ -249,6 +267,8 @@ class Connection:
 
         Raises CodecError on a malformed frame; the caller closes the connection.
         """
+        if self.reader.frame_ready:  # what an earlier receive brought beyond its batch
+            return self.reader.take(REQUEST_BATCH)
         while not self._eof:
             try:
                 data = await self.stream.receive_some(self.receive_size)
@@ -261,7 +281,7 @@ class Connection:
                     log.warning("%s closed mid-frame; %d bytes dropped", self.remote_addr, self.reader.buffered)
                 break
             self.last_active = trio.current_time()
-            commands = self.reader.feed(data)
+            commands = self.reader.feed(data, REQUEST_BATCH)
             if commands:
                 return commands
         return None
@@ -510,7 +530,7 @@ class Connection:
         Non-blocking reads on the socket itself; frames that arrived while a receive was being handled
         join it (up to COALESCE_READS more reads), so one write answers them all; the answers go out
         with one send when the socket takes them (else through :meth:`send_bytes`). The task parks only
-                when nothing is readable, and yields after every busy round (data already waiting) so that what
+        when nothing is readable, and yields after every busy round (data already waiting) so that what
         this receive woke (a held pull, another connection) runs before the next one.
         """
         stream = self.stream
@@ -520,7 +540,8 @@ class Connection:
         recv_into = raw.recv_into
         size = self.receive_size
         buffer = receive_buffer(size)
-        feed = self.reader.feed
+        reader = self.reader
+        feed, take = reader.feed, reader.take
         try:
             async with trio.open_nursery() as nursery:
                 context.nursery = nursery
@@ -528,33 +549,40 @@ class Connection:
                 with self._wlock:
                     if not self.closed:
                         self.raw = raw
+                eof = False
                 while not self.closed:
+                    drained = False
                     try:
-                        got = recv_into(buffer, size)
-                    except BlockingIOError:
-                        await trio.lowlevel.wait_readable(raw)
-                        continue
-                    except OSError:
-                        got = 0
-                    if not got:
-                        if self.reader.buffered:
-                            log.warning("%s closed mid-frame; %d bytes dropped", self.remote_addr, self.reader.buffered)
-                        break
-                    try:
-                        commands = feed(buffer[:got])
-                        eof = drained = False
-                        for _ in range(COALESCE_READS):
+                        if reader.frame_ready:  # frames an earlier receive brought beyond its batch, first
+                            commands = take(REQUEST_BATCH)
+                        elif eof:
+                            break
+                        else:
                             try:
                                 got = recv_into(buffer, size)
-                            except (BlockingIOError, InterruptedError):
-                                drained = True
-                                break
+                            except BlockingIOError:
+                                await trio.lowlevel.wait_readable(raw)
+                                continue
                             except OSError:
                                 got = 0
                             if not got:
                                 eof = True
-                                break
-                            commands += feed(buffer[:got])
+                                continue
+                            commands = feed(buffer[:got], REQUEST_BATCH)
+                            for _ in range(COALESCE_READS):
+                                if len(commands) >= REQUEST_BATCH:
+                                    break  # the rest waits in the reader as bytes
+                                try:
+                                    got = recv_into(buffer, size)
+                                except (BlockingIOError, InterruptedError):
+                                    drained = True
+                                    break
+                                except OSError:
+                                    got = 0
+                                if not got:
+                                    eof = True
+                                    break
+                                commands += feed(buffer[:got], REQUEST_BATCH - len(commands))
                     except CodecError as exc:
                         log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
                         break
@@ -564,7 +592,7 @@ class Connection:
                         answer = await self.answers(dispatcher, context, requests)
                         if answer and not self.closed:
                             await self._write(raw, answer)
-                    if eof or self._bad_frame:
+                    if self._bad_frame:
                         break
                     if drained and not self.closed:
                         # the socket was empty a moment ago: park on it now (a checkpoint too) rather than
@@ -572,6 +600,8 @@ class Connection:
                         await trio.lowlevel.wait_readable(raw)
                     else:
                         await trio.lowlevel.checkpoint()
+                if eof and reader.buffered:
+                    log.warning("%s closed mid-frame; %d bytes dropped", self.remote_addr, reader.buffered)
                 nursery.cancel_scope.cancel()
         finally:
             with self._wlock:
