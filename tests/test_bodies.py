@@ -656,3 +656,31 @@ def test_a_big_body_is_written_without_holding_all_its_pieces(monkeypatch: pytes
     monkeypatch.setattr(fastjson._Writer, "write", write)
     assert fastjson.dumps(value) == plain
     assert len(plain) > 200_000 and max(held) < fastjson.SPILL_PARTS + 8  # a key and its colon come between two
+
+
+def test_a_streamed_list_is_written_as_the_whole_body_would_be() -> None:
+    from rocketpy.codecs.bodies import ConsumeStats, ConsumeStatsList, MessageQueue, OffsetWrapper
+
+    def stats(group: int) -> dict[str, list[ConsumeStats]]:
+        table = {MessageQueue(topic=f"T{t}", broker_name="b", queue_id=q): OffsetWrapper(broker_offset=q + t,
+                                                                                     consumer_offset=q)
+                 for t in range(3) for q in range(4)}
+        return {f"g{group}": [ConsumeStats(offset_table=table, consume_tps=0.5)]}
+
+    whole = ConsumeStatsList(consume_stats_list=[stats(g) for g in range(5)], broker_addr="1.2.3.4:10911",
+                             total_diff=60)
+    streamed = ConsumeStatsList(broker_addr="1.2.3.4:10911")
+
+    def groups():  # type: ignore[no-untyped-def]
+        for g in range(5):
+            item = stats(g)
+            streamed.total_diff += sum(s.total_diff() for s in item[f"g{g}"])
+            yield item
+
+    for features in ({}, {"browser_compatible": True}):
+        streamed.total_diff = 0
+        assert streamed.encode_streamed("consume_stats_list", groups(), **features) == whole.encode(**features)
+    with pytest.raises(TypeError):
+        streamed.encode_streamed("broker_addr", iter(()))
+    with pytest.raises(ValueError):
+        streamed.encode_streamed("consume_stats_list", iter(()), pretty=True)

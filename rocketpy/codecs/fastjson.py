@@ -228,6 +228,13 @@ def thaw(value: Any) -> JsonValue:
     return value
 
 
+class RawJson(str):
+    """JSON text written as it is: a part of a value encoded before the rest (see
+    JsonBody.encode_streamed), so that the whole value never has to be held at once."""
+
+    __slots__ = ()
+
+
 class Bean(dict):  # type: ignore[type-arg]
     """The properties of a Java bean (JavaBeanSerializer), as opposed to a Java Map.
 
@@ -449,7 +456,7 @@ class _Writer:
         elif isinstance(v, float):
             parts.append(java_double(v))
         elif isinstance(v, str):
-            parts.append(quote(v, self.browser_compatible))
+            parts.append(v if type(v) is RawJson else quote(v, self.browser_compatible))
         elif isinstance(v, Bean) and self.pretty:
             self.write_bean(v, level)
         elif isinstance(v, Mapping):

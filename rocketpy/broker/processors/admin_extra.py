@@ -5,6 +5,7 @@ system topics, store maintenance and RESUME_CHECK_HALF_MESSAGE."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...clock import now_ms as _now_ms
@@ -208,37 +209,40 @@ def get_broker_consume_stats(ctx: BrokerContext, request: RemotingCommand) -> Re
     broker = ctx.state
     h = java_decode_header(request, GetConsumeStatsInBrokerHeader)
     store = broker.store
-    stats_list: list[dict[str, list[ConsumeStats]]] = []
-    total_diff = 0
-    for group in list(broker.groups.table):
-        per_group: list[ConsumeStats] = []
-        info = broker.consumers.get(group)
-        for topic in broker.offsets.topics_of_group(group):
-            tc = broker.topics.get(topic)
-            if tc is None:
-                log.warning("consumeStats, topic config not exist, %s", topic)
-                continue
-            if h.is_order and not tc.order:
-                continue
-            if info is not None and info.subscriptions and topic not in info.subscriptions:
-                log.warning("consumeStats, the consumer group[%s], topic[%s] not exist", group, topic)
-                continue
-            stats = ConsumeStats()
-            for qid in range(tc.write_queue_nums):
-                mq = MessageQueue(topic=topic, broker_name=broker.config.broker_name, queue_id=qid)
-                broker_off = max(0, store.get_max_offset_in_queue(topic, qid))
-                consumer_off = max(0, broker.offsets.query(group, topic, qid))
-                w = OffsetWrapper(broker_offset=broker_off, consumer_offset=consumer_off)
-                if consumer_off - 1 >= 0:
-                    ts = store.get_message_store_timestamp(topic, qid, consumer_off - 1)
-                    if ts > 0:
-                        w.last_timestamp = ts
-                stats.offset_table[mq] = w
-            total_diff += stats.total_diff()
-            per_group.append(stats)
-        stats_list.append({group: per_group})
-    body = ConsumeStatsList(consume_stats_list=stats_list, broker_addr=broker.broker_addr, total_diff=total_diff)
-    return respond(request, body=body.encode())
+    body = ConsumeStatsList(broker_addr=broker.broker_addr)
+
+    def groups() -> Iterator[dict[str, list[ConsumeStats]]]:
+        # one group's stats at a time: the body is written as they come (encode_streamed), so what the
+        # broker holds at once is one group's, not every group's on every topic
+        for group in list(broker.groups.table):
+            per_group: list[ConsumeStats] = []
+            info = broker.consumers.get(group)
+            for topic in broker.offsets.topics_of_group(group):
+                tc = broker.topics.get(topic)
+                if tc is None:
+                    log.warning("consumeStats, topic config not exist, %s", topic)
+                    continue
+                if h.is_order and not tc.order:
+                    continue
+                if info is not None and info.subscriptions and topic not in info.subscriptions:
+                    log.warning("consumeStats, the consumer group[%s], topic[%s] not exist", group, topic)
+                    continue
+                stats = ConsumeStats()
+                for qid in range(tc.write_queue_nums):
+                    mq = MessageQueue(topic=topic, broker_name=broker.config.broker_name, queue_id=qid)
+                    broker_off = max(0, store.get_max_offset_in_queue(topic, qid))
+                    consumer_off = max(0, broker.offsets.query(group, topic, qid))
+                    w = OffsetWrapper(broker_offset=broker_off, consumer_offset=consumer_off)
+                    if consumer_off - 1 >= 0:
+                        ts = store.get_message_store_timestamp(topic, qid, consumer_off - 1)
+                        if ts > 0:
+                            w.last_timestamp = ts
+                    stats.offset_table[mq] = w
+                body.total_diff += stats.total_diff()
+                per_group.append(stats)
+            yield {group: per_group}
+
+    return respond(request, body=body.encode_streamed("consume_stats_list", groups()))
 
 
 def query_consume_queue(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:

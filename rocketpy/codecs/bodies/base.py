@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ...javacompat.lang import parse_java_int
@@ -297,6 +297,22 @@ class JsonBody:
             out.update(self.extra)
             out = fastjson.Bean((k, out[k]) for k in sorted(out, key=lambda k: str(k)))
         return out
+
+    def encode_streamed(self, attr: str, items: Iterable[Any], **features: bool) -> bytes:
+        """:meth:`encode` with the list property ``attr`` made of ``items``, each converted and written
+        as it comes: what the body holds at once is one item's JSON tree, not every item's (a broker's
+        consume stats: every group on every topic). ``items`` is consumed before the other properties
+        are read, so it may set them as it goes (a total)."""
+        if features.get("pretty"):
+            raise ValueError("encode_streamed writes items ahead of their place: no PrettyFormat")
+        spec = next(s for s in self.props if s.attr == attr)
+        if spec.codec.kind != "list" or getattr(self, attr) is None:
+            raise TypeError(f"{type(self).__name__}.{attr} is not a list (an empty one holds its place)")
+        (item,) = spec.codec.args
+        written = [None if x is None else fastjson.RawJson(fastjson.dumps(item.dump(x), **features)) for x in items]
+        out = self.to_json()
+        out[spec.java_name] = written  # in the place to_json gave the (empty) list
+        return fastjson.dump_bytes(out, **features)
 
     @classmethod
     def decode(cls: type[B], data: bytes | str) -> B:
