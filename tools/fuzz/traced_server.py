@@ -246,6 +246,9 @@ PEAK_STEP = 2000
 #: the latest highs a heap report lists
 PEAK_LINES = 12
 _peaks: collections.deque[str] = collections.deque(maxlen=PEAK_LINES)
+#: frames every request or task runs under, left out of a peak's stack
+_PLUMBING = ("cli.py", "broker/cli.py", "namesrv/cli.py", "remoting/server.py", "remoting/connection.py",
+             "remoting/dispatch.py")
 
 
 def _watch_peaks(main_thread: int, stop: threading.Event, period: float = 0.0005) -> None:
@@ -263,10 +266,13 @@ def _watch_peaks(main_thread: int, stop: threading.Event, period: float = 0.0005
         stack = []
         while frame is not None:
             code = frame.f_code
-            if "/rocketpy/" in code.co_filename:
-                stack.append(f"{code.co_filename.rsplit('/rocketpy/', 1)[1]}:{frame.f_lineno} {code.co_name}")
+            path = code.co_filename.rsplit("/rocketpy/", 1)
+            if len(path) == 2 and not path[1].startswith(_PLUMBING):
+                stack.append(f"{path[1]}:{frame.f_lineno} {code.co_name}")
             frame = frame.f_back
-        _peaks.append(f"peak {time.monotonic() - started:.1f} s {blocks} blocks: " + " < ".join(stack[:8]))
+        if len(stack) > 8:  # where it was, and the handler or task it was in
+            stack[4:-4] = ["..."]
+        _peaks.append(f"peak {time.monotonic() - started:.1f} s {blocks} blocks: " + " < ".join(stack))
 
 
 def _heap(signum: int, frame: Any) -> None:
