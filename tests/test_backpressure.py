@@ -189,3 +189,38 @@ async def test_a_pipelining_peer_is_decoded_a_batch_at_a_time(path: str, nursery
     assert seen == list(range(count))
     assert max(batches) <= REQUEST_BATCH
     assert sum(batches) == count
+
+
+@pytest.mark.parametrize("path", ["socket", "stream"])
+async def test_a_peer_that_half_closes_after_pipelining_gets_every_answer(path: str, nursery: trio.Nursery) -> None:
+    # the end of the stream arrives while most frames still wait as bytes beyond the first batch: each is
+    # answered, in order, before the server closes
+    from rocketpy.remoting.connection import REQUEST_BATCH, Connection
+    from rocketpy.remoting.dispatch import RequestContext
+
+    d = Dispatcher()
+
+    @d.route(ECHO)
+    def echo(ctx, request):  # type: ignore[no-untyped-def]
+        return request.response(ResponseCode.SUCCESS)
+
+    count = 4 * REQUEST_BATCH + 7
+    if path == "socket":
+        srv = RemotingServer(d)
+        await nursery.start(srv.serve, "127.0.0.1", 0)
+        stream = await trio.open_tcp_stream("127.0.0.1", srv.port)
+        receive = functools.partial(stream.receive_some, 65536)
+    else:
+        stream, ours = trio.testing.memory_stream_pair()
+        conn = Connection(ours, "peer:1")
+        nursery.start_soon(conn.serve, d, RequestContext(connection=conn, remote_addr="peer:1"))
+        receive = stream.receive_some
+    await stream.send_all(b"".join(RemotingCommand(code=ECHO, opaque=i).encode() for i in range(count)))
+    await stream.send_eof()
+    splitter, opaques = FrameSplitter(), []
+    with trio.fail_after(10):
+        while data := await receive():
+            splitter.feed(data)
+            opaques += [RemotingCommand.decode(frame).opaque for frame in splitter]
+    assert opaques == list(range(count))
+    await stream.aclose()
