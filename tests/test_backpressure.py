@@ -151,6 +151,16 @@ async def _pipeline(send_all, receive_some, count: int) -> list[int]:  # type: i
     return opaques
 
 
+def _echo_dispatcher() -> Dispatcher:
+    d = Dispatcher()
+
+    @d.route(ECHO)
+    def echo(ctx, request):  # type: ignore[no-untyped-def]
+        return request.response(ResponseCode.SUCCESS)
+
+    return d
+
+
 @pytest.mark.parametrize("path", ["socket", "stream"])
 async def test_a_pipelining_peer_is_decoded_a_batch_at_a_time(path: str, nursery: trio.Nursery) -> None:
     # one write of 3,000 small requests arrives in a few receives: the server decodes REQUEST_BATCH of
@@ -158,12 +168,7 @@ async def test_a_pipelining_peer_is_decoded_a_batch_at_a_time(path: str, nursery
     from rocketpy.remoting.connection import REQUEST_BATCH, Connection
     from rocketpy.remoting.dispatch import RequestContext
 
-    d = Dispatcher()
-
-    @d.route(ECHO)
-    def echo(ctx, request):  # type: ignore[no-untyped-def]
-        return request.response(ResponseCode.SUCCESS)
-
+    d = _echo_dispatcher()
     batches: list[int] = []
     real_answers = Connection.answers
 
@@ -193,17 +198,12 @@ async def test_a_pipelining_peer_is_decoded_a_batch_at_a_time(path: str, nursery
 
 @pytest.mark.parametrize("path", ["socket", "stream"])
 async def test_a_peer_that_half_closes_after_pipelining_gets_every_answer(path: str, nursery: trio.Nursery) -> None:
-    # the end of the stream arrives while most frames still wait as bytes beyond the first batch: each is
-    # answered, in order, before the server closes
+    # the end of the stream comes after four batches' worth of requests: every one is answered, in order,
+    # before the server closes
     from rocketpy.remoting.connection import REQUEST_BATCH, Connection
     from rocketpy.remoting.dispatch import RequestContext
 
-    d = Dispatcher()
-
-    @d.route(ECHO)
-    def echo(ctx, request):  # type: ignore[no-untyped-def]
-        return request.response(ResponseCode.SUCCESS)
-
+    d = _echo_dispatcher()
     count = 4 * REQUEST_BATCH + 7
     if path == "socket":
         srv = RemotingServer(d)
