@@ -4,6 +4,7 @@ connections are all answered, and every path refuses a frame above 16 MiB before
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import socket
 import struct
@@ -223,4 +224,52 @@ async def test_a_peer_that_half_closes_after_pipelining_gets_every_answer(path: 
             splitter.feed(data)
             opaques += [RemotingCommand.decode(frame).opaque for frame in splitter]
     assert opaques == list(range(count))
+    await stream.aclose()
+
+
+class _PassesOn:
+    """A fast path that takes every request frame and answers none (each is decoded late, as a broker's
+    send lane passes on what it does not handle)."""
+
+    def takes(self, frame: bytes) -> bool:
+        return True
+
+    def answer(self, ctx: object, frame: bytes) -> bytes | None:
+        return None
+
+    def settle(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("path", ["socket", "stream"])
+async def test_a_malformed_frame_the_fast_path_passed_on_closes_the_connection(path: str,
+                                                                                nursery: trio.Nursery) -> None:
+    # what came before it is answered; what follows it is not served: the connection closes, as it does
+    # for a frame found malformed on reading (Java's NettyDecoder)
+    from rocketpy.remoting.connection import Connection
+    from rocketpy.remoting.dispatch import RequestContext
+
+    d = _echo_dispatcher()
+    d.fast_path = _PassesOn()
+    bad = struct.pack(">ii", 6, 10) + b"{}"  # a header longer than its frame: refused only on decoding
+    if path == "socket":
+        srv = RemotingServer(d)
+        await nursery.start(srv.serve, "127.0.0.1", 0)
+        stream = await trio.open_tcp_stream("127.0.0.1", srv.port)
+        receive = functools.partial(stream.receive_some, 65536)
+    else:
+        stream, ours = trio.testing.memory_stream_pair()
+        conn = Connection(ours, "peer:1")
+        nursery.start_soon(conn.serve, d, RequestContext(connection=conn, remote_addr="peer:1"))
+        receive = stream.receive_some
+    await stream.send_all(RemotingCommand(code=ECHO, opaque=1).encode() + bad)
+    await trio.testing.wait_all_tasks_blocked()  # the server has read (and answered) the first receive
+    with contextlib.suppress(trio.BrokenResourceError):  # the server may be gone already
+        await stream.send_all(RemotingCommand(code=ECHO, opaque=2).encode())
+    splitter, opaques = FrameSplitter(), []
+    with trio.fail_after(10), contextlib.suppress(trio.BrokenResourceError):  # a reset: unread bytes at close
+        while data := await receive():
+            splitter.feed(data)
+            opaques += [RemotingCommand.decode(frame).opaque for frame in splitter]
+    assert opaques == [1]
     await stream.aclose()

@@ -509,6 +509,8 @@ class Connection:
                         log.warning("%s sent %d request(s) to a peer that serves none", self.remote_addr, len(requests))
                     elif inline:
                         await self.handle_batch(dispatcher, context, requests)
+                        if self._bad_frame:  # a frame the fast path passed on was malformed: as on reading
+                            break
                     else:
                         nursery.start_soon(self.handle_batch, dispatcher, context, requests)
                 nursery.cancel_scope.cancel()
