@@ -4,6 +4,7 @@ connections are all answered, and every path refuses a frame above 16 MiB before
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import socket
 import struct
@@ -151,6 +152,16 @@ async def _pipeline(send_all, receive_some, count: int) -> list[int]:  # type: i
     return opaques
 
 
+def _echo_dispatcher() -> Dispatcher:
+    d = Dispatcher()
+
+    @d.route(ECHO)
+    def echo(ctx, request):  # type: ignore[no-untyped-def]
+        return request.response(ResponseCode.SUCCESS)
+
+    return d
+
+
 @pytest.mark.parametrize("path", ["socket", "stream"])
 async def test_a_pipelining_peer_is_decoded_a_batch_at_a_time(path: str, nursery: trio.Nursery) -> None:
     # one write of 3,000 small requests arrives in a few receives: the server decodes REQUEST_BATCH of
@@ -158,12 +169,7 @@ async def test_a_pipelining_peer_is_decoded_a_batch_at_a_time(path: str, nursery
     from rocketpy.remoting.connection import REQUEST_BATCH, Connection
     from rocketpy.remoting.dispatch import RequestContext
 
-    d = Dispatcher()
-
-    @d.route(ECHO)
-    def echo(ctx, request):  # type: ignore[no-untyped-def]
-        return request.response(ResponseCode.SUCCESS)
-
+    d = _echo_dispatcher()
     batches: list[int] = []
     real_answers = Connection.answers
 
@@ -189,3 +195,74 @@ async def test_a_pipelining_peer_is_decoded_a_batch_at_a_time(path: str, nursery
     assert seen == list(range(count))
     assert max(batches) <= REQUEST_BATCH
     assert sum(batches) == count
+
+
+async def _served(path: str, d: Dispatcher, nursery: trio.Nursery) -> trio.abc.HalfCloseableStream:
+    """A stream to ``d`` served on a TCP socket (the socket path) or through trio's stream layers."""
+    from rocketpy.remoting.connection import Connection
+    from rocketpy.remoting.dispatch import RequestContext
+
+    if path == "socket":
+        srv = RemotingServer(d)
+        await nursery.start(srv.serve, "127.0.0.1", 0)
+        return await trio.open_tcp_stream("127.0.0.1", srv.port)
+    stream, ours = trio.testing.memory_stream_pair()
+    conn = Connection(ours, "peer:1")
+    nursery.start_soon(conn.serve, d, RequestContext(connection=conn, remote_addr="peer:1"))
+    return stream
+
+
+async def _answered(stream: trio.abc.HalfCloseableStream) -> list[int]:
+    """The opaques of the answers read until the server closes, in the order they came."""
+    splitter, opaques = FrameSplitter(), []
+    with trio.fail_after(10), contextlib.suppress(trio.BrokenResourceError):  # a reset: unread bytes at close
+        while data := await stream.receive_some(65536):
+            splitter.feed(data)
+            opaques += [RemotingCommand.decode(frame).opaque for frame in splitter]
+    return opaques
+
+
+@pytest.mark.parametrize("path", ["socket", "stream"])
+async def test_a_peer_that_half_closes_after_pipelining_gets_every_answer(path: str, nursery: trio.Nursery) -> None:
+    # the end of the stream comes after four batches' worth of requests: every one is answered, in order,
+    # before the server closes
+    from rocketpy.remoting.connection import REQUEST_BATCH
+
+    d = _echo_dispatcher()
+    count = 4 * REQUEST_BATCH + 7
+    stream = await _served(path, d, nursery)
+    await stream.send_all(b"".join(RemotingCommand(code=ECHO, opaque=i).encode() for i in range(count)))
+    await stream.send_eof()
+    assert await _answered(stream) == list(range(count))
+    await stream.aclose()
+
+
+class _PassesOn:
+    """A fast path that takes every request frame and answers none (each is decoded late, as a broker's
+    send lane passes on what it does not handle)."""
+
+    def takes(self, frame: bytes) -> bool:
+        return True
+
+    def answer(self, ctx: object, frame: bytes) -> bytes | None:
+        return None
+
+    def settle(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("path", ["socket", "stream"])
+async def test_a_malformed_frame_the_fast_path_passed_on_closes_the_connection(path: str,
+                                                                                nursery: trio.Nursery) -> None:
+    # what came before it is answered; what follows it is not served: the connection closes, as it does
+    # for a frame found malformed on reading (Java's NettyDecoder)
+    d = _echo_dispatcher()
+    d.fast_path = _PassesOn()
+    bad = struct.pack(">ii", 6, 10) + b"{}"  # a header longer than its frame: refused only on decoding
+    stream = await _served(path, d, nursery)
+    await stream.send_all(RemotingCommand(code=ECHO, opaque=1).encode() + bad)
+    await trio.testing.wait_all_tasks_blocked()  # the server has read (and answered) the first receive
+    with contextlib.suppress(trio.BrokenResourceError):  # the server may be gone already
+        await stream.send_all(RemotingCommand(code=ECHO, opaque=2).encode())
+    assert await _answered(stream) == [1]
+    await stream.aclose()

@@ -684,3 +684,31 @@ def test_a_streamed_list_is_written_as_the_whole_body_would_be() -> None:
         streamed.encode_streamed("broker_addr", iter(()))
     with pytest.raises(ValueError):
         streamed.encode_streamed("consume_stats_list", iter(()), pretty=True)
+
+
+def _streamable() -> list[tuple[type[JsonBody], bytes, str]]:
+    """The golden bodies with a list property, and that property."""
+    return [(cls, body, spec.attr) for cls, body in GOLDEN for spec in cls.decode(body).props
+            if spec.codec.kind == "list" and getattr(cls.decode(body), spec.attr) is not None]
+
+
+@pytest.mark.parametrize(("cls", "body", "attr"), _streamable(), ids=lambda v: getattr(v, "__name__", None))
+def test_encode_streamed_is_encode_for_every_feature_null_item_and_kept_property(cls: type[JsonBody], body: bytes,
+                                                                                 attr: str) -> None:
+    # whatever the list holds (null items too) and whatever unknown properties the body kept, the streamed
+    # writing is the whole one, byte for byte, under every feature encode_streamed allows
+    import copy
+    import itertools
+
+    whole = cls.decode(body)
+    items = list(getattr(whole, attr))
+    kept = {"aUnknown": [1, {"x": None}], "zzUnknown": "kept"}
+    for listed, extra in ((items, whole.extra), ([None, *items, None], whole.extra), (items, {**whole.extra, **kept})):
+        full, streamed = copy.copy(whole), copy.copy(whole)
+        setattr(full, attr, listed)
+        setattr(streamed, attr, [])
+        full.extra = streamed.extra = extra
+        for bits in itertools.product((False, True), repeat=3):
+            features = dict(zip(("browser_compatible", "non_string_keys_as_string", "sort_map_keys"), bits))
+            assert streamed.encode_streamed(attr, iter(listed), **features) == full.encode(**features), features
+    assert cls.decode(body).encode_streamed(attr, iter(items)) == body  # the list's own place, not appended

@@ -364,3 +364,34 @@ async def test_resume_check_half_message(tmp_path):
                 ResponseCode.SYSTEM_ERROR,
                 "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC.",
             )
+
+
+async def test_consume_stats_carry_the_groups_consume_tps(tmp_path):
+    # Java's consumeTps: tpsGroupGetNums(group, topic) over the minute's samples (mqadmin consumerProgress's
+    # "Consume TPS"), per topic in GET_BROKER_CONSUME_STATS, summed over the topics in GET_CONSUME_STATS
+    from rocketpy.codecs.bodies import ConsumeStats
+    from rocketpy.codecs.headers import GetConsumeStatsRequestHeader
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            for topic in ("TTps", "TTps2"):
+                for i in range(6):
+                    await c.send(topic, f"m{i}".encode(), queue_id=0)
+            await c.heartbeat(consumer_groups={"GTps": ["TTps", "TTps2"]})
+            t0 = now_ms()
+            for topic in ("TTps", "TTps2"):
+                await c.update_offset("GTps", topic, 0, 1)
+            broker.stats_manager.sample(broker, at_ms=t0)  # first seen: the baseline
+            await c.update_offset("GTps", "TTps", 0, 5)
+            await c.update_offset("GTps", "TTps2", 0, 3)
+            broker.stats_manager.sample(broker, at_ms=t0 + 10_000)
+            tps = {t: broker.stats_manager.get(GROUP_GET_NUMS, f"{t}@GTps").in_minute().tps for t in ("TTps", "TTps2")}
+            assert tps["TTps"] > tps["TTps2"] > 0
+
+            r = await c.invoke(RequestCode.GET_BROKER_CONSUME_STATS, GetConsumeStatsInBrokerHeader(is_order=False))
+            body = ConsumeStatsList.decode(r.body)
+            (per_topic,) = [stats for entry in body.consume_stats_list for g, stats in entry.items() if g == "GTps"]
+            assert sorted(s.consume_tps for s in per_topic) == sorted(tps.values())
+            r = await c.invoke(RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(consumer_group="GTps"))
+            assert ConsumeStats.decode(r.body).consume_tps == pytest.approx(sum(tps.values()))
+            assert broker.stats_manager.tps_group_get_nums("GNone", "TTps") == 0.0  # not sampled: Java's empty snapshot

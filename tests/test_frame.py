@@ -218,6 +218,22 @@ def test_absurd_length_rejected_before_allocation() -> None:
         list(splitter)
 
 
+@given(st.integers(-(2**31), 2**31 - 1), st.integers(0, 40), st.integers(8, 64))
+def test_frame_ready_says_whether_next_frame_gives_or_refuses(length: int, more: int, max_frame: int) -> None:
+    # a server keeps the frames beyond its batch and takes them when frame_ready says one waits: a length
+    # next_frame refuses must read as ready, or the server waits for bytes it will refuse (and, at EOF,
+    # reports "closed mid-frame" instead of the bad frame)
+    splitter = FrameSplitter(max_frame=max_frame)
+    splitter.feed(struct.pack(">i", length) + b"\x00" * more)
+    ready = splitter.frame_ready
+    try:
+        frame = splitter.next_frame()
+    except CodecError:
+        assert ready
+    else:
+        assert ready == (frame is not None)
+
+
 @pytest.mark.parametrize(
     "raw",
     [

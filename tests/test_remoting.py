@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import struct
 
@@ -423,3 +424,33 @@ async def test_a_failed_response_raises_a_copy_to_each_waiter() -> None:
         raised.append(info.value)
     assert len({id(e) for e in [future.error, *raised]}) == 4
     assert future.error is not None and future.error.__traceback__ is None  # never raised: holds no frames
+
+
+
+async def test_a_client_reads_its_answers_with_the_compiled_reader(nursery: trio.Nursery) -> None:
+    # the server's batch limit (REQUEST_BATCH) is no business of a client's answers (serve(inline=False),
+    # the TLS client's path): they keep the compiled reader, which reads every whole frame at once
+    from rocketpy.remoting import connection
+
+    if connection._read_frames is None:
+        pytest.skip("the compiled extension is not built")
+    read = connection._read_frames
+    calls: list[int] = []
+
+    def counted(*args: object) -> tuple[list[object], int]:
+        out, end = read(*args)
+        calls.append(len(out))
+        return out, end
+
+    ours, theirs = trio.testing.memory_stream_pair()
+    conn = Connection(ours, "peer:1")
+    futures = [conn.start_request(req(ECHO, 0)) for _ in range(3)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(connection, "_read_frames", counted)
+        nursery.start_soon(functools.partial(conn.serve, None, RequestContext(connection=conn, remote_addr="peer:1"),
+                                             inline=False))
+        await theirs.send_all(b"".join(req(ECHO, f.opaque, b"x").response(ResponseCode.SUCCESS).encode()
+                                       for f in futures))
+        assert [(await f.wait()).opaque for f in futures] == [f.opaque for f in futures]
+    assert sum(calls) == 3
+    await theirs.aclose()

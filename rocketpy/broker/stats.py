@@ -135,6 +135,12 @@ class BrokerStatsManager:
     def get(self, name: str | None, key: str | None) -> StatsItem | None:
         return self.items.get((name or "", key or ""))
 
+    def tps_group_get_nums(self, group: str, topic: str) -> float:
+        """Java's tpsGroupGetNums: what ``group`` consumed of ``topic`` per second over the minute's samples
+        (0 before the pair's first sample), the consumeTps of the consume stats."""
+        item = self.items.get((GROUP_GET_NUMS, f"{topic}@{group}"))
+        return 0.0 if item is None else item.in_minute().tps
+
     def observe(self, name: str, key: str, total: int, at_ms: int) -> None:
         item = self.items.get((name, key))
         if item is None:

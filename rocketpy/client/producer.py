@@ -191,7 +191,9 @@ class SendFuture:
         return self._done.is_set()
 
     def _finish(self, value: SendResult | None, error: BaseException | None) -> None:
-        self.value, self.error = value, error
+        # the error kept without its traceback: that holds the failed send's frames, whose locals and
+        # closures hold this future (a cycle), for as long as a caller keeps the future
+        self.value, self.error = value, None if error is None else fresh_error(error)
         self._done.set()
 
     async def result(self) -> SendResult:

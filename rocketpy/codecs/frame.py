@@ -262,12 +262,13 @@ class FrameSplitter:
 
     @property
     def frame_ready(self) -> bool:
-        """A whole frame is held, or a length that :meth:`next_frame` will refuse."""
+        """A whole frame is held, or a length that :meth:`next_frame` will refuse (see check_length: a
+        refused length must read as ready, or a reader would wait for bytes it is going to refuse)."""
         buf, pos = self._buf, self._pos
         if len(buf) - pos < 4:
             return False
         (length,) = struct.unpack_from(">i", buf, pos)
-        return not 0 <= length <= self.max_frame or len(buf) >= pos + 4 + length
+        return length < 4 or length + 4 > self.max_frame or len(buf) >= pos + 4 + length
 
     def next_frame(self, kind: Callable[[Any], bytes] = bytes) -> bytes | None:
         """The next whole frame as ``kind`` (bytes or a subclass) made from its bytes, or None."""

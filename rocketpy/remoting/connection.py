@@ -262,13 +262,14 @@ class Connection:
         return f"<Connection #{self.id} {self.remote_addr}{' closed' if self.closed else ''}>"
 
     # -- receiving ------------------------------------------------------------
-    async def receive_commands(self) -> list[RemotingCommand | LaneFrame] | None:
-        """The commands completed by the next receive(s); None at end of stream.
+    async def receive_commands(self, limit: int | None = REQUEST_BATCH) -> list[RemotingCommand | LaneFrame] | None:
+        """The commands completed by the next receive(s), at most ``limit`` (the rest kept as bytes for the
+        next call); None at end of stream.
 
         Raises CodecError on a malformed frame; the caller closes the connection.
         """
         if self.reader.frame_ready:  # what an earlier receive brought beyond its batch
-            return self.reader.take(REQUEST_BATCH)
+            return self.reader.take(limit)
         while not self._eof:
             try:
                 data = await self.stream.receive_some(self.receive_size)
@@ -281,7 +282,7 @@ class Connection:
                     log.warning("%s closed mid-frame; %d bytes dropped", self.remote_addr, self.reader.buffered)
                 break
             self.last_active = trio.current_time()
-            commands = self.reader.feed(data, REQUEST_BATCH)
+            commands = self.reader.feed(data, limit)
             if commands:
                 return commands
         return None
@@ -487,12 +488,15 @@ class Connection:
         if inline and dispatcher is not None and isinstance(self.stream, trio.SocketStream):
             await self._serve_socket(dispatcher, context)
             return
+        # inline, what one connection holds decoded is one batch; otherwise (a client: mostly answers, each
+        # receive's requests in their own task) no limit, which keeps the compiled reader for the answers
+        limit = REQUEST_BATCH if inline else None
         try:
             async with trio.open_nursery() as nursery:
                 context.nursery = nursery
                 while True:
                     try:
-                        commands = await self.receive_commands()
+                        commands = await self.receive_commands(limit)
                     except CodecError as exc:
                         log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
                         break
@@ -505,6 +509,8 @@ class Connection:
                         log.warning("%s sent %d request(s) to a peer that serves none", self.remote_addr, len(requests))
                     elif inline:
                         await self.handle_batch(dispatcher, context, requests)
+                        if self._bad_frame:  # a frame the fast path passed on was malformed: as on reading
+                            break
                     else:
                         nursery.start_soon(self.handle_batch, dispatcher, context, requests)
                 nursery.cancel_scope.cancel()

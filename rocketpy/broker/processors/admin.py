@@ -293,6 +293,7 @@ def get_consume_stats(ctx: BrokerContext, request: RemotingCommand) -> RemotingC
                 if ts > 0:
                     w.last_timestamp = ts
             stats.offset_table[mq] = w
+        stats.consume_tps += broker.stats_manager.tps_group_get_nums(group, topic)  # of every topic, as Java's
     return respond(request, body=stats.encode())
 
 

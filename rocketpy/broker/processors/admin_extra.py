@@ -238,6 +238,7 @@ def get_broker_consume_stats(ctx: BrokerContext, request: RemotingCommand) -> Re
                         if ts > 0:
                             w.last_timestamp = ts
                     stats.offset_table[mq] = w
+                stats.consume_tps = broker.stats_manager.tps_group_get_nums(group, topic)
                 body.total_diff += stats.total_diff()
                 per_group.append(stats)
             yield {group: per_group}
