@@ -384,7 +384,10 @@ async def test_transaction_check_lets_other_work_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("body", [b'{"clientID":"c","producerDataSet":[null]}',
-                                  b'{"clientID":"c","consumerDataSet":[null],"producerDataSet":[]}'])
+                                  b'{"clientID":"c","consumerDataSet":[null],"producerDataSet":[]}',
+                                  # the 30-minute run of 27 Nov: a null set raised TypeError
+                                  b'{"clientID":"c","consumerDataSet":null}',
+                                  b'{"clientID":"c","producerDataSet":null,"consumerDataSet":[]}'])
 async def test_heartbeat_with_a_null_entry_is_refused(
     tmp_path: Path, body: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:

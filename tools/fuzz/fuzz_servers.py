@@ -461,7 +461,7 @@ async def checker(broker_addr: str, stats: Stats, stop: trio.Event) -> None:
                 try:
                     resp = await bc.send(CHECK_TOPIC, body, queue_id=0)
                 except Exception as exc:
-                    stats.unanswered_probes.append(f"send failed: {exc!r}")
+                    stats.unanswered_probes.append(f"{time.strftime('%H:%M:%S')} send failed: {exc!r}")
                     continue
                 if resp is not None and resp.code == 0 and resp.ext_fields:
                     acked[int(resp.ext_fields["queueOffset"])] = body
@@ -469,7 +469,7 @@ async def checker(broker_addr: str, stats: Stats, stop: trio.Event) -> None:
             try:
                 resp, msgs = await bc.pull(CHECK_GROUP, CHECK_TOPIC, 0, next_pull, max_nums=32)
             except Exception as exc:
-                stats.unanswered_probes.append(f"pull failed: {exc!r}")
+                stats.unanswered_probes.append(f"{time.strftime('%H:%M:%S')} pull failed: {exc!r}")
                 await trio.sleep(0.2)
                 continue
             for m in msgs:
@@ -486,7 +486,7 @@ async def checker(broker_addr: str, stats: Stats, stop: trio.Event) -> None:
                 try:
                     resp, msgs = await bc.pull(CHECK_GROUP, CHECK_TOPIC, 0, next_pull, max_nums=32)
                 except Exception as exc:  # a broker that stopped answering: its acked messages count as lost
-                    stats.unanswered_probes.append(f"drain pull failed: {exc!r}")
+                    stats.unanswered_probes.append(f"{time.strftime('%H:%M:%S')} drain pull failed: {exc!r}")
                     break
                 if not msgs:
                     break

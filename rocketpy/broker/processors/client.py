@@ -38,6 +38,9 @@ _QUERY_NOT_FOUND_REMARK = "Not found, V3_0_6_SNAPSHOT maybe this group consumer 
 def heart_beat(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     broker = ctx.state
     data = HeartbeatData.decode(request.body or b"{}")
+    if data.consumer_data_set is None or data.producer_data_set is None:
+        # "consumerDataSet":null: Java's loop over it fails the heartbeat (NullPointerException)
+        raise ValueError("HeartbeatData holds a null consumerDataSet or producerDataSet")
     if any(d is None for d in (*data.consumer_data_set, *data.producer_data_set)):
         # Java's loops dereference each entry: a null one fails the heartbeat (NullPointerException)
         raise ValueError("HeartbeatData holds a null ConsumerData or ProducerData")
