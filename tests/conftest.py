@@ -148,3 +148,17 @@ def counting_fs(monkeypatch):
 
     monkeypatch.setattr(_files, "_uri_fs", uri_fs)
     return handler
+
+
+@pytest.fixture(autouse=True)
+def _children_hear_ctrl_c() -> None:
+    """A test process may ignore SIGINT (pytest-xdist's workers did in full runs; a server command run
+    in-process ignores late Ctrl-Cs once stopped), and an ignored signal stays ignored through exec: a
+    server child (``rocketpy proxy``, ``console``) would never see the Ctrl-C its test sends, unless an
+    earlier test had left a Python handler installed (Spark's does). Each test starts with Python's own
+    SIGINT handling, so its children do too, as from a shell."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
