@@ -268,7 +268,11 @@ class FrameSplitter:
         if len(buf) - pos < 4:
             return False
         (length,) = struct.unpack_from(">i", buf, pos)
-        return length < 4 or length + 4 > self.max_frame or len(buf) >= pos + 4 + length
+        try:
+            check_length(length, self.max_frame)
+        except CodecError:
+            return True
+        return len(buf) >= pos + 4 + length
 
     def next_frame(self, kind: Callable[[Any], bytes] = bytes) -> bytes | None:
         """The next whole frame as ``kind`` (bytes or a subclass) made from its bytes, or None."""
