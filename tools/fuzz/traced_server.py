@@ -13,6 +13,7 @@ import ctypes.util
 import gc
 import os
 import re
+import reprlib
 import signal
 import sys
 import tempfile
@@ -216,13 +217,43 @@ def _pool_census(tracked: list[Any], limit: int = 25) -> list[str]:
     # thousands of blocks on the heap being measured
     kinds: collections.Counter[tuple[type, type | None]] = collections.Counter()
     hits: set[int] = set()
+    # the holders with the most referents there, kept by identity (a few, not one entry per holder)
+    holders: list[tuple[int, Any]] = []
     for holder in tracked:
+        held_here = 0
         for obj in (holder, *gc.get_referents(holder)):
             if id(obj) & ~(POOL_SIZE - 1) in sparse and id(obj) not in hits:
                 hits.add(id(obj))
                 kinds[type(obj), None if obj is holder else type(holder)] += 1
+                held_here += 1
+        if held_here >= SPARSE_HOLDER_MIN:
+            holders.append((held_here, holder))
+    holders.sort(key=lambda h: -h[0])
     return lines + [f"sparse {cls.__qualname__}{'' if held is None else ' in ' + held.__qualname__} {n}"
-                    for (cls, held), n in kinds.most_common(limit)]
+                    for (cls, held), n in kinds.most_common(limit)] + [
+        f"sparse holder {type(h).__qualname__} of {_size(h)} holds {n} there: {_sample(h)}" for n, h in holders[:5]]
+
+
+#: a holder with at least this many referents in sparse arenas is named in the heap report
+SPARSE_HOLDER_MIN = 50
+
+
+def _size(holder: Any) -> str:
+    try:
+        return str(len(holder))
+    except TypeError:
+        return "?"
+
+
+def _sample(holder: Any) -> str:
+    """Enough of a container to tell which one it is: its first items and, for a list or dict, who
+    holds it."""
+    try:
+        items = list(holder.items())[:3] if isinstance(holder, dict) else list(holder)[:3]
+    except TypeError:
+        items = []
+    owners = [type(r).__qualname__ for r in gc.get_referrers(holder)][:4]
+    return f"{reprlib.repr(items)} held by {owners}"
 
 
 #: the most numerous types a heap report counts
