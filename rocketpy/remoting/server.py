@@ -47,7 +47,9 @@ class RemotingServer:
         self.tls_context: ssl.SSLContext | None = None
         #: refuse connections beyond this many (0: no cap)
         self.max_connections = max_connections
-        self._accepting = 0  # streams accepted, not yet connections (waiting for a first byte)
+        #: streams accepted, not yet connections: the scope of each one's wait for a first byte, and
+        #: when the sweep (close_idle_connections) gives up on it
+        self._accepting: dict[trio.CancelScope, float] = {}
         self._cap_logged = False
         #: connections served over TLS so far (a plain peer is not counted)
         self.tls_accepted = 0
@@ -100,11 +102,15 @@ class RemotingServer:
             task_status.started(self)
 
     async def close_idle_connections(self) -> None:
-        """Close connections silent for ``idle_timeout`` (Java's IdleStateHandler); one check per quarter."""
+        """Close connections silent for ``idle_timeout`` (Java's IdleStateHandler), and end the wait of
+        accepted streams that sent no first byte in that time; one check per quarter (at most 5 s)."""
         period = min(self.idle_timeout / 4, 5.0)
         while True:
             await trio.sleep(period)
-            limit = trio.current_time() - self.idle_timeout
+            now = trio.current_time()
+            for scope in [s for s, until in self._accepting.items() if until <= now]:
+                scope.cancel()
+            limit = now - self.idle_timeout
             for conn in [c for c in self.connections if c.last_active < limit]:
                 log.info("closing %s: idle for %.0f s", conn.remote_addr, self.idle_timeout)
                 await conn.aclose()
@@ -112,7 +118,7 @@ class RemotingServer:
     async def handle_stream(self, stream: trio.abc.Stream, remote_addr: str | None = None) -> None:
         """Serve one accepted stream until it ends (usable with in-memory streams too)."""
         remote_addr = remote_addr or peer_address(stream)
-        if self.max_connections and len(self.connections) + self._accepting >= self.max_connections:
+        if self.max_connections and len(self.connections) + len(self._accepting) >= self.max_connections:
             if not self._cap_logged:  # once per episode, not once per refused peer
                 self._cap_logged = True
                 log.warning("%s: connection cap of %d reached, refusing new connections (first: %s)",
@@ -121,12 +127,14 @@ class RemotingServer:
             return
         self._cap_logged = False
         if self.tls_context is not None and self.tls is not None:
-            self._accepting += 1
+            # cancelled by the sweep, not by a deadline of its own (see accept_stream)
+            waiting = trio.CancelScope()
+            self._accepting[waiting] = trio.current_time() + self.idle_timeout
             try:
                 served = await accept_stream(stream, self.tls.mode, self.tls_context, remote_addr,
-                                             wait_first_byte=self.idle_timeout)
+                                             wait_first_byte=waiting)
             finally:
-                self._accepting -= 1
+                del self._accepting[waiting]
             if served is None:
                 await trio.aclose_forcefully(stream)
                 return

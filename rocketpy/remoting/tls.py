@@ -327,16 +327,22 @@ async def accept_stream(
     context: ssl.SSLContext | None,
     peer: str,
     *,
-    wait_first_byte: float,
+    wait_first_byte: float | trio.CancelScope,
 ) -> trio.abc.Stream | None:
     """What a server serves on an accepted stream: the stream itself (plain), a TLS stream over it,
     or None when it must be closed (the reason logged in one line). The plain stream stays the
-    same object, so its socket fast path stays available."""
+    same object, so its socket fast path stays available.
+
+    ``wait_first_byte`` bounds the wait for the byte that tells TLS from plain: seconds, or a scope
+    the caller cancels when the wait is over. A server accepting many connections passes a scope its
+    sweep cancels: trio keeps a deadline's entry until its time comes, even after the wait ended, so
+    a deadline per connection leaves thousands of them scattered through the heap."""
     if mode is TlsMode.DISABLED or context is None:
         return stream  # a TLS hello then reads as an absurd frame length and is refused there
     first: int | None = None
+    scope = wait_first_byte if isinstance(wait_first_byte, trio.CancelScope) else trio.move_on_after(wait_first_byte)
     try:
-        with trio.move_on_after(wait_first_byte):
+        with scope:
             first, stream = await _first_byte(stream)
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
         return None
