@@ -49,60 +49,81 @@ class Snapshot:
 #: the sample rings hold int64 pairs (Java's AtomicLong counters); a sum of hostile offsets is capped
 _INT64_MAX = (1 << 63) - 1
 
+# An item's state is one int64 array made at the item's creation and never resized: the counter, the
+# rings' lengths and the three rings of (timestamp, value) pairs. Items live as long as their topic or
+# group, and a ring that grew later (the hour ring every 10 min, the day ring every hour), or a new int
+# object per sampling round, would be a small block allocated at a random later time: such blocks, spread
+# through pymalloc's pools, keep them resident after the bursts that opened them are gone.
+_VALUE, _LAST_HOUR, _LAST_DAY = 0, 1, 2
+#: (slot of the ring's length, first slot of its pairs, pairs kept): minute 7 x 10 s, hour 7 x 10 min,
+#: day 25 x 1 h, as Java's StatsItem samples
+_MINUTE, _HOUR, _DAY = (3, 6, 7), (4, 20, 7), (5, 34, 25)
+_SLOTS = 34 + 2 * 25
 
-def _push(ring: array[int], at_ms: int, value: int, keep: int) -> None:
-    ring.append(at_ms)
-    ring.append(value)
-    if len(ring) > 2 * keep:
-        del ring[:2]
+
+def _push(data: array[int], ring: tuple[int, int, int], at_ms: int, value: int) -> None:
+    length_slot, first, keep = ring
+    n = data[length_slot]
+    if n == keep:  # full: the oldest pair goes
+        data[first : first + 2 * keep - 2] = data[first + 2 : first + 2 * keep]
+        n -= 1
+    data[first + 2 * n] = at_ms
+    data[first + 2 * n + 1] = value
+    data[length_slot] = n + 1
 
 
-def _snapshot(ring: array[int]) -> Snapshot:
+def _snapshot(data: array[int], ring: tuple[int, int, int]) -> Snapshot:
     """Sum, TPS and average over a ring of (timestamp, value) samples: from its first to its last."""
-    if not ring:
+    length_slot, first, _keep = ring
+    n = data[length_slot]
+    if not n:
         return Snapshot(0, 0.0, 0.0)
-    total = ring[-1] - ring[1]
-    span = ring[-2] - ring[0]
+    last = first + 2 * (n - 1)
+    total = data[last + 1] - data[first + 1]
+    span = data[last] - data[first]
     tps = (total * 1000.0 / span) if span else float("nan")
     # each counted unit is one call here (the counters are totals, not increments with call counts)
     return Snapshot(total, tps, 1.0 if total > 0 else 0.0)
 
 
 class StatsItem:
-    """One counter and its minute (7 x 10 s), hour (7 x 10 min) and day (25 x 1 h) samples.
+    """One counter and its minute (7 x 10 s), hour (7 x 10 min) and day (25 x 1 h) samples, all in one
+    int64 array of fixed size (see _SLOTS); the baseline, a Python int set once, may be any size."""
 
-    The samples are (timestamp, value) pairs in flat int64 arrays: a broker keeps items for every topic
-    and every topic@group it has offsets for, so an item is kept near 1 KiB rather than 3.5."""
-
-    __slots__ = ("baseline", "value", "minute", "hour", "day", "last_hour_ms", "last_day_ms")
+    __slots__ = ("baseline", "data")
 
     def __init__(self, start_ms: int, baseline: int) -> None:
         self.baseline = baseline
-        self.value = 0
-        self.minute = array("q", (start_ms - SECONDS_PERIOD_MS, 0))
-        self.hour = array("q", (start_ms - MINUTES_PERIOD_MS, 0))
-        self.day = array("q", (start_ms - HOUR_PERIOD_MS, 0))
-        self.last_hour_ms = start_ms
-        self.last_day_ms = start_ms
+        self.data = data = array("q", bytes(8 * _SLOTS))
+        data[_LAST_HOUR] = data[_LAST_DAY] = start_ms
+        # each ring starts from a zero sample one period back, so the first round already has a span
+        _push(data, _MINUTE, start_ms - SECONDS_PERIOD_MS, 0)
+        _push(data, _HOUR, start_ms - MINUTES_PERIOD_MS, 0)
+        _push(data, _DAY, start_ms - HOUR_PERIOD_MS, 0)
+
+    @property
+    def value(self) -> int:
+        return self.data[_VALUE]
 
     def observe(self, total: int, at_ms: int) -> None:
-        self.value = value = min(max(0, total - self.baseline), _INT64_MAX)
-        _push(self.minute, at_ms, value, 7)
-        if at_ms - self.last_hour_ms >= MINUTES_PERIOD_MS:
-            _push(self.hour, at_ms, value, 7)
-            self.last_hour_ms = at_ms
-        if at_ms - self.last_day_ms >= HOUR_PERIOD_MS:
-            _push(self.day, at_ms, value, 25)
-            self.last_day_ms = at_ms
+        data = self.data
+        data[_VALUE] = value = min(max(0, total - self.baseline), _INT64_MAX)
+        _push(data, _MINUTE, at_ms, value)
+        if at_ms - data[_LAST_HOUR] >= MINUTES_PERIOD_MS:
+            _push(data, _HOUR, at_ms, value)
+            data[_LAST_HOUR] = at_ms
+        if at_ms - data[_LAST_DAY] >= HOUR_PERIOD_MS:
+            _push(data, _DAY, at_ms, value)
+            data[_LAST_DAY] = at_ms
 
     def in_minute(self) -> Snapshot:
-        return _snapshot(self.minute)
+        return _snapshot(self.data, _MINUTE)
 
     def in_hour(self) -> Snapshot:
-        return _snapshot(self.hour)
+        return _snapshot(self.data, _HOUR)
 
     def in_day(self) -> Snapshot:
-        return _snapshot(self.day)
+        return _snapshot(self.data, _DAY)
 
 
 def units_size(store: object, topic: str, queue_id: int, start: int, end: int) -> int:
@@ -162,6 +183,8 @@ class BrokerStatsManager:
                 hi = max(0, store.get_max_offset_in_queue(topic, q))
                 total += hi
                 last = self._put_marks.get((topic, q))
+                if last == hi:
+                    continue  # kept as it is: a fresh int per round would be a block allocated every 10 s
                 if last is not None and hi > last:
                     moved += units_size(store, topic, q, last, hi)
                 self._put_marks[(topic, q)] = hi

@@ -19,7 +19,7 @@ import datetime
 import logging
 import math
 import os
-from collections import deque
+from array import array
 from typing import TYPE_CHECKING
 
 from ..codecs.fastjson import java_double
@@ -84,16 +84,39 @@ def disk_info(commit_log_dir: str, consume_queue_dir: str) -> dict[str, str]:
 
 
 class _Series:
-    """(timestamp ms, total) once a second, the newest last."""
+    """(timestamp ms, total) once a second: the last MAX_RECORDS_OF_SAMPLING + 1 samples, in a ring of
+    int64 pairs made once. A tuple per sample would be blocks allocated every second and freed ten minutes
+    later, all through the heap: with pymalloc's pools that keeps more resident than the samples hold."""
+
+    __slots__ = ("_ring", "_next", "_count")
+
+    CAPACITY = MAX_RECORDS_OF_SAMPLING + 1
 
     def __init__(self) -> None:
-        self.samples: deque[tuple[int, int]] = deque(maxlen=MAX_RECORDS_OF_SAMPLING + 1)
+        self._ring = array("q", bytes(16 * self.CAPACITY))
+        self._next = 0  # the pair the next sample goes to
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def append(self, at_ms: int, total: int) -> None:
+        i = 2 * self._next
+        self._ring[i] = at_ms
+        self._ring[i + 1] = total
+        self._next = (self._next + 1) % self.CAPACITY
+        self._count = min(self._count + 1, self.CAPACITY)
+
+    def back(self, n: int) -> tuple[int, int]:
+        """The sample ``n`` rounds before the newest (0: the newest)."""
+        i = 2 * ((self._next - 1 - n) % self.CAPACITY)
+        return self._ring[i], self._ring[i + 1]
 
     def rate(self, window: int) -> float | None:
-        if len(self.samples) <= window:
+        if self._count <= window:
             return None
-        t0, v0 = self.samples[-(window + 1)]
-        t1, v1 = self.samples[-1]
+        t0, v0 = self.back(window)
+        t1, v1 = self.back(0)
         span = t1 - t0
         if span == 0:
             return float("nan") if v1 == v0 else float("inf")
@@ -124,6 +147,10 @@ def _bucket_bounds() -> list[int]:
 BUCKET_BOUNDS = _bucket_bounds()
 
 
+_NO_DISTRIBUTION = (0,) * len(DISTRIBUTION_NAMES)
+_NO_BUCKETS = (0,) * (len(BUCKET_BOUNDS) + 1)
+
+
 class PutLatency:
     """Put times as StoreStatsService keeps them: a 13-range distribution and percentile buckets, each
     swapped for a fresh one every minute (the answers show the last full minute), and the maxima since boot."""
@@ -149,8 +176,15 @@ class PutLatency:
 
     def rotate(self) -> list[int]:
         """The minute's end: the current counts become the answered ones; returns the distribution."""
-        self.last_distribution, self.distribution = self.distribution, [0] * len(DISTRIBUTION_NAMES)
-        self.last_buckets, self.buckets = self.buckets, [0] * (len(BUCKET_BOUNDS) + 1)
+        if self.last_distribution is None:
+            self.last_distribution = [0] * len(DISTRIBUTION_NAMES)
+            self.last_buckets = [0] * (len(BUCKET_BOUNDS) + 1)
+        # the pairs swap and the new current lists are zeroed in place: fresh lists every minute would be
+        # blocks made at every minute's end and kept for two
+        self.last_distribution, self.distribution = self.distribution, self.last_distribution
+        self.last_buckets, self.buckets = self.buckets, self.last_buckets
+        self.distribution[:] = _NO_DISTRIBUTION
+        self.buckets[:] = _NO_BUCKETS
         return self.last_distribution
 
     def percentile(self, px: float) -> float:
@@ -204,10 +238,10 @@ class StoreStats:
     def sample(self, broker: BrokerController, at_ms: int) -> None:
         """One sampling round (every second), and the midnight record when one has passed."""
         s = broker.stats
-        self.put.samples.append((at_ms, s["put"]))
-        self.found.samples.append((at_ms, s["get_found"]))
-        self.miss.samples.append((at_ms, s["get_miss"]))
-        self.transferred.samples.append((at_ms, s["get"]))
+        self.put.append(at_ms, s["put"])
+        self.found.append(at_ms, s["get_found"])
+        self.miss.append(at_ms, s["get_miss"])
+        self.transferred.append(at_ms, s["get"])
         if at_ms >= self.next_record_ms:
             self.record(broker)
             self.next_record_ms = next_morning_ms(at_ms)
