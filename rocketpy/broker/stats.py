@@ -49,16 +49,18 @@ class Snapshot:
 #: the sample rings hold int64 pairs (Java's AtomicLong counters); a sum of hostile offsets is capped
 _INT64_MAX = (1 << 63) - 1
 
-# An item's state is one int64 array made at the item's creation and never resized: the counter, the
-# rings' lengths and the three rings of (timestamp, value) pairs. Items live as long as their topic or
-# group, and a ring that grew later (the hour ring every 10 min, the day ring every hour), or a new int
-# object per sampling round, would be a small block allocated at a random later time: such blocks, spread
-# through pymalloc's pools, keep them resident after the bursts that opened them are gone.
+# An item's state is two int64 arrays made at the item's creation and never resized: the counter, the
+# rings' lengths and the minute and hour rings of (timestamp, value) pairs in one, the day ring in the
+# other (each under pymalloc's 512-byte limit, so that they sit with the other small objects rather than
+# in glibc's heap). Items live as long as their topic or group, and a ring that grew later (the hour ring
+# every 10 min, the day ring every hour), or a new int object per sampling round, would be a small block
+# allocated at a random later time: such blocks, spread through pymalloc's pools, keep them resident
+# after the bursts that opened them are gone.
 _VALUE, _LAST_HOUR, _LAST_DAY = 0, 1, 2
-#: (slot of the ring's length, first slot of its pairs, pairs kept): minute 7 x 10 s, hour 7 x 10 min,
-#: day 25 x 1 h, as Java's StatsItem samples
-_MINUTE, _HOUR, _DAY = (3, 6, 7), (4, 20, 7), (5, 34, 25)
-_SLOTS = 34 + 2 * 25
+#: (slot of the ring's length, first slot of its pairs, pairs kept) in its array: minute 7 x 10 s and
+#: hour 7 x 10 min in ``data``, day 25 x 1 h in ``day``, as Java's StatsItem samples
+_MINUTE, _HOUR, _DAY = (3, 5, 7), (4, 19, 7), (0, 1, 25)
+_DATA_SLOTS, _DAY_SLOTS = 19 + 2 * 7, 1 + 2 * 25
 
 
 def _push(data: array[int], ring: tuple[int, int, int], at_ms: int, value: int) -> None:
@@ -87,19 +89,20 @@ def _snapshot(data: array[int], ring: tuple[int, int, int]) -> Snapshot:
 
 
 class StatsItem:
-    """One counter and its minute (7 x 10 s), hour (7 x 10 min) and day (25 x 1 h) samples, all in one
-    int64 array of fixed size (see _SLOTS); the baseline, a Python int set once, may be any size."""
+    """One counter and its minute (7 x 10 s), hour (7 x 10 min) and day (25 x 1 h) samples, in two int64
+    arrays of fixed size (see _DATA_SLOTS); the baseline, a Python int set once, may be any size."""
 
-    __slots__ = ("baseline", "data")
+    __slots__ = ("baseline", "data", "day")
 
     def __init__(self, start_ms: int, baseline: int) -> None:
         self.baseline = baseline
-        self.data = data = array("q", bytes(8 * _SLOTS))
+        self.data = data = array("q", bytes(8 * _DATA_SLOTS))
+        self.day = array("q", bytes(8 * _DAY_SLOTS))
         data[_LAST_HOUR] = data[_LAST_DAY] = start_ms
         # each ring starts from a zero sample one period back, so the first round already has a span
         _push(data, _MINUTE, start_ms - SECONDS_PERIOD_MS, 0)
         _push(data, _HOUR, start_ms - MINUTES_PERIOD_MS, 0)
-        _push(data, _DAY, start_ms - HOUR_PERIOD_MS, 0)
+        _push(self.day, _DAY, start_ms - HOUR_PERIOD_MS, 0)
 
     @property
     def value(self) -> int:
@@ -113,7 +116,7 @@ class StatsItem:
             _push(data, _HOUR, at_ms, value)
             data[_LAST_HOUR] = at_ms
         if at_ms - data[_LAST_DAY] >= HOUR_PERIOD_MS:
-            _push(data, _DAY, at_ms, value)
+            _push(self.day, _DAY, at_ms, value)
             data[_LAST_DAY] = at_ms
 
     def in_minute(self) -> Snapshot:
@@ -123,7 +126,7 @@ class StatsItem:
         return _snapshot(self.data, _HOUR)
 
     def in_day(self) -> Snapshot:
-        return _snapshot(self.data, _DAY)
+        return _snapshot(self.day, _DAY)
 
 
 def units_size(store: object, topic: str, queue_id: int, start: int, end: int) -> int:
