@@ -114,8 +114,11 @@ def _pymalloc_stats() -> str:
 
 
 def _big_objects(tracked: list[Any], limit: int = 128 * 1024) -> list[str]:
-    """Python objects of ``limit`` bytes or more (glibc maps each on its own) and what holds them."""
-    out: dict[str, int] = {}
+    """Python objects of ``limit`` bytes or more (glibc maps each on its own) and what holds them; then
+    those from pymalloc's limit up to ``limit``, which live in glibc's heap between others, by kind."""
+    big: dict[str, int] = {}
+    medium: collections.Counter[tuple[type, type | None]] = collections.Counter()
+    medium_count: collections.Counter[tuple[type, type | None]] = collections.Counter()
     seen: set[int] = set()
     for holder in tracked:
         for obj in (holder, *gc.get_referents(holder)):
@@ -125,11 +128,25 @@ def _big_objects(tracked: list[Any], limit: int = 128 * 1024) -> list[str]:
                 size = sys.getsizeof(obj)
             except TypeError:
                 continue
-            if size >= limit:
+            if size > PYMALLOC_LIMIT:
                 seen.add(id(obj))
-                name = type(obj).__name__ if obj is holder else f"{type(obj).__name__} in {type(holder).__qualname__}"
-                out[name] = out.get(name, 0) + size
-    return [f"big {name}: {size // 1024} KiB" for name, size in sorted(out.items(), key=lambda kv: -kv[1])]
+                if size >= limit:
+                    name = type(obj).__name__
+                    if obj is not holder:
+                        name += f" in {type(holder).__qualname__}"
+                    big[name] = big.get(name, 0) + size
+                else:
+                    kind = (type(obj), None if obj is holder else type(holder))
+                    medium[kind] += size
+                    medium_count[kind] += 1
+    lines = [f"big {name}: {size // 1024} KiB" for name, size in sorted(big.items(), key=lambda kv: -kv[1])]
+    lines.append(f"medium objects (glibc heap): {sum(medium_count.values())}, {sum(medium.values()) // 1024} KiB")
+    return lines + [f"medium {cls.__qualname__}{'' if held is None else ' in ' + held.__qualname__}: "
+                    f"{medium_count[cls, held]}, {size // 1024} KiB" for (cls, held), size in medium.most_common(12)]
+
+
+#: pymalloc serves requests up to this many bytes; larger ones go to malloc
+PYMALLOC_LIMIT = 512
 
 
 def _exception_holders(tracked: list[Any], limit: int = 15) -> list[str]:
@@ -204,9 +221,9 @@ def _pool_census(tracked: list[Any], limit: int = 25) -> list[str]:
         entry[2] += size * count
     lines = [f"pools used {sum(1 for p in pools.values() if p[2])}, empty {sum(1 for p in pools.values() if not p[2])}"]
     for low, high in ((0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.01)):
-        hits = [a for a in arenas.values() if low <= a[2] / (1 << 20) < high]
-        lines.append(f"arenas {int(low * 100)}-{min(100, int(high * 100))}% used: {len(hits)}, "
-                     f"{sum(a[2] for a in hits)} bytes in blocks")
+        in_band = [a for a in arenas.values() if low <= a[2] / (1 << 20) < high]
+        lines.append(f"arenas {int(low * 100)}-{min(100, int(high * 100))}% used: {len(in_band)}, "
+                     f"{sum(a[2] for a in in_band)} bytes in blocks")
     # an arena goes back to the system only when all its pools are empty: the blocks in the emptiest
     # arenas are the ones that keep them resident
     sparse_arenas = {index for index, entry in arenas.items() if entry[2] < (1 << 20) * SPARSE_ARENA}
