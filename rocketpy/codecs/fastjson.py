@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .errors import CodecError
@@ -327,6 +327,7 @@ def dumps(
     non_string_keys_as_string: bool = False,
     sort_map_keys: bool = False,
     pretty: bool = False,
+    level: int = 0,
 ) -> str:
     """Serialise like fastjson's JSON.toJSONString with the given features.
 
@@ -334,9 +335,12 @@ def dumps(
     ``sort_map_keys`` is fastjson's MapSortField; ``pretty`` is PrettyFormat (JSON.toJSONString
     (obj, true)): beans and non-empty Lists break lines with tab indents, maps break before
     string keys only, Sets and primitive arrays (:class:`CompactArray`) stay on one line.
+
+    ``level``: the indent level ``value`` is written at, as if it were nested that deep in a larger
+    document (a part of it written ahead as :class:`RawJson`); it only matters when ``pretty``.
     """
     writer = _Writer(browser_compatible, non_string_keys_as_string or browser_compatible, sort_map_keys, pretty)
-    writer.write(value, 0)
+    writer.write(value, level)
     return writer.text()
 
 
@@ -377,9 +381,8 @@ class _Writer:
 
     def write_map(self, v: Mapping[Any, Any], level: int) -> None:
         parts, pretty = self.parts, self.pretty
-        items = list(v.items())
-        if self.sort_map_keys:
-            items = _sorted_items(items)
+        # no copy of the items unless they are sorted: a whole table's map would be a tuple per entry
+        items: Iterable[tuple[Any, Any]] = _sorted_items(list(v.items())) if self.sort_map_keys else v.items()
         inner = level + 1
         parts.append("{")
         first = True
