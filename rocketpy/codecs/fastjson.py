@@ -12,10 +12,11 @@ fastjson's PrettyFormat (tab indents) used by the broker's config files.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from .errors import CodecError
@@ -235,6 +236,31 @@ class RawJson(str):
     __slots__ = ()
 
 
+class StreamedMap:
+    """A map whose entries are converted as the writer reaches them, not before (JsonBody.encode_streamed): a
+    whole table is written holding one entry's JSON tree at a time, never all of them. ``entries``, a Mapping
+    or (key, value) pairs, is iterated once; ``key`` converts each key, ``value`` each non-null value. The
+    writer treats it as any map (order, MapSortField, null values skipped, PrettyFormat's line breaks)."""
+
+    __slots__ = ("entries", "key", "value")
+
+    def __init__(
+        self,
+        entries: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
+        key: Callable[[Any], Any],
+        value: Callable[[Any], JsonValue],
+    ) -> None:
+        self.entries = entries
+        self.key = key
+        self.value = value
+
+    def pairs(self) -> Iterator[tuple[Any, Any]]:
+        """(converted key, value as given) for each entry."""
+        key = self.key
+        for k, v in self.entries.items() if isinstance(self.entries, Mapping) else self.entries:
+            yield key(k), v
+
+
 class Bean(dict):  # type: ignore[type-arg]
     """The properties of a Java bean (JavaBeanSerializer), as opposed to a Java Map.
 
@@ -344,6 +370,28 @@ def dumps(
     return writer.text()
 
 
+def dump_bytes(
+    value: JsonValue,
+    *,
+    browser_compatible: bool = False,
+    non_string_keys_as_string: bool = False,
+    sort_map_keys: bool = False,
+    pretty: bool = False,
+) -> bytes:
+    """:func:`dumps` as UTF-8, with lone surrogates written as '?' like Java's String.getBytes.
+
+    A long document's pieces go to one growing buffer as UTF-8 each time they are joined, and that buffer
+    becomes the result without a copy: its text is never held twice (as pieces and joined), nor as both a
+    string and bytes."""
+    writer = _Writer(browser_compatible, non_string_keys_as_string or browser_compatible, sort_map_keys, pretty)
+    writer.sink = io.BytesIO()
+    writer.write(value, 0)
+    if not writer.spilled:
+        return "".join(writer.parts).encode("utf-8", errors="replace")
+    writer.spill()
+    return writer.sink.getvalue()  # the buffer itself, trimmed in place
+
+
 #: pieces a writer holds before joining them into one string: a body of many entries (a broker's
 #: consume stats, every group on every topic) is hundreds of thousands of short strings, which held to
 #: the end would fill pymalloc pools that other objects then keep resident after the call
@@ -354,12 +402,15 @@ class _Writer:
     """One :func:`dumps` call's output and features. A class rather than nested functions that call each
     other: those would make a reference cycle per call, left to the cyclic collector."""
 
-    __slots__ = ("parts", "joined", "browser_compatible", "keys_as_str", "sort_map_keys", "pretty")
+    __slots__ = ("parts", "joined", "sink", "spilled", "browser_compatible", "keys_as_str", "sort_map_keys", "pretty")
 
     def __init__(self, browser_compatible: bool, keys_as_str: bool, sort_map_keys: bool, pretty: bool) -> None:
         #: the latest pieces (emptied in place: the methods hold it in locals), and what came before, joined
+        #: (or, for dump_bytes, written to ``sink`` as UTF-8)
         self.parts: list[str] = []
         self.joined: list[str] = []
+        self.sink: io.BytesIO | None = None
+        self.spilled = False
         self.browser_compatible = browser_compatible
         self.keys_as_str = keys_as_str
         self.sort_map_keys = sort_map_keys
@@ -367,6 +418,15 @@ class _Writer:
 
     def text(self) -> str:
         return "".join([*self.joined, *self.parts])
+
+    def spill(self) -> None:
+        """Join the pieces so far (they are many short strings) and keep the result."""
+        self.spilled = True
+        if self.sink is not None:
+            self.sink.write("".join(self.parts).encode("utf-8", errors="replace"))
+        else:
+            self.joined.append("".join(self.parts))
+        self.parts.clear()
 
     def newline(self, level: int) -> None:
         self.parts.append("\n" + "\t" * level)
@@ -379,14 +439,22 @@ class _Writer:
         else:
             self.write(thaw(k), level)
 
-    def write_map(self, v: Mapping[Any, Any], level: int) -> None:
+    def write_map(self, v: Mapping[Any, Any] | StreamedMap, level: int) -> None:
         parts, pretty = self.parts, self.pretty
-        # no copy of the items unless they are sorted: a whole table's map would be a tuple per entry
-        items: Iterable[tuple[Any, Any]] = _sorted_items(list(v.items())) if self.sort_map_keys else v.items()
+        convert: Callable[[Any], Any] | None = None
+        items: Iterable[tuple[Any, Any]]
+        if isinstance(v, StreamedMap):
+            items, convert = v.pairs(), v.value
+        else:
+            items = v.items()  # not copied unless sorted: a whole table's map would be a tuple per entry
+        if self.sort_map_keys:
+            items = _sorted_items(list(items))
         inner = level + 1
         parts.append("{")
         first = True
+        size = 0
         for k, item in items:
+            size += 1
             if item is None:
                 continue  # fastjson drops null map values by default
             if not first:
@@ -396,8 +464,8 @@ class _Writer:
                 self.newline(inner)
             self.write_key(k, inner)
             parts.append(":")
-            self.write(item, inner)
-        if pretty and len(v) > 0:
+            self.write(item if convert is None else convert(item), inner)
+        if pretty and size > 0:  # the map's size, skipped nulls included
             self.newline(level)
         parts.append("}")
 
@@ -443,8 +511,7 @@ class _Writer:
     def write(self, v: JsonValue, level: int) -> None:
         parts = self.parts
         if len(parts) >= SPILL_PARTS:
-            self.joined.append("".join(parts))
-            parts.clear()
+            self.spill()
         if v is None:
             parts.append("null")
         elif v is True:
@@ -462,7 +529,7 @@ class _Writer:
             parts.append(v if type(v) is RawJson else quote(v, self.browser_compatible))
         elif isinstance(v, Bean) and self.pretty:
             self.write_bean(v, level)
-        elif isinstance(v, Mapping):
+        elif isinstance(v, (Mapping, StreamedMap)):
             self.write_map(v, level)
         elif isinstance(v, (ObjectKey, ArrayKey)):
             self.write(thaw(v), level)
@@ -487,7 +554,3 @@ def _sorted_items(items: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
         return sorted(items, key=lambda kv: kv[0])
     return items
 
-
-def dump_bytes(value: JsonValue, **features: bool) -> bytes:
-    """:func:`dumps` as UTF-8, with lone surrogates written as '?' like Java's String.getBytes."""
-    return dumps(value, **features).encode("utf-8", errors="replace")

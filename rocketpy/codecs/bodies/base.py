@@ -302,14 +302,17 @@ class JsonBody:
         self, attr: str | Sequence[str], items: Iterable[Any] | Mapping[Any, Any], **features: bool
     ) -> bytes:
         """:meth:`encode` with the list or map property ``attr`` made of ``items``, each value converted and
-        written as it comes: what the body holds at once is one value's JSON tree and the text of those
-        before it, not every value's tree (a broker's consume stats, its topic or offset tables).
+        written as it comes: what the body holds at once is one value's JSON tree and the text before it, not
+        every value's tree (a broker's consume stats, its topic, group and offset tables).
 
         ``attr`` may be a path of attributes to a property of a nested bean (the topic table inside a
         RegisterBrokerBody); the property itself must hold an empty list or map, which keeps its place.
-        For a map, ``items`` is a Mapping or (key, value) pairs. ``items`` is consumed before the other
-        properties are read, so it may set them as it goes (a total). Every feature of :meth:`encode`,
-        ``pretty`` too: each value is written at the indent level the whole body's writer would use."""
+        Every feature of :meth:`encode` applies, ``pretty`` too.
+
+        A list's items are consumed, and each written to text at the indent level the whole writer would use,
+        before the other properties are read: they may set them as they go (a total). A map (a Mapping or
+        (key, value) pairs) is read as the writer reaches it, each value converted then: it must not change
+        until this returns (on the trio thread: no await meanwhile; in a worker thread: a snapshot)."""
         path = (attr,) if isinstance(attr, str) else tuple(attr)
         owner: JsonBody = self
         for name in path[:-1]:
@@ -322,23 +325,19 @@ class JsonBody:
         kind = spec.codec.kind
         if kind not in ("list", "set", "array", "map") or getattr(owner, spec.attr) is None:
             raise TypeError(f"{type(owner).__name__}.{spec.attr} is not a list or map (an empty one holds its place)")
-        # the root bean is written at level 0, each property's value one level deeper than its bean; a List's
-        # items and a map's values one deeper again (a Set or primitive array stays on its line, at its level)
-        level = len(path) + (kind in ("list", "map"))
-
-        def dumped(value: Any, codec: Codec[Any]) -> Any:
-            if value is None:
-                return None  # null items are written, null map values skipped, by the writer as usual
-            return fastjson.RawJson(fastjson.dumps(codec.dump(value), level=level, **features))
-
         written: Any
         if kind == "map":
             key, value = spec.codec.args
-            pairs = items.items() if isinstance(items, Mapping) else items
-            written = {fastjson.freeze(key.dump(k)): dumped(v, value) for k, v in pairs}
+            written = fastjson.StreamedMap(items, lambda k: fastjson.freeze(key.dump(k)), value.dump)
         else:
+            # the root bean is written at level 0, each property's value one level deeper than its bean, a
+            # List's items one deeper again (a Set or primitive array stays on its line, at its own level)
+            level = len(path) + (kind == "list")
             (item,) = spec.codec.args
-            written = [dumped(x, item) for x in items]
+            written = [
+                None if x is None else fastjson.RawJson(fastjson.dumps(item.dump(x), level=level, **features))
+                for x in items
+            ]
             if kind != "list":
                 written = fastjson.CompactArray(written)
         out = node = self.to_json()
