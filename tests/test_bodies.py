@@ -782,3 +782,29 @@ def test_encode_streamed_writes_the_golden_config_files() -> None:
             assert streamed.encode_streamed(attrs, items, pretty=True) == data, (path, attrs)
             compared += 1
     assert compared >= 30
+
+
+def test_register_body_written_from_a_given_topic_table_is_the_whole_one() -> None:
+    # the broker registers its live table without copying it into the body: same bytes, either form
+    for data, compressed in ((REGISTER_PLAIN, False), (REGISTER_COMPRESSED, True)):
+        whole = RegisterBrokerBody.decode(data, compressed)
+        wrapper = whole.topic_config_serialize_wrapper
+        assert wrapper is not None and len(wrapper.topic_config_table) > 3
+        empty = RegisterBrokerBody(
+            topic_config_serialize_wrapper=TopicConfigSerializeWrapper(topic_config_table={},
+                                                                       data_version=wrapper.data_version),
+            filter_server_list=whole.filter_server_list,
+        )
+        assert empty.encode_with_topics(wrapper.topic_config_table, compressed) == data
+        with pytest.raises(ValueError):  # a table of its own would be dropped silently
+            whole.encode_with_topics(wrapper.topic_config_table, compressed)
+
+
+def test_a_long_document_as_bytes_is_its_text_encoded() -> None:
+    # dump_bytes writes each joined run of pieces to its buffer as UTF-8: the same bytes as the whole text's,
+    # a lone surrogate as '?' (Java's String.getBytes) wherever the runs are cut
+    value = {f"k{i}\u00e9": [f"v\ud800{i}", "\u2028/\U0001f600", i * 1.5, None] for i in range(3000)}
+    for features in _ALL_FEATURES:
+        text = fastjson.dumps(value, **features)
+        assert len(text) > 100_000
+        assert fastjson.dump_bytes(value, **features) == text.encode("utf-8", errors="replace"), features

@@ -201,29 +201,25 @@ class RegisterBrokerBody(JsonBody):
         return self.encode_streamed(("topic_config_serialize_wrapper", "topic_config_table"), topics)
 
     def _compressed(self, topics: Mapping[str, TopicConfig]) -> bytes:
-        # Deflater at BEST_COMPRESSION fed 64 KiB at a time (a zlib stream does not depend on how its input is
+        # Deflater at BEST_COMPRESSION fed 16 KiB at a time (a zlib stream does not depend on how its input is
         # cut): the lines are never all held at once, and the calls are few
         wrapper = self.topic_config_serialize_wrapper or TopicConfigSerializeWrapper()
         version = wrapper.data_version if wrapper.data_version is not None else DataVersion()
         deflater = zlib.compressobj(9)
         out: list[bytes] = []
-        batch = [_chunk(version.encode()), struct.pack(">i", len(topics))]
-        size = 0
+        batch = bytearray(_chunk(version.encode()) + struct.pack(">i", len(topics)))
         for config in topics.values():
-            line = _chunk(config.to_line().encode("utf-8"))
-            batch.append(line)
-            size += len(line)
-            if size >= _DEFLATE_BATCH:
-                out.append(deflater.compress(b"".join(batch)))
+            batch += _chunk(config.to_line().encode("utf-8"))
+            if len(batch) >= _DEFLATE_BATCH:
+                out.append(deflater.compress(batch))
                 batch.clear()
-                size = 0
-        batch.append(_chunk(fastjson.dump_bytes(self.filter_server_list)))
-        out.append(deflater.compress(b"".join(batch)))
+        batch += _chunk(fastjson.dump_bytes(self.filter_server_list))
+        out.append(deflater.compress(batch))
         out.append(deflater.flush())
         return b"".join(out)
 
 
-_DEFLATE_BATCH = 64 * 1024
+_DEFLATE_BATCH = 16 * 1024
 
 
 def _looks_compressed(data: bytes) -> bool:
