@@ -384,9 +384,9 @@ def dump_bytes(
     becomes the result without a copy: its text is never held twice (as pieces and joined), nor as both a
     string and bytes."""
     writer = _Writer(browser_compatible, non_string_keys_as_string or browser_compatible, sort_map_keys, pretty)
-    writer.sink = io.BytesIO()
+    writer.to_bytes = True
     writer.write(value, 0)
-    if not writer.spilled:
+    if writer.sink is None:  # a short document (a header): its pieces were never joined before
         return "".join(writer.parts).encode("utf-8", errors="replace")
     writer.spill()
     return writer.sink.getvalue()  # the buffer itself, trimmed in place
@@ -402,15 +402,15 @@ class _Writer:
     """One :func:`dumps` call's output and features. A class rather than nested functions that call each
     other: those would make a reference cycle per call, left to the cyclic collector."""
 
-    __slots__ = ("parts", "joined", "sink", "spilled", "browser_compatible", "keys_as_str", "sort_map_keys", "pretty")
+    __slots__ = ("parts", "joined", "to_bytes", "sink", "browser_compatible", "keys_as_str", "sort_map_keys", "pretty")
 
     def __init__(self, browser_compatible: bool, keys_as_str: bool, sort_map_keys: bool, pretty: bool) -> None:
         #: the latest pieces (emptied in place: the methods hold it in locals), and what came before, joined
-        #: (or, for dump_bytes, written to ``sink`` as UTF-8)
+        #: (or, for dump_bytes, written to ``sink`` as UTF-8, made at the first spill)
         self.parts: list[str] = []
         self.joined: list[str] = []
+        self.to_bytes = False
         self.sink: io.BytesIO | None = None
-        self.spilled = False
         self.browser_compatible = browser_compatible
         self.keys_as_str = keys_as_str
         self.sort_map_keys = sort_map_keys
@@ -421,8 +421,9 @@ class _Writer:
 
     def spill(self) -> None:
         """Join the pieces so far (they are many short strings) and keep the result."""
-        self.spilled = True
-        if self.sink is not None:
+        if self.to_bytes:
+            if self.sink is None:
+                self.sink = io.BytesIO()
             self.sink.write("".join(self.parts).encode("utf-8", errors="replace"))
         else:
             self.joined.append("".join(self.parts))
