@@ -4,6 +4,7 @@ writer quirks, and generated round trips for every body class."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import zlib
 from typing import Any
@@ -682,33 +683,128 @@ def test_a_streamed_list_is_written_as_the_whole_body_would_be() -> None:
         assert streamed.encode_streamed("consume_stats_list", groups(), **features) == whole.encode(**features)
     with pytest.raises(TypeError):
         streamed.encode_streamed("broker_addr", iter(()))
-    with pytest.raises(ValueError):
-        streamed.encode_streamed("consume_stats_list", iter(()), pretty=True)
+    with pytest.raises(AttributeError):
+        streamed.encode_streamed("no_such_list", iter(()))
+    streamed.total_diff = 0
+    assert streamed.encode_streamed("consume_stats_list", groups(), pretty=True) == whole.encode(pretty=True)
 
 
-def _streamable() -> list[tuple[type[JsonBody], bytes, str]]:
-    """The golden bodies with a list property, and that property."""
-    return [(cls, body, spec.attr) for cls, body in GOLDEN for spec in cls.decode(body).props
-            if spec.codec.kind == "list" and getattr(cls.decode(body), spec.attr) is not None]
+_COLLECTIONS = ("list", "set", "array", "map")
+_ALL_FEATURES = [dict(zip(("browser_compatible", "non_string_keys_as_string", "sort_map_keys", "pretty"), bits))
+                 for bits in itertools.product((False, True), repeat=4)]
 
 
-@pytest.mark.parametrize(("cls", "body", "attr"), _streamable(), ids=lambda v: getattr(v, "__name__", None))
-def test_encode_streamed_is_encode_for_every_feature_null_item_and_kept_property(cls: type[JsonBody], body: bytes,
-                                                                                 attr: str) -> None:
-    # whatever the list holds (null items too) and whatever unknown properties the body kept, the streamed
-    # writing is the whole one, byte for byte, under every feature encode_streamed allows
+def _collection_paths(doc: JsonBody) -> list[tuple[str, ...]]:
+    """The non-null list and map properties of ``doc`` and of the beans its properties hold, as paths."""
+    paths: list[tuple[str, ...]] = []
+    for spec in doc.props:
+        value = getattr(doc, spec.attr)
+        if value is None:
+            continue
+        if spec.codec.kind in _COLLECTIONS:
+            paths.append((spec.attr,))
+        elif spec.codec.kind == "obj" and isinstance(value, JsonBody):
+            paths.extend((spec.attr, *p) for p in _collection_paths(value) if len(p) == 1)
+    return paths
+
+
+def _streamable() -> list[tuple[type[JsonBody], bytes, tuple[str, ...]]]:
+    """The golden bodies with a list or map property (of their own or of a bean they hold), and its path."""
+    return [(cls, body, path) for cls, body in GOLDEN for path in _collection_paths(cls.decode(body))]
+
+
+def _with(doc: JsonBody, path: tuple[str, ...], value: Any, extra: dict[str, Any]) -> JsonBody:
+    """A copy of ``doc`` whose property at ``path`` is ``value``, with ``extra`` (unknown properties) kept
+    by every bean on the path; ``doc`` is left as it is."""
     import copy
-    import itertools
 
+    out = copy.copy(doc)
+    out.extra = {**doc.extra, **extra}
+    if len(path) == 1:
+        setattr(out, path[0], value)
+    else:
+        setattr(out, path[0], _with(getattr(doc, path[0]), path[1:], value, extra))
+    return out
+
+
+def _leaf(doc: JsonBody, path: tuple[str, ...]) -> tuple[JsonBody, Any]:
+    for name in path[:-1]:
+        doc = getattr(doc, name)
+    return doc, getattr(doc, path[-1])
+
+
+@pytest.mark.parametrize(("cls", "body", "path"), _streamable(), ids=lambda v: getattr(v, "__name__", None))
+def test_encode_streamed_is_encode_for_every_feature_null_value_and_kept_property(
+    cls: type[JsonBody], body: bytes, path: tuple[str, ...]
+) -> None:
+    # whatever the list or map holds (null items and values too), however deep its bean, and whatever unknown
+    # properties the beans kept, the streamed writing is the whole one, byte for byte, under every feature
     whole = cls.decode(body)
-    items = list(getattr(whole, attr))
+    owner, items = _leaf(whole, path)
+    spec = owner._spec(path[-1])
     kept = {"aUnknown": [1, {"x": None}], "zzUnknown": "kept"}
-    for listed, extra in ((items, whole.extra), ([None, *items, None], whole.extra), (items, {**whole.extra, **kept})):
-        full, streamed = copy.copy(whole), copy.copy(whole)
-        setattr(full, attr, listed)
-        setattr(streamed, attr, [])
-        full.extra = streamed.extra = extra
-        for bits in itertools.product((False, True), repeat=3):
-            features = dict(zip(("browser_compatible", "non_string_keys_as_string", "sort_map_keys"), bits))
-            assert streamed.encode_streamed(attr, iter(listed), **features) == full.encode(**features), features
-    assert cls.decode(body).encode_streamed(attr, iter(items)) == body  # the list's own place, not appended
+    if spec.codec.kind == "map":
+        nulled = {k: None if i % 2 == 0 else v for i, (k, v) in enumerate(items.items())}
+        if spec.codec.args[0].kind == "str":
+            nulled["aNullValue"] = None
+        variants = [(items, {}), (nulled, {}), (items, kept)]
+        empty: Any = {}
+    else:
+        variants = [(items, {}), ([None, *items, None], {}), (items, kept)]
+        empty = []
+    for listed, extra in variants:
+        full, streamed = _with(whole, path, listed, extra), _with(whole, path, empty, extra)
+        for features in _ALL_FEATURES:
+            expected = full.encode(**features)
+            given_as = [iter(listed)] if spec.codec.kind != "map" else [listed, iter(list(listed.items()))]
+            for source in given_as:
+                assert streamed.encode_streamed(path, source, **features) == expected, features
+    streamed = _with(whole, path, empty, {})
+    assert streamed.encode_streamed(path, items) == body  # the property's own place, not appended
+    assert _leaf(streamed, path)[1] == empty  # the body itself is left as it was
+
+
+_GOLDEN_CONFIG_FILES = sorted(p for p in STORE_DUMP.parent.glob("store-dump*/**/config/*.json*"))
+
+
+@pytest.mark.skipif(not _GOLDEN_CONFIG_FILES, reason="no golden config files vendored under protocol/golden")
+def test_encode_streamed_writes_the_golden_config_files() -> None:
+    # the broker writes its config files streamed: the bytes are those Java wrote, wherever encode matches them
+    compared = 0
+    for path in _GOLDEN_CONFIG_FILES:
+        data = path.read_bytes()
+        doc = decode_config_file(path.name, data)
+        if encode_config_file(doc) != data:
+            continue
+        for attrs in _collection_paths(doc):
+            _, items = _leaf(doc, attrs)
+            streamed = _with(doc, attrs, type(items)(), {})
+            assert streamed.encode_streamed(attrs, items, pretty=True) == data, (path, attrs)
+            compared += 1
+    assert compared >= 30
+
+
+def test_register_body_written_from_a_given_topic_table_is_the_whole_one() -> None:
+    # the broker registers its live table without copying it into the body: same bytes, either form
+    for data, compressed in ((REGISTER_PLAIN, False), (REGISTER_COMPRESSED, True)):
+        whole = RegisterBrokerBody.decode(data, compressed)
+        wrapper = whole.topic_config_serialize_wrapper
+        assert wrapper is not None and len(wrapper.topic_config_table) > 3
+        empty = RegisterBrokerBody(
+            topic_config_serialize_wrapper=TopicConfigSerializeWrapper(topic_config_table={},
+                                                                       data_version=wrapper.data_version),
+            filter_server_list=whole.filter_server_list,
+        )
+        assert empty.encode_with_topics(wrapper.topic_config_table, compressed) == data
+        with pytest.raises(ValueError):  # a table of its own would be dropped silently
+            whole.encode_with_topics(wrapper.topic_config_table, compressed)
+
+
+def test_a_long_document_as_bytes_is_its_text_encoded() -> None:
+    # dump_bytes writes each joined run of pieces to its buffer as UTF-8: the same bytes as the whole text's,
+    # a lone surrogate as '?' (Java's String.getBytes) wherever the runs are cut
+    value = {f"k{i}\u00e9": [f"v\ud800{i}", "\u2028/\U0001f600", i * 1.5, None] for i in range(3000)}
+    for features in _ALL_FEATURES:
+        text = fastjson.dumps(value, **features)
+        assert len(text) > 100_000
+        assert fastjson.dump_bytes(value, **features) == text.encode("utf-8", errors="replace"), features

@@ -86,6 +86,37 @@ async def test_writer_retries_a_failed_write_and_snapshots_on_the_loop(tmp_path:
     assert "T1" in read_json(tmp_path / "config" / "topics.json")["topicConfigTable"]
 
 
+def test_a_snapshot_is_the_table_when_taken_and_encodes_as_the_whole_file(tmp_path: Path) -> None:
+    # the ConfigWriter takes the snapshot on the loop and encodes it in a worker while handlers go on changing
+    # the tables: what they change after it is not half in the file
+    from rocketpy.broker.groups import ConsumerOffsetManager, SubscriptionGroupManager
+    from rocketpy.codecs.bodies.store_config import encode_config_file
+
+    topics = TopicConfigManager(str(tmp_path))
+    topics.update(new_topic("T1"))
+    expected = encode_config_file(topics.wrapper())
+    snapshot = topics.snapshot()
+    topics.update(new_topic("T2"))  # a new topic and a new data version
+    topics.delete("T1")
+    assert snapshot.encode() == expected
+
+    groups = SubscriptionGroupManager(str(tmp_path))
+    groups.update(SubscriptionGroupConfig(group_name="G1"))
+    expected = encode_config_file(groups.wrapper())
+    snapshot = groups.snapshot()
+    groups.update(SubscriptionGroupConfig(group_name="G2"))
+    assert snapshot.encode() == expected
+
+    offsets = ConsumerOffsetManager(str(tmp_path))
+    offsets.commit("G", "T", 0, 5)
+    snapshot = offsets.snapshot()
+    offsets.commit("G", "T", 1, 7)  # an entry's queues as the worker reaches it (Java writes its live maps)
+    offsets.commit("G", "U", 0, 1)  # entries as they were when taken
+    offsets.remove_group("G")
+    written = ConsumerOffsetSerializeWrapper.decode(snapshot.encode())
+    assert written.offset_table == {"T@G": {0: 5, 1: 7}}
+
+
 @pytest.mark.parametrize("name", config_files.CONFIG_FILE_NAMES[:4])
 async def test_unreadable_config_file_stops_the_broker(tmp_path: Path, name: str) -> None:
     """A config file that does not parse, with a .bak that does not either, stops the broker with an

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 from ..codecs.bodies import (
     ConsumerOffsetSerializeWrapper,
@@ -17,7 +17,7 @@ from ..codecs.bodies import (
     SubscriptionGroupWrapper,
 )
 from ..codecs.codes import MixAll
-from .persist import load_json, persist_json
+from .persist import TableSnapshot, load_json, persist_json
 
 log = logging.getLogger("rocketpy.broker")
 
@@ -65,11 +65,27 @@ class SubscriptionGroupManager:
     def wrapper(self) -> SubscriptionGroupWrapper:
         return SubscriptionGroupWrapper(subscription_group_table=dict(self.table), data_version=self.data_version)
 
+    def encode(self, **features: bool) -> bytes:
+        """The table as SubscriptionGroupWrapper bytes (GET_ALL_SUBSCRIPTIONGROUP_CONFIG), written entry by
+        entry from the live table, no copy of it: call it where the table cannot change meanwhile (on the
+        trio thread, with no await until it returns)."""
+        return SubscriptionGroupWrapper(subscription_group_table={}, data_version=self.data_version).encode_streamed(
+            "subscription_group_table", self.table, **features
+        )
+
+    def snapshot(self) -> TableSnapshot:
+        """subscriptionGroup.json's content as it is now, to be encoded in a worker thread. One copy of the dict
+        (groups come and go meanwhile), the configs shared as they always were (a change replaces a config),
+        and a copy of the data version, whose two fields next_version changes in place."""
+        version = DataVersion(timestamp=self.data_version.timestamp, counter=self.data_version.counter)
+        doc = SubscriptionGroupWrapper(subscription_group_table={}, data_version=version)
+        return TableSnapshot(doc, "subscription_group_table", dict(self.table))
+
     def persist(self) -> None:
         """Write subscriptionGroup.json now (blocking: for tools and tests, not the event loop)."""
         if self.path is not None:
             self.dirty = False
-            persist_json(self.path, self.wrapper())
+            persist_json(self.path, self.snapshot())
 
     def mark_dirty(self) -> None:
         self.dirty = True
@@ -102,6 +118,22 @@ class SubscriptionGroupManager:
         return True
 
 
+class _CopiedWhenRead(Mapping[str, dict[int, int]]):
+    """A table of queue maps whose maps are copied as they are read (see ConsumerOffsetManager.snapshot)."""
+
+    def __init__(self, table: dict[str, dict[int, int]]) -> None:
+        self.table = table
+
+    def __getitem__(self, key: str) -> dict[int, int]:
+        return dict(self.table[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
 class ConsumerOffsetManager:
     """Committed offsets by ``topic@group`` and queue id; persisted every flush interval."""
 
@@ -122,9 +154,26 @@ class ConsumerOffsetManager:
     def wrapper(self) -> ConsumerOffsetSerializeWrapper:
         return ConsumerOffsetSerializeWrapper(offset_table={k: dict(v) for k, v in self.table.items()})
 
+    def encode(self, **features: bool) -> bytes:
+        """The table as ConsumerOffsetSerializeWrapper bytes (GET_ALL_CONSUMER_OFFSET), written entry by entry
+        from the live table, no copy of it: call it where the table cannot change meanwhile (on the trio
+        thread, with no await until it returns)."""
+        return ConsumerOffsetSerializeWrapper(offset_table={}).encode_streamed("offset_table", self.table, **features)
+
+    def snapshot(self) -> TableSnapshot:
+        """consumerOffset.json's content, to be encoded in a worker thread: the table's entries as they are now
+        (one copy of the dict: groups are removed meanwhile), each entry's queue map as it is when the worker
+        reaches it. Commits change those maps in place, so the worker copies each before reading it; that copy
+        of int keys and values runs in C without releasing the GIL, so it is never torn (Java writes its live
+        ConcurrentHashMaps the same way, an entry as it is when reached), and copying one map at a time on
+        the worker spares the event loop, and the heap, a copy of every map at once."""
+        return TableSnapshot(
+            ConsumerOffsetSerializeWrapper(offset_table={}), "offset_table", _CopiedWhenRead(dict(self.table))
+        )
+
     def persist(self) -> None:
         if self.path is not None:
-            persist_json(self.path, self.wrapper())
+            persist_json(self.path, self.snapshot())
             self.dirty = False
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:

@@ -5,12 +5,13 @@ topic is auto-created, UNREGISTER_BROKER at shutdown."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import trio
 
 from ..codecs import RemotingCommand
-from ..codecs.bodies import RegisterBrokerBody, TopicConfigSerializeWrapper, body_crc32
+from ..codecs.bodies import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, body_crc32
 from ..codecs.codes import PermName, RequestCode
 from ..codecs.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
 from ..remoting import open_remoting_client
@@ -24,28 +25,46 @@ log = logging.getLogger("rocketpy.broker")
 FIRST_PERIODIC_REGISTRATION_S = 10.0
 
 
+class _PermittedTopics(Mapping[str, TopicConfig]):
+    """The topic table as a broker without read or write permission advertises it: each config copied with
+    its perm masked by the broker's, one at a time as the body is written."""
+
+    def __init__(self, table: Mapping[str, TopicConfig], permission: int) -> None:
+        self.table = table
+        self.permission = permission
+
+    def __getitem__(self, name: str) -> TopicConfig:
+        tc = self.table[name]
+        copy = type(tc).from_json(tc.to_json())
+        copy.perm = tc.perm & self.permission
+        return copy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
 class BrokerOuterAPI:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self.registrations = 0  # successful REGISTER_BROKER answers, for tests and logs
 
-    def _wrapper(self) -> TopicConfigSerializeWrapper:
+    def _topics(self) -> Mapping[str, TopicConfig]:
+        """The topic table as registered: the live one (the body is written at once on the trio thread, so it
+        cannot change meanwhile), or, for a broker without read or write permission, a view of it that way."""
         cfg = self.broker.config
-        wrapper = self.broker.topics.wrapper()
+        table = self.broker.topics.table
         if not PermName.is_writeable(cfg.broker_permission) or not PermName.is_readable(cfg.broker_permission):
-            # a broker without read or write permission advertises its topics that way
-            table = {}
-            for name, tc in wrapper.topic_config_table.items():
-                copy = type(tc).from_json(tc.to_json())
-                copy.perm = tc.perm & cfg.broker_permission
-                table[name] = copy
-            wrapper = TopicConfigSerializeWrapper(topic_config_table=table, data_version=wrapper.data_version)
-        return wrapper
+            return _PermittedTopics(table, cfg.broker_permission)
+        return table
 
     def _request(self) -> RemotingCommand:
         cfg = self.broker.config
-        body = RegisterBrokerBody(topic_config_serialize_wrapper=self._wrapper(), filter_server_list=[])
-        data = body.encode(compress=cfg.compressed_register)
+        wrapper = TopicConfigSerializeWrapper(topic_config_table={}, data_version=self.broker.topics.data_version)
+        body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper, filter_server_list=[])
+        data = body.encode_with_topics(self._topics(), compress=cfg.compressed_register)
         header = RegisterBrokerRequestHeader(
             broker_name=cfg.broker_name,
             broker_addr=self.broker.broker_addr,

@@ -5,19 +5,21 @@ at start (see :func:`load_json`).
 
 One rule for every config file of a running broker (topics, subscription groups, consumer
 and delay offsets): a change marks its table dirty; :class:`ConfigWriter` snapshots dirty
-tables on the trio thread and writes them (fsync included) from a worker thread, never on
-the event loop; the broker flushes everything on shutdown.
+tables on the trio thread and encodes and writes them (fsync included) from a worker thread,
+never on the event loop; the broker flushes everything on shutdown.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import trio
 
 from ..codecs.bodies.base import JsonBody
+from ..codecs.bodies.store_config import encode_config_file
 from ..store.config_files import ConfigFile, string_to_file
 
 log = logging.getLogger("rocketpy.broker")
@@ -32,14 +34,31 @@ def load_json(path: str, cls: type[B]) -> B | None:
     return ConfigFile(path, cls).load()  # type: ignore[return-value]
 
 
+@dataclasses.dataclass(frozen=True)
+class TableSnapshot:
+    """A config table as it was when taken (on the trio thread), to be encoded elsewhere (a worker thread).
+
+    ``doc`` is the table's document with its table property ``attr`` left empty, ``entries`` the table's
+    entries: :meth:`encode` writes them one at a time into that property (JsonBody.encode_streamed), so the
+    whole table's JSON tree and the writer's pieces for it never exist at once, only the text."""
+
+    doc: JsonBody
+    attr: str
+    entries: Mapping[Any, Any]
+
+    def encode(self) -> bytes:
+        """The config file's bytes (``toJson(true)``), the same as encode_config_file of the whole document."""
+        return self.doc.encode_streamed(self.attr, self.entries, pretty=True)
+
+
 #: config files whose last write failed (logged once until a write succeeds again)
 _FAILING: set[str] = set()
 
 
-def persist_json(path: str, doc: JsonBody) -> bool:
+def persist_json(path: str, doc: JsonBody | TableSnapshot) -> bool:
     """Write ``doc`` to ``path``; False (logged) when the disk refused it, the previous file intact."""
     try:
-        ConfigFile(path, type(doc)).persist(doc)
+        string_to_file(doc.encode() if isinstance(doc, TableSnapshot) else encode_config_file(doc), path)
     except OSError as exc:
         if path not in _FAILING:
             _FAILING.add(path)
@@ -63,12 +82,14 @@ def persist_text(path: str, text: str | bytes) -> bool:
 
 
 class ConfigTable(Protocol):
-    """A table persisted as one config file: its path (None: memory only), dirty flag and document."""
+    """A table persisted as one config file: its path (None: memory only), dirty flag and snapshot."""
 
     path: str | None
     dirty: bool
 
-    def wrapper(self) -> JsonBody: ...
+    def snapshot(self) -> TableSnapshot:
+        """The table as it is now, safe to encode in another thread while the table changes."""
+        ...
 
 
 class ConfigWriter:
@@ -96,11 +117,12 @@ class ConfigWriter:
             for table in self.tables if tables is None else tables:
                 if not table.dirty or table.path is None:
                     continue
-                # snapshot here, on the trio thread: handlers keep changing the table meanwhile
+                # snapshot here, on the trio thread: handlers keep changing the table meanwhile; the worker
+                # thread encodes it (streamed) and writes it
                 table.dirty = False
-                doc = table.wrapper()
+                snapshot = table.snapshot()
                 # not abandoned on cancel: a write once begun completes, so shutdown finds no .tmp
-                if not await trio.to_thread.run_sync(persist_json, table.path, doc):
+                if not await trio.to_thread.run_sync(persist_json, table.path, snapshot):
                     table.dirty = True  # retried at the next write
 
     async def flush_all(self) -> None:

@@ -20,7 +20,7 @@ from ..codecs.bodies import DelayOffsetSerializeWrapper
 from ..codecs.codes import MessageConst, MixAll
 from ..store.config import DelayLevels
 from ..store.types import MessageExtBrokerInner
-from .persist import load_json, persist_json
+from .persist import TableSnapshot, load_json, persist_json
 from .processors.send import props_string
 
 if TYPE_CHECKING:
@@ -51,11 +51,15 @@ class ScheduleMessageService:
     def wrapper(self) -> DelayOffsetSerializeWrapper:
         return DelayOffsetSerializeWrapper(offset_table=dict(self.offsets))
 
+    def snapshot(self) -> TableSnapshot:
+        """delayOffset.json's content as it is now (a copy: deliveries move the offsets meanwhile)."""
+        return TableSnapshot(DelayOffsetSerializeWrapper(offset_table={}), "offset_table", dict(self.offsets))
+
     def persist(self) -> None:
         """Write delayOffset.json now (blocking: for tools and tests, not the event loop)."""
         if self.path is not None:
             self.dirty = False
-            persist_json(self.path, self.wrapper())
+            persist_json(self.path, self.snapshot())
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..codecs.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from ..codecs.codes import MixAll, PermName, TopicFilterType
-from .persist import load_json, persist_json
+from .persist import TableSnapshot, load_json, persist_json
 
 log = logging.getLogger("rocketpy.broker")
 
@@ -91,7 +91,7 @@ class TopicConfigManager:
         """Write topics.json now (blocking: for tools and tests, not the event loop)."""
         if self.path is not None:
             self.dirty = False
-            persist_json(self.path, self.wrapper())
+            persist_json(self.path, self.snapshot())
 
     def mark_dirty(self) -> None:
         self.dirty = True
@@ -100,6 +100,23 @@ class TopicConfigManager:
 
     def wrapper(self) -> TopicConfigSerializeWrapper:
         return TopicConfigSerializeWrapper(topic_config_table=dict(self.table), data_version=self.data_version)
+
+    def encode(self, **features: bool) -> bytes:
+        """The table as TopicConfigSerializeWrapper bytes (GET_ALL_TOPIC_CONFIG), written entry by entry from
+        the live table, no copy of it: call it where the table cannot change meanwhile (on the trio thread,
+        with no await until it returns)."""
+        return TopicConfigSerializeWrapper(topic_config_table={}, data_version=self.data_version).encode_streamed(
+            "topic_config_table", self.table, **features
+        )
+
+    def snapshot(self) -> TableSnapshot:
+        """topics.json's content as it is now, to be encoded in a worker thread. One copy of the dict (topics
+        come and go meanwhile), the configs shared as they always were (a change replaces a config, except
+        TBW102's perm fixed in place, which the next write carries anyway), and a copy of the data version,
+        whose two fields next_version changes in place."""
+        version = DataVersion(timestamp=self.data_version.timestamp, counter=self.data_version.counter)
+        doc = TopicConfigSerializeWrapper(topic_config_table={}, data_version=version)
+        return TableSnapshot(doc, "topic_config_table", dict(self.table))
 
     # -- queries -----------------------------------------------------------------------
     def get(self, topic: str) -> TopicConfig | None:

@@ -12,10 +12,11 @@ fastjson's PrettyFormat (tab indents) used by the broker's config files.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from .errors import CodecError
@@ -235,6 +236,31 @@ class RawJson(str):
     __slots__ = ()
 
 
+class StreamedMap:
+    """A map whose entries are converted as the writer reaches them, not before (JsonBody.encode_streamed): a
+    whole table is written holding one entry's JSON tree at a time, never all of them. ``entries``, a Mapping
+    or (key, value) pairs, is iterated once; ``key`` converts each key, ``value`` each non-null value. The
+    writer treats it as any map (order, MapSortField, null values skipped, PrettyFormat's line breaks)."""
+
+    __slots__ = ("entries", "key", "value")
+
+    def __init__(
+        self,
+        entries: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
+        key: Callable[[Any], Any],
+        value: Callable[[Any], JsonValue],
+    ) -> None:
+        self.entries = entries
+        self.key = key
+        self.value = value
+
+    def pairs(self) -> Iterator[tuple[Any, Any]]:
+        """(converted key, value as given) for each entry."""
+        key = self.key
+        for k, v in self.entries.items() if isinstance(self.entries, Mapping) else self.entries:
+            yield key(k), v
+
+
 class Bean(dict):  # type: ignore[type-arg]
     """The properties of a Java bean (JavaBeanSerializer), as opposed to a Java Map.
 
@@ -327,6 +353,7 @@ def dumps(
     non_string_keys_as_string: bool = False,
     sort_map_keys: bool = False,
     pretty: bool = False,
+    level: int = 0,
 ) -> str:
     """Serialise like fastjson's JSON.toJSONString with the given features.
 
@@ -334,10 +361,35 @@ def dumps(
     ``sort_map_keys`` is fastjson's MapSortField; ``pretty`` is PrettyFormat (JSON.toJSONString
     (obj, true)): beans and non-empty Lists break lines with tab indents, maps break before
     string keys only, Sets and primitive arrays (:class:`CompactArray`) stay on one line.
+
+    ``level``: the indent level ``value`` is written at, as if it were nested that deep in a larger
+    document (a part of it written ahead as :class:`RawJson`); it only matters when ``pretty``.
     """
     writer = _Writer(browser_compatible, non_string_keys_as_string or browser_compatible, sort_map_keys, pretty)
-    writer.write(value, 0)
+    writer.write(value, level)
     return writer.text()
+
+
+def dump_bytes(
+    value: JsonValue,
+    *,
+    browser_compatible: bool = False,
+    non_string_keys_as_string: bool = False,
+    sort_map_keys: bool = False,
+    pretty: bool = False,
+) -> bytes:
+    """:func:`dumps` as UTF-8, with lone surrogates written as '?' like Java's String.getBytes.
+
+    A long document's pieces go to one growing buffer as UTF-8 each time they are joined, and that buffer
+    becomes the result without a copy: its text is never held twice (as pieces and joined), nor as both a
+    string and bytes."""
+    writer = _Writer(browser_compatible, non_string_keys_as_string or browser_compatible, sort_map_keys, pretty)
+    writer.to_bytes = True
+    writer.write(value, 0)
+    if writer.sink is None:  # a short document (a header): its pieces were never joined before
+        return "".join(writer.parts).encode("utf-8", errors="replace")
+    writer.spill()
+    return writer.sink.getvalue()  # the buffer itself, trimmed in place
 
 
 #: pieces a writer holds before joining them into one string: a body of many entries (a broker's
@@ -350,12 +402,15 @@ class _Writer:
     """One :func:`dumps` call's output and features. A class rather than nested functions that call each
     other: those would make a reference cycle per call, left to the cyclic collector."""
 
-    __slots__ = ("parts", "joined", "browser_compatible", "keys_as_str", "sort_map_keys", "pretty")
+    __slots__ = ("parts", "joined", "to_bytes", "sink", "browser_compatible", "keys_as_str", "sort_map_keys", "pretty")
 
     def __init__(self, browser_compatible: bool, keys_as_str: bool, sort_map_keys: bool, pretty: bool) -> None:
         #: the latest pieces (emptied in place: the methods hold it in locals), and what came before, joined
+        #: (or, for dump_bytes, written to ``sink`` as UTF-8, made at the first spill)
         self.parts: list[str] = []
         self.joined: list[str] = []
+        self.to_bytes = False
+        self.sink: io.BytesIO | None = None
         self.browser_compatible = browser_compatible
         self.keys_as_str = keys_as_str
         self.sort_map_keys = sort_map_keys
@@ -363,6 +418,16 @@ class _Writer:
 
     def text(self) -> str:
         return "".join([*self.joined, *self.parts])
+
+    def spill(self) -> None:
+        """Join the pieces so far (they are many short strings) and keep the result."""
+        if self.to_bytes:
+            if self.sink is None:
+                self.sink = io.BytesIO()
+            self.sink.write("".join(self.parts).encode("utf-8", errors="replace"))
+        else:
+            self.joined.append("".join(self.parts))
+        self.parts.clear()
 
     def newline(self, level: int) -> None:
         self.parts.append("\n" + "\t" * level)
@@ -375,15 +440,22 @@ class _Writer:
         else:
             self.write(thaw(k), level)
 
-    def write_map(self, v: Mapping[Any, Any], level: int) -> None:
+    def write_map(self, v: Mapping[Any, Any] | StreamedMap, level: int) -> None:
         parts, pretty = self.parts, self.pretty
-        items = list(v.items())
+        convert: Callable[[Any], Any] | None = None
+        items: Iterable[tuple[Any, Any]]
+        if isinstance(v, StreamedMap):
+            items, convert = v.pairs(), v.value
+        else:
+            items = v.items()  # not copied unless sorted: a whole table's map would be a tuple per entry
         if self.sort_map_keys:
-            items = _sorted_items(items)
+            items = _sorted_items(list(items))
         inner = level + 1
         parts.append("{")
         first = True
+        size = 0
         for k, item in items:
+            size += 1
             if item is None:
                 continue  # fastjson drops null map values by default
             if not first:
@@ -393,8 +465,8 @@ class _Writer:
                 self.newline(inner)
             self.write_key(k, inner)
             parts.append(":")
-            self.write(item, inner)
-        if pretty and len(v) > 0:
+            self.write(item if convert is None else convert(item), inner)
+        if pretty and size > 0:  # the map's size, skipped nulls included
             self.newline(level)
         parts.append("}")
 
@@ -440,8 +512,7 @@ class _Writer:
     def write(self, v: JsonValue, level: int) -> None:
         parts = self.parts
         if len(parts) >= SPILL_PARTS:
-            self.joined.append("".join(parts))
-            parts.clear()
+            self.spill()
         if v is None:
             parts.append("null")
         elif v is True:
@@ -459,7 +530,7 @@ class _Writer:
             parts.append(v if type(v) is RawJson else quote(v, self.browser_compatible))
         elif isinstance(v, Bean) and self.pretty:
             self.write_bean(v, level)
-        elif isinstance(v, Mapping):
+        elif isinstance(v, (Mapping, StreamedMap)):
             self.write_map(v, level)
         elif isinstance(v, (ObjectKey, ArrayKey)):
             self.write(thaw(v), level)
@@ -484,7 +555,3 @@ def _sorted_items(items: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
         return sorted(items, key=lambda kv: kv[0])
     return items
 
-
-def dump_bytes(value: JsonValue, **features: bool) -> bytes:
-    """:func:`dumps` as UTF-8, with lone surrogates written as '?' like Java's String.getBytes."""
-    return dumps(value, **features).encode("utf-8", errors="replace")

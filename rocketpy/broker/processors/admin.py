@@ -118,7 +118,8 @@ async def delete_topic(ctx: BrokerContext, request: RemotingCommand) -> Remoting
 
 def get_all_topic_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     broker = ctx.state
-    return respond(request, header={}, body=broker.topics.wrapper().encode())
+    # written from the live table: nothing awaits between here and the answer, so it cannot change meanwhile
+    return respond(request, header={}, body=broker.topics.encode())
 
 
 async def update_and_create_subscription_group(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
@@ -145,7 +146,7 @@ async def delete_subscription_group(ctx: BrokerContext, request: RemotingCommand
 
 
 def get_all_subscription_group(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
-    return respond(request, body=ctx.state.groups.wrapper().encode())
+    return respond(request, body=ctx.state.groups.encode())  # from the live table, as get_all_topic_config
 
 
 def clone_group_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
@@ -168,7 +169,7 @@ def clone_group_offset(ctx: BrokerContext, request: RemotingCommand) -> Remoting
 
 
 def get_all_consumer_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
-    return respond(request, body=ctx.state.offsets.wrapper().encode())
+    return respond(request, body=ctx.state.offsets.encode())  # from the live table, as get_all_topic_config
 
 
 def get_all_delay_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ...javacompat.lang import parse_java_int
@@ -298,21 +298,62 @@ class JsonBody:
             out = fastjson.Bean((k, out[k]) for k in sorted(out, key=lambda k: str(k)))
         return out
 
-    def encode_streamed(self, attr: str, items: Iterable[Any], **features: bool) -> bytes:
-        """:meth:`encode` with the list property ``attr`` made of ``items``, each converted and written
-        as it comes: what the body holds at once is one item's JSON tree, not every item's (a broker's
-        consume stats: every group on every topic). ``items`` is consumed before the other properties
-        are read, so it may set them as it goes (a total)."""
-        if features.get("pretty"):
-            raise ValueError("encode_streamed writes items ahead of their place: no PrettyFormat")
-        spec = next(s for s in self.props if s.attr == attr)
-        if spec.codec.kind != "list" or getattr(self, attr) is None:
-            raise TypeError(f"{type(self).__name__}.{attr} is not a list (an empty one holds its place)")
-        (item,) = spec.codec.args
-        written = [None if x is None else fastjson.RawJson(fastjson.dumps(item.dump(x), **features)) for x in items]
-        out = self.to_json()
-        out[spec.java_name] = written  # in the place to_json gave the (empty) list
+    def encode_streamed(
+        self, attr: str | Sequence[str], items: Iterable[Any] | Mapping[Any, Any], **features: bool
+    ) -> bytes:
+        """:meth:`encode` with the list or map property ``attr`` made of ``items``, each value converted and
+        written as it comes: what the body holds at once is one value's JSON tree and the text before it, not
+        every value's tree (a broker's consume stats, its topic, group and offset tables).
+
+        ``attr`` may be a path of attributes to a property of a nested bean (the topic table inside a
+        RegisterBrokerBody); the property itself must hold an empty list or map, which keeps its place.
+        Every feature of :meth:`encode` applies, ``pretty`` too.
+
+        A list's items are consumed, and each written to text at the indent level the whole writer would use,
+        before the other properties are read: they may set them as they go (a total). A map (a Mapping or
+        (key, value) pairs) is read as the writer reaches it, each value converted then: it must not change
+        until this returns (on the trio thread: no await meanwhile; in a worker thread: a snapshot)."""
+        path = (attr,) if isinstance(attr, str) else tuple(attr)
+        owner: JsonBody = self
+        for name in path[:-1]:
+            spec = owner._spec(name)
+            nested = getattr(owner, name)
+            if spec.codec.kind != "obj" or not isinstance(nested, JsonBody):
+                raise TypeError(f"{type(owner).__name__}.{name} is not a bean to stream a property of")
+            owner = nested
+        spec = owner._spec(path[-1])
+        kind = spec.codec.kind
+        if kind not in ("list", "set", "array", "map") or getattr(owner, spec.attr) is None:
+            raise TypeError(f"{type(owner).__name__}.{spec.attr} is not a list or map (an empty one holds its place)")
+        written: Any
+        if kind == "map":
+            key, value = spec.codec.args
+            written = fastjson.StreamedMap(items, lambda k: fastjson.freeze(key.dump(k)), value.dump)
+        else:
+            # the root bean is written at level 0, each property's value one level deeper than its bean, a
+            # List's items one deeper again (a Set or primitive array stays on its line, at its own level)
+            level = len(path) + (kind == "list")
+            (item,) = spec.codec.args
+            written = [
+                None if x is None else fastjson.RawJson(fastjson.dumps(item.dump(x), level=level, **features))
+                for x in items
+            ]
+            if kind != "list":
+                written = fastjson.CompactArray(written)
+        out = node = self.to_json()
+        bean: JsonBody = self
+        for name in path[:-1]:
+            node = node[bean._spec(name).java_name]
+            bean = getattr(bean, name)
+        node[spec.java_name] = written  # in the place to_json gave the (empty) list or map
         return fastjson.dump_bytes(out, **features)
+
+    @classmethod
+    def _spec(cls, attr: str) -> PropSpec:
+        for spec in cls.props:
+            if spec.attr == attr:
+                return spec
+        raise AttributeError(f"{cls.__name__} has no property {attr!r}")
 
     @classmethod
     def decode(cls: type[B], data: bytes | str) -> B:

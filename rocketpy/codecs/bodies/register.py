@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Mapping
 from typing import ClassVar
 
 from ...clock import now_ms as _now_ms
@@ -185,12 +186,40 @@ class RegisterBrokerBody(JsonBody):
     def encode_compressed(self) -> bytes:
         """RegisterBrokerBody.encode(true)."""
         wrapper = self.topic_config_serialize_wrapper or TopicConfigSerializeWrapper()
+        return self._compressed(wrapper.topic_config_table)
+
+    def encode_with_topics(self, topics: Mapping[str, TopicConfig], compress: bool | None = None) -> bytes:
+        """:meth:`encode` with ``topics`` as the wrapper's topic table (whose own table must be empty), written
+        one topic at a time: a broker's whole table is never a JSON tree (or a list of lines) at once."""
+        wrapper = self.topic_config_serialize_wrapper
+        if wrapper is None or wrapper.topic_config_table:
+            raise ValueError("the wrapper's own topic table must be empty: the given one takes its place")
+        if compress is None:
+            compress = self.compressed_form
+        if compress:
+            return self._compressed(topics)
+        return self.encode_streamed(("topic_config_serialize_wrapper", "topic_config_table"), topics)
+
+    def _compressed(self, topics: Mapping[str, TopicConfig]) -> bytes:
+        # Deflater at BEST_COMPRESSION fed 16 KiB at a time (a zlib stream does not depend on how its input is
+        # cut): the lines are never all held at once, and the calls are few
+        wrapper = self.topic_config_serialize_wrapper or TopicConfigSerializeWrapper()
         version = wrapper.data_version if wrapper.data_version is not None else DataVersion()
-        parts = [_chunk(version.encode()), struct.pack(">i", len(wrapper.topic_config_table))]
-        for config in wrapper.topic_config_table.values():
-            parts.append(_chunk(config.to_line().encode("utf-8")))
-        parts.append(_chunk(fastjson.dump_bytes(self.filter_server_list)))
-        return zlib.compress(b"".join(parts), 9)
+        deflater = zlib.compressobj(9)
+        out: list[bytes] = []
+        batch = bytearray(_chunk(version.encode()) + struct.pack(">i", len(topics)))
+        for config in topics.values():
+            batch += _chunk(config.to_line().encode("utf-8"))
+            if len(batch) >= _DEFLATE_BATCH:
+                out.append(deflater.compress(batch))
+                batch.clear()
+        batch += _chunk(fastjson.dump_bytes(self.filter_server_list))
+        out.append(deflater.compress(batch))
+        out.append(deflater.flush())
+        return b"".join(out)
+
+
+_DEFLATE_BATCH = 16 * 1024
 
 
 def _looks_compressed(data: bytes) -> bool:
