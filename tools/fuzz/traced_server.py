@@ -219,7 +219,9 @@ def _pool_census(tracked: list[Any], limit: int = 25) -> list[str]:
         entry = arenas[arena]
         entry[0 if count else 1] += 1
         entry[2] += size * count
-    lines = [f"pools used {sum(1 for p in pools.values() if p[2])}, empty {sum(1 for p in pools.values() if not p[2])}"]
+    lines = [f"pools used {sum(1 for p in pools.values() if p[2])}, empty {sum(1 for p in pools.values() if not p[2])}"
+             f" ({len(pools) * POOL_SIZE // 1024} KiB: the rest of the anonymous memory outside the brk heap is"
+             " not pymalloc's)"]
     for low, high in ((0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.01)):
         in_band = [a for a in arenas.values() if low <= a[2] / (1 << 20) < high]
         lines.append(f"arenas {int(low * 100)}-{min(100, int(high * 100))}% used: {len(in_band)}, "
