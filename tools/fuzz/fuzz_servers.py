@@ -585,10 +585,12 @@ async def broker_tables(broker_addr: str) -> dict[str, set[str]]:
 
 async def clean_up(ns_addr: str, broker_addr: str, before: dict[str, set[str]]) -> dict[str, int]:
     """Delete what the run made under legal names, as an operator would with mqadmin deleteTopic and
-    deleteSubGroup (with its offsets): the topics (in the broker and the NameServer) and the subscription
-    groups that were not there at the start. What the servers hold after this is what no request asked
-    them to keep. Returns how many of each went, and the offset keys left (pre-existing groups' offsets
-    on deleted topics: Java's deleteTopic keeps those too)."""
+    deleteSubGroup (with its offsets): the topics (in the broker and the NameServer) and the groups that
+    were not there at the start, those with a subscription config and those known only by the offsets
+    they committed (deleteSubGroup removes a group's offsets whether or not it has a config). What the
+    servers hold after this is what no request asked them to keep. Returns how many of each went, and
+    the offset keys left (pre-existing groups' offsets on deleted topics: Java's deleteTopic keeps those
+    too)."""
     from rocketpy.codecs.headers import (
         DeleteSubscriptionGroupRequestHeader,
         DeleteTopicFromNamesrvRequestHeader,
@@ -597,7 +599,9 @@ async def clean_up(ns_addr: str, broker_addr: str, before: dict[str, set[str]]) 
 
     now = await broker_tables(broker_addr)
     topics = sorted(t for t in now["topics"] - before["topics"] if not t.startswith(_SYSTEM_TOPIC_PREFIXES))
-    groups = sorted(now["groups"] - before["groups"])
+    known = before["groups"] | {key.partition("@")[2] for key in before["offset keys"]}
+    made = now["groups"] | {key.partition("@")[2] for key in now["offset keys"]}
+    groups = sorted(made - known)
     async with broker_client(broker_addr) as b, broker_client(ns_addr) as ns:
         for topic in topics:
             await b.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic=topic))
