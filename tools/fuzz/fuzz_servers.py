@@ -563,6 +563,11 @@ def growth_tracebacks(first: Any, now: Any, limit: int = 15) -> str:
                          for d in diff[:limit])
 
 
+#: seconds from the fuzzing's end to the last memory sample: a queue lock's lifetime (60 s) and the broker's
+#: 10 s scan that forgets expired locks, with a margin
+LOCK_LIFETIME_WAIT = 75.0
+
+
 #: topics the broker makes for itself: kept by the clean-up (its own services read them)
 _SYSTEM_TOPIC_PREFIXES = ("RMQ_SYS_", "SCHEDULE_TOPIC_XXXX")
 
@@ -677,6 +682,7 @@ async def run(args: argparse.Namespace) -> int:
     cleaned: dict[str, int] = {}
     log_dropped: dict[str, int] = {}
     after_clean_up: dict[str, dict[str, int]] = {}
+    after_expiry: dict[str, dict[str, int]] = {}
     started = time.monotonic()
 
     async def report_heaps() -> None:
@@ -754,6 +760,7 @@ async def run(args: argparse.Namespace) -> int:
                                 print("  grew: " + "\n  grew: ".join(growth[:10]), flush=True)
             stop.set()
         # the fuzzing connections are closed: what the servers still hold now is what they keep
+        ended = time.monotonic()
         await trio.sleep(args.settle)
         sample(servers)
         await report_heaps()
@@ -763,6 +770,12 @@ async def run(args: argparse.Namespace) -> int:
             await trio.sleep(max(args.settle, 25))
             for name, pid in servers.items():
                 after_clean_up[name] = {"t": round(time.monotonic() - started), **memory_kib(pid)}
+            await report_heaps()
+            # what requests made with a lifetime of their own goes when it runs out: a queue lock after 60 s
+            # (Java's REBALANCE_LOCK_MAX_LIVE_TIME), at the broker's next 10 s scan
+            await trio.sleep(max(0.0, ended + LOCK_LIFETIME_WAIT - time.monotonic()))
+            for name, pid in servers.items():
+                after_expiry[name] = {"t": round(time.monotonic() - started), **memory_kib(pid)}
             await report_heaps()
         for name, reports in heaps.items():
             (out / f"{name}-heap.txt").write_text("\n\n".join(reports))
@@ -833,7 +846,8 @@ async def run(args: argparse.Namespace) -> int:
         # warm: after the first minute, when every request code has been seen (lazy imports, codec tables and
         # the allocator's first arenas are in place); a long run's end is compared with it as well as with start
         "memory_kib": {name: {"start": m[0], "warm": m[1] if len(m) > 2 else None, "end": m[-1],
-                              "after_clean_up": after_clean_up.get(name), "series": m}
+                              "after_clean_up": after_clean_up.get(name), "after_expiry": after_expiry.get(name),
+                              "series": m}
                        for name, m in memory.items()},
         "clean_up": cleaned,
         "exit_codes": stats.exits,
@@ -850,7 +864,7 @@ async def run(args: argparse.Namespace) -> int:
     runs.append(result)
     prev.write_text(json.dumps(runs, indent=1))
     print(json.dumps({k: v for k, v in result.items() if k != "memory_kib"}, indent=1))
-    kept = ("start", "warm", "end", "after_clean_up")
+    kept = ("start", "warm", "end", "after_clean_up", "after_expiry")
     print(json.dumps({n: {k: m[k] for k in kept} for n, m in result["memory_kib"].items()}))
     return 1 if (stats.lost or stats.unanswered_probes or stats.hogs or findings.unique) else 0
 
