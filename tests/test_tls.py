@@ -223,6 +223,65 @@ async def test_detection_leaves_no_timer_behind() -> None:
         await theirs.aclose()
 
 
+class _SlowAfterFirstByte(trio.abc.Stream):
+    """A client's side whose first byte goes at once and the rest ``delay`` seconds later."""
+
+    def __init__(self, stream: trio.abc.Stream, delay: float) -> None:
+        self.stream, self.delay, self.sent = stream, delay, False
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if not self.sent and len(data) > 1:
+            self.sent = True
+            await self.stream.send_all(data[:1])
+            await trio.sleep(self.delay)
+            data = data[1:]
+        await self.stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        return bytes(await self.stream.receive_some(max_bytes))
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def test_streams_waiting_for_a_first_byte_count_toward_the_cap(virtual_clock: trio.testing.MockClock,
+                                                                      ca: trustme.CA) -> None:
+    # a silent peer holds its place under the cap until the sweep ends its wait; a TLS peer whose first byte
+    # came before the sweep and whose handshake is still going when it runs is served: the sweep's cancel
+    # lands on a scope already left
+    server = RemotingServer(echo_dispatcher(), tls=TlsConfig(), idle_timeout=120, max_connections=2)
+    server.tls_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server.tls_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    silent, silent_peer = trio.testing.memory_stream_pair()
+    late, late_peer = trio.testing.memory_stream_pair()
+    refused, refused_peer = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.close_idle_connections)
+        nursery.start_soon(server.handle_stream, silent, "peer:1")
+        nursery.start_soon(server.handle_stream, late, "peer:2")
+        await wait_until(lambda: len(server._accepting) == 2)
+        nursery.start_soon(server.handle_stream, refused, "peer:3")
+        with trio.fail_after(5):
+            assert await refused_peer.receive_some() == b""  # two waiting: the cap is reached
+        await trio.sleep(119.9 - trio.current_time())
+        client = trio.SSLStream(_SlowAfterFirstByte(late_peer, 1.0), client_context, server_hostname="localhost")
+        nursery.start_soon(client.do_handshake)
+        with trio.fail_after(10):
+            assert await silent_peer.receive_some() == b""  # its wait ended by the sweep (at 120 s)
+        (waiting,) = server._accepting  # the TLS peer's: detected, its handshake waits for the rest of its hello
+        assert waiting.cancel_called and trio.current_time() < 120.9
+        with trio.fail_after(10):
+            await client.send_all(RemotingCommand(code=ECHO, opaque=5, body=b"x").encode())
+            assert await client.receive_some()  # served over TLS
+        assert server._accepting == {} and server.tls_accepted == 1 and len(server.connections) == 1
+        nursery.cancel_scope.cancel()
+
+
 async def test_plain_peer_is_served_after_detection_in_memory() -> None:
     server = RemotingServer(echo_dispatcher(), tls=TlsConfig(), idle_timeout=120)
     server.tls_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
