@@ -126,3 +126,21 @@ def test_the_peak_watcher_names_the_code_of_a_burst(monkeypatch: pytest.MonkeyPa
         stop.set()
         watcher.join(5)
     assert any("codecs/fastjson.py" in line for line in census._peaks), list(census._peaks)
+
+
+def test_the_sparse_holder_sample_reads_containers_only_and_copies_none() -> None:
+    import tracemalloc
+
+    census = _load()
+    unread = (n for n in range(5))  # a generator the server would still read: a report must not run it
+    assert census._sample(unread).startswith("[]") and next(unread) == 0
+    assert census._sample([7, 8, 9, 10]).startswith("[7, 8, 9]")
+    table = {n: str(n) for n in range(100_000)}
+    tracemalloc.start()
+    try:
+        sample = census._sample(table)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # its first entries, not a copy of every entry (a tuple each: megabytes made on the heap being measured)
+    assert sample.startswith("[(0, '0'), (1, '1'), (2, '2')]") and peak < 64 * 1024

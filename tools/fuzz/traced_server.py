@@ -11,6 +11,7 @@ import collections
 import ctypes
 import ctypes.util
 import gc
+import itertools
 import os
 import re
 import reprlib
@@ -264,12 +265,19 @@ def _size(holder: Any) -> str:
         return "?"
 
 
+#: the containers whose first items the heap report shows
+_SAMPLED = (list, tuple, set, frozenset, collections.deque)
+
+
 def _sample(holder: Any) -> str:
-    """Enough of a container to tell which one it is: its first items and, for a list or dict, who
-    holds it."""
-    try:
-        items = list(holder.items())[:3] if isinstance(holder, dict) else list(holder)[:3]
-    except TypeError:
+    """Enough of a container to tell which one it is: its first items (of a built-in container only:
+    iterating anything else would run the server's code from the report, and exhaust a generator the
+    server still reads) and who holds it."""
+    if isinstance(holder, dict):
+        items: list[Any] = list(itertools.islice(holder.items(), 3))
+    elif isinstance(holder, _SAMPLED):
+        items = list(itertools.islice(holder, 3))
+    else:
         items = []
     owners = [type(r).__qualname__ for r in gc.get_referrers(holder)][:4]
     return f"{reprlib.repr(items)} held by {owners}"
