@@ -145,3 +145,18 @@ async def test_config_file_falls_back_to_its_bak(tmp_path: Path) -> None:
     (config / "consumerOffset.json").write_text("{oops")
     async with running_broker(str(tmp_path)) as broker:
         assert broker.offsets.query("GBak", "TBak", 0) == 5  # the .bak's
+
+
+def test_remove_offset_takes_the_keys_that_split_into_topic_and_group(tmp_path: Path) -> None:
+    """ConsumerOffsetManager.removeOffset (deleteSubGroup -removeOffset): a key goes only when splitting it at
+    '@' gives exactly the topic and the group, as Java's String.split does (trailing empty parts dropped)."""
+    from rocketpy.broker.groups import ConsumerOffsetManager
+
+    offsets = ConsumerOffsetManager(str(tmp_path))
+    for key in ("T@G", "U@G", "a@b@G", "T@", "@G", "T@GG"):
+        offsets.table[key] = {0: 1}
+    offsets.remove_group("G")
+    assert sorted(offsets.table) == ["T@", "T@GG", "a@b@G"]
+    offsets.remove_group("b@G")  # "a@b@G" splits into three parts: Java keeps it
+    offsets.remove_group("")  # "T@" splits into one part
+    assert sorted(offsets.table) == ["T@", "T@GG", "a@b@G"]

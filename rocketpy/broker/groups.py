@@ -17,6 +17,7 @@ from ..codecs.bodies import (
     SubscriptionGroupWrapper,
 )
 from ..codecs.codes import MixAll
+from ..javacompat.lang import java_split
 from .persist import TableSnapshot, load_json, persist_json
 
 log = logging.getLogger("rocketpy.broker")
@@ -118,6 +119,11 @@ class SubscriptionGroupManager:
         return True
 
 
+def _is_key_of(key: str, group: str, separator: str) -> bool:
+    parts = java_split(key, separator)
+    return len(parts) == 2 and parts[1] == group
+
+
 class _CopiedWhenRead(Mapping[str, dict[int, int]]):
     """A table of queue maps whose maps are copied as they are read (see ConsumerOffsetManager.snapshot)."""
 
@@ -207,6 +213,8 @@ class ConsumerOffsetManager:
         return out
 
     def remove_group(self, group: str) -> None:
-        for key in [k for k in self.table if k.partition(self.SEPARATOR)[2] == group]:
+        """ConsumerOffsetManager.removeOffset: the keys that split into exactly ``topic`` and ``group`` (Java
+        keeps ``a@b@c`` and ``T@`` whatever group is named)."""
+        for key in [k for k in self.table if _is_key_of(k, group, self.SEPARATOR)]:
             del self.table[key]
         self.dirty = True

@@ -14,6 +14,17 @@ from ..accel import compiled
 _MASK32 = 0xFFFFFFFF
 
 
+def java_split(text: str, sep: str) -> list[str]:
+    """String.split(sep) for a plain separator: trailing empty parts dropped (``"T@".split("@")`` is one
+    part, ``"@"`` none)."""
+    if sep not in text:
+        return [text]
+    parts = text.split(sep)
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def to_int32(value: int) -> int:
     """Wrap an integer to Java's signed 32-bit range."""
     value &= _MASK32

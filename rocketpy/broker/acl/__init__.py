@@ -51,6 +51,7 @@ from ...codecs.acl_signature import (
     signature_of,
     signing_content,
 )
+from ...javacompat.lang import java_split
 from .accounts import AccessRequest, OwnedAccess, PlainAccessConfig, check_account, check_perm
 from .address import AddressMatcher, address_matcher, expand_ip, is_ipv4, is_ipv6
 from .manager import ACL_DIR, DEFAULT_PLAIN_FILE, WATCH_INTERVAL_S, PlainPermissionManager
@@ -76,7 +77,6 @@ from .permission import (
     check_resource_perms,
     commons_split,
     is_retry,
-    java_split,
     parse_perm,
     retry_topic,
 )

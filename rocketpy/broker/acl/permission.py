@@ -76,16 +76,6 @@ def commons_split(text: str, chars: str) -> list[str]:
     return [p for p in re.split("[" + re.escape(chars) + "]", text) if p]
 
 
-def java_split(text: str, sep: str) -> list[str]:
-    """String.split(sep) for a plain separator: trailing empty parts dropped."""
-    if sep not in text:
-        return [text]
-    parts = text.split(sep)
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
-
-
 def retry_topic(group: str | None) -> str | None:
     return None if group is None else RETRY_PREFIX + group
 
