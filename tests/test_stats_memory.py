@@ -8,6 +8,7 @@ fuzz runs ended megabytes above their start with little data held)."""
 
 from __future__ import annotations
 
+import gc
 import tracemalloc
 import types
 from collections.abc import Callable, Iterator
@@ -71,3 +72,29 @@ async def test_a_sampling_round_over_queues_that_did_not_move_keeps_no_block(tmp
             for i in range(1, 30):
                 broker.stats_manager.sample(broker, at_ms=t0 + 10_000 * i)
             assert kept() == 0
+
+
+def test_the_tables_shrink_when_most_of_their_groups_went() -> None:
+    # a dict keeps the table it grew to whatever is deleted from it: after a clean-up of many groups the
+    # stats' tables stayed sized for the most groups there ever were
+    store = types.SimpleNamespace(topics=lambda: [], queue_ids=lambda topic: [],
+                                  get_max_offset_in_queue=lambda topic, queue_id: 0)
+    broker = types.SimpleNamespace(config=types.SimpleNamespace(broker_cluster_name="C"), store=store,
+                                   stats={"put": 0, "get": 0}, offsets=types.SimpleNamespace(table={}))
+    manager = stats.BrokerStatsManager()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        broker.offsets.table = {f"T@G{i}": {q: 1000 + q for q in range(8)} for i in range(2000)}
+        manager.sample(broker, 10_000)  # type: ignore[arg-type]
+        grown = tracemalloc.get_traced_memory()[0] - base
+        broker.offsets.table = {"T@G0": broker.offsets.table["T@G0"]}
+        manager.sample(broker, 20_000)  # type: ignore[arg-type]
+        gc.collect()  # a full collection empties CPython's free lists (tuples the rounds made and dropped)
+        left = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert grown > 2 << 20
+    assert left < 64 << 10, (grown, left)
+    assert manager.get(stats.GROUP_GET_NUMS, "T@G0") is not None
+    assert manager.get(stats.GROUP_GET_NUMS, "T@G1") is None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..clock import now_ms
 from ..codecs.store_records import CONSUME_QUEUE_UNIT, CQ_STORE_UNIT_SIZE
@@ -147,6 +147,22 @@ def units_size(store: object, topic: str, queue_id: int, start: int, end: int) -
     return total
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _without(table: dict[K, V], gone: list[K]) -> dict[K, V]:
+    """``table`` without the keys ``gone``: in place, or as a new dict when they are most of it. A dict keeps
+    the table it grew to whatever is deleted from it: after many topics or groups went, the marks' table (a
+    mark per queue of each) stayed sized for the most there ever were (288 KiB after a fuzz run's clean-up)."""
+    if 2 * len(gone) > len(table):
+        dropped = set(gone)
+        return {k: v for k, v in table.items() if k not in dropped}
+    for k in gone:
+        del table[k]
+    return table
+
+
 class BrokerStatsManager:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], StatsItem] = {}
@@ -217,14 +233,10 @@ class BrokerStatsManager:
         items go with its offsets (deleteSubGroup with removeOffset), a topic's with its consume queues."""
         if len(self.items) == len(live):
             return
-        for key in [k for k in self.items if k not in live]:
-            del self.items[key]
+        self.items = _without(self.items, [k for k in self.items if k not in live])
         topics = {key for name, key in live if name == TOPIC_PUT_NUMS}
         groups = {key for name, key in live if name == GROUP_GET_NUMS}
-        for table, alive in ((self._put_bytes, topics), (self._get_bytes, groups)):
-            for gone in [k for k in table if k not in alive]:
-                del table[gone]
-        for put_mark in [k for k in self._put_marks if k[0] not in topics]:
-            del self._put_marks[put_mark]
-        for get_mark in [k for k in self._get_marks if f"{k[0]}@{k[1]}" not in groups]:
-            del self._get_marks[get_mark]
+        self._put_bytes = _without(self._put_bytes, [k for k in self._put_bytes if k not in topics])
+        self._get_bytes = _without(self._get_bytes, [k for k in self._get_bytes if k not in groups])
+        self._put_marks = _without(self._put_marks, [k for k in self._put_marks if k[0] not in topics])
+        self._get_marks = _without(self._get_marks, [k for k in self._get_marks if f"{k[0]}@{k[1]}" not in groups])
