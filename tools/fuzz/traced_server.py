@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import gc
 import itertools
+import linecache
 import os
 import re
 import reprlib
@@ -340,6 +341,8 @@ def _heap(signum: int, frame: Any) -> None:
         lines += [f"anon {k}: {v} KiB" for k, v in _anon_mappings().items()]
         lines.append(_pymalloc_stats())
         lines.append(f"modules {len(sys.modules)}")  # what a request imported lazily stays
+        # source files read for a traceback or a warning stay in linecache for good
+        lines.append("linecache " + " ".join(sorted("/".join(name.split("/")[-2:]) for name in linecache.cache)))
         tracked = gc.get_objects()  # one walk for every count below
         # frozen ones (what start-up made: rocketpy.heap.own_process) are not among them
         lines.append(f"gc objects {len(tracked)}; frozen {gc.get_freeze_count()}")
