@@ -144,3 +144,25 @@ def test_the_sparse_holder_sample_reads_containers_only_and_copies_none() -> Non
         tracemalloc.stop()
     # its first entries, not a copy of every entry (a tuple each: megabytes made on the heap being measured)
     assert sample.startswith("[(0, '0'), (1, '1'), (2, '2')]") and peak < 64 * 1024
+
+
+def test_the_server_log_scan_takes_a_printed_warning_for_a_finding(tmp_path: Path) -> None:
+    # a warning printed to a server's stderr (a coroutine never awaited...) is no traceback, but a defect all
+    # the same: after a 30-minute run linecache held source files that only a printed warning or stack reads
+    sys.path.insert(0, str(TOOL.parent))
+    try:
+        from server_process import ServerLog
+    finally:
+        sys.path.remove(str(TOOL.parent))
+    log = tmp_path / "broker.log"
+    log.write_text(
+        "2026-11-27 18:24:47,842 INFO rocketpy.store - [PAGECACHERT] TotalPut 0\n"
+        "/x/rocketpy/remoting/connection.py:412: RuntimeWarning: coroutine 'Connection.x' was never awaited\n"
+        "  self.start()\n"
+        "2026-11-27 18:24:48,001 WARNING rocketpy.broker - TLS handshake with 1.2.3.4:5 failed: Warning: no\n"
+    )
+    scanned = ServerLog(log)
+    scanned.scan()
+    assert scanned.unique == {"RuntimeWarning@connection.py:412": 1}
+    assert scanned.tracebacks == 0
+    assert "never awaited" in scanned.examples["RuntimeWarning@connection.py:412"]

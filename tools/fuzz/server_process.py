@@ -38,8 +38,9 @@ def memory_kib(pid: int) -> dict[str, int]:
 
 @dataclass
 class ServerLog:
-    """What a server wrote: tracebacks (unique by their last line and innermost rocketpy frame) and the
-    one-line refusals of bad input, by request code and cause."""
+    """What a server wrote: tracebacks (unique by their last line and innermost rocketpy frame), Python
+    warnings printed to stderr (a coroutine never awaited...; by category and place), and the one-line
+    refusals of bad input, by request code and cause."""
 
     path: Path
     tracebacks: int = 0
@@ -51,6 +52,8 @@ class ServerLog:
 
     _DROPPED = re.compile(r"rocketpy\.logs - (\d+) log records dropped")
     _REFUSED = re.compile(r"process request refused: code (-?\d+) from \S+ answered SYSTEM_ERROR: ([^:,]{0,80})")
+    #: warnings.showwarning's first line: "path:line: Category: message"
+    _WARNING = re.compile(r"^(\S+?):(\d+): (\w*Warning): ")
 
     def scan(self) -> None:
         lines = self.path.read_text(errors="replace").splitlines()
@@ -64,6 +67,13 @@ class ServerLog:
             if m:
                 key = f"code {m.group(1)}: {m.group(2)}"
                 self.refusals[key] = self.refusals.get(key, 0) + 1
+            warned = self._WARNING.match(line)
+            if warned:
+                # a finding, as a traceback is (not counted among them): a warning is shown once per place,
+                # and showing it reads its source file into linecache for good
+                key = f"{warned.group(3)}@{os.path.basename(warned.group(1))}:{warned.group(2)}"
+                self.unique[key] = self.unique.get(key, 0) + 1
+                self.examples.setdefault(key, "\n".join(lines[i : i + 2]))
             if line.startswith("Traceback (most recent call last)"):
                 j = i + 1
                 where = "?"
