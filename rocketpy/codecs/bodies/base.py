@@ -315,12 +315,14 @@ class JsonBody:
         until this returns (on the trio thread: no await meanwhile; in a worker thread: a snapshot)."""
         path = (attr,) if isinstance(attr, str) else tuple(attr)
         owner: JsonBody = self
+        beans: list[str] = []  # the nested beans' wire names, to find the property's place in to_json's tree
         for name in path[:-1]:
             spec = owner._spec(name)
             nested = getattr(owner, name)
             if spec.codec.kind != "obj" or not isinstance(nested, JsonBody):
                 raise TypeError(f"{type(owner).__name__}.{name} is not a bean to stream a property of")
             owner = nested
+            beans.append(spec.java_name)
         spec = owner._spec(path[-1])
         kind = spec.codec.kind
         if kind not in ("list", "set", "array", "map") or getattr(owner, spec.attr) is None:
@@ -341,10 +343,8 @@ class JsonBody:
             if kind != "list":
                 written = fastjson.CompactArray(written)
         out = node = self.to_json()
-        bean: JsonBody = self
-        for name in path[:-1]:
-            node = node[bean._spec(name).java_name]
-            bean = getattr(bean, name)
+        for java_name in beans:
+            node = node[java_name]
         node[spec.java_name] = written  # in the place to_json gave the (empty) list or map
         return fastjson.dump_bytes(out, **features)
 
