@@ -7,6 +7,7 @@ notes what the server ran at each new high of pymalloc blocks, and the report li
 
 from __future__ import annotations
 
+import array
 import collections
 import ctypes
 import ctypes.util
@@ -130,7 +131,8 @@ def _big_objects(tracked: list[Any], limit: int = 128 * 1024) -> list[str]:
                 size = sys.getsizeof(obj)
             except TypeError:
                 continue
-            if size > PYMALLOC_LIMIT:
+            # a container's items are a block of their own, the object a small one: the block decides
+            if size - _HEADER_SIZES.get(type(obj), 0) > PYMALLOC_LIMIT:
                 seen.add(id(obj))
                 if size >= limit:
                     name = type(obj).__name__
@@ -149,6 +151,9 @@ def _big_objects(tracked: list[Any], limit: int = 128 * 1024) -> list[str]:
 
 #: pymalloc serves requests up to this many bytes; larger ones go to malloc
 PYMALLOC_LIMIT = 512
+#: what sys.getsizeof counts of a container beside its separately allocated items (an empty one's size)
+_HEADER_SIZES = {cls: sys.getsizeof(cls()) for cls in (list, dict, set, bytearray)} | {
+    array.array: sys.getsizeof(array.array("q"))}
 
 
 def _exception_holders(tracked: list[Any], limit: int = 15) -> list[str]:
