@@ -44,6 +44,7 @@ from ...codecs.headers import (
 from ...codecs.message import decode_offset_msg_id
 from ...remoting import RemotingTimeoutError, java_decode_header
 from ...remoting.dispatch import describe_exception
+from ..groups import legal_group_name
 from ..responses import NOT_SET_REMARK, error, respond
 from ..store_stats import disk_info
 from ..topics import new_topic
@@ -150,9 +151,15 @@ def get_all_subscription_group(ctx: BrokerContext, request: RemotingCommand) -> 
 
 
 def clone_group_offset(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    """Java's cloneGroupOffset, less clones into a name no group can have: Java files an empty or illegal
+    destination under ``topic@dest`` like any other, and since its removeOffset splits keys on "@", a key
+    with an empty group or an "@" in it is never removed again (deleteSubGroup cannot name it)."""
     broker = ctx.state
     h = java_decode_header(request, CloneGroupOffsetRequestHeader)
     src, dest = h.src_group or "", h.dest_group or ""
+    if not legal_group_name(dest):
+        remark = f"the destination group[{dest}] is not a legal group name, allowing only ^[%|a-zA-Z0-9_-]+$"
+        return respond(request, ResponseCode.SYSTEM_ERROR, remark, header={})
     topics = {h.topic} if (h.topic or "").strip() else broker.offsets.topics_of_group(src)
     info = broker.consumers.get(src)
     for topic in topics:
