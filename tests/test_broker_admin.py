@@ -268,14 +268,14 @@ async def test_stats_of_deleted_topics_and_groups_are_dropped(tmp_path):
 
             t0 = now_ms()
             broker.stats_manager.sample(broker, at_ms=t0)
-            kept = len(broker.stats_manager.items)
+            kept = len(broker.stats_manager)
             for i in range(3):
                 await c.send(f"TGone{i}", b"m", queue_id=0)
                 await c.update_offset(f"GGone{i}", f"TGone{i}", 0, 1)
             broker.stats_manager.sample(broker, at_ms=t0 + 10_001)
             assert await view(TOPIC_PUT_NUMS, "TGone1") == ResponseCode.SUCCESS
             assert await view(GROUP_GET_SIZE, "TGone1@GGone1") == ResponseCode.SUCCESS
-            assert len(broker.stats_manager.items) == kept + 3 * 4
+            assert len(broker.stats_manager) == kept + 3 * 4
             for i in range(3):
                 r = await c.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic=f"TGone{i}"))
                 assert r.code == ResponseCode.SUCCESS
@@ -284,7 +284,7 @@ async def test_stats_of_deleted_topics_and_groups_are_dropped(tmp_path):
             broker.stats_manager.sample(broker, at_ms=t0 + 20_002)
             assert await view(TOPIC_PUT_NUMS, "TGone1") == ResponseCode.SYSTEM_ERROR
             assert await view(GROUP_GET_SIZE, "TGone1@GGone1") == ResponseCode.SYSTEM_ERROR
-            assert len(broker.stats_manager.items) == kept
+            assert len(broker.stats_manager) == kept
             assert await view(BROKER_PUT_NUMS, "DefaultCluster") == ResponseCode.SUCCESS
 
 

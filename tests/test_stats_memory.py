@@ -98,3 +98,37 @@ def test_the_tables_shrink_when_most_of_their_groups_went() -> None:
     assert left < 64 << 10, (grown, left)
     assert manager.get(stats.GROUP_GET_NUMS, "T@G0") is not None
     assert manager.get(stats.GROUP_GET_NUMS, "T@G1") is None
+
+
+def test_items_keep_their_samples_when_the_rows_are_compacted() -> None:
+    # the rows of gone items are copied out of the array once most of it is free: what the others
+    # sampled, and a baseline beyond int64, come through the renumbering as a manager that kept all has them
+    def broker_with(table: dict[str, dict[int, int]]) -> types.SimpleNamespace:
+        store = types.SimpleNamespace(topics=lambda: [], queue_ids=lambda topic: [],
+                                      get_max_offset_in_queue=lambda topic, queue_id: 0)
+        return types.SimpleNamespace(config=types.SimpleNamespace(broker_cluster_name="C"), store=store,
+                                     stats={"put": 0, "get": 0}, offsets=types.SimpleNamespace(table=table))
+
+    huge = 1 << 70  # offsets are longs, their sum is not
+    table = {f"T@G{i}": {0: 10 * i, 1: huge if i == 97 else 0} for i in range(100)}
+    kept = [f"T@G{i}" for i in (3, 50, 97, 99)]
+    everything, trimmed = broker_with(table), broker_with(table)
+    reference, manager = stats.BrokerStatsManager(), stats.BrokerStatsManager()
+    for round_ in range(1, 12):
+        for i in range(100):
+            table[f"T@G{i}"][0] += i * round_
+        if round_ == 8:
+            trimmed.offsets.table = {key: table[key] for key in kept}
+        reference.sample(everything, 10_000 * round_)  # type: ignore[arg-type]
+        manager.sample(trimmed, 10_000 * round_)  # type: ignore[arg-type]
+    assert len(manager) == 2 + 2 * len(kept)
+    assert manager.get(stats.GROUP_GET_NUMS, "T@G4") is None
+    for key in kept:
+        for name in (stats.GROUP_GET_NUMS, stats.GROUP_GET_SIZE):
+            item, want = manager.get(name, key), reference.get(name, key)
+            assert item is not None and want is not None
+            # repr: a window of one instant has a NaN TPS, which equals nothing
+            assert repr((item.value, item.in_minute(), item.in_hour(), item.in_day())) == repr(
+                (want.value, want.in_minute(), want.in_hour(), want.in_day()))
+    # counted from its first round's total, 2**70 and more
+    assert manager.get(stats.GROUP_GET_NUMS, "T@G97").value == 97 * sum(range(2, 12))  # type: ignore[union-attr]

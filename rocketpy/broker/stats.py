@@ -48,85 +48,157 @@ class Snapshot:
 
 #: the sample rings hold int64 pairs (Java's AtomicLong counters); a sum of hostile offsets is capped
 _INT64_MAX = (1 << 63) - 1
+_INT64_MIN = -(1 << 63)
 
-# An item's state is two int64 arrays made at the item's creation and never resized: the counter, the
-# rings' lengths and the minute and hour rings of (timestamp, value) pairs in one, the day ring in the
-# other (each under pymalloc's 512-byte limit, so that they sit with the other small objects rather than
-# in glibc's heap). Items live as long as their topic or group, and a ring that grew later (the hour ring
-# every 10 min, the day ring every hour), or a new int object per sampling round, would be a small block
-# allocated at a random later time: such blocks, spread through pymalloc's pools, keep them resident
-# after the bursts that opened them are gone.
+# Every item's state is one row of int64 slots in a single array that the manager owns (StatsRows): the
+# counter, the times of the last hour and day samples, the rings' lengths, the minute, hour and day rings
+# of (timestamp, value) pairs and the baseline. Items come and go with topics and groups, thousands in a
+# fuzz run, and a small object per item (an array, a ring grown later, an int per round) is a block
+# allocated at a random time and kept as long as its item: spread through pymalloc's pools, such blocks
+# keep the arenas a burst opened resident after it is gone. One array has no such blocks; it is copied
+# smaller when most of its rows are free, and from 128 KiB up glibc gives it a mapping of its own.
 _VALUE, _LAST_HOUR, _LAST_DAY = 0, 1, 2
-#: (slot of the ring's length, first slot of its pairs, pairs kept) in its array: minute 7 x 10 s and
-#: hour 7 x 10 min in ``data``, day 25 x 1 h in ``day``, as Java's StatsItem samples
-_MINUTE, _HOUR, _DAY = (3, 5, 7), (4, 19, 7), (0, 1, 25)
-_DATA_SLOTS, _DAY_SLOTS = 19 + 2 * 7, 1 + 2 * 25
+#: (slot of the ring's length, first slot of its pairs, pairs kept) in a row: minute 7 x 10 s, hour
+#: 7 x 10 min and day 25 x 1 h, as Java's StatsItem samples
+_MINUTE, _HOUR, _DAY = (3, 5, 7), (4, 19, 7), (33, 34, 25)
+_BASELINE = 34 + 2 * 25
+ROW = _BASELINE + 1
+_ZERO_ROW = bytes(8 * ROW)
 
 
-def _push(data: array[int], ring: tuple[int, int, int], at_ms: int, value: int) -> None:
+def _push(slots: array[int], base: int, ring: tuple[int, int, int], at_ms: int, value: int) -> None:
     length_slot, first, keep = ring
-    n = data[length_slot]
+    n = slots[base + length_slot]
+    first += base
     if n == keep:  # full: the oldest pair goes
-        data[first : first + 2 * keep - 2] = data[first + 2 : first + 2 * keep]
+        slots[first : first + 2 * keep - 2] = slots[first + 2 : first + 2 * keep]
         n -= 1
-    data[first + 2 * n] = at_ms
-    data[first + 2 * n + 1] = value
-    data[length_slot] = n + 1
+    slots[first + 2 * n] = at_ms
+    slots[first + 2 * n + 1] = value
+    slots[base + length_slot] = n + 1
 
 
-def _snapshot(data: array[int], ring: tuple[int, int, int]) -> Snapshot:
+def _snapshot(slots: array[int], base: int, ring: tuple[int, int, int]) -> Snapshot:
     """Sum, TPS and average over a ring of (timestamp, value) samples: from its first to its last."""
     length_slot, first, _keep = ring
-    n = data[length_slot]
+    n = slots[base + length_slot]
     if not n:
         return Snapshot(0, 0.0, 0.0)
+    first += base
     last = first + 2 * (n - 1)
-    total = data[last + 1] - data[first + 1]
-    span = data[last] - data[first]
+    total = slots[last + 1] - slots[first + 1]
+    span = slots[last] - slots[first]
     tps = (total * 1000.0 / span) if span else float("nan")
     # each counted unit is one call here (the counters are totals, not increments with call counts)
     return Snapshot(total, tps, 1.0 if total > 0 else 0.0)
 
 
-class StatsItem:
-    """One counter and its minute (7 x 10 s), hour (7 x 10 min) and day (25 x 1 h) samples, in two int64
-    arrays of fixed size (see _DATA_SLOTS); the baseline, a Python int set once, may be any size."""
+class StatsRows:
+    """The rows of many items (see ROW) in one int64 array, rows freed by :meth:`release` taken again by
+    :meth:`add`; :meth:`compact` copies the live ones into a smaller array. A row number is only good
+    until the next compaction: the owner keeps them and renumbers from what compact returns."""
 
-    __slots__ = ("baseline", "data", "day")
+    __slots__ = ("slots", "free", "_big")
+
+    def __init__(self) -> None:
+        self.slots = array("q")
+        self.free: list[int] = []
+        #: baselines beyond int64 (a sum of many hostile offsets), by row: rare, and exact
+        self._big: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.slots) // ROW
+
+    def add(self, start_ms: int, baseline: int) -> int:
+        if self.free:
+            row = self.free.pop()
+            base = row * ROW
+            self.slots[base : base + ROW] = array("q", _ZERO_ROW)
+        else:
+            row = len(self)
+            base = row * ROW
+            self.slots.frombytes(_ZERO_ROW)
+        slots = self.slots
+        if _INT64_MIN <= baseline <= _INT64_MAX:
+            slots[base + _BASELINE] = baseline
+        else:
+            self._big[row] = baseline
+        slots[base + _LAST_HOUR] = slots[base + _LAST_DAY] = start_ms
+        # each ring starts from a zero sample one period back, so the first round already has a span
+        _push(slots, base, _MINUTE, start_ms - SECONDS_PERIOD_MS, 0)
+        _push(slots, base, _HOUR, start_ms - MINUTES_PERIOD_MS, 0)
+        _push(slots, base, _DAY, start_ms - HOUR_PERIOD_MS, 0)
+        return row
+
+    def release(self, row: int) -> None:
+        self.free.append(row)
+        self._big.pop(row, None)
+
+    def needs_compaction(self) -> bool:
+        """Most rows free: worth copying the live ones into an array that size."""
+        return len(self.free) > 32 and 2 * len(self.free) > len(self)
+
+    def compact(self, rows: list[int]) -> None:
+        """Keep only ``rows``, renumbered in that order: ``rows[i]`` is row ``i`` after this."""
+        old, new = self.slots, array("q", bytes(8 * ROW * len(rows)))
+        for i, row in enumerate(rows):
+            new[i * ROW : (i + 1) * ROW] = old[row * ROW : (row + 1) * ROW]
+        renumbered = {row: i for i, row in enumerate(rows)}
+        self._big = {renumbered[row]: v for row, v in self._big.items() if row in renumbered}
+        self.slots, self.free = new, []
+
+    def baseline(self, row: int) -> int:
+        big = self._big.get(row) if self._big else None
+        return self.slots[row * ROW + _BASELINE] if big is None else big
+
+    def observe(self, row: int, total: int, at_ms: int) -> None:
+        slots, base = self.slots, row * ROW
+        slots[base + _VALUE] = value = min(max(0, total - self.baseline(row)), _INT64_MAX)
+        _push(slots, base, _MINUTE, at_ms, value)
+        if at_ms - slots[base + _LAST_HOUR] >= MINUTES_PERIOD_MS:
+            _push(slots, base, _HOUR, at_ms, value)
+            slots[base + _LAST_HOUR] = at_ms
+        if at_ms - slots[base + _LAST_DAY] >= HOUR_PERIOD_MS:
+            _push(slots, base, _DAY, at_ms, value)
+            slots[base + _LAST_DAY] = at_ms
+
+
+class StatsItem:
+    """One counter and its minute (7 x 10 s), hour (7 x 10 min) and day (25 x 1 h) samples: a row of a
+    StatsRows. Made alone (``StatsItem(start_ms, baseline)``) it has rows of its own; the manager's
+    :meth:`BrokerStatsManager.get` hands out a view of its row, good until the next sampling round."""
+
+    __slots__ = ("_rows", "_row")
 
     def __init__(self, start_ms: int, baseline: int) -> None:
-        self.baseline = baseline
-        self.data = data = array("q", bytes(8 * _DATA_SLOTS))
-        self.day = array("q", bytes(8 * _DAY_SLOTS))
-        data[_LAST_HOUR] = data[_LAST_DAY] = start_ms
-        # each ring starts from a zero sample one period back, so the first round already has a span
-        _push(data, _MINUTE, start_ms - SECONDS_PERIOD_MS, 0)
-        _push(data, _HOUR, start_ms - MINUTES_PERIOD_MS, 0)
-        _push(self.day, _DAY, start_ms - HOUR_PERIOD_MS, 0)
+        self._rows = StatsRows()
+        self._row = self._rows.add(start_ms, baseline)
+
+    @classmethod
+    def view(cls, rows: StatsRows, row: int) -> StatsItem:
+        item = cls.__new__(cls)
+        item._rows, item._row = rows, row
+        return item
+
+    @property
+    def baseline(self) -> int:
+        return self._rows.baseline(self._row)
 
     @property
     def value(self) -> int:
-        return self.data[_VALUE]
+        return self._rows.slots[self._row * ROW + _VALUE]
 
     def observe(self, total: int, at_ms: int) -> None:
-        data = self.data
-        data[_VALUE] = value = min(max(0, total - self.baseline), _INT64_MAX)
-        _push(data, _MINUTE, at_ms, value)
-        if at_ms - data[_LAST_HOUR] >= MINUTES_PERIOD_MS:
-            _push(data, _HOUR, at_ms, value)
-            data[_LAST_HOUR] = at_ms
-        if at_ms - data[_LAST_DAY] >= HOUR_PERIOD_MS:
-            _push(self.day, _DAY, at_ms, value)
-            data[_LAST_DAY] = at_ms
+        self._rows.observe(self._row, total, at_ms)
 
     def in_minute(self) -> Snapshot:
-        return _snapshot(self.data, _MINUTE)
+        return _snapshot(self._rows.slots, self._row * ROW, _MINUTE)
 
     def in_hour(self) -> Snapshot:
-        return _snapshot(self.data, _HOUR)
+        return _snapshot(self._rows.slots, self._row * ROW, _HOUR)
 
     def in_day(self) -> Snapshot:
-        return _snapshot(self.day, _DAY)
+        return _snapshot(self._rows.slots, self._row * ROW, _DAY)
 
 
 def units_size(store: object, topic: str, queue_id: int, start: int, end: int) -> int:
@@ -165,27 +237,38 @@ def _without(table: dict[K, V], gone: list[K]) -> dict[K, V]:
 
 class BrokerStatsManager:
     def __init__(self) -> None:
-        self.items: dict[tuple[str, str], StatsItem] = {}
+        self._rows = StatsRows()
+        #: stats name -> key (a topic, ``topic@group``, the cluster) -> row in _rows; the keys are the
+        #: strings the topic and offset tables hold, not copies
+        self._tables: dict[str, dict[str, int]] = {}
         # last queue offsets seen and the running byte totals of the size items
         self._put_marks: dict[tuple[str, int], int] = {}
-        self._get_marks: dict[tuple[str, str, int], int] = {}
+        self._get_marks: dict[tuple[str, int], int] = {}
         self._put_bytes: dict[str, int] = {}
         self._get_bytes: dict[str, int] = {}
 
+    def __len__(self) -> int:
+        return sum(len(table) for table in self._tables.values())
+
     def get(self, name: str | None, key: str | None) -> StatsItem | None:
-        return self.items.get((name or "", key or ""))
+        """The item's view (until the next sampling round), None if there is none."""
+        row = self._tables.get(name or "", {}).get(key or "")
+        return None if row is None else StatsItem.view(self._rows, row)
 
     def tps_group_get_nums(self, group: str, topic: str) -> float:
         """Java's tpsGroupGetNums: what ``group`` consumed of ``topic`` per second over the minute's samples
         (0 before the pair's first sample), the consumeTps of the consume stats."""
-        item = self.items.get((GROUP_GET_NUMS, f"{topic}@{group}"))
+        item = self.get(GROUP_GET_NUMS, f"{topic}@{group}")
         return 0.0 if item is None else item.in_minute().tps
 
     def observe(self, name: str, key: str, total: int, at_ms: int) -> None:
-        item = self.items.get((name, key))
-        if item is None:
-            self.items[(name, key)] = item = StatsItem(at_ms, total)
-        item.observe(total, at_ms)
+        table = self._tables.get(name)
+        if table is None:
+            self._tables[name] = table = {}
+        row = table.get(key)
+        if row is None:
+            table[key] = row = self._rows.add(at_ms, total)
+        self._rows.observe(row, total, at_ms)
 
     def sample(self, broker: BrokerController, at_ms: int | None = None) -> None:
         """One 10-second sampling round over everything the broker can count."""
@@ -194,7 +277,7 @@ class BrokerStatsManager:
         self.observe(BROKER_PUT_NUMS, cluster, broker.stats["put"], at)
         self.observe(BROKER_GET_NUMS, cluster, broker.stats["get"], at)
         store = broker.store
-        live: set[tuple[str, str]] = {(BROKER_PUT_NUMS, cluster), (BROKER_GET_NUMS, cluster)}
+        topics: set[str] = set()
         for topic in store.topics():
             total = 0
             moved = self._put_bytes.setdefault(topic, 0)
@@ -210,33 +293,49 @@ class BrokerStatsManager:
             self._put_bytes[topic] = moved
             self.observe(TOPIC_PUT_NUMS, topic, total, at)
             self.observe(TOPIC_PUT_SIZE, topic, moved, at)
-            live.update(((TOPIC_PUT_NUMS, topic), (TOPIC_PUT_SIZE, topic)))
+            topics.add(topic)
+        groups: set[str] = set()
         for key, offsets in list(broker.offsets.table.items()):
-            topic, _, group = key.partition("@")
-            stats_key = f"{topic}@{group}"
-            moved = self._get_bytes.setdefault(stats_key, 0)
+            topic = key.partition("@")[0]  # the key is the item's: topic@group
+            moved = self._get_bytes.setdefault(key, 0)
             for q, off in list(offsets.items()):
-                last = self._get_marks.get((topic, group, q))
+                last = self._get_marks.get((key, q))
                 if last is not None and off > last:
                     moved += units_size(store, topic, q, last, off)
-                self._get_marks[(topic, group, q)] = off  # a reset moves the mark back without counting
-            self._get_bytes[stats_key] = moved
-            self.observe(GROUP_GET_NUMS, stats_key, sum(max(0, o) for o in offsets.values()), at)
-            self.observe(GROUP_GET_SIZE, stats_key, moved, at)
-            live.update(((GROUP_GET_NUMS, stats_key), (GROUP_GET_SIZE, stats_key)))
-        self._forget_all_but(live)
+                if last != off:  # a reset moves the mark back without counting
+                    self._get_marks[(key, q)] = off
+            self._get_bytes[key] = moved
+            self.observe(GROUP_GET_NUMS, key, sum(max(0, o) for o in offsets.values()), at)
+            self.observe(GROUP_GET_SIZE, key, moved, at)
+            groups.add(key)
+        self._forget_all_but({BROKER_PUT_NUMS: {cluster}, BROKER_GET_NUMS: {cluster}, TOPIC_PUT_NUMS: topics,
+                              TOPIC_PUT_SIZE: topics, GROUP_GET_NUMS: groups, GROUP_GET_SIZE: groups})
 
-    def _forget_all_but(self, live: set[tuple[str, str]]) -> None:
+    def _forget_all_but(self, live: dict[str, set[str]]) -> None:
         """Drop the items (and their marks) of topics and groups the broker no longer has, as Java's
         onTopicDeleted and onGroupDeleted do. Java does so only with autoDeleteUnusedStats=true (default
         false); here always, so that a broker that saw many short-lived names keeps none of them. A group's
         items go with its offsets (deleteSubGroup with removeOffset), a topic's with its consume queues."""
-        if len(self.items) == len(live):
+        if len(self) == sum(len(keys) for keys in live.values()):
             return
-        self.items = _without(self.items, [k for k in self.items if k not in live])
-        topics = {key for name, key in live if name == TOPIC_PUT_NUMS}
-        groups = {key for name, key in live if name == GROUP_GET_NUMS}
+        for name, table in list(self._tables.items()):
+            keep = live.get(name)
+            if keep is None:
+                continue
+            gone = [k for k in table if k not in keep]
+            for k in gone:
+                self._rows.release(table[k])
+            self._tables[name] = _without(table, gone)
+        if self._rows.needs_compaction():
+            rows = [row for table in self._tables.values() for row in table.values()]
+            self._rows.compact(rows)
+            i = 0
+            for table in self._tables.values():
+                for k in table:
+                    table[k] = i
+                    i += 1
+        topics, groups = live[TOPIC_PUT_NUMS], live[GROUP_GET_NUMS]
         self._put_bytes = _without(self._put_bytes, [k for k in self._put_bytes if k not in topics])
         self._get_bytes = _without(self._get_bytes, [k for k in self._get_bytes if k not in groups])
         self._put_marks = _without(self._put_marks, [k for k in self._put_marks if k[0] not in topics])
-        self._get_marks = _without(self._get_marks, [k for k in self._get_marks if f"{k[0]}@{k[1]}" not in groups])
+        self._get_marks = _without(self._get_marks, [k for k in self._get_marks if k[0] not in groups])
