@@ -339,6 +339,9 @@ def _watch_peaks(main_thread: int, stop: threading.Event, period: float = 0.0005
         _peaks.append(f"peak {time.monotonic() - started:.1f} s {blocks} blocks: " + " < ".join(stack))
 
 
+_first_modules: set[str] = set()
+
+
 def _heap(signum: int, frame: Any) -> None:
     path = f"{os.environ['TRACED_SERVER_DUMP']}.heap.{_heap_count[0]}"
     try:
@@ -346,6 +349,10 @@ def _heap(signum: int, frame: Any) -> None:
         lines += [f"anon {k}: {v} KiB" for k, v in _anon_mappings().items()]
         lines.append(_pymalloc_stats())
         lines.append(f"modules {len(sys.modules)}")  # what a request imported lazily stays
+        if not _first_modules:
+            _first_modules.update(sys.modules)
+        else:
+            lines.append("modules since the first report " + " ".join(sorted(set(sys.modules) - _first_modules)))
         # source files read for a traceback or a warning stay in linecache for good
         lines.append("linecache " + " ".join(sorted("/".join(name.split("/")[-2:]) for name in linecache.cache)))
         tracked = gc.get_objects()  # one walk for every count below
