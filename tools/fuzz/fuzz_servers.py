@@ -564,7 +564,8 @@ def growth_tracebacks(first: Any, now: Any, limit: int = 15) -> str:
 
 
 #: seconds from the fuzzing's end to the last memory sample: a queue lock's lifetime (60 s) and the broker's
-#: 10 s scan that forgets expired locks, with a margin
+#: 10 s scan that forgets expired locks, with a margin; the filters of gone consumers go sooner
+#: (server_process.FILTER_DATA_CLEAN_MS)
 LOCK_LIFETIME_WAIT = 75.0
 
 

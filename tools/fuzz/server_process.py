@@ -133,6 +133,8 @@ class ServerProcess:
         return tracemalloc.Snapshot.load(str(path)) if await self._ask(signal.SIGUSR1, path, 300) else None
 
 
+#: filterDataCleanTimeSpan of the fuzzed broker, under fuzz_servers.LOCK_LIFETIME_WAIT
+FILTER_DATA_CLEAN_MS = 30_000
 TRACED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "traced_server.py")
 
 
@@ -157,6 +159,9 @@ async def start_servers(workdir: Path, traced: bool = False, heap: bool = False)
                 f"storePathCommitLog={store}/commitlog",
                 f"mappedFileSizeCommitLog={64 * 1024 * 1024}",
                 "mappedFileSizeConsumeQueue=600000",
+                # the SQL92 filters of consumers gone are kept this long (Java's default, a day, would
+                # outlast the run): forgotten by the after-expiry sample, as the queue locks are
+                f"filterDataCleanTimeSpan={FILTER_DATA_CLEAN_MS}",
             ]
         )
         + "\n"
