@@ -37,7 +37,8 @@ from rocketpy.codecs.bodies import SubscriptionGroupConfig
 QUEUES_PER_OFFSET_ENTRY = 4
 
 
-def _tables(entries: int, config_dir: str) -> SimpleNamespace:
+def make_tables(entries: int, config_dir: str) -> SimpleNamespace:
+    """Topics, subscription groups and offsets (topic@group, 4 queues) of ``entries`` each."""
     topics = TopicConfigManager(config_dir)
     for i in range(entries):
         name = f"BenchTopic-{i:06d}"
@@ -54,8 +55,10 @@ def _tables(entries: int, config_dir: str) -> SimpleNamespace:
     return SimpleNamespace(topics=topics, groups=groups, offsets=offsets)
 
 
-def _register(tables: SimpleNamespace, compressed: bool) -> BrokerOuterAPI:
-    config = BrokerConfig(props={}, broker_name="broker-a", compressed_register=compressed)
+def register_api(tables: SimpleNamespace, compressed: bool, permission: int = 6) -> BrokerOuterAPI:
+    """The BrokerOuterAPI of a broker with these topics, as it builds its REGISTER_BROKER request."""
+    config = BrokerConfig(props={}, broker_name="broker-a", compressed_register=compressed,
+                          broker_permission=permission)
     broker = SimpleNamespace(
         config=config,
         topics=tables.topics,
@@ -84,8 +87,8 @@ def cases(tables: SimpleNamespace) -> list[tuple[str, str, Callable[[], Any]]]:
     return [
         ("topics", "GET_ALL_TOPIC_CONFIG", handler(admin.get_all_topic_config, RequestCode.GET_ALL_TOPIC_CONFIG)),
         ("topics", "topics.json", _file_write(tables.topics)),
-        ("topics", "REGISTER_BROKER body", _register(tables, False)._request),
-        ("topics", "REGISTER_BROKER compressed", _register(tables, True)._request),
+        ("topics", "REGISTER_BROKER body", register_api(tables, False)._request),
+        ("topics", "REGISTER_BROKER compressed", register_api(tables, True)._request),
         ("offsets", "GET_ALL_CONSUMER_OFFSET",
          handler(admin.get_all_consumer_offset, RequestCode.GET_ALL_CONSUMER_OFFSET)),
         ("offsets", "consumerOffset.json", _file_write(tables.offsets)),
@@ -100,8 +103,9 @@ def _size(result: Any) -> int:
     return len(result.body or b"") if isinstance(result, RemotingCommand) else 0
 
 
-def peak_of(fn: Callable[[], Any]) -> tuple[int, int]:
-    """(peak bytes above the start, answer body size) of one call, traced."""
+def peak_of(fn: Callable[[], Any]) -> tuple[int, Any]:
+    """(peak bytes above the start, the result) of one call, traced: what it allocates at its peak, the
+    result included."""
     fn()  # warm: imports, caches
     gc.collect()
     tracemalloc.start()
@@ -112,7 +116,7 @@ def peak_of(fn: Callable[[], Any]) -> tuple[int, int]:
         peak = tracemalloc.get_traced_memory()[1] - start
     finally:
         tracemalloc.stop()
-    return peak, _size(result)
+    return peak, result
 
 
 def cpu_of(fn: Callable[[], Any], runs: int) -> float:
@@ -132,12 +136,10 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per case")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as config_dir:
-        tables = _tables(args.entries, config_dir)
         rows = []
-        for table, use, fn in cases(tables):
-            peak, size = peak_of(fn)
-            if use.endswith(".json"):
-                size = os.path.getsize(os.path.join(config_dir, use))
+        for table, use, fn in cases(make_tables(args.entries, config_dir)):
+            peak, result = peak_of(fn)
+            size = os.path.getsize(os.path.join(config_dir, use)) if use.endswith(".json") else _size(result)
             rows.append({"table": table, "use": use, "entries": args.entries, "body_bytes": size,
                          "peak_bytes": peak, "cpu_ms": round(cpu_of(fn, args.runs) * 1000, 2)})
     for row in rows:
