@@ -68,6 +68,17 @@ def test_topics_follow_data_version() -> None:
     assert set(rim.topic_queue_table) == {"T1", "T2"}
 
 
+def test_an_unchanged_topic_keeps_its_entry_across_registrations() -> None:
+    # memory: a broker whose version moved (any topic made or deleted) sends all its topics every 30 s;
+    # an equal entry made anew each time was a block allocated at a random time and kept (fuzz runs)
+    rim = RouteInfoManager()
+    reg(rim, topics=table("T1", "T2"), version=1)
+    kept = rim.topic_queue_table["T1"]["b"]
+    reg(rim, topics={**table("T1"), **table("T2", perm=4)}, version=2)
+    assert rim.topic_queue_table["T1"]["b"] is kept
+    assert rim.topic_queue_table["T2"]["b"].perm == 4
+
+
 def test_slave_topics_ignored_and_master_result() -> None:
     rim = RouteInfoManager()
     result = reg(rim, addr="s:1", bid=1, topics=table("S"))

@@ -192,8 +192,12 @@ class RouteInfoManager:
             log.info("new topic registered, %s %s", topic, queue)
         else:
             old = queues.get(broker_name)
+            if old == queue:
+                # kept: a broker whose data version moved sends every topic again each 30 s, and a fresh
+                # equal entry each time is a block allocated at a random time and kept (arenas stay resident)
+                return
             queues[broker_name] = queue
-            if old is not None and old != queue:
+            if old is not None:
                 log.info("topic changed, %s OLD: %s NEW: %s", topic, old, queue)
 
     def is_broker_topic_config_changed(self, broker_addr: str, data_version: Any) -> bool:
