@@ -178,10 +178,12 @@ async def test_clone_into_a_group_name_no_delete_can_name_is_refused(tmp_path: P
                 answer = await clone(bad)
                 assert answer.code == ResponseCode.SYSTEM_ERROR
                 assert f"the destination group[{bad}] is not a legal group name" in (answer.remark or "")
+                assert answer.ext_fields is None  # as Java's createResponseCommand(null)
             assert (await clone("GDest")).code == ResponseCode.SUCCESS
             assert broker.offsets.table == {"TClone@GSrc": {0: 1}, "TClone@GDest": {0: 1}}
             delete = DeleteSubscriptionGroupRequestHeader(group_name="GDest", remove_offset=True)
-            await c.client.invoke(c.addr, RemotingCommand.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, delete))
+            request = RemotingCommand.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, delete)
+            assert (await c.client.invoke(c.addr, request)).code == ResponseCode.SUCCESS
         assert broker.offsets.table == {"TClone@GSrc": {0: 1}}
 
 

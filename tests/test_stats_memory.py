@@ -123,6 +123,7 @@ def test_items_keep_their_samples_when_the_rows_are_compacted() -> None:
         manager.sample(trimmed, 10_000 * round_)  # type: ignore[arg-type]
     assert len(manager) == 2 + 2 * len(kept)
     assert manager.get(stats.GROUP_GET_NUMS, "T@G4") is None
+    assert len(manager._rows) == len(manager)  # compacted: no free row left
     for key in kept:
         for name in (stats.GROUP_GET_NUMS, stats.GROUP_GET_SIZE):
             item, want = manager.get(name, key), reference.get(name, key)
@@ -132,3 +133,20 @@ def test_items_keep_their_samples_when_the_rows_are_compacted() -> None:
                 (want.value, want.in_minute(), want.in_hour(), want.in_day()))
     # counted from its first round's total, 2**70 and more
     assert manager.get(stats.GROUP_GET_NUMS, "T@G97").value == 97 * sum(range(2, 12))  # type: ignore[union-attr]
+
+
+def test_a_freed_row_is_taken_again_clean() -> None:
+    # below the compaction threshold a gone item's row is reused: nothing of its samples or of a baseline
+    # beyond int64 may show through in the next item's
+    rows = stats.StatsRows()
+    gone = rows.add(0, 1 << 70)
+    stats.StatsItem.view(rows, gone).observe((1 << 70) + 500, 10_000)
+    other = rows.add(0, 7)
+    rows.release(gone)
+    again = rows.add(20_000, 3)
+    assert again == gone and len(rows) == 2
+    item = stats.StatsItem.view(rows, again)
+    assert (item.baseline, item.value, item.in_minute().sum) == (3, 0, 0)
+    item.observe(10, 30_000)
+    assert (item.value, item.in_minute().sum) == (7, 7)
+    assert stats.StatsItem.view(rows, other).baseline == 7

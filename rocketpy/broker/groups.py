@@ -38,9 +38,9 @@ GROUP_MAX_LENGTH = 255
 
 
 def legal_group_name(group: str) -> bool:
-    """A name Java 5's broker auto-creates a group under: at most 255 characters of ``[%|a-zA-Z0-9_-]``,
-    and not empty (Java's would take "", a name no client can use: its offsets, filed as ``topic@``, are
-    never removed, as removeOffset splits the keys on "@")."""
+    """1 to 255 characters of ``[%|a-zA-Z0-9_-]``: Java 5 auto-creates a group under no other name, and
+    neither is "" one here (no client can use it, Validators.checkGroup; offsets filed under ``topic@``
+    are never removed, as removeOffset splits the keys on "@")."""
     return 0 < len(group) <= GROUP_MAX_LENGTH and not MixAll.is_topic_or_group_illegal(group)
 
 

@@ -55,8 +55,9 @@ _INT64_MIN = -(1 << 63)
 # of (timestamp, value) pairs and the baseline. Items come and go with topics and groups, thousands in a
 # fuzz run, and a small object per item (an array, a ring grown later, an int per round) is a block
 # allocated at a random time and kept as long as its item: spread through pymalloc's pools, such blocks
-# keep the arenas a burst opened resident after it is gone. One array has no such blocks; it is copied
-# smaller when most of its rows are free, and from 128 KiB up glibc gives it a mapping of its own.
+# keep the arenas a burst opened resident after it is gone. In one array, what is left per item is its row
+# number (an int object from 257 on); the array is copied smaller when most of its rows are free, and from
+# 128 KiB up glibc gives it a mapping of its own.
 _VALUE, _LAST_HOUR, _LAST_DAY = 0, 1, 2
 #: (slot of the ring's length, first slot of its pairs, pairs kept) in a row: minute 7 x 10 s, hour
 #: 7 x 10 min and day 25 x 1 h, as Java's StatsItem samples
@@ -96,7 +97,7 @@ def _snapshot(slots: array[int], base: int, ring: tuple[int, int, int]) -> Snaps
 class StatsRows:
     """The rows of many items (see ROW) in one int64 array, rows freed by :meth:`release` taken again by
     :meth:`add`; :meth:`compact` copies the live ones into a smaller array. A row number is only good
-    until the next compaction: the owner keeps them and renumbers from what compact returns."""
+    until the next compaction: the owner keeps them and renumbers them in the order it passed them."""
 
     __slots__ = ("slots", "free", "_big")
 

@@ -44,7 +44,7 @@ from ...codecs.headers import (
 from ...codecs.message import decode_offset_msg_id
 from ...remoting import RemotingTimeoutError, java_decode_header
 from ...remoting.dispatch import describe_exception
-from ..groups import legal_group_name
+from ..groups import GROUP_MAX_LENGTH, legal_group_name
 from ..responses import NOT_SET_REMARK, error, respond
 from ..store_stats import disk_info
 from ..topics import new_topic
@@ -158,8 +158,9 @@ def clone_group_offset(ctx: BrokerContext, request: RemotingCommand) -> Remoting
     h = java_decode_header(request, CloneGroupOffsetRequestHeader)
     src, dest = h.src_group or "", h.dest_group or ""
     if not legal_group_name(dest):
-        remark = f"the destination group[{dest}] is not a legal group name, allowing only ^[%|a-zA-Z0-9_-]+$"
-        return respond(request, ResponseCode.SYSTEM_ERROR, remark, header={})
+        remark = (f"the destination group[{dest}] is not a legal group name: 1 to {GROUP_MAX_LENGTH} characters"
+                  " of ^[%|a-zA-Z0-9_-]+$")
+        return error(request, ResponseCode.SYSTEM_ERROR, remark)
     topics = {h.topic} if (h.topic or "").strip() else broker.offsets.topics_of_group(src)
     info = broker.consumers.get(src)
     for topic in topics:
