@@ -166,3 +166,55 @@ def test_the_server_log_scan_takes_a_printed_warning_for_a_finding(tmp_path: Pat
     assert scanned.unique == {"RuntimeWarning@connection.py:412": 1}
     assert scanned.tracebacks == 0
     assert "never awaited" in scanned.examples["RuntimeWarning@connection.py:412"]
+
+
+async def test_the_clean_up_deletes_what_the_run_made_and_nothing_else(tmp_path: Path) -> None:
+    # the after-clean-up memory sample counts what no request asked the servers to keep: the clean-up must
+    # take away the run's topics, groups (with their offsets) and KV configs, and leave what was there
+    import trio
+
+    from rocketpy.codecs import RemotingCommand, RequestCode, ResponseCode
+    from rocketpy.codecs.headers import PutKVConfigRequestHeader
+    from rocketpy.namesrv import NameServer, NamesrvConfig
+    from rocketpy.testing import broker_client, running_broker, wait_until
+
+    fuzz_dir = TOOL.parent
+    sys.path.insert(0, str(fuzz_dir))
+    try:
+        spec = importlib.util.spec_from_file_location("fuzz_servers", fuzz_dir / "fuzz_servers.py")
+        assert spec is not None and spec.loader is not None
+        fuzz = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(fuzz)
+    finally:
+        sys.path.remove(str(fuzz_dir))
+    kv_path = tmp_path / "kvConfig.json"
+    config = NamesrvConfig(listen_port=0, kv_config_path=str(kv_path),
+                           config_store_path=str(tmp_path / "namesrv.properties"))
+    async with trio.open_nursery() as nursery:
+        namesrv = await nursery.start(NameServer(config).run)
+        async with running_broker(str(tmp_path / "broker")) as broker, broker_client(broker.address) as c:
+
+            async def put_kv(namespace: str, key: str) -> None:
+                header = PutKVConfigRequestHeader(namespace=namespace, key=key, value="v")
+                request = RemotingCommand.request(RequestCode.PUT_KV_CONFIG, header)
+                assert (await c.client.invoke(namesrv.address, request)).code == ResponseCode.SUCCESS
+
+            assert (await c.send("TKept", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            assert (await c.update_offset("GKept", "TKept", 0, 1)).code == ResponseCode.SUCCESS
+            await put_kv("NsKept", "k")
+            await wait_until(lambda: kv_path.exists() and "NsKept" in kv_path.read_text())
+            before, kv_before = await fuzz.broker_tables(broker.address), frozenset(fuzz.kv_configs(kv_path))
+            assert kv_before == {("NsKept", "k")}
+
+            assert (await c.send("TMade", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            assert (await c.update_offset("GMade", "TKept", 0, 1)).code == ResponseCode.SUCCESS
+            await put_kv("NsMade", "k2")
+            await put_kv("NsKept", "k3")
+            await wait_until(lambda: "k3" in kv_path.read_text())
+            cleaned = await fuzz.clean_up(namesrv.address, broker.address, before, kv_path, kv_before)
+            assert (cleaned["topics deleted"], cleaned["groups deleted"], cleaned["kv configs deleted"]) == (1, 1, 2)
+            assert set(broker.topics.table) == before["topics"]
+            assert set(broker.offsets.table) == {"TKept@GKept"}
+            # a namespace stays, empty, after its last key went (Java's deleteKVConfig keeps its map too)
+            assert {ns: set(kv) for ns, kv in namesrv.kv.table.items()} == {"NsKept": {"k"}, "NsMade": set()}
+        nursery.cancel_scope.cancel()

@@ -46,7 +46,7 @@ from rocketpy.testing import broker_client, running_broker
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_values import GoldenRequest, load_golden_requests, mutate_golden  # noqa: E402
-from server_process import ServerProcess, memory_kib, start_servers, stop_server  # noqa: E402
+from server_process import ServerProcess, kv_config_path, memory_kib, start_servers, stop_server  # noqa: E402
 
 TLS_CLIENT = TlsConfig(enable=True).client_context()
 
@@ -589,15 +589,29 @@ async def broker_tables(broker_addr: str) -> dict[str, set[str]]:
     }
 
 
-async def clean_up(ns_addr: str, broker_addr: str, before: dict[str, set[str]]) -> dict[str, int]:
+def kv_configs(path: Path | None) -> set[tuple[str, str]]:
+    """(namespace, key) of every KV config the NameServer holds, from the file it saves them to (no request
+    lists the namespaces); none where there is no file."""
+    from rocketpy.codecs import fastjson
+
+    if path is None or not path.exists():
+        return set()
+    table = (fastjson.loads(path.read_bytes()) or {}).get("configTable") or {}
+    return {(namespace, key) for namespace, entries in table.items() for key in entries}
+
+
+async def clean_up(ns_addr: str, broker_addr: str, before: dict[str, set[str]],
+                   kv_path: Path | None = None, kv_before: frozenset[tuple[str, str]] = frozenset()) -> dict[str, int]:
     """Delete what the run made under legal names, as an operator would with mqadmin deleteTopic and
     deleteSubGroup (with its offsets): the topics (in the broker and the NameServer) and the groups that
     were not there at the start, those with a subscription config and those known only by the offsets
-    they committed (deleteSubGroup removes a group's offsets whether or not it has a config). What the
+    they committed (deleteSubGroup removes a group's offsets whether or not it has a config), and with
+    deleteKvConfig the NameServer's KV configs that were not in ``kv_path`` at the start. What the
     servers hold after this is what no request asked them to keep. Returns how many of each went, and
     the offset keys left (pre-existing groups' offsets on deleted topics: Java's deleteTopic keeps those
     too)."""
     from rocketpy.codecs.headers import (
+        DeleteKVConfigRequestHeader,
         DeleteSubscriptionGroupRequestHeader,
         DeleteTopicFromNamesrvRequestHeader,
         DeleteTopicRequestHeader,
@@ -615,8 +629,11 @@ async def clean_up(ns_addr: str, broker_addr: str, before: dict[str, set[str]]) 
         for group in groups:
             header = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=True)
             await b.invoke(RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
+        kv_made = sorted(kv_configs(kv_path) - kv_before)
+        for namespace, key in kv_made:
+            await ns.invoke(RequestCode.DELETE_KV_CONFIG, DeleteKVConfigRequestHeader(namespace=namespace, key=key))
     after = await broker_tables(broker_addr)
-    return {"topics deleted": len(topics), "groups deleted": len(groups),
+    return {"topics deleted": len(topics), "groups deleted": len(groups), "kv configs deleted": len(kv_made),
             "topics made": len(now["topics"] - before["topics"]),
             "offset keys made": len(now["offset keys"] - before["offset keys"]),
             "offset keys left": len(after["offset keys"] - before["offset keys"])}
@@ -719,6 +736,8 @@ async def run(args: argparse.Namespace) -> int:
         for name, obj in objects.items():
             census_at[f"{name} start"] = census(obj)
         tables_at_start = await broker_tables(b_addr) if args.clean_up else {}
+        kv_path = kv_config_path(workdir) if procs else None
+        kv_at_start = frozenset(kv_configs(kv_path))
         stop = trio.Event()
         async with trio.open_nursery() as inner:
             inner.start_soon(checker, b_addr, stats, stop)
@@ -766,7 +785,7 @@ async def run(args: argparse.Namespace) -> int:
         sample(servers)
         await report_heaps()
         if args.clean_up:
-            cleaned.update(await clean_up(ns_addr, b_addr, tables_at_start))
+            cleaned.update(await clean_up(ns_addr, b_addr, tables_at_start, kv_path, kv_at_start))
             # the broker forgets a deleted topic's stats and trims its heap in its 10 s scan
             await trio.sleep(max(args.settle, 25))
             for name, pid in servers.items():

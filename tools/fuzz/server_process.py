@@ -138,6 +138,11 @@ FILTER_DATA_CLEAN_MS = 30_000
 TRACED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "traced_server.py")
 
 
+def kv_config_path(workdir: Path) -> Path:
+    """The NameServer's kvConfig.json under start_servers' ``workdir``."""
+    return workdir / "namesrv" / "kvConfig.json"
+
+
 async def start_servers(workdir: Path, traced: bool = False, heap: bool = False) -> tuple[ServerProcess, ServerProcess]:
     """A NameServer and a broker registered with it, each its own ``python -m rocketpy.cli`` process
     logging to ``workdir/<name>.log``; ``traced``: under traced_server.py (tracemalloc, SIGUSR1 dumps
@@ -166,10 +171,9 @@ async def start_servers(workdir: Path, traced: bool = False, heap: bool = False)
         )
         + "\n"
     )
-    kv = workdir / "namesrv"
-    kv.mkdir(exist_ok=True)
+    kv_config_path(workdir).parent.mkdir(exist_ok=True)
     ns_conf = workdir / "namesrv.properties"
-    ns_conf.write_text(f"kvConfigPath={kv}/kvConfig.json\nconfigStorePath={ns_conf}\n")
+    ns_conf.write_text(f"kvConfigPath={kv_config_path(workdir)}\nconfigStorePath={ns_conf}\n")
     commands = {
         "namesrv": ["namesrv", "-c", str(ns_conf), "--listen", f"127.0.0.1:{ns_port}"],
         "broker": ["broker", "-c", str(conf), "--host", "127.0.0.1", "-p", str(broker_port), "--no-vip"],
