@@ -184,8 +184,9 @@ def _exception_holders(tracked: list[Any], limit: int = 15) -> list[str]:
 #: pymalloc's pools (3.11 on 64 bits: 16 KiB, a 48-byte header) and the header's fields
 POOL_SIZE = 16 * 1024
 _POOL_HEADER = 48
-#: an arena (1 MiB) at most this full counts as sparse: its few blocks keep it resident
-SPARSE_ARENA = 0.25
+#: an arena (1 MiB) under this full counts as sparse: its blocks keep it resident, and those of an arena
+#: under half full could mostly fit in the free blocks of the others
+SPARSE_ARENA = 0.5
 
 
 def _anon_regions() -> list[tuple[int, int]]:
