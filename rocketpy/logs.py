@@ -125,6 +125,8 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
         self.limit = limit
         self.discard_below_warn_from = limit * 4 // 5
         self.dropped = 0
+        #: of those, ERROR and above: a traceback may be among them
+        self.dropped_errors = 0
 
     # emit runs under the handler's lock (Handler.handle), so the count is exact across threads
     def emit(self, record: logging.LogRecord) -> None:
@@ -132,6 +134,7 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
         if (waiting >= 2 * self.limit or (waiting >= self.limit and level < logging.ERROR)
                 or (waiting >= self.discard_below_warn_from and level < logging.WARNING)):
             self.dropped += 1  # before the record is formatted: a flood's cost is its formatting
+            self.dropped_errors += level >= logging.ERROR
             return
         super().emit(record)
 
@@ -150,10 +153,11 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
 
     def _say_dropped(self) -> None:
         if self.dropped:
-            dropped, self.dropped = self.dropped, 0
+            dropped, errors, self.dropped, self.dropped_errors = self.dropped, self.dropped_errors, 0, 0
             self.records.put_nowait(logging.makeLogRecord({
                 "name": "rocketpy.logs", "levelno": logging.WARNING, "levelname": "WARNING",
-                "msg": f"{dropped} log records dropped: the log files were not written as fast as they came"}))
+                "msg": f"{dropped} log records dropped, {errors} of them ERROR or above: the log files were not"
+                       " written as fast as they came"}))
 
 
 _listener: logging.handlers.QueueListener | None = None

@@ -275,11 +275,12 @@ def test_log_queue_is_bounded_and_says_what_it_dropped() -> None:
         got = [records.get_nowait().getMessage() for _ in range(20)]
         assert got[:8] == [f"w{i}" for i in range(8)] and got[9] == "w8"
         assert got[8].startswith("1 log records dropped")  # the INFO past 80 %; w9 and the flood: full
-        assert got[10].startswith("5001 log records dropped") and got[11:] == [f"e{i}" for i in range(9)]
+        assert got[10].startswith("5001 log records dropped, 0 of them ERROR")
+        assert got[11:] == [f"e{i}" for i in range(9)]
         log.info("after")
         notice, after = records.get_nowait(), records.get_nowait()
         assert (notice.levelname, notice.name) == ("WARNING", "rocketpy.logs")
-        assert notice.getMessage().startswith("4991 log records dropped")
+        assert notice.getMessage().startswith("4991 log records dropped, 4991 of them ERROR or above")
         assert after.getMessage() == "after" and records.empty()
     finally:
         log.removeHandler(handler)
@@ -300,6 +301,6 @@ def test_records_dropped_just_before_stop_are_still_told(tmp_path: Path) -> None
     finally:
         logs.stop()
     default = (tmp_path / "broker_default.log").read_text()
-    assert " WARN rocketpy.logs - 3 log records dropped" in default
+    assert " WARN rocketpy.logs - 3 log records dropped, 3 of them ERROR or above" in default
     broker = (tmp_path / "broker.log").read_text()
     assert "kept" in broker and "lost in the flood" not in broker

@@ -160,9 +160,12 @@ def test_the_server_log_scan_takes_a_printed_warning_for_a_finding(tmp_path: Pat
         "/x/rocketpy/remoting/connection.py:412: RuntimeWarning: coroutine 'Connection.x' was never awaited\n"
         "  self.start()\n"
         "2026-11-27 18:24:48,001 WARNING rocketpy.broker - TLS handshake with 1.2.3.4:5 failed: Warning: no\n"
+        "2026-11-27 18:24:49,001 WARN rocketpy.logs - 7 log records dropped, 2 of them ERROR or above: ...\n"
+        "2026-11-27 18:24:50,001 WARN rocketpy.logs - 5 log records dropped, 0 of them ERROR or above: ...\n"
     )
     scanned = ServerLog(log)
     scanned.scan()
+    assert (scanned.dropped, scanned.dropped_errors) == (12, 2)  # a traceback may be among the 2
     assert scanned.unique == {"RuntimeWarning@connection.py:412": 1}
     assert scanned.tracebacks == 0
     assert "never awaited" in scanned.examples["RuntimeWarning@connection.py:412"]

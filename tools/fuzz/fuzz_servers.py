@@ -837,6 +837,9 @@ async def run(args: argparse.Namespace) -> int:
                 for key, count in p.log.refusals.items():
                     findings.refusals[f"{p.name} {key}"] = count
                 log_dropped[p.name] = p.log.dropped
+                if p.log.dropped_errors:  # a traceback may be among them: a finding, as a traceback is
+                    key = f"{p.name}: {p.log.dropped_errors} ERROR log records dropped"
+                    findings.unique[key] = {"key": key, "count": p.log.dropped_errors, "traceback": ""}
                 (out / f"{p.name}.log.tail").write_text(p.log.path.read_text(errors="replace")[-200_000:])
             stats.exits = exits
         else:

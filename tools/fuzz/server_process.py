@@ -47,10 +47,12 @@ class ServerLog:
     unique: dict[str, int] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
     refusals: dict[str, int] = field(default_factory=dict)
-    #: records the server's bounded log queue dropped (rocketpy.logs): tracebacks may hide among them
+    #: records the server's bounded log queue dropped (rocketpy.logs), and of those ERROR and above: a
+    #: traceback may be among these
     dropped: int = 0
+    dropped_errors: int = 0
 
-    _DROPPED = re.compile(r"rocketpy\.logs - (\d+) log records dropped")
+    _DROPPED = re.compile(r"rocketpy\.logs - (\d+) log records dropped, (\d+) of them ERROR")
     _REFUSED = re.compile(r"process request refused: code (-?\d+) from \S+ answered SYSTEM_ERROR: ([^:,]{0,80})")
     #: warnings.showwarning's first line: "path:line: Category: message"
     _WARNING = re.compile(r"^(\S+?):(\d+): (\w*Warning): ")
@@ -63,6 +65,7 @@ class ServerLog:
             dropped = self._DROPPED.search(line)
             if dropped:
                 self.dropped += int(dropped.group(1))
+                self.dropped_errors += int(dropped.group(2))
             m = self._REFUSED.search(line)
             if m:
                 key = f"code {m.group(1)}: {m.group(2)}"
