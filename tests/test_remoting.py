@@ -393,6 +393,31 @@ async def test_idle_connection_closed(nursery: trio.Nursery, virtual_clock: trio
     nursery.cancel_scope.cancel()
 
 
+async def test_a_connection_closed_by_the_sweep_while_parked_ends_quietly(
+    nursery: trio.Nursery, virtual_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # finding (30-minute fuzz run): a connection parked on its socket, before its first request or after
+    # answering one, woke with ClosedResourceError ("another task closed this fd") when the idle sweep
+    # closed it, and the server logged "connection ... failed" with the exception group's traceback
+    closed: list[Connection] = []
+    server: RemotingServer = await nursery.start(
+        lambda task_status: serve_remoting(
+            make_dispatcher(), idle_timeout=0.2, on_close=closed.append, task_status=task_status
+        )
+    )
+    silent = await trio.open_tcp_stream("127.0.0.1", server.port)
+    answered = await trio.open_tcp_stream("127.0.0.1", server.port)
+    await answered.send_all(req(ECHO, 1, b"hi").encode())
+    with trio.fail_after(5):
+        assert await answered.receive_some()  # answered: the server is parked on the drained socket
+        assert await silent.receive_some() == b"" and await answered.receive_some() == b""
+    await wait_until(lambda: len(closed) == 2, timeout=5)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    await silent.aclose()
+    await answered.aclose()
+    nursery.cancel_scope.cancel()
+
+
 def test_fresh_error_is_the_same_error_without_the_traceback() -> None:
     errors: list[BaseException] = []
     for make in (lambda: MQBrokerError(17, "no topic", "127.0.0.1:10911"), lambda: FileNotFoundError(2, "gone", "f"),

@@ -592,6 +592,8 @@ class Connection:
                     except CodecError as exc:
                         log.error("decode exception, %s: %s; closing the connection", self.remote_addr, exc)
                         break
+                    except trio.ClosedResourceError:
+                        break  # another task closed it while it waited (the idle sweep, a client scan)
                     self.last_active = trio.current_time()
                     requests = self.take_requests(commands)
                     if requests:
@@ -603,7 +605,10 @@ class Connection:
                     if drained and not self.closed:
                         # the socket was empty a moment ago: park on it now (a checkpoint too) rather than
                         # take a scheduler turn and a read that would most likely find nothing
-                        await trio.lowlevel.wait_readable(raw)
+                        try:
+                            await trio.lowlevel.wait_readable(raw)
+                        except trio.ClosedResourceError:
+                            break  # closed by another task, as above
                     else:
                         await trio.lowlevel.checkpoint()
                 if eof and reader.buffered:
