@@ -171,6 +171,43 @@ def test_the_server_log_scan_takes_a_printed_warning_for_a_finding(tmp_path: Pat
     assert "never awaited" in scanned.examples["RuntimeWarning@connection.py:412"]
 
 
+def test_the_server_log_scan_finds_a_traceback_inside_an_exception_group(tmp_path: Path) -> None:
+    # CPython indents an exception group's report throughout ("  + Exception Group Traceback", "    |
+    # Traceback"): a 30-minute run's three such tracebacks went uncounted
+    sys.path.insert(0, str(TOOL.parent))
+    try:
+        from server_process import ServerLog
+    finally:
+        sys.path.remove(str(TOOL.parent))
+    group = """2026-11-27 19:51:36,434 ERROR rocketpy.remoting - connection 127.0.0.1:36040 failed
+  + Exception Group Traceback (most recent call last):
+  |   File "/work/main/rocketpy/remoting/server.py", line 149, in handle_stream
+  |     await conn.serve(self.dispatcher, ctx, inline=True)
+  |   File "/v/trio/_core/_run.py", line 1117, in __aexit__
+  |     raise combined_error_from_nursery
+  | ExceptionGroup: Exceptions from Trio nursery (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File "/work/main/rocketpy/remoting/connection.py", line 606, in _serve_socket
+    |     await trio.lowlevel.wait_readable(raw)
+    |   File "/v/outcome/_impl.py", line 213, in unwrap
+    |     raise captured_error
+    | trio.ClosedResourceError: another task closed this fd
+    +------------------------------------
+2026-11-27 19:51:36,436 WARN rocketpy.remoting - process request refused: code 11 from 127.0.0.1:1 answered
+Traceback (most recent call last):
+  File "/work/main/rocketpy/broker/stats.py", line 3, in f
+    x()
+KeyError: 'k'
+"""
+    log = tmp_path / "broker.log"
+    log.write_text(group)
+    scanned = ServerLog(log)
+    scanned.scan()
+    assert scanned.tracebacks == 2
+    assert scanned.unique == {"trio.ClosedResourceError@connection.py:606": 1, "KeyError@stats.py:3": 1}
+
+
 async def test_the_clean_up_deletes_what_the_run_made_and_nothing_else(tmp_path: Path) -> None:
     # the after-clean-up memory sample counts what no request asked the servers to keep: the clean-up must
     # take away the run's topics, groups (with their offsets) and KV configs, and leave what was there

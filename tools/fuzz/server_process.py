@@ -54,6 +54,9 @@ class ServerLog:
 
     _DROPPED = re.compile(r"rocketpy\.logs - (\d+) log records dropped, (\d+) of them ERROR")
     _REFUSED = re.compile(r"process request refused: code (-?\d+) from \S+ answered SYSTEM_ERROR: ([^:,]{0,80})")
+    #: a traceback's first line, also within an exception group's report ("  + Exception Group Traceback",
+    #: "    | Traceback"), which CPython indents and frames with "|" and "+"
+    _TRACEBACK = re.compile(r"^([ |+]*)(?:Exception Group )?Traceback \(most recent call last\)")
     #: warnings.showwarning's first line: "path:line: Category: message"
     _WARNING = re.compile(r"^(\S+?):(\d+): (\w*Warning): ")
 
@@ -77,15 +80,26 @@ class ServerLog:
                 key = f"{warned.group(3)}@{os.path.basename(warned.group(1))}:{warned.group(2)}"
                 self.unique[key] = self.unique.get(key, 0) + 1
                 self.examples.setdefault(key, "\n".join(lines[i : i + 2]))
-            if line.startswith("Traceback (most recent call last)"):
+            header = self._TRACEBACK.match(line)
+            if header:
+                # an exception group's report is indented throughout; its errors stand in the columns of
+                # their own "Traceback" lines, the innermost last
+                columns, errors = {len(header.group(1))}, []
                 j = i + 1
                 where = "?"
                 while j < len(lines) and (lines[j].startswith(" ") or not lines[j].strip()):
-                    fm = re.match(r'\s+File "([^"]+)", line (\d+)', lines[j])
+                    body = lines[j].lstrip(" |+")
+                    fm = re.match(r'File "([^"]+)", line (\d+)', body)
+                    inner = self._TRACEBACK.match(lines[j])
                     if fm and "rocketpy" in fm.group(1):
                         where = f"{os.path.basename(fm.group(1))}:{fm.group(2)}"
+                    elif inner:
+                        columns.add(len(inner.group(1)))
+                    elif (body[:1].isalpha() and len(lines[j]) - len(body) in columns and not fm
+                          and not body.startswith(("During handling", "The above exception"))):
+                        errors.append(body)
                     j += 1
-                last = lines[j] if j < len(lines) else "?"
+                last = errors[-1] if errors else lines[j] if j < len(lines) else "?"
                 key = f"{last.split(':')[0]}@{where}"
                 self.tracebacks += 1
                 self.unique[key] = self.unique.get(key, 0) + 1
@@ -186,8 +200,10 @@ async def start_servers(workdir: Path, traced: bool = False, heap: bool = False)
     for name, args in commands.items():
         log_path = workdir / f"{name}.log"
         launcher = [TRACED] if traced or heap else ["-m", "rocketpy.cli"]
-        env = {**os.environ, "TRACED_SERVER_DUMP": str(workdir / f"{name}.snap"),
-               "TRACED_SERVER_TRACEMALLOC": "1" if traced else "0"}
+        # the log files go with the run (not to ~/logs/rocketmqlogs: a 30-minute run writes 1.2 GB); the
+        # scan reads stderr, which has every record too
+        env = {**os.environ, "ROCKETMQ_LOG_DIR": str(workdir / "logs"),
+               "TRACED_SERVER_DUMP": str(workdir / f"{name}.snap"), "TRACED_SERVER_TRACEMALLOC": "1" if traced else "0"}
         with open(log_path, "wb") as log_file:  # the child keeps its own descriptor
             proc = await trio.lowlevel.open_process(
                 [sys.executable, *launcher, *args], stdout=log_file, stderr=subprocess.STDOUT, env=env
