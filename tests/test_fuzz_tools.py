@@ -17,11 +17,16 @@ TOOL = Path(__file__).resolve().parent.parent / "tools" / "fuzz" / "traced_serve
 pytestmark = pytest.mark.timeout(60)
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("traced_server", TOOL)
+def _load(name: str = "traced_server") -> ModuleType:
+    """tools/fuzz/NAME.py, with its folder on sys.path while it loads (fuzz_servers imports its siblings)."""
+    spec = importlib.util.spec_from_file_location(name, TOOL.parent / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    sys.path.insert(0, str(TOOL.parent))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(TOOL.parent))
     return mod
 
 
@@ -149,11 +154,7 @@ def test_the_sparse_holder_sample_reads_containers_only_and_copies_none() -> Non
 def test_the_server_log_scan_takes_a_printed_warning_for_a_finding(tmp_path: Path) -> None:
     # a warning printed to a server's stderr (a coroutine never awaited...) is no traceback, but a defect all
     # the same: after a 30-minute run linecache held source files that only a printed warning or stack reads
-    sys.path.insert(0, str(TOOL.parent))
-    try:
-        from server_process import ServerLog
-    finally:
-        sys.path.remove(str(TOOL.parent))
+    ServerLog = _load("server_process").ServerLog
     log = tmp_path / "broker.log"
     log.write_text(
         "2026-11-27 18:24:47,842 INFO rocketpy.store - [PAGECACHERT] TotalPut 0\n"
@@ -174,11 +175,7 @@ def test_the_server_log_scan_takes_a_printed_warning_for_a_finding(tmp_path: Pat
 def test_the_server_log_scan_finds_a_traceback_inside_an_exception_group(tmp_path: Path) -> None:
     # CPython indents an exception group's report throughout ("  + Exception Group Traceback", "    |
     # Traceback"): a 30-minute run's three such tracebacks went uncounted
-    sys.path.insert(0, str(TOOL.parent))
-    try:
-        from server_process import ServerLog
-    finally:
-        sys.path.remove(str(TOOL.parent))
+    ServerLog = _load("server_process").ServerLog
     group = """2026-11-27 19:51:36,434 ERROR rocketpy.remoting - connection 127.0.0.1:36040 failed
   + Exception Group Traceback (most recent call last):
   |   File "/work/main/rocketpy/remoting/server.py", line 149, in handle_stream
@@ -218,15 +215,7 @@ async def test_the_clean_up_deletes_what_the_run_made_and_nothing_else(tmp_path:
     from rocketpy.namesrv import NameServer, NamesrvConfig
     from rocketpy.testing import broker_client, running_broker, wait_until
 
-    fuzz_dir = TOOL.parent
-    sys.path.insert(0, str(fuzz_dir))
-    try:
-        spec = importlib.util.spec_from_file_location("fuzz_servers", fuzz_dir / "fuzz_servers.py")
-        assert spec is not None and spec.loader is not None
-        fuzz = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(fuzz)
-    finally:
-        sys.path.remove(str(fuzz_dir))
+    fuzz = _load("fuzz_servers")
     kv_path = tmp_path / "kvConfig.json"
     config = NamesrvConfig(listen_port=0, kv_config_path=str(kv_path),
                            config_store_path=str(tmp_path / "namesrv.properties"))

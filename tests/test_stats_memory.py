@@ -74,13 +74,18 @@ async def test_a_sampling_round_over_queues_that_did_not_move_keeps_no_block(tmp
             assert kept() == 0
 
 
+def _broker_with_offsets(table: dict[str, dict[int, int]]) -> types.SimpleNamespace:
+    """What a sampling round reads of a broker: no topics, and these offsets (topic@group -> queue -> offset)."""
+    store = types.SimpleNamespace(topics=lambda: [], queue_ids=lambda topic: [],
+                                  get_max_offset_in_queue=lambda topic, queue_id: 0)
+    return types.SimpleNamespace(config=types.SimpleNamespace(broker_cluster_name="C"), store=store,
+                                 stats={"put": 0, "get": 0}, offsets=types.SimpleNamespace(table=table))
+
+
 def test_the_tables_shrink_when_most_of_their_groups_went() -> None:
     # a dict keeps the table it grew to whatever is deleted from it: after a clean-up of many groups the
     # stats' tables stayed sized for the most groups there ever were
-    store = types.SimpleNamespace(topics=lambda: [], queue_ids=lambda topic: [],
-                                  get_max_offset_in_queue=lambda topic, queue_id: 0)
-    broker = types.SimpleNamespace(config=types.SimpleNamespace(broker_cluster_name="C"), store=store,
-                                   stats={"put": 0, "get": 0}, offsets=types.SimpleNamespace(table={}))
+    broker = _broker_with_offsets({})
     manager = stats.BrokerStatsManager()
     tracemalloc.start()
     try:
@@ -103,16 +108,10 @@ def test_the_tables_shrink_when_most_of_their_groups_went() -> None:
 def test_items_keep_their_samples_when_the_rows_are_compacted() -> None:
     # the rows of gone items are copied out of the array once most of it is free: what the others
     # sampled, and a baseline beyond int64, come through the renumbering as a manager that kept all has them
-    def broker_with(table: dict[str, dict[int, int]]) -> types.SimpleNamespace:
-        store = types.SimpleNamespace(topics=lambda: [], queue_ids=lambda topic: [],
-                                      get_max_offset_in_queue=lambda topic, queue_id: 0)
-        return types.SimpleNamespace(config=types.SimpleNamespace(broker_cluster_name="C"), store=store,
-                                     stats={"put": 0, "get": 0}, offsets=types.SimpleNamespace(table=table))
-
     huge = 1 << 70  # offsets are longs, their sum is not
     table = {f"T@G{i}": {0: 10 * i, 1: huge if i == 97 else 0} for i in range(100)}
     kept = [f"T@G{i}" for i in (3, 50, 97, 99)]
-    everything, trimmed = broker_with(table), broker_with(table)
+    everything, trimmed = _broker_with_offsets(table), _broker_with_offsets(table)
     reference, manager = stats.BrokerStatsManager(), stats.BrokerStatsManager()
     for round_ in range(1, 12):
         for i in range(100):
