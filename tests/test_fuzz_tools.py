@@ -113,6 +113,19 @@ def test_the_pool_census_finds_the_blocks_made() -> None:
     assert {size for _arena, size, _count, _capacity in pools.values()} <= set(range(16, 513, 16))
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/mem")
+def test_the_pool_census_skips_a_region_gone_before_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    census = _load()
+    real = census._anon_regions
+    # the first 64 KiB are never mapped (vm.mmap_min_addr): as a region unmapped by another thread after
+    # /proc/self/maps listed it; reading it at its address was a SIGSEGV that killed a fuzz run's broker
+    monkeypatch.setattr(census, "_anon_regions", lambda: [(0, 4 * census.POOL_SIZE), *real()])
+    made = [float(n) + 0.5 for n in range(5_000)]
+    pools = census._pools()
+    assert all(id(x) & ~(census.POOL_SIZE - 1) in pools for x in made)
+    assert not any(addr < 4 * census.POOL_SIZE for addr in pools)
+
+
 def test_the_peak_watcher_names_the_code_of_a_burst(monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 

@@ -826,6 +826,10 @@ async def run(args: argparse.Namespace) -> int:
                 await fuzz(ns_proc.addr, b_proc.addr, {p.name: p.proc.pid for p in procs})
             finally:
                 exits = {p.name: await stop_server(p) for p in procs}
+                # (also when the run broke off, e.g. a server died: its log goes with the workdir otherwise)
+                for p in procs:
+                    (out / f"{p.name}.log.tail").write_text(p.log.path.read_text(errors="replace")[-200_000:])
+                print(f"server exit codes: {exits}", flush=True)
             for p in procs:
                 p.log.scan()
                 findings.total += p.log.tracebacks
@@ -840,7 +844,6 @@ async def run(args: argparse.Namespace) -> int:
                 if p.log.dropped_errors:  # a traceback may be among them: a finding, as a traceback is
                     key = f"{p.name}: {p.log.dropped_errors} ERROR log records dropped"
                     findings.unique[key] = {"key": key, "count": p.log.dropped_errors, "traceback": ""}
-                (out / f"{p.name}.log.tail").write_text(p.log.path.read_text(errors="replace")[-200_000:])
             stats.exits = exits
         else:
             time_dispatches(stats)

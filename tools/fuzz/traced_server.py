@@ -204,17 +204,27 @@ def _pools() -> dict[int, tuple[int, int, int, int]]:
     """Every pymalloc pool in use or emptied: address -> (arena index, block size, blocks used, capacity).
     A pool is found by its header, whose fields must agree (an untouched page reads as zeros and fails)."""
     found = {}
-    for lo, hi in _anon_regions():
-        addr = (lo + POOL_SIZE - 1) & ~(POOL_SIZE - 1)
-        while addr + POOL_SIZE <= hi:
-            raw = ctypes.string_at(addr, _POOL_HEADER)
-            count, arena = int.from_bytes(raw[0:4], "little"), int.from_bytes(raw[32:36], "little")
-            szidx, nextoffset, maxnext = (int.from_bytes(raw[i:i + 4], "little") for i in (36, 40, 44))
-            size = (szidx + 1) * 16
-            capacity = (POOL_SIZE - _POOL_HEADER) // size
-            if szidx < 32 and maxnext == POOL_SIZE - size and nextoffset <= POOL_SIZE and count <= capacity:
-                found[addr] = (arena, size, count, capacity)
-            addr += POOL_SIZE
+    # read through /proc/self/mem, not at the address: a region another thread unmaps meanwhile (glibc
+    # giving back a big block, a worker's stack) is then an error to skip, not a SIGSEGV (which killed a run)
+    mem = os.open("/proc/self/mem", os.O_RDONLY)
+    try:
+        for lo, hi in _anon_regions():
+            first = (lo + POOL_SIZE - 1) & ~(POOL_SIZE - 1)
+            for addr in range(first, hi - POOL_SIZE + 1, POOL_SIZE):
+                try:
+                    raw = os.pread(mem, _POOL_HEADER, addr)
+                except OSError:
+                    continue
+                if len(raw) < _POOL_HEADER:
+                    continue
+                count, arena = int.from_bytes(raw[0:4], "little"), int.from_bytes(raw[32:36], "little")
+                szidx, nextoffset, maxnext = (int.from_bytes(raw[i:i + 4], "little") for i in (36, 40, 44))
+                size = (szidx + 1) * 16
+                capacity = (POOL_SIZE - _POOL_HEADER) // size
+                if szidx < 32 and maxnext == POOL_SIZE - size and nextoffset <= POOL_SIZE and count <= capacity:
+                    found[addr] = (arena, size, count, capacity)
+    finally:
+        os.close(mem)
     return found
 
 
