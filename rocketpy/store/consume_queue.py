@@ -30,6 +30,10 @@ ALLOCATION_CHUNK = 64 * 1024
 class ConsumeQueue:
     """The logical queue of one (topic, queueId)."""
 
+    __slots__ = (
+        "topic", "queue_id", "mapped_file_size", "dir", "mfq", "max_physic_offset", "min_logic_offset", "failed_from",
+    )  # fmt: skip
+
     def __init__(
         self, topic: str, queue_id: int, root: str, mapped_file_size: int, *, sync_hook: SyncHook | None = None
     ) -> None:

@@ -145,8 +145,25 @@ def allocate(fd: int, offset: int, length: int) -> None:
             log.warning("this filesystem cannot preallocate store files (%s): a full disk may stop the broker", exc)
 
 
+#: The locks of mapped files, shared by stripe: a store keeps thousands of files, and two locks of their own each
+#: were two objects and two OS semaphores (C heap) per file, left scattered through memory by files made while
+#: the broker served. Sharing is safe because no code holds two files' locks of one kind at once; a file's
+#: stripe is fixed when it is made.
+LOCK_STRIPES = 64
+_FILE_LOCKS = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
+_WRITE_LOCKS = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
+_next_stripe = 0
+
+
 class MappedFile:
     """One mapped file of ``file_size`` bytes whose name is its start offset."""
+
+    # (slots: a store holds a MappedFile per file for as long as it runs)
+    __slots__ = (
+        "path", "file_size", "file_from_offset", "wrote_position", "flushed_position", "store_timestamp",
+        "first_create_in_queue", "_sync_hook", "_lock", "_write_lock", "_closed", "allocation_chunk", "write_fd",
+        "allocated", "_allocated_end", "mm", "_address",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -161,19 +178,21 @@ class MappedFile:
         allocated (default: the first ``allocation_chunk``, or the whole file without one); an
         existing file is mapped as it is, ``allocated`` up to its first hole. OSError when the file
         cannot be made, and then nothing is left behind."""
+        global _next_stripe
         self.path = path
-        self.file_name = os.path.basename(path)
         self.file_size = file_size
-        self.file_from_offset = int(self.file_name)
+        self.file_from_offset = int(os.path.basename(path))
         self.wrote_position = 0
         self.flushed_position = 0
         self.store_timestamp = 0  # of the last record appended (CommitLog only)
         self.first_create_in_queue = False
         self._sync_hook = sync_hook
-        self._lock = threading.Lock()
+        stripe = _next_stripe = (_next_stripe + 1) % LOCK_STRIPES
+        #: held over an msync, a drop of cached pages and the unmapping (never the put path)
+        self._lock = _FILE_LOCKS[stripe]
         #: held by a pwrite from Python (it lets the GIL go) and by the descriptor's close: a put racing a close
         #: must never write into whatever file the descriptor number is given to next
-        self._write_lock = threading.Lock()
+        self._write_lock = _WRITE_LOCKS[stripe]
         self._closed = False
         self.allocation_chunk = allocation_chunk
         #: the descriptor appends pwrite into while this is the file being written (advise_writing), else -1
@@ -209,6 +228,10 @@ class MappedFile:
         os.close(fd)
 
     # -- state -----------------------------------------------------------------
+
+    @property
+    def file_name(self) -> str:
+        return os.path.basename(self.path)
 
     @property
     def read_position(self) -> int:
@@ -450,6 +473,11 @@ class MappedFile:
 
 class MappedFileQueue:
     """The files of one directory, contiguous by offset: a CommitLog or a ConsumeQueue."""
+
+    __slots__ = (
+        "store_path", "mapped_file_size", "allocation_chunk", "write_pages", "drop_behind", "_dropped_where",
+        "_drop_lock", "files", "flushed_where", "store_timestamp", "_sync_hook", "_lock",
+    )  # fmt: skip
 
     def __init__(
         self,
