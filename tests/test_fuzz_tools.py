@@ -260,3 +260,35 @@ async def test_the_clean_up_deletes_what_the_run_made_and_nothing_else(tmp_path:
             # a namespace stays, empty, after its last key went (Java's deleteKVConfig keeps its map too)
             assert {ns: set(kv) for ns, kv in namesrv.kv.table.items()} == {"NsKept": {"k"}, "NsMade": set()}
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/PID/status")
+async def test_the_restart_sample_measures_both_servers_on_what_the_run_left_and_stops_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rocketpy.codecs import ResponseCode
+    from rocketpy.testing import broker_client
+
+    fuzz = _load("fuzz_servers")
+    servers = sys.modules["server_process"]
+    ns, broker = await servers.start_servers(tmp_path)
+    try:
+        async with broker_client(broker.addr) as c:
+            assert (await c.send("TLeft", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+    finally:
+        for p in (ns, broker):
+            await servers.stop_server(p)
+    (tmp_path / "broker.snap.heap.0").write_text("the run's report, read already")
+    stopped: list[int | None] = []
+
+    async def stop(p: object) -> int:
+        code = await servers.stop_server(p)
+        stopped.append(p.proc.returncode)  # type: ignore[attr-defined]
+        return code
+
+    monkeypatch.setattr(fuzz, "stop_server", stop)
+    memory = await fuzz.restarted_memory(tmp_path, traced=False, heap=False, out=tmp_path)
+    assert set(memory) == {"namesrv", "broker"}
+    assert all(m["RssAnon"] > 0 for m in memory.values())
+    assert len(stopped) == 2 and None not in stopped
+    assert not (tmp_path / "broker.snap.heap.0").exists()

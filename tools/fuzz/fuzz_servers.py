@@ -701,6 +701,7 @@ async def run(args: argparse.Namespace) -> int:
     log_dropped: dict[str, int] = {}
     after_clean_up: dict[str, dict[str, int]] = {}
     after_expiry: dict[str, dict[str, int]] = {}
+    restarted: dict[str, dict[str, int]] = {}
     started = time.monotonic()
 
     async def report_heaps() -> None:
@@ -845,6 +846,8 @@ async def run(args: argparse.Namespace) -> int:
                     key = f"{p.name}: {p.log.dropped_errors} ERROR log records dropped"
                     findings.unique[key] = {"key": key, "count": p.log.dropped_errors, "traceback": ""}
             stats.exits = exits
+            if args.restart:
+                restarted.update(await restarted_memory(workdir, traced=args.tracemalloc, heap=args.heap, out=out))
         else:
             time_dispatches(stats)
             ns = NameServer(NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kv.json",
@@ -873,6 +876,7 @@ async def run(args: argparse.Namespace) -> int:
         # the allocator's first arenas are in place); a long run's end is compared with it as well as with start
         "memory_kib": {name: {"start": m[0], "warm": m[1] if len(m) > 2 else None, "end": m[-1],
                               "after_clean_up": after_clean_up.get(name), "after_expiry": after_expiry.get(name),
+                              "restarted": restarted.get(name),
                               "series": m}
                        for name, m in memory.items()},
         "clean_up": cleaned,
@@ -890,9 +894,27 @@ async def run(args: argparse.Namespace) -> int:
     runs.append(result)
     prev.write_text(json.dumps(runs, indent=1))
     print(json.dumps({k: v for k, v in result.items() if k != "memory_kib"}, indent=1))
-    kept = ("start", "warm", "end", "after_clean_up", "after_expiry")
+    kept = ("start", "warm", "end", "after_clean_up", "after_expiry", "restarted")
     print(json.dumps({n: {k: m[k] for k in kept} for n, m in result["memory_kib"].items()}))
     return 1 if (stats.lost or stats.unanswered_probes or stats.hogs or findings.unique) else 0
+
+
+async def restarted_memory(workdir: Path, *, traced: bool, heap: bool, out: Path) -> dict[str, dict[str, int]]:
+    """Both servers started again, as the run started them, on what the run left (the store, kvConfig.json)
+    and sampled as the run's start was (after a heap report with ``heap``, kept as <name>-restarted-heap.txt):
+    what that state takes in a fresh process. The run's end above this is what its traffic left in the
+    allocators rather than in the data."""
+    for old in workdir.glob("*.snap*"):  # the run's dumps, read already: the new processes number theirs from 0
+        old.unlink()
+    procs = await start_servers(workdir, traced=traced, heap=heap)
+    try:
+        if heap:
+            for p in procs:
+                (out / f"{p.name}-restarted-heap.txt").write_text(await p.heap_report(workdir))
+        return {p.name: {"t": 0, **p.memory()} for p in procs}
+    finally:
+        for p in procs:
+            await stop_server(p)
 
 
 def tuple_addr(addr: str) -> tuple[str, int]:
@@ -924,6 +946,9 @@ def main() -> int:
     ap.add_argument("--no-clean-up", dest="clean_up", action="store_false",
                     help="leave the topics and groups the run made (by default they are deleted after the end "
                          "sample, and memory is sampled again: what is then left is what nothing asked to keep)")
+    ap.add_argument("--no-restart", dest="restart", action="store_false",
+                    help="with --servers process: do not start the servers again on what the run left to sample "
+                         "the memory that state takes in fresh processes (memory_kib's 'restarted')")
     ap.add_argument("--settle", type=float, default=10.0,
                     help="seconds to wait after the last connection before the final memory sample")
     args = ap.parse_args()
