@@ -41,7 +41,9 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.mapped_file_size = mapped_file_size
         self.dir = os.path.join(root, topic, str(queue_id))
-        self.mfq = MappedFileQueue(self.dir, mapped_file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK)
+        self.mfq = MappedFileQueue(
+            self.dir, mapped_file_size, sync_hook=sync_hook, allocation_chunk=ALLOCATION_CHUNK, shared_locks=True
+        )
         self.max_physic_offset = -1  # end (offset + size) of the last record indexed
         self.min_logic_offset = 0  # byte offset of the first live unit
         #: CommitLog offset of the first record this queue could not take (no disk space): later

@@ -51,7 +51,8 @@ flush may run in a worker thread (trio.to_thread). Appends never take the file's
 lock (a pwrite from Python and the close of ``write_fd`` share a small write lock of
 their own, never held over an msync); flush, close and destroy serialise on the file's
 lock so a file is never unmapped under an msync. Structural changes of a queue (new/removed files) take the
-queue's lock.
+queue's lock. The files of a ConsumeQueue (``shared_locks``) take both locks from 64 stripes shared by
+all such files (see LOCK_STRIPES): closing one may wait for another's msync.
 """
 
 from __future__ import annotations
@@ -145,10 +146,12 @@ def allocate(fd: int, offset: int, length: int) -> None:
             log.warning("this filesystem cannot preallocate store files (%s): a full disk may stop the broker", exc)
 
 
-#: The locks of mapped files, shared by stripe: a store keeps thousands of files, and two locks of their own each
-#: were two objects and two OS semaphores (C heap) per file, left scattered through memory by files made while
-#: the broker served. Sharing is safe because no code holds two files' locks of one kind at once; a file's
-#: stripe is fixed when it is made.
+#: The locks of ConsumeQueue files, shared by stripe: a broker keeps thousands of them, and two locks of their
+#: own each were two objects and two OS semaphores (C heap) per file, left scattered through memory by files made
+#: while the broker served. Sharing is safe because no code holds two files' locks of one kind at once (a
+#: SyncHook must not flush, close or drop another file); a file's stripe is fixed when it is made. The cost: a
+#: close waits for the msync of another file of its stripe, a small ConsumeQueue range. CommitLog, index and
+#: DLedger files, few and big, keep locks of their own, so that no msync of theirs waits for another file's.
 LOCK_STRIPES = 64
 _FILE_LOCKS = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
 _WRITE_LOCKS = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
@@ -173,6 +176,7 @@ class MappedFile:
         sync_hook: SyncHook | None = None,
         allocation_chunk: int = 0,
         initial_allocation: int | None = None,
+        shared_locks: bool = False,
     ) -> None:
         """Map ``path``, creating it when it does not exist, with ``initial_allocation`` bytes
         allocated (default: the first ``allocation_chunk``, or the whole file without one); an
@@ -187,12 +191,14 @@ class MappedFile:
         self.store_timestamp = 0  # of the last record appended (CommitLog only)
         self.first_create_in_queue = False
         self._sync_hook = sync_hook
-        stripe = _next_stripe = (_next_stripe + 1) % LOCK_STRIPES
-        #: held over an msync, a drop of cached pages and the unmapping (never the put path)
-        self._lock = _FILE_LOCKS[stripe]
-        #: held by a pwrite from Python (it lets the GIL go) and by the descriptor's close: a put racing a close
-        #: must never write into whatever file the descriptor number is given to next
-        self._write_lock = _WRITE_LOCKS[stripe]
+        if shared_locks:
+            stripe = _next_stripe = (_next_stripe + 1) % LOCK_STRIPES  # (a race here only skews the spread)
+            self._lock, self._write_lock = _FILE_LOCKS[stripe], _WRITE_LOCKS[stripe]
+        else:
+            self._lock, self._write_lock = threading.Lock(), threading.Lock()
+        # _lock: held over an msync, a drop of cached pages and the unmapping (never the put path).
+        # _write_lock: held by a pwrite from Python (it lets the GIL go) and by the descriptor's close: a put
+        # racing a close must never write into whatever file the descriptor number is given to next.
         self._closed = False
         self.allocation_chunk = allocation_chunk
         #: the descriptor appends pwrite into while this is the file being written (advise_writing), else -1
@@ -476,7 +482,7 @@ class MappedFileQueue:
 
     __slots__ = (
         "store_path", "mapped_file_size", "allocation_chunk", "write_pages", "drop_behind", "_dropped_where",
-        "_drop_lock", "files", "flushed_where", "store_timestamp", "_sync_hook", "_lock",
+        "_drop_lock", "files", "flushed_where", "store_timestamp", "_sync_hook", "_lock", "shared_locks",
     )  # fmt: skip
 
     def __init__(
@@ -488,8 +494,11 @@ class MappedFileQueue:
         allocation_chunk: int = 0,
         write_pages: bool = False,
         drop_behind: int = 0,
+        shared_locks: bool = False,
     ) -> None:
         self.store_path = store_path
+        #: the files take their locks from the shared stripes (a ConsumeQueue's: see LOCK_STRIPES)
+        self.shared_locks = shared_locks
         self.mapped_file_size = mapped_file_size
         self.allocation_chunk = allocation_chunk
         #: the file being written keeps 4 KiB page-cache pages (see the module docstring)
@@ -530,9 +539,7 @@ class MappedFileQueue:
                         f"{self.mapped_file_size}; check mappedFileSize* settings"
                     )
                 log.warning("%s is short (%d bytes): extending it to %d", path, size, self.mapped_file_size)
-            mf = MappedFile(
-                path, self.mapped_file_size, sync_hook=self._sync_hook, allocation_chunk=self.allocation_chunk
-            )
+            mf = self._open(path)
             mf.set_positions(self.mapped_file_size)
             self.files.append(mf)
         if self.write_pages and self.files:
@@ -565,8 +572,7 @@ class MappedFileQueue:
 
     def _create(self, offset: int) -> MappedFile:
         """A new file at ``offset`` (OSError, e.g. ENOSPC, when its blocks cannot be allocated)."""
-        path = os.path.join(self.store_path, offset_to_file_name(offset))
-        mf = MappedFile(path, self.mapped_file_size, sync_hook=self._sync_hook, allocation_chunk=self.allocation_chunk)
+        mf = self._open(os.path.join(self.store_path, offset_to_file_name(offset)))
         if self.write_pages:
             mf.advise_writing(True)
         with self._lock:
@@ -574,6 +580,12 @@ class MappedFileQueue:
                 mf.first_create_in_queue = True
             self.files.append(mf)
         return mf
+
+    def _open(self, path: str) -> MappedFile:
+        return MappedFile(
+            path, self.mapped_file_size, sync_hook=self._sync_hook, allocation_chunk=self.allocation_chunk,
+            shared_locks=self.shared_locks,
+        )
 
     def find_by_offset(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
         files = self.files
