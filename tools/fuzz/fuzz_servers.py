@@ -826,10 +826,16 @@ async def run(args: argparse.Namespace) -> int:
             try:
                 await fuzz(ns_proc.addr, b_proc.addr, {p.name: p.proc.pid for p in procs})
             finally:
-                exits = {p.name: await stop_server(p) for p in procs}
-                # (also when the run broke off, e.g. a server died: its log goes with the workdir otherwise)
-                for p in procs:
-                    (out / f"{p.name}.log.tail").write_text(p.log.path.read_text(errors="replace")[-200_000:])
+                exits: dict[str, int] = {}
+                with trio.CancelScope(shield=True):  # (also when the run broke off or is cancelled)
+                    for p in procs:
+                        try:
+                            exits[p.name] = await stop_server(p)
+                        except Exception as exc:  # (the other server is still stopped)
+                            print(f"cannot stop the {p.name}: {exc!r}", flush=True)
+                            p.proc.kill()
+                        finally:  # a server that died: its log goes with the workdir otherwise
+                            (out / f"{p.name}.log.tail").write_text(p.log.path.read_text(errors="replace")[-200_000:])
                 print(f"server exit codes: {exits}", flush=True)
             for p in procs:
                 p.log.scan()

@@ -213,7 +213,7 @@ def _pools() -> dict[int, tuple[int, int, int, int]]:
             for addr in range(first, hi - POOL_SIZE + 1, POOL_SIZE):
                 try:
                     raw = os.pread(mem, _POOL_HEADER, addr)
-                except OSError:
+                except (OSError, OverflowError):  # (an offset is a signed 64-bit number)
                     continue
                 if len(raw) < _POOL_HEADER:
                     continue
