@@ -58,6 +58,7 @@ all such files (see LOCK_STRIPES): closing one may wait for another's msync.
 from __future__ import annotations
 
 import errno
+import itertools
 import logging
 import mmap
 import os
@@ -155,7 +156,7 @@ def allocate(fd: int, offset: int, length: int) -> None:
 LOCK_STRIPES = 64
 _FILE_LOCKS = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
 _WRITE_LOCKS = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
-_next_stripe = 0
+_stripe_turns = itertools.count()  # files take the stripes in turn
 
 
 class MappedFile:
@@ -182,7 +183,6 @@ class MappedFile:
         allocated (default: the first ``allocation_chunk``, or the whole file without one); an
         existing file is mapped as it is, ``allocated`` up to its first hole. OSError when the file
         cannot be made, and then nothing is left behind."""
-        global _next_stripe
         self.path = path
         self.file_size = file_size
         self.file_from_offset = int(os.path.basename(path))
@@ -192,7 +192,7 @@ class MappedFile:
         self.first_create_in_queue = False
         self._sync_hook = sync_hook
         if shared_locks:
-            stripe = _next_stripe = (_next_stripe + 1) % LOCK_STRIPES  # (a race here only skews the spread)
+            stripe = next(_stripe_turns) % LOCK_STRIPES
             self._lock, self._write_lock = _FILE_LOCKS[stripe], _WRITE_LOCKS[stripe]
         else:
             self._lock, self._write_lock = threading.Lock(), threading.Lock()
