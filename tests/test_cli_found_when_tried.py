@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -145,11 +147,18 @@ def test_bad_values_are_named(cluster: Cluster, capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.parametrize("options", [[], ["-V"], ["--json"]])
+@pytest.mark.skipif(not hasattr(fcntl, "F_SETPIPE_SZ"), reason="the pipe's size is set with Linux's F_SETPIPE_SZ")
 def test_sniff_into_head_is_quiet(options: list[str]) -> None:
-    sniff = subprocess.Popen([sys.executable, "-m", "rocketpy.cli", "sniff", "-r", str(CAPTURE), *options],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert sniff.stdout is not None and sniff.stderr is not None
-    sniff.stdout.readline()
-    sniff.stdout.close()  # as head does after its line
+    # a pipe of one page, smaller than the listing even without -V: the sniffer cannot have written it
+    # all (and exited 0) before this end closes, however the two are scheduled
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    with open(read_end, "rb") as stdout:
+        sniff = subprocess.Popen([sys.executable, "-m", "rocketpy.cli", "sniff", "-r", str(CAPTURE), *options],
+                                 stdout=write_end, stderr=subprocess.PIPE)
+        os.close(write_end)
+        assert sniff.stderr is not None
+        stdout.readline()
+    # closed, as head does after its line
     assert sniff.wait(60) == 141
     assert sniff.stderr.read() == b""
