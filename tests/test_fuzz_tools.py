@@ -13,6 +13,8 @@ from types import ModuleType
 
 import pytest
 
+from rocketpy import heap
+
 TOOL = Path(__file__).resolve().parent.parent / "tools" / "fuzz" / "traced_server.py"
 pytestmark = pytest.mark.timeout(60)
 
@@ -38,6 +40,7 @@ def traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ModuleTy
     monkeypatch.setattr(mod, "_big_objects", lambda tracked: [])
     monkeypatch.setattr(mod, "_exception_holders", lambda tracked: [])
     monkeypatch.setattr(mod, "_pool_census", lambda tracked: [])
+    monkeypatch.setattr(mod, "_mmapped_chunks", lambda: [])
     yield mod
 
 
@@ -124,6 +127,23 @@ def test_the_pool_census_skips_a_region_gone_before_it_is_read(monkeypatch: pyte
     pools = census._pools()
     assert all(id(x) & ~(census.POOL_SIZE - 1) in pools for x in made)
     assert not any(addr < 4 * census.POOL_SIZE for addr in pools)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads glibc's chunk headers from /proc/self/mem")
+def test_the_heap_report_lists_glibc_mapped_blocks_by_what_they_hold() -> None:
+    census = _load()
+    # as the servers do: blocks from 128 KiB up get a mapping of their own, when no free space in the heap
+    # can take them: these are bigger than all of it
+    if not heap.tune():
+        pytest.skip("the C library is not glibc")
+    size = census._mallinfo2()["fordblks"] + (1 << 20)
+    big = b"x" * size
+    items = [None] * (size // 8)
+    found = census._mmapped_chunks()
+    # a bytes object starts its block: named by type; a list's items are a block of pointers: shown raw
+    assert f"mmapped chunk {(sys.getsizeof(big) + 16 + 4095) // 4096 * 4} KiB: bytes" in found
+    kib = (len(items) * 8 + 16 + 4095) // 4096 * 4
+    assert any(line.startswith(f"mmapped chunk {kib} KiB: b'") for line in found)
 
 
 def test_the_peak_watcher_names_the_code_of_a_burst(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,10 @@
 """``python tools/fuzz/traced_server.py ARGS``: ``rocketpy ARGS`` under watch, for fuzz_servers.py --servers
 process. With tracemalloc on (unless ``TRACED_SERVER_TRACEMALLOC=0``), SIGUSR1 dumps a snapshot to
 ``$TRACED_SERVER_DUMP.<n>`` (n counts from 0). SIGUSR2 writes a report of the C heap to
-``$TRACED_SERVER_DUMP.heap.<n>``: glibc's mallinfo2, the anonymous mappings by kind, and pymalloc's arenas
-(what tracemalloc cannot see: memory freed but still resident). With ``TRACED_SERVER_PEAKS=1`` a thread
+``$TRACED_SERVER_DUMP.heap.<n>``: glibc's mallinfo2, the anonymous mappings by kind, glibc's mapped blocks,
+and pymalloc's arenas (what tracemalloc cannot see: memory freed but still resident); with
+``TRACED_SERVER_FROZEN=1`` also the big tables among what start-up made (a walk from the modules whose
+own memory shows in the figures after it). With ``TRACED_SERVER_PEAKS=1`` a thread
 notes what the server ran at each new high of pymalloc blocks, and the report lists the latest."""
 
 from __future__ import annotations
@@ -156,6 +158,24 @@ _HEADER_SIZES = {cls: sys.getsizeof(cls()) for cls in (list, dict, set, bytearra
     array.array: sys.getsizeof(array.array("q"))}
 
 
+def _frozen(tracked: list[Any]) -> list[Any]:
+    """The tracked objects reachable from the modules and the threads' frames but not among ``tracked``
+    (gc.get_objects() leaves the frozen generation out)."""
+    known = {id(obj) for obj in tracked}
+    found: list[Any] = []
+    seen: set[int] = set()
+    todo: list[Any] = [sys.modules, *sys._current_frames().values()]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if id(obj) not in known:
+            found.append(obj)
+        todo.extend(ref for ref in gc.get_referents(obj) if gc.is_tracked(ref) and id(ref) not in seen)
+    return found
+
+
 def _exception_holders(tracked: list[Any], limit: int = 15) -> list[str]:
     """What keeps exceptions alive (each holds its traceback, whose frames hold their locals): an
     exception's type with what refers to it, the code of the frames that are alive, and the closures
@@ -198,6 +218,47 @@ def _anon_regions() -> list[tuple[int, int]]:
                 lo, hi = (int(x, 16) for x in parts[0].split("-"))
                 out.append((lo, hi))
     return out
+
+
+def _all_types() -> dict[int, type]:
+    """Every class by its address, to name what a block's type pointer points at."""
+    out: dict[int, type] = {}
+    todo: list[type] = [object]
+    while todo:
+        cls = todo.pop()
+        if id(cls) not in out:
+            out[id(cls)] = cls
+            todo.extend(type.__subclasses__(cls))
+    return out
+
+
+def _mmapped_chunks() -> list[str]:
+    """glibc's mapped blocks (a page that starts a chunk with IS_MMAPPED, of the mmap threshold or more, in
+    an anonymous region: neighbouring mappings show as one): their sizes and, where the block starts a
+    Python object, its type; else its first bytes."""
+    types = _all_types()
+    lines = []
+    mem = os.open("/proc/self/mem", os.O_RDONLY)
+    try:
+        for lo, hi in _anon_regions():
+            addr = lo
+            while addr + 64 <= hi:
+                try:
+                    raw = os.pread(mem, 64, addr)
+                except (OSError, OverflowError):
+                    raw = b""
+                size = int.from_bytes(raw[8:16], "little") if len(raw) == 64 else 0
+                # prev_size 0, flags IS_MMAPPED only, a whole number of pages that fits the region
+                if raw[:8] != bytes(8) or size & 4095 != 2 or not 128 << 10 <= size - 2 <= hi - addr:
+                    addr += 4096
+                    continue
+                type_ptr = int.from_bytes(raw[24:32], "little")
+                what = types[type_ptr].__qualname__ if type_ptr in types else repr(raw[16:64])
+                lines.append(f"mmapped chunk {(size - 2) // 1024} KiB: {what}")
+                addr += size - 2
+    finally:
+        os.close(mem)
+    return lines
 
 
 def _pools() -> dict[int, tuple[int, int, int, int]]:
@@ -375,6 +436,11 @@ def _heap(signum: int, frame: Any) -> None:
                      + "; collected " + " ".join(str(g["collected"]) for g in gc.get_stats())
                      + "; pending " + " ".join(str(n) for n in gc.get_count()))
         lines += _big_objects(tracked)
+        lines += _mmapped_chunks()
+        # start-up's tables are frozen, out of gc.get_objects(): a table that grew under the traffic and
+        # was emptied keeps its size (sets and dicts never shrink on removal); found from the modules
+        if os.environ.get("TRACED_SERVER_FROZEN", "0") != "0":  # a walk of every object: costs memory
+            lines += ["frozen " + line for line in _big_objects(_frozen(tracked))]
         lines += _exception_holders(tracked)
         lines += _pool_census(tracked)
         del tracked
