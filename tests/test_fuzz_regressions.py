@@ -412,6 +412,57 @@ async def test_transaction_check_lets_other_work_run(tmp_path: Path) -> None:
         assert ran >= 50, f"the check ran {ran} other steps for 200 half messages"
 
 
+async def test_deleted_check_offsets_do_not_copy_every_half_again(tmp_path: Path) -> None:
+    # finding (30-minute run for issue #24): fuzzed DELETE_SUBSCRIPTIONGROUP requests for CID_RMQ_SYS_TRANS
+    # (with removeOffset) sent the transaction check back to the half queue's first message each time,
+    # and it put back a copy of every half it had put back before: 4.5 million copies of one half, a GB
+    # of CommitLog, still growing after the run. The check goes on from where it left the queue
+    from rocketpy.codecs.codes import MessageSysFlag, MixAll
+    from rocketpy.codecs.headers import DeleteSubscriptionGroupRequestHeader
+    from rocketpy.testing import broker_client, running_broker
+
+    half = MixAll.RMQ_SYS_TRANS_HALF_TOPIC
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            for i in range(20):
+                answer = await c.send("TTx", b"half-%d" % i, props={"TRAN_MSG": "true", "PGROUP": "PGTx"},
+                                      sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+                assert answer.code == ResponseCode.SUCCESS
+            for round_ in range(1, 4):
+                await trio.sleep(0.01)  # stored before the check starts
+                await broker.transactions.check(0, 15)
+                assert broker.store.get_max_offset_in_queue(half, 0) == 20 * (round_ + 1)
+                forget = DeleteSubscriptionGroupRequestHeader(group_name=MixAll.CID_SYS_RMQ_TRANS, remove_offset=True)
+                answer = await c.invoke(RequestCode.DELETE_SUBSCRIPTIONGROUP, forget)
+                assert answer.code == ResponseCode.SUCCESS
+                assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) < 0
+
+
+async def test_a_half_born_before_the_files_kept_is_discarded(tmp_path: Path) -> None:
+    # needSkip, as Java's check: a half born longer ago than fileReservedTime is not checked but discarded
+    # (a fuzzed born timestamp of 1 was put back and checked 15 times); an unreadable check count is -1
+    from rocketpy.codecs.codes import MessageSysFlag, MixAll
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            for born, times in ((1, "0"), (None, "x"), (None, "15")):
+                header = c.send_header("TTx", {"TRAN_MSG": "true", "PGROUP": "PGTx", "TRANSACTION_CHECK_TIMES": times},
+                                       sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+                if born is not None:
+                    header.born_timestamp = born
+                answer = await c.invoke(RequestCode.SEND_MESSAGE_V2, header, b"half")
+                assert answer.code == ResponseCode.SUCCESS
+        await trio.sleep(0.01)
+        await broker.transactions.check(0, 15)
+        store = broker.store
+        # the old one and the one checked 15 times discarded; the one with "x" put back, counted 0
+        assert store.get_max_offset_in_queue(MixAll.RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, 0) == 2
+        assert store.get_max_offset_in_queue(MixAll.RMQ_SYS_TRANS_HALF_TOPIC, 0) == 4
+        copy = broker.transactions._read(MixAll.RMQ_SYS_TRANS_HALF_TOPIC, 3)
+        assert copy is not None and copy.properties["TRANSACTION_CHECK_TIMES"] == "0"
+
+
 @pytest.mark.parametrize("body", [b'{"clientID":"c","producerDataSet":[null]}',
                                   b'{"clientID":"c","consumerDataSet":[null],"producerDataSet":[]}',
                                   # the 30-minute run of 27 Nov: a null set raised TypeError

@@ -7,8 +7,8 @@ to RMQ_SYS_TRANS_OP_HALF_TOPIC; rollback writes only the op record. Every
 transactionCheckInterval the check walks the half queue from the CID_RMQ_SYS_TRANS
 offset: resolved halves are skipped, halves younger than transactionTimeOut stop the
 walk, others are appended again (TRANSACTION_CHECK_TIMES + 1) and the producer group
-gets CHECK_TRANSACTION_STATE; after transactionCheckMax checks a half is discarded
-to TRANS_CHECK_MAX_TIME_TOPIC.
+gets CHECK_TRANSACTION_STATE; after transactionCheckMax checks, or once born longer ago
+than fileReservedTime, a half is discarded to TRANS_CHECK_MAX_TIME_TOPIC.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..codecs.codes import MessageConst, MessageSysFlag, MixAll, PermName, Reque
 from ..codecs.headers import CheckTransactionStateRequestHeader
 from ..codecs.message import MessageExt, UniqIdGenerator, encode_message
 from ..javacompat.hashmap import hashmap_dict, property_key_order
+from ..javacompat.lang import parse_java_int, to_int64
 from ..store.types import MessageExtBrokerInner, PutMessageResult
 
 if TYPE_CHECKING:
@@ -40,6 +41,11 @@ _RW = int(PermName.PERM_WRITE | PermName.PERM_READ)
 MAX_PROCESS_TIME_LIMIT_MS = 60_000
 
 
+def _java_int_or(text: str, default: int, bits: int = 32) -> int:
+    value = parse_java_int(text, bits)
+    return default if value is None else value
+
+
 def _props_string(props: dict[str, str]) -> str:
     from ..codecs.message import properties_to_string
 
@@ -51,6 +57,8 @@ class TransactionalMessageService:
         self.broker = broker
         self._uniq = UniqIdGenerator()
         self.checks_sent = 0
+        #: where this process's checks left the half and op queues
+        self._walked: dict[str, int] = {}
 
     # -- prepare / end -------------------------------------------------------------------
     async def prepare_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
@@ -128,9 +136,19 @@ class TransactionalMessageService:
     def _consume_offset(self, topic: str) -> int:
         off = self.broker.offsets.query(CHECK_GROUP, topic, 0)
         if off < 0:
-            off = self.broker.store.get_min_offset_in_queue(topic, 0)
+            store = self.broker.store
+            # no offset: a first check starts at the queue's first message, as Java's. Offsets deleted while
+            # the broker runs (DELETE_SUBSCRIPTIONGROUP of CID_RMQ_SYS_TRANS with removeOffset) would have
+            # Java's check start there again and put back a copy of every half it put back before: each
+            # deletion doubled the half queue (4.5 million copies of one half in a 30-minute fuzz run,
+            # still growing after it). The check goes on from where it left the queue instead.
+            off = max(self._walked.get(topic, -1), store.get_min_offset_in_queue(topic, 0))
             self.broker.offsets.commit(CHECK_GROUP, topic, 0, off)
         return off
+
+    def _commit(self, topic: str, offset: int) -> None:
+        self.broker.offsets.commit(CHECK_GROUP, topic, 0, offset)
+        self._walked[topic] = offset
 
     def _read(self, topic: str, offset: int) -> MessageExt | None:
         cq = self.broker.store.find_consume_queue(topic, 0)
@@ -146,6 +164,7 @@ class TransactionalMessageService:
             return
         self.broker.topics.create_in_send_back(HALF, 1, _RW, 0)
         start = now_ms()
+        reserved_ms = self.broker.config.store.file_reserved_time * 3_600_000
         half_offset = self._consume_offset(HALF)
         op_offset = self._consume_offset(OP)
         # op records: which halves are resolved
@@ -186,8 +205,11 @@ class TransactionalMessageService:
             if msg is None:
                 i += 1
                 continue
-            times = int(msg.properties.get(MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES, "0") or 0)
-            if times >= check_max:
+            # needDiscard (a count Integer.parseInt refuses is -1: checked again, as 0 next time), or
+            # needSkip: born before the oldest files kept
+            counted = msg.properties.get(MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES)
+            times = None if counted is None else _java_int_or(counted, -1)
+            if (times is not None and times >= check_max) or now_ms() - msg.born_timestamp > reserved_ms:
                 await self._discard(msg)
                 i += 1
                 continue
@@ -197,25 +219,24 @@ class TransactionalMessageService:
             immunity = timeout_ms
             custom = msg.properties.get(MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
             if custom is not None:
-                try:
-                    immunity = int(custom) * 1000
-                except ValueError:
-                    pass
+                seconds = _java_int_or(custom, -1, bits=64)
+                if seconds != -1:  # getImmunityTime: -1, or what Long.parseLong refuses, is the timeout
+                    immunity = to_int64(seconds * 1000)
             if 0 <= age < immunity:
                 break
-            msg.properties[MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES] = str(times + 1)
+            msg.properties[MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES] = str(1 if times is None else times + 1)
             if not await self._put_back(msg):
                 break
             await self._send_check(msg)
             i += 1
         if i != half_offset:
-            self.broker.offsets.commit(CHECK_GROUP, HALF, 0, i)
+            self._commit(HALF, i)
         new_op = op_offset
         done = set(done_ops)
         while new_op in done:
             new_op += 1
         if new_op != op_offset:
-            self.broker.offsets.commit(CHECK_GROUP, OP, 0, new_op)
+            self._commit(OP, new_op)
 
     async def _put_back(self, msg: MessageExt) -> bool:
         """Append the half again (renewHalfMessageInner); ``msg`` takes the copy's offsets."""
