@@ -459,8 +459,19 @@ async def test_a_half_born_before_the_files_kept_is_discarded(tmp_path: Path) ->
         # the old one and the one checked 15 times discarded; the one with "x" put back, counted 0
         assert store.get_max_offset_in_queue(MixAll.RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, 0) == 2
         assert store.get_max_offset_in_queue(MixAll.RMQ_SYS_TRANS_HALF_TOPIC, 0) == 4
-        copy = broker.transactions._read(MixAll.RMQ_SYS_TRANS_HALF_TOPIC, 3)
-        assert copy is not None and copy.properties["TRANSACTION_CHECK_TIMES"] == "0"
+
+
+        def stored(topic: str, offset: int) -> dict[str, str]:
+            cq = store.find_consume_queue(topic, 0)
+            unit = cq.get_unit(offset) if cq is not None else None
+            msg = store.look_message_by_offset(unit.commit_log_offset, unit.size) if unit is not None else None
+            assert msg is not None
+            return msg.properties
+
+        # needDiscard counted the old one's check before needSkip discarded it; the copy of "x" counts 0
+        assert stored(MixAll.RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, 0)["TRANSACTION_CHECK_TIMES"] == "1"
+        assert stored(MixAll.RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, 1)["TRANSACTION_CHECK_TIMES"] == "15"
+        assert stored(MixAll.RMQ_SYS_TRANS_HALF_TOPIC, 3)["TRANSACTION_CHECK_TIMES"] == "0"
 
 
 @pytest.mark.parametrize("body", [b'{"clientID":"c","producerDataSet":[null]}',

@@ -142,7 +142,10 @@ class TransactionalMessageService:
             # Java's check start there again and put back a copy of every half it put back before: each
             # deletion doubled the half queue (4.5 million copies of one half in a 30-minute fuzz run,
             # still growing after it). The check goes on from where it left the queue instead.
-            off = max(self._walked.get(topic, -1), store.get_min_offset_in_queue(topic, 0))
+            off = store.get_min_offset_in_queue(topic, 0)
+            walked = self._walked.get(topic, -1)
+            if off < walked <= store.get_max_offset_in_queue(topic, 0):  # (a queue made anew starts over)
+                off = walked
             self.broker.offsets.commit(CHECK_GROUP, topic, 0, off)
         return off
 
@@ -209,13 +212,19 @@ class TransactionalMessageService:
             # needSkip: born before the oldest files kept
             counted = msg.properties.get(MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES)
             times = None if counted is None else _java_int_or(counted, -1)
-            if (times is not None and times >= check_max) or now_ms() - msg.born_timestamp > reserved_ms:
+            if times is not None and times >= check_max:
+                await self._discard(msg)
+                i += 1
+                continue
+            # needDiscard has counted this check before needSkip looks (a skipped half goes counted)
+            msg.properties[MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES] = str(1 if times is None else times + 1)
+            if to_int64(now_ms() - msg.born_timestamp) > reserved_ms:
                 await self._discard(msg)
                 i += 1
                 continue
             if msg.store_timestamp >= start:
                 break
-            age = now_ms() - msg.born_timestamp
+            age = to_int64(now_ms() - msg.born_timestamp)  # a long's difference, as Java's
             immunity = timeout_ms
             custom = msg.properties.get(MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
             if custom is not None:
@@ -224,7 +233,6 @@ class TransactionalMessageService:
                     immunity = to_int64(seconds * 1000)
             if 0 <= age < immunity:
                 break
-            msg.properties[MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES] = str(1 if times is None else times + 1)
             if not await self._put_back(msg):
                 break
             await self._send_check(msg)
