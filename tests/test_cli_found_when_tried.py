@@ -152,13 +152,16 @@ def test_sniff_into_head_is_quiet(options: list[str]) -> None:
     # a pipe of one page, smaller than the listing even without -V: the sniffer cannot have written it
     # all (and exited 0) before this end closes, however the two are scheduled
     read_end, write_end = os.pipe()
-    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
     with open(read_end, "rb") as stdout:
-        sniff = subprocess.Popen([sys.executable, "-m", "rocketpy.cli", "sniff", "-r", str(CAPTURE), *options],
-                                 stdout=write_end, stderr=subprocess.PIPE)
-        os.close(write_end)
-        assert sniff.stderr is not None
-        stdout.readline()
-    # closed, as head does after its line
-    assert sniff.wait(60) == 141
-    assert sniff.stderr.read() == b""
+        try:
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+            sniff = subprocess.Popen([sys.executable, "-m", "rocketpy.cli", "sniff", "-r", str(CAPTURE), *options],
+                                     stdout=write_end, stderr=subprocess.PIPE)
+        finally:
+            os.close(write_end)
+        with sniff:
+            stdout.readline()
+            stdout.close()  # as head does after its line
+            _, errors = sniff.communicate(timeout=60)
+    assert sniff.returncode == 141
+    assert errors == b""

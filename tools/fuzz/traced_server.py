@@ -159,12 +159,12 @@ _HEADER_SIZES = {cls: sys.getsizeof(cls()) for cls in (list, dict, set, bytearra
 
 
 def _frozen(tracked: list[Any]) -> list[Any]:
-    """The tracked objects reachable from the modules and the threads' frames but not among ``tracked``
-    (gc.get_objects() leaves the frozen generation out)."""
+    """The tracked objects reachable from the modules but not among ``tracked`` (gc.get_objects() leaves
+    the frozen generation out)."""
     known = {id(obj) for obj in tracked}
     found: list[Any] = []
     seen: set[int] = set()
-    todo: list[Any] = [sys.modules, *sys._current_frames().values()]
+    todo: list[Any] = [sys.modules]
     while todo:
         obj = todo.pop()
         if id(obj) in seen:
@@ -235,10 +235,16 @@ def _all_types() -> dict[int, type]:
 def _mmapped_chunks() -> list[str]:
     """glibc's mapped blocks (a page that starts a chunk with IS_MMAPPED, of the mmap threshold or more, in
     an anonymous region: neighbouring mappings show as one): their sizes and, where the block starts a
-    Python object, its type; else its first bytes."""
+    Python object (after a GC header or not), its type; else its first bytes. Then how many were found and
+    their size, to hold against mallinfo2's hblks and hblkhd (a chunk this misses, or a page it takes
+    for one, shows there)."""
     types = _all_types()
     lines = []
-    mem = os.open("/proc/self/mem", os.O_RDONLY)
+    try:
+        mem = os.open("/proc/self/mem", os.O_RDONLY)
+    except OSError as exc:
+        return [f"mmapped chunks: {exc!r}"]
+    total = 0
     try:
         for lo, hi in _anon_regions():
             addr = lo
@@ -252,13 +258,15 @@ def _mmapped_chunks() -> list[str]:
                 if raw[:8] != bytes(8) or size & 4095 != 2 or not 128 << 10 <= size - 2 <= hi - addr:
                     addr += 4096
                     continue
-                type_ptr = int.from_bytes(raw[24:32], "little")
-                what = types[type_ptr].__qualname__ if type_ptr in types else repr(raw[16:64])
+                found = [types[ptr] for ptr in (int.from_bytes(raw[at:at + 8], "little") for at in (24, 40))
+                         if ptr in types]
+                what = found[0].__qualname__ if found else repr(raw[16:64])
                 lines.append(f"mmapped chunk {(size - 2) // 1024} KiB: {what}")
+                total += size - 2
                 addr += size - 2
     finally:
         os.close(mem)
-    return lines
+    return [*lines, f"mmapped chunks found {len(lines)}, {total} bytes"]
 
 
 def _pools() -> dict[int, tuple[int, int, int, int]]:
