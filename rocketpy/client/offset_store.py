@@ -16,9 +16,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import trio
+
 from ..codecs.bodies import MessageQueue
 from ..codecs.bodies.store_config import OffsetSerializeWrapper
 from ..codecs.errors import CodecError
+from ..javacompat.files import string_to_file
 from ..remoting import RemotingError
 from .errors import MQBrokerError, MQClientError
 from .route import MASTER_ID
@@ -181,17 +184,8 @@ class LocalFileOffsetStore(OffsetStore):
             return
         table = {mq: off for mq, off in self.table.items() if mq in wanted}
         text = OffsetSerializeWrapper(offset_table=table).encode(pretty=True)
-        write_file_safely(self.path, text)
+        # MixAll.string2File, off the event loop (it waits for the disk)
+        await trio.to_thread.run_sync(string_to_file, text, str(self.path))
 
     async def persist(self, mq: MessageQueue) -> None:
         pass  # Java persists broadcasting offsets only all together
-
-
-def write_file_safely(path: Path, data: bytes) -> None:
-    """MixAll.string2File: write ``.tmp``, keep the old content as ``.bak``, then move into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_bytes(data)
-    if path.exists():
-        Path(str(path) + ".bak").write_bytes(path.read_bytes())
-    os.replace(tmp, path)

@@ -2,5 +2,6 @@
 
 * :mod:`.lang`: Integer/Long parsing and overflow, String.hashCode, hashCode of boxed keys;
 * :mod:`.hashmap`: HashMap / HashSet / ConcurrentHashMap iteration order, and dicts that keep it;
-* :mod:`.properties`: java.util.Properties text (config files, UPDATE_*_CONFIG bodies).
+* :mod:`.properties`: java.util.Properties text (config files, UPDATE_*_CONFIG bodies);
+* :mod:`.files`: MixAll.string2File and file2String (config files written whole, with a ``.bak``).
 """

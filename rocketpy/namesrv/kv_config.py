@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 
 import trio
 
 from ..codecs import CodecError, fastjson
+from ..javacompat.files import string_to_file
 from ..javacompat.hashmap import JavaHashMap
 
 log = logging.getLogger("rocketpy.namesrv")
@@ -32,7 +32,7 @@ class KVConfigManager:
     """Namespace -> key -> value, in java.util.HashMap order; saved (:meth:`save`) after each change."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
-        self.path = Path(path) if path is not None else None
+        self.path = os.fspath(path) if path is not None else None
         # a value may be null (Java's HashMap keeps it): PUT_KV_CONFIG without a value, or null in the file
         self.table: JavaHashMap[str, JavaHashMap[str, str | None]] = JavaHashMap()
         #: bumped on every change, so cached answers that embed KV values can tell
@@ -45,10 +45,11 @@ class KVConfigManager:
     def load(self) -> None:
         """Read the file if present; a broken file is an error (Java's NameServer does not start)."""
         self.loaded = True
-        if self.path is None or not self.path.exists():
+        if self.path is None or not os.path.exists(self.path):
             return
         try:
-            doc = fastjson.loads(self.path.read_bytes())
+            with open(self.path, "rb") as f:
+                doc = fastjson.loads(f.read())
         except (OSError, CodecError) as exc:
             raise KVConfigError(f"cannot read KV config {self.path}: {exc}") from exc
         if doc is None:
@@ -117,18 +118,14 @@ class KVConfigManager:
         return fastjson.dump_bytes({"table": kv.java_view()})
 
 
-def _write_logged(path: Path, data: bytes) -> None:
+def _write_logged(path: str, data: bytes) -> None:
     try:
         write_file_safely(path, data)
     except OSError as exc:
         log.error("persist kvconfig Exception, %s: %s", path, exc)
 
 
-def write_file_safely(path: Path, data: bytes) -> None:
-    """MixAll.string2File: write ``.tmp``, keep the old content as ``.bak``, then replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    if path.exists():
-        path.with_name(path.name + ".bak").write_bytes(path.read_bytes())
-    os.replace(tmp, path)
+def write_file_safely(path: str, data: bytes) -> None:
+    """MixAll.string2File (``.tmp``, the old file kept as ``.bak``, rename), with string paths (see
+    :mod:`rocketpy.javacompat.files` for why not pathlib)."""
+    string_to_file(data, path)

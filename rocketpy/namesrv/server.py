@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import math
-from pathlib import Path
 
 import trio
 
@@ -114,7 +113,7 @@ class NameServer:
     async def save_config(self) -> None:
         """Write every setting to configStorePath from a worker thread (Java's string2File)."""
         async with self._config_write_lock:  # one write at a time, each of the settings as they are then
-            path = Path(self.config.config_store_path)
+            path = self.config.config_store_path
             text = properties.dumps(self.config.to_properties())  # the snapshot, on the trio thread
             await trio.to_thread.run_sync(_write_config, path, text.encode("utf-8"))
 
@@ -182,7 +181,7 @@ async def run_namesrv(
     await NameServer(config).run(task_status=task_status)
 
 
-def _write_config(path: Path, data: bytes) -> None:
+def _write_config(path: str, data: bytes) -> None:
     try:
         write_file_safely(path, data)
     except OSError as exc:

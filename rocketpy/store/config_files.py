@@ -15,6 +15,7 @@ import os
 
 from ..codecs.bodies.base import JsonBody
 from ..codecs.bodies.store_config import CONFIG_FILES, encode_config_file
+from ..javacompat.files import file_to_string, string_to_file
 
 __all__ = [
     "CONFIG_FILE_NAMES",
@@ -34,82 +35,6 @@ CONFIG_FILE_NAMES = (
     "delayOffset.json",
     "consumerFilter.json",
 )
-
-
-def file_to_string(path: str) -> str | None:
-    """MixAll.file2String: the whole file as text, None when it does not exist."""
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return None
-
-
-def _write(path: str, data: bytes) -> None:
-    """``data`` into a new ``path``, on disk before this returns; on failure (a full disk) the
-    partial file is removed and the OSError raised."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    try:
-        with open(path, "wb") as f:
-            f.write(data)
-            f.flush()
-            # Java's FileWriter does not fsync; we do, so the rename below never exposes an empty file.
-            os.fsync(f.fileno())
-    except OSError:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-        raise
-
-
-def _sync_dir(path: str) -> None:
-    try:
-        fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _keep_as_backup(path: str, bak: str) -> None:
-    """The current ``path`` becomes ``bak`` (what Java's copy leaves): a second link to the same
-    blocks, so this needs no space; a copy through a temporary where links are not supported."""
-    tmp = bak + ".tmp"
-    try:
-        os.remove(tmp)
-    except FileNotFoundError:
-        pass
-    try:
-        os.link(path, tmp)
-    except FileNotFoundError:
-        return
-    except OSError:
-        with open(path, "rb") as f:
-            _write(tmp, f.read())
-    os.replace(tmp, bak)
-
-
-def string_to_file(text: str | bytes, path: str) -> None:
-    """MixAll.string2File: write ``.tmp``, keep the previous content as ``.bak``, rename.
-
-    Each step replaces a whole file atomically, so a failure (OSError, e.g. a full disk) at any
-    point leaves the previous ``path`` (or, past the last step, the new one) and a readable ``.bak``.
-    """
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    tmp = path + ".tmp"
-    _write(tmp, data)
-    try:
-        _keep_as_backup(path, path + ".bak")
-    except OSError:
-        os.remove(tmp)
-        raise
-    os.replace(tmp, path)
-    _sync_dir(path)
 
 
 class ConfigFileUnreadable(OSError):
