@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -381,19 +382,25 @@ async def test_topic_or_retry_queues_beyond_the_bound_are_refused(
     assert not [r for r in caplog.records if r.exc_info]
 
 
+async def send_halves(c: Any, count: int) -> None:
+    """``count`` prepared (half) messages of producer group PGTx, which has no connection to check."""
+    from rocketpy.codecs.codes import MessageSysFlag
+
+    for i in range(count):
+        answer = await c.send("TTx", b"half-%d" % i, props={"TRAN_MSG": "true", "PGROUP": "PGTx"},
+                              sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+        assert answer.code == ResponseCode.SUCCESS
+
+
 async def test_transaction_check_lets_other_work_run(tmp_path: Path) -> None:
     # finding (30-minute run for issue #24): thousands of half messages of producers long gone made the
     # transaction check run its whole pass (up to a minute) without yielding: the broker answered nothing
     # meanwhile. Java's check has its own thread; ours now gives the event loop back between messages
-    from rocketpy.codecs.codes import MessageSysFlag
     from rocketpy.testing import broker_client, running_broker
 
     async with running_broker(str(tmp_path)) as broker:
         async with broker_client(broker.address) as c:
-            for i in range(200):
-                answer = await c.send("TTx", b"half-%d" % i, props={"TRAN_MSG": "true", "PGROUP": "PGTx"},
-                                      sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE)
-                assert answer.code == ResponseCode.SUCCESS
+            await send_halves(c, 200)
         await trio.sleep(0.05)
         ran = 0
         done = trio.Event()
@@ -417,17 +424,14 @@ async def test_deleted_check_offsets_do_not_copy_every_half_again(tmp_path: Path
     # (with removeOffset) sent the transaction check back to the half queue's first message each time,
     # and it put back a copy of every half it had put back before: 4.5 million copies of one half, a GB
     # of CommitLog, still growing after the run. The check goes on from where it left the queue
-    from rocketpy.codecs.codes import MessageSysFlag, MixAll
+    from rocketpy.codecs.codes import MixAll
     from rocketpy.codecs.headers import DeleteSubscriptionGroupRequestHeader
     from rocketpy.testing import broker_client, running_broker
 
     half = MixAll.RMQ_SYS_TRANS_HALF_TOPIC
     async with running_broker(str(tmp_path)) as broker:
         async with broker_client(broker.address) as c:
-            for i in range(20):
-                answer = await c.send("TTx", b"half-%d" % i, props={"TRAN_MSG": "true", "PGROUP": "PGTx"},
-                                      sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE)
-                assert answer.code == ResponseCode.SUCCESS
+            await send_halves(c, 20)
             for round_ in range(1, 4):
                 await trio.sleep(0.01)  # stored before the check starts
                 await broker.transactions.check(0, 15)
