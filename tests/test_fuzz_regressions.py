@@ -419,27 +419,34 @@ async def test_transaction_check_lets_other_work_run(tmp_path: Path) -> None:
         assert ran >= 50, f"the check ran {ran} other steps for 200 half messages"
 
 
-async def test_deleted_check_offsets_do_not_copy_every_half_again(tmp_path: Path) -> None:
-    # finding (30-minute run for issue #24): fuzzed DELETE_SUBSCRIPTIONGROUP requests for CID_RMQ_SYS_TRANS
-    # (with removeOffset) sent the transaction check back to the half queue's first message each time,
-    # and it put back a copy of every half it had put back before: 4.5 million copies of one half, a GB
-    # of CommitLog, still growing after the run. The check goes on from where it left the queue
+async def test_check_offsets_deleted_or_set_back_do_not_copy_every_half_again(tmp_path: Path) -> None:
+    # finding (30-minute runs for issue #24): fuzzed DELETE_SUBSCRIPTIONGROUP (with removeOffset) and
+    # UPDATE_CONSUMER_OFFSET requests for CID_RMQ_SYS_TRANS sent the transaction check back to the half
+    # queue's first message each time, and it put back a copy of every half it had put back before: 4.5
+    # million copies of one half, a GB of CommitLog, still growing after the run. It goes on from where
+    # it left the queue now
     from rocketpy.codecs.codes import MixAll
-    from rocketpy.codecs.headers import DeleteSubscriptionGroupRequestHeader
+    from rocketpy.codecs.headers import DeleteSubscriptionGroupRequestHeader, UpdateConsumerOffsetRequestHeader
     from rocketpy.testing import broker_client, running_broker
 
     half = MixAll.RMQ_SYS_TRANS_HALF_TOPIC
     async with running_broker(str(tmp_path)) as broker:
         async with broker_client(broker.address) as c:
             await send_halves(c, 20)
-            for round_ in range(1, 4):
+            for round_ in range(1, 5):
                 await trio.sleep(0.01)  # stored before the check starts
                 await broker.transactions.check(0, 15)
                 assert broker.store.get_max_offset_in_queue(half, 0) == 20 * (round_ + 1)
-                forget = DeleteSubscriptionGroupRequestHeader(group_name=MixAll.CID_SYS_RMQ_TRANS, remove_offset=True)
-                answer = await c.invoke(RequestCode.DELETE_SUBSCRIPTIONGROUP, forget)
+                if round_ % 2:  # the offsets deleted, or set back to the first half
+                    forget = DeleteSubscriptionGroupRequestHeader(group_name=MixAll.CID_SYS_RMQ_TRANS,
+                                                                  remove_offset=True)
+                    answer = await c.invoke(RequestCode.DELETE_SUBSCRIPTIONGROUP, forget)
+                else:
+                    back = UpdateConsumerOffsetRequestHeader(consumer_group=MixAll.CID_SYS_RMQ_TRANS, topic=half,
+                                                             queue_id=0, commit_offset=0)
+                    answer = await c.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, back)
                 assert answer.code == ResponseCode.SUCCESS
-                assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) < 0
+                assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) <= 0
 
 
 async def test_a_half_born_before_the_files_kept_is_discarded(tmp_path: Path) -> None:

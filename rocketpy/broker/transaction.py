@@ -133,19 +133,22 @@ class TransactionalMessageService:
             except Exception:
                 log.exception("transaction check failed")
 
-    def _consume_offset(self, topic: str) -> int:
-        off = self.broker.offsets.query(CHECK_GROUP, topic, 0)
-        if off < 0:
-            store = self.broker.store
-            # no offset: a first check starts at the queue's first message, as Java's. Offsets deleted while
-            # the broker runs (DELETE_SUBSCRIPTIONGROUP of CID_RMQ_SYS_TRANS with removeOffset) would have
-            # Java's check start there again and put back a copy of every half it put back before: each
-            # deletion doubled the half queue (4.5 million copies of one half in a 30-minute fuzz run,
-            # still growing after it). The check goes on from where it left the queue instead.
-            off = store.get_min_offset_in_queue(topic, 0)
-            walked = self._walked.get(topic, -1)
-            if off < walked <= store.get_max_offset_in_queue(topic, 0):  # (a queue made anew starts over)
-                off = walked
+    def _start_offset(self, topic: str) -> int:
+        """Where a check starts in ``topic``: the CID_RMQ_SYS_TRANS offset, or the queue's first message when
+        there is none (as Java's), but never back over what this process's checks have walked.
+
+        Every half behind that point was put back (or discarded, or resolved) already. Java's check walks
+        them again after the group's offsets are deleted (DELETE_SUBSCRIPTIONGROUP with removeOffset) or
+        set back (UPDATE_CONSUMER_OFFSET), and puts back a copy of each copy: each time, the half queue
+        doubled (4.5 million copies of one half in a 30-minute fuzz run, still growing after it), and a
+        producer asked twice may commit twice. After a restart the stored offset is taken as it is."""
+        store = self.broker.store
+        stored = self.broker.offsets.query(CHECK_GROUP, topic, 0)
+        off = stored if stored >= 0 else store.get_min_offset_in_queue(topic, 0)
+        walked = self._walked.get(topic, -1)
+        if off < walked <= store.get_max_offset_in_queue(topic, 0):  # (a queue made anew starts over)
+            off = walked
+        if off != stored:
             self.broker.offsets.commit(CHECK_GROUP, topic, 0, off)
         return off
 
@@ -168,8 +171,8 @@ class TransactionalMessageService:
         self.broker.topics.create_in_send_back(HALF, 1, _RW, 0)
         start = now_ms()
         reserved_ms = self.broker.config.store.file_reserved_time * 3_600_000
-        half_offset = self._consume_offset(HALF)
-        op_offset = self._consume_offset(OP)
+        half_offset = self._start_offset(HALF)
+        op_offset = self._start_offset(OP)
         # op records: which halves are resolved
         removed: dict[int, int] = {}
         done_ops: list[int] = []
