@@ -441,12 +441,19 @@ async def test_check_offsets_deleted_or_set_back_do_not_copy_every_half_again(tm
                     forget = DeleteSubscriptionGroupRequestHeader(group_name=MixAll.CID_SYS_RMQ_TRANS,
                                                                   remove_offset=True)
                     answer = await c.invoke(RequestCode.DELETE_SUBSCRIPTIONGROUP, forget)
+                    assert answer.code == ResponseCode.SUCCESS
+                    assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) < 0
                 else:
                     back = UpdateConsumerOffsetRequestHeader(consumer_group=MixAll.CID_SYS_RMQ_TRANS, topic=half,
                                                              queue_id=0, commit_offset=0)
                     answer = await c.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, back)
-                assert answer.code == ResponseCode.SUCCESS
-                assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) <= 0
+                    assert answer.code == ResponseCode.SUCCESS
+                    assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 0
+            # the next check takes up where the last one left the queue: its stored offset is back there
+            await trio.sleep(0.01)
+            await broker.transactions.check(0, 15)
+            assert broker.store.get_max_offset_in_queue(half, 0) == 20 * 6
+            assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 20 * 5
 
 
 async def test_a_half_born_before_the_files_kept_is_discarded(tmp_path: Path) -> None:

@@ -150,6 +150,7 @@ class TransactionalMessageService:
             off = walked
         if off != stored:
             self.broker.offsets.commit(CHECK_GROUP, topic, 0, off)
+        self._walked[topic] = max(walked, off)  # an offset set forward skips what it passes, for good
         return off
 
     def _commit(self, topic: str, offset: int) -> None:

@@ -144,9 +144,11 @@ class LocalFileOffsetStore(OffsetStore):
         super().__init__(group)
         base = Path(base_dir) if base_dir is not None else default_local_dir()
         self.path = base / client_id / group / "offsets.json"
+        self._bak = Path(str(self.path) + ".bak")  # made once: pathlib interns every name it parses
+        self._write_lock = trio.Lock()  # one write at a time: they share the .tmp and .bak names
 
     async def load(self) -> None:
-        wrapper = self._read(self.path) or self._read(Path(str(self.path) + ".bak"))
+        wrapper = self._read(self.path) or self._read(self._bak)
         if wrapper is not None:
             self.table.update(wrapper.offset_table)
 
@@ -171,7 +173,7 @@ class LocalFileOffsetStore(OffsetStore):
                 return off
             if kind == ReadOffsetType.READ_FROM_MEMORY:
                 return -1
-        wrapper = self._read(self.path) or self._read(Path(str(self.path) + ".bak"))
+        wrapper = self._read(self.path) or self._read(self._bak)
         if wrapper is None or mq not in wrapper.offset_table:
             return -1
         off = wrapper.offset_table[mq]
@@ -185,7 +187,8 @@ class LocalFileOffsetStore(OffsetStore):
         table = {mq: off for mq, off in self.table.items() if mq in wanted}
         text = OffsetSerializeWrapper(offset_table=table).encode(pretty=True)
         # MixAll.string2File, off the event loop (it waits for the disk)
-        await trio.to_thread.run_sync(string_to_file, text, str(self.path))
+        async with self._write_lock:
+            await trio.to_thread.run_sync(string_to_file, text, str(self.path))
 
     async def persist(self, mq: MessageQueue) -> None:
         pass  # Java persists broadcasting offsets only all together

@@ -7,6 +7,7 @@ strings; under a stream of writes (PUT_KV_CONFIG) the table doubled, 0.9 MiB kep
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 __all__ = ["file_to_string", "string_to_file"]
@@ -21,21 +22,21 @@ def file_to_string(path: str) -> str | None:
         return None
 
 
-def _write(path: str, data: bytes) -> None:
-    """``data`` into a new ``path``, on disk before this returns; on failure (a full disk) the
-    partial file is removed and the OSError raised."""
+def _write(path: str, data: bytes, sync: bool = True) -> None:
+    """``data`` into a new ``path``, on disk before this returns (``sync``); on failure (a full disk)
+    the partial file is removed and the OSError raised."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     try:
         with open(path, "wb") as f:
             f.write(data)
             f.flush()
-            # Java's FileWriter does not fsync; we do, so the rename below never exposes an empty file.
-            os.fsync(f.fileno())
+            # Java's FileWriter does not fsync; the broker's files do, so the rename below never exposes
+            # an empty file
+            if sync:
+                os.fsync(f.fileno())
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             os.remove(path)
-        except OSError:
-            pass
         raise
 
 
@@ -70,19 +71,23 @@ def _keep_as_backup(path: str, bak: str) -> None:
     os.replace(tmp, bak)
 
 
-def string_to_file(text: str | bytes, path: str) -> None:
+def string_to_file(text: str | bytes, path: str, *, sync: bool = True) -> None:
     """MixAll.string2File: write ``.tmp``, keep the previous content as ``.bak``, rename.
 
     Each step replaces a whole file atomically, so a failure (OSError, e.g. a full disk) at any
     point leaves the previous ``path`` (or, past the last step, the new one) and a readable ``.bak``.
+    ``sync=False`` leaves the flushing to the system, as Java's FileWriter does (the NameServer's files:
+    a write per PUT_KV_CONFIG, whose answer waits for it).
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
     tmp = path + ".tmp"
-    _write(tmp, data)
+    _write(tmp, data, sync)
     try:
         _keep_as_backup(path, path + ".bak")
     except OSError:
-        os.remove(tmp)
+        with contextlib.suppress(OSError):  # the first failure is the one to report
+            os.remove(tmp)
         raise
     os.replace(tmp, path)
-    _sync_dir(path)
+    if sync:
+        _sync_dir(path)

@@ -128,4 +128,4 @@ def _write_logged(path: str, data: bytes) -> None:
 def write_file_safely(path: str, data: bytes) -> None:
     """MixAll.string2File (``.tmp``, the old file kept as ``.bak``, rename), with string paths (see
     :mod:`rocketpy.javacompat.files` for why not pathlib)."""
-    string_to_file(data, path)
+    string_to_file(data, path, sync=False)  # Java's NameServer writes without an fsync
