@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import collections
+import contextlib
 import ctypes
 import ctypes.util
 import gc
@@ -26,6 +27,7 @@ import threading
 import time
 import tracemalloc
 import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rocketpy.cli import main
@@ -220,6 +222,26 @@ def _anon_regions() -> list[tuple[int, int]]:
     return out
 
 
+@contextlib.contextmanager
+def _process_memory() -> Iterator[Callable[[int, int], bytes]]:
+    """``read(addr, size)``: this process's memory through /proc/self/mem, not at the address: a region
+    another thread unmaps meanwhile (glibc giving back a big block, a worker's stack) is then b"" to
+    skip, not a SIGSEGV (which killed a run); so is a short read or an offset beyond a signed 64-bit one."""
+    mem = os.open("/proc/self/mem", os.O_RDONLY)
+
+    def read(addr: int, size: int) -> bytes:
+        try:
+            raw = os.pread(mem, size, addr)
+        except (OSError, OverflowError):
+            return b""
+        return raw if len(raw) == size else b""
+
+    try:
+        yield read
+    finally:
+        os.close(mem)
+
+
 def _all_types() -> dict[int, type]:
     """Every class by its address, to name what a block's type pointer points at."""
     out: dict[int, type] = {}
@@ -240,32 +262,26 @@ def _mmapped_chunks() -> list[str]:
     for one, shows there)."""
     types = _all_types()
     lines = []
-    try:
-        mem = os.open("/proc/self/mem", os.O_RDONLY)
-    except OSError as exc:
-        return [f"mmapped chunks: {exc!r}"]
     total = 0
     try:
-        for lo, hi in _anon_regions():
-            addr = lo
-            while addr + 64 <= hi:
-                try:
-                    raw = os.pread(mem, 64, addr)
-                except (OSError, OverflowError):
-                    raw = b""
-                size = int.from_bytes(raw[8:16], "little") if len(raw) == 64 else 0
-                # prev_size 0, flags IS_MMAPPED only, a whole number of pages that fits the region
-                if raw[:8] != bytes(8) or size & 4095 != 2 or not 128 << 10 <= size - 2 <= hi - addr:
-                    addr += 4096
-                    continue
-                found = [types[ptr] for ptr in (int.from_bytes(raw[at:at + 8], "little") for at in (24, 40))
-                         if ptr in types]
-                what = found[0].__qualname__ if found else repr(raw[16:64])
-                lines.append(f"mmapped chunk {(size - 2) // 1024} KiB: {what}")
-                total += size - 2
-                addr += size - 2
-    finally:
-        os.close(mem)
+        with _process_memory() as read:
+            for lo, hi in _anon_regions():
+                addr = lo
+                while addr + 64 <= hi:
+                    raw = read(addr, 64)
+                    size = int.from_bytes(raw[8:16], "little") if raw else 0
+                    # prev_size 0, flags IS_MMAPPED only, a whole number of pages that fits the region
+                    if raw[:8] != bytes(8) or size & 4095 != 2 or not 128 << 10 <= size - 2 <= hi - addr:
+                        addr += 4096
+                        continue
+                    found = [types[ptr] for ptr in (int.from_bytes(raw[at:at + 8], "little") for at in (24, 40))
+                             if ptr in types]
+                    what = found[0].__qualname__ if found else repr(raw[16:64])
+                    lines.append(f"mmapped chunk {(size - 2) // 1024} KiB: {what}")
+                    total += size - 2
+                    addr += size - 2
+    except OSError as exc:
+        return [f"mmapped chunks: {exc!r}"]
     return [*lines, f"mmapped chunks found {len(lines)}, {total} bytes"]
 
 
@@ -273,18 +289,12 @@ def _pools() -> dict[int, tuple[int, int, int, int]]:
     """Every pymalloc pool in use or emptied: address -> (arena index, block size, blocks used, capacity).
     A pool is found by its header, whose fields must agree (an untouched page reads as zeros and fails)."""
     found = {}
-    # read through /proc/self/mem, not at the address: a region another thread unmaps meanwhile (glibc
-    # giving back a big block, a worker's stack) is then an error to skip, not a SIGSEGV (which killed a run)
-    mem = os.open("/proc/self/mem", os.O_RDONLY)
-    try:
+    with _process_memory() as read:
         for lo, hi in _anon_regions():
             first = (lo + POOL_SIZE - 1) & ~(POOL_SIZE - 1)
             for addr in range(first, hi - POOL_SIZE + 1, POOL_SIZE):
-                try:
-                    raw = os.pread(mem, _POOL_HEADER, addr)
-                except (OSError, OverflowError):  # (an offset is a signed 64-bit number)
-                    continue
-                if len(raw) < _POOL_HEADER:
+                raw = read(addr, _POOL_HEADER)
+                if not raw:
                     continue
                 count, arena = int.from_bytes(raw[0:4], "little"), int.from_bytes(raw[32:36], "little")
                 szidx, nextoffset, maxnext = (int.from_bytes(raw[i:i + 4], "little") for i in (36, 40, 44))
@@ -292,8 +302,6 @@ def _pools() -> dict[int, tuple[int, int, int, int]]:
                 capacity = (POOL_SIZE - _POOL_HEADER) // size
                 if szidx < 32 and maxnext == POOL_SIZE - size and nextoffset <= POOL_SIZE and count <= capacity:
                     found[addr] = (arena, size, count, capacity)
-    finally:
-        os.close(mem)
     return found
 
 
