@@ -222,13 +222,13 @@ class TransactionalMessageService:
                 continue
             # needDiscard has counted this check before needSkip looks (a skipped half goes counted)
             msg.properties[MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES] = str(1 if times is None else times + 1)
-            if to_int64(now_ms() - msg.born_timestamp) > reserved_ms:
+            age = to_int64(now_ms() - msg.born_timestamp)  # a long's difference, as Java's
+            if age > reserved_ms:
                 await self._discard(msg)
                 i += 1
                 continue
             if msg.store_timestamp >= start:
                 break
-            age = to_int64(now_ms() - msg.born_timestamp)  # a long's difference, as Java's
             immunity = timeout_ms
             custom = msg.properties.get(MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
             if custom is not None:
