@@ -234,6 +234,44 @@ async def test_registration_with_namesrv_and_serve(tmp_path, virtual_clock):
         nursery.cancel_scope.cancel()
 
 
+async def test_a_half_within_its_own_immunity_is_put_back_and_the_check_walks_on(tmp_path):
+    # Java's checkPrepareQueueOffset: a half whose CHECK_IMMUNITY_TIME_IN_SECONDS has not passed is done if
+    # an op record names the offset it was first stored at, else goes to the end of the half queue with
+    # that offset; the halves behind it are checked. A first offset Long.parseLong refuses stops the walk
+    prepared = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+    rollback = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+    immune = {**_tx_props("TXI"), MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS: "3600"}
+    first = MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET
+    sends = [
+        {**immune, first: "6"},  # 0: done by the op record of 6
+        {**immune, first: "9"},  # 1: put back, first stored at 9
+        immune,  # 2: put back, first stored at 2
+        _tx_props("TXI"),  # 3: no immunity of its own, checked at once (timeout 0)
+        {**immune, first: "x"},  # 4: the walk stops here
+        _tx_props("TXI"),  # 5
+        _tx_props("TXI"),  # 6: rolled back
+    ]
+    half, op = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            for props in sends:
+                r = await c.send("TTxI", b"half", props=props, sys_flag=prepared, group="TXI")
+                assert r.code == ResponseCode.SUCCESS
+            await c.end_transaction("TXI", r, rollback)
+        await trio.sleep(0.01)  # stored before the check starts
+        await broker.transactions.check(0, 15)
+        store = broker.store
+
+        def half_at(offset):
+            unit = store.find_consume_queue(half, 0).get_unit(offset)
+            return store.look_message_by_offset(unit.commit_log_offset, unit.size).properties
+
+        assert store.get_max_offset_in_queue(half, 0) == 10
+        assert [half_at(o).get(first) for o in (7, 8, 9)] == ["9", "2", None]
+        assert broker.offsets.query("CID_RMQ_SYS_TRANS", half, 0) == 4
+        assert broker.offsets.query("CID_RMQ_SYS_TRANS", op, 0) == 1  # its one record is done
+
+
 async def test_transaction_discarded_after_check_max(tmp_path, virtual_clock):
     prepared = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
     checks: list[RemotingCommand] = []

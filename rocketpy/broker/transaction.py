@@ -235,7 +235,15 @@ class TransactionalMessageService:
                 seconds = _java_int_or(custom, -1, bits=64)
                 if seconds != -1:  # getImmunityTime: -1, or what Long.parseLong refuses, is the timeout
                     immunity = to_int64(seconds * 1000)
-            if 0 <= age < immunity:
+                if age < immunity:
+                    if await self._pass_immune(msg, removed, done_ops):
+                        i += 1
+                        continue
+                    if age > -1:
+                        # Java pulls op records and asks again until its minute runs out; nothing
+                        # changes in that minute, so the walk stops here until the next check
+                        break
+            elif 0 <= age < immunity:
                 break
             if not await self._put_back(msg):
                 break
@@ -249,6 +257,23 @@ class TransactionalMessageService:
             new_op += 1
         if new_op != op_offset:
             self._commit(OP, new_op)
+
+    async def _pass_immune(self, msg: MessageExt, removed: dict[int, int], done_ops: list[int]) -> bool:
+        """checkPrepareQueueOffset: a half still within its own CHECK_IMMUNITY_TIME_IN_SECONDS is not
+        checked. It is resolved if an op record names the offset it was first stored at (its
+        TRAN_PREPARED_QUEUE_OFFSET), else put back with that offset, and the walk goes on past it. False
+        (the walk stops) if that offset is unreadable or the put fails."""
+        prepared = msg.properties.get(MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
+        if prepared is not None:
+            first = _java_int_or(prepared, -1, bits=64)
+            if first == -1:
+                return False
+            if first in removed:
+                done_ops.append(removed.pop(first))
+                return True
+        else:
+            msg.properties[MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(msg.queue_offset)
+        return await self._put_back(msg)
 
     async def _put_back(self, msg: MessageExt) -> bool:
         """Append the half again (renewHalfMessageInner); ``msg`` takes the copy's offsets."""
