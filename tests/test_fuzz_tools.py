@@ -139,13 +139,15 @@ def test_the_heap_report_lists_glibc_mapped_blocks_by_what_they_hold() -> None:
     size = census._mallinfo2()["fordblks"] + (1 << 20)
     big = b"x" * size
     items = [None] * (size // 8)
+    held = [big]  # a table that keeps it (a dict of atoms would be one the collector does not track)
     found = census._mmapped_chunks()
+    assert held
 
     def kib(request: int) -> int:  # glibc: the request and its size word, 16-aligned, its own page(s)
         return (((request + 8 + 15) & ~15) + 8 + 4095) // 4096 * 4
 
     # a bytes object starts its block: named by type; a list's items are a block of pointers: shown raw
-    assert f"mmapped chunk {kib(sys.getsizeof(big))} KiB: bytes" in found
+    assert f"mmapped chunk {kib(sys.getsizeof(big))} KiB: bytes of {size}, held by ['list']: {big[:120]!r}" in found
     raw = f"mmapped chunk {kib(len(items) * 8)} KiB: "
     assert any(line.startswith((raw + "b'", raw + 'b"')) for line in found)
     assert found[-1].startswith(f"mmapped chunks found {len(found) - 1}, ")

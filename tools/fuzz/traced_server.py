@@ -254,6 +254,16 @@ def _all_types() -> dict[int, type]:
     return out
 
 
+def _describe(cls: type, address: int) -> str:
+    """A block's type; for a str or bytes (a big one that outlives a run is text some table keeps), also its
+    length, its start and the types that hold it (of the objects the collector tracks and has not frozen)."""
+    if cls not in (str, bytes):
+        return cls.__qualname__
+    obj = ctypes.cast(address, ctypes.py_object).value
+    holders = sorted({type(r).__qualname__ for r in gc.get_referrers(obj)} - {"frame"})
+    return f"{cls.__qualname__} of {len(obj)}, held by {holders or 'nothing tracked'}: {obj[:120]!r}"
+
+
 def _mmapped_chunks() -> list[str]:
     """glibc's mapped blocks (a page that starts a chunk with IS_MMAPPED, of the mmap threshold or more, in
     an anonymous region: neighbouring mappings show as one): their sizes and, where the block starts a
@@ -274,9 +284,10 @@ def _mmapped_chunks() -> list[str]:
                     if raw[:8] != bytes(8) or size & 4095 != 2 or not 128 << 10 <= size - 2 <= hi - addr:
                         addr += 4096
                         continue
-                    found = [types[ptr] for ptr in (int.from_bytes(raw[at:at + 8], "little") for at in (24, 40))
-                             if ptr in types]
-                    what = found[0].__qualname__ if found else repr(raw[16:64])
+                    # the type pointer of an object right after the chunk header, or after a GC header
+                    found = [(types[ptr], addr + at - 8) for at, ptr in ((at, int.from_bytes(raw[at:at + 8], "little"))
+                                                                         for at in (24, 40)) if ptr in types]
+                    what = _describe(*found[0]) if found else repr(raw[16:64])
                     lines.append(f"mmapped chunk {(size - 2) // 1024} KiB: {what}")
                     total += size - 2
                     addr += size - 2
