@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import trio
 
+from rocketpy.clock import now_ms
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.codes import MessageConst, MessageSysFlag, RequestCode
 from rocketpy.codecs.headers import EndTransactionRequestHeader
@@ -235,40 +236,61 @@ async def test_registration_with_namesrv_and_serve(tmp_path, virtual_clock):
 
 
 async def test_a_half_within_its_own_immunity_is_put_back_and_the_check_walks_on(tmp_path):
-    # Java's checkPrepareQueueOffset: a half whose CHECK_IMMUNITY_TIME_IN_SECONDS has not passed is done if
-    # an op record names the offset it was first stored at, else goes to the end of the half queue with
-    # that offset; the halves behind it are checked. A first offset Long.parseLong refuses stops the walk
+    # Java's checkPrepareQueueOffset: a half whose CHECK_IMMUNITY_TIME_IN_SECONDS has not passed is not
+    # checked but done if an op record names the offset it was first stored at, else put back (WAIT=false)
+    # with that offset; the halves behind it are checked. A first offset Long.parseLong refuses stops the
+    # walk, unless the half was born in the future: that one is checked
+    from rocketpy.testing import message_properties
+
     prepared = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
     rollback = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
     immune = {**_tx_props("TXI"), MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS: "3600"}
-    first = MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET
+    first, wait = MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+    future = now_ms() + 3_600_000
     sends = [
-        {**immune, first: "6"},  # 0: done by the op record of 6
-        {**immune, first: "9"},  # 1: put back, first stored at 9
-        immune,  # 2: put back, first stored at 2
-        _tx_props("TXI"),  # 3: no immunity of its own, checked at once (timeout 0)
-        {**immune, first: "x"},  # 4: the walk stops here
-        _tx_props("TXI"),  # 5
-        _tx_props("TXI"),  # 6: rolled back
+        ({**immune, first: "7"}, None),  # 0: done by the op record of 7
+        ({**immune, first: "9"}, None),  # 1: put back, first stored at 9
+        (immune, None),  # 2: put back, first stored at 2
+        (_tx_props("TXI"), None),  # 3: no immunity of its own, checked at once (timeout 0)
+        ({**immune, first: "x"}, future),  # 4: checked
+        ({**immune, first: "x"}, None),  # 5: the walk stops here
+        (_tx_props("TXI"), None),  # 6
+        (_tx_props("TXI"), None),  # 7: rolled back
     ]
+    checks: list[RemotingCommand] = []
+    disp = Dispatcher()
+
+    @disp.route(RequestCode.CHECK_TRANSACTION_STATE)
+    def on_check(ctx, request):
+        checks.append(request)
+
     half, op = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"
     async with running_broker(str(tmp_path)) as broker:
-        async with broker_client(broker.address) as c:
-            for props in sends:
-                r = await c.send("TTxI", b"half", props=props, sys_flag=prepared, group="TXI")
+        async with broker_client(broker.address, dispatcher=disp) as c:
+            await c.heartbeat(producer_groups=["TXI"])
+            for props, born in sends:
+                header = c.send_header("TTxI", message_properties(extra=props), group="TXI", sys_flag=prepared)
+                header.born_timestamp = born or header.born_timestamp
+                r = await c.invoke(RequestCode.SEND_MESSAGE_V2, header, b"half")
                 assert r.code == ResponseCode.SUCCESS
             await c.end_transaction("TXI", r, rollback)
-        await trio.sleep(0.01)  # stored before the check starts
-        await broker.transactions.check(0, 15)
+            await trio.sleep(0.01)  # stored before the check starts
+            await broker.transactions.check(0, 15)
+            # sent in the order of the walk, on one connection: a check of an immune half came before these
+            await wait_until(lambda: len(checks) >= 2, tick=0.01)
+            assert [int(x.ext_fields["tranStateTableOffset"]) for x in checks] == [10, 11]
         store = broker.store
 
         def half_at(offset):
             unit = store.find_consume_queue(half, 0).get_unit(offset)
             return store.look_message_by_offset(unit.commit_log_offset, unit.size).properties
 
-        assert store.get_max_offset_in_queue(half, 0) == 10
-        assert [half_at(o).get(first) for o in (7, 8, 9)] == ["9", "2", None]
-        assert broker.offsets.query("CID_RMQ_SYS_TRANS", half, 0) == 4
+        assert store.get_max_offset_in_queue(half, 0) == 12
+        copies = [half_at(o) for o in range(8, 12)]
+        assert [p.get(first) for p in copies] == ["9", "2", None, "x"]
+        assert [p[wait] for p in copies] == ["false", "false", "true", "true"]  # as Java stores them
+        assert {p["TRANSACTION_CHECK_TIMES"] for p in copies} == {"1"}
+        assert broker.offsets.query("CID_RMQ_SYS_TRANS", half, 0) == 5
         assert broker.offsets.query("CID_RMQ_SYS_TRANS", op, 0) == 1  # its one record is done
 
 

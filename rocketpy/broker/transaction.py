@@ -240,9 +240,10 @@ class TransactionalMessageService:
                         i += 1
                         continue
                     if age > -1:
-                        # Java pulls op records and asks again until its minute runs out; nothing
-                        # changes in that minute, so the walk stops here until the next check
+                        # where Java spends up to a minute pulling op records and trying this half
+                        # again, the walk stops here until the next check
                         break
+                    # born in the future: checked, as Java's isNeedCheck has it
             elif 0 <= age < immunity:
                 break
             if not await self._put_back(msg):
@@ -260,10 +261,11 @@ class TransactionalMessageService:
 
     async def _pass_immune(self, msg: MessageExt, removed: dict[int, int], done_ops: list[int]) -> bool:
         """checkPrepareQueueOffset: a half still within its own CHECK_IMMUNITY_TIME_IN_SECONDS is not
-        checked. It is resolved if an op record names the offset it was first stored at (its
-        TRAN_PREPARED_QUEUE_OFFSET), else put back with that offset, and the walk goes on past it. False
-        (the walk stops) if that offset is unreadable or the put fails."""
-        prepared = msg.properties.get(MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
+        checked. True if it is done with: resolved by an op record naming the offset it was first stored
+        at (its TRAN_PREPARED_QUEUE_OFFSET), or put back with that offset (renewImmunityHalfMessageInner).
+        False if that offset is unreadable or the put failed."""
+        props = msg.properties
+        prepared = props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
         if prepared is not None:
             first = _java_int_or(prepared, -1, bits=64)
             if first == -1:
@@ -272,7 +274,10 @@ class TransactionalMessageService:
                 done_ops.append(removed.pop(first))
                 return True
         else:
-            msg.properties[MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(msg.queue_offset)
+            props[MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(msg.queue_offset)
+        # Java's copy shares the half's properties, where setWaitStoreMsgOK(false) has put WAIT before
+        # this copy's properties string is made again: the copy is stored with WAIT=false
+        props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
         return await self._put_back(msg)
 
     async def _put_back(self, msg: MessageExt) -> bool:
