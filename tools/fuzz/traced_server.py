@@ -254,14 +254,36 @@ def _all_types() -> dict[int, type]:
     return out
 
 
-def _describe(cls: type, address: int) -> str:
-    """A block's type; for a str or bytes (a big one that outlives a run is text some table keeps), also its
-    length, its start and the types that hold it (of the objects the collector tracks and has not frozen)."""
-    if cls not in (str, bytes):
-        return cls.__qualname__
-    obj = ctypes.cast(address, ctypes.py_object).value
-    holders = sorted({type(r).__qualname__ for r in gc.get_referrers(obj)} - {"frame"})
-    return f"{cls.__qualname__} of {len(obj)}, held by {holders or 'nothing tracked'}: {obj[:120]!r}"
+#: where a compact str's characters start: after PyASCIIObject when all are ASCII, else after
+#: PyCompactUnicodeObject (3.12 dropped the wstr fields)
+_STR_DATA = (48, 72) if sys.version_info < (3, 12) else (40, 56)
+
+
+def _text(cls: type, obj: int, room: int, read: Callable[[int, int], bytes]) -> str | None:
+    """A str or bytes object at ``obj`` with ``room`` bytes of its block from there, read from memory (never
+    touched as an object: a block that only looks like one, or that another thread frees meanwhile, must
+    not crash the server): its length, its start and the types of the tracked, unfrozen objects that hold
+    it. None if its header does not hold up."""
+    head = read(obj, 40)
+    if not head or not 0 < int.from_bytes(head[0:8], "little") < 1 << 32:  # a refcount, not a pointer
+        return None
+    length = int.from_bytes(head[16:24], "little", signed=True)
+    if cls is bytes:
+        start, width, codec = 32, 1, None
+    else:
+        state = int.from_bytes(head[32:36], "little")
+        width, compact, ascii_only = (state >> 2) & 7, (state >> 5) & 1, (state >> 6) & 1
+        if not compact or width not in (1, 2, 4) or (ascii_only and width != 1):
+            return None
+        start = _STR_DATA[0] if ascii_only else _STR_DATA[1]
+        codec = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[width]
+    if not 0 <= length <= (room - start) // width:
+        return None
+    data = read(obj + start, min(length, 120) * width)
+    shown: object = data if codec is None else data.decode(codec, "replace")
+    holders = sorted({type(o).__qualname__ for o in gc.get_objects()
+                      if any(id(r) == obj for r in gc.get_referents(o))} - {"frame"})
+    return f"{cls.__qualname__} of {length}, held by {holders or 'nothing tracked'}: {shown!r}"
 
 
 def _mmapped_chunks() -> list[str]:
@@ -285,9 +307,12 @@ def _mmapped_chunks() -> list[str]:
                         addr += 4096
                         continue
                     # the type pointer of an object right after the chunk header, or after a GC header
-                    found = [(types[ptr], addr + at - 8) for at, ptr in ((at, int.from_bytes(raw[at:at + 8], "little"))
-                                                                         for at in (24, 40)) if ptr in types]
-                    what = _describe(*found[0]) if found else repr(raw[16:64])
+                    found = [types[ptr] for ptr in (int.from_bytes(raw[at:at + 8], "little") for at in (24, 40))
+                             if ptr in types]
+                    what = found[0].__qualname__ if found else repr(raw[16:64])
+                    text = types.get(int.from_bytes(raw[24:32], "little"))
+                    if text in (str, bytes):  # (neither has a GC header)
+                        what = _text(text, addr + 16, size - 2 - 16, read) or repr(raw[16:64])
                     lines.append(f"mmapped chunk {(size - 2) // 1024} KiB: {what}")
                     total += size - 2
                     addr += size - 2
