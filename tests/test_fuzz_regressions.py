@@ -100,6 +100,36 @@ HOSTILE_OFFSET_FIELDS = [
 ]
 
 
+@pytest.mark.parametrize(("text", "bits", "value"), [
+    ("\u0661\u0662", 32, 12),  # Arabic-Indic digits: Character.digit reads every script's
+    ("-\u0966\u0967", 32, -1),  # Devanagari, with an ASCII sign
+    ("+\uff12\uff10", 64, 20),  # fullwidth
+    ("\uff12147483648", 32, None),  # out of range whatever the script
+    ("\uff12147483648", 64, 2147483648),
+    ("\U0001d7ce", 32, None),  # a digit beyond the BMP is two chars, neither a digit
+    ("\u00b2", 32, None),  # a superscript is not a decimal digit
+    ("\uff0d1", 32, None),  # nor a fullwidth minus a sign
+    ("1\u00a0", 32, None),
+])
+def test_java_integer_parsing_takes_the_digits_java_takes(text: str, bits: int, value: int | None) -> None:
+    from rocketpy.javacompat.lang import parse_java_int
+
+    assert parse_java_int(text, bits) == value
+
+
+async def test_an_offset_in_other_digits_is_taken_as_java_takes_it(tmp_path: Path) -> None:
+    from rocketpy.testing import broker_client, running_broker
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            assert (await c.send("TOff", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+            ext = {"consumerGroup": "GOff", "topic": "TOff", "queueId": "\u0660", "commitOffset": "\u0661"}
+            answer = await c.client.invoke(c.addr, RemotingCommand(code=RequestCode.UPDATE_CONSUMER_OFFSET,
+                                                                   ext_fields=ext))
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
+        assert broker.offsets.table == {"TOff@GOff": {0: 1}}
+
+
 @pytest.mark.parametrize(("field", "value"), HOSTILE_OFFSET_FIELDS)
 async def test_offset_beyond_its_java_type_is_refused_and_never_persisted(
     tmp_path: Path, field: str, value: str, caplog: pytest.LogCaptureFixture

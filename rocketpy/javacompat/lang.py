@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+import unicodedata
 from collections.abc import Callable
 from operator import mul
 from typing import Any
@@ -42,11 +43,22 @@ def to_int64(value: int) -> int:
 _JAVA_INTEGER = re.compile(r"([-+]?)0*([0-9]{1,19})\Z")
 
 
+#: Character.digit(ch, 10) beyond ASCII: every decimal digit of the Basic Multilingual Plane (a char; one
+#: beyond it is two surrogates, neither a digit), as its ASCII digit. Python's table and Java 17's agree
+_BMP_DIGITS = {c: ord("0") + unicodedata.decimal(chr(c)) for c in range(0x80, 0x10000)
+               if unicodedata.decimal(chr(c), None) is not None}
+
+
 def parse_java_int(text: str, bits: int = 32) -> int | None:
     """Integer.parseInt (``bits=32``) or Long.parseLong (64) of ``text``; None where Java throws.
 
-    An optional sign and ASCII digits, in range; any number of leading zeros.
+    An optional ASCII sign and decimal digits of any script (as Character.digit reads them), in range;
+    any number of leading zeros.
     """
+    if not text.isascii():
+        text = text.translate(_BMP_DIGITS)
+        if not text.isascii():
+            return None
     m = _JAVA_INTEGER.match(text)
     if m is None:
         return None
