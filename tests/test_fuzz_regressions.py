@@ -486,6 +486,35 @@ async def test_check_offsets_deleted_or_set_back_do_not_copy_every_half_again(tm
             assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 20 * 5
 
 
+async def test_check_offset_set_beyond_the_queue_then_back_does_not_copy_every_half_again(tmp_path: Path) -> None:
+    # finding (60-minute run for issue #24): UPDATE_CONSUMER_OFFSET set CID_RMQ_SYS_TRANS's half-queue offset
+    # to 2^40, beyond the queue, then back to 0. The check took the first as walked and the queue as one
+    # made anew after it: it went back to the first half and copied every half again (a GB of CommitLog
+    # and 6.9 million log lines in the next 35 minutes)
+    from rocketpy.codecs.codes import MixAll
+    from rocketpy.codecs.headers import UpdateConsumerOffsetRequestHeader
+    from rocketpy.testing import broker_client, running_broker
+
+    half = MixAll.RMQ_SYS_TRANS_HALF_TOPIC
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            await send_halves(c, 20)
+            await trio.sleep(0.01)
+            await broker.transactions.check(0, 15)
+            assert broker.store.get_max_offset_in_queue(half, 0) == 40
+            for offset in (1 << 40, 0):
+                header = UpdateConsumerOffsetRequestHeader(consumer_group=MixAll.CID_SYS_RMQ_TRANS, topic=half,
+                                                           queue_id=0, commit_offset=offset)
+                answer = await c.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, header)
+                assert answer.code == ResponseCode.SUCCESS
+                await trio.sleep(0.01)
+                await broker.transactions.check(0, 15)
+                # beyond the queue, the offset is taken back to its end (as Java's check goes on from the next
+                # offset its read gives), skipping the copies; set back, it stays there
+                assert broker.store.get_max_offset_in_queue(half, 0) == 40
+                assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 40
+
+
 async def test_a_half_born_before_the_files_kept_is_discarded(tmp_path: Path) -> None:
     # needSkip, as Java's check: a half born longer ago than fileReservedTime is not checked but discarded
     # (a fuzzed born timestamp of 1 was put back and checked 15 times); an unreadable check count is -1

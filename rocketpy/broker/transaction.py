@@ -146,7 +146,11 @@ class TransactionalMessageService:
         stored = self.broker.offsets.query(CHECK_GROUP, topic, 0)
         off = stored if stored >= 0 else store.get_min_offset_in_queue(topic, 0)
         walked = self._walked.get(topic, -1)
-        if off < walked <= store.get_max_offset_in_queue(topic, 0):  # (a queue made anew starts over)
+        end = store.get_max_offset_in_queue(topic, 0)
+        # one beyond the queue is taken back to its end, as Java's check goes on from the next offset an
+        # overflowing read gives (else, set back later, it would pass for a queue made anew below)
+        off = min(off, end)
+        if off < walked <= end:  # (a queue made anew starts over)
             off = walked
         if off != stored:
             self.broker.offsets.commit(CHECK_GROUP, topic, 0, off)
