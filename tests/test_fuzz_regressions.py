@@ -515,6 +515,32 @@ async def test_check_offset_set_beyond_the_queue_then_back_does_not_copy_every_h
                 assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 40
 
 
+async def test_a_half_queue_made_anew_is_checked_from_its_start(tmp_path: Path) -> None:
+    # a half queue destroyed (its topic's queues deleted, or expired) and made again restarts at offset 0:
+    # how far the check walked the old one must not skip the new one's halves
+    from rocketpy.codecs.codes import MixAll
+    from rocketpy.testing import broker_client, running_broker
+
+    half = MixAll.RMQ_SYS_TRANS_HALF_TOPIC
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            await send_halves(c, 20)
+            await trio.sleep(0.01)
+            await broker.transactions.check(0, 15)
+            assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 20
+            assert broker.store.delete_topics([half]) == 1
+            await send_halves(c, 1)
+            await trio.sleep(0.01)
+            await broker.transactions.check(0, 15)  # the stored 20 is beyond the new queue: taken to its end
+            assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 1
+            await send_halves(c, 30)
+            await trio.sleep(0.01)
+            await broker.transactions.check(0, 15)
+            # all 30 new ones checked: each put back once
+            assert broker.store.get_max_offset_in_queue(half, 0) == 61
+            assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 31
+
+
 async def test_a_half_born_before_the_files_kept_is_discarded(tmp_path: Path) -> None:
     # needSkip, as Java's check: a half born longer ago than fileReservedTime is not checked but discarded
     # (a fuzzed born timestamp of 1 was put back and checked 15 times); an unreadable check count is -1

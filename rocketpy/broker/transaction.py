@@ -126,6 +126,7 @@ class TransactionalMessageService:
     async def run_check(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         cfg = self.broker.config
+        self._walked.clear()  # a master again after a term as slave starts from the stored offsets
         while True:
             await trio.sleep(cfg.transaction_check_interval / 1000)
             try:
@@ -148,13 +149,14 @@ class TransactionalMessageService:
         walked = self._walked.get(topic, -1)
         end = store.get_max_offset_in_queue(topic, 0)
         # one beyond the queue is taken back to its end, as Java's check goes on from the next offset an
-        # overflowing read gives (else, set back later, it would pass for a queue made anew below)
+        # overflowing read gives (else, set back later, it would pass for a queue made anew below); Java
+        # leaves one beyond an empty queue where it is
         off = min(off, end)
         if off < walked <= end:  # (a queue made anew starts over)
             off = walked
         if off != stored:
             self.broker.offsets.commit(CHECK_GROUP, topic, 0, off)
-        self._walked[topic] = max(walked, off)  # an offset set forward skips what it passes, for good
+        self._walked[topic] = off  # an offset set forward skips what it passes, for good
         return off
 
     def _commit(self, topic: str, offset: int) -> None:

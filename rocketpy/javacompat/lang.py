@@ -45,6 +45,7 @@ _JAVA_INTEGER = re.compile(r"([-+]?)0*([0-9]{1,19})\Z")
 
 #: Character.digit(ch, 10) beyond ASCII: every decimal digit of the Basic Multilingual Plane (a char; one
 #: beyond it is two surrogates, neither a digit), as its ASCII digit. Python's table and Java 17's agree
+#: (Java 8's, of Unicode 6.2, lacks U+0DE6-0DEF and U+A9F0-A9F9)
 _BMP_DIGITS = {c: ord("0") + unicodedata.decimal(chr(c)) for c in range(0x80, 0x10000)
                if unicodedata.decimal(chr(c), None) is not None}
 
