@@ -422,6 +422,14 @@ async def send_halves(c: Any, count: int) -> None:
         assert answer.code == ResponseCode.SUCCESS
 
 
+async def send_and_check(c: Any, broker: Any, count: int) -> None:
+    """``count`` more halves (as send_halves), then a transaction check once they are stored."""
+    if count:
+        await send_halves(c, count)
+    await trio.sleep(0.01)  # stored before the check starts
+    await broker.transactions.check(0, 15)
+
+
 async def test_transaction_check_lets_other_work_run(tmp_path: Path) -> None:
     # finding (30-minute run for issue #24): thousands of half messages of producers long gone made the
     # transaction check run its whole pass (up to a minute) without yielding: the broker answered nothing
@@ -498,17 +506,14 @@ async def test_check_offset_set_beyond_the_queue_then_back_does_not_copy_every_h
     half = MixAll.RMQ_SYS_TRANS_HALF_TOPIC
     async with running_broker(str(tmp_path)) as broker:
         async with broker_client(broker.address) as c:
-            await send_halves(c, 20)
-            await trio.sleep(0.01)
-            await broker.transactions.check(0, 15)
+            await send_and_check(c, broker, 20)
             assert broker.store.get_max_offset_in_queue(half, 0) == 40
             for offset in (1 << 40, 0):
                 header = UpdateConsumerOffsetRequestHeader(consumer_group=MixAll.CID_SYS_RMQ_TRANS, topic=half,
                                                            queue_id=0, commit_offset=offset)
                 answer = await c.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, header)
                 assert answer.code == ResponseCode.SUCCESS
-                await trio.sleep(0.01)
-                await broker.transactions.check(0, 15)
+                await send_and_check(c, broker, 0)
                 # beyond the queue, the offset is taken back to its end (as Java's check goes on from the next
                 # offset its read gives), skipping the copies; set back, it stays there
                 assert broker.store.get_max_offset_in_queue(half, 0) == 40
@@ -524,18 +529,12 @@ async def test_a_half_queue_made_anew_is_checked_from_its_start(tmp_path: Path) 
     half = MixAll.RMQ_SYS_TRANS_HALF_TOPIC
     async with running_broker(str(tmp_path)) as broker:
         async with broker_client(broker.address) as c:
-            await send_halves(c, 20)
-            await trio.sleep(0.01)
-            await broker.transactions.check(0, 15)
+            await send_and_check(c, broker, 20)
             assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 20
             assert broker.store.delete_topics([half]) == 1
-            await send_halves(c, 1)
-            await trio.sleep(0.01)
-            await broker.transactions.check(0, 15)  # the stored 20 is beyond the new queue: taken to its end
+            await send_and_check(c, broker, 1)  # the stored 20 is beyond the new queue: taken to its end
             assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 1
-            await send_halves(c, 30)
-            await trio.sleep(0.01)
-            await broker.transactions.check(0, 15)
+            await send_and_check(c, broker, 30)
             # all 30 new ones checked: each put back once
             assert broker.store.get_max_offset_in_queue(half, 0) == 61
             assert broker.offsets.query(MixAll.CID_SYS_RMQ_TRANS, half, 0) == 31
