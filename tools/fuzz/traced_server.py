@@ -307,12 +307,11 @@ def _mmapped_chunks() -> list[str]:
                         addr += 4096
                         continue
                     # the type pointer of an object right after the chunk header, or after a GC header
-                    found = [types[ptr] for ptr in (int.from_bytes(raw[at:at + 8], "little") for at in (24, 40))
-                             if ptr in types]
-                    what = found[0].__qualname__ if found else repr(raw[16:64])
-                    text = types.get(int.from_bytes(raw[24:32], "little"))
-                    if text in (str, bytes):  # (neither has a GC header)
-                        what = _text(text, addr + 16, size - 2 - 16, read) or repr(raw[16:64])
+                    plain, tracked = (types.get(int.from_bytes(raw[at:at + 8], "little")) for at in (24, 40))
+                    cls = plain or tracked
+                    what = cls.__qualname__ if cls is not None else repr(raw[16:64])
+                    if plain in (str, bytes):  # (neither has a GC header)
+                        what = _text(plain, addr + 16, size - 2 - 16, read) or repr(raw[16:64])
                     lines.append(f"mmapped chunk {(size - 2) // 1024} KiB: {what}")
                     total += size - 2
                     addr += size - 2
