@@ -377,7 +377,7 @@ cdef object _fill_json_answer(tuple template, int32_t opaque, bytes prefix, int6
 
 
 cdef inline bint _parse_long(const uint8_t* p, Py_ssize_t n, int64_t lo, int64_t hi, int64_t* out) noexcept:
-    """A plain decimal (optional '-', at most 18 digits) within [lo, hi]; anything else is left to Python's int()."""
+    """A plain decimal (optional '-', at most 18 digits) within [lo, hi]; the rest is parse_java_int's."""
     cdef Py_ssize_t i = 0
     cdef bint neg = False
     cdef int64_t v = 0
