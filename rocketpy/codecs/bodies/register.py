@@ -82,7 +82,7 @@ class TopicConfig(JsonBody):
 
 
 def _java_int(text: str) -> int:
-    """Integer.parseInt: optional sign, ASCII digits, 32-bit range."""
+    """Integer.parseInt (parse_java_int: optional sign, decimal digits of any script, 32-bit range)."""
     value = parse_java_int(text)
     if value is None:
         raise CodecError(f"not an int: {text[:40]!r}")
