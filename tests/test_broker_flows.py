@@ -16,7 +16,7 @@ from rocketpy.codecs.codes import MessageConst, MessageSysFlag, RequestCode
 from rocketpy.codecs.headers import EndTransactionRequestHeader
 from rocketpy.codecs.message import decode_message
 from rocketpy.remoting import Dispatcher
-from rocketpy.testing import broker_client, running_broker, wait_until
+from rocketpy.testing import broker_client, message_properties, running_broker, wait_until
 
 FAST_DELAYS = "100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 
@@ -240,8 +240,6 @@ async def test_a_half_within_its_own_immunity_is_put_back_and_the_check_walks_on
     # checked but done if an op record names the offset it was first stored at, else put back (WAIT=false)
     # with that offset; the halves behind it are checked. A first offset Long.parseLong refuses stops the
     # walk, unless the half was born in the future: that one is checked
-    from rocketpy.testing import message_properties
-
     prepared = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
     rollback = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
     immune = {**_tx_props("TXI"), MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS: "3600"}
