@@ -455,11 +455,11 @@ async def test_a_failed_response_raises_a_copy_to_each_waiter() -> None:
 async def test_a_client_reads_its_answers_with_the_compiled_reader(nursery: trio.Nursery) -> None:
     # the server's batch limit (REQUEST_BATCH) is no business of a client's answers (serve(inline=False),
     # the TLS client's path): they keep the compiled reader, which reads every whole frame at once
-    from rocketpy.remoting import connection
+    from rocketpy.remoting import core
 
-    if connection._read_frames is None:
+    if core._read_frames is None:
         pytest.skip("the compiled extension is not built")
-    read = connection._read_frames
+    read = core._read_frames
     calls: list[int] = []
 
     def counted(*args: object) -> tuple[list[object], int]:
@@ -471,7 +471,7 @@ async def test_a_client_reads_its_answers_with_the_compiled_reader(nursery: trio
     conn = Connection(ours, "peer:1")
     futures = [conn.start_request(req(ECHO, 0)) for _ in range(3)]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(connection, "_read_frames", counted)
+        mp.setattr(core, "_read_frames", counted)
         nursery.start_soon(functools.partial(conn.serve, None, RequestContext(connection=conn, remote_addr="peer:1"),
                                              inline=False))
         await theirs.send_all(b"".join(req(ECHO, f.opaque, b"x").response(ResponseCode.SUCCESS).encode()

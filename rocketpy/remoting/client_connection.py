@@ -13,8 +13,6 @@ CHECK_TRANSACTION_STATE...) is Connection's.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import math
 import socket
@@ -34,15 +32,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rocketpy.remoting")
 
-#: the heap of deadlines is swept of finished waits when it is this long and mostly finished
-_SWEEP_AT = 4096
 #: receives in a row, data waiting each time, after which the reader yields to the waiters it woke
 READS_BEFORE_YIELD = 8
 #: frames queued in a turn after which they are written at once (the rest of the turn goes at its end):
 #: 4 to 16 measured alike with 32 senders; a write per frame would cost both sides a syscall per request
 WRITE_CHUNK = 8
 _INF = math.inf
-_heappush = heapq.heappush
 
 
 def _send_some(sock: socket.socket, data: bytes | memoryview) -> int:
@@ -150,12 +145,9 @@ class ClientConnection(Connection):
         #: an invoke that times out closes the connection (Java's clientCloseSocketIfTimeout: a late answer
         #: or a stuck peer gets a fresh connection)
         self.close_on_timeout = close_on_timeout
-        self._outbox: list[bytes] = []
         self._flushing = False
         #: the reader woke several waiters since the last write: their senders' next requests join one write
         self._woke_many = False
-        self._deadlines: list[tuple[float, int, Any]] = []
-        self._seq = itertools.count()
         self._timer: trio.CancelScope | None = None
         #: the run's clock (trio.current_time without its two wrapper calls: _arm reads it for every request)
         self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
@@ -165,6 +157,11 @@ class ClientConnection(Connection):
         # for reads and writes without trio's stream layers (TLS and memory streams go through them)
         self._sock: socket.socket | None = None
 
+    @property
+    def _outbox(self) -> list[bytes]:
+        """The frames queued for this turn's write (the core's)."""
+        return self.core.outbox
+
     # -- writing ----------------------------------------------------------------------------------
     async def post(self, frame: bytes) -> None:
         """Queue ``frame``; the first poster of a turn yields once (unless nothing else is in flight), then
@@ -172,10 +169,9 @@ class ClientConnection(Connection):
         ConnectionClosedError) and raises RemotingSendRequestError in the poster that wrote."""
         if self.closed:
             raise RemotingSendRequestError(f"connection to {self.remote_addr} is closed")
-        outbox = self._outbox
-        outbox.append(frame)
+        queued = self.core.queue(frame)
         if self._flushing:  # the writer of this turn takes it, or this poster writes the turn's first frames
-            if len(outbox) >= WRITE_CHUNK:
+            if queued >= WRITE_CHUNK:
                 self._write_now()
             return
         self._flushing = True
@@ -188,7 +184,7 @@ class ClientConnection(Connection):
         finally:
             self._flushing = False
             if self.closed:
-                self._outbox.clear()
+                self.core.outbox.clear()
 
     def _free_socket(self) -> socket.socket | None:
         """The raw socket, when a write may go straight to it: no task is writing and no thread's bytes wait."""
@@ -202,22 +198,22 @@ class ClientConnection(Connection):
         sock = self._free_socket()
         if sock is None or self.closed:
             return
-        frames, self._outbox = self._outbox, []
-        data = b"".join(frames)
+        core = self.core
+        data = core.data_to_send()
         try:
             sent = _send_some(sock, data)
         except OSError:
             sent = 0  # _flush meets it again, and closes the connection
         if sent < len(data):
-            self._outbox = [data[sent:] if sent else data]
+            core.unsent(data[sent:] if sent else data)
         else:
             self.last_active = self._now()
 
     async def _flush(self) -> None:
         self._woke_many = False
-        while self._outbox and not self.closed:
-            frames, self._outbox = self._outbox, []
-            data: bytes | memoryview = frames[0] if len(frames) == 1 else b"".join(frames)
+        core = self.core
+        while core.outbox and not self.closed:
+            data: bytes | memoryview = core.data_to_send()
             sock = self._free_socket()
             if sock is not None:
                 try:
@@ -239,18 +235,14 @@ class ClientConnection(Connection):
 
     # -- requests ---------------------------------------------------------------------------------
     def _arm(self, entry: Any, timeout: float) -> None:
-        """Put a wait's deadline in the heap (and bring the timer forward when it is the earliest)."""
+        """Give a wait its deadline (and bring the timer forward when it is the earliest)."""
         if timeout == _INF:
             return
-        heap = self._deadlines
-        if len(heap) >= _SWEEP_AT and len(heap) > 4 * len(self._pending):
-            heap[:] = [e for e in heap if not e[2].done]
-            heapq.heapify(heap)
         deadline = self._now() + timeout
-        _heappush(heap, (deadline, next(self._seq), entry))
-        timer = self._timer
-        if timer is not None and deadline < timer.deadline:
-            timer.deadline = deadline
+        if self.core.requests.arm(entry, deadline):
+            timer = self._timer
+            if timer is not None and deadline < timer.deadline:
+                timer.deadline = deadline
 
     async def invoke(self, request: Request, timeout: float) -> RemotingCommand:  # type: ignore[override]
         """Send ``request`` and wait up to ``timeout`` seconds for its response."""
@@ -319,16 +311,15 @@ class ClientConnection(Connection):
         future.add_done_callback(callback)
         self._pending[opaque] = future
         self._arm(future, timeout)
-        outbox = self._outbox
-        outbox.append(frame)
+        queued = self.core.queue(frame)
         if not self._flushing:
             if now:
                 self._write_now()
-                if not self._outbox:
+                if not self.core.outbox:
                     return future
             self._flushing = True
             nursery.start_soon(self._flush_soon)
-        elif len(outbox) >= WRITE_CHUNK:
+        elif queued >= WRITE_CHUNK:
             self._write_now()
         return future
 
@@ -340,27 +331,15 @@ class ClientConnection(Connection):
         finally:
             self._flushing = False
             if self.closed:
-                self._outbox.clear()
+                self.core.outbox.clear()
 
     async def _expire_loop(self) -> None:
         """End every wait whose deadline passed with RemotingTimeoutError, as Java's scanResponseTable does."""
-        heap = self._deadlines
-        pending: dict[int, Any] = self._pending
+        requests = self.core.requests
         while True:
-            now = trio.current_time()
-            # finished waits leave the top too, whatever their deadline: the timer is then set for a live one
-            # (with answers in milliseconds and timeouts of seconds, it seldom fires at all)
-            while heap and (heap[0][0] <= now or heap[0][2].done):
-                _deadline, _seq, entry = heapq.heappop(heap)
-                if entry.done:
-                    continue
-                opaque = entry.opaque
-                if pending.get(opaque) is entry:
-                    del pending[opaque]
-                ms = int(entry.timeout * 1000)
-                entry.set_error(RemotingTimeoutError(f"wait response on the channel <{self.remote_addr}> timeout, "
-                                                     f"{ms}(ms)"))
-            with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as self._timer:
+            requests.expire(trio.current_time())
+            # with answers in milliseconds and timeouts of seconds, the timer seldom fires at all
+            with trio.CancelScope(deadline=requests.next_deadline) as self._timer:
                 await trio.sleep_forever()
 
     # -- reading ----------------------------------------------------------------------------------

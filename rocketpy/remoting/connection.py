@@ -1,8 +1,8 @@
 """One remoting connection over a trio Stream: frames in, commands out, batched writes.
 
-The byte-level work is sans-IO (:class:`CommandReader`); :class:`Connection` adds the
-trio edges: receiving, writing every response of one receive in one ``send_all``,
-and correlating responses to requests by opaque for the requests it sent itself.
+The protocol state is sans-IO (:class:`~rocketpy.remoting.core.ConnectionCore`: the reader, the
+requests waiting for answers); :class:`Connection` is its trio driver: receiving, writing every
+response of one receive in one ``send_all``, and waking the tasks that wait for answers.
 Servers and clients share it: a broker may invoke a client over the client's own
 connection, and a client answers broker-initiated requests on the connection it opened.
 """
@@ -15,13 +15,13 @@ import math
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..accel import compiled
-from ..codecs import DEFAULT_MAX_FRAME, CodecError, FrameSplitter, RemotingCommand, ResponseCode
-from ..codecs.command import LANGUAGES_BY_NAME, ONEWAY_FLAG
+from ..codecs import DEFAULT_MAX_FRAME, CodecError, RemotingCommand
+from ..codecs.command import ONEWAY_FLAG
+from .core import CommandReader, ConnectionCore, LaneFrame, encode_batch
 from .errors import ConnectionClosedError, RemotingSendRequestError, RemotingTimeoutError, fresh_error
 
 if TYPE_CHECKING:
@@ -58,99 +58,6 @@ ANSWER_FLUSH_BYTES = 1 << 20
 JOIN_TAIL_BYTES = 1 << 20
 
 _connection_ids = itertools.count(1)
-
-
-class LaneFrame(bytes):
-    """A request frame left undecoded for the server's fast path (see dispatch.FastPath)."""
-
-    __slots__ = ()
-
-
-#: the compiled reader of whole frames with plain JSON headers (a client's answers), when built
-_read_frames = compiled("read_frames")
-
-
-class CommandReader:
-    """Sans-IO decoding: feed received bytes, get every whole command they complete, in order.
-
-    A frame that ``takes`` accepts (a server's fast path, see dispatch.FastPath) comes out undecoded, as a
-    :class:`LaneFrame`; every other one decoded."""
-
-    __slots__ = ("_splitter", "takes")
-
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, takes: Callable[[bytes], bool] | None = None) -> None:
-        self._splitter = FrameSplitter(max_frame)
-        self.takes = takes
-
-    def feed(self, data: bytes | bytearray | memoryview, limit: int | None = None) -> list[RemotingCommand | LaneFrame]:
-        """Commands completed by ``data`` (frames for the fast path undecoded), at most ``limit`` of them:
-        the others stay as bytes until :meth:`take`. CodecError on a bad frame (the stream is then
-        unusable)."""
-        self._splitter.feed(data)
-        return self.take(limit)
-
-    def take(self, limit: int | None = None) -> list[RemotingCommand | LaneFrame]:
-        """The whole commands held, at most ``limit`` (see :attr:`frame_ready` for whether any is)."""
-        splitter = self._splitter
-        max_frame = splitter.max_frame
-        takes = self.takes
-        if takes is None and limit is None and _read_frames is not None:
-            # a client's answers: plain ones read by compiled code
-            out: list[RemotingCommand | LaneFrame] = []
-            while True:
-                out += splitter.take_plain(_read_frames, RemotingCommand, LANGUAGES_BY_NAME)
-                frame = splitter.next_frame()  # not plain (decoded the reference way), or not whole (None)
-                if frame is None:
-                    return out
-                out.append(RemotingCommand.decode(frame, max_frame))
-        taken: list[RemotingCommand | LaneFrame] = []
-        kind = bytes if takes is None else LaneFrame
-        while limit is None or len(taken) < limit:
-            # frames are made LaneFrames as they are copied out (no second copy for the fast path's)
-            frame = splitter.next_frame(kind)
-            if frame is None:
-                break
-            taken.append(cast(LaneFrame, frame) if takes is not None and takes(frame)
-                         else RemotingCommand.decode(frame, max_frame))
-        return taken
-
-    @property
-    def frame_ready(self) -> bool:
-        """A whole frame (or a bad length) waits: :meth:`take` has something to give."""
-        return self._splitter.frame_ready
-
-    @property
-    def max_frame(self) -> int:
-        return self._splitter.max_frame
-
-    @property
-    def buffered(self) -> int:
-        return self._splitter.buffered
-
-
-def encode_batch(commands: Iterable[RemotingCommand | bytes]) -> bytes:
-    """All frames in one buffer (items already encoded pass as they are); a command that cannot be
-    encoded becomes a SYSTEM_ERROR answer."""
-    parts: list[bytes] = []
-    for cmd in commands:
-        if type(cmd) is bytes:  # a fast path's answer: already encoded
-            parts.append(cmd)
-            continue
-        assert isinstance(cmd, RemotingCommand)
-        try:
-            parts += cmd.encode_parts()
-        except Exception as exc:  # a bad header value must not take the other answers down
-            log.error("cannot encode %r: %s", cmd, exc)
-            if not cmd.is_response:
-                raise
-            fallback = RemotingCommand(
-                code=ResponseCode.SYSTEM_ERROR,
-                opaque=cmd.opaque,
-                flag=cmd.flag,
-                remark=f"response encoding failed: {exc}",
-            )
-            parts += fallback.encode_parts()
-    return b"".join(parts)
 
 
 def peer_address(stream: trio.abc.Stream) -> str:
@@ -236,13 +143,15 @@ class Connection:
         self.id = next(_connection_ids)
         self.stream = stream
         self.remote_addr = remote_addr or peer_address(stream)
-        self.reader = CommandReader(max_frame)
+        #: the protocol state: reader, requests waiting for answers (see core.ConnectionCore)
+        self.core = ConnectionCore(self.remote_addr, max_frame=max_frame, opaques=opaques)
+        self.reader: CommandReader = self.core.reader
+        #: the waits by opaque: the core's table, read and written directly on the hot path
+        self._pending: dict[int, Any] = self.core.requests.pending
         self.receive_size = receive_size
         self.closed = False
         #: owner data (a NameServer keeps nothing here; a broker may keep client ids)
         self.attributes: dict[str, Any] = {}
-        self._opaques = opaques if opaques is not None else itertools.count(1)
-        self._pending: dict[int, ResponseFuture] = {}
         self._send_lock = trio.StrictFIFOLock()
         # Writes from another thread (the group commit's answers, see write_from_thread): the raw socket
         # while _serve_socket owns it, bytes such a write left over (_tail, sent by the next trio writer
@@ -407,17 +316,17 @@ class Connection:
 
     # -- requests we send -----------------------------------------------------
     def next_opaque(self) -> int:
-        return next(self._opaques) & 0x7FFFFFFF
+        return self.core.requests.next_opaque()
 
     def start_request(self, request: RemotingCommand, timeout: float = math.inf) -> ResponseFuture:
         """Give ``request`` a fresh opaque and register the wait for its response."""
         request.opaque = self.next_opaque()
         future = ResponseFuture(request.opaque, request, timeout)
-        self._pending[request.opaque] = future
+        self.core.requests.add(future)
         return future
 
     def forget(self, future: ResponseFuture) -> None:
-        self._pending.pop(future.opaque, None)
+        self.core.requests.forget(future.opaque, future)
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send ``request`` and wait up to ``timeout`` seconds for its response."""
@@ -439,20 +348,11 @@ class Connection:
 
     def complete(self, response: RemotingCommand) -> None:
         """Hand a received response to whoever waits for its opaque."""
-        future = self._pending.pop(response.opaque, None)
-        if future is None:
-            log.warning("response with opaque %d from %s matches no request", response.opaque, self.remote_addr)
-            return
-        if future.request is not None:
-            response.request_code = future.request.code
-        future.set_response(response)
+        self.core.requests.complete(response)
 
     def fail_pending(self, error: BaseException) -> None:
-        """End every wait with a copy of ``error`` each: one exception raised in every waiter would gather
-        all their frames in its traceback, and any caller keeping it would keep them all."""
-        pending, self._pending = self._pending, {}
-        for future in pending.values():
-            future.set_error(fresh_error(error))
+        """End every wait with a copy of ``error`` each (see core.RequestTable.fail_all)."""
+        self.core.requests.fail_all(error)
 
     # -- lifecycle ------------------------------------------------------------
     async def aclose(self) -> None:
@@ -461,7 +361,7 @@ class Connection:
         with self._wlock:  # no thread is writing on the descriptor we are about to close
             self.closed = True
             self.raw = None
-        self.fail_pending(ConnectionClosedError(f"connection to {self.remote_addr} closed"))
+        self.core.close(ConnectionClosedError(f"connection to {self.remote_addr} closed"))
         # shielded, yet bounded: a TLS stream's close_notify must not wait forever on a peer that never reads
         with trio.CancelScope(shield=True, deadline=trio.current_time() + 5):
             try:
@@ -519,16 +419,7 @@ class Connection:
 
     def take_requests(self, commands: list[RemotingCommand | LaneFrame]) -> list[RemotingCommand | LaneFrame]:
         """Hand received responses to their waiters; the requests (some undecoded) remain, in order."""
-        requests: list[RemotingCommand | LaneFrame] = []
-        complete = self.complete
-        for cmd in commands:
-            if type(cmd) is LaneFrame:  # a request frame for the fast path
-                requests.append(cmd)
-            elif cmd.flag & 1:  # type: ignore[union-attr]  # RESPONSE_FLAG
-                complete(cmd)  # type: ignore[arg-type]
-            else:
-                requests.append(cmd)
-        return requests
+        return self.core.sort(commands)
 
     async def _serve_socket(self, dispatcher: Dispatcher, context: RequestContext) -> None:
         """The server hot path on a TCP socket: :meth:`serve` without trio's stream layers.
