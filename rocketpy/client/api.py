@@ -47,8 +47,9 @@ from ..codecs.headers import (
 from ..codecs.message import MessageExt, decode_messages
 from ..codecs.record import inflate_pulled, pulled_messages
 from ..remoting import RemotingClient, RemotingTimeoutError
+from ..remoting.aio import AsyncioRemotingClient
 from ..remoting.client_connection import Request, encode_request
-from ..remoting.connection import ResponseFuture
+from ..remoting.core import AnswerFuture
 from .errors import MQBrokerError, MQClientError
 from .results import PullResult, SendResult
 
@@ -150,7 +151,7 @@ def check(response: RemotingCommand, addr: str | None, *ok: int) -> RemotingComm
 class ClientAPI:
     """The request side of one client instance."""
 
-    def __init__(self, remoting: RemotingClient, timeout: float = 3.0) -> None:
+    def __init__(self, remoting: RemotingClient | AsyncioRemotingClient, timeout: float = 3.0) -> None:
         self.remoting = remoting
         self.timeout = timeout
         #: a pull header's fixed fields -> its frame's template (None: no template fits, the command is encoded)
@@ -229,13 +230,14 @@ class ClientAPI:
         resp = await self.invoke(addr, self.pull_request(header), timeout)
         return self.pull_answer(resp, addr)
 
-    def pull_soon(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> ResponseFuture | None:
+    def pull_soon(self, addr: str, header: PullMessageRequestHeader,
+                  timeout: float) -> AnswerFuture | None:
         """PULL_MESSAGE written at once (when no other write is under way), without waiting: :meth:`pull_answered`
         takes its answer later (a consumer asks for a queue's next messages, then decodes the last ones while the
         broker looks for them). None, and nothing sent, when no connection to ``addr`` is open."""
         return self.remoting.send_soon(addr, self.pull_request(header), timeout, _no_callback, now=True)
 
-    async def pull_answered(self, addr: str, future: ResponseFuture) -> tuple[PullResult, bytes]:
+    async def pull_answered(self, addr: str, future: AnswerFuture) -> tuple[PullResult, bytes]:
         """The answer of a :meth:`pull_soon`, as :meth:`pull` gives it (a timeout closes the connection, as an
         invoke's does)."""
         try:
@@ -404,7 +406,7 @@ class PreparedPull:
         return RemotingCommand.request(RequestCode.PULL_MESSAGE, self.header)
 
 
-def _no_callback(_future: ResponseFuture) -> None:
+def _no_callback(_future: AnswerFuture) -> None:
     """pull_soon's answers are awaited, not called back."""
 
 

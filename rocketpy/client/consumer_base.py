@@ -14,7 +14,7 @@ from ..codecs.bodies import ConsumerData, MessageQueue, SubscriptionData, build_
 from ..codecs.codes import ConsumeFromWhere, ConsumeType, MessageConst, MessageModel, MixAll
 from ..codecs.message import MessageExt
 from ..remoting import RemotingError
-from ..remoting.connection import ResponseFuture
+from ..remoting.core import AnswerFuture
 from .allocate import AllocateAveragely, AllocateStrategy
 from .config import ClientConfig
 from .errors import MQClientError
@@ -50,7 +50,7 @@ class PullAhead:
 
     offset: int
     addr: str
-    future: ResponseFuture
+    future: AnswerFuture
 
 
 class ConsumerBase:

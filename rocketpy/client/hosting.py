@@ -1,17 +1,23 @@
-"""A nursery hosted by its own trio system task, for objects with ``start()``/``shutdown()``.
+"""A nursery hosted by a task of its own, for objects with ``start()``/``shutdown()``.
 
 A nursery entered in ``start()`` and left in ``shutdown()`` belongs to whatever cancel scope
 was current at ``start()``: start inside ``trio.move_on_after(...)`` and shut down outside
-it, and trio finds its cancel-scope stack corrupted. A :class:`TaskHost` opens the nursery in
-a system task instead, so ``start()`` and ``shutdown()`` may run in any scope; it lives until
-:meth:`TaskHost.aclose` (or the end of the trio run).
+it, and trio (or anyio under asyncio) finds its cancel-scope stack corrupted. A :class:`TaskHost`
+opens the nursery in a task of its own instead (trio's system task, a free-standing asyncio
+task), so ``start()`` and ``shutdown()`` may run in any scope; it lives until
+:meth:`TaskHost.aclose` (or the end of the run). Under trio the nursery is trio's own; under
+asyncio an anyio task group, which has the same ``start_soon``, ``start`` and ``cancel_scope``.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+import anyio
 import trio
+
+from .loop import is_trio, spawn_detached
 
 log = logging.getLogger("rocketpy.client")
 
@@ -28,19 +34,20 @@ class TaskHost:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.nursery: trio.Nursery | None = None
+        #: a trio Nursery, or an anyio TaskGroup under asyncio
+        self.nursery: Any = None
         #: what ended the hosted tasks, when one of them failed, as text (the exception would keep the
         #: frames of the failed tasks for as long as the host object lives)
         self.error: str | None = None
-        self._ready = trio.Event()
-        self._stop = trio.Event()
-        self._done = trio.Event()
+        self._ready = anyio.Event()
+        self._stop = anyio.Event()
+        self._done = anyio.Event()
         self._spawned = False
 
-    async def open(self) -> trio.Nursery:
+    async def open(self) -> Any:
         """Start the host task and return its nursery."""
         self._spawned = True
-        trio.lowlevel.spawn_system_task(self._run, name=self.name)
+        spawn_detached(self._run, self.name)
         await self._ready.wait()
         if self.nursery is None:
             raise RuntimeError(f"{self.name} did not start: {self.error}")
@@ -48,7 +55,7 @@ class TaskHost:
 
     async def _run(self) -> None:
         try:
-            async with trio.open_nursery() as nursery:
+            async with trio.open_nursery() if is_trio() else anyio.create_task_group() as nursery:
                 self.nursery = nursery
                 self._ready.set()
                 await self._stop.wait()
@@ -71,7 +78,7 @@ class TaskHost:
             return
         if self.nursery is not None:
             self.nursery.cancel_scope.cancel()
-        with trio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
             await self._done.wait()
 
 

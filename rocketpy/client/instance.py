@@ -6,10 +6,15 @@ in a nursery the instance owns; leaving ``async with`` stops all of it and tells
 the brokers this client is gone.
 
 Producers and consumers given no ``client=`` share instances through a registry kept
-per trio run (MQClientManager): :func:`acquire_instance` hands out the instance for a
-config, hosted in a trio system task that owns its nursery, so it does not depend on
-the scope of whoever opened it first; :func:`release_instance` counts users down and
-the last one stops the instance and waits for its tasks to end.
+per event loop run (MQClientManager): :func:`acquire_instance` hands out the instance for a
+config, hosted in a task of its own that owns its nursery (trio's system task, a free-standing
+asyncio task), so it does not depend on the scope of whoever opened it first;
+:func:`release_instance` counts users down and the last one stops the instance and waits for
+its tasks to end.
+
+The instance runs on trio or on asyncio, whichever runs it (see :mod:`.loop`): its locks, events and
+scopes are anyio's, and its connections the loop's own driver (remoting.client under trio,
+remoting.aio under asyncio), so an asyncio program uses it with no thread and no trio loop.
 """
 
 from __future__ import annotations
@@ -20,17 +25,19 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-import trio
-from trio.lowlevel import RunVar
+import anyio
+from anyio.lowlevel import RunVar
 
 from ..codecs import RemotingCommand, ResponseCode
 from ..codecs.bodies import ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData
 from ..codecs.codes import MixAll
 from ..remoting import Dispatcher, RemotingClient, RemotingError
+from ..remoting.aio import AsyncioRemotingClient
 from .api import ClientAPI
 from .config import DEFAULT_INSTANCE_NAME, ClientConfig
 from .errors import MQClientError
 from .hosting import TaskHost, failure_text
+from .loop import clock, is_trio, spawn_detached
 from .route import MASTER_ID, TopicPublishInfo, broker_addrs, publish_info, route_equal, subscribe_queues
 
 if TYPE_CHECKING:
@@ -64,13 +71,16 @@ class ClientInstance:
         self.broker_versions: dict[str, int] = {}
         #: correlation id -> callback for request-reply answers pushed by brokers
         self.reply_waiters: dict[str, Callable[[Any], None]] = {}
-        self._route_lock = trio.Lock()
-        self._heartbeat_lock = trio.Lock()
-        self._rebalance_wakeup = trio.Event()
+        self._route_lock = anyio.Lock()
+        self._heartbeat_lock = anyio.Lock()
+        self._rebalance_wakeup = anyio.Event()
         self._ns_index = random.randrange(1 << 16)
         self._host: TaskHost | None = None
-        self.nursery: trio.Nursery | None = None
-        self.remoting: RemotingClient | None = None
+        #: the background tasks' nursery (an anyio task group under asyncio)
+        self.nursery: Any = None
+        self.remoting: RemotingClient | AsyncioRemotingClient | None = None
+        #: the running loop's clock (see loop.clock), set by start()
+        self.clock: Callable[[], float] = anyio.current_time
         self._api: ClientAPI | None = None
         self.running = False
         #: set while (and after) the per-run registry hosts this instance
@@ -90,10 +100,15 @@ class ClientInstance:
         # hosted, not entered here: start() and aclose() may run in different cancel scopes
         self._host = TaskHost(f"rocketpy client tasks {self.client_id}")
         self.nursery = await self._host.open()
-        ssl_context = await trio.to_thread.run_sync(self.config.ssl_context) if self.config.use_tls else None
-        self.remoting = RemotingClient(self.nursery, dispatcher=self._build_dispatcher(), state=self,
-                                       connect_timeout=self.config.mq_client_api_timeout, ssl_context=ssl_context,
-                                       rpc_hook=self.config.rpc_hook())
+        self.clock = clock()
+        # the locks and events were made where the instance was (maybe outside any loop): made anew for this run
+        self._route_lock, self._heartbeat_lock, self._rebalance_wakeup = anyio.Lock(), anyio.Lock(), anyio.Event()
+        ssl_context = await anyio.to_thread.run_sync(self.config.ssl_context) if self.config.use_tls else None
+        settings: dict[str, Any] = dict(dispatcher=self._build_dispatcher(), state=self,
+                                        connect_timeout=self.config.mq_client_api_timeout, ssl_context=ssl_context,
+                                        rpc_hook=self.config.rpc_hook())
+        self.remoting = (RemotingClient(self.nursery, **settings) if is_trio()
+                         else AsyncioRemotingClient(**settings))
         self._api = ClientAPI(self.remoting, self.config.mq_client_api_timeout)
         self.running = True
         self.nursery.start_soon(self._route_loop)
@@ -106,12 +121,12 @@ class ClientInstance:
             return
         self.running = False
         assert self._host is not None and self.nursery is not None and self.remoting is not None
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + self.config.mq_client_api_timeout
+        with anyio.CancelScope(shield=True) as scope:
+            scope.deadline = anyio.current_time() + self.config.mq_client_api_timeout
             await self._unregister(MixAll.CLIENT_INNER_PRODUCER_GROUP, None)
         # stop the background loops before their connections go, so none fails half way
         self.nursery.cancel_scope.cancel()
-        with trio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
             await self.remoting.aclose()
         await self._host.aclose()
 
@@ -331,28 +346,28 @@ class ClientInstance:
             log.exception("%s failed", what)
 
     async def _route_loop(self) -> None:
-        await trio.sleep(0.01)
+        await anyio.sleep(0.01)
         while True:
             await self._guard("route refresh", self.update_all_routes)
-            await trio.sleep(self.config.poll_name_server_interval)
+            await anyio.sleep(self.config.poll_name_server_interval)
 
     async def _heartbeat_loop(self) -> None:
-        await trio.sleep(1.0)
+        await anyio.sleep(1.0)
         while True:
             await self._guard("heartbeat", self.send_heartbeat_to_all_brokers)
-            await trio.sleep(self.config.heartbeat_broker_interval)
+            await anyio.sleep(self.config.heartbeat_broker_interval)
 
     async def _persist_loop(self) -> None:
         while True:
-            await trio.sleep(self.config.persist_consumer_offset_interval)
+            await anyio.sleep(self.config.persist_consumer_offset_interval)
             for consumer in list(self.consumers.values()):
                 await self._guard("persist offsets", consumer.persist_offsets)
 
     async def _rebalance_loop(self) -> None:
         while True:
-            with trio.move_on_after(self.config.rebalance_interval):
+            with anyio.move_on_after(self.config.rebalance_interval):
                 await self._rebalance_wakeup.wait()
-            self._rebalance_wakeup = trio.Event()
+            self._rebalance_wakeup = anyio.Event()
             await self.do_rebalance()
 
     async def do_rebalance(self) -> None:
@@ -366,7 +381,7 @@ class ClientInstance:
         return processor.build_dispatcher(self)
 
 
-# -- one instance per trio run and config (MQClientManager) --------------------------------------------
+# -- one instance per loop run and config (MQClientManager) --------------------------------------------
 _INSTANCES: RunVar[dict[tuple[object, ...], list[_Hosted]]] = RunVar("rocketpy_client_instances")
 
 
@@ -388,9 +403,9 @@ class _Hosted:
         self.users = 0
         #: (kind, group) of every user, so a default-named instance never takes a group twice
         self.groups: set[tuple[str, str]] = set()
-        self.ready = trio.Event()
-        self.stop = trio.Event()
-        self.done = trio.Event()
+        self.ready = anyio.Event()
+        self.stop = anyio.Event()
+        self.done = anyio.Event()
         #: why the instance failed, as text: the exception would keep the frames of its failed tasks
         self.error: str | None = None
 
@@ -419,7 +434,7 @@ class _Hosted:
 
 async def acquire_instance(config: ClientConfig, kind: str, group: str,
                            candidate: ClientInstance | None = None) -> ClientInstance:
-    """The started instance shared by ``config``'s equals in this trio run, opened if none is.
+    """The started instance shared by ``config``'s equals in this loop run, opened if none is.
 
     ``candidate`` (an instance never started) becomes the shared one when a new one is needed.
     """
@@ -439,7 +454,7 @@ async def acquire_instance(config: ClientConfig, kind: str, group: str,
         hosted = _Hosted(key, candidate)
         candidate.hosted = hosted
         table.setdefault(key, []).append(hosted)
-        trio.lowlevel.spawn_system_task(hosted.run, name=f"rocketpy client instance {candidate.client_id}")
+        spawn_detached(hosted.run, f"rocketpy client instance {candidate.client_id}")
     hosted.users += 1
     hosted.groups.add((kind, group))
     try:
@@ -462,7 +477,7 @@ async def release_instance(instance: ClientInstance, kind: str, group: str) -> N
     if hosted.users > 0:
         return
     hosted.forget()
-    with trio.CancelScope(shield=True):
+    with anyio.CancelScope(shield=True):
         await hosted.done.wait()
 
 

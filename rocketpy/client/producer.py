@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, cast
 
+import anyio
 import trio
 
 from ..clock import now_ms
@@ -32,7 +33,8 @@ from ..codecs.message import (
 )
 from ..javacompat.hashmap import hashmap_key_order
 from ..javacompat.lang import java_hash
-from ..remoting import RemotingError, ResponseFuture, fresh_error
+from ..remoting import RemotingError, fresh_error
+from ..remoting.core import AnswerFuture
 from .api import ClientAPI
 from .config import ClientConfig
 from .errors import MQBrokerError, MQClientError, RequestTimeoutError
@@ -182,7 +184,7 @@ class SendFuture:
     """An asynchronous send in flight: ``await future.result()`` or use the callbacks."""
 
     def __init__(self) -> None:
-        self._done = trio.Event()
+        self._done = anyio.Event()
         self.value: SendResult | None = None
         self.error: BaseException | None = None
 
@@ -209,8 +211,8 @@ class Producer:
     """Sends messages of one producer group.
 
     ``async with Producer("group", namesrv="127.0.0.1:9876") as p: await p.send(msg)``.
-    Producers and consumers of one trio run with equal client configs share one ClientInstance;
-    pass ``client=`` to use a started ClientInstance of your own instead.
+    Producers and consumers of one event loop run (trio or asyncio) with equal client configs share one
+    ClientInstance; pass ``client=`` to use a started ClientInstance of your own instead.
     """
 
     def __init__(
@@ -241,7 +243,7 @@ class Producer:
         if client is None:
             if config is None:
                 config = ClientConfig(namesrv_addr=namesrv) if namesrv else ClientConfig()
-            # not started: start() swaps in the instance shared with equal configs of the trio run
+            # not started: start() swaps in the instance shared with equal configs of the loop run
             client = ClientInstance(config)
         self._config = config if config is not None else client.config
         self.client = client
@@ -284,7 +286,7 @@ class Producer:
         if self.enable_msg_trace:
             self.trace = TraceDispatcher(self.client, self.group, self.customized_trace_topic, producer_class=Producer)
             await self.trace.start()
-        with trio.move_on_after(self.client.config.mq_client_api_timeout):
+        with anyio.move_on_after(self.client.config.mq_client_api_timeout):
             await self.client.send_heartbeat_to_all_brokers()
 
     async def shutdown(self) -> None:
@@ -294,7 +296,7 @@ class Producer:
         if self.trace is not None:
             await self.trace.aclose()
             self.trace = None
-        with trio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
             await self.client.unregister_producer(self.group)
         if self._own_client:
             await release_instance(self.client, "producer", self.group)
@@ -420,7 +422,8 @@ class Producer:
         if check:
             self._need_started()
             check_message(msg, self.max_message_size)
-        now: float | None = trio.current_time()
+        clock = self.client.clock
+        now: float | None = clock()
         if begin is None:
             begin = now
         assert begin is not None
@@ -437,7 +440,7 @@ class Producer:
             mq = self.fault.select(info, last_broker)
             last_broker = mq.broker_name
             brokers_sent.append(mq.broker_name or "")
-            start = trio.current_time() if now is None else now
+            start = clock() if now is None else now
             now = None
             remaining = timeout - (start - begin)
             if remaining <= 0:
@@ -451,9 +454,9 @@ class Producer:
                     result = ClientAPI.send_result(await self.client.api.remoting.invoke(addr, request, remaining),
                                                    addr, mq, uniq)
                 if self.fault.enabled:  # the latency only matters to the fault strategy
-                    self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), False)
+                    self.fault.update(mq.broker_name or "", int((clock() - start) * 1000), False)
             except (RemotingError, MQClientError) as exc:
-                self.fault.update(mq.broker_name or "", int((trio.current_time() - start) * 1000), True)
+                self.fault.update(mq.broker_name or "", int((clock() - start) * 1000), True)
                 last_error = exc
                 log.warning("send to %s failed, retry on another broker: %s", mq.broker_name, exc)
                 if isinstance(exc, MQBrokerError) and exc.response_code not in RETRY_RESPONSE_CODES:
@@ -467,7 +470,7 @@ class Producer:
         if result is not None:
             return result
         raise MQClientError(f"Send [{times_total}] times, still failed, cost "
-                            f"[{int((trio.current_time() - begin) * 1000)}]ms, Topic: {msg.topic}, "
+                            f"[{int((clock() - begin) * 1000)}]ms, Topic: {msg.topic}, "
                             f"BrokersSent: {brokers_sent}: {last_error}",
                             getattr(last_error, "response_code", -1)) from last_error
 
@@ -561,7 +564,7 @@ class Producer:
                 else:
                     result = await self._send_default(msg, timeout, 1 + self.retry_times_async)
                 assert result is not None
-            except (RemotingError, MQClientError, trio.TooSlowError) as exc:
+            except (RemotingError, MQClientError, trio.TooSlowError, TimeoutError) as exc:
                 await _settle(future, None, exc, on_success, on_exception)
                 return
             await _settle(future, result, None, on_success, on_exception)
@@ -585,7 +588,8 @@ class Producer:
             check_message(msg, self.max_message_size)
         except MQClientError:
             return False  # the task reports it as always
-        begin = trio.current_time()
+        clock = self.client.clock
+        begin = clock()
         mq = self.fault.select(info, None)
         broker = mq.broker_name or ""
         addr = self.client.master_addr(broker)
@@ -593,8 +597,8 @@ class Producer:
             return False
         request, _fields, uniq = self._request(msg, mq, False)
 
-        def answered(answer: ResponseFuture) -> None:
-            latency = int((trio.current_time() - begin) * 1000)
+        def answered(answer: AnswerFuture) -> None:
+            latency = int((clock() - begin) * 1000)
             try:
                 if answer.error is not None:
                     raise answer.error
@@ -624,7 +628,7 @@ class Producer:
             result = await self._send_default(msg, timeout, 1 + self.retry_times_async, begin=begin, tried=(broker,),
                                               last_error=error)
             assert result is not None
-        except (RemotingError, MQClientError, trio.TooSlowError) as exc:
+        except (RemotingError, MQClientError, trio.TooSlowError, TimeoutError) as exc:
             await _settle(future, None, exc, on_success, on_exception)
             return
         await _settle(future, result, None, on_success, on_exception)
@@ -683,12 +687,12 @@ class Producer:
                       arg: Any = None, queue: MessageQueue | None = None) -> MessageExt:
         """Send a request message and wait for the reply a consumer sends back through the broker."""
         self._need_started()
-        begin = trio.current_time()
+        begin = anyio.current_time()
         correlation_id = str(uuid.uuid4())
         msg.properties[MessageConst.PROPERTY_CORRELATION_ID] = correlation_id
         msg.properties[MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT] = self.client.client_id
         msg.properties[MessageConst.PROPERTY_MESSAGE_TTL] = str(int(timeout * 1000))
-        got = trio.Event()
+        got = anyio.Event()
         box: list[MessageExt] = []
 
         def arrive(reply: MessageExt) -> None:
@@ -698,8 +702,8 @@ class Producer:
         self.client.reply_waiters[correlation_id] = arrive
         try:
             await self.send(msg, queue=queue, selector=selector, arg=arg, timeout=timeout)
-            remaining = timeout - (trio.current_time() - begin)
-            with trio.move_on_after(max(remaining, 0)):
+            remaining = timeout - (anyio.current_time() - begin)
+            with anyio.move_on_after(max(remaining, 0)):
                 await got.wait()
             if not box:
                 raise RequestTimeoutError(f"send request message to <{msg.topic}> OK, but wait reply message "

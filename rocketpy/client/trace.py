@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import trio
+import anyio
 
 from ..clock import now_ms
 from ..codecs.codes import MessageConst, MixAll
@@ -60,13 +60,13 @@ class TraceDispatcher:
         self.trace_topic = trace_topic or MixAll.RMQ_SYS_TRACE_TOPIC
         self.region = "DefaultRegion"
         self._pending: list[tuple[str, list[str]]] = []
-        self._wake = trio.Event()
+        self._wake = anyio.Event()
         # a batch popped from _pending is invisible there while it is sent: shutdown waits for these too
         self._in_flight = 0
-        self._idle = trio.Event()
+        self._idle = anyio.Event()
         self._idle.set()
         self._producer: Any = None
-        self._scope: trio.CancelScope | None = None
+        self._scope: anyio.CancelScope | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -77,7 +77,7 @@ class TraceDispatcher:
 
     async def aclose(self, timeout: float = 3.0) -> None:
         """Send what is queued and let sends under way finish (bounded), then stop."""
-        with trio.CancelScope(shield=True), trio.move_on_after(timeout):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(timeout):
             while self._pending or self._in_flight:
                 if self._pending:
                     await self._flush()
@@ -89,11 +89,11 @@ class TraceDispatcher:
             await self._producer.shutdown()
 
     async def _run(self) -> None:
-        with trio.CancelScope() as self._scope:
+        with anyio.CancelScope() as self._scope:
             while True:
                 await self._wake.wait()
-                self._wake = trio.Event()
-                await trio.sleep(FLUSH_DELAY)
+                self._wake = anyio.Event()
+                await anyio.sleep(FLUSH_DELAY)
                 while self._pending:
                     await self._flush()
 
@@ -112,7 +112,7 @@ class TraceDispatcher:
             all_keys += [k for k in ks if k and k not in all_keys]
         self._in_flight += 1
         if self._in_flight == 1:
-            self._idle = trio.Event()
+            self._idle = anyio.Event()
         try:
             await self._producer.send(make_message(self.trace_topic, body.encode(), keys=" ".join(all_keys)))
         except Exception as exc:  # a trace is best effort, like Java's: log and drop

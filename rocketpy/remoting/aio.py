@@ -22,7 +22,7 @@ import itertools
 import logging
 import math
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from typing import Any
 
 from ..codecs import DEFAULT_MAX_FRAME, CodecError, RemotingCommand
@@ -292,8 +292,7 @@ class AsyncioConnection(asyncio.Protocol):
         self._queue(encode_request(request, self.core.requests.next_opaque(), oneway=True))
         await self._room()
 
-    def request_soon(self, request: Request, timeout: float,
-                     callback: Callable[[AsyncioResponseFuture], Any] | None = None, *,
+    def request_soon(self, request: Request, timeout: float, callback: Callable[[Any], Any] | None = None, *,
                      now: bool = False) -> AsyncioResponseFuture | None:
         """Send ``request`` with this iteration's others (``now``: at once) and return its future; ``callback``
         gets the future once it ends. None, and nothing sent, when the connection is closed."""
@@ -446,7 +445,8 @@ class AsyncioRemotingClient:
         self.rpc_hook(request)
         return request
 
-    def invoke(self, addr: str, request: Request, timeout: float = DEFAULT_TIMEOUT) -> Awaitable[RemotingCommand]:
+    def invoke(self, addr: str, request: Request,
+               timeout: float = DEFAULT_TIMEOUT) -> Coroutine[Any, Any, RemotingCommand]:
         """Send ``request`` to ``addr`` and return its response (the timeout covers connecting)."""
         conn = self._pool.get(addr)
         if conn is None or conn.closed or self.rpc_hook is not None:
@@ -469,7 +469,7 @@ class AsyncioRemotingClient:
         conn = self._pool.get(addr)
         return conn is not None and not conn.closed
 
-    def send_soon(self, addr: str, request: Request, timeout: float, callback: Callable[[AsyncioResponseFuture], Any],
+    def send_soon(self, addr: str, request: Request, timeout: float, callback: Callable[[Any], Any],
                   *, now: bool = False) -> AsyncioResponseFuture | None:
         conn = self._pool.get(addr)
         if conn is None or conn.closed:

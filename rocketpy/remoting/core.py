@@ -32,7 +32,8 @@ from .errors import RemotingTimeoutError, fresh_error
 
 log = logging.getLogger("rocketpy.remoting")
 
-__all__ = ["CodecError", "CommandReader", "ConnectionCore", "LaneFrame", "RequestTable", "Waiter", "encode_batch"]
+__all__ = ["AnswerFuture", "CodecError", "CommandReader", "ConnectionCore", "LaneFrame", "RequestTable", "Waiter",
+           "encode_batch"]
 
 #: the heap of deadlines is swept of finished waits when it is this long and mostly finished
 SWEEP_AT = 4096
@@ -148,6 +149,22 @@ class Waiter(Protocol):
     def set_response(self, response: RemotingCommand) -> None: ...
 
     def set_error(self, error: BaseException) -> None: ...
+
+
+class AnswerFuture(Protocol):
+    """A request sent without waiting, as either driver gives it back (trio's ResponseFuture, asyncio's
+    AsyncioResponseFuture): what the client's upper layers may use of it."""
+
+    opaque: int
+    response: RemotingCommand | None
+    error: BaseException | None
+
+    @property
+    def done(self) -> bool: ...
+
+    def add_done_callback(self, callback: Callable[[Any], Any]) -> None: ...
+
+    async def wait(self) -> RemotingCommand: ...
 
 
 class RequestTable:
