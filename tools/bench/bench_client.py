@@ -4,6 +4,7 @@ push and lite-pull consumption, optionally beside the Java benchmark Producer an
     python tools/bench/bench_client.py                      # ours alone, against `rocketpy serve`
     python tools/bench/bench_client.py --vs-java --rounds 3 # the comparison of issue #28 (quiet machine)
     python tools/bench/bench_client.py --profile sync32     # cProfile of one phase, top entries
+    python tools/bench/bench_client.py --apis all --phases sync,sync32,async --rounds 2   # trio, asyncio, blocking
 
 The server is ``rocketpy serve`` (NameServer + broker) in a subprocess on free ports, one for the
 whole run; ``-n ADDR`` uses a running server instead (``--in-process`` runs ours on a thread here, which
@@ -51,15 +52,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
+import anyio
 import trio
 
 from rocketpy.client import ClientConfig, ConsumeFromWhere, LitePullConsumer, Producer, PushConsumer, make_message
 from rocketpy.client.admin import Admin
+from rocketpy.client.loop import clock as loop_clock
 from rocketpy.codecs.bodies import TopicConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +71,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_vs_java as vsj  # noqa: E402  (the Java tools' drivers: spawn, LineReader, parsers)
 
 PHASES = ("sync", "sync32", "async", "oneway", "batch", "push", "litepull")
+SEND_PHASES = ("sync", "sync32", "async", "oneway", "batch")
+#: the client APIs --apis compares: the trio client, the native asyncio one, the blocking one (threads)
+APIS = ("trio", "asyncio", "blocking")
+#: what the blocking API measures of the send phases (its async and oneway calls are the trio client's)
+BLOCKING_PHASES = ("sync", "sync32")
 #: the send phases the Java benchmark Producer runs beside, and its threads for each (one for one at a time)
 JAVA_THREADS: dict[str, Callable[[argparse.Namespace], int]] = {"sync": lambda a: 1, "sync32": lambda a: a.senders}
 
@@ -177,17 +186,19 @@ class Ours:
             await wait_route(self.namesrv, self.topic + "_java", self.args.queues)
 
     async def send_phase(self, phase: str, profile: bool = False) -> Result:
+        """One send phase, on whichever loop runs it (trio or asyncio: the phases are written with anyio)."""
         a = self.args
         topic, body = self.topic, self.body
+        now = loop_clock()
         async with Producer(f"bench_client_pg_{phase}", namesrv=self.namesrv) as producer:
             for _ in range(50):  # routes, connections and caches warm
                 await producer.send(make_message(topic, body))
             self.produced += 50
-            deadline = trio.current_time() + a.seconds
+            deadline = now() + a.seconds
 
             async def sync() -> int:
                 n = 0
-                while n < a.count and trio.current_time() < deadline:
+                while n < a.count and now() < deadline:
                     await producer.send(make_message(topic, body))
                     n += 1
                 return n
@@ -197,19 +208,19 @@ class Ours:
 
                 async def sender() -> None:
                     nonlocal done
-                    while done < a.count and trio.current_time() < deadline:
+                    while done < a.count and now() < deadline:
                         await producer.send(make_message(topic, body))
                         done += 1
 
-                async with trio.open_nursery() as nursery:
+                async with anyio.create_task_group() as group:
                     for _ in range(a.senders):
-                        nursery.start_soon(sender)
+                        group.start_soon(sender)
                 return done
 
             async def send_async() -> int:
                 settled = 0  # answered or failed
-                room = trio.Semaphore(a.window)
-                idle = trio.Event()
+                room = anyio.Semaphore(a.window)
+                idle = anyio.Event()
 
                 def finished(_value: object) -> None:
                     nonlocal settled
@@ -219,10 +230,10 @@ class Ours:
                         idle.set()
 
                 n = 0
-                while n < a.count and trio.current_time() < deadline:
+                while n < a.count and now() < deadline:
                     try:
                         room.acquire_nowait()  # a tight loop, as a Java thread calling send(msg, callback)
-                    except trio.WouldBlock:
+                    except anyio.WouldBlock:
                         await room.acquire()  # the window is full: wait for answers
                     producer.send_async(make_message(topic, body), finished, finished)
                     n += 1
@@ -232,14 +243,14 @@ class Ours:
 
             async def oneway() -> int:
                 n = 0
-                while n < a.count and trio.current_time() < deadline:
+                while n < a.count and now() < deadline:
                     await producer.send_oneway(make_message(topic, body))
                     n += 1
                 return n
 
             async def batch() -> int:
                 n = 0
-                while n < a.count and trio.current_time() < deadline:
+                while n < a.count and now() < deadline:
                     await producer.send_batch([make_message(topic, body) for _ in range(a.batch)])
                     n += a.batch
                 return n
@@ -248,6 +259,42 @@ class Ours:
                    "batch": batch}[phase]
             res = await timed(run, profile)
             self.produced += int(res["msgs"])
+        return res
+
+    def blocking_send_phase(self, phase: str) -> Result:
+        """A send phase through the blocking API (BlockingProducer) from plain threads: ``sync`` one thread,
+        ``sync32`` ``--senders`` threads; the other phases are the async API's."""
+        from rocketpy.client.facade import BlockingProducer
+
+        a = self.args
+        topic, body = self.topic, self.body
+        threads = a.senders if phase == "sync32" else 1
+        with BlockingProducer(f"bench_client_pg_blk_{phase}", namesrv=self.namesrv) as producer:
+            for _ in range(50):
+                producer.send(make_message(topic, body))
+            self.produced += 50
+            done = 0
+            lock = threading.Lock()
+            deadline = time.monotonic() + a.seconds
+
+            def sender() -> None:
+                nonlocal done
+                while time.monotonic() < deadline:
+                    with lock:
+                        if done >= a.count:
+                            return
+                        done += 1
+                    producer.send(make_message(topic, body))
+
+            workers = [threading.Thread(target=sender) for _ in range(threads)]
+            c0, t0 = cpu_now(), time.perf_counter()
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            c1 = cpu_now()
+            res = result(done, time.perf_counter() - t0, (c1[0] - c0[0], c1[1] - c0[1]))
+            self.produced += done
         return res
 
     async def consume_phase(self, phase: str, profile: bool = False) -> Result:
@@ -412,16 +459,21 @@ def line(who: str, phase: str, r: Result) -> str:
             f"({r['user_us']:.1f} user)  ({r['msgs']:.0f} msgs, load {r['load']:.2f})")
 
 
-async def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict[str, dict[str, list[Result]]]:
+def parse_phases(args: argparse.Namespace) -> list[str]:
     phases = [p.strip() for p in args.phases.split(",") if p.strip()]
     for p in phases:
         if p not in PHASES:
             raise SystemExit(f"bench_client: unknown phase {p!r} (known: {', '.join(PHASES)})")
     if args.profile and args.profile not in phases:
         phases.append(args.profile)
-    out: dict[str, dict[str, list[Result]]] = {"ours": {}, "java": {}}
+    return phases
 
-    async def java_beside(phase: str, ours: Ours) -> None:
+
+async def trio_round(ours: Ours, phases: list[str], args: argparse.Namespace, java: Java | None,
+                     java_first: bool, out: dict[str, dict[str, list[Result]]]) -> None:
+    """One round of the trio client's phases, the Java tools beside them (``--vs-java``)."""
+
+    async def java_beside(phase: str) -> None:
         """The Java tool's run beside ``phase`` (the Producer for JAVA_THREADS' phases, the Consumer for push)."""
         if java is None:
             return
@@ -434,24 +486,57 @@ async def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict
         out["java"].setdefault(phase, []).append(r)
         print(line("java", phase, r), flush=True)
 
+    for phase in phases:
+        if phase in ("push", "litepull") and ours.produced < args.backlog:
+            await ours.fill(args.backlog)
+            print(f"  backlog {ours.produced} msgs (load {load():.2f})", flush=True)
+        if java_first:
+            await java_beside(phase)
+        if phase in ("push", "litepull"):
+            r = await ours.consume_phase(phase, profile=args.profile == phase)
+        else:
+            r = await ours.send_phase(phase, profile=args.profile == phase)
+        out["ours"].setdefault(phase, []).append(r)
+        print(line("ours", phase, r), flush=True)
+        if not java_first:
+            await java_beside(phase)
+
+
+async def asyncio_round(ours: Ours, phases: list[str], out: dict[str, dict[str, list[Result]]]) -> None:
+    """The send phases through the native asyncio client (the same phase code, on an asyncio loop)."""
+    for phase in phases:
+        if phase in SEND_PHASES:
+            r = await ours.send_phase(phase)
+            out["asyncio"].setdefault(phase, []).append(r)
+            print(line("aio", phase, r), flush=True)
+
+
+def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict[str, dict[str, list[Result]]]:
+    """Every round: each API of ``--apis`` in turn against the same server (the order reversed every other round),
+    the trio client's round with the Java tools beside it."""
+    phases = parse_phases(args)
+    apis = [a.strip() for a in args.apis.split(",")] if args.apis != "all" else list(APIS)
+    for api in apis:
+        if api not in APIS:
+            raise SystemExit(f"bench_client: unknown API {api!r} (known: {', '.join(APIS)})")
+    if "asyncio" in apis and any(p in ("push", "litepull") for p in phases):
+        print("  (the asyncio API is measured on the send phases: its consumers are the trio ones behind a thread)")
+    out: dict[str, dict[str, list[Result]]] = {"ours": {}, "java": {}, "asyncio": {}, "blocking": {}}
     for rnd in range(args.rounds):
         ours = Ours(namesrv, args)
-        await ours.setup(java is not None)
-        java_first = rnd % 2 == 1
-        for phase in phases:
-            if phase in ("push", "litepull") and ours.produced < args.backlog:
-                await ours.fill(args.backlog)
-                print(f"  backlog {ours.produced} msgs (load {load():.2f})", flush=True)
-            if java_first:
-                await java_beside(phase, ours)
-            if phase in ("push", "litepull"):
-                r = await ours.consume_phase(phase, profile=args.profile == phase)
+        trio.run(ours.setup, java is not None)
+        for api in apis if rnd % 2 == 0 else apis[::-1]:
+            if api == "trio":
+                trio.run(trio_round, ours, phases, args, java, rnd % 2 == 1, out)
+            elif api == "asyncio":
+                anyio.run(asyncio_round, ours, phases, out, backend="asyncio",
+                          backend_options={"use_uvloop": args.uvloop})
             else:
-                r = await ours.send_phase(phase, profile=args.profile == phase)
-            out["ours"].setdefault(phase, []).append(r)
-            print(line("ours", phase, r), flush=True)
-            if not java_first:
-                await java_beside(phase, ours)
+                for phase in phases:
+                    if phase in BLOCKING_PHASES:
+                        r = ours.blocking_send_phase(phase)
+                        out["blocking"].setdefault(phase, []).append(r)
+                        print(line("blk", phase, r), flush=True)
         if args.rounds > 1:
             print(f"round {rnd + 1} done (load {load():.2f})", flush=True)
     return out
@@ -472,6 +557,19 @@ def summary(out: dict[str, dict[str, list[Result]]]) -> list[str]:
             text += (f" | java {jr:>8.0f} msgs/s {jc:6.1f} us cpu/msg | ours/java rate "
                      f"{statistics.median(rates) / jr:4.2f} cpu {statistics.median(cpus) / jc:4.2f}")
         lines.append(text)
+    for api, label in (("asyncio", "asyncio"), ("blocking", "blocking")):
+        for phase, results in out.get(api, {}).items():
+            rates = [r["rate"] for r in results]
+            cpus = [r["cpu_us"] for r in results]
+            text = (f"  {phase:<9} {label} {statistics.median(rates):>8.0f} msgs/s ({min(rates):.0f}..{max(rates):.0f})"
+                    f" {statistics.median(cpus):6.1f} us cpu/msg")
+            trio_results = out["ours"].get(phase)
+            if trio_results:
+                tr = statistics.median(r["rate"] for r in trio_results)
+                tc = statistics.median(r["cpu_us"] for r in trio_results)
+                text += (f" | {label}/trio rate {statistics.median(rates) / tr:4.2f}"
+                         f" cpu {statistics.median(cpus) / tc:4.2f}")
+            lines.append(text)
     return lines
 
 
@@ -496,7 +594,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--java-ref", help="the Java reference build (default ~/.cache/rocketmq-java-4.9.8)")
     parser.add_argument("--java-seconds", type=float, default=10.0, help="measured seconds of the Java Producer")
     parser.add_argument("--profile", choices=PHASES, help="cProfile this phase and print its top entries")
+    parser.add_argument("--api", "--apis", dest="apis", default="trio",
+                        help=f"the client APIs to measure, comma separated, of: {', '.join(APIS)}; or 'all' "
+                             "(one after the other against the same server, ratios to trio's printed)")
+    parser.add_argument("--uvloop", action="store_true", help="the asyncio API on uvloop's loop")
     args = parser.parse_args(argv)
+    if args.uvloop:
+        try:
+            import uvloop  # noqa: F401
+        except ImportError:
+            print("bench_client: --uvloop needs the uvloop package (pip install uvloop)", file=sys.stderr)
+            return 2
 
     ref = vsj.find_ref(args.java_ref) if args.vs_java else None
     if args.vs_java and ref is None:
@@ -515,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with ctx as namesrv:
             java = Java(ref, work, namesrv, args) if ref is not None else None
-            out = trio.run(run, namesrv, args, java)
+            out = run(namesrv, args, java)
     except vsj.StartError as exc:
         print(f"bench_client: {exc}", file=sys.stderr)
         return 1
