@@ -1,4 +1,5 @@
-"""Our NameServer and real brokers (rocketpy.broker) in-process, for the client, CLI and example tests.
+"""Our NameServer and real brokers (rocketpy.broker) in-process, for the client, CLI and example tests: the
+clusters of rocketpy's pytest plugin (rocketpy.pytest_plugin, which users get too), with probes.
 
 A test that needs to see what the client sent, or to make a broker misbehave, asks for a
 :class:`BrokerProbe` (``real_cluster(probe=True)``): a before-hook on each broker's dispatcher that
@@ -8,28 +9,16 @@ broker would. The hook turns the send fast lane off (as ACL does), so only probe
 
 from __future__ import annotations
 
-import dataclasses
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-import trio
-
+from rocketpy import pytest_plugin as plugin
 from rocketpy.broker.controller import BrokerController
 from rocketpy.codecs import RemotingCommand, RequestCode
-from rocketpy.namesrv.config import NamesrvConfig
-from rocketpy.namesrv.server import NameServer
+from rocketpy.pytest_plugin import FAST_BROKER
 from rocketpy.remoting import RequestContext
-from rocketpy.testing import broker_test_config, wait_until
-
-#: broker settings that keep tests quick: short delay levels and transaction checks
-FAST_BROKER = {
-    "messageDelayLevel": " ".join(["100ms"] * 18),
-    "transactionCheckInterval": "300",
-    "transactionTimeOut": "300",
-    "autoCreateTopicEnable": "true",
-}
+from rocketpy.testing import wait_until
 
 SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
 
@@ -55,19 +44,12 @@ class BrokerProbe:
         return [r for r in self.requests if r.code == code]
 
 
-@dataclasses.dataclass
-class Cluster:
-    namesrv: str
-    brokers: list[BrokerController]
-    probes: list[BrokerProbe]
+class Cluster(plugin.Cluster):
+    """The plugin's cluster, with the brokers' probes when opened with ``probe=True``."""
 
     @property
-    def broker(self) -> BrokerController:
-        return self.brokers[0]
-
-    @property
-    def broker_addr(self) -> str:
-        return self.brokers[0].broker_addr
+    def probes(self) -> list[BrokerProbe]:
+        return self.extras
 
     @property
     def probe(self) -> BrokerProbe:
@@ -75,61 +57,29 @@ class Cluster:
         return self.probes[0]
 
 
+def _probed(broker: BrokerController) -> BrokerProbe:
+    probe = BrokerProbe()
+    broker.dispatcher.add_before_hook(probe)
+    return probe
+
+
+def _options(probe: bool, opts: dict[str, Any]) -> dict[str, Any]:
+    return {**opts, "prepare": _probed} if probe else opts
+
+
 @asynccontextmanager
 async def real_cluster(broker_names: tuple[str, ...] = ("broker-a",), *, probe: bool = False,
                        **props: Any) -> AsyncIterator[Cluster]:
-    """Our NameServer and broker(s) on 127.0.0.1 ports the OS picks, stores in a temporary directory;
-    ``props`` are broker.conf keys. Everything stops on exit."""
-    with tempfile.TemporaryDirectory(prefix="rocketpy-cluster-") as tmp:
-        config = NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kvConfig.json",
-                               config_store_path=f"{tmp}/namesrv.properties")
-        async with trio.open_nursery() as nursery:
-            ns = await nursery.start(NameServer(config).run, "127.0.0.1", 0)
-            brokers, probes = [], []
-            for name in broker_names:
-                settings = {**FAST_BROKER, "brokerName": name, "namesrvAddr": ns.address, **props}
-                broker = BrokerController(broker_test_config(f"{tmp}/{name}", **settings))
-                if probe:
-                    probes.append(BrokerProbe())
-                    broker.dispatcher.add_before_hook(probes[-1])
-                brokers.append(await nursery.start(broker.run, None))
-            await wait_until(lambda: len(ns.routes.broker_live_table) >= len(brokers), timeout=10, tick=0.02)
-            try:
-                yield Cluster(ns.address, brokers, probes)
-            finally:
-                nursery.cancel_scope.cancel()
+    """The plugin's real_cluster (rocketpy.pytest_plugin), a :class:`BrokerProbe` on each broker with ``probe``."""
+    async with plugin.real_cluster(broker_names, **_options(probe, props)) as c:
+        yield Cluster(c.namesrv, c.brokers, c.extras)
 
 
 @contextmanager
-def threaded_cluster(**opts: Any) -> Iterator[Cluster]:
-    """:func:`real_cluster` served by a trio loop on its own thread, for code that runs its own event loop
-    (blocking scripts, asyncio, the CLI, examples in subprocesses)."""
-    import concurrent.futures
-
-    from rocketpy.client.facade import TrioPortal
-
-    portal = TrioPortal()
-    ready: concurrent.futures.Future[tuple[Cluster, trio.Event]] = concurrent.futures.Future()
-
-    async def host() -> None:
-        stop = trio.Event()
-        async with real_cluster(**opts) as c:
-            ready.set_result((c, stop))
-            await stop.wait()
-
-    async def set_event(event: trio.Event) -> None:
-        event.set()
-
-    done = portal.submit(host)
-    try:
-        cluster, stop = ready.result(10)
-        try:
-            yield cluster
-        finally:
-            portal.run(set_event, stop)  # the cluster's own loop ends it: no polling between threads
-            done.result(10)
-    finally:
-        portal.close()
+def threaded_cluster(*, probe: bool = False, **opts: Any) -> Iterator[Cluster]:
+    """The plugin's threaded_cluster (what the ``rocketmq_cluster`` fixture runs), probed with ``probe``."""
+    with plugin.threaded_cluster(**_options(probe, opts)) as c:
+        yield Cluster(c.namesrv, c.brokers, c.extras)
 
 
 async def make_topic(c: Cluster, topic: str, queues: int) -> None:

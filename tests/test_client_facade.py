@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 
 import pytest
-from clusters import Cluster, threaded_cluster
 
 from rocketpy.client import make_message
 from rocketpy.client.facade import (
@@ -18,12 +16,13 @@ from rocketpy.client.facade import (
     BlockingPushConsumer,
 )
 from rocketpy.codecs.codes import ConsumeFromWhere, SendStatus
+from rocketpy.pytest_plugin import Cluster
 
 
 @pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    with threaded_cluster() as c:
-        yield c
+def cluster(rocketmq_cluster: Cluster) -> Cluster:
+    """rocketpy's own pytest plugin's cluster (the fixture users get)."""
+    return rocketmq_cluster
 
 
 def test_blocking_producer_and_consumers(cluster: Cluster) -> None:

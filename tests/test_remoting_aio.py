@@ -4,14 +4,14 @@ asyncio peers that answer late, never, or close mid-frame."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import pytest
-from clusters import Cluster, threaded_cluster
 
 from rocketpy.codecs import RemotingCommand, ResponseCode
 from rocketpy.codecs.bodies import TopicRouteData
 from rocketpy.codecs.headers import GetRouteInfoRequestHeader
+from rocketpy.pytest_plugin import Cluster
 from rocketpy.remoting import Dispatcher
 from rocketpy.remoting.aio import AsyncioConnection, AsyncioRemotingClient, open_connection
 from rocketpy.remoting.errors import ConnectionClosedError, RemotingConnectError, RemotingTimeoutError
@@ -20,10 +20,9 @@ GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_RUNTIME_INFO = 28
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with threaded_cluster() as c:
-        yield c
+@pytest.fixture
+def cluster(rocketmq_session_cluster: Cluster) -> Cluster:
+    return rocketmq_session_cluster
 
 
 def route_request(topic: str) -> RemotingCommand:

@@ -502,11 +502,12 @@ async def trio_round(ours: Ours, phases: list[str], args: argparse.Namespace, ja
             await java_beside(phase)
 
 
-async def asyncio_round(ours: Ours, phases: list[str], out: dict[str, dict[str, list[Result]]]) -> None:
+async def asyncio_round(ours: Ours, phases: list[str], profile: str | None,
+                        out: dict[str, dict[str, list[Result]]]) -> None:
     """The send phases through the native asyncio client (the same phase code, on an asyncio loop)."""
     for phase in phases:
         if phase in SEND_PHASES:
-            r = await ours.send_phase(phase)
+            r = await ours.send_phase(phase, profile=profile == phase)
             out["asyncio"].setdefault(phase, []).append(r)
             print(line("aio", phase, r), flush=True)
 
@@ -529,7 +530,7 @@ def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict[str, 
             if api == "trio":
                 trio.run(trio_round, ours, phases, args, java, rnd % 2 == 1, out)
             elif api == "asyncio":
-                anyio.run(asyncio_round, ours, phases, out, backend="asyncio",
+                anyio.run(asyncio_round, ours, phases, args.profile, out, backend="asyncio",
                           backend_options={"use_uvloop": args.uvloop})
             else:
                 for phase in phases:
