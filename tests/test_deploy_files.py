@@ -91,9 +91,9 @@ def test_compose_is_the_classic_three_services() -> None:
     props = dict(line.split("=", 1) for line in conf.read_text().splitlines() if line and not line.startswith("#"))
     assert props["brokerIP1"] and props["listenPort"] == "10911"
     assert props["storePathRootDir"] in mounts  # the store is a volume
-    # the console: our command, on every interface of the container
+    # the console: our command, on every interface of the container, with logins (test_console_needs_logins)
     args = parses(console["command"])
-    assert args.namesrv == ["namesrv:9876"] and args.listen == "0.0.0.0:8080"
+    assert args.namesrv == ["namesrv:9876"] and args.listen == "0.0.0.0:8080" and args.users
     # health checks are our probe, against the roles' ports
     for service, flag, port in ((ns, "-n", "9876"), (broker, "-b", "10911")):
         test = service["healthcheck"]["test"]
@@ -149,3 +149,56 @@ def test_readme_says_what_is_there() -> None:
     deploy = text.split("## Deploy", 1)[1].split("\n## ", 1)[0]
     for name in ("mqnamesrv", "mqbroker", "mqadmin"):
         assert f"`{name} " in deploy and name in SCRIPTS
+
+
+def _console_commands() -> list[tuple[str, list[str]]]:
+    """(where, argv) of every console that compose.yaml and the systemd units start."""
+    found = [("compose.yaml", compose()["services"]["console"]["command"])]
+    for unit in sorted((ROOT / "deploy" / "systemd").glob("*.service")):
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        parser.read(unit)
+        argv = shlex.split(parser["Service"]["ExecStart"])
+        if Path(argv[0]).name == "rocketpy" and argv[1] == "console":
+            found.append((unit.name, argv))
+    return found
+
+
+def test_console_needs_logins_wherever_it_is_started() -> None:
+    """Issue #46: compose.yaml published the console on every interface without --users. Every console the
+    deploy files start asks for a login, from a users file made from the example shipped beside them."""
+    commands = _console_commands()
+    assert [where for where, _ in commands] == ["compose.yaml", "rocketmq-console.service"]
+    example = ROOT / "deploy" / "console-users.properties.example"
+    for where, argv in commands:
+        args = parses(argv)
+        assert args.users, f"{where} starts the console without --users"
+    # compose mounts the users file from deploy/, read-only, and refuses to start without it
+    console = compose()["services"]["console"]
+    users = parses(console["command"]).users
+    (mount,) = [v for v in console["volumes"] if isinstance(v, dict) and v["target"] == users]
+    assert mount["type"] == "bind" and mount["read_only"] and mount["bind"]["create_host_path"] is False
+    assert mount["source"] == "./deploy/console-users.properties" and not (ROOT / mount["source"]).exists()
+    assert "/deploy/console-users.properties" in (ROOT / ".gitignore").read_text().split()
+    # the unit's users file, and the README's Deploy section, say how to make the file from the example
+    unit = (ROOT / "deploy" / "systemd" / "rocketmq-console.service").read_text()
+    assert f"deploy/{example.name} {parses(commands[1][1]).users}" in unit
+    deploy = (ROOT / "README.md").read_text().split("## Deploy", 1)[1].split("\n## ", 1)[0]
+    assert f"deploy/{example.name}" in deploy
+
+
+def test_console_users_example_must_be_edited_before_use() -> None:
+    """The example names no user as shipped (no known password anywhere), so a console started on it stops with
+    one line; its lines, uncommented, are an administrator and a viewer."""
+    import argparse
+
+    from rocketpy.console.auth import parse_users
+    from rocketpy.console.cli import settings_from
+
+    example = ROOT / "deploy" / "console-users.properties.example"
+    text = example.read_text()
+    assert parse_users(text) == {}
+    args = argparse.Namespace(users=str(example), read_only=False, public_url=None, tls_cert=None, tls_key=None)
+    with pytest.raises(ValueError, match="names no user"):
+        settings_from(args, "namesrv:9876")
+    users = parse_users(text.replace("\n#admin=", "\nadmin=").replace("\n#viewer=", "\nviewer="))
+    assert users["admin"].admin and not users["viewer"].admin

@@ -256,7 +256,7 @@ def run_serve(args: argparse.Namespace) -> int:
         try:
             console_settings = settings_from(args, ns_addr, prefix="console_")
         except (OSError, ValueError) as exc:
-            return _fail("serve", f"bad console users file: {exc}")
+            return _fail("serve", f"bad console option: {exc}")
 
     async def main() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

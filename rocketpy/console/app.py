@@ -3,6 +3,9 @@
 Changes are POST forms carrying a CSRF token, answered by a redirect with a message;
 a broker's error is shown as that message. With a users file every page needs a login
 and only administrators (``,1``) may change anything; ``read_only`` refuses all changes.
+Failed logins are throttled per address and per account; logging out and changing the
+password end sessions server-side; cookies are ``Secure`` when the console is served over
+TLS (or behind an ``https`` ``public_url``).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import dataclasses
 import datetime
 import hmac
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +33,18 @@ from ..codecs.bodies import SubscriptionGroupConfig
 from ..codecs.bodies.register import PERM_READ_WRITE
 from ..codecs.message import MessageExt
 from . import metrics
-from .auth import SESSION_COOKIE, SESSION_SECONDS, Session, Sessions, User
+from .auth import (
+    MIN_PASSWORD,
+    SESSION_COOKIE,
+    SESSION_SECONDS,
+    LoginThrottle,
+    Session,
+    Sessions,
+    User,
+    check_new_password,
+    replace_users,
+    write_users_file,
+)
 from .data import (
     ADMIN_ERRORS,
     GROUP_CONFIG_FIELDS,
@@ -57,6 +72,18 @@ class ConsoleSettings:
     metrics_max_age: float = 10.0  # seconds a /metrics answer is reused
     #: more clusters to switch to (their NameServer lists), after ``namesrv``, the default
     other_namesrvs: list[str] = dataclasses.field(default_factory=list)
+    #: the users file ``users`` came from: password changes are written there, and it is read again on change
+    users_file: str | None = None
+    #: the URL browsers reach the console at, when it is not the listen address (a reverse proxy, a DNS name):
+    #: its host is answered to, its origin may post; an ``https`` one makes cookies Secure
+    public_url: str | None = None
+    tls_cert: str | None = None  # PEM certificate chain and key: served over HTTPS, cookies Secure
+    tls_key: str | None = None
+    login_throttle: LoginThrottle | None = None  # None: the default one (5 free failures, then 1 s, 2 s, 4 s...)
+
+    @property
+    def secure_cookies(self) -> bool:
+        return bool(self.tls_cert) or (self.public_url or "").lower().startswith("https://")
 
     @property
     def namesrvs(self) -> list[str]:
@@ -90,6 +117,11 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
     env.filters["name"] = lambda v: "" if v is None else str(getattr(v, "name", v))
     env.filters["version"] = client_version
     sessions = Sessions(settings.secret)
+    throttle = settings.login_throttle or LoginThrottle()
+    secure = settings.secure_cookies
+
+    def set_session(response: Response, cookie: str, name: str = SESSION_COOKIE) -> None:
+        response.set_cookie(name, cookie, max_age=SESSION_SECONDS, httponly=True, samesite="strict", secure=secure)
     scrapes: dict[str, metrics.MetricsCache] = {}  # one per cluster
     clusters = source if isinstance(source, Clusters) else Clusters.of(source, settings.other_namesrvs)
     choices = clusters.namesrvs
@@ -139,7 +171,7 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
             except ADMIN_ERRORS as exc:
                 response = render(request, "error.html", session, error=str(exc))
             if fresh is not None:
-                response.set_cookie(SESSION_COOKIE, fresh, max_age=SESSION_SECONDS, httponly=True, samesite="strict")
+                set_session(response, fresh)
             return response
 
         return endpoint
@@ -461,29 +493,107 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
         if addr not in choices:
             return back("/", err=f"{addr} is not one of the console's NameServers")
         response = back("/", msg=f"now showing the cluster of NameServer {addr}")
-        response.set_cookie(NAMESRV_COOKIE, addr, max_age=SESSION_SECONDS, httponly=True, samesite="strict")
+        set_session(response, addr, NAMESRV_COOKIE)
         return response
+
+    def client_addr(request: Request) -> str:
+        return request.client.host if request.client else "?"
+
+    def throttled(request: Request, name: str) -> float:
+        """Seconds until ``name`` may try a password from this address (0: now)."""
+        return throttle.wait(client_addr(request), name)
+
+    def wrong_password(request: Request, name: str, where: str) -> None:
+        count, wait = throttle.failed(client_addr(request), name)
+        log.warning("console %s failed: wrong password for user %r from %s (%d in a row%s)", where, name[:64],
+                    client_addr(request), count, f"; the next attempt waits {wait:.0f} s" if wait else "")
+
+    def too_many(wait: float) -> str:
+        return f"too many wrong passwords: try again in {math.ceil(wait)} s"
 
     async def login(request: Request) -> Response:
         nxt = request.query_params.get("next", "/")
-        error = ""
+        error, status, headers = "", 200, {}
         if request.method == "POST":
             form = await request.form()
             name, password = str(form.get("user") or ""), str(form.get("password") or "")
             user = (settings.users or {}).get(name)
-            if user is not None and hmac.compare_digest(user.password.encode(), password.encode()):
+            # no await between the throttle's check and its count: parallel guesses are counted one by one
+            wait = throttled(request, name)
+            if wait > 0:  # refused without looking at the password
+                error, status, headers = too_many(wait), 429, {"retry-after": str(math.ceil(wait))}
+            elif user is not None and hmac.compare_digest(user.password.encode(), password.encode()):
+                throttle.succeeded(name)
                 where = nxt if nxt.startswith("/") and not nxt.startswith("//") else "/"
                 response = RedirectResponse(where, status_code=303)
-                response.set_cookie(SESSION_COOKIE, sessions.issue(name), max_age=SESSION_SECONDS, httponly=True,
-                                    samesite="strict")
+                set_session(response, sessions.issue(name))
                 return response
-            error = "wrong user or password"
+            else:
+                wrong_password(request, name, "login")
+                error, status = "wrong user or password", 401
         html = env.get_template("login.html").render(next=nxt, error=error, namesrv=settings.namesrv)
-        return HTMLResponse(html, status_code=401 if error else 200)
+        return HTMLResponse(html, status_code=status, headers=headers)
 
     async def logout(request: Request) -> Response:
+        """Ends the session server-side (its cookie no longer works anywhere), then forgets the cookie."""
+        session = session_of(request)
+        form = await request.form()
+        if session is not None and session.user:
+            if not sessions.check_csrf(session, str(form.get("csrf") or "")):
+                return HTMLResponse("CSRF token missing or wrong: reload the page", status_code=403)
+            sessions.end(session)
         response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(SESSION_COOKIE)
+        response.delete_cookie(SESSION_COOKIE, httponly=True, samesite="strict", secure=secure)
+        return response
+
+    async def password(request: Request) -> Response:
+        """A user changes their own password: the current one (throttled like a login), the new one twice. The
+        users file is rewritten, every session of the user ends, and this browser gets a new one."""
+        if settings.users is None:
+            return HTMLResponse("this console has no users file, so no passwords", status_code=404)
+        session = session_of(request)
+        if session is None or session.user not in settings.users:
+            return back("/login", next="/password")
+
+        def form_page(error: str = "", status: int = 200) -> Response:
+            assert session is not None
+            response = render(request, "password.html", session, page="password", error=error,
+                              min_length=MIN_PASSWORD)
+            response.status_code = status
+            return response
+
+        if request.method == "GET":
+            return form_page()
+        form = await request.form()
+        if not sessions.check_csrf(session, str(form.get("csrf") or "")):
+            return HTMLResponse("CSRF token missing or wrong: reload the page", status_code=403)
+        user = settings.users[session.user]
+        current, new = str(form.get("current") or ""), str(form.get("new") or "")
+        wait = throttled(request, user.name)
+        if wait > 0:
+            return form_page(too_many(wait), 429)
+        if not hmac.compare_digest(user.password.encode(), current.encode()):
+            wrong_password(request, user.name, "password change")
+            return form_page("the current password is wrong", 403)
+        throttle.succeeded(user.name)
+        if new != str(form.get("again") or ""):
+            return form_page("the two new passwords differ", 400)
+        try:
+            check_new_password(new)
+            if settings.users_file:
+                await trio.to_thread.run_sync(write_users_file, settings.users_file, user.name, new)
+        except ValueError as exc:
+            return form_page(str(exc), 400)
+        except OSError as exc:
+            log.warning("console: cannot write the users file for %r's new password: %s", user.name, exc)
+            return form_page(f"cannot write the users file: {exc.strerror or exc}", 500)
+        new_users = dict(settings.users)
+        new_users[user.name] = User(user.name, new, user.admin)
+        replace_users(settings.users, new_users, sessions)
+        log.info("console: user %r changed their password from %s; their other sessions ended", user.name,
+                 client_addr(request))
+        response = back("/", msg="password changed: your other sessions have ended")
+        set_session(response, sessions.issue(user.name))
         return response
 
     routes = [
@@ -517,5 +627,8 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
         Route("/metrics", metrics_endpoint),
         Route("/login", login, methods=["GET", "POST"]),
         Route("/logout", logout, methods=["POST"]),
+        Route("/password", password, methods=["GET", "POST"]),
     ]
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes)
+    app.state.sessions = sessions  # for the server's reload of the users file (auth.replace_users)
+    return app

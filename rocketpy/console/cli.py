@@ -1,9 +1,11 @@
-"""``rocketpy console -n NAMESRV [--listen 127.0.0.1:8080]``."""
+"""``rocketpy console -n NAMESRV [--listen 127.0.0.1:8080] [--users FILE] [--public-url URL]
+[--tls-cert PEM --tls-key PEM]``."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import ssl
 import sys
 
 import trio
@@ -27,20 +29,41 @@ def add_console_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument(f"--{prefix}users", metavar="FILE",
                    help="users file (name=password, name=password,1 for an administrator): login required")
     p.add_argument(f"--{prefix}read-only", action="store_true", help="refuse every change")
+    p.add_argument(f"--{prefix}public-url", metavar="URL",
+                   help="the URL browsers use when it is not the listen address (a DNS name, a reverse proxy): "
+                        "requests for any other name are refused (DNS rebinding)")
+    p.add_argument(f"--{prefix}tls-cert", metavar="PEM", help="serve HTTPS with this certificate chain "
+                   "(with --tls-key); cookies are then Secure")
+    p.add_argument(f"--{prefix}tls-key", metavar="PEM", help="the private key of --tls-cert")
 
 
 def settings_from(args: argparse.Namespace, namesrv: str | list[str], prefix: str = "") -> object:
     from .app import ConsoleSettings
     from .auth import parse_users
+    from .guard import public_origin
 
     users = None
     path = getattr(args, f"{prefix}users")
     if path:
         with open(path, encoding="utf-8") as f:
             users = parse_users(f.read())
+        if not users:
+            raise ValueError(f"users file {path} names no user (name=password, name=password,1 for an administrator)")
+    public_url = getattr(args, f"{prefix}public_url", None)
+    if public_url:
+        public_origin(public_url)
+    cert, key = getattr(args, f"{prefix}tls_cert", None), getattr(args, f"{prefix}tls_key", None)
+    if bool(cert) != bool(key):
+        raise ValueError(f"--{prefix}tls-cert and --{prefix}tls-key go together")
+    if cert:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"cannot use --{prefix}tls-cert {cert} --{prefix}tls-key {key}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
     first, *others = [namesrv] if isinstance(namesrv, str) else namesrv
     return ConsoleSettings(namesrv=first, other_namesrvs=others, read_only=getattr(args, f"{prefix}read_only"),
-                           users=users)
+                           users=users, users_file=path or None, public_url=public_url, tls_cert=cert, tls_key=key)
 
 
 def _fail(text: str) -> int:

@@ -7,7 +7,6 @@ sends, so the console works against Java servers as well as ours.
 from __future__ import annotations
 
 import base64
-import csv
 import dataclasses
 import io
 import json
@@ -49,6 +48,7 @@ from ..codecs.message import MessageExt
 from ..codecs.trace import TraceRecord, decode_trace_data, timeline
 from ..namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from ..remoting import RemotingError
+from .csvsafe import SafeWriter
 
 #: what a broker error looks like to the pages (shown as a message, never a trace)
 ADMIN_ERRORS = (MQClientError, RemotingError, trio.TooSlowError, OSError, ValueError)
@@ -744,7 +744,7 @@ def export_csv(msgs: list[MessageExt]) -> str:
     """Messages as CSV (the dashboard exports DLQ messages as a spreadsheet): one row each, the body as UTF-8
     text or, when it is not text, ``base64:`` and its Base64."""
     out = io.StringIO()
-    w = csv.writer(out)
+    w = SafeWriter(out)  # bodies and keys are anyone's text: no formula runs when it is opened
     w.writerow(["msgId", "offsetMsgId", "topic", "originTopic", "originMsgId", "tags", "keys", "queueId",
                 "queueOffset", "reconsumeTimes", "bornTimestamp", "storeTimestamp", "bornHost", "storeHost",
                 "properties", "body"])

@@ -107,6 +107,89 @@ def threaded_console_cluster(**settings: Any) -> Iterator[ConsoleCluster]:
         yield c
 
 
+@dataclasses.dataclass
+class Answer:
+    status: int
+    headers: list[tuple[str, str]]
+    text: str
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k == name.lower()), None)
+
+    def csrf(self) -> str:
+        """The CSRF token of the page's first change form."""
+        import re
+
+        found = re.search(r'name="csrf" value="([^"]+)"', self.text)
+        assert found, "the page has no change form"
+        return found.group(1)
+
+
+class AsgiClient:
+    """Calls an ASGI app in process as a browser at address ``client`` would, with ``Host: host``, keeping its
+    cookies (tests: no socket, so trio's MockClock runs it)."""
+
+    def __init__(self, app: Any, *, host: str = "127.0.0.1:8080", client: str = "127.0.0.1",
+                 scheme: str = "http") -> None:
+        self.app, self.host, self.client, self.scheme = app, host, client, scheme
+        self.cookies: dict[str, str] = {}
+
+    async def request(self, method: str, path: str, form: dict[str, str] | None = None,
+                      headers: dict[str, str] | None = None) -> Answer:
+        from urllib.parse import unquote, urlencode
+
+        path, _, query = path.partition("?")
+        body = urlencode(form or {}).encode()
+        hdrs = [(b"host", self.host.encode())]
+        if self.cookies:
+            hdrs.append((b"cookie", "; ".join(f"{k}={v}" for k, v in self.cookies.items()).encode()))
+        if form is not None:
+            hdrs += [(b"content-type", b"application/x-www-form-urlencoded"),
+                     (b"content-length", str(len(body)).encode())]
+        hdrs += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+                 "scheme": self.scheme, "path": unquote(path), "raw_path": path.encode(),
+                 "query_string": query.encode(), "root_path": "", "headers": hdrs, "client": (self.client, 50000),
+                 "server": ("127.0.0.1", 8080)}
+        out: dict[str, Any] = {"body": b"", "headers": [], "status": 0}
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await trio.sleep_forever()
+            raise AssertionError
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                out["status"] = message["status"]
+                out["headers"] = [(k.decode().lower(), v.decode()) for k, v in message["headers"]]
+            elif message["type"] == "http.response.body":
+                out["body"] += message.get("body", b"")
+
+        with trio.fail_after(30):
+            await self.app(scope, receive, send)
+        for k, v in out["headers"]:
+            if k == "set-cookie":
+                name, _, rest = v.partition("=")
+                value = rest.split(";")[0].strip('"')
+                if value and "max-age=0" not in v.lower():
+                    self.cookies[name] = value
+                else:
+                    self.cookies.pop(name, None)
+        return Answer(out["status"], out["headers"], out["body"].decode("utf-8", "replace"))
+
+    async def get(self, path: str) -> Answer:
+        return await self.request("GET", path)
+
+    async def post(self, path: str, form: dict[str, str], *, csrf_from: str = "/") -> Answer:
+        """Submit like a page would: with the CSRF token of the page ``csrf_from`` (not followed on redirect)."""
+        token = (await self.get(csrf_from)).csrf()
+        return await self.request("POST", path, {**form, "csrf": token})
+
+
 # -- a scenario and a walk through every page, for the browser tests (ours and the Java servers) -------------
 @dataclasses.dataclass
 class Scenario:
