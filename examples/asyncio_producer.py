@@ -1,4 +1,4 @@
-"""The same producer from asyncio code (the client runs on a trio thread behind the scenes).
+"""The same producer from asyncio code: the client runs natively on the asyncio loop (no thread, no trio).
 
     python examples/asyncio_producer.py [-n 127.0.0.1:9876]
 """

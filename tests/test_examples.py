@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusters import Cluster, threaded_cluster
+
+from rocketpy.pytest_plugin import Cluster
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXPECT = {
@@ -29,13 +29,14 @@ EXPECT = {
     "request_reply.py": "reply: pong: ping",
     "asyncio_producer.py": "SEND_OK",
     "blocking_producer.py": "callback: SEND_OK",
+    "starlette_service.py": "every order consumed",
 }
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with threaded_cluster() as c:
-        yield c
+@pytest.fixture
+def cluster(rocketmq_session_cluster: Cluster) -> Cluster:
+    """rocketpy's pytest plugin's session cluster (shared with other example-like tests)."""
+    return rocketmq_session_cluster
 
 
 def test_every_example_is_tested() -> None:

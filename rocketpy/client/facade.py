@@ -1,5 +1,8 @@
 """The trio client from blocking scripts and from asyncio code.
 
+(The producer needs none of this under asyncio: :class:`Producer` runs natively on an asyncio loop, and
+:class:`AsyncioProducer` is that; the consumers below are still hosted on the trio portal.)
+
 The client runs in one trio event loop on a background thread (a *portal*); each
 producer or consumer lives in a host task there, so its nursery opens and closes in
 one task as trio requires. Blocking wrappers wait on ``trio.from_thread``; asyncio
@@ -237,30 +240,32 @@ class BlockingLitePullConsumer:
 
 # -- asyncio --------------------------------------------------------------------------------------------
 class AsyncioProducer:
-    """``async with AsyncioProducer("group", namesrv=...) as p: await p.send(msg)`` in asyncio code."""
+    """``async with AsyncioProducer("group", namesrv=...) as p: await p.send(msg)`` in asyncio code.
+
+    Native: the Producer itself runs on the caller's asyncio loop (remoting.aio's connections, no thread and no
+    trio loop); this class keeps the earlier facade's name and methods. ``portal`` is accepted and ignored."""
 
     def __init__(self, group: str, *, portal: TrioPortal | None = None, **kwargs: Any) -> None:
-        self._host: Hosted[Producer] = Hosted(Producer(group, **kwargs), portal)
-        self.producer: Producer = self._host.obj
+        self.producer = Producer(group, **kwargs)
 
     async def __aenter__(self) -> AsyncioProducer:
-        await self._host.astart()
+        await self.producer.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._host.ashutdown()
+        await self.producer.shutdown()
 
     async def send(self, msg: Message, **kwargs: Any) -> SendResult:
-        return await self._host.acall("send", msg, **kwargs)  # type: ignore[no-any-return]
+        return await self.producer.send(msg, **kwargs)
 
     async def send_oneway(self, msg: Message, **kwargs: Any) -> None:
-        await self._host.acall("send_oneway", msg, **kwargs)
+        await self.producer.send_oneway(msg, **kwargs)
 
     async def send_batch(self, msgs: list[Message], **kwargs: Any) -> SendResult:
-        return await self._host.acall("send_batch", msgs, **kwargs)  # type: ignore[no-any-return]
+        return await self.producer.send_batch(msgs, **kwargs)
 
     async def request(self, msg: Message, timeout: float = 3.0, **kwargs: Any) -> MessageExt:
-        return await self._host.acall("request", msg, timeout, **kwargs)  # type: ignore[no-any-return]
+        return await self.producer.request(msg, timeout, **kwargs)
 
 
 class AsyncioPushConsumer:

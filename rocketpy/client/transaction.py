@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import trio
+import anyio
 
 from ..codecs.codes import LocalTransactionState, MessageConst, SendStatus
 from ..codecs.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
@@ -33,7 +33,7 @@ CheckTransaction = Callable[[MessageExt], Any]
 async def _run(fn: Callable[..., Any], *args: Any) -> Any:
     if inspect.iscoroutinefunction(fn):
         return await fn(*args)
-    return await trio.to_thread.run_sync(fn, *args)
+    return await anyio.to_thread.run_sync(fn, *args)
 
 
 def _state(value: Any) -> LocalTransactionState:
