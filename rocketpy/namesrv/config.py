@@ -1,8 +1,9 @@
 """NameServer configuration under Java's property keys (NamesrvConfig + NettyServerConfig).
 
 Files given with ``-c`` and UPDATE_NAMESRV_CONFIG bodies use the same ``key=value``
-format and keys as the Java NameServer 4.9.8; two rocketpy keys (marked below) make
-the liveness scan configurable. GET_NAMESRV_CONFIG prints every key.
+format and keys as the Java NameServer 4.9.8; rocketpy keys (marked below) give the bind
+address, make the liveness scan configurable and list who may register brokers and
+administer (SECURITY.md). GET_NAMESRV_CONFIG prints every key.
 """
 
 from __future__ import annotations
