@@ -7,6 +7,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -204,6 +205,26 @@ def advertise_listen_host(given: dict[str, str]) -> None:
         given.setdefault("brokerIP2", host)
 
 
+def _serve_allowed_addresses(host: str | None) -> str:
+    """``rocketpy serve``'s NameServer allow-lists: loopback, and the addresses of ``--host`` when it names one
+    (its broker registers from there)."""
+    import ipaddress
+
+    if host is None:
+        return "loopback"
+    try:
+        found = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        found = set()
+    addresses = []
+    for address in sorted(found):
+        try:
+            addresses.append(str(ipaddress.ip_address(address)))
+        except ValueError:  # a scoped link-local address: not a list entry
+            continue
+    return ",".join(["loopback", *addresses])
+
+
 def serve_configs(args: Any) -> tuple[Any, Any]:
     """The NameServer and broker settings of ``rocketpy serve``."""
     from ..namesrv.config import NamesrvConfig
@@ -220,6 +241,8 @@ def serve_configs(args: Any) -> tuple[Any, Any]:
     ns.extra.update({k: v for k, v in given.items() if k.startswith("tls.")})
     ip = args.host if args.host not in ("0.0.0.0", "::", "") else None
     ns_host = "127.0.0.1" if ip is None else ip
+    # the broker of this process registers from ns_host: only it (and tools on this host) may change the routes
+    ns.register_allowed_addresses = ns.admin_allowed_addresses = _serve_allowed_addresses(ip)
     given.setdefault("brokerName", "broker-a")
     given["listenHost"] = args.host
     given["listenPort"] = str(args.broker_port)

@@ -28,6 +28,9 @@ log = logging.getLogger("rocketpy.broker")
 #: keys of our own (not in Java): where to bind, who may change the config remotely, and
 #: the ACL file (Java's -Drocketmq.acl.plain.file; relative to rocketmqHome or absolute)
 ROCKETPY_KEYS = frozenset({"listenHost", "adminCredential", "vipChannelEnable", "aclPlainFile", "serverMaxConnections"})
+#: where this broker is stricter than Java's (see SECURITY.md): the ACL switches and the HA allow-list
+SECURITY_KEYS = frozenset({"aclStrictAdmin", "aclStrictBatchSend", "aclStrictReads", "haAllowedAddresses"})
+ROCKETPY_KEYS |= SECURITY_KEYS
 
 
 def _local_address() -> str:

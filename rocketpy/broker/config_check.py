@@ -61,6 +61,17 @@ def check_given(given: Mapping[str, str]) -> list[str]:
             continue  # the typed reader reports a non-number
         if number <= 0:
             raise ConfigError(f"{key}={raw} must be a positive number")
+    for key in ("aclStrictAdmin", "aclStrictBatchSend", "aclStrictReads"):
+        # Java would read a typo as false; these switches stay on for one, so say it at once
+        if key in values and values[key].lower() not in ("true", "false"):
+            raise ConfigError(f"{key}={values[key]!r} is not true or false")
+    if "haAllowedAddresses" in values:
+        from ..allowlist import AllowList
+
+        try:
+            AllowList.parse(values["haAllowedAddresses"], keywords=("slaves",))
+        except ValueError as exc:
+            raise ConfigError(f"haAllowedAddresses: {exc}") from None
     warnings = []
     for key, (value, what) in IGNORED.items():
         if values.get(key, "").lower() == value:

@@ -104,7 +104,7 @@ class BrokerController:
         # ACL: one check in front of every request (Java's server RPC hook)
         self.acl: PlainAccessValidator | None = None
         if cfg.acl_enable:
-            self.acl = PlainAccessValidator.for_home(cfg.props.get("rocketmqHome"), cfg.props.get("aclPlainFile"))
+            self.acl = PlainAccessValidator.for_broker(cfg.props, self.store)
             self.dispatcher.add_before_hook(self.acl)
         self.store_services: StoreServices | None = None
         self.nursery: trio.Nursery | None = None

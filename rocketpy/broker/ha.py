@@ -4,6 +4,9 @@
   a slave, learns the master's addresses from REGISTER_BROKER answers the way Java's
   BrokerController.registerBrokerAll does, and waits for slave acknowledgements on
   SYNC_MASTER sends (CommitLog.submitReplicaRequest).
+* :class:`HAAllowList` decides who may connect to the HA port (``haAllowedAddresses``; Java streams the
+  CommitLog to anyone who connects): by default loopback and the hosts the NameServers list for this
+  broker name (its slaves), asked again when an unknown address connects (at most every 5 s).
 * :class:`SlaveSynchronize` copies the master's topic configs, consumer offsets, delay offsets
   and subscription groups every 10 s (first after 3 s), as Java's handleSlaveSynchronize schedules it.
 """
@@ -11,13 +14,16 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING
 
 import trio
 
+from ..allowlist import AllowList, host_of, parse_ip
 from ..codecs import RemotingCommand
 from ..codecs.bodies import ConsumerOffsetSerializeWrapper, TopicConfigSerializeWrapper
 from ..codecs.bodies.admin import SubscriptionGroupWrapper
+from ..codecs.bodies.route import ClusterInfo
 from ..codecs.codes import RequestCode
 from ..store import PutMessageResult, PutMessageStatus
 from ..store.config import BrokerRole
@@ -27,10 +33,19 @@ from .persist import persist_text
 if TYPE_CHECKING:
     from .controller import BrokerController
 
-__all__ = ["BrokerHA", "SlaveSynchronize", "vip_channel"]
+__all__ = ["HA_ALLOWED_DEFAULT", "BrokerHA", "HAAllowList", "SlaveSynchronize", "vip_channel"]
 
 log = logging.getLogger("rocketpy.broker.ha")
 
+#: haAllowedAddresses when the config names none: this host, and the slaves the NameServers know
+HA_ALLOWED_DEFAULT = "loopback,slaves"
+#: an unknown address asks the NameServers again at most this often (a slave retries every 5 s)
+SLAVES_REFRESH_INTERVAL = 5.0
+#: a known slave's address is looked up again after this long (a slave that went keeps no access)
+SLAVES_TTL = 60.0
+#: a refused host is logged once per this many seconds (and at most this many hosts are remembered)
+REFUSAL_LOG_INTERVAL = 60.0
+REFUSAL_LOG_HOSTS = 1024
 SLAVE_SYNC_DELAY = 3.0
 SLAVE_SYNC_PERIOD = 10.0
 SYNC_TIMEOUT = 3.0
@@ -42,9 +57,103 @@ def vip_channel(addr: str) -> str:
     return f"{host}:{port - 2}"
 
 
+class HAAllowList:
+    """``haAllowedAddresses``: addresses and networks (rocketpy.allowlist), ``*``, and ``slaves``: the hosts of
+    the other brokers the NameServers list under this broker name (GET_BROKER_CLUSTER_INFO; a master's
+    slaves), as registered (brokerIP1; a slave connecting from another address must be listed explicitly)."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        text = broker.config.props.get("haAllowedAddresses", "").strip() or HA_ALLOWED_DEFAULT
+        try:
+            self.list = AllowList.parse(text, keywords=("slaves",))
+        except ValueError as exc:  # `rocketpy broker` refuses to start on it; a broker made in code falls back
+            log.error("haAllowedAddresses: %s; using %s", exc, HA_ALLOWED_DEFAULT)
+            self.list = AllowList.parse(HA_ALLOWED_DEFAULT, keywords=("slaves",))
+        self.members: frozenset[object] = frozenset()
+        self.fetched_at = -math.inf
+        self._fetching: trio.Event | None = None
+        self.fetches = 0  # for tests and logs
+        self._refused: dict[str, tuple[float, int]] = {}  # host -> (last logged, refused since)
+
+    async def __call__(self, host: str) -> bool:
+        if self.list.allows(host):
+            return True
+        ip = parse_ip(host)
+        if "slaves" in self.list.keywords and ip is not None:
+            age = trio.current_time() - self.fetched_at
+            if age >= (SLAVES_TTL if ip in self.members else SLAVES_REFRESH_INTERVAL):
+                await self.refresh()
+            if ip in self.members:
+                return True
+        self._log_refusal(host)
+        return False
+
+    def _log_refusal(self, host: str) -> None:
+        """One line per host and REFUSAL_LOG_INTERVAL (a peer retrying in a loop is counted, not logged each time)."""
+        now = trio.current_time()
+        last, quiet = self._refused.get(host, (-math.inf, 0))
+        if now - last < REFUSAL_LOG_INTERVAL:
+            self._refused[host] = (last, quiet + 1)
+            return
+        if len(self._refused) >= REFUSAL_LOG_HOSTS:
+            self._refused.clear()
+        self._refused[host] = (now, 0)
+        known = ", ".join(sorted(map(str, self.members))) or "none"
+        more = f"; {quiet} more refused since the last line" if quiet else ""
+        log.warning("HAService refused connection from %s: not in haAllowedAddresses (%s; slaves of %s known: %s)%s",
+                    host, self.list.text, self.broker.config.broker_name, known, more)
+
+    async def refresh(self) -> None:
+        """Ask the NameServers (one question at a time; a connection meanwhile waits for its answer)."""
+        if self._fetching is not None:
+            await self._fetching.wait()
+            return
+        self._fetching = done = trio.Event()
+        try:
+            self.members = frozenset(await self._fetch())
+            self.fetches += 1
+        finally:
+            self.fetched_at = trio.current_time()
+            self._fetching = None
+            done.set()
+
+    async def _fetch(self) -> set[object]:
+        broker = self.broker
+        client = broker.client
+        found: set[object] = set()
+        if client is None:
+            return found
+        for addr in broker.config.namesrv_addrs:
+            try:
+                answer = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 3.0)
+                info = ClusterInfo.decode(answer.body or b"{}") if answer.code == 0 else None
+            except Exception as exc:
+                log.info("HA allow-list: cluster info from %s failed: %s", addr, exc)
+                continue
+            data = (info.broker_addr_table or {}).get(broker.config.broker_name) if info is not None else None
+            for broker_id, member in (data.broker_addrs or {}).items() if data is not None else ():
+                if int(broker_id) != broker.config.broker_id:  # the others: a master's slaves
+                    found.update(await _addresses(host_of(member)))
+        return found
+
+
+async def _addresses(host: str) -> set[object]:
+    ip = parse_ip(host)
+    if ip is not None:
+        return {ip}
+    try:  # brokerIP1 may be a name
+        infos = await trio.socket.getaddrinfo(host, None)
+    except OSError:
+        return set()
+    return {a for a in (parse_ip(str(info[4][0])) for info in infos) if a is not None}
+
+
 class BrokerHA:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        #: who may connect to the HA port
+        self.allow = HAAllowList(broker)
         store_cfg = broker.config.store
         self.role = store_cfg.broker_role
         self.service: HAService | None = None
@@ -95,6 +204,7 @@ class BrokerHA:
         if self.service is None:
             # a slave also owns an HA service, unused unless it becomes a master
             self.service = HAService(self.broker.store)
+        self.service.allow = self.allow
         port = self._listen_port()
         try:
             await nursery.start(self.service.serve, host, port)

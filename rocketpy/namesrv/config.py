@@ -1,8 +1,9 @@
 """NameServer configuration under Java's property keys (NamesrvConfig + NettyServerConfig).
 
 Files given with ``-c`` and UPDATE_NAMESRV_CONFIG bodies use the same ``key=value``
-format and keys as the Java NameServer 4.9.8; two rocketpy keys (marked below) make
-the liveness scan configurable. GET_NAMESRV_CONFIG prints every key.
+format and keys as the Java NameServer 4.9.8; rocketpy keys (marked below) give the bind
+address, make the liveness scan configurable and list who may register brokers and
+administer (SECURITY.md). GET_NAMESRV_CONFIG prints every key.
 """
 
 from __future__ import annotations
@@ -14,13 +15,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..allowlist import AllowList
 from ..javacompat import properties
 from ..javacompat.hashmap import concurrent_hashmap_order
 
 log = logging.getLogger("rocketpy.namesrv")
 
-#: keys UPDATE_NAMESRV_CONFIG may never change, whatever configBlackList says
-ALWAYS_BLACK_LISTED = ("configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome")
+#: keys UPDATE_NAMESRV_CONFIG may never change, whatever configBlackList says (the allow-lists too: a
+#: request must not widen who may send it)
+ALWAYS_BLACK_LISTED = ("configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome",
+                       "registerAllowedAddresses", "adminAllowedAddresses")
+#: the default of both allow-lists: this host and the networks a broker or a tool on another host of the
+#: deployment connects from (containers, pods, a LAN); ``rocketpy serve`` narrows it to loopback
+DEFAULT_ALLOWED_ADDRESSES = "loopback,private"
+ALLOW_LIST_KEYS = ("registerAllowedAddresses", "adminAllowedAddresses")
 
 
 def _home_file(name: str) -> str:
@@ -61,6 +69,10 @@ class NamesrvConfig:
     scan_not_active_broker_interval: int = 10_000
     #: ms without a registration after which a broker leaves the routes (4.9.8: 120 s)
     broker_channel_expired_time: int = 120_000
+    #: who may REGISTER_BROKER / UNREGISTER_BROKER / QUERY_DATA_VERSION (rocketpy.allowlist; Java: anyone)
+    register_allowed_addresses: str = DEFAULT_ALLOWED_ADDRESSES
+    #: who may change KV configs, routes' write permission, topics and the config (Java: anyone)
+    admin_allowed_addresses: str = DEFAULT_ALLOWED_ADDRESSES
 
     #: keys read from a file that matched no setting (kept and printed, as Java does)
     extra: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -100,6 +112,11 @@ class NamesrvConfig:
                 continue
             if strict and key == "listenPort" and not 0 <= value < 65536:
                 raise properties.ConfigError(f"listenPort={text!r} is not a port number (0-65535)")
+            if strict and key in ALLOW_LIST_KEYS:
+                try:
+                    AllowList.parse(value)
+                except ValueError as exc:
+                    raise properties.ConfigError(f"{key}: {exc}") from None
             setattr(self, f.name, value)
         # tls.* (Java's system properties) and our connection cap are read from ``extra`` at start
         unknown = [k for k in unknown if not k.startswith("tls.") and k != "serverMaxConnections"]

@@ -330,8 +330,11 @@ HANDLERS: dict[int, Handler] = {
 
 
 def build_dispatcher() -> Dispatcher:
-    """A fresh dispatch table; handlers find the NameServer in ``ctx.state``."""
-    return Dispatcher(HANDLERS)
+    """A fresh dispatch table; handlers find the NameServer in ``ctx.state``. Registrations and the admin
+    codes are served behind the NameServer's address allow-lists (:mod:`.gate`)."""
+    from .gate import gated
+
+    return Dispatcher({code: gated(code, handler) for code, handler in HANDLERS.items()})
 
 
 __all__ = ["APPLY_TOPIC_TIP", "HANDLERS", "build_dispatcher", "route_body"]

@@ -58,6 +58,8 @@ log = logging.getLogger("rocketpy.store.ha")
 _THREAD_COPY_THRESHOLD = 1024 * 1024
 #: the slave retries an unreachable master this often (HAClient.waitForRunning(5000))
 RECONNECT_INTERVAL = 5.0
+#: a session the master ends sooner than this counts as a refused connection (the slave waits before the next)
+SESSION_REFUSED_WITHIN = 1.0
 #: seconds an accepted HA peer has to send its first byte when TLS is on (Java's haHousekeepingInterval)
 HA_FIRST_BYTE_WAIT = 20.0
 
@@ -280,6 +282,9 @@ class HAService:
         #: so is ours otherwise, so that a Java slave, or a silent peer counted as a slave, is served as by Java)
         self.tls_mode = TlsMode.DISABLED
         self.tls_context: ssl.SSLContext | None = None
+        #: who may connect: ``await allow(host)`` before anything is read or sent (the broker's haAllowedAddresses;
+        #: it logs a refusal); None: anyone, as Java's HAService
+        self.allow: Callable[[str], Awaitable[bool]] | None = None
 
     # -- state -------------------------------------------------------------------------------
     @property
@@ -361,6 +366,9 @@ class HAService:
             addr = f"{peer[0]}:{peer[1]}"
         except OSError:
             addr = "?"
+        if self.allow is not None and not await self.allow(addr.rsplit(":", 1)[0]):
+            await trio.aclose_forcefully(stream)
+            return
         log.info("HAService receive new connection, %s", addr)
         if self.tls_context is not None:
             # a slave's first bytes are its 8-byte offset (0x00...), never a TLS record
@@ -429,6 +437,7 @@ class HAClient:
                 with trio.move_on_after(RECONNECT_INTERVAL):
                     await self._address_changed.wait()
                 continue
+            started = trio.current_time()
             try:
                 await self.run_session(stream)
             except Exception:
@@ -438,7 +447,12 @@ class HAClient:
             finally:
                 with trio.CancelScope(shield=True):
                     await trio.aclose_forcefully(stream)
-            if self.append_failing:
+            if trio.current_time() - started < SESSION_REFUSED_WITHIN:
+                # closed at once (a master whose haAllowedAddresses leaves us out): retry as after a refused
+                # connect, not in a loop
+                with trio.move_on_after(RECONNECT_INTERVAL):
+                    await self._address_changed.wait()
+            elif self.append_failing:
                 # the master resends from our offset on the next connection: once there is room
                 with trio.move_on_after(RECONNECT_INTERVAL):
                     await self._address_changed.wait()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ...javacompat.hashmap import hashmap_order
@@ -151,13 +152,18 @@ class AccessRequest:
         self.resources[resource] = perm
 
 
-def check_perm(needed: AccessRequest, owned: OwnedAccess) -> None:
-    """PlainPermissionManager.checkPerm."""
-    if needed.request_code in ADMIN_CODES and not owned.admin:
+def check_admin(needed: AccessRequest, owned: OwnedAccess, admin_codes: AbstractSet[int] = ADMIN_CODES) -> None:
+    """checkPerm's first test: the codes of ``admin_codes`` need ``admin: true``."""
+    if needed.request_code in admin_codes and not owned.admin:
         raise AclError(
             f"Need admin permission for request code={needed.request_code}, but accessKey={owned.access_key} is not",
             WHERE_ADMIN,
         )
+
+
+def check_perm(needed: AccessRequest, owned: OwnedAccess, admin_codes: AbstractSet[int] = ADMIN_CODES) -> None:
+    """PlainPermissionManager.checkPerm (``admin_codes``: Java's Permission.ADMIN_CODE, or more)."""
+    check_admin(needed, owned, admin_codes)
     wanted = needed.resources
     if wanted is None:
         return

@@ -24,7 +24,7 @@ import yaml
 from ...clock import now_ms
 from ...codecs.acl_signature import signature_of
 from ...javacompat.hashmap import hashmap_order
-from .accounts import AccessRequest, OwnedAccess, PlainAccessConfig, check_account, check_perm, jstr
+from .accounts import AccessRequest, OwnedAccess, PlainAccessConfig, check_account, check_admin, check_perm, jstr
 from .address import AddressMatcher, address_matcher
 from .permission import (
     PUB,
@@ -36,6 +36,7 @@ from .permission import (
     AclError,
     check_resource_perms,
 )
+from .strict import STRICT, AclStrictness
 
 log = logging.getLogger("rocketpy.broker.acl")
 
@@ -75,8 +76,17 @@ class PlainPermissionManager:
     threads, one at a time, while requests are validated on the event loop against the snapshot of the
     moment."""
 
-    def __init__(self, home: str | None, plain_file: str = DEFAULT_PLAIN_FILE, *, create: bool = True) -> None:
+    def __init__(
+        self,
+        home: str | None,
+        plain_file: str = DEFAULT_PLAIN_FILE,
+        *,
+        create: bool = True,
+        strict: AclStrictness = STRICT,
+    ) -> None:
         self.home = home or ""
+        #: where the checks are stricter than Java's (:mod:`.strict`)
+        self.strict = strict
         # without a home only an absolute plain file can be read (never a directory relative to the cwd)
         self.acl_dir = os.path.normpath(os.path.join(self.home, ACL_DIR)) if self.home else ""
         self.default_file = os.path.normpath(os.path.join(self.home, plain_file))
@@ -228,14 +238,17 @@ class PlainPermissionManager:
         owned = snap.accounts.get(path, {}).get(req.access_key)
         if owned is None:
             raise AclError(f"No PlainAccessResource for accessKey={req.access_key}", WHERE_NO_RESOURCE)
+        admin_codes = self.strict.admin_codes
         if owned.matcher(req.remote_ip):
+            if self.strict.admin:  # the account's white address stands for its signature, not for admin: true
+                check_admin(req, owned, admin_codes)
             return
         expected = signature_of(req.content or b"", owned.secret_key)
         if req.signature is None or not hmac.compare_digest(expected, req.signature):
             raise AclError(f"Check signature failed for accessKey={req.access_key}", WHERE_SIGNATURE)
         if req.resources is not None and req.resources.get(TRACE_TOPIC) == PUB:
             return
-        check_perm(req, owned)
+        check_perm(req, owned, admin_codes)
 
     # -- updates (the ACL admin codes) -------------------------------------------------------
     def _write(self, path: str, doc: dict[str, Any]) -> None:

@@ -44,6 +44,7 @@ from ...codecs.headers import (
 from ...codecs.message import decode_offset_msg_id
 from ...remoting import RemotingTimeoutError, java_decode_header
 from ...remoting.dispatch import describe_exception
+from ..config import SECURITY_KEYS
 from ..groups import GROUP_MAX_LENGTH, legal_group_name
 from ..responses import NOT_SET_REMARK, error, respond
 from ..store_stats import disk_info
@@ -194,7 +195,7 @@ def get_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingC
 #: keys no remote update may change, whatever configBlackList says: paths and the home directory (the way
 #: into CVE-2023-33246 on Java brokers), and rocketpy's own credential
 ALWAYS_BLACK_LISTED = frozenset({"brokerConfigPath", "configBlackList", "storePathRootDir", "storePathCommitLog",
-                                 "rocketmqHome", "adminCredential"})
+                                 "rocketmqHome", "adminCredential"}) | SECURITY_KEYS  # a request must not loosen them
 
 
 async def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
