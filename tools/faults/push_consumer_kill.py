@@ -19,7 +19,8 @@ lost (by neither: must be 0), and what the redeliveries were made of: ``held`` (
 offset still in flight: the order's cost) and ``unpersisted`` (the consumed prefix past the committed offset:
 the persist interval's cost).
 
-    python tools/faults/push_consumer_kill.py [--impl ours|java|both] [--servers ours|java] [--json]
+    python tools/faults/push_consumer_kill.py [--impl ours|java|both] [--servers ours|java]
+        [--rocketpy-root CHECKOUT] [--json]
 
 Run it with the repository's Python; ``java`` needs the Java reference build (ROCKETMQ_JAVA_REF, default
 ~/.cache/rocketmq-java-4.9.8) and a JDK (javac). Run it alone on the machine (it measures timing).
@@ -44,7 +45,8 @@ from typing import Any
 import trio
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+#: the consumer process may take its client from another checkout (--rocketpy-root: main's, to compare)
+sys.path.insert(0, os.environ.get("ROCKETPY_ROOT", str(ROOT)))
 
 TOPIC = "TopicKill"
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "SlowPushConsumer.java"
@@ -156,9 +158,10 @@ async def run_impl(impl: str, namesrv: str, args: argparse.Namespace, work: Path
     group = f"CGKill_{impl}_{int(time.time())}"
     total = args.queues * args.per_queue
     first = Run()
+    env = dict(os.environ, ROCKETPY_ROOT=args.rocketpy_root) if args.rocketpy_root else None
     proc = await trio.lowlevel.open_process(_command(impl, namesrv, group, args.sleep, work, classpath),
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL)
+                                            stderr=subprocess.DEVNULL, env=env)
     samples: list[dict[str, Any]] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_pump, proc.stdout, first, work / f"{impl}-1.out")
@@ -187,7 +190,7 @@ async def run_impl(impl: str, namesrv: str, args: argparse.Namespace, work: Path
     second = Run()
     proc2 = await trio.lowlevel.open_process(_command(impl, namesrv, group, 0.0, work, classpath),
                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             stderr=subprocess.DEVNULL)
+                                             stderr=subprocess.DEVNULL, env=env)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_pump, proc2.stdout, second, work / f"{impl}-2.out")
         last, seen_count = time.monotonic(), -1
@@ -292,6 +295,7 @@ async def main() -> None:
     parser.add_argument("--sleep", type=float, default=0.5, help="the listener's seconds per message")
     parser.add_argument("--kill-after", type=float, default=12.0, help="seconds after the first message consumed")
     parser.add_argument("--idle", type=float, default=10.0, help="second run: stop after this long with nothing new")
+    parser.add_argument("--rocketpy-root", help="another checkout whose client our consumer process runs")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     impls = ["ours", "java"] if args.impl == "both" else [args.impl]
