@@ -300,7 +300,11 @@ async def main() -> None:
     args = parser.parse_args()
     impls = ["ours", "java"] if args.impl == "both" else [args.impl]
     work = Path(tempfile.mkdtemp(prefix="push-kill-"))
-    classpath = compile_java(work / "classes") if "java" in impls else ""
+    try:
+        classpath = compile_java(work / "classes") if "java" in impls else ""
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"push_consumer_kill: cannot build SlowPushConsumer against {java_ref_dir()} "
+                 f"(set ROCKETMQ_JAVA_REF; javac needed): {exc}")
     async with servers(args.servers, work, args.queues) as (namesrv, _broker):
         await fill(namesrv, args.queues, args.per_queue)
         for impl in impls:
