@@ -218,6 +218,7 @@ class ConsumerBase:
 
     async def _apply(self, p: Any) -> bool:
         changed = False
+        added: list[tuple[MessageQueue, ProcessQueue, int]] = []
         for mq in p.to_remove:
             pq = self.pq_table[mq]
             pq.dropped = True
@@ -241,8 +242,13 @@ class ConsumerBase:
                 break
             pq = ProcessQueue()
             self.pq_table[mq] = pq
-            await self._on_queue_added(mq, pq, next_offset)
+            added.append((mq, pq, next_offset))
             changed = True
+        # the new queues' first pulls go together, once every offset is known (dispatchPullRequest of the list):
+        # the first queue is not pulled ahead of the others while their offsets are looked up
+        for mq, pq, next_offset in added:
+            if self.running and self.pq_table.get(mq) is pq and not pq.dropped:
+                await self._on_queue_added(mq, pq, next_offset)
         return changed
 
     async def _before_add(self, mq: MessageQueue) -> bool:

@@ -1,16 +1,16 @@
 """The push consumer (Java's DefaultMQPushConsumer): long-polling pull loops feeding a listener.
 
-Each owned queue has a pull task in the consumer's nursery; pulled messages wait in
-the queue's ProcessQueue and are handed to the listener concurrently (bounded by
-``consume_concurrency``) or in order, one batch at a time per queue, under a broker
-lock (``orderly=True``). Failed messages go back to the broker for retry; consumed
-offsets are committed to the broker (clustering) or a local file (broadcasting).
+Each owned queue has a pull task in the consumer's nursery (its next pull sent once its
+answer came); pulled messages wait in the queue's ProcessQueue and are handed to the
+listener concurrently, in pull order, by the ConsumeMessageConcurrentlyService
+(consume_concurrently.py: at most ``consume_concurrency`` at once), or in order, one
+batch at a time per queue, under a broker lock (``orderly=True``). Failed messages go
+back to the broker for retry; consumed offsets are committed to the broker (clustering)
+or a local file (broadcasting).
 """
 
 from __future__ import annotations
 
-import collections
-import enum
 import inspect
 import logging
 import time
@@ -29,8 +29,10 @@ from ..codecs.message import Message, MessageExt
 from ..keyed_locks import KeyedLocks
 from ..remoting import RemotingError
 from .api import decode_pulled
+from .consume_concurrently import ConsumeMessageConcurrentlyService
 from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
 from .errors import MQClientError
+from .listener import ConsumeContext, ConsumeStatus, Listener, OrderlyStatus
 from .process_queue import LOCK_INTERVAL, ProcessQueue
 from .producer import Producer
 from .trace import CONTEXT_EXCEPTION, CONTEXT_FAILED, CONTEXT_SUCCESS, TraceDispatcher
@@ -41,78 +43,13 @@ _MIN_OFFSET, _MAX_OFFSET = MessageConst.PROPERTY_MIN_OFFSET, MessageConst.PROPER
 
 PULL_DELAY_ON_EXCEPTION = 3.0
 PULL_DELAY_ON_FLOW_CONTROL = 0.05
-CONSUME_LATER_ON_SEND_BACK_FAILURE = 5.0
 MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
-#: listening time one trip to a worker thread aims at when the backlog allows (quick listeners, fewer trips)
-TRIP_WORK = 0.001
-
-
-class ConsumeStatus(enum.Enum):
-    """Answer of a concurrent listener (ConsumeConcurrentlyStatus)."""
-
-    CONSUME_SUCCESS = "CONSUME_SUCCESS"
-    RECONSUME_LATER = "RECONSUME_LATER"
-
-
-class OrderlyStatus(enum.Enum):
-    """Answer of an orderly listener (ConsumeOrderlyStatus)."""
-
-    SUCCESS = "SUCCESS"
-    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
-
-
-@dataclass
-class ConsumeContext:
-    """What a listener learns about, and may change for, the batch it is given."""
-
-    message_queue: MessageQueue
-    #: concurrent: 0 lets the broker pick the retry delay (3 + reconsume times), -1 sends straight to the DLQ
-    delay_level_when_next_consume: int = 0
-    #: orderly: how long to pause the queue after SUSPEND (seconds, -1 for the consumer's default)
-    suspend_current_queue_time: float = -1.0
-
-
-Listener = Callable[[list[MessageExt], ConsumeContext], Any]
 
 
 def _stamp_consume_start(msgs: list[MessageExt]) -> None:
     now = str(now_ms())
     for m in msgs:
         m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
-
-
-#: a batch the listener did not acknowledge: its place in the trip, the listener's answer or exception, its context
-Unacknowledged = tuple[int, Any, BaseException | None, ConsumeContext]
-
-
-def _acknowledged(status: Any) -> bool:
-    return status is None or status == ConsumeStatus.CONSUME_SUCCESS
-
-
-def _listen_all(listener: Listener, calls: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]
-                ) -> tuple[list[Unacknowledged], float]:
-    """On a worker thread: the listener on each batch in turn (a fresh context each); the batches it did not
-    acknowledge (the usual trip has none: nothing to hand back per batch), and the seconds that took."""
-    began = time.perf_counter()
-    out: list[Unacknowledged] = []
-    key = MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
-    success = ConsumeStatus.CONSUME_SUCCESS
-    stamped, stamp = -1, ""
-    for i, (msgs, _pq, mq) in enumerate(calls):
-        now = now_ms()
-        if now != stamped:  # _stamp_consume_start, with the text made once a millisecond
-            stamped, stamp = now, str(now)
-        for m in msgs:
-            m.properties[key] = stamp
-        ctx = ConsumeContext(mq)
-        try:
-            status = listener(msgs, ctx)
-        except Exception as exc:
-            out.append((i, None, exc, ctx))
-            continue
-        if status is not None and status != success:
-            out.append((i, status, None, ctx))
-    return out, time.perf_counter() - began
 
 
 @dataclass
@@ -177,6 +114,7 @@ class PushConsumer(ConsumerBase):
         self.post_subscription_when_pull = post_subscription_when_pull
         self.listener_in_thread = listener_in_thread
         self.await_termination = await_termination
+        #: orderly: listener calls at once across queues
         self._limiter = trio.CapacityLimiter(consume_concurrency)
         self._pull_scopes: dict[MessageQueue, trio.CancelScope] = {}
         #: orderly consumption of a queue one batch at a time (Java's MessageQueueLock), kept while in use
@@ -184,12 +122,8 @@ class PushConsumer(ConsumerBase):
         self._inflight = 0
         self._idle = trio.Event()
         self._idle.set()
-        #: concurrent consumption: batches waiting for a worker, the workers running, where idle ones wait
-        self._ready: collections.deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = collections.deque()
-        self._workers = 0
-        self._work = trio.lowlevel.ParkingLot()
-        #: seconds the listener takes per batch (moving average; pessimistic until measured)
-        self._listen_cost = TRIP_WORK
+        #: concurrent consumption (made again at start, from the settings then)
+        self.consume_service = ConsumeMessageConcurrentlyService(self)
         self.consumed_ok = 0
         self.consumed_failed = 0
 
@@ -223,6 +157,8 @@ class PushConsumer(ConsumerBase):
         if str(self.message_model) == MessageModel.CLUSTERING:
             retry = MixAll.get_retry_topic(self.group)
             self.subscriptions.setdefault(retry, self._retry_subscription(retry))
+        if not self.orderly:
+            self.consume_service = ConsumeMessageConcurrentlyService(self)
         await self._start_common()
         assert self.nursery is not None
         if self.enable_msg_trace:
@@ -266,7 +202,9 @@ class PushConsumer(ConsumerBase):
             pq.locked = True
             pq.last_lock_time = time.monotonic()
         assert self.nursery is not None
-        await self.nursery.start(self._pull_loop, mq, pq, next_offset)
+        # started, not awaited: the queues added together send their first pulls in one turn
+        scope = self._pull_scopes[mq] = trio.CancelScope()
+        self.nursery.start_soon(self._pull_loop, mq, pq, next_offset, scope)
 
     async def _on_queue_removed(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         scope = self._pull_scopes.pop(mq, None)
@@ -289,11 +227,9 @@ class PushConsumer(ConsumerBase):
         return True
 
     # -- pulling -------------------------------------------------------------------------------------
-    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int, *,
-                         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        with trio.CancelScope() as scope:
-            self._pull_scopes[mq] = scope
-            task_status.started()
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int, scope: trio.CancelScope) -> None:
+        """The queue's pulls, one at a time: the next sent once the answer before it came (or was decoded)."""
+        with scope:
             st = _PullState(next_offset)
             while self.running and not pq.dropped:
                 try:
@@ -413,17 +349,14 @@ class PushConsumer(ConsumerBase):
 
     # -- consuming ------------------------------------------------------------------------------------
     def _submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> None:
+        """submitConsumeRequest: the orderly service consumes the queue (when not already), the concurrent one
+        queues the batch's requests behind those pulled before."""
         assert self.nursery is not None
         if self.orderly:
             if dispatch:
                 self._track(self.nursery, self._consume_orderly, mq, pq)
             return
-        size = self.consume_batch_size
-        if size == 1:
-            self._enqueue_all([([m], pq, mq) for m in msgs])
-        else:
-            self._enqueue_all([(msgs[i:i + size], pq, mq) for i in range(0, len(msgs), size)])
-        self._wake()
+        self.consume_service.submit_consume_request(msgs, pq, mq)
 
     def _track(self, nursery: trio.Nursery, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
         self._busy()
@@ -467,149 +400,6 @@ class PushConsumer(ConsumerBase):
         if self.listener_in_thread:
             return await trio.to_thread.run_sync(listener, msgs, ctx)
         return listener(msgs, ctx)
-
-    def _enqueue(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        """Hand a batch to the consume workers (Java's consumeExecutor.submit of a ConsumeRequest): at most
-        ``consume_concurrency`` of them, started as work arrives, each taking its share of what waits."""
-        self._enqueue_all([(msgs, pq, mq)])
-
-    def _enqueue_all(self, items: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]) -> None:
-        """:meth:`_enqueue` of each batch, in one step."""
-        assert self.nursery is not None
-        for _ in range(min(len(items), self.consume_concurrency - self._workers)):
-            self._workers += 1
-            self.nursery.start_soon(self._consume_worker)
-        self._busy(len(items))
-        self._ready.extend(items)
-
-    def _wake(self) -> None:
-        """Wake as many idle workers as the waiting batches need: one per trip's worth of listening."""
-        per_trip = max(1, int(TRIP_WORK / max(self._listen_cost, 1e-6)))
-        self._work.unpark(count=min(self.consume_concurrency, -(-len(self._ready) // per_trip)))
-
-    async def _consume_worker(self) -> None:
-        ready = self._ready
-        try:
-            while True:
-                while not ready:
-                    await self._work.park()
-                # a fair share of the backlog, or more when the listener is quick: one trip to a worker thread
-                # then carries about TRIP_WORK seconds of listening (a blocking listener keeps its batches spread)
-                waiting = len(ready)
-                share = max(-(-waiting // self.consume_concurrency),
-                            min(waiting, int(TRIP_WORK / max(self._listen_cost, 1e-6))))
-                if share >= len(ready):
-                    items = list(ready)
-                    ready.clear()
-                else:
-                    items = [ready.popleft() for _ in range(share)]
-                try:
-                    await self._consume_batches(items)
-                finally:
-                    self._done(len(items))
-        finally:
-            self._workers -= 1
-
-    async def _consume_batches(self, items: list[tuple[list[MessageExt], ProcessQueue, MessageQueue]]) -> None:
-        """Each batch to the listener and its answer to the queue (ConsumeRequest.run, processConsumeResult)."""
-        if not self.running:
-            return
-        retry = MixAll.get_retry_topic(self.group)
-        calls = []
-        for item in items:
-            if item[1].dropped:
-                continue
-            calls.append(item)
-            for m in item[0]:
-                if m.topic == retry:  # rare: reset_retry_topic's work, once the batch holds a retried message
-                    reset_retry_topic(item[0], self.group)
-                    break
-        if not calls:
-            return
-        listener = self.listener
-        assert listener is not None
-        unacknowledged: list[Unacknowledged]
-        if self.trace is None and self.listener_in_thread and not inspect.iscoroutinefunction(listener):
-            unacknowledged, took = await trio.to_thread.run_sync(_listen_all, listener, calls)
-            self._listen_cost += 0.2 * (took / len(calls) - self._listen_cost)
-        else:
-            unacknowledged = []
-            for i, (msgs, _pq, mq) in enumerate(calls):
-                ctx = ConsumeContext(mq)
-                _stamp_consume_start(msgs)
-                try:
-                    status = await self._call_listener(msgs, ctx)
-                except Exception as exc:
-                    unacknowledged.append((i, None, exc, ctx))
-                    continue
-                if not _acknowledged(status):
-                    unacknowledged.append((i, status, None, ctx))
-        # the acknowledged batches leave their queues together, a step per queue
-        skip = {u[0] for u in unacknowledged}
-        consumed: dict[int, tuple[ProcessQueue, MessageQueue, list[MessageExt]]] = {}
-        ok = 0
-        for i, (msgs, pq, mq) in enumerate(calls):
-            if skip and i in skip:
-                continue
-            if pq.dropped:
-                log.warning("processQueue is dropped without process consume result. %s", mq)
-                continue
-            ok += len(msgs)
-            same = consumed.get(id(pq))
-            if same is None:
-                consumed[id(pq)] = (pq, mq, list(msgs))
-            else:
-                same[2].extend(msgs)
-        self.consumed_ok += ok
-        for i, status, error, ctx in unacknowledged:
-            msgs, pq, mq = calls[i]
-            if error is not None:
-                log.error("consumeMessage exception, Group: %s %s", self.group, mq, exc_info=error)
-                status = ConsumeStatus.RECONSUME_LATER
-            await self._consume_result(msgs, pq, mq, ctx, status)
-        for pq, mq, msgs in consumed.values():
-            self._forget_consumed(pq, mq, msgs)
-
-    def _forget_consumed(self, pq: ProcessQueue, mq: MessageQueue, msgs: list[MessageExt]) -> None:
-        """The consumed messages leave their queue; the offset that makes safe is kept for the broker."""
-        offset = pq.remove_messages(msgs)
-        if offset >= 0 and not pq.dropped:
-            assert self.offset_store is not None
-            self.offset_store.update_offset(mq, offset, True)
-
-    async def _consume_result(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
-                              ctx: ConsumeContext, status: Any) -> None:
-        if status is None:
-            status = ConsumeStatus.CONSUME_SUCCESS
-        if pq.dropped:
-            log.warning("processQueue is dropped without process consume result. %s", mq)
-            return
-        ok = status == ConsumeStatus.CONSUME_SUCCESS
-        self.consumed_ok += len(msgs) if ok else 0
-        self.consumed_failed += 0 if ok else len(msgs)
-        done = list(msgs)
-        if not ok:
-            if str(self.message_model) == MessageModel.BROADCASTING:
-                for m in msgs:
-                    log.warning("BROADCASTING, the message consume failed, drop it, %s", m.client_msg_id)
-            else:
-                retry_later = []
-                for m in msgs:
-                    if not await self.send_message_back(m, ctx.delay_level_when_next_consume, mq.broker_name):
-                        m.reconsume_times += 1
-                        retry_later.append(m)
-                if retry_later:
-                    done = [m for m in msgs if m not in retry_later]
-                    assert self.nursery is not None
-                    self._track(self.nursery, self._consume_later, retry_later, pq, mq)
-        self._forget_consumed(pq, mq, done)
-
-    async def _consume_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        """submitConsumeRequestLater: the batch whose send-back failed, again after a while."""
-        await trio.sleep(CONSUME_LATER_ON_SEND_BACK_FAILURE)
-        if not pq.dropped and self.running:
-            self._enqueue(msgs, pq, mq)
-            self._wake()
 
     async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
         """CONSUMER_SEND_MSG_BACK, or a re-send to the retry topic when the broker cannot be asked."""

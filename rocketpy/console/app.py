@@ -48,6 +48,8 @@ from .auth import (
 from .data import (
     ADMIN_ERRORS,
     GROUP_CONFIG_FIELDS,
+    KEY_QUERY_MAX,
+    PAGE_SIZE,
     TOPIC_KINDS,
     Clusters,
     ConsoleData,
@@ -357,17 +359,35 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
         p = request.query_params
         topic, key, msg_id = p.get("topic", "").strip(), p.get("key", "").strip(), p.get("id", "").strip()
         found: list[MessageExt] = []
-        searched = ""
+        searched = cut = older = ""
         if topic and key:
             found, searched = await data.by_key(topic, key), f"key {key}"
+            if len(found) >= KEY_QUERY_MAX:
+                cut = f"cut at {KEY_QUERY_MAX} messages: a query by key returns at most {KEY_QUERY_MAX}"
         elif msg_id:
             found, searched = [await data.by_id(topic, msg_id)], f"id {msg_id}"
         elif topic:
             end = parse_local_time(p["end"]) if p.get("end") else now_ms()
             begin = parse_local_time(p["begin"]) if p.get("begin") else end - 3600_000
-            found, searched = await data.by_time(topic, begin, end), f"{_ts(begin)} .. {_ts(end)}"
-        return render(request, "messages.html", session, found=found, searched=searched, topic=topic, key=key,
-                      msg_id=msg_id, begin=p.get("begin", ""), end=p.get("end", ""), page="messages")
+            browsed = await data.by_time(topic, begin, end)
+            found, searched = browsed.messages, f"{_ts(begin)} .. {_ts(end)}"
+            if browsed.cut:
+                cut = (f"cut at {browsed.cap} messages: it holds every message stored after {_ts(browsed.since)}, "
+                       "none of the older ones")
+                older = "/messages?" + urlencode({"topic": topic, "begin": begin, "end": browsed.since})
+        pages = max(1, -(-len(found) // PAGE_SIZE))
+        wanted = p.get("page", "1").strip()
+        number = min(max(int(wanted) if wanted.isdigit() else 1, 1), pages)
+        query = {k: v for k in ("topic", "key", "id", "begin", "end") if (v := p.get(k, "").strip())}
+
+        def page_link(n: int) -> str:
+            return "/messages?" + urlencode({**query, "page": n}) if 1 <= n <= pages and n != number else ""
+
+        return render(request, "messages.html", session, found=found[(number - 1) * PAGE_SIZE:number * PAGE_SIZE],
+                      total=len(found), searched=searched, cut=cut, older=older, page_number=number, pages=pages,
+                      page_size=PAGE_SIZE, previous_page=page_link(number - 1), next_page=page_link(number + 1),
+                      first_shown=(number - 1) * PAGE_SIZE + 1, topic=topic, key=key, msg_id=msg_id,
+                      begin=p.get("begin", ""), end=p.get("end", ""), page="messages")
 
     @page
     async def message(request: Request, session: Session) -> Response:
@@ -397,8 +417,11 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
     async def dlq(request: Request, session: Session) -> Response:
         data = await data_of(request)
         group, begin, end = dlq_range(request)
-        found = await data.dlq_messages(group, begin, end) if group else []
-        return render(request, "dlq.html", session, group=group, found=found, searched=bool(group),
+        browsed = await data.dlq_messages(group, begin, end) if group else None
+        found = browsed.messages if browsed is not None else []
+        cut = (f"cut at {browsed.cap} messages: it holds those stored after {_ts(browsed.since)}"
+               if browsed and browsed.cut else "")
+        return render(request, "dlq.html", session, group=group, found=found, searched=bool(group), cut=cut,
                       begin=request.query_params.get("begin", ""), end=request.query_params.get("end", ""),
                       span=f"{_ts(begin)} .. {_ts(end)}", page="dlq",
                       query=urlencode({k: v for k in ("group", "begin", "end") if (v := request.query_params.get(k))}))
@@ -409,7 +432,7 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
         group, begin, end = dlq_range(request)
         if not group:
             raise ValueError("no consumer group given")
-        found = await data.dlq_messages(group, begin, end)
+        found = (await data.dlq_messages(group, begin, end)).messages
         wanted = set(request.query_params.getlist("id"))
         if wanted:
             found = [m for m in found if (m.uniq_key or m.msg_id) in wanted]

@@ -63,7 +63,43 @@ SYSTEM_GROUPS = {
     MixAll.ONS_HTTP_PROXY_GROUP, MixAll.CID_ONSAPI_PERMISSION_GROUP, MixAll.CID_ONSAPI_OWNER_GROUP,
     MixAll.CID_ONSAPI_PULL_GROUP,
 }
-MAX_BROWSE = 200
+#: messages one search by time lists at most (newest first, without their bodies): past it the list is cut
+MAX_BROWSE = 2000
+#: dead letters one DLQ search lists at most (with their bodies, for the CSV export)
+MAX_DLQ = 200
+#: messages a query by key returns at most (QUERY_MESSAGE's maxNum, as mqadmin queryMsgByKey asks)
+KEY_QUERY_MAX = 64
+#: messages shown on one page of a list
+PAGE_SIZE = 50
+#: messages read from a queue at once while browsing
+_BROWSE_BATCH = 32
+
+
+@dataclasses.dataclass
+class Browsed:
+    """The messages stored in a time range, newest first. ``cut``: the range held more than ``cap``; then the list
+    is every message stored after ``since`` (ms) up to the range's end, and the older ones are not in it."""
+
+    messages: list[MessageExt]
+    cap: int
+    cut: bool = False
+    since: int = 0
+
+
+#: read(broker address, queue, offset): up to a batch of messages from ``offset``, and the offset after them
+Reader = Callable[[str, MessageQueue, int], Awaitable[tuple[list[MessageExt], int]]]
+
+
+@dataclasses.dataclass
+class _Cursor:
+    """A queue read backwards while browsing: offsets below ``top`` are unread, none stored later than ``frontier``."""
+
+    addr: str
+    mq: MessageQueue
+    low: int
+    top: int
+    frontier: float = float("inf")
+    done: bool = False
 
 
 def is_system_topic(topic: str) -> bool:
@@ -597,47 +633,66 @@ class ConsoleData:
 
     # -- messages ------------------------------------------------------------------------------------
     async def by_key(self, topic: str, key: str) -> list[MessageExt]:
-        return await self.admin.query_messages(topic, key, 64)
+        return await self.admin.query_messages(topic, key, KEY_QUERY_MAX)
 
     async def by_id(self, topic: str, msg_id: str) -> MessageExt:
         return await self.admin.view_message(msg_id, topic or None)
 
-    async def by_time(self, topic: str, begin: int, end: int) -> list[MessageExt]:
-        """Every message stored between ``begin`` and ``end`` (ms), at most MAX_BROWSE, newest first (pulled)."""
+    async def by_time(self, topic: str, begin: int, end: int) -> Browsed:
+        """The messages stored between ``begin`` and ``end`` (ms), newest first, at most MAX_BROWSE (pulled; their
+        bodies left out: the list shows none, and a message's page reads it again)."""
 
         async def pull(addr: str, mq: MessageQueue, offset: int) -> tuple[list[MessageExt], int]:
-            return await self.admin.pull(mq, offset, 32)
+            msgs, nxt = await self.admin.pull(mq, offset, _BROWSE_BATCH)
+            for m in msgs:
+                m.body = b""
+            return msgs, nxt
 
-        return await self._browse(topic, begin, end, pull)
+        return await self._browse(topic, begin, end, pull, MAX_BROWSE)
 
-    async def _browse(self, topic: str, begin: int, end: int,
-                      read: Callable[[str, MessageQueue, int], Awaitable[tuple[list[MessageExt], int]]],
-                      ) -> list[MessageExt]:
-        """Each queue from the first offset stored at ``begin`` until past ``end``, ``read`` a batch at a time.
+    async def _browse(self, topic: str, begin: int, end: int, read: Reader, cap: int) -> Browsed:
+        """Every queue read backwards from the last message stored by ``end``, the one whose unread messages may be
+        the newest first (a merge by store time: a queue's store times only grow), until each reached ``begin``
+        or ``cap`` messages were found. Cut there, the list is exactly the messages stored after the newest
+        time a queue was left at, so it says what it holds.
 
         The queues' masters come from the topic's route, asked here: the admin client's route table is
         empty on a fresh console (it fills only once something, e.g. a send, looked the topic up)."""
         api = self.admin.client.api
         masters = dict(await self.admin.topic_masters(topic))
-        found: list[MessageExt] = []
+        cursors: list[_Cursor] = []
         for mq, (lo, hi) in (await self.admin.queue_bounds(topic)).items():
             addr = masters.get(mq.broker_name or "")
-            if addr is None:
+            if addr is None or hi <= lo:
                 continue
-            offset = max(lo, await api.search_offset(addr, mq, begin))
-            while offset < hi and len(found) < MAX_BROWSE * 4:
-                msgs, nxt = await read(addr, mq, offset)
-                if not msgs or nxt <= offset:
-                    break
+            near = min(max(await api.search_offset(addr, mq, end), lo), hi)
+            cursors.append(_Cursor(addr, mq, lo, await _first_after(read, addr, mq, near, hi, end)))
+        found: list[MessageExt] = []
+        while live := [c for c in cursors if not c.done]:
+            c = max(live, key=lambda c: c.frontier)
+            # at the cap, stop where the list holds something: past it when more than ``cap`` share a millisecond
+            if len(found) >= cap and any(m.store_timestamp > c.frontier for m in found):
+                break
+            start = max(c.low, c.top - _BROWSE_BATCH)
+            msgs = await _read_range(read, c.addr, c.mq, start, c.top)
+            c.top = start
+            if msgs:
+                c.frontier = min(c.frontier, min(m.store_timestamp for m in msgs))
                 found += [m for m in msgs if begin <= m.store_timestamp <= end]
-                if msgs[-1].store_timestamp > end:
-                    break
-                offset = nxt
-        found.sort(key=lambda m: m.store_timestamp, reverse=True)
-        return found[:MAX_BROWSE]
+            c.done = c.top <= c.low or c.frontier < begin
+        left = [c.frontier for c in cursors if not c.done]
+        browsed = Browsed(found, cap)
+        if left:
+            # every message stored after the newest frontier was read; below it some queues were not
+            browsed.cut, browsed.since = True, int(max(left))
+            found = [m for m in found if m.store_timestamp > browsed.since]
+        found.sort(key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset), reverse=True)
+        browsed.messages = found
+        return browsed
 
-    async def dlq_messages(self, group: str, begin: int, end: int) -> list[MessageExt]:
-        """The group's dead letters (%DLQ%group) stored in the range; none when the group never had one.
+    async def dlq_messages(self, group: str, begin: int, end: int) -> Browsed:
+        """The group's dead letters (%DLQ%group) stored in the range, at most MAX_DLQ; none when the group never
+        had one.
 
         A DLQ topic is write-only (brokers create it with PERM_WRITE), so a pull is refused; its consume queue
         is read with QUERY_CONSUME_QUEUE and each message by its commit log offset (VIEW_MESSAGE_BY_ID)."""
@@ -648,10 +703,10 @@ class ConsoleData:
             return [await self.admin.view_message_at(addr, e.physic_offset) for e in entries], offset + len(entries)
 
         try:
-            return await self._browse(MixAll.get_dlq_topic(group), begin, end, read)
+            return await self._browse(MixAll.get_dlq_topic(group), begin, end, read, MAX_DLQ)
         except MQClientError as exc:
             if exc.response_code == ResponseCode.TOPIC_NOT_EXIST:
-                return []
+                return Browsed([], MAX_DLQ)
             raise
 
     async def resend_dlq(self, group: str, msg_ids: list[str], client_id: str = "") -> list[tuple[str, str]]:
@@ -738,6 +793,35 @@ class ConsoleData:
             except ADMIN_ERRORS as exc:
                 rows.append({"broker": row.name, "addr": row.addr, "version": "", "files": "", "error": str(exc)})
         return rows
+
+
+async def _read_range(read: Reader, addr: str, mq: MessageQueue, start: int, stop: int) -> list[MessageExt]:
+    """The messages at offsets ``start`` up to ``stop`` (excluded)."""
+    out: list[MessageExt] = []
+    offset = start
+    while offset < stop:
+        msgs, nxt = await read(addr, mq, offset)
+        if not msgs or nxt <= offset:
+            break
+        out += [m for m in msgs if m.queue_offset < stop]
+        offset = nxt
+    return out
+
+
+async def _first_after(read: Reader, addr: str, mq: MessageQueue, near: int, hi: int, end: int) -> int:
+    """The offset of the queue's first message stored after ``end`` (``hi`` when none is), read forward from
+    ``near``, the offset SEARCH_OFFSET_BY_TIMESTAMP gave: the nearest in time, which messages stored in the same
+    millisecond may follow."""
+    offset = near
+    while offset < hi:
+        msgs, nxt = await read(addr, mq, offset)
+        if not msgs or nxt <= offset:
+            return hi
+        later = next((m for m in msgs if m.store_timestamp > end), None)
+        if later is not None:
+            return later.queue_offset
+        offset = nxt
+    return hi
 
 
 def export_csv(msgs: list[MessageExt]) -> str:
