@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import trio
+import anyio
 
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue
@@ -29,6 +29,7 @@ from ..codecs.codes import MessageConst, MessageModel, MixAll
 from ..codecs.message import MessageExt
 from .consumer_base import reset_retry_topic
 from .listener import ConsumeContext, ConsumeStatus, Listener
+from .loop import ParkingLot
 from .process_queue import ProcessQueue
 
 if TYPE_CHECKING:
@@ -88,11 +89,11 @@ class ConsumeMessageConcurrentlyService:
         self.consumer = consumer
         self.concurrency = max(1, consumer.consume_concurrency)
         #: the consume threads: the service's own, so other trio threads neither wait for them nor they for those
-        self.limiter = trio.CapacityLimiter(self.concurrency)
+        self.limiter = anyio.CapacityLimiter(self.concurrency)
         #: consumeRequestQueue: requests in pull order, waiting for a worker
         self.requests: collections.deque[ConsumeRequest] = collections.deque()
         self.workers = 0
-        self._work = trio.lowlevel.ParkingLot()
+        self._work = ParkingLot()
         #: seconds the blocking listener takes per request (moving average; pessimistic until measured)
         self.listen_cost = TRIP_WORK
 
@@ -123,7 +124,7 @@ class ConsumeMessageConcurrentlyService:
         consumer._track(consumer.nursery, self._consume_later, msgs, pq, mq)
 
     async def _consume_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        await trio.sleep(CONSUME_LATER_ON_SEND_BACK_FAILURE)
+        await anyio.sleep(CONSUME_LATER_ON_SEND_BACK_FAILURE)
         if not pq.dropped and self.consumer.running:
             self.submit_consume_request(msgs, pq, mq)
 
@@ -178,7 +179,7 @@ class ConsumeMessageConcurrentlyService:
         if self._threaded():
             listener = consumer.listener
             assert listener is not None
-            unacknowledged, took = await trio.to_thread.run_sync(
+            unacknowledged, took = await anyio.to_thread.run_sync(
                 _listen_all, listener, live, limiter=self.limiter)
             self.listen_cost += 0.2 * (took / len(live) - self.listen_cost)
         else:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import trio
+import anyio
 
 from ..clock import now_ms
 from ..codecs.bodies import ConsumerData, MessageQueue, SubscriptionData, build_subscription
@@ -96,9 +96,9 @@ class ConsumerBase:
         self.offset_store: OffsetStore | None = None
         self.running = False
         self.start_time = 0
-        self.nursery: trio.Nursery | None = None
+        self.nursery: Any = None
         self._host: TaskHost | None = None
-        self._rebalance_lock = trio.Lock()
+        self._rebalance_lock = anyio.Lock()
 
     # -- subscriptions ---------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str | None = "*") -> None:
@@ -146,6 +146,8 @@ class ConsumerBase:
         return RemoteBrokerOffsetStore(self.client, self.group)
 
     async def _start_common(self) -> None:
+        # made here, on the loop that runs the consumer (the constructor may have run on another: a facade's)
+        self._rebalance_lock = anyio.Lock()
         if self._own_client:
             self.client = await acquire_instance(self._config, "consumer", self.group, self.client)
         try:
@@ -165,8 +167,8 @@ class ConsumerBase:
             await self.client.update_topic_route(topic)
 
     async def _stop_common(self) -> None:
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + 5
+        with anyio.CancelScope(shield=True) as scope:
+            scope.deadline = anyio.current_time() + 5
             try:
                 await self.persist_offsets()
             except Exception as exc:

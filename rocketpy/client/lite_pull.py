@@ -12,7 +12,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import trio
+import anyio
+import anyio.abc
 
 from ..clock import now_ms
 from ..codecs.bodies import MessageQueue, SubscriptionData, build_subscription
@@ -23,6 +24,7 @@ from ..remoting import RemotingError
 from .api import decode_pulled
 from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
 from .errors import MQClientError
+from .loop import ParkingLot
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 
@@ -40,7 +42,7 @@ class Assigned:
     consume_offset: int = -1
     paused: bool = False
     generation: int = 0
-    scope: trio.CancelScope | None = None
+    scope: anyio.CancelScope | None = None
     buffered: list[Any] = field(default_factory=list)
 
 
@@ -72,10 +74,10 @@ class LitePullConsumer(ConsumerBase):
         self.consumer_timeout_when_suspend = consumer_timeout_when_suspend
         self.assigned: dict[MessageQueue, Assigned] = {}
         self._manual = False
-        self._send, self._recv = trio.open_memory_channel[tuple[MessageQueue, int, list[MessageExt]]](10**6)
+        self._send, self._recv = anyio.create_memory_object_stream[tuple[MessageQueue, int, list[MessageExt]]](10**6)
         self._buffered = 0
         #: pull loops held back by the thresholds (or a pause), woken by each poll
-        self._room = trio.lowlevel.ParkingLot()
+        self._room = ParkingLot()
 
     # -- lifecycle --------------------------------------------------------------------------
     async def __aenter__(self) -> LitePullConsumer:
@@ -88,6 +90,9 @@ class LitePullConsumer(ConsumerBase):
     async def start(self) -> None:
         if self.running:
             return
+        # made on the loop that runs the consumer (the constructor may have run on another: a facade's)
+        self._send, self._recv = anyio.create_memory_object_stream[tuple[MessageQueue, int, list[MessageExt]]](10**6)
+        self._buffered = 0
         await self._start_common()
         assert self.nursery is not None
         if self.auto_commit:
@@ -177,9 +182,9 @@ class LitePullConsumer(ConsumerBase):
         a.pull_offset = a.consume_offset = off
         return off
 
-    async def _pull_loop(self, mq: MessageQueue, *, task_status: trio.TaskStatus[None]) -> None:
+    async def _pull_loop(self, mq: MessageQueue, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         a = self.assigned[mq]
-        with trio.CancelScope() as scope:
+        with anyio.CancelScope() as scope:
             a.scope = scope
             task_status.started()
             ahead: PullAhead | None = None
@@ -187,7 +192,7 @@ class LitePullConsumer(ConsumerBase):
                 if ahead is None and (a.paused or self._buffered > self.pull_threshold_for_all or
                                       a.pq.msg_count > self.pull_threshold_for_queue):
                     # Java looks again after 50 ms; a poll that makes room looks sooner (an idle wait otherwise)
-                    with trio.move_on_after(FLOW_CONTROL_DELAY):
+                    with anyio.move_on_after(FLOW_CONTROL_DELAY):
                         await self._room.park()
                     continue
                 try:
@@ -195,7 +200,7 @@ class LitePullConsumer(ConsumerBase):
                 except (RemotingError, MQClientError) as exc:
                     ahead = None
                     log.warning("lite pull %s failed: %s", mq, exc)
-                    await trio.sleep(3.0)
+                    await anyio.sleep(3.0)
 
     def _pull_header(self, mq: MessageQueue, sd: SubscriptionData, offset: int) -> PullMessageRequestHeader:
         return PullMessageRequestHeader(
@@ -252,7 +257,7 @@ class LitePullConsumer(ConsumerBase):
         """The next fetched batch, or [] after ``timeout`` seconds (default ``poll_timeout``)."""
         if not self.running:
             raise MQClientError("The consumer not running, please start it first.")
-        with trio.move_on_after(self.poll_timeout if timeout is None else timeout):
+        with anyio.move_on_after(self.poll_timeout if timeout is None else timeout):
             while True:
                 mq, generation, msgs = await self._recv.receive()
                 self._buffered -= len(msgs)
@@ -319,7 +324,7 @@ class LitePullConsumer(ConsumerBase):
 
     async def _auto_commit_loop(self) -> None:
         while True:
-            await trio.sleep(self.auto_commit_interval)
+            await anyio.sleep(self.auto_commit_interval)
             try:
                 await self.commit()
             except (RemotingError, MQClientError) as exc:

@@ -10,13 +10,16 @@ anyio's per-call look-up of the backend), and the connection driver of that loop
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import sniffio
 import trio
 
-__all__ = ["clock", "is_trio", "spawn_detached"]
+__all__ = ["ParkingLot", "clock", "is_trio", "spawn_detached"]
 
 #: free-standing asyncio tasks, kept until they end (the loop holds only weak references to its tasks)
 _DETACHED: set[asyncio.Task[Any]] = set()
@@ -43,3 +46,44 @@ def spawn_detached(fn: Callable[[], Awaitable[Any]], name: str) -> None:
     task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(fn(), name=name)  # type: ignore[arg-type]
     _DETACHED.add(task)
     task.add_done_callback(_DETACHED.discard)
+
+
+class ParkingLot:
+    """Tasks parked until woken, ``count`` at a time or all (trio.lowlevel.ParkingLot's park/unpark/unpark_all and
+    truth value), on either loop: under trio it is trio's own ParkingLot, made when first used, elsewhere a queue
+    of anyio Events. May be made outside any loop."""
+
+    __slots__ = ("_lot", "_waiters")
+
+    def __init__(self) -> None:
+        self._lot: trio.lowlevel.ParkingLot | None = None
+        self._waiters: collections.deque[anyio.Event] = collections.deque()
+
+    def __bool__(self) -> bool:
+        return bool(self._lot) or bool(self._waiters)
+
+    async def park(self) -> None:
+        if is_trio():
+            lot = self._lot
+            if lot is None:
+                lot = self._lot = trio.lowlevel.ParkingLot()
+            await lot.park()
+            return
+        event = anyio.Event()
+        self._waiters.append(event)
+        try:
+            await event.wait()
+        finally:
+            if not event.is_set():  # cancelled while parked: no longer in line
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(event)
+
+    def unpark(self, count: int = 1) -> None:
+        if self._lot is not None:
+            self._lot.unpark(count=count)
+        waiters = self._waiters
+        for _ in range(min(count, len(waiters))):
+            waiters.popleft().set()
+
+    def unpark_all(self) -> None:
+        self.unpark(count=len(self._waiters) + (len(self._lot) if self._lot is not None else 0))

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import trio
+import anyio
 
 from ..codecs.bodies import MessageQueue
 from ..codecs.bodies.store_config import OffsetSerializeWrapper
@@ -145,7 +145,7 @@ class LocalFileOffsetStore(OffsetStore):
         base = Path(base_dir) if base_dir is not None else default_local_dir()
         self.path = base / client_id / group / "offsets.json"
         self._bak = Path(str(self.path) + ".bak")  # made once: pathlib interns every name it parses
-        self._write_lock = trio.Lock()  # one write at a time: they share the .tmp and .bak names
+        self._write_lock = anyio.Lock()  # one write at a time: they share the .tmp and .bak names
 
     async def load(self) -> None:
         wrapper = self._read(self.path) or self._read(self._bak)
@@ -188,7 +188,7 @@ class LocalFileOffsetStore(OffsetStore):
         text = OffsetSerializeWrapper(offset_table=table).encode(pretty=True)
         # MixAll.string2File, off the event loop (it waits for the disk)
         async with self._write_lock:
-            await trio.to_thread.run_sync(string_to_file, text, str(self.path))
+            await anyio.to_thread.run_sync(string_to_file, text, str(self.path))
 
     async def persist(self, mq: MessageQueue) -> None:
         pass  # Java persists broadcasting offsets only all together

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import trio
 
 from ..clock import now_ms
@@ -115,12 +116,12 @@ class PushConsumer(ConsumerBase):
         self.listener_in_thread = listener_in_thread
         self.await_termination = await_termination
         #: orderly: listener calls at once across queues
-        self._limiter = trio.CapacityLimiter(consume_concurrency)
-        self._pull_scopes: dict[MessageQueue, trio.CancelScope] = {}
+        self._limiter = anyio.CapacityLimiter(consume_concurrency)
+        self._pull_scopes: dict[MessageQueue, anyio.CancelScope] = {}
         #: orderly consumption of a queue one batch at a time (Java's MessageQueueLock), kept while in use
-        self._mq_locks: KeyedLocks[MessageQueue] = KeyedLocks()
+        self._mq_locks: KeyedLocks[MessageQueue] = KeyedLocks(anyio.Lock)
         self._inflight = 0
-        self._idle = trio.Event()
+        self._idle = anyio.Event()
         self._idle.set()
         #: concurrent consumption (made again at start, from the settings then)
         self.consume_service = ConsumeMessageConcurrentlyService(self)
@@ -154,6 +155,10 @@ class PushConsumer(ConsumerBase):
             return
         if self.listener is None:
             raise MQClientError("messageListener is null")
+        # made on the loop that runs the consumer (the constructor may have run on another: a facade's)
+        self._limiter = anyio.CapacityLimiter(self._limiter.total_tokens)
+        self._idle = anyio.Event()
+        self._idle.set()
         if str(self.message_model) == MessageModel.CLUSTERING:
             retry = MixAll.get_retry_topic(self.group)
             self.subscriptions.setdefault(retry, self._retry_subscription(retry))
@@ -181,10 +186,10 @@ class PushConsumer(ConsumerBase):
         self.running = False
         for scope in self._pull_scopes.values():
             scope.cancel()
-        with trio.move_on_after(self.await_termination):
+        with anyio.move_on_after(self.await_termination):
             await self._idle.wait()
         if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
-            with trio.CancelScope(shield=True), trio.move_on_after(3):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(3):
                 await self._unlock_all()
         if self.trace is not None:
             await self.trace.aclose()
@@ -203,7 +208,7 @@ class PushConsumer(ConsumerBase):
             pq.last_lock_time = time.monotonic()
         assert self.nursery is not None
         # started, not awaited: the queues added together send their first pulls in one turn
-        scope = self._pull_scopes[mq] = trio.CancelScope()
+        scope = self._pull_scopes[mq] = anyio.CancelScope()
         self.nursery.start_soon(self._pull_loop, mq, pq, next_offset, scope)
 
     async def _on_queue_removed(self, mq: MessageQueue, pq: ProcessQueue) -> None:
@@ -218,7 +223,7 @@ class PushConsumer(ConsumerBase):
         self.offset_store.remove_offset(mq)
         if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
             # wait (a little) for the batch in flight, so the next owner starts after our commit
-            with trio.move_on_after(1.0) as waited:
+            with anyio.move_on_after(1.0) as waited:
                 async with self._mq_locks.hold(mq):
                     await self._unlock(mq)
             if waited.cancelled_caught:
@@ -227,7 +232,7 @@ class PushConsumer(ConsumerBase):
         return True
 
     # -- pulling -------------------------------------------------------------------------------------
-    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int, scope: trio.CancelScope) -> None:
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int, scope: anyio.CancelScope) -> None:
         """The queue's pulls, one at a time: the next sent once the answer before it came (or was decoded)."""
         with scope:
             st = _PullState(next_offset)
@@ -237,11 +242,11 @@ class PushConsumer(ConsumerBase):
                 except (RemotingError, MQClientError) as exc:
                     log.warning("pull message from %s failed: %s", mq, exc)
                     delay = PULL_DELAY_ON_EXCEPTION
-                except trio.TooSlowError:
+                except (trio.TooSlowError, TimeoutError):
                     delay = 0
                 if delay:
                     st.ahead = None  # a pause: the flow control is checked again after it
-                    await trio.sleep(delay)
+                    await anyio.sleep(delay)
 
     def _pull_header(self, mq: MessageQueue, sd: Any, offset: int, from_slave: bool) -> PullMessageRequestHeader:
         """The PULL_MESSAGE header for ``offset`` (PullAPIWrapper.pullKernelImpl's), committing what memory holds
@@ -358,7 +363,7 @@ class PushConsumer(ConsumerBase):
             return
         self.consume_service.submit_consume_request(msgs, pq, mq)
 
-    def _track(self, nursery: trio.Nursery, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+    def _track(self, nursery: Any, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
         self._busy()
 
         async def run() -> None:
@@ -371,7 +376,7 @@ class PushConsumer(ConsumerBase):
 
     def _busy(self, count: int = 1) -> None:
         self._inflight += count
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._idle = anyio.Event() if self._idle.is_set() else self._idle
 
     def _done(self, count: int = 1) -> None:
         self._inflight -= count
@@ -398,7 +403,7 @@ class PushConsumer(ConsumerBase):
         if inspect.iscoroutinefunction(listener):
             return await listener(msgs, ctx)
         if self.listener_in_thread:
-            return await trio.to_thread.run_sync(listener, msgs, ctx)
+            return await anyio.to_thread.run_sync(listener, msgs, ctx)
         return listener(msgs, ctx)
 
     async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
@@ -435,19 +440,19 @@ class PushConsumer(ConsumerBase):
     # -- orderly --------------------------------------------------------------------------------------------
     async def _consume_orderly(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         async with self._mq_locks.hold(mq):
-            started = trio.current_time()
+            started = anyio.current_time()
             while True:
                 if pq.dropped or not self.running:
                     return
                 clustering = str(self.message_model) == MessageModel.CLUSTERING
                 if clustering and (not pq.locked or pq.is_lock_expired()):
-                    await trio.sleep(0.01)
+                    await anyio.sleep(0.01)
                     if not await self.lock(mq):
-                        await trio.sleep(PULL_DELAY_ON_EXCEPTION)
+                        await anyio.sleep(PULL_DELAY_ON_EXCEPTION)
                     continue
-                if trio.current_time() - started > MAX_TIME_CONSUME_CONTINUOUSLY:
-                    await trio.sleep(0.01)  # let other queues have a turn
-                    started = trio.current_time()
+                if anyio.current_time() - started > MAX_TIME_CONSUME_CONTINUOUSLY:
+                    await anyio.sleep(0.01)  # let other queues have a turn
+                    started = anyio.current_time()
                 msgs = pq.take_messages(self.consume_batch_size)
                 if not msgs:
                     return
@@ -470,7 +475,7 @@ class PushConsumer(ConsumerBase):
                     if await self._check_reconsume_times(msgs):
                         pq.make_message_to_consume_again(msgs)
                         pause = ctx.suspend_current_queue_time
-                        await trio.sleep(pause if pause >= 0 else self.suspend_current_queue_time)
+                        await anyio.sleep(pause if pause >= 0 else self.suspend_current_queue_time)
                         continue
                     commit = pq.commit()
                 if commit >= 0 and not pq.dropped:
@@ -555,7 +560,7 @@ class PushConsumer(ConsumerBase):
 
     async def _lock_loop(self) -> None:
         while True:
-            await trio.sleep(LOCK_INTERVAL)
+            await anyio.sleep(LOCK_INTERVAL)
             await self.lock_all()
 
     # -- admin hooks ---------------------------------------------------------------------------------------------
