@@ -28,8 +28,8 @@ def test_phases_without_java(tmp_path: Path) -> None:
 
 def test_every_api_one_after_the_other_with_ratios_to_trio() -> None:
     out = subprocess.run(
-        [sys.executable, str(TOOL), "--in-process", "--apis", "all", "--phases", "sync,sync32,async", "--count", "40",
-         "--seconds", "20", "--senders", "4", "--window", "8"],
+        [sys.executable, str(TOOL), "--in-process", "--apis", "all", "--phases", "sync,sync32,async,push,litepull",
+         "--count", "40", "--seconds", "20", "--senders", "4", "--window", "8", "--backlog", "2000"],
         capture_output=True, text=True, timeout=110, check=True).stdout
     lines = out.splitlines()
     for who, phases in (("ours", ("sync", "sync32", "async")), ("aio", ("sync", "sync32", "async")),
@@ -38,5 +38,9 @@ def test_every_api_one_after_the_other_with_ratios_to_trio() -> None:
             [line] = [ln for ln in lines if ln.split()[:2] == [who, phase]]
             sent = int(line.rsplit("(", 1)[1].split()[0])  # "(N msgs, load L)": concurrent senders may overshoot
             assert "msgs/s" in line and sent >= 40
+    for who in ("ours", "aio"):  # the consumers drain the backlog on both loops
+        for phase in ("push", "litepull"):
+            [line] = [ln for ln in lines if ln.split()[:2] == [who, phase]]
+            assert "msgs/s" in line
     assert [ln for ln in lines if "asyncio/trio rate" in ln and ln.split()[0] == "sync32"]
     assert [ln for ln in lines if "blocking/trio rate" in ln and ln.split()[0] == "sync32"]

@@ -298,6 +298,7 @@ class Ours:
         return res
 
     async def consume_phase(self, phase: str, profile: bool = False) -> Result:
+        """One consume phase (a fresh group drains the topic), on whichever loop runs it."""
         a = self.args
         total = self.produced
         config = ClientConfig(namesrv_addr=self.namesrv, rebalance_interval=1.0)
@@ -328,15 +329,15 @@ class Ours:
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe(self.topic)
             async with consumer:
-                with trio.move_on_after(drain_limit):
+                with anyio.move_on_after(drain_limit):
                     while not last:  # the listener may run on a worker thread: poll
-                        await trio.sleep(0.005)
+                        await anyio.sleep(0.005)
         else:
             lite = LitePullConsumer(group, config=config, pull_batch_size=32,
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             lite.subscribe(self.topic)
             async with lite:
-                with trio.move_on_after(drain_limit):
+                with anyio.move_on_after(drain_limit):
                     while not last:
                         msgs = await lite.poll(1.0)
                         if msgs:
@@ -504,12 +505,15 @@ async def trio_round(ours: Ours, phases: list[str], args: argparse.Namespace, ja
 
 async def asyncio_round(ours: Ours, phases: list[str], profile: str | None,
                         out: dict[str, dict[str, list[Result]]]) -> None:
-    """The send phases through the native asyncio client (the same phase code, on an asyncio loop)."""
+    """Every phase through the native asyncio client (the same phase code, on an asyncio loop); the backlog of
+    the consume phases was filled before (fill_backlog)."""
     for phase in phases:
         if phase in SEND_PHASES:
             r = await ours.send_phase(phase, profile=profile == phase)
-            out["asyncio"].setdefault(phase, []).append(r)
-            print(line("aio", phase, r), flush=True)
+        else:
+            r = await ours.consume_phase(phase, profile=profile == phase)
+        out["asyncio"].setdefault(phase, []).append(r)
+        print(line("aio", phase, r), flush=True)
 
 
 def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict[str, dict[str, list[Result]]]:
@@ -520,8 +524,6 @@ def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict[str, 
     for api in apis:
         if api not in APIS:
             raise SystemExit(f"bench_client: unknown API {api!r} (known: {', '.join(APIS)})")
-    if "asyncio" in apis and any(p in ("push", "litepull") for p in phases):
-        print("  (the asyncio API is measured on the send phases: its consumers are the trio ones behind a thread)")
     out: dict[str, dict[str, list[Result]]] = {"ours": {}, "java": {}, "asyncio": {}, "blocking": {}}
     for rnd in range(args.rounds):
         ours = Ours(namesrv, args)
@@ -530,6 +532,9 @@ def run(namesrv: str, args: argparse.Namespace, java: Java | None) -> dict[str, 
             if api == "trio":
                 trio.run(trio_round, ours, phases, args, java, rnd % 2 == 1, out)
             elif api == "asyncio":
+                if any(p in ("push", "litepull") for p in phases) and ours.produced < args.backlog:
+                    trio.run(ours.fill, args.backlog)
+                    print(f"  backlog {ours.produced} msgs (load {load():.2f})", flush=True)
                 anyio.run(asyncio_round, ours, phases, args.profile, out, backend="asyncio",
                           backend_options={"use_uvloop": args.uvloop})
             else:
@@ -568,8 +573,8 @@ def summary(out: dict[str, dict[str, list[Result]]]) -> list[str]:
             if trio_results:
                 tr = statistics.median(r["rate"] for r in trio_results)
                 tc = statistics.median(r["cpu_us"] for r in trio_results)
-                text += (f" | {label}/trio rate {statistics.median(rates) / tr:4.2f}"
-                         f" cpu {statistics.median(cpus) / tc:4.2f}")
+                cpu_ratio = f"{statistics.median(cpus) / tc:4.2f}" if tc > 0 else "n/a"  # too short to tick
+                text += f" | {label}/trio rate {statistics.median(rates) / tr:4.2f} cpu {cpu_ratio}"
             lines.append(text)
     return lines
 
