@@ -30,6 +30,7 @@ from ..keyed_locks import KeyedLocks
 from ..remoting import RemotingError
 from .api import decode_pulled
 from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
+from .consumer_stats import ConsumerStats
 from .errors import MQClientError
 from .process_queue import LOCK_INTERVAL, ProcessQueue
 from .producer import Producer
@@ -192,6 +193,8 @@ class PushConsumer(ConsumerBase):
         self._listen_cost = TRIP_WORK
         self.consumed_ok = 0
         self.consumed_failed = 0
+        #: the running info's statusTable (ConsumerStatsManager)
+        self.stats = ConsumerStats()
 
     def register_listener(self, listener: Listener, *, orderly: bool | None = None) -> None:
         self.listener = listener
@@ -361,6 +364,7 @@ class PushConsumer(ConsumerBase):
             st.offset = result.next_begin_offset
             self._pull_ahead(mq, pq, sd, st, offset, len(body))
             msgs = decode_pulled(body, sd.tags_set, sd.class_filter_mode)
+            self.stats.pulled(mq.topic or "", len(msgs), (time.monotonic() - pq.last_pull_time) * 1000)
             low, high = str(result.min_offset), str(result.max_offset)
             for m in msgs:
                 props = m.properties
@@ -532,18 +536,27 @@ class PushConsumer(ConsumerBase):
         if self.trace is None and self.listener_in_thread and not inspect.iscoroutinefunction(listener):
             unacknowledged, took = await trio.to_thread.run_sync(_listen_all, listener, calls)
             self._listen_cost += 0.2 * (took / len(calls) - self._listen_cost)
+            each_ms = took * 1000 / len(calls)
+            failed_at = {u[0] for u in unacknowledged}
+            for i, (msgs, _pq, mq) in enumerate(calls):
+                n = len(msgs)
+                self.stats.consumed(mq.topic or "", 0 if i in failed_at else n, n if i in failed_at else 0, each_ms)
         else:
             unacknowledged = []
             for i, (msgs, _pq, mq) in enumerate(calls):
                 ctx = ConsumeContext(mq)
                 _stamp_consume_start(msgs)
+                began = time.perf_counter()
+                failure: Exception | None = None
                 try:
                     status = await self._call_listener(msgs, ctx)
                 except Exception as exc:
-                    unacknowledged.append((i, None, exc, ctx))
-                    continue
-                if not _acknowledged(status):
-                    unacknowledged.append((i, status, None, ctx))
+                    status, failure = None, exc
+                good = failure is None and _acknowledged(status)
+                self.stats.consumed(mq.topic or "", len(msgs) if good else 0, 0 if good else len(msgs),
+                                    (time.perf_counter() - began) * 1000)
+                if not good:
+                    unacknowledged.append((i, status, failure, ctx))
         # the acknowledged batches leave their queues together, a step per queue
         skip = {u[0] for u in unacknowledged}
         consumed: dict[int, tuple[ProcessQueue, MessageQueue, list[MessageExt]]] = {}
@@ -663,6 +676,7 @@ class PushConsumer(ConsumerBase):
                     return
                 reset_retry_topic(msgs, self.group)
                 ctx = ConsumeContext(mq)
+                began = time.perf_counter()
                 try:
                     async with self._limiter:
                         status = await self._call_listener(msgs, ctx)
@@ -671,6 +685,9 @@ class PushConsumer(ConsumerBase):
                     status = OrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
                 if status is None:
                     status = OrderlyStatus.SUCCESS
+                good = status == OrderlyStatus.SUCCESS
+                self.stats.consumed(mq.topic or "", len(msgs) if good else 0, 0 if good else len(msgs),
+                                    (time.perf_counter() - began) * 1000)
                 commit = -1
                 if status == OrderlyStatus.SUCCESS:
                     self.consumed_ok += len(msgs)
@@ -796,6 +813,9 @@ class PushConsumer(ConsumerBase):
             "consumeFromWhere": str(self.consume_from_where),
         }
         info.subscription_set = list(self.subscriptions.values())
+        topics = set(self.subscriptions)
+        self.stats.forget(topics)
+        info.status_table = {topic: self.stats.status(topic) for topic in sorted(topics)}
         offsets = self.offset_store.table if self.offset_store else {}
         info.mq_table = {mq: pq.info(offsets.get(mq, 0)) for mq, pq in self.pq_table.items()}
         return info
