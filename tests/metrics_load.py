@@ -96,12 +96,12 @@ async def loaded_cluster(**settings: Any) -> AsyncIterator[Load]:
                     nursery.cancel_scope.cancel()
 
 
-async def http_get(url: str, path: str) -> tuple[int, str]:
-    """(status, body) of one GET on a new connection."""
+async def http_get(url: str, path: str, version: str = "1.1") -> tuple[int, str]:
+    """(status, body) of one GET on a new connection (HTTP/1.0: a server that would chunk the body does not)."""
     host, _, port = url.removeprefix("http://").partition(":")
     stream = await trio.open_tcp_stream(host, int(port))
     async with stream:
-        await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        await stream.send_all(f"GET {path} HTTP/{version}\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
         data = bytearray()
         while chunk := await stream.receive_some(65536):
             data += chunk
