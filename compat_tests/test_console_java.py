@@ -84,9 +84,12 @@ async def test_console_shows_the_same_on_java_servers_and_ours(java_ref: Path, t
     for text in (java["metrics"], ours["metrics"]):
         assert re.search(rf'rocketmq_producer_offset\{{broker="broker-a",cluster="DefaultCluster",topic="{TOPIC}"\}} '
                          rf"{N}\.0", text)
-        assert re.search(rf'rocketmq_group_diff\{{countOfOnlineConsumers="0",group="{GROUP}",msgModel="CLUSTERING",'
+        # msgModel: the model's ordinal, as the exporter writes it (CLUSTERING is 1)
+        assert re.search(rf'rocketmq_group_diff\{{countOfOnlineConsumers="0",group="{GROUP}",msgModel="1",'
                          rf'topic="{TOPIC}"\}} ', text)
-        assert "rocketmq_brokeruntime_msg_put_total_today_now{" in text
+        assert re.search(r'rocketmq_brokeruntime_msg_put_total_today_now\{.*des="V4_9_8".*\} [1-9]', text)
+        assert re.search(r'rocketmq_brokeruntime_commitlogdir_capacity_total\{.*\} [1-9]', text)
+        assert re.search(rf'rocketmq_consumer_offset\{{.*group="{GROUP}".*\}} [1-9]', text)
 
 
 async def test_java_mqadmin_broker_status_reads_our_counters(java_ref: Path, tmp_path: Path) -> None:

@@ -165,6 +165,129 @@ async def test_runtime_info_has_every_key_java_reports(tmp_path):
             table = KVTable.decode(r.body).table
     assert java_keys - table.keys() == set()
     assert table["sendThreadPoolQueueCapacity"] == "10000" and table["pullThreadPoolQueueCapacity"] == "100000"
-    assert table["sendThreadPoolQueueHeadWaitTimeMills"] == "0" and table["pageCacheLockTimeMills"] == "0"
+    assert table["sendThreadPoolQueueHeadWaitTimeMills"].isdigit() and table["pageCacheLockTimeMills"] == "0"
     assert int(table["putMessageEntireTimeMax"]) >= 0 and table["putLatency99"] == "0.00"
     assert table["remainTransientStoreBufferNumbs"] == "2147483647"
+
+
+def test_human_bytes_round_half_up_as_string_format():
+    # Java's %.1f rounds the exact value half up: 1.25 KiB is 1.3 KiB (Python's format would say 1.2)
+    assert human_bytes(1280) == "1.3 KiB" and human_bytes(1792) == "1.8 KiB"
+
+
+def test_disk_ratios_as_util_all(tmp_path, monkeypatch):
+    """getDiskPartitionSpaceUsedPercent: used over (used + usable), rounded up to two decimals; -1.0 without the
+    path; commitLogDirCapacity of the root directory with the space an unprivileged user may still take."""
+    import os
+
+    from rocketpy.broker import store_stats
+
+    gib = 1024**3
+    fake = SimpleNamespace(f_blocks=100, f_frsize=gib, f_bfree=30, f_bavail=20)  # used 70, usable 20: 70/90
+    monkeypatch.setattr(store_stats.os, "statvfs", lambda path: fake)
+    (tmp_path / "commitlog").mkdir()
+    info = store_stats.disk_info(str(tmp_path), str(tmp_path / "commitlog"), str(tmp_path / "consumequeue"))
+    assert info["commitLogDiskRatio"] == "0.78" and info[f"commitLogDiskRatio_{tmp_path / 'commitlog'}"] == "0.78"
+    assert info["consumeQueueDiskRatio"] == "-1.0"  # not made yet
+    assert info["commitLogDirCapacity"] == "Total : 100.0 GiB, Free : 20.0 GiB."
+    assert os.path.exists(tmp_path)
+
+
+def test_put_times_total_and_failures_as_store_stats_service():
+    broker = _fake_broker()
+    stats = StoreStats(1_700_000_000_000, commitlog_base=1000)
+    info = stats.runtime_info(broker)
+    # Java answers 1 before the first put (totalTimes is never 0) and divides the size by it
+    assert info["putMessageTimesTotal"] == "1" and info["putMessageAverageSize"] == "0.0"
+    stats.latency.failed += 2
+    assert stats.runtime_info(broker)["putMessageFailedTimes"] == "2"
+
+
+async def test_runtime_info_counts_the_send_lanes_put_times_and_send_backs(tmp_path):
+    """Every put has its time counted (the send lane's too) and SNDBCK_PUT_NUMS counts the send-backs by the
+    topic the message was sent to, from the first one."""
+    from rocketpy.broker.stats import SNDBCK_PUT_NUMS
+    from rocketpy.codecs.bodies import BrokerStatsData
+    from rocketpy.codecs.headers import ViewBrokerStatsDataRequestHeader
+
+    async with running_broker(str(tmp_path)) as broker:
+        async with broker_client(broker.address) as c:
+            for i in range(7):
+                r = await c.send("TLane", f"m{i}".encode(), queue_id=0)
+                assert r is not None and r.code == ResponseCode.SUCCESS
+            broker.store_stats.latency.rotate()  # the minute's end
+            r = await c.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+            table = KVTable.decode(r.body).table
+            counts = [int(part.split(":")[1]) for part in table["putMessageDistributeTime"].split()]
+            assert sum(counts) == 7 and table["putMessageTimesTotal"] == "7"
+            assert float(table["putLatency99"]) <= 1.0  # in-memory appends: all in the first bucket
+            _, msgs = await c.pull("GBack", "TLane", 0, 0)
+            for m in msgs[:3]:
+                r = await c.send_back("GBack", m, delay_level=1)
+                assert r.code == ResponseCode.SUCCESS, r.remark
+            broker.stats_manager.sample(broker)
+            r = await c.invoke(RequestCode.VIEW_BROKER_STATS_DATA,
+                               ViewBrokerStatsDataRequestHeader(stats_name=SNDBCK_PUT_NUMS, stats_key="TLane@GBack"))
+            assert r.code == ResponseCode.SUCCESS, r.remark
+            assert BrokerStatsData.decode(r.body).stats_minute.sum == 3
+
+
+async def test_runtime_info_flush_backlog_in_mixall_units(tmp_path):
+    async with running_broker(str(tmp_path), flushDiskType="ASYNC_FLUSH", flushIntervalCommitLog="600000") as broker:
+        async with broker_client(broker.address) as c:
+            await c.send("TFlush", b"x" * 3000, queue_id=0)
+            r = await c.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+            table = KVTable.decode(r.body).table
+            left = broker.store.max_phy_offset - broker.store.flushed_offset
+    assert table["remainHowManyDataToFlush"] == human_bytes(left) and left >= 3000  # "3.1 KiB", not "3190 B"
+    assert table["dispatchBehindBytes"] == "0"
+
+
+def test_dispatch_behind_bytes_of_a_slave():
+    from rocketpy.broker.processors.admin import _dispatch_behind_bytes
+
+    store = SimpleNamespace(max_phy_offset=5000, dispatch_behind_bytes=lambda: 0)
+    slave = SimpleNamespace(store=store, ha=SimpleNamespace(client=SimpleNamespace(reput_offset=4200)))
+    assert _dispatch_behind_bytes(slave) == 800  # a replicated record not complete yet
+    slave.ha.client.reput_offset = -1  # nothing replicated yet
+    assert _dispatch_behind_bytes(slave) == 0
+    dledger = SimpleNamespace(store=SimpleNamespace(max_phy_offset=9, dispatch_behind_bytes=lambda: 120),
+                              ha=SimpleNamespace(client=None))
+    assert _dispatch_behind_bytes(dledger) == 120
+
+
+async def test_queue_figures_are_the_event_loops_wait():
+    """The thread-pool queue head waits: how late the loop woke the sampler; the sizes: the tasks that were ready
+    to run with it (busy connections yield and are ready again at once)."""
+    import time
+
+    import trio
+
+    from rocketpy.broker.store_stats import LoopWait
+
+    loop = LoopWait()
+    assert loop.runtime_info()["sendThreadPoolQueueHeadWaitTimeMills"] == "0"
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(loop.sleep, 0.01)
+        await trio.sleep(0.001)  # the sampler has its deadline
+        time.sleep(0.15)  # a handler that holds the loop: the sampler waits behind it
+    info = loop.runtime_info()
+    assert 100 <= int(info["sendThreadPoolQueueHeadWaitTimeMills"]) < 2000
+    assert info["pullThreadPoolQueueHeadWaitTimeMills"] == info["queryThreadPoolQueueHeadWaitTimeMills"]
+
+    done = False
+    seen = []
+
+    async def busy() -> None:
+        while not done:
+            time.sleep(0.0005)
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(8):
+            nursery.start_soon(busy)
+        for _ in range(5):
+            await loop.sleep(0.002)
+            seen.append(int(loop.runtime_info()["sendThreadPoolQueueSize"]))
+        done = True
+    assert max(seen) >= 1 and all(n <= 8 for n in seen), seen

@@ -155,8 +155,11 @@ class BrokerController:
         """Append (and dispatch) now, wake long-polls on the queue; no flush wait."""
         began = time.perf_counter()
         result = self.store.put_message(msg)
-        self.store_stats.latency.put(int((time.perf_counter() - began) * 1000))
-        if result.is_ok:
+        latency = self.store_stats.latency
+        latency.put(int((time.perf_counter() - began) * 1000))
+        if not result.is_ok:
+            latency.failed += 1
+        else:
             self.stats["put"] += 1
             self.ha.on_put()
             if self.hold.table and self.dledger is None:  # DLedger: once committed (BrokerDLedger)
@@ -166,9 +169,11 @@ class BrokerController:
     def put_batch_now(self, batch: MessageExtBatch) -> PutMessageResult:
         began = time.perf_counter()
         result = self.store.put_messages(batch)
-        if result.is_ok:
-            self.store_stats.latency.put(int((time.perf_counter() - began) * 1000),
-                                         result.append.msg_num if result.append else 1)
+        latency = self.store_stats.latency
+        latency.put(int((time.perf_counter() - began) * 1000))  # one putMessages call, as Java counts it
+        if not result.is_ok:
+            latency.failed += 1
+        else:
             self.stats["put"] += result.append.msg_num if result.append else 1
             self.ha.on_put()
             if self.hold.table and self.dledger is None:
@@ -390,7 +395,7 @@ class BrokerController:
     async def _sample_store_stats_loop(self) -> None:
         while True:
             self.store_stats.sample(self, _now_ms())
-            await trio.sleep(1)
+            await self.store_stats.loop.sleep(1)  # notes how late the loop woke it (the queues' wait)
 
     async def _scan_clients_loop(self) -> None:
         keep_dead_ms = int(self.config.props.get("filterDataCleanTimeSpan", "86400000") or 86400000)

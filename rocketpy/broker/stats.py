@@ -11,6 +11,8 @@ group's committed offsets, and keeps the same three sample lists. The first samp
 of an item is its baseline, so traffic before the item was first seen is not counted.
 The byte items (TOPIC_PUT_SIZE, GROUP_GET_SIZE) add the sizes in the consume-queue
 units the queue lengths or the committed offsets moved over since the last round.
+SNDBCK_PUT_NUMS (by ``topic@group``, the topic the message was first sent to) is the one
+total counted where it happens: a consumer's send-back, a path that is not hot.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
 GROUP_GET_SIZE = "GROUP_GET_SIZE"
+SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
 _UNIT = CQ_STORE_UNIT_SIZE
 _READ_BYTES = 1 << 20
 
@@ -247,6 +250,8 @@ class BrokerStatsManager:
         self._get_marks: dict[tuple[str, int], int] = {}
         self._put_bytes: dict[str, int] = {}
         self._get_bytes: dict[str, int] = {}
+        #: messages consumers gave back, by topic@group (incSendBackNums)
+        self._send_backs: dict[str, int] = {}
 
     def __len__(self) -> int:
         return sum(len(table) for table in self._tables.values())
@@ -262,13 +267,19 @@ class BrokerStatsManager:
         item = self.get(GROUP_GET_NUMS, f"{topic}@{group}")
         return 0.0 if item is None else item.in_minute().tps
 
-    def observe(self, name: str, key: str, total: int, at_ms: int) -> None:
+    def inc_send_back(self, group: str, topic: str) -> None:
+        """BrokerStatsManager.incSendBackNums: one message of ``topic`` given back by ``group``."""
+        key = f"{topic}@{group}"
+        self._send_backs[key] = self._send_backs.get(key, 0) + 1
+
+    def observe(self, name: str, key: str, total: int, at_ms: int, baseline: int | None = None) -> None:
+        """The item's total now; a new item starts from ``baseline`` (default: this total, nothing counted)."""
         table = self._tables.get(name)
         if table is None:
             self._tables[name] = table = {}
         row = table.get(key)
         if row is None:
-            table[key] = row = self._rows.add(at_ms, total)
+            table[key] = row = self._rows.add(at_ms, total if baseline is None else baseline)
         self._rows.observe(row, total, at_ms)
 
     def sample(self, broker: BrokerController, at_ms: int | None = None) -> None:
@@ -309,8 +320,20 @@ class BrokerStatsManager:
             self.observe(GROUP_GET_NUMS, key, sum(max(0, o) for o in offsets.values()), at)
             self.observe(GROUP_GET_SIZE, key, moved, at)
             groups.add(key)
+        backs: set[str] = set()
+        if self._send_backs:
+            known = broker.groups.table
+            for key in list(self._send_backs):
+                topic, _, group = key.partition("@")
+                if topic in topics and group in known:  # the topic's queues or the group gone: forgotten
+                    backs.add(key)
+                else:
+                    del self._send_backs[key]
+            for key in backs:  # counted from zero: the item's first send-backs count, as Java's addValue does
+                self.observe(SNDBCK_PUT_NUMS, key, self._send_backs[key], at, baseline=0)
         self._forget_all_but({BROKER_PUT_NUMS: {cluster}, BROKER_GET_NUMS: {cluster}, TOPIC_PUT_NUMS: topics,
-                              TOPIC_PUT_SIZE: topics, GROUP_GET_NUMS: groups, GROUP_GET_SIZE: groups})
+                              TOPIC_PUT_SIZE: topics, GROUP_GET_NUMS: groups, GROUP_GET_SIZE: groups,
+                              SNDBCK_PUT_NUMS: backs})
 
     def _forget_all_but(self, live: dict[str, set[str]]) -> None:
         """Drop the items (and their marks) of topics and groups the broker no longer has, as Java's

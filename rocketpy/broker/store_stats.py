@@ -10,6 +10,9 @@ seen at the last two local midnights (``msg*TotalTodayMorning`` / ``YesterdayMor
 The totals are the broker's plain counters (``broker.stats``), bumped once per send batch
 and once per pull, so sampling costs nothing on the send path; the bytes put are what the
 CommitLog grew by since boot (Java's putMessageSizeTotal is the sum of wrote bytes).
+The put times (``putMessageDistributeTime``, ``putLatency99``/``999``) are counted where a put's
+result is seen: per put on the general path, per receive on the send lane. The thread-pool
+queue figures are the event loop's (:class:`LoopWait`): every request waits in that one queue.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ import logging
 import math
 import os
 from array import array
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
+
+import trio
 
 from ..codecs.fastjson import java_double
 
@@ -50,36 +56,49 @@ def _double(value: float) -> str:
 
 
 def human_bytes(count: int) -> str:
-    """MixAll.humanReadableByteCount(bytes, si=false): 1024-based, one decimal."""
+    """MixAll.humanReadableByteCount(bytes, si=false): 1024-based, one decimal rounded half up (String.format)."""
     if count < 1024:
         return f"{count} B"
     exp = min(int(math.log(count) / math.log(1024)), 6)
-    return f"{count / 1024**exp:.1f} {'KMGTPE'[exp - 1]}iB"
+    scaled = (Decimal(count) / (Decimal(1024) ** exp)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    return f"{scaled} {'KMGTPE'[exp - 1]}iB"
 
 
-def disk_info(commit_log_dir: str, consume_queue_dir: str) -> dict[str, str]:
-    """commitLogDirCapacity and the used ratios of the store's partitions (statvfs: no data read)."""
+def used_ratio(path: str) -> float:
+    """UtilAll.getDiskPartitionSpaceUsedPercent: the used share of the partition holding ``path``, rounded up to
+    two decimals (used over used plus what an unprivileged user may still take); -1 if it cannot be told."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    if total <= 0:
+        return -1.0
+    used = total - st.f_bfree * st.f_frsize
+    entire = used + st.f_bavail * st.f_frsize
+    if entire <= 0:
+        return -1.0
+    return (used * 100 // entire + (1 if used * 100 % entire else 0)) / 100.0
 
-    def space(path: str) -> tuple[int, int] | None:
-        while path and not os.path.exists(path):
-            path = os.path.dirname(path)
-        try:
-            st = os.statvfs(path or "/")
-        except OSError:
-            return None
-        return st.f_blocks * st.f_frsize, st.f_bfree * st.f_frsize  # Java's getTotalSpace, getFreeSpace
 
+def disk_info(root_dir: str, commit_log_dir: str, consume_queue_dir: str) -> dict[str, str]:
+    """commitLogDirCapacity (of storePathRootDir: total and usable space, as File.getTotalSpace and
+    getUsableSpace) and the partitions' used ratios, as BrokerController and DefaultMessageStore report them
+    (statvfs: no data read; a path that does not exist has the ratio -1.0)."""
     out: dict[str, str] = {}
-    log_space, cq_space = space(commit_log_dir), space(consume_queue_dir)
-    if log_space is not None:
-        total, free = log_space
-        out["commitLogDirCapacity"] = f"Total : {human_bytes(total)}, Free : {human_bytes(free)}."
-        ratio = _double((total - free) / total) if total else "-1.0"
-        out["commitLogDiskRatio"] = ratio
-        out[f"commitLogDiskRatio_{commit_log_dir}"] = ratio
-    if cq_space is not None:
-        total, free = cq_space
-        out["consumeQueueDiskRatio"] = _double((total - free) / total) if total else "-1.0"
+    if os.path.exists(root_dir):
+        try:
+            st = os.statvfs(root_dir)
+        except OSError:
+            pass
+        else:
+            total, usable = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+            out["commitLogDirCapacity"] = f"Total : {human_bytes(total)}, Free : {human_bytes(usable)}."
+    ratio = _double(used_ratio(commit_log_dir) if os.path.exists(commit_log_dir) else -1.0)
+    out[f"commitLogDiskRatio_{commit_log_dir}"] = ratio
+    out["commitLogDiskRatio"] = ratio  # the smallest over the CommitLog's paths: it has one here
+    out["consumeQueueDiskRatio"] = _double(used_ratio(consume_queue_dir) if os.path.exists(consume_queue_dir)
+                                           else -1.0)
     return out
 
 
@@ -162,9 +181,11 @@ class PutLatency:
         self.last_buckets: list[int] = []
         self.put_max_ms = 0
         self.get_max_ms = 0
+        self.failed = 0  # putMessageFailedTimes: puts whose result was not PUT_OK
 
     def put(self, elapsed_ms: int, count: int = 1) -> None:
-        """``count`` messages stored in ``elapsed_ms`` each (setPutMessageEntireTimeMax)."""
+        """``count`` puts (Java: one per putMessage or putMessages call) that took ``elapsed_ms`` each
+        (setPutMessageEntireTimeMax)."""
         self.distribution[0 if elapsed_ms <= 0 else bisect.bisect_right(DISTRIBUTION_LIMITS, elapsed_ms)] += count
         self.buckets[bisect.bisect_left(BUCKET_BOUNDS, elapsed_ms)] += count  # the first bound >= elapsed
         if elapsed_ms > self.put_max_ms:
@@ -220,6 +241,37 @@ class PutLatency:
         }
 
 
+class LoopWait:
+    """What Java's thread-pool queues report (their sizes and the wait of the request at each head), for a broker
+    whose requests all wait in one queue: the event loop's. The sampler sleeps to a deadline each second and
+    notes how late it woke (what any request that became ready then waited before it ran) and how many other
+    tasks were ready with it. Nothing is added to the request paths; the figures are those of the last round."""
+
+    __slots__ = ("wait_ms", "ready")
+
+    def __init__(self) -> None:
+        self.wait_ms = 0
+        self.ready = 0
+
+    async def sleep(self, seconds: float) -> None:
+        deadline = trio.current_time() + seconds
+        await trio.sleep_until(deadline)
+        self.wait_ms = max(0, int((trio.current_time() - deadline) * 1000))
+        self.ready = trio.lowlevel.current_statistics().tasks_runnable
+
+    def runtime_info(self) -> dict[str, str]:
+        wait, ready = str(self.wait_ms), str(self.ready)
+        return {
+            "sendThreadPoolQueueSize": ready,
+            "pullThreadPoolQueueSize": ready,
+            "queryThreadPoolQueueSize": ready,
+            "EndTransactionQueueSize": ready,
+            "sendThreadPoolQueueHeadWaitTimeMills": wait,
+            "pullThreadPoolQueueHeadWaitTimeMills": wait,
+            "queryThreadPoolQueueHeadWaitTimeMills": wait,
+        }
+
+
 class StoreStats:
     def __init__(self, boot_ms: int, commitlog_base: int = 0) -> None:
         self.put = _Series()
@@ -233,6 +285,7 @@ class StoreStats:
         self.get_today_morning = 0
         self.next_record_ms = next_morning_ms(boot_ms)
         self.latency = PutLatency()
+        self.loop = LoopWait()
         self.next_print_ms = boot_ms + PRINT_TPS_INTERVAL_S * 1000
 
     def sample(self, broker: BrokerController, at_ms: int) -> None:
@@ -276,6 +329,7 @@ class StoreStats:
         """The counters and rates part of the runtime info table."""
         s = broker.stats
         puts = s["put"]
+        times = puts or 1  # Java's getRuntimeInfo counts 1 before the first put (and divides by it)
         size = max(0, broker.store.max_phy_offset - self.commitlog_base)
         return {
             "msgPutTotalYesterdayMorning": str(self.put_yesterday_morning),
@@ -284,14 +338,15 @@ class StoreStats:
             "msgGetTotalYesterdayMorning": str(self.get_yesterday_morning),
             "msgGetTotalTodayMorning": str(self.get_today_morning),
             "msgGetTotalTodayNow": str(s["get"]),
-            "putMessageTimesTotal": str(puts),
+            "putMessageTimesTotal": str(times),
             "putMessageSizeTotal": str(size),
-            "putMessageAverageSize": _double(size / (puts or 1)),
-            "putMessageFailedTimes": "0",
+            "putMessageAverageSize": _double(size / times),
+            "putMessageFailedTimes": str(self.latency.failed),
             "putTps": self.put.text(),
             "getFoundTps": self.found.text(),
             "getMissTps": self.miss.text(),
             "getTotalTps": self.total_tps(),
             "getTransferedTps": self.transferred.text(),
             **self.latency.runtime_info(),
+            **self.loop.runtime_info(),
         }

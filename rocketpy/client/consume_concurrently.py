@@ -182,6 +182,13 @@ class ConsumeMessageConcurrentlyService:
             unacknowledged, took = await anyio.to_thread.run_sync(
                 _listen_all, listener, live, limiter=self.limiter)
             self.listen_cost += 0.2 * (took / len(live) - self.listen_cost)
+            # the running info's statusTable (ConsumerStatsManager): the trip's time shared by its requests
+            each_ms = took * 1000 / len(live)
+            failed_at = {u[0] for u in unacknowledged}
+            for i, request in enumerate(live):
+                n = len(request.msgs)
+                consumer.stats.consumed(request.message_queue.topic or "", 0 if i in failed_at else n,
+                                        n if i in failed_at else 0, each_ms)
         else:
             unacknowledged = []
             for i, request in enumerate(live):
@@ -190,14 +197,19 @@ class ConsumeMessageConcurrentlyService:
                 stamp = str(now_ms())
                 for m in msgs:
                     m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = stamp
+                began = time.perf_counter()
+                failure: Exception | None = None
+                status: Any = None
                 try:
                     status = await consumer._call_listener(msgs, ctx)
                 except Exception as exc:
-                    unacknowledged.append((i, None, exc, ctx))
-                    continue
-                if (status is not None and status != ConsumeStatus.CONSUME_SUCCESS) or \
-                        ctx.ack_index < len(msgs) - 1:
-                    unacknowledged.append((i, status, None, ctx))
+                    failure = exc
+                good = failure is None and (status is None or status == ConsumeStatus.CONSUME_SUCCESS) \
+                    and ctx.ack_index >= len(msgs) - 1
+                consumer.stats.consumed(request.message_queue.topic or "", len(msgs) if good else 0,
+                                        0 if good else len(msgs), (time.perf_counter() - began) * 1000)
+                if not good:
+                    unacknowledged.append((i, status, failure, ctx))
         # what was acknowledged leaves its queue at once (one step per queue), before any send-back is awaited
         skip = {u[0] for u in unacknowledged}
         consumed: dict[int, tuple[ProcessQueue, MessageQueue, list[MessageExt]]] = {}

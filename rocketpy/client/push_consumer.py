@@ -32,6 +32,7 @@ from ..remoting import RemotingError
 from .api import decode_pulled
 from .consume_concurrently import ConsumeMessageConcurrentlyService
 from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
+from .consumer_stats import ConsumerStats
 from .errors import MQClientError
 from .listener import ConsumeContext, ConsumeStatus, Listener, OrderlyStatus
 from .process_queue import LOCK_INTERVAL, ProcessQueue
@@ -127,6 +128,8 @@ class PushConsumer(ConsumerBase):
         self.consume_service = ConsumeMessageConcurrentlyService(self)
         self.consumed_ok = 0
         self.consumed_failed = 0
+        #: the running info's statusTable (ConsumerStatsManager)
+        self.stats = ConsumerStats()
 
     def register_listener(self, listener: Listener, *, orderly: bool | None = None) -> None:
         self.listener = listener
@@ -302,6 +305,7 @@ class PushConsumer(ConsumerBase):
             st.offset = result.next_begin_offset
             self._pull_ahead(mq, pq, sd, st, offset, len(body))
             msgs = decode_pulled(body, sd.tags_set, sd.class_filter_mode)
+            self.stats.pulled(mq.topic or "", len(msgs), (time.monotonic() - pq.last_pull_time) * 1000)
             low, high = str(result.min_offset), str(result.max_offset)
             for m in msgs:
                 props = m.properties
@@ -458,6 +462,7 @@ class PushConsumer(ConsumerBase):
                     return
                 reset_retry_topic(msgs, self.group)
                 ctx = ConsumeContext(mq)
+                began = time.perf_counter()
                 try:
                     async with self._limiter:
                         status = await self._call_listener(msgs, ctx)
@@ -466,6 +471,9 @@ class PushConsumer(ConsumerBase):
                     status = OrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
                 if status is None:
                     status = OrderlyStatus.SUCCESS
+                good = status == OrderlyStatus.SUCCESS
+                self.stats.consumed(mq.topic or "", len(msgs) if good else 0, 0 if good else len(msgs),
+                                    (time.perf_counter() - began) * 1000)
                 commit = -1
                 if status == OrderlyStatus.SUCCESS:
                     self.consumed_ok += len(msgs)
@@ -591,6 +599,9 @@ class PushConsumer(ConsumerBase):
             "consumeFromWhere": str(self.consume_from_where),
         }
         info.subscription_set = list(self.subscriptions.values())
+        topics = set(self.subscriptions)
+        self.stats.forget(topics)
+        info.status_table = {topic: self.stats.status(topic) for topic in sorted(topics)}
         offsets = self.offset_store.table if self.offset_store else {}
         info.mq_table = {mq: pq.info(offsets.get(mq, 0)) for mq, pq in self.pq_table.items()}
         return info

@@ -1,63 +1,259 @@
-"""``/metrics``: rocketmq-exporter's metric names and labels, so its Grafana dashboards work.
+"""``/metrics``: every metric of rocketmq-exporter, with its names, labels and help texts, so that its Grafana
+dashboards and alert rules work unchanged.
 
-Like the exporter, the rates are the minute TPS of the brokers' stats items
-(VIEW_BROKER_STATS_DATA: BROKER_PUT_NUMS, BROKER_GET_NUMS, TOPIC_PUT_NUMS, GROUP_GET_NUMS),
-the lag is the consumer progress of each clustering group, and the runtime gauges
-come from GET_BROKER_RUNTIME_INFO. Gathered on a scrape (async; reused for a few seconds by
-the next scrapes), then written by prometheus-client from a one-off registry.
+:data:`METRICS` is the exporter's catalogue (RMQMetricsCollector, in its order). The figures come from the broker
+answers its MetricsCollectTask reads (:mod:`.metrics_gather` says which and how each is computed): the brokers'
+stats items (VIEW_BROKER_STATS_DATA), topic stats, consume stats, consumer connections and running info, producer
+tables and GET_BROKER_RUNTIME_INFO, parsed here as the exporter's BrokerRuntimeStats parses it. They are gathered
+on a scrape (async), reused by the next scrapes for ``max_age`` seconds, and written by prometheus-client.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import trio
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
-from ..codecs import RequestCode
-from ..codecs.bodies import BrokerStatsData, TopicStatsTable
-from ..codecs.headers import GetTopicStatsInfoRequestHeader, ViewBrokerStatsDataRequestHeader
-from .data import ADMIN_ERRORS, ConsoleData, first_tps
+from .data import ConsoleData
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-PARALLEL = 16  # requests in flight while gathering
-RUNTIME_LABELS = ["cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"]
-#: runtime info key -> (exporter metric, which of the three rates or None for a number)
-RUNTIME_GAUGES = {
-    "rocketmq_brokeruntime_msg_put_total_today_now": ("msgPutTotalTodayNow", None),
-    "rocketmq_brokeruntime_msg_gettotal_today_now": ("msgGetTotalTodayNow", None),
-    "rocketmq_brokeruntime_msg_puttotal_todaymorning": ("msgPutTotalTodayMorning", None),
-    "rocketmq_brokeruntime_msg_gettotal_todaymorning": ("msgGetTotalTodayMorning", None),
-    "rocketmq_brokeruntime_msg_puttotal_yesterdaymorning": ("msgPutTotalYesterdayMorning", None),
-    "rocketmq_brokeruntime_msg_gettotal_yesterdaymorning": ("msgGetTotalYesterdayMorning", None),
-    "rocketmq_brokeruntime_put_message_size_total": ("putMessageSizeTotal", None),
-    "rocketmq_brokeruntime_putmessage_times_total": ("putMessageTimesTotal", None),
-    "rocketmq_brokeruntime_commitlog_maxoffset": ("commitLogMaxOffset", None),
-    "rocketmq_brokeruntime_commitlog_minoffset": ("commitLogMinOffset", None),
-    "rocketmq_brokeruntime_put_tps10": ("putTps", 0),
-    "rocketmq_brokeruntime_put_tps60": ("putTps", 1),
-    "rocketmq_brokeruntime_put_tps600": ("putTps", 2),
-    "rocketmq_brokeruntime_getfound_tps10": ("getFoundTps", 0),
-    "rocketmq_brokeruntime_getmiss_tps10": ("getMissTps", 0),
-    "rocketmq_brokeruntime_gettotal_tps10": ("getTotalTps", 0),
-    "rocketmq_brokeruntime_gettransfered_tps10": ("getTransferedTps", 0),
-    "rocketmq_brokeruntime_gettransfered_tps60": ("getTransferedTps", 1),
-    "rocketmq_brokeruntime_gettransfered_tps600": ("getTransferedTps", 2),
+
+BROKER_LABELS = ("cluster", "brokerIP", "broker")
+TOPIC_LABELS = ("cluster", "broker", "topic")
+GROUP_LABELS = ("cluster", "broker", "topic", "group")
+DIFF_LABELS = ("group", "topic", "countOfOnlineConsumers", "msgModel")
+CLIENT_LABELS = ("clientAddr", "clientId", "group", "topic")
+RUNTIME_LABELS = ("cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version")
+
+#: the putMessageDistributeTime ranges: metric suffix, the exporter's help suffix, the range's name in the text
+PMDT = (
+    ("0ms", "0ms", "<=0ms"), ("0to10ms", "0to10ms", "0~10ms"), ("10to50ms", "10to50ms", "10~50ms"),
+    ("50to100ms", "50to100ms", "50~100ms"), ("100to200ms", "100to200ms", "100~200ms"),
+    ("200to500ms", "200to500ms", "200~500ms"), ("500to1s", "500to1s", "500ms~1s"), ("1to2s", "1to2s", "1~2s"),
+    ("2to3s", "2to3s", "2~3s"), ("3to4s", "3to4s", "3~4s"), ("4to5s", "4to5s", "4~5s"),
+    ("5to10s", "5to10s", "5~10s"), ("10stomore", "10toMore", "10s~"),
+)
+
+#: the runtime gauges after the pmdt ones: metric, help, the runtime key (and which of its three rates)
+RUNTIME_GAUGES: tuple[tuple[str, str, str, int | None], ...] = (
+    ("rocketmq_brokeruntime_msg_put_total_today_now", "brokerRuntimeMsgPutTotalTodayNow", "msgPutTotalTodayNow", None),
+    ("rocketmq_brokeruntime_msg_gettotal_today_now", "brokerRuntimeMsgGetTotalTodayNow", "msgGetTotalTodayNow", None),
+    ("rocketmq_brokeruntime_dispatch_behind_bytes", "brokerRuntimeDispatchBehindBytes", "dispatchBehindBytes", None),
+    ("rocketmq_brokeruntime_put_message_size_total", "brokerRuntimePutMessageSizeTotal", "putMessageSizeTotal", None),
+    ("rocketmq_brokeruntime_put_message_average_size", "brokerRuntimePutMessageAverageSize",
+     "putMessageAverageSize", None),
+    ("rocketmq_brokeruntime_query_threadpool_queue_capacity", "brokerRuntimeQueryThreadPoolQueueCapacity",
+     "queryThreadPoolQueueCapacity", None),
+    ("rocketmq_brokeruntime_remain_transientstore_buffer_numbs", "brokerRuntimeRemainTransientStoreBufferNumbs",
+     "remainTransientStoreBufferNumbs", None),
+    ("rocketmq_brokeruntime_earliest_message_timestamp", "brokerRuntimeEarliestMessageTimeStamp",
+     "earliestMessageTimeStamp", None),
+    ("rocketmq_brokeruntime_putmessage_entire_time_max", "brokerRuntimePutMessageEntireTimeMax",
+     "putMessageEntireTimeMax", None),
+    ("rocketmq_brokeruntime_start_accept_sendrequest_time", "brokerRuntimeStartAcceptSendRequestTimeStamp",
+     "startAcceptSendRequestTimeStamp", None),
+    ("rocketmq_brokeruntime_send_threadpool_queue_size", "brokerRuntimeSendThreadPoolQueueSize",
+     "sendThreadPoolQueueSize", None),
+    ("rocketmq_brokeruntime_putmessage_times_total", "brokerRuntimePutMessageTimesTotal", "putMessageTimesTotal", None),
+    ("rocketmq_brokeruntime_getmessage_entire_time_max", "brokerRuntimeGetMessageEntireTimeMax",
+     "getMessageEntireTimeMax", None),
+    ("rocketmq_brokeruntime_pagecache_lock_time_mills", "brokerRuntimePageCacheLockTimeMills",
+     "pageCacheLockTimeMills", None),
+    ("rocketmq_brokeruntime_commitlog_disk_ratio", "brokerRuntimeCommitLogDiskRatio", "commitLogDiskRatio", None),
+    ("rocketmq_brokeruntime_consumequeue_disk_ratio", "brokerRuntimeConsumeQueueDiskRatio",
+     "consumeQueueDiskRatio", None),
+    ("rocketmq_brokeruntime_getfound_tps600", "brokerRuntimeGetFoundTps600", "getFoundTps", 2),
+    ("rocketmq_brokeruntime_getfound_tps60", "brokerRuntimeGetFoundTps60", "getFoundTps", 1),
+    ("rocketmq_brokeruntime_getfound_tps10", "brokerRuntimeGetFoundTps10", "getFoundTps", 0),
+    ("rocketmq_brokeruntime_gettotal_tps600", "brokerRuntimeGetTotalTps600", "getTotalTps", 2),
+    ("rocketmq_brokeruntime_gettotal_tps60", "brokerRuntimeGetTotalTps60", "getTotalTps", 1),
+    ("rocketmq_brokeruntime_gettotal_tps10", "brokerRuntimeGetTotalTps10", "getTotalTps", 0),
+    ("rocketmq_brokeruntime_gettransfered_tps600", "brokerRuntimeGetTransferedTps600", "getTransferedTps", 2),
+    ("rocketmq_brokeruntime_gettransfered_tps60", "brokerRuntimeGetTransferedTps60", "getTransferedTps", 1),
+    ("rocketmq_brokeruntime_gettransfered_tps10", "brokerRuntimeGetTransferedTps10", "getTransferedTps", 0),
+    ("rocketmq_brokeruntime_getmiss_tps600", "brokerRuntimeGetMissTps600", "getMissTps", 2),
+    ("rocketmq_brokeruntime_getmiss_tps60", "brokerRuntimeGetMissTps60", "getMissTps", 1),
+    ("rocketmq_brokeruntime_getmiss_tps10", "brokerRuntimeGetMissTps10", "getMissTps", 0),
+    ("rocketmq_brokeruntime_put_tps600", "brokerRuntimePutTps600", "putTps", 2),
+    ("rocketmq_brokeruntime_put_tps60", "brokerRuntimePutTps60", "putTps", 1),
+    ("rocketmq_brokeruntime_put_tps10", "brokerRuntimePutTps10", "putTps", 0),
+    ("rocketmq_brokeruntime_dispatch_maxbuffer", "brokerRuntimeDispatchMaxBuffer", "dispatchMaxBuffer", None),
+    ("rocketmq_brokeruntime_pull_threadpoolqueue_capacity", "brokerRuntimePullThreadPoolQueueCapacity",
+     "pullThreadPoolQueueCapacity", None),
+    ("rocketmq_brokeruntime_send_threadpoolqueue_capacity", "brokerRuntimeSendThreadPoolQueueCapacity",
+     "sendThreadPoolQueueCapacity", None),
+    ("rocketmq_brokeruntime_pull_threadpoolqueue_size", "brokerRuntimePullThreadPoolQueueSizeF",
+     "pullThreadPoolQueueSize", None),
+    ("rocketmq_brokeruntime_query_threadpoolqueue_size", "brokerRuntimeQueryThreadPoolQueueSize",
+     "queryThreadPoolQueueSize", None),
+    ("rocketmq_brokeruntime_pull_threadpoolqueue_headwait_timemills",
+     "brokerRuntimePullThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills", None),
+    ("rocketmq_brokeruntime_query_threadpoolqueue_headwait_timemills",
+     "brokerRuntimeQueryThreadPoolQueueHeadWaitTimeMills", "queryThreadPoolQueueHeadWaitTimeMills", None),
+    ("rocketmq_brokeruntime_send_threadpoolqueue_headwait_timemills",
+     "brokerRuntimeSendThreadPoolQueueHeadWaitTimeMills", "sendThreadPoolQueueHeadWaitTimeMills", None),
+    ("rocketmq_brokeruntime_msg_gettotal_yesterdaymorning", "brokerRuntimeMsgGetTotalYesterdayMorning",
+     "msgGetTotalYesterdayMorning", None),
+    ("rocketmq_brokeruntime_msg_puttotal_yesterdaymorning", "brokerRuntimeMsgPutTotalYesterdayMorning",
+     "msgPutTotalYesterdayMorning", None),
+    ("rocketmq_brokeruntime_msg_gettotal_todaymorning", "brokerRuntimeMsgGetTotalTodayMorning",
+     "msgGetTotalTodayMorning", None),
+    ("rocketmq_brokeruntime_msg_puttotal_todaymorning", "brokerRuntimeMsgPutTotalTodayMorning",
+     "msgPutTotalTodayMorning", None),
+    ("rocketmq_brokeruntime_commitlogdir_capacity_free", "brokerRuntimeCommitLogDirCapacityFree",
+     "commitLogDirCapacity", 1),
+    ("rocketmq_brokeruntime_commitlogdir_capacity_total", "brokerRuntimeCommitLogDirCapacityTotal",
+     "commitLogDirCapacity", 0),
+    ("rocketmq_brokeruntime_commitlog_maxoffset", "brokerRuntimeCommitLogMaxOffset", "commitLogMaxOffset", None),
+    ("rocketmq_brokeruntime_commitlog_minoffset", "brokerRuntimeCommitLogMinOffset", "commitLogMinOffset", None),
+    ("rocketmq_brokeruntime_remain_howmanydata_toflush", "brokerRuntimeRemainHowManyDataToFlush",
+     "remainHowManyDataToFlush", None),
+    ("rocketmq_brokeruntime_put_latency_99", "brokerRuntimePutLatency99", "putLatency99", None),
+    ("rocketmq_brokeruntime_put_latency_999", "brokerRuntimePutLatency999", "putLatency999", None),
+)
+
+#: every exporter metric in the order its collector writes them: name -> (help, label names)
+METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "rocketmq_group_diff": ("GroupDiff", DIFF_LABELS),
+    "rocketmq_group_retrydiff": ("GroupRetryDiff", DIFF_LABELS),
+    "rocketmq_group_dlqdiff": ("GroupDLQDiff", DIFF_LABELS),
+    "rocketmq_group_count": ("GroupCount", ("caddr", "localaddr", "group")),
+    "rocketmq_producer_count": ("producer instance counter", ("cluster", "broker", "group")),
+    "rocketmq_producer_offset": ("TopicOffset", TOPIC_LABELS),
+    "rocketmq_topic_retry_offset": ("TopicRetryOffset", TOPIC_LABELS),
+    "rocketmq_topic_dlq_offset": ("TopicRetryOffset", ("cluster", "broker", "group")),  # sic: the exporter's help
+    "rocketmq_producer_tps": ("TopicPutNums", TOPIC_LABELS),
+    "rocketmq_producer_message_size": ("TopicPutMessageSize", TOPIC_LABELS),
+    "rocketmq_consumer_tps": ("GroupGetNums", GROUP_LABELS),
+    "rocketmq_group_consume_tps": ("GroupConsumeTPS", GROUP_LABELS),
+    "rocketmq_consumer_offset": ("GroupBrokerTotalOffset", GROUP_LABELS),
+    "rocketmq_group_consume_total_offset": ("GroupConsumeTotalOffset", GROUP_LABELS),
+    "rocketmq_consumer_message_size": ("GroupGetMessageSize", GROUP_LABELS),
+    "rocketmq_send_back_nums": ("SendBackNums", GROUP_LABELS),
+    "rocketmq_group_get_latency_by_storetime": ("GroupGetLatencyByStoreTime", GROUP_LABELS),
+    "rocketmq_client_consume_fail_msg_count": ("consumerClientFailedMsgCounts", CLIENT_LABELS),
+    "rocketmq_client_consume_fail_msg_tps": ("consumerClientFailedTPS", CLIENT_LABELS),
+    "rocketmq_client_consume_ok_msg_tps": ("consumerClientOKTPS", CLIENT_LABELS),
+    "rocketmq_client_consume_rt": ("consumerClientRT", CLIENT_LABELS),
+    "rocketmq_client_consumer_pull_rt": ("consumerClientPullRT", CLIENT_LABELS),
+    "rocketmq_client_consumer_pull_tps": ("consumerClientPullTPS", CLIENT_LABELS),
+    "rocketmq_broker_tps": ("BrokerPutNums", BROKER_LABELS),
+    "rocketmq_broker_qps": ("BrokerGetNums", BROKER_LABELS),
+    **{f"rocketmq_brokeruntime_pmdt_{suffix}": (f"PutMessageDistributeTimeMap{help_}", RUNTIME_LABELS)
+       for suffix, help_, _ in PMDT},
+    **{name: (help_, RUNTIME_LABELS) for name, help_, _, _ in RUNTIME_GAUGES},
 }
 
 
-def _number(text: str | None, which: int | None) -> float:
-    if which is not None:
-        parts = (text or "").split(" ")
-        return first_tps(parts[which]) if which < len(parts) else 0.0
-    try:
-        return float(text or 0)
-    except ValueError:
-        return 0.0
+class Samples:
+    """What one gathering found: metric name -> [(label values, value)], in the order added."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[tuple[tuple[str, ...], float]]] = {name: [] for name in METRICS}
+
+    def add(self, name: str, labels: Iterable[str], value: float) -> None:
+        self.rows[name].append((tuple(labels), float(value)))
+
+    def names_with_samples(self) -> set[str]:
+        return {name for name, rows in self.rows.items() if rows}
 
 
+# -- GET_BROKER_RUNTIME_INFO as the exporter's BrokerRuntimeStats reads it ------------------------------------
+def _rates(text: str) -> list[float]:
+    """A putTps-style value: Java's split(" ") drops the trailing empty windows, which read as 0."""
+    parts = text.split(" ")
+    while parts and not parts[-1]:
+        parts.pop()
+    return [float(p) for p in parts[:3]]
+
+
+def machine_bytes(text: str) -> float:
+    """Utils.machineReadableByteCount: "1.5 GiB" -> bytes ("B" as is, K/M/G/T/P/E powers of 1024)."""
+    number, _, unit = text.strip().partition(" ")
+    value = float(number)
+    if not unit or unit == "B":
+        return value
+    exp = "KMGTPE".find(unit[0])
+    if exp < 0:
+        raise ValueError(f"unknown byte unit {unit!r}")
+    return value * 1024.0 ** (exp + 1)
+
+
+def _capacity(text: str) -> list[float]:
+    """commitLogDirCapacity, "Total : 252.0 GiB, Free : 79.3 GiB.": [total, free] in bytes."""
+    arr = text.split(" ")
+    return [machine_bytes(f"{arr[2]} {arr[3][:-1]}"), machine_bytes(f"{arr[6]} {arr[7][:-1]}")]
+
+
+def _distribution(text: str) -> dict[str, float]:
+    """putMessageDistributeTime, "[<=0ms]:18 [0~10ms]:11 ...", or "null" before the broker's first minute."""
+    if text.lower() == "null":
+        return {}
+    out = {}
+    for part in text.split(" "):
+        name, sep, count = part.partition(":")
+        if sep:
+            out[name.replace("[", "").replace("]", "")] = float(int(count))
+    return out
+
+
+def runtime_values(table: dict[str, str]) -> dict[str, float]:
+    """Every runtime gauge the table has a readable value for (a key missing or unreadable leaves its gauge out
+    of this broker's samples; the exporter drops the broker's whole table then)."""
+    out: dict[str, float] = {}
+    parsed: dict[str, Any] = {}
+
+    def value(key: str, which: int | None) -> float | None:
+        text = table.get(key)
+        if text is None:
+            if key in ("putLatency99", "putLatency999"):
+                return -1.0  # the exporter's default for brokers before 4.9.2
+            return None
+        if key not in parsed:
+            parser: Callable[[str], Any]
+            if key == "commitLogDirCapacity":
+                parser = _capacity
+            elif which is not None:
+                parser = _rates
+            elif key == "remainHowManyDataToFlush":
+                parser = machine_bytes  # "3.1 KiB": bytes (the exporter keeps only the number before the unit)
+            else:
+                parser = float
+            try:
+                parsed[key] = parser(text)
+            except (ValueError, IndexError):
+                parsed[key] = None
+        got = parsed[key]
+        if got is None:
+            return None
+        if which is None:
+            return float(got)
+        return got[which] if which < len(got) else 0.0
+
+    for name, _help, key, which in RUNTIME_GAUGES:
+        v = value(key, which)
+        if v is not None:
+            out[name] = v
+    dist = _distribution(table.get("putMessageDistributeTime", "null"))
+    if dist:
+        for suffix, _help, range_name in PMDT:
+            if range_name in dist:
+                out[f"rocketmq_brokeruntime_pmdt_{suffix}"] = dist[range_name]
+    return out
+
+
+def runtime_labels(cluster: str, addr: str, table: dict[str, str]) -> tuple[str, ...]:
+    """cluster, brokerIP (the master's address), brokerHost (always "", as the exporter's), des (the version's
+    name), boottime, broker_version (its number)."""
+    return (cluster, addr, "", table.get("brokerVersionDesc", ""), table.get("bootTimestamp", "0"),
+            table.get("brokerVersion", "0"))
+
+
+# -- the text --------------------------------------------------------------------------------------------------
 class _Once:
     def __init__(self, families: list[GaugeMetricFamily]) -> None:
         self.families = families
@@ -66,17 +262,22 @@ class _Once:
         return iter(self.families)
 
 
-async def _minute_tps(data: ConsoleData, addr: str, name: str, key: str) -> float | None:
-    try:
-        resp = await data._invoke(addr, RequestCode.VIEW_BROKER_STATS_DATA,
-                                  ViewBrokerStatsDataRequestHeader(stats_name=name, stats_key=key))
-    except ADMIN_ERRORS:
-        return None  # not counted yet (Java answers an error too)
-    minute = BrokerStatsData.decode(resp.body or b"{}").stats_minute
-    if minute is None:
-        return 0.0
-    tps = minute.tps
-    return round(tps, 2) if tps == tps else 0.0  # the exporter's getFixedDouble: two decimals
+def exposition(samples: Samples) -> bytes:
+    families = []
+    for name, (help_, labels) in METRICS.items():
+        family = GaugeMetricFamily(name, help_, labels=list(labels))
+        for label_values, value in samples.rows[name]:
+            family.add_metric(list(label_values), value)
+        families.append(family)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Once(families))  # type: ignore[arg-type]
+    return generate_latest(registry)
+
+
+async def render(data: ConsoleData) -> bytes:
+    from .metrics_gather import gather
+
+    return exposition(await gather(data))
 
 
 class MetricsCache:
@@ -95,124 +296,3 @@ class MetricsCache:
                 self.text = await render(data)
                 self.at = trio.current_time()
             return self.text
-
-
-async def render(data: ConsoleData) -> bytes:
-    broker_tps = GaugeMetricFamily("rocketmq_broker_tps", "BrokerPutNums", labels=["cluster", "brokerIP", "broker"])
-    broker_qps = GaugeMetricFamily("rocketmq_broker_qps", "BrokerGetNums", labels=["cluster", "brokerIP", "broker"])
-    producer_tps = GaugeMetricFamily("rocketmq_producer_tps", "TopicPutNums", labels=["cluster", "broker", "topic"])
-    producer_offset = GaugeMetricFamily("rocketmq_producer_offset", "TopicOffset",
-                                        labels=["cluster", "broker", "topic"])
-    producer_size = GaugeMetricFamily("rocketmq_producer_message_size", "TopicPutMessageSize",
-                                      labels=["cluster", "broker", "topic"])
-    consumer_size = GaugeMetricFamily("rocketmq_consumer_message_size", "GroupGetMessageSize",
-                                      labels=["cluster", "broker", "topic", "group"])
-    consumer_tps = GaugeMetricFamily("rocketmq_consumer_tps", "GroupGetNums",
-                                     labels=["cluster", "broker", "topic", "group"])
-    consumer_offset = GaugeMetricFamily("rocketmq_consumer_offset", "GroupBrokerTotalOffset",
-                                        labels=["cluster", "broker", "topic", "group"])
-    group_diff = GaugeMetricFamily("rocketmq_group_diff", "GroupDiff",
-                                   labels=["group", "topic", "countOfOnlineConsumers", "msgModel"])
-    group_count = GaugeMetricFamily("rocketmq_group_count", "GroupCount", labels=["caddr", "localaddr", "group"])
-    runtime = {name: GaugeMetricFamily(name, name, labels=RUNTIME_LABELS) for name in RUNTIME_GAUGES}
-
-    masters = [b for b in await data.brokers() if b.broker_id == 0]
-    for b in masters:
-        for name, family in (("BROKER_PUT_NUMS", broker_tps), ("BROKER_GET_NUMS", broker_qps)):
-            tps = await _minute_tps(data, b.addr, name, b.cluster)
-            if tps is not None:
-                family.add_metric([b.cluster, b.addr, b.name], tps)
-        try:
-            rt = await data.admin.broker_runtime_info(b.addr)
-        except ADMIN_ERRORS:
-            continue
-        labels = [b.cluster, b.addr, b.addr, "", rt.get("bootTimestamp", ""), rt.get("brokerVersionDesc", "")]
-        for name, (key, which) in RUNTIME_GAUGES.items():
-            runtime[name].add_metric(labels, _number(rt.get(key), which))
-
-    by_name = {b.name: b for b in masters}
-    sem = trio.Semaphore(PARALLEL)
-    topic_rows: dict[str, list[tuple[list[str], float, float | None, float | None]]] = {}
-    group_rows: dict[str, tuple[Any, int, str, str]] = {}
-
-    async def one_topic(topic: str) -> None:
-        async with sem:
-            # each master directly (the exporter's examineTopicStats without a route lookup per topic)
-            per_broker: dict[str, int] = {}
-            for b in masters:
-                try:
-                    resp = await data._invoke(b.addr, RequestCode.GET_TOPIC_STATS_INFO,
-                                              GetTopicStatsInfoRequestHeader(topic=topic))
-                except ADMIN_ERRORS:
-                    continue  # not on this broker
-                table = TopicStatsTable.decode(resp.body or b"{}").offset_table
-                per_broker[b.name] = sum(o.max_offset for o in table.values())
-            rows = []
-            for name, total in sorted(per_broker.items()):
-                row = by_name.get(name)
-                if row is not None:
-                    tps = await _minute_tps(data, row.addr, "TOPIC_PUT_NUMS", topic)
-                    size = await _minute_tps(data, row.addr, "TOPIC_PUT_SIZE", topic)
-                    rows.append(([row.cluster, name, topic], float(total), tps, size))
-            topic_rows[topic] = rows
-
-    async def one_group(group: str) -> None:
-        async with sem:
-            try:
-                stats = await data.consume_stats(group)
-            except ADMIN_ERRORS:
-                return
-            online, model, caddrs = 0, "CLUSTERING", ""
-            try:
-                conn = await data.admin.consumer_connection(group)
-                online = len(conn.connection_set or [])
-                model = getattr(conn.message_model, "name", None) or str(conn.message_model or "CLUSTERING")
-                caddrs = ",".join(sorted(c.client_addr or "" for c in conn.connection_set or []))
-            except ADMIN_ERRORS:
-                pass
-            group_rows[group] = (stats, online, model, caddrs)
-
-    async with trio.open_nursery() as nursery:
-        for topic in await data.topics():
-            nursery.start_soon(one_topic, topic)
-        for group in await data.group_names():
-            nursery.start_soon(one_group, group)
-
-    for topic in sorted(topic_rows):
-        for labels, total, tps, size in topic_rows[topic]:
-            producer_offset.add_metric(labels, total)
-            if tps is not None:
-                producer_tps.add_metric(labels, tps)
-            if size is not None:
-                producer_size.add_metric(labels, size)
-
-    for group in sorted(group_rows):
-        stats, online, model, caddrs = group_rows[group]
-        group_count.add_metric([caddrs, "", group], float(online))
-        lag: dict[str, int] = {}
-        offsets: dict[tuple[str, str], int] = {}
-        for mq, w in stats.offset_table.items():
-            topic = mq.topic or ""
-            lag[topic] = lag.get(topic, 0) + max(0, w.broker_offset - w.consumer_offset)
-            where = (mq.broker_name or "", topic)
-            offsets[where] = offsets.get(where, 0) + w.broker_offset
-        for topic, diff in sorted(lag.items()):
-            if model == "CLUSTERING":
-                group_diff.add_metric([group, topic, str(online), model], float(diff))
-        for (name, topic), total in sorted(offsets.items()):
-            row = by_name.get(name)
-            if row is None:
-                continue
-            consumer_offset.add_metric([row.cluster, name, topic, group], float(total))
-            tps = await _minute_tps(data, row.addr, "GROUP_GET_NUMS", f"{topic}@{group}")
-            if tps is not None:
-                consumer_tps.add_metric([row.cluster, name, topic, group], tps)
-            size = await _minute_tps(data, row.addr, "GROUP_GET_SIZE", f"{topic}@{group}")
-            if size is not None:
-                consumer_size.add_metric([row.cluster, name, topic, group], size)
-
-    registry = CollectorRegistry(auto_describe=False)
-    families = [broker_tps, broker_qps, producer_tps, producer_offset, producer_size, consumer_tps, consumer_offset,
-                consumer_size, group_diff, group_count, *runtime.values()]
-    registry.register(_Once(families))  # type: ignore[arg-type]
-    return generate_latest(registry)

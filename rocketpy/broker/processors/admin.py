@@ -47,7 +47,7 @@ from ...remoting.dispatch import describe_exception
 from ..config import SECURITY_KEYS
 from ..groups import GROUP_MAX_LENGTH, legal_group_name
 from ..responses import NOT_SET_REMARK, error, respond
-from ..store_stats import disk_info
+from ..store_stats import disk_info, human_bytes
 from ..topics import new_topic
 from .send import validate_topic
 
@@ -238,7 +238,21 @@ async def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> 
     return respond(request)
 
 
+def _dispatch_behind_bytes(broker: Any) -> int:
+    """DefaultMessageStore.dispatchBehindBytes: CommitLog bytes the ConsumeQueues do not cover yet. A master
+    dispatches each put as it is made (the send lane's before any other request is handled); a slave
+    dispatches what replication brought as whole records arrive, a DLedger store what is committed."""
+    store = broker.store
+    behind = store.dispatch_behind_bytes()
+    client = broker.ha.client
+    if client is not None and client.reput_offset >= 0:
+        behind = max(behind, store.max_phy_offset - client.reput_offset)
+    return max(0, behind)
+
+
 def get_broker_runtime_info(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
+    """AdminBrokerProcessor.prepareRuntimeInfo with DefaultMessageStore.getRuntimeInfo and
+    StoreStatsService.getRuntimeInfo: the same keys, the same formats (mqadmin brokerStatus, the exporter)."""
     broker = ctx.state
     store = broker.store
     up = max(0, now_ms() - broker.boot_ms) // 1000
@@ -251,28 +265,23 @@ def get_broker_runtime_info(ctx: BrokerContext, request: RemotingCommand) -> Rem
         "commitLogMinOffset": str(max(store.min_phy_offset, 0)),
         "commitLogMaxOffset": str(store.max_phy_offset),
         "earliestMessageTimeStamp": str(store.get_earliest_message_time()),
-        "dispatchBehindBytes": "0",
-        "remainHowManyDataToFlush": f"{max(0, store.max_phy_offset - store.flushed_offset)} B",
-        "startAcceptSendRequestTimeStamp": "0",
-        # requests are served as they are read, with no executor queue between: sizes and waits are 0
-        "pullThreadPoolQueueSize": "0",
-        "sendThreadPoolQueueSize": "0",
-        "queryThreadPoolQueueSize": "0",
-        "EndTransactionQueueSize": "0",
-        "sendThreadPoolQueueHeadWaitTimeMills": "0",
-        "pullThreadPoolQueueHeadWaitTimeMills": "0",
-        "queryThreadPoolQueueHeadWaitTimeMills": "0",
+        "dispatchBehindBytes": str(_dispatch_behind_bytes(broker)),
+        "remainHowManyDataToFlush": human_bytes(max(0, store.max_phy_offset - store.flushed_offset)),
+        "startAcceptSendRequestTimeStamp": props.get("startAcceptSendRequestTimeStamp", "0"),
         "sendThreadPoolQueueCapacity": props.get("sendThreadPoolQueueCapacity", "10000"),
         "pullThreadPoolQueueCapacity": props.get("pullThreadPoolQueueCapacity", "100000"),
         "queryThreadPoolQueueCapacity": props.get("queryThreadPoolQueueCapacity", "20000"),
         "EndTransactionThreadPoolQueueCapacity": props.get("endTransactionPoolQueueCapacity", "100000"),
-        # the CommitLog's put lock is held only inside one synchronous append: never while this runs
+        # CommitLog.lockTimeMills: how long the put now in progress has held the put lock. Puts run on the event
+        # loop, as this handler does, so none is ever in progress here: a put that stalls stalls the loop, and
+        # shows as the queues' head wait times (store_stats.LoopWait) instead
         "pageCacheLockTimeMills": "0",
         # no transient store pool: Java answers Integer.MAX_VALUE then
         "remainTransientStoreBufferNumbs": "2147483647",
     }
     table.update(broker.store_stats.runtime_info(broker))
-    table.update(disk_info(broker.config.store.commit_log_dir, broker.config.store.consume_queue_dir))
+    sc = broker.config.store
+    table.update(disk_info(sc.store_path_root_dir, sc.commit_log_dir, sc.consume_queue_dir))
     for level, offset in sorted(broker.schedule.offsets.items()):
         table[f"scheduleMessageOffset_{level}"] = (
             f"{offset},{store.get_max_offset_in_queue(MixAll.RMQ_SYS_SCHEDULE_TOPIC, level - 1)}"

@@ -493,5 +493,7 @@ async def consumer_send_msg_back(ctx: BrokerContext, request: RemotingCommand) -
     )
     result = await broker.put_message(inner)
     if result.is_ok:
+        # SNDBCK_PUT_NUMS by the topic the message was first sent to (its RETRY_TOPIC once it was retried)
+        broker.stats_manager.inc_send_back(group, msg.properties.get(MessageConst.PROPERTY_RETRY_TOPIC) or msg.topic)
         return respond(request)
     return error(request, ResponseCode.SYSTEM_ERROR, result.status.name)
