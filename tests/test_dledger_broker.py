@@ -15,9 +15,11 @@ from test_ha_cluster import client_config, namesrv
 from rocketpy.broker.controller import BrokerController
 from rocketpy.broker.dledger import BrokerDLedger, member_config
 from rocketpy.client import Producer, make_message
-from rocketpy.codecs import ResponseCode
+from rocketpy.codecs import RequestCode, ResponseCode
 from rocketpy.codecs.codes import SendStatus
-from rocketpy.dledger.member import Role
+from rocketpy.dledger.ledger import MemoryLedger
+from rocketpy.dledger.member import DLedgerConfig, Role, parse_peers
+from rocketpy.dledger.node import DLedgerNode
 from rocketpy.testing import broker_client, broker_test_config, free_port, pull_queues
 
 #: heartbeats every second instead of two (a dead leader is noticed after 3 s, not 6); the group runs on
@@ -129,4 +131,56 @@ async def test_group_elects_replicates_and_fails_over(tmp_path):
         assert got_back == got
         for h in handles:
             await h.stop()
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_isolated_leader_answers_every_pending_send_at_its_quorum_deadline(tmp_path, virtual_clock):
+    """Our broker leads a group whose other members then go away: each send still pending is answered at its
+    own maxWaitAckTimeMs (2.5 s) with Java's answer to WAIT_QUORUM_ACK_TIMEOUT (CODE 1, [PC_SYNCHRONIZED]...),
+    in order, not the first one only with the rest left to the broker's 10 s cap."""
+    ports = [free_port() for _ in range(3)]
+    props = group_props("", ports, 0, preferredLeaderId="n0")
+    peers = parse_peers(str(props["dLegerPeers"]))
+    async with trio.open_nursery() as nursery:
+        bare = {}
+        for m in ("n1", "n2"):
+            node = DLedgerNode(DLedgerConfig(group="broker-dl", self_id=m, peers=peers, preferred_leader_ids=("n0",)),
+                               MemoryLedger(), checkpoint_interval_s=float("inf"))
+            scope = trio.CancelScope()
+
+            async def run(node=node, scope=scope, task_status=trio.TASK_STATUS_IGNORED) -> None:
+                with scope:
+                    await node.run(task_status=task_status)
+
+            await nursery.start(run)
+            bare[m] = (node, scope)
+        broker = BrokerController(broker_test_config(str(tmp_path / "n0"), **props))
+        await nursery.start(broker.run)
+        await wait_until(lambda: broker.dledger is not None and broker.dledger.role is Role.LEADER
+                         and broker.config.broker_id == 0 and not broker.ha.is_slave
+                         and all(n.role is Role.FOLLOWER and n.leader_id == "n0" for n, _ in bare.values()),
+                         timeout=60, tick=0.1, what="our broker leads the others")
+        async with broker_client(broker.address) as c:
+            ok = await c.invoke(RequestCode.SEND_MESSAGE_V2, c.send_header(TOPIC, {}), b"before", timeout=15)
+            assert ok.code == ResponseCode.SUCCESS, ok.remark
+            for _, scope in bare.values():
+                scope.cancel()
+            answers: dict[int, tuple[float, float, int, str]] = {}
+
+            async def send(i: int) -> None:
+                t0 = trio.current_time()
+                resp = await c.invoke(RequestCode.SEND_MESSAGE_V2, c.send_header(TOPIC, {}), b"alone-%d" % i,
+                                      timeout=15)
+                answers[i] = (t0, trio.current_time(), resp.code, resp.remark or "")
+
+            async with trio.open_nursery() as sends:
+                for i in range(4):
+                    sends.start_soon(send, i)
+                    await trio.sleep(0.3)
+        assert sorted(answers) == [0, 1, 2, 3]
+        for i, (t0, t1, code, remark) in answers.items():
+            assert code == ResponseCode.SYSTEM_ERROR and remark.startswith("[PC_SYNCHRONIZED]"), (i, code, remark)
+            assert 2.4 <= t1 - t0 <= 2.8, (i, t1 - t0)
+        assert [answers[i][1] for i in range(4)] == sorted(answers[i][1] for i in range(4))
+        await broker.stop()
         nursery.cancel_scope.cancel()
