@@ -6,6 +6,7 @@ stops another one takes over the writes while the old one, back, catches up."""
 from __future__ import annotations
 
 import dataclasses
+from contextlib import asynccontextmanager
 
 import trio
 from test_ha import commit_log_bytes, wait_until
@@ -16,6 +17,7 @@ from rocketpy.broker.controller import BrokerController
 from rocketpy.broker.dledger import BrokerDLedger, member_config
 from rocketpy.client import Producer, make_message
 from rocketpy.codecs import RequestCode, ResponseCode
+from rocketpy.codecs.bodies import KVTable
 from rocketpy.codecs.codes import SendStatus
 from rocketpy.dledger.ledger import MemoryLedger
 from rocketpy.dledger.member import DLedgerConfig, Role, parse_peers
@@ -134,10 +136,10 @@ async def test_group_elects_replicates_and_fails_over(tmp_path):
         nursery.cancel_scope.cancel()
 
 
-async def test_an_isolated_leader_answers_every_pending_send_at_its_quorum_deadline(tmp_path, virtual_clock):
-    """Our broker leads a group whose other members then go away: each send still pending is answered at its
-    own maxWaitAckTimeMs (2.5 s) with Java's answer to WAIT_QUORUM_ACK_TIMEOUT (CODE 1, [PC_SYNCHRONIZED]...),
-    in order, not the first one only with the rest left to the broker's 10 s cap."""
+@asynccontextmanager
+async def led_by_our_broker(tmp_path):  # type: ignore[no-untyped-def]
+    """Our broker n0 leading a group of three whose other members are bare DLedger members (no broker): yields
+    the broker and the others' cancel scopes, once both follow it."""
     ports = [free_port() for _ in range(3)]
     props = group_props("", ports, 0, preferredLeaderId="n0")
     peers = parse_peers(str(props["dLegerPeers"]))
@@ -160,27 +162,51 @@ async def test_an_isolated_leader_answers_every_pending_send_at_its_quorum_deadl
                          and broker.config.broker_id == 0 and not broker.ha.is_slave
                          and all(n.role is Role.FOLLOWER and n.leader_id == "n0" for n, _ in bare.values()),
                          timeout=60, tick=0.1, what="our broker leads the others")
-        async with broker_client(broker.address) as c:
-            ok = await c.invoke(RequestCode.SEND_MESSAGE_V2, c.send_header(TOPIC, {}), b"before", timeout=15)
-            assert ok.code == ResponseCode.SUCCESS, ok.remark
-            for _, scope in bare.values():
-                scope.cancel()
-            answers: dict[int, tuple[float, float, int, str]] = {}
-
-            async def send(i: int) -> None:
-                t0 = trio.current_time()
-                resp = await c.invoke(RequestCode.SEND_MESSAGE_V2, c.send_header(TOPIC, {}), b"alone-%d" % i,
-                                      timeout=15)
-                answers[i] = (t0, trio.current_time(), resp.code, resp.remark or "")
-
-            async with trio.open_nursery() as sends:
-                for i in range(4):
-                    sends.start_soon(send, i)
-                    await trio.sleep(0.3)
-        assert sorted(answers) == [0, 1, 2, 3]
-        for i, (t0, t1, code, remark) in answers.items():
-            assert code == ResponseCode.SYSTEM_ERROR and remark.startswith("[PC_SYNCHRONIZED]"), (i, code, remark)
-            assert 2.4 <= t1 - t0 <= 2.8, (i, t1 - t0)
-        assert [answers[i][1] for i in range(4)] == sorted(answers[i][1] for i in range(4))
+        yield broker, [scope for _, scope in bare.values()]
         await broker.stop()
         nursery.cancel_scope.cancel()
+
+
+async def test_a_dledger_leader_reports_its_earliest_message_time(tmp_path, virtual_clock):
+    """brokerStatus' earliestMessageTimeStamp is the first message's store time (clusterList's #Hour), not -1."""
+    async with led_by_our_broker(tmp_path) as (broker, _), broker_client(broker.address) as c:
+        empty = KVTable.decode((await c.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)).body or b"{}").table
+        assert empty["earliestMessageTimeStamp"] == "-1"
+        sent = []
+        for i in range(3):
+            resp = await c.invoke(RequestCode.SEND_MESSAGE_V2, c.send_header(TOPIC, {}), b"m%d" % i, timeout=15)
+            assert resp.code == ResponseCode.SUCCESS, resp.remark
+            sent.append(int((resp.ext_fields or {})["msgId"][16:], 16))
+            await trio.sleep(1)
+        first = broker.store.look_message_by_offset(sent[0])
+        assert first is not None and first.body == b"m0"
+        table = KVTable.decode((await c.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)).body or b"{}").table
+        assert table["earliestMessageTimeStamp"] == str(first.store_timestamp)
+
+
+async def test_an_isolated_leader_answers_every_pending_send_at_its_quorum_deadline(tmp_path, virtual_clock):
+    """Our broker leads a group whose other members then go away: each send still pending is answered at its
+    own maxWaitAckTimeMs (2.5 s) with Java's answer to WAIT_QUORUM_ACK_TIMEOUT (CODE 1, [PC_SYNCHRONIZED]...),
+    in order, not the first one only with the rest left to the broker's 10 s cap."""
+    async with led_by_our_broker(tmp_path) as (broker, others), broker_client(broker.address) as c:
+        ok = await c.invoke(RequestCode.SEND_MESSAGE_V2, c.send_header(TOPIC, {}), b"before", timeout=15)
+        assert ok.code == ResponseCode.SUCCESS, ok.remark
+        for scope in others:
+            scope.cancel()
+        answers: dict[int, tuple[float, float, int, str]] = {}
+
+        async def send(i: int) -> None:
+            t0 = trio.current_time()
+            resp = await c.invoke(RequestCode.SEND_MESSAGE_V2, c.send_header(TOPIC, {}), b"alone-%d" % i,
+                                  timeout=15)
+            answers[i] = (t0, trio.current_time(), resp.code, resp.remark or "")
+
+        async with trio.open_nursery() as sends:
+            for i in range(4):
+                sends.start_soon(send, i)
+                await trio.sleep(0.3)
+    assert sorted(answers) == [0, 1, 2, 3]
+    for i, (t0, t1, code, remark) in answers.items():
+        assert code == ResponseCode.SYSTEM_ERROR and remark.startswith("[PC_SYNCHRONIZED]"), (i, code, remark)
+        assert 2.4 <= t1 - t0 <= 2.8, (i, t1 - t0)
+    assert [answers[i][1] for i in range(4)] == sorted(answers[i][1] for i in range(4))

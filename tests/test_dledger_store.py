@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,28 @@ def test_records_live_in_entries_and_reach_queues_once_committed(tmp_path: Path)
     r = again.put_message(message(300, queue_id=1))
     assert r.append is not None and r.append.logics_offset == 150
     again.close()
+
+
+def test_the_earliest_message_time_is_the_first_entrys_record(tmp_path: Path) -> None:
+    """brokerStatus' earliestMessageTimeStamp (clusterList's #Hour): the store time of the record in the
+    ledger's first entry, -1 while the ledger is empty; after retention, that of the first file left."""
+    start = int(time.time() * 1000) - 1_000_000  # files' mtimes are the wall clock's: retention compares them
+    ticks = iter(range(start, start + 1_000_000, 1000))  # each store time a second after the last
+    store = DLedgerMessageStore(config(tmp_path, file_reserved_time=1), clock=lambda: next(ticks))
+    store.open()
+    assert store.get_earliest_message_time() == -1
+    leader = Leader(store)
+    sent = [message(i) for i in range(400)]
+    assert all(store.put_message(m).is_ok for m in sent)  # crosses data files
+    leader.commit()
+    store.dispatch_committed()
+    assert store.get_earliest_message_time() == sent[0].store_timestamp == start
+    store.flush()
+    store.clean_expired(int(time.time() * 1000) + 3 * 3_600_000, force=True)
+    first = store.ledger.data.files[0].file_from_offset
+    kept = next(m for m in sent if m.commit_log_offset >= first)
+    assert kept is not sent[0] and store.get_earliest_message_time() == kept.store_timestamp
+    store.close()
 
 
 def test_a_batch_is_one_entry_a_message_with_its_own_properties(tmp_path: Path) -> None:

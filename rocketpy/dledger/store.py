@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from ..codecs.dledger import ENTRY_HEADER_SIZE
 from ..store.config import MessageStoreConfig
 from ..store.mapped_file import SyncHook
 from ..store.message_store import MessageStore
@@ -89,6 +90,21 @@ class DLedgerMessageStore(MessageStore):
                 self.do_dispatch(req)
                 out.append(req)
         return out
+
+    def get_earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
+        """Without a topic, DefaultMessageStore.getEarliestMessageTime over a DLedgerCommitLog: the record in
+        the ledger's first entry, at getMinPhyOffset() + DLedgerEntry.BODY_OFFSET (not the entry's header,
+        whose magic read as a record size gave -1). Java reads maxMessageSize * 2 bytes there, which its
+        mapped file refuses (-1) until that much is written after it; the plain store reads the record's own
+        size, and so does this one."""
+        if topic is not None:
+            return super().get_earliest_message_time(topic, queue_id)
+        first = self.commitlog.min_offset
+        if first < 0 or self.ledger.end_index < 0:
+            return -1
+        offset = first + ENTRY_HEADER_SIZE
+        size = self.commitlog.record_size_at(offset)
+        return -1 if size is None or size <= 0 else self.commitlog.pickup_store_timestamp(offset, size)
 
     def dispatch_behind_bytes(self) -> int:
         """Committed bytes not dispatched yet (DefaultMessageStore.dispatchBehindBytes)."""
