@@ -210,3 +210,55 @@ async def test_an_isolated_leader_answers_every_pending_send_at_its_quorum_deadl
         assert code == ResponseCode.SYSTEM_ERROR and remark.startswith("[PC_SYNCHRONIZED]"), (i, code, remark)
         assert 2.4 <= t1 - t0 <= 2.8, (i, t1 - t0)
     assert [answers[i][1] for i in range(4)] == sorted(answers[i][1] for i in range(4))
+
+
+async def test_a_plain_broker_becomes_a_dledger_member_with_its_messages_and_consumer_offsets(tmp_path):
+    """The divided CommitLog: a broker that ran plain (messages sent, some consumed and committed) is restarted
+    with enableDLegerCommitLog=true as a group of one; every old message is still consumable, the group's
+    committed offsets hold (it goes on where it stopped), and new sends go into the ledger above the old
+    CommitLog."""
+    from rocketpy.client import LitePullConsumer
+    from rocketpy.codecs.bodies import MessageQueue
+
+    store = str(tmp_path / "store")
+    ports = [free_port()]
+    async with namesrv(tmp_path) as ns, trio.open_nursery() as nursery:
+        plain = _BrokerHandle(nursery, store, namesrvAddr=ns.address, brokerName="broker-dl")
+        await plain.start()
+        await send_all(ns, [f"old{i}" for i in range(20)])
+        queues = [MessageQueue(topic=TOPIC, broker_name="broker-dl", queue_id=q) for q in range(4)]
+        async with LitePullConsumer("DlCG", config=client_config(ns), auto_commit=False,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET") as lp:
+            await lp.assign(queues)
+            consumed: list[bytes] = []
+            with trio.fail_after(20):
+                while len(consumed) < 8:
+                    consumed += [m.body for m in await lp.poll(1.0)]
+            await lp.commit()
+            committed = {mq.queue_id: await lp.committed(mq) for mq in queues}
+        assert sum(committed.values()) == len(consumed)
+        await plain.stop()
+
+        member = BrokerHandle(nursery, store, **group_props(ns.address, ports, 0))
+        broker = await member.start()
+        await wait_until(lambda: broker.dledger is not None and broker.dledger.role is Role.LEADER
+                         and broker.config.broker_id == 0 and not broker.ha.is_slave, timeout=30, what="the leader")
+        assert broker.store.commitlog.divided_offset > 0
+        # every old message, from the start of each queue
+        got = await pull_queues(broker.address, TOPIC, 4)
+        assert sorted(got.values()) == sorted(f"old{i}".encode() for i in range(20))
+        await send_all(ns, [f"new{i}" for i in range(10)])
+        async with LitePullConsumer("DlCG", config=client_config(ns), auto_commit=False,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET") as lp:
+            await lp.assign(queues)
+            assert {mq.queue_id: await lp.committed(mq) for mq in queues} == committed
+            rest: list[bytes] = []
+            with trio.fail_after(20):
+                while len(rest) < 20 - len(consumed) + 10:
+                    rest += [m.body for m in await lp.poll(1.0)]
+        assert sorted(consumed + rest) == sorted([f"old{i}".encode() for i in range(20)] +
+                                                 [f"new{i}".encode() for i in range(10)])
+        first_new = broker.store.look_message_by_offset(broker.store.commitlog.divided_offset + 48)
+        assert first_new is not None and first_new.body.startswith(b"new")
+        await member.stop()
+        nursery.cancel_scope.cancel()
