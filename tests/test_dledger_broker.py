@@ -6,6 +6,7 @@ stops another one takes over the writes while the old one, back, catches up."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from contextlib import asynccontextmanager
 
 import trio
@@ -261,4 +262,78 @@ async def test_a_plain_broker_becomes_a_dledger_member_with_its_messages_and_con
         first_new = broker.store.look_message_by_offset(broker.store.commitlog.divided_offset + 48)
         assert first_new is not None and first_new.body.startswith(b"new")
         await member.stop()
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_master_slave_pair_moves_to_a_dledger_group_as_readme_says(tmp_path):
+    """README's migration: a SYNC_MASTER and its slave stopped, the master's store copied to a third member and
+    its config/ over the slave's, the three restarted as one DLedger group: each seals the same old CommitLog
+    at the same divided offset, every old message is consumable from the leader, the committed offsets hold,
+    and new sends are replicated to all three above it."""
+    from test_ha import FAST_HA
+
+    from rocketpy.client import LitePullConsumer
+    from rocketpy.codecs.bodies import MessageQueue
+
+    queues = [MessageQueue(topic=TOPIC, broker_name="broker-dl", queue_id=q) for q in range(4)]
+    stores = [tmp_path / f"n{i}" for i in range(3)]
+    async with namesrv(tmp_path) as ns, trio.open_nursery() as nursery:
+        common = dict(namesrvAddr=ns.address, brokerName="broker-dl", **FAST_HA)
+        master = _BrokerHandle(nursery, str(stores[0]), brokerRole="SYNC_MASTER", **common)
+        m = await master.start()
+        slave = _BrokerHandle(nursery, str(stores[1]), brokerRole="SLAVE", brokerId="1", **common)
+        s = await slave.start()
+        await wait_until(lambda: m.ha.service.connection_count == 1, what="the slave connected")
+        await send_all(ns, [f"old{i}" for i in range(20)])  # SYNC_MASTER: the slave holds each one acked
+        async with LitePullConsumer("DlCG", config=client_config(ns), auto_commit=False,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET") as lp:
+            await lp.assign(queues)
+            consumed: list[bytes] = []
+            with trio.fail_after(20):
+                while len(consumed) < 8:
+                    consumed += [msg.body for msg in await lp.poll(1.0)]
+            await lp.commit()
+            committed = {mq.queue_id: await lp.committed(mq) for mq in queues}
+        end = m.store.max_phy_offset
+        await wait_until(lambda: s.store.max_phy_offset == end, what="the slave caught up")
+        await master.stop()
+        await slave.stop()
+        shutil.copytree(stores[0], stores[2], ignore=shutil.ignore_patterns("lock", "abort"))
+        shutil.rmtree(stores[1] / "config")
+        shutil.copytree(stores[0] / "config", stores[1] / "config")
+
+        ports = [free_port() for _ in range(3)]
+        handles = [BrokerHandle(nursery, str(stores[i]), **group_props(ns.address, ports, i)) for i in range(3)]
+        for h in handles:
+            await h.start()
+        await wait_until(lambda: leader_of(handles) is not None, timeout=60, what="a leader registered as master")
+        leader = leader_of(handles)
+        assert leader is not None
+        divided = {h.broker.store.commitlog.divided_offset for h in handles if h.broker is not None}
+        assert len(divided) == 1 and divided.pop() > 0
+        got = await pull_queues(leader.address, TOPIC, 4)
+        assert sorted(got.values()) == sorted(f"old{i}".encode() for i in range(20))
+        await send_all(ns, [f"new{i}" for i in range(10)])
+        new_end = leader.store.commitlog.max_offset
+        await wait_until(lambda: all(h.broker is not None and h.broker.store.commitlog.max_offset == new_end
+                                     for h in handles), what="the followers have the new entries")
+
+        def entries(h: BrokerHandle) -> list[tuple[int, int, bytes]]:
+            assert h.broker is not None
+            ledger = h.broker.store.ledger
+            return [(e.pos, e.term, e.body) for e in map(ledger.get, range(ledger.end_index + 1)) if e is not None]
+
+        assert len(entries(handles[0])) == 10 and entries(handles[0]) == entries(handles[1]) == entries(handles[2])
+        async with LitePullConsumer("DlCG", config=client_config(ns), auto_commit=False,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET") as lp:
+            await lp.assign(queues)
+            assert {mq.queue_id: await lp.committed(mq) for mq in queues} == committed
+            rest: list[bytes] = []
+            with trio.fail_after(20):
+                while len(rest) < 20 - len(consumed) + 10:
+                    rest += [msg.body for msg in await lp.poll(1.0)]
+        assert sorted(consumed + rest) == sorted([f"old{i}".encode() for i in range(20)] +
+                                                 [f"new{i}".encode() for i in range(10)])
+        for h in handles:
+            await h.stop()
         nursery.cancel_scope.cancel()
