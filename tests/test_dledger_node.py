@@ -222,3 +222,44 @@ async def test_a_commit_that_comes_with_no_output_still_wakes_the_dispatch(tmp_p
         await node._carry([])  # what a poll gives when the commit was its only change
         await advanced.wait()
     assert node.commit_advanced is not advanced  # a fresh event for the next commit
+
+
+@pytest.mark.timeout(60)
+async def test_a_role_change_is_logged_once_however_many_requests_bring_it(virtual_clock, caplog) -> None:
+    """A member still in a lower term steps down to candidate for every vote request of a higher one until its
+    maintainer moves its term on (21 at a broker group's start, in 100 ms): one line for the change, not one a
+    request; a later change of role is logged again."""
+    from rocketpy.codecs import RemotingCommand
+    from rocketpy.codecs.dledger import DLedgerRequestCode, HeartBeatRequest, VoteRequest, VoteResponse, VoteResult
+    from rocketpy.remoting.client import open_remoting_client
+
+    cfgs = peers()
+    node = DLedgerNode(DLedgerConfig(group="g", self_id="n0", peers=cfgs), MemoryLedger(), ledger_dir=None,
+                       checkpoint_interval_s=float("inf"))
+    caplog.set_level("INFO", logger="rocketpy.dledger")
+    async with trio.open_nursery() as nursery, open_remoting_client() as client:
+        await start(nursery, node)
+        answers: list[VoteResponse] = []
+
+        async def ask() -> None:
+            req = VoteRequest(group="g", leader_id="n1", local_id="n1", remote_id="n0", term=5)
+            vote = RemotingCommand.request(DLedgerRequestCode.VOTE, body=req.encode())
+            raw = await client.invoke(cfgs["n0"], vote, 3)
+            answers.append(VoteResponse.decode(raw.body or b""))
+
+        async with trio.open_nursery() as asks:
+            for _ in range(21):
+                asks.start_soon(ask)
+        assert len(answers) == 21
+        assert sum(a.vote_result is VoteResult.REJECT_TERM_NOT_READY for a in answers) > 1  # all while in term 0
+        await wait_until(lambda: node.state.curr_term >= 5, timeout=5)
+        term = node.state.curr_term
+        for _ in range(3):  # n1 leads that term: a follower, told once
+            beat = HeartBeatRequest(group="g", leader_id="n1", local_id="n1", remote_id="n0", term=term)
+            await client.invoke(cfgs["n0"], RemotingCommand.request(DLedgerRequestCode.HEART_BEAT, body=beat.encode()),
+                                3)
+        assert node.role is Role.FOLLOWER
+        nursery.cancel_scope.cancel()
+    changes = [r.getMessage() for r in caplog.records if "in term" in r.getMessage()]
+    assert changes == ["DLedger n0: CANDIDATE in term 5 (leader None)",
+                       f"DLedger n0: FOLLOWER in term {term} (leader n1)"]

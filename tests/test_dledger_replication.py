@@ -191,6 +191,38 @@ def test_acks_need_a_quorum_and_time_out_without_one() -> None:
                                                      (6, DLedgerResponseCode.WAIT_QUORUM_ACK_TIMEOUT)]
 
 
+def test_an_isolated_leader_answers_every_pending_append_at_its_deadline_in_order() -> None:
+    """QuorumAckChecker's checkResponseFuturesTimeout: each pending append past maxWaitAckTimeMs is answered
+    WAIT_QUORUM_ACK_TIMEOUT and the walk goes on to the next, so appends made 300 ms apart are each answered
+    at their own deadline, in index order, long before the leader steps down (and the broker's 10 s cap)."""
+    g = Group()
+    g.run(10_000)
+    g.send(3)
+    g.run(g.now + 500)
+    assert sorted(g.acked) == [0, 1, 2]
+    leader = g.leader()
+    for other in PEERS:
+        if other != leader.id:
+            g.cut.add(frozenset((leader.id, other)))
+    sent_at = {}
+    for _ in range(5):
+        sent_at[g.send(1, b"alone")[0]] = g.now
+        g.run(g.now + 300)
+    answered_at: dict[int, int] = {}
+    while g.now < max(sent_at.values()) + 3_000:
+        g.run(g.now + 10)
+        for f in g.failed:
+            answered_at.setdefault(f.index, g.now)
+    assert g.leader() is leader  # still leading: the answers came from the quorum check, not a step-down
+    assert [(f.index, f.code) for f in g.failed] == [(i, DLedgerResponseCode.WAIT_QUORUM_ACK_TIMEOUT)
+                                                     for i in sorted(sent_at)]
+    for i, t in sent_at.items():
+        assert 2_500 <= answered_at[i] - t <= 2_520, (i, answered_at[i] - t)
+    assert sorted(g.acked) == [0, 1, 2]
+    g.run(g.now + 10_000)  # the step-down answers nothing twice
+    assert len(g.failed) == 5
+
+
 def test_a_follower_refuses_appends_and_a_member_that_is_not_leader_refuses_sends() -> None:
     g = Group()
     g.run(10_000)

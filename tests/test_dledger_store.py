@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from rocketpy.codecs.message_types import Message
 from rocketpy.dledger.file_ledger import INDEX_FILE_SIZE
 from rocketpy.dledger.store import DLedgerMessageStore
 from rocketpy.store.config import MessageStoreConfig
-from rocketpy.store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageStatus
+from rocketpy.store.types import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from rocketpy.testing import message_properties
 
 GOLDEN = Path(__file__).resolve().parent.parent / "protocol" / "golden" / "store-dump-dledger"
@@ -85,6 +86,28 @@ def test_records_live_in_entries_and_reach_queues_once_committed(tmp_path: Path)
     r = again.put_message(message(300, queue_id=1))
     assert r.append is not None and r.append.logics_offset == 150
     again.close()
+
+
+def test_the_earliest_message_time_is_the_first_entrys_record(tmp_path: Path) -> None:
+    """brokerStatus' earliestMessageTimeStamp (clusterList's #Hour): the store time of the record in the
+    ledger's first entry, -1 while the ledger is empty; after retention, that of the first file left."""
+    start = int(time.time() * 1000) - 1_000_000  # files' mtimes are the wall clock's: retention compares them
+    ticks = iter(range(start, start + 1_000_000, 1000))  # each store time a second after the last
+    store = DLedgerMessageStore(config(tmp_path, file_reserved_time=1), clock=lambda: next(ticks))
+    store.open()
+    assert store.get_earliest_message_time() == -1
+    leader = Leader(store)
+    sent = [message(i) for i in range(400)]
+    assert all(store.put_message(m).is_ok for m in sent)  # crosses data files
+    leader.commit()
+    store.dispatch_committed()
+    assert store.get_earliest_message_time() == sent[0].store_timestamp == start
+    store.flush()
+    store.clean_expired(int(time.time() * 1000) + 3 * 3_600_000, force=True)
+    first = store.ledger.data.files[0].file_from_offset
+    kept = next(m for m in sent if m.commit_log_offset >= first)
+    assert kept is not sent[0] and store.get_earliest_message_time() == kept.store_timestamp
+    store.close()
 
 
 def test_a_batch_is_one_entry_a_message_with_its_own_properties(tmp_path: Path) -> None:
@@ -182,14 +205,126 @@ def test_retention_keeps_entries_not_yet_committed(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_store_with_a_plain_commitlog_is_refused_in_dledger_mode(tmp_path: Path) -> None:
-    from rocketpy.store import MessageStore
-    from rocketpy.store.types import StoreError
+def plain_config(root: Path) -> MessageStoreConfig:
+    """The plain store ``config`` becomes a DLedger member of: the same sizes, no DLedger."""
+    cfg = config(root)
+    cfg.enable_d_leger_commit_log = False
+    cfg.d_leger_self_id = cfg.d_leger_group = cfg.d_leger_peers = None
+    return cfg
 
-    plain = MessageStore(MessageStoreConfig(store_path_root_dir=str(tmp_path), mapped_file_size_commit_log=64 * 1024))
+
+def pull_all(store: DLedgerMessageStore, topic: str, queue_id: int, offset: int = 0) -> list[bytes]:
+    bodies: list[bytes] = []
+    while True:
+        got = store.get_message(topic, queue_id, offset, 32)
+        assert got is not None
+        if not got.messages:
+            return bodies
+        bodies += [decode_message(raw).body for raw in got.messages]
+        offset = got.next_begin_offset
+
+
+def make_divided_store(root: Path, old: int = 300, new: int = 10) -> tuple[list[PutMessageResult],
+                                                                          list[PutMessageResult]]:
+    """A plain store of ``old`` messages that became a DLedger member (n0) and took ``new`` more, closed; the
+    put results of both."""
+    from rocketpy.store import MessageStore
+
+    plain = MessageStore(plain_config(root))
     plain.open()
-    assert plain.put_message(message(0)).is_ok
+    before = [plain.put_message(message(i, queue_id=i % 2)) for i in range(old)]
     plain.close()
-    with pytest.raises(StoreError, match="written without DLedger"):
-        DLedgerMessageStore(config(tmp_path)).open()
-    assert not (tmp_path / "dledger-n0").exists()
+    store = DLedgerMessageStore(config(root))
+    store.open()
+    leader = Leader(store)
+    after = [store.put_message(message(i, queue_id=i % 2)) for i in range(old, old + new)]
+    leader.commit()
+    store.dispatch_committed()
+    store.ledger.persist_checkpoint()
+    store.close()
+    assert all(r.is_ok for r in before + after)
+    return before, after
+
+
+def test_a_plain_store_becomes_a_dledger_member_as_the_divided_commitlog(tmp_path: Path) -> None:
+    """DLedgerCommitLog's divided CommitLog: the first start in DLedger mode seals the old CommitLog's last
+    file with a blank and starts the ledger where that file ends; old records stay where they were (pull,
+    lookup by offset and key, queue offsets), new ones go into entries above the divided offset."""
+    from rocketpy.store import MessageStore
+
+    plain = MessageStore(plain_config(tmp_path))
+    plain.open()
+    old = [plain.put_message(message(i, queue_id=i % 2)) for i in range(300)]  # crosses CommitLog files
+    assert all(r.is_ok for r in old)
+    first_time = old[0].append.store_timestamp  # type: ignore[union-attr]
+    plain.close()
+    commitlog = sorted((tmp_path / "commitlog").iterdir())
+    last_end = int(commitlog[-1].name) + 64 * 1024
+    wrote = max(r.append.wrote_offset + r.append.wrote_bytes for r in old)  # type: ignore[union-attr]
+
+    store = DLedgerMessageStore(config(tmp_path))
+    store.open()
+    assert store.commitlog.divided_offset == last_end
+    assert [p.name for p in (tmp_path / "dledger-n0" / "data").iterdir()] == [f"{last_end:020d}"]
+    raw = commitlog[-1].read_bytes()  # sealed: a blank from the last record to the end of the file
+    rel = wrote - int(commitlog[-1].name)
+    assert raw[rel : rel + 8] == (len(raw) - rel).to_bytes(4, "big") + (-875286124).to_bytes(4, "big", signed=True)
+    # the old records, as a plain store serves them
+    assert store.get_max_offset_in_queue("T", 0) == store.get_max_offset_in_queue("T", 1) == 150
+    assert pull_all(store, "T", 0) == [message(i).body for i in range(0, 300, 2)]
+    r7 = old[7].append
+    assert r7 is not None
+    looked = store.look_message_by_offset(r7.wrote_offset)
+    assert looked is not None and looked.body == message(7).body and looked.queue_offset == 3
+    assert [decode_message(m).properties["KEYS"] for m in store.query_message("T", "k7", 10, 0, 2**62).messages] == [
+        "k7"]
+    assert store.min_phy_offset == 0 and store.get_earliest_message_time() == first_time
+    # new messages: entries above the divided offset, queue offsets going on
+    leader = Leader(store)
+    new = [store.put_message(message(i, queue_id=i % 2)) for i in range(300, 310)]
+    assert all(r.is_ok and r.append is not None for r in new)
+    assert new[0].append.wrote_offset == last_end + ENTRY_HEADER_SIZE  # type: ignore[union-attr]
+    assert new[0].append.logics_offset == 150  # type: ignore[union-attr]
+    leader.commit()
+    assert len(store.dispatch_committed()) == 10
+    assert pull_all(store, "T", 0, 148) == [message(i).body for i in (296, 298, 300, 302, 304, 306, 308)]
+    store.ledger.persist_checkpoint()
+    store.close()
+
+    again = DLedgerMessageStore(config(tmp_path))
+    again.open()  # the ledger is there: the divided offset is its first file's, nothing sealed again
+    assert again.commitlog.divided_offset == last_end and commitlog[-1].read_bytes() == raw
+    assert pull_all(again, "T", 1) == [message(i).body for i in range(1, 310, 2)]
+    assert again.get_max_offset_in_queue("T", 0) == 155
+    Leader(again)
+    assert again.put_message(message(310)).append.logics_offset == 155  # type: ignore[union-attr]
+    again.close()
+
+
+def test_retention_deletes_the_old_commitlog_first_and_keeps_the_ledger(tmp_path: Path) -> None:
+    from rocketpy.store import MessageStore
+
+    plain = MessageStore(plain_config(tmp_path))
+    plain.open()
+    assert all(plain.put_message(message(i)).is_ok for i in range(200))
+    plain.close()
+    store = DLedgerMessageStore(config(tmp_path, file_reserved_time=1))
+    store.open()
+    leader = Leader(store)
+    assert all(store.put_message(message(i)).is_ok for i in range(200, 400))  # ledger files too
+    leader.commit()
+    store.dispatch_committed()
+    store.flush()
+    ledger_files = len(store.ledger.data.files)
+    assert ledger_files >= 2
+    far = int(time.time() * 1000) + 3 * 3_600_000
+    divided = store.commitlog.divided_offset
+    while (tmp_path / "commitlog").exists() and any((tmp_path / "commitlog").iterdir()):
+        gone = store.clean_expired(far, force=True).commitlog
+        assert gone and all("/commitlog/" in g for g in gone)  # the old CommitLog's files, its last one too
+        assert len(store.ledger.data.files) == ledger_files
+    assert store.min_phy_offset == divided and store.get_min_offset_in_queue("T", 0) == 200
+    assert pull_all(store, "T", 0, 200)[0] == message(200).body
+    gone = store.clean_expired(far, force=True).commitlog  # then the ledger's own, as before
+    assert gone and all("/dledger-n0/" in g for g in gone)
+    store.close()

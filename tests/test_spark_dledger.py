@@ -205,3 +205,15 @@ def test_entries_the_index_does_not_name_yet_are_still_read(tmp_path: Path, spli
     assert parts[-1].end is None and len(parts) < 16  # not one per 4 KiB of the 4 MiB file
     rows = [r for p in parts for b in reader.read(p) for r in b.to_pylist()]
     assert [r["dledger_index"] for r in rows] == list(range(50))
+
+
+def test_rows_of_a_divided_store_are_its_old_commitlog_then_its_ledger(tmp_path: Path, capsys) -> None:
+    """A plain store that became a DLedger member: the old CommitLog's records (no dledger columns), then the
+    ledger's entries above the divided offset, as `rocketpy store dump` lists them."""
+    from test_dledger_store import make_divided_store
+
+    before, after = make_divided_store(tmp_path, 300, 10)
+    rows = [r for r in _rows(tmp_path) if r["record_type"] == "message"]
+    assert [r["commit_log_offset"] for r in rows] == [r.append.wrote_offset for r in before + after]
+    assert [r["dledger_index"] for r in rows] == [None] * 300 + list(range(10))
+    assert [r["commit_log_offset"] for r in rows] == [d["commitLogOffset"] for d in _dump(tmp_path, capsys)]

@@ -52,3 +52,24 @@ def test_check_names_a_damaged_entry(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert cli.main(["store", "check", str(store)]) == 1
     out = capsys.readouterr().out
     assert "DAMAGED" in out and "DlTopic/1@0: points at a record of DlTopic/1@-72057594037927936 (offset 381)" in out
+
+
+def test_check_and_dump_read_a_divided_store_old_commitlog_then_ledger(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A plain store that became a DLedger member: check verifies the old CommitLog (sealed by a blank) and
+    the ledger above it, with the queues pointing into both; dump lists the old records, then the new."""
+    from test_dledger_store import make_divided_store
+
+    before, after = make_divided_store(tmp_path, 300, 10)
+    report = check_store(str(tmp_path))
+    assert report.ok, report.errors
+    sections = {s.title: s.facts for s in report.sections}
+    assert sections["CommitLog"]["records"] == 300
+    assert sections["DLedger ledger dledger-n0"]["entries"] == 10
+    assert sections["ConsumeQueue"]["units"] == 310
+    capsys.readouterr()
+    assert cli.main(["store", "dump", str(tmp_path), "--json"]) == 0
+    got = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [g["commitLogOffset"] for g in got] == [r.append.wrote_offset for r in before + after]  # type: ignore[union-attr]
+    assert cli.main(["store", "dump", str(tmp_path), "--json", "--limit", "302"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 302

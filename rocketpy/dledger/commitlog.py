@@ -6,6 +6,12 @@ record's physical offset, the one its ConsumeQueue unit, its index keys and its 
 known; here the position is known first (the put lock holds, nothing else appends) and the record is built
 with it, which gives the same bytes.
 
+A store that held a plain CommitLog before it became a DLedger member keeps it as the "divided" CommitLog
+(``dividedCommitlogOffset``): the old files stay where they are, read only, and serve every offset below
+the divided offset (the end of the old last file, which the first start seals with a blank); the ledger's
+first data file starts there. Reads, pulls and lookups go to the old files below it, the dispatch walks
+them before the entries, and retention deletes them first (the ledger's files are kept meanwhile).
+
 Only the leader appends, through ``append_entry`` (the member's :meth:`DLedgerNode.append_now`, set by
 the broker): the put answers once the member reports the entry held by a quorum. Readers see committed
 entries only: ``max_offset`` is the committed position, and :meth:`committed_records` walks the entries up
@@ -22,6 +28,7 @@ from ..codecs.dledger import BLANK_MAGIC, ENTRY_HEADER_SIZE, DLedgerEntry, DLedg
 from ..codecs.message import MessageExt, offset_msg_id
 from ..store.commitlog import CONSUMED_TRANSACTION_TYPES, CommitLog
 from ..store.config import MessageStoreConfig
+from ..store.mapped_file import MappedFile
 from ..store.types import (
     AppendMessageResult,
     AppendMessageStatus,
@@ -50,6 +57,43 @@ class DLedgerCommitLog(CommitLog):
         self.ledger = ledger
         #: the leader's append (DLedgerNode.append_now); None until the broker's member runs
         self.append_entry: Callable[[bytes], DLedgerEntry] | None = None
+        #: the plain CommitLog this store had before (read only), and where the ledger takes over from it
+        #: (dividedCommitlogOffset; -1: none)
+        self.old: CommitLog | None = None
+        self.divided_offset = -1
+
+    def divide(self, old: CommitLog, divided_offset: int) -> None:
+        """Serve offsets below ``divided_offset`` from ``old``, the CommitLog written without DLedger."""
+        self.old, self.divided_offset = old, divided_offset
+
+    @property
+    def has_old_files(self) -> bool:
+        return self.old is not None and bool(self.old.mfq.files)
+
+    # -- reads below the divided offset go to the old CommitLog -----------------------------------
+    def find_file(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
+        old = self.old
+        if old is not None and offset < self.divided_offset:
+            return old.mfq.find_by_offset(offset, return_first_on_not_found)
+        return self.mfq.find_by_offset(offset, return_first_on_not_found)
+
+    def get_message(self, offset: int, size: int) -> bytes | None:
+        old = self.old
+        if old is not None and offset < self.divided_offset:
+            return old.get_message(offset, size)
+        return super().get_message(offset, size)
+
+    @property
+    def min_offset(self) -> int:
+        """getMinOffset: the old CommitLog's while it has files, else the ledger's."""
+        old = self.old
+        if old is not None and old.mfq.files:
+            return old.min_offset
+        return self.ledger_min_offset
+
+    @property
+    def ledger_min_offset(self) -> int:
+        return super().min_offset
 
     # -- offsets: readers see what is committed ----------------------------------------------------
     @property
@@ -61,6 +105,9 @@ class DLedgerCommitLog(CommitLog):
         return first.file_from_offset if first is not None else 0
 
     def get_data(self, offset: int, return_first_on_not_found: bool | None = None) -> tuple[int, bytes] | None:
+        old = self.old
+        if old is not None and offset < self.divided_offset:
+            return old.get_data(offset, return_first_on_not_found)
         got = super().get_data(offset, return_first_on_not_found)
         if got is None:
             return None
@@ -156,7 +203,23 @@ class DLedgerCommitLog(CommitLog):
     ) -> list[str]:
         """DLedger's CleanSpaceService: whole data files older than fileReservedTime + 1 hours (DLedgerCommitLog
         gives DLedger fileReservedHours so), never one holding an entry that is not committed (Java's does not
-        look) nor one past ``keep_from``; the ledger's first index moves past them."""
+        look) nor one past ``keep_from``; the ledger's first index moves past them.
+
+        While the old CommitLog of a divided store has files, those go instead (its last one too, once it is
+        the only one left) and the ledger's stay (deleteExpiredFile's disableDeleteDledger)."""
+        old = self.old
+        if old is not None and old.mfq.files:
+            gone = old.delete_expired_files(expired_ms, now_ms, clean_immediately=clean_immediately,
+                                            keep_from=min(keep_from, self.divided_offset))
+            files = old.mfq.files
+            if not gone and len(files) == 1:  # the plain rule keeps the last file: here it goes too
+                last = files[0]
+                log.info("Try to delete the last old commitlog file %s", last.file_name)
+                if now_ms >= last.last_modified_ms() + expired_ms or clean_immediately:
+                    old.mfq.delete_last_file()
+                    log.warning("deleted CommitLog file %s, the last of the old CommitLog", last.path)
+                    gone = [last.path]
+            return gone
         gone = super().delete_expired_files(expired_ms + _HOUR_MS, now_ms, clean_immediately=clean_immediately,
                                             keep_from=min(keep_from, self.ledger.committed_pos))
         if gone:
@@ -169,13 +232,15 @@ class DLedgerCommitLog(CommitLog):
 
     def close(self) -> None:
         self.ledger.close()  # its data files (this CommitLog's) and its index
+        if self.old is not None:
+            self.old.close()
 
     # -- the committed records, for the dispatch ------------------------------------------------------
     def committed_records(self, from_offset: int) -> Iterator[tuple[int, MessageExt | None]]:
         """(entry end, record) for every entry from the one starting at ``from_offset`` up to the committed
         position; the record is None where an entry holds no valid message (logged, skipped)."""
         end = self.ledger.committed_pos
-        offset = max(from_offset, self.min_offset, 0)
+        offset = max(from_offset, self.ledger_min_offset, 0)
         while offset < end:
             mf = self.mfq.find_by_offset(offset)
             if mf is None:

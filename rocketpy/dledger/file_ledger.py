@@ -163,6 +163,7 @@ class FileLedger:
             rel += entry.entry_size
             process = mf.file_from_offset + rel
         dropped = self.data.truncate_dirty_files(process, zero_tail=True)
+        self.data.flushed_where = process  # what recovery read is on disk (the store's CommitLog recovery's rule)
         if dropped:
             log.warning("%s: an unfinished entry after offset %d was cut (%d bytes)", self.path, process, dropped)
         self.index.truncate_dirty_files((last_index + 1) * INDEX_UNIT_SIZE, zero_tail=True)
@@ -174,6 +175,14 @@ class FileLedger:
         first = self.data.first_file()
         entry = self._entry_at(first, 0) if first is not None and first.wrote_position else None
         self.begin_index = entry.index if entry is not None else (self.end_index if self.end_index >= 0 else -1)
+
+    def start_at(self, offset: int) -> None:
+        """Make the first data file at ``offset`` (an empty ledger taking over a plain CommitLog that ends
+        there: MmapFileList.getLastMappedFile(dividedCommitlogOffset)); the first entry is written there."""
+        if self.data.files:
+            raise LedgerError(DLedgerResponseCode.DISK_ERROR, f"{self.path}: the ledger already has data files")
+        self.data.get_last_mapped_file(offset)
+        self.data.flushed_where = offset
 
     # -- reading -----------------------------------------------------------------------------------
     def get(self, index: int) -> DLedgerEntry | None:

@@ -223,6 +223,8 @@ class Elector:
         self._vote: _VoteRound | None = None
         self._beat: _BeatRound | None = None
         self._now = now
+        #: the last (term, role) told as RoleChanged: a repeat is not told again
+        self._told: tuple[int, Role] | None = None
 
     # -- the peers' requests ---------------------------------------------------------------------
     def handle_heartbeat(self, req: HeartBeatRequest, now: int) -> tuple[HeartBeatResponse, list[Output]]:
@@ -318,7 +320,7 @@ class Elector:
         if role is Role.LEADER:
             self._maintain_as_leader(out)
         elif role is Role.FOLLOWER:
-            self._maintain_as_follower()
+            self._maintain_as_follower(out)
         else:
             self._maintain_as_candidate(out)
         return out
@@ -356,10 +358,10 @@ class Elector:
         if not peers:
             self._finish_beat(rnd, out)
 
-    def _maintain_as_follower(self) -> None:
+    def _maintain_as_follower(self, out: list[Output]) -> None:
         cfg = self.config
         if self._now - self.last_leader_heartbeat > cfg.max_heart_beat_leak * cfg.heart_beat_time_interval_ms:
-            self._change_to_candidate(self.state.curr_term, [])
+            self._change_to_candidate(self.state.curr_term, out)  # [HeartBeatTimeOut]: told, as Java's
 
     def _maintain_as_candidate(self, out: list[Output]) -> None:
         st, cfg = self.state, self.config
@@ -493,7 +495,7 @@ class Elector:
         if parse is _ParseResult.PASSED and st.role is Role.CANDIDATE and st.curr_term == rnd.term:
             st.change_to_leader(rnd.term)
             self.last_send_heartbeat = -1
-            out.append(RoleChanged(rnd.term, Role.LEADER))
+            self._tell(rnd.term, Role.LEADER, out)
 
     def _finish_beat(self, rnd: _BeatRound, out: list[Output]) -> None:
         self._beat = None
@@ -530,13 +532,22 @@ class Elector:
         if term < st.curr_term:
             return
         st.change_to_candidate(term)
-        out.append(RoleChanged(term, Role.CANDIDATE))
+        self._tell(term, Role.CANDIDATE, out)
 
     def _change_to_follower(self, term: int, leader_id: str, out: list[Output]) -> None:
         self.last_parse_result = _ParseResult.WAIT_TO_REVOTE
         self.state.change_to_follower(term, leader_id)
         self.last_leader_heartbeat = self._now
-        out.append(RoleChanged(term, Role.FOLLOWER))
+        self._tell(term, Role.FOLLOWER, out)
+
+    def _tell(self, term: int, role: Role, out: list[Output]) -> None:
+        """handleRoleChange, once a change: Java calls it (and logs [ChangeRoleToCandidate]) on every
+        changeRoleToCandidate, and a member still at the lower term calls that for every vote request and
+        heartbeat of the higher one (21 times in 100 ms at a group's start); the role and term are the same,
+        the handlers would do nothing new, so only a change of role or term is told."""
+        if self._told != (term, role):
+            self._told = (term, role)
+            out.append(RoleChanged(term, role))
 
     def _taking_leadership(self) -> bool:
         st = self.state

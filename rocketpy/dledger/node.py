@@ -297,7 +297,13 @@ class DLedgerNode:
                                                       resp.code == REPLY_HEADER_CODE else None)))
             self._kick.set()
 
-        if client.send_soon(self.config.peers[s.peer], request, RPC_TIMEOUT_S, done) is None:
+        try:
+            sent = client.send_soon(self.config.peers[s.peer], request, RPC_TIMEOUT_S, done)
+        except RuntimeError:
+            # the follower just left: its connection's nursery closed before the connection says it is closed
+            # (trio closes it as its last task ends; the connection learns it when its reader task resumes)
+            sent = None
+        if sent is None:
             self._nursery.start_soon(self._push, s)
 
     async def _push(self, s: SendPush) -> None:

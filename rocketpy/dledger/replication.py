@@ -24,6 +24,10 @@ __all__ = ["AckFailed", "Acked", "EntryHandler", "PushReply", "Pusher", "Replica
 
 C = DLedgerResponseCode
 
+#: the deadline of a pending append answered WAIT_QUORUM_ACK_TIMEOUT: its future is done, it stays in the
+#: map (and counts for LEADER_PENDING_FULL) until the quorum passes it or the term changes, as Java's
+_ANSWERED = -1
+
 
 @dataclass(frozen=True)
 class ReplicationConfig:
@@ -127,6 +131,9 @@ class Pusher:
         self.pending_acks: dict[int, dict[int, tuple[int, int]]] = {}  # term -> index -> (pos, deadline)
         self.last_quorum_index = -1
         self.last_check_leak = 0
+        #: where checkResponseFuturesTimeout's walk goes on: the entries from quorum_index + 1 below it were
+        #: answered WAIT_QUORUM_ACK_TIMEOUT already (they stay pending, as Java's completed futures stay in the map)
+        self._timeout_walk = (-1, 0)  # (term, index)
         self._tokens = 0
         self._by_token: dict[int, tuple[str, PushType, int]] = {}
 
@@ -383,8 +390,9 @@ class Pusher:
             return
         term = st.curr_term
         for old in [t for t in self.pending_acks if t != term]:
-            for index in self.pending_acks.pop(old):
-                out.append(AckFailed(old, index, C.TERM_CHANGED))
+            for index, (_, deadline) in self.pending_acks.pop(old).items():
+                if deadline != _ANSWERED:
+                    out.append(AckFailed(old, index, C.TERM_CHANGED))
         for old in [t for t in self.water_marks if t != term]:
             del self.water_marks[old]
         pending = self.pending_acks.setdefault(term, {})
@@ -398,21 +406,37 @@ class Pusher:
             if got is None:
                 need_check = True
                 break
-            out.append(Acked(term, i, got[0]))
+            if got[1] != _ANSWERED:
+                out.append(Acked(term, i, got[0]))
             acked += 1
         if acked == 0:
-            i = quorum_index + 1
-            while i in pending and now >= pending[i][1]:
-                del pending[i]
-                out.append(AckFailed(term, i, C.WAIT_QUORUM_ACK_TIMEOUT))
-                i += 1
+            self._check_timeouts(term, pending, quorum_index + 1, now, out)
         if now - self.last_check_leak > 1000 or need_check:
             self._update_water_mark(term, st.self_id, self.ledger.end_index)
             for i in sorted(i for i in pending if i <= quorum_index):
-                pos, _ = pending.pop(i)
-                out.append(Acked(term, i, pos))
+                pos, deadline = pending.pop(i)
+                if deadline != _ANSWERED:
+                    out.append(Acked(term, i, pos))
             self.last_check_leak = now
         self.last_quorum_index = quorum_index
+
+    def _check_timeouts(self, term: int, pending: dict[int, tuple[int, int]], begin: int, now: int,
+                        out: list[ReplicationOutput]) -> None:
+        """checkResponseFuturesTimeout(begin): every pending append from ``begin`` on that is past its deadline
+        is answered WAIT_QUORUM_ACK_TIMEOUT, in index order, up to the first one still in time. The answered
+        stay pending (Java completes the future and leaves it in the map), so the next pass walks over them to
+        the later ones instead of stopping at a gap; it starts where this one stopped."""
+        walk_term, walked = self._timeout_walk
+        i = max(begin, walked) if walk_term == term else begin
+        while True:
+            got = pending.get(i)
+            if got is None or now < got[1]:
+                break
+            if got[1] != _ANSWERED:
+                pending[i] = (got[0], _ANSWERED)
+                out.append(AckFailed(term, i, C.WAIT_QUORUM_ACK_TIMEOUT))
+            i += 1
+        self._timeout_walk = (term, i)
 
 
 @dataclass

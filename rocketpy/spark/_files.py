@@ -204,9 +204,10 @@ def commitlog_files(paths: list[str]) -> list[tuple[str, int]]:
     for p in expand(paths):
         commit_dir = store_subdir(p, "commitlog")
         ledgers = ledger_data_dirs(p, _listdir, _isdir)
-        if ledgers and (commit_dir == p or not any(_is_offset_name(n) for n in _listdir(commit_dir))):
-            # DLedger mode: the records live in the ledger's data files (as `rocketpy store dump` reads it)
-            for d in ledgers:
+        if ledgers:
+            # DLedger mode: the records live in the ledger's data files (as `rocketpy store dump` reads it),
+            # and below them, in a store that was plain before (the divided CommitLog), in its old CommitLog
+            for d in [*ledgers, *([] if commit_dir == p else [commit_dir])]:
                 names = sorted(n for n in _listdir(d) if _is_offset_name(n) and _isfile(os.path.join(d, n)))
                 out.extend((os.path.join(d, n), int(n)) for n in names)
             continue

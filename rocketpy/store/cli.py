@@ -308,6 +308,27 @@ class _LedgerDump:
                 print(f"warning: {path.name}: {exc}; the rest of the ledger is skipped", file=sys.stderr, flush=True)
 
 
+class _DividedDump:
+    """A store that was plain before it became a DLedger member (the divided CommitLog): the old CommitLog's
+    records, then the ledger's, in offset order."""
+
+    def __init__(self, old: _Dump, ledger: _LedgerDump, args: argparse.Namespace) -> None:
+        self.old, self.ledger, self.args = old, ledger, args
+
+    @property
+    def damaged(self) -> int:
+        return self.old.damaged + self.ledger.damaged
+
+    def __iter__(self) -> Iterator[MessageExt]:
+        limit, n = self.args.limit, 0
+        for part in (self.old, self.ledger):
+            for rec in part:
+                yield rec
+                n += 1
+                if limit and n >= limit:
+                    return
+
+
 def _cmd_dump(args: argparse.Namespace) -> int:
     ledgers = find_ledger_dirs(args.dir) if os.path.isdir(args.dir) else []
     commit_dir = _commit_dir(args.dir) if os.path.isdir(args.dir) else None
@@ -315,7 +336,11 @@ def _cmd_dump(args: argparse.Namespace) -> int:
         commit_dir = None  # DLedger mode: the records live in the ledger
     if commit_dir is None and not ledgers:
         return _not_a_store("dump", args.dir)
-    dump: _Dump | _LedgerDump = _Dump(commit_dir, args) if commit_dir is not None else _LedgerDump(ledgers, args)
+    dump: _Dump | _LedgerDump | _DividedDump
+    if commit_dir is not None and ledgers:
+        dump = _DividedDump(_Dump(commit_dir, args), _LedgerDump(ledgers, args), args)
+    else:
+        dump = _Dump(commit_dir, args) if commit_dir is not None else _LedgerDump(ledgers, args)
     out = sys.stdout
     if args.json:
         for msg in dump:

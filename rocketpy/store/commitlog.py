@@ -499,6 +499,10 @@ class CommitLog:
 
     # -- reading -----------------------------------------------------------------------
 
+    def find_file(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
+        """The file holding CommitLog ``offset`` (a pull's reads go by it)."""
+        return self.mfq.find_by_offset(offset, return_first_on_not_found)
+
     def get_message(self, offset: int, size: int) -> bytes | None:
         """``size`` bytes at CommitLog ``offset`` (one record when size is its store size)."""
         mf = self.mfq.find_by_offset(offset, offset == 0)

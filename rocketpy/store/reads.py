@@ -113,7 +113,7 @@ class StoreReads:
             # kept (nothing can change the file list during this synchronous call)
             commitlog = self.commitlog
             file_size = commitlog.file_size
-            find_file = commitlog.mfq.find_by_offset
+            find_file = commitlog.find_file  # (a DLedger store's divided CommitLog: the old files below)
             mf = None
             mf_lo = mf_hi = 0
             memory = self._memory
