@@ -12,6 +12,7 @@ from test_remoting import CountingStream
 from rocketpy.codecs import RemotingCommand
 from rocketpy.remoting import CommandReader, ConnectionClosedError, RemotingTimeoutError, RequestContext
 from rocketpy.remoting.client_connection import WRITE_CHUNK, ClientConnection
+from rocketpy.testing import wait_until
 
 ECHO = 9001
 
@@ -228,3 +229,30 @@ async def test_early_writes_the_socket_takes_in_part_keep_frames_whole(nursery: 
     assert answers == {i: (b"%06d" % i + bytes(i % 251 for _ in range(10))) for i in range(48)}
     await conn.aclose()
     await peer.aclose()
+
+
+async def test_a_request_soon_from_a_task_finishing_after_the_peer_left_is_refused_quietly(
+        nursery: trio.Nursery, virtual_clock: trio.testing.MockClock) -> None:
+    # a DLedger member's push, sent from a task of the connection's own nursery as the follower went away: trio
+    # had closed that nursery to new tasks, and request_soon's start_soon raised RuntimeError into the member
+    a, b = trio.socket.socketpair()  # a socket: the production read loop, which closes only after its tasks end
+    conn = ClientConnection(trio.SocketStream(a), "peer:1")
+    theirs = trio.SocketStream(b)
+    got: list[object] = []
+    ran = trio.Event()
+
+    async def late() -> None:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(1)
+        got.append(conn.request_soon(RemotingCommand(code=105), 3.0, lambda _f: None))
+        ran.set()
+
+    async def run() -> None:
+        await conn.run(None, RequestContext(connection=conn, remote_addr="peer:1"))
+
+    nursery.start_soon(run)
+    await wait_until(lambda: conn._nursery is not None)
+    conn._nursery.start_soon(late)
+    await theirs.aclose()  # the peer leaves: the read loop ends while late() still sleeps
+    await ran.wait()
+    assert got == [None]  # not running: nothing sent, no error

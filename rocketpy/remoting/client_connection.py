@@ -353,13 +353,18 @@ class ClientConnection(Connection):
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._expire_loop)
-                if sock is None:
-                    await self.serve(dispatcher, context, inline=False)
-                else:
-                    context.nursery = nursery
-                    await self._read_socket(sock, dispatcher, context, nursery)
-                nursery.cancel_scope.cancel()
+                try:
+                    nursery.start_soon(self._expire_loop)
+                    if sock is None:
+                        await self.serve(dispatcher, context, inline=False)
+                    else:
+                        context.nursery = nursery
+                        await self._read_socket(sock, dispatcher, context, nursery)
+                    nursery.cancel_scope.cancel()
+                finally:
+                    # trio closes the nursery to new tasks as the body ends, while its tasks still finish: one of
+                    # them calling request_soon then must find no nursery (None: "not running"), not a closed one
+                    self._nursery = None
         finally:
             self._nursery = None
             await self.aclose()
