@@ -465,6 +465,10 @@ class AsyncioRemotingClient:
                 raise RemotingTimeoutError(f"invoke to {addr}: connecting used the whole {timeout} s")
         return await conn.invoke(self._hooked(request), remaining)
 
+    def pending_requests(self) -> int:
+        """Requests sent on this client's connections and not yet answered, timed out or forgotten."""
+        return sum(len(conn.core.requests) for conn in self._pool.values())
+
     def is_open(self, addr: str) -> bool:
         conn = self._pool.get(addr)
         return conn is not None and not conn.closed

@@ -169,6 +169,10 @@ class RemotingClient:
             remaining = timeout  # pooled: no time went by
         return await conn.invoke(self._hooked(request), remaining)
 
+    def pending_requests(self) -> int:
+        """Requests sent on this client's connections and not yet answered, timed out or forgotten."""
+        return sum(len(conn.core.requests) for conn in self._pool.values())
+
     def is_open(self, addr: str) -> bool:
         """Whether a connection to ``addr`` is open in the pool (send_soon can use it)."""
         conn = self._pool.get(addr)

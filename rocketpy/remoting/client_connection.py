@@ -25,6 +25,7 @@ import trio
 from ..codecs import CodecError, RemotingCommand
 from ..codecs.command import ONEWAY_FLAG
 from .connection import Connection, ResponseFuture, receive_buffer
+from .core import RequestTable
 from .errors import RemotingSendRequestError, RemotingTimeoutError
 
 if TYPE_CHECKING:
@@ -79,20 +80,20 @@ class _Waiter(outcome.Outcome[RemotingCommand]):
     outcome.Value made and unwrapped per answer cost about half a microsecond, 2-3 % of a client's send. It gives
     the answer once (as a Value does), so that a finished wait left in the heap of deadlines does not keep it."""
 
-    __slots__ = ("opaque", "request", "timeout", "done", "task", "result", "pending", "response")
+    __slots__ = ("opaque", "request", "timeout", "done", "task", "result", "table", "response")
     # an Outcome compares by the value it holds; a waiter is only ever itself
     __eq__ = object.__eq__
     __ne__ = object.__ne__
     __hash__ = object.__hash__  # type: ignore[assignment]
 
-    def __init__(self, opaque: int, request: Request, timeout: float, pending: dict[int, Any]) -> None:
+    def __init__(self, opaque: int, request: Request, timeout: float, table: RequestTable) -> None:
         self.opaque = opaque
         self.request: Request | None = request
         self.timeout = timeout
         self.done = False
         self.task: trio.lowlevel.Task | None = None
         self.result: outcome.Outcome[RemotingCommand] | None = None
-        self.pending = pending
+        self.table = table
         self.response: RemotingCommand | None = None
 
     def _settle(self, result: outcome.Outcome[RemotingCommand]) -> None:
@@ -131,8 +132,7 @@ class _Waiter(outcome.Outcome[RemotingCommand]):
         self.task = None
         self.done = True
         self.request = None
-        if self.pending.get(self.opaque) is self:
-            del self.pending[self.opaque]
+        self.table.forget(self.opaque, self)  # cancelled: its answer, if it comes, is dropped quietly
         return trio.lowlevel.Abort.SUCCEEDED
 
 
@@ -248,14 +248,14 @@ class ClientConnection(Connection):
         """Send ``request`` and wait up to ``timeout`` seconds for its response."""
         opaque = self.next_opaque()
         frame = encode_request(request, opaque) if isinstance(request, RemotingCommand) else request.frame(opaque)
-        waiter = _Waiter(opaque, request, timeout, self._pending)
+        waiter = _Waiter(opaque, request, timeout, self.core.requests)
         self._pending[opaque] = waiter  # type: ignore[assignment]
         self._arm(waiter, timeout)
         try:
             await self.post(frame)
         except BaseException:
             waiter.done = True
-            self._pending.pop(opaque, None)
+            self.core.requests.forget(opaque, waiter)
             raise
         try:
             result = waiter.result

@@ -37,6 +37,8 @@ __all__ = ["AnswerFuture", "CodecError", "CommandReader", "ConnectionCore", "Lan
 
 #: the heap of deadlines is swept of finished waits when it is this long and mostly finished
 SWEEP_AT = 4096
+#: opaques of given-up waits remembered, so that their late answers are dropped quietly
+FORGOTTEN_KEPT = 1024
 _INF = math.inf
 _heappush = heapq.heappush
 
@@ -173,7 +175,7 @@ class RequestTable:
     Answers are matched by opaque (in any order); a wait whose deadline passed ends with
     RemotingTimeoutError as Java's scanResponseTable ends it, and its late answer is dropped."""
 
-    __slots__ = ("pending", "remote_addr", "_deadlines", "_seq", "_opaques", "quiet_unmatched")
+    __slots__ = ("pending", "remote_addr", "_deadlines", "_seq", "_opaques", "quiet_unmatched", "_forgotten")
 
     def __init__(self, remote_addr: str, opaques: Iterator[int] | None = None) -> None:
         self.remote_addr = remote_addr
@@ -186,6 +188,8 @@ class RequestTable:
         #: an answer to no wait is logged at debug level, not as a warning (a connection shutting down
         #: forgets its waits before their answers arrive)
         self.quiet_unmatched = False
+        #: opaques whose waits were given up (cancelled): their answers, when they come, are expected
+        self._forgotten: dict[int, None] = {}
 
     def __len__(self) -> int:
         return len(self.pending)
@@ -210,15 +214,21 @@ class RequestTable:
         return heap[0][2] is waiter
 
     def forget(self, opaque: int, waiter: Waiter | None = None) -> None:
-        """Stop waiting for ``opaque`` (only if it is still ``waiter``'s, when given)."""
+        """Stop waiting for ``opaque`` (only if it is still ``waiter``'s, when given): a caller gave up, and the
+        answer, if it comes, is dropped without a warning."""
         if waiter is None or self.pending.get(opaque) is waiter:
-            self.pending.pop(opaque, None)
+            if self.pending.pop(opaque, None) is not None:
+                forgotten = self._forgotten
+                if len(forgotten) >= FORGOTTEN_KEPT:
+                    del forgotten[next(iter(forgotten))]
+                forgotten[opaque] = None
 
     def complete(self, response: RemotingCommand) -> bool:
         """Hand ``response`` to the wait for its opaque; False (and a log line) when none waits."""
         waiter = self.pending.pop(response.opaque, None)
         if waiter is None:
-            log.log(logging.DEBUG if self.quiet_unmatched else logging.WARNING,
+            expected = self._forgotten.pop(response.opaque, 0) is None
+            log.log(logging.DEBUG if self.quiet_unmatched or expected else logging.WARNING,
                     "response with opaque %d from %s matches no request", response.opaque, self.remote_addr)
             return False
         request = waiter.request

@@ -1,0 +1,204 @@
+"""The client's public API on both event loops: every test runs once under trio and once under asyncio (the
+native asyncio driver, remoting.aio: no thread, no trio loop), against the pytest plugin's cluster.
+
+The same test body runs on either loop because the client is written against anyio; each test asserts what a
+user relies on (what was stored, consumed, committed, answered), not how the loop got there."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import pytest
+import trio
+
+from rocketpy.client import (
+    ConsumeFromWhere,
+    LitePullConsumer,
+    Producer,
+    PushConsumer,
+    create_reply_message,
+    make_message,
+)
+from rocketpy.client.transaction import TransactionProducer
+from rocketpy.codecs.codes import LocalTransactionState, SendStatus
+from rocketpy.pytest_plugin import Cluster
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(params=["trio", "asyncio"])
+def loop(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def run(loop: str, main: Callable[[], Awaitable[Any]]) -> Any:
+    """``main()`` on the given loop, checking it really runs there (the asyncio run has no trio under it)."""
+
+    async def checked() -> Any:
+        if loop == "asyncio":
+            asyncio.get_running_loop()
+            with pytest.raises(RuntimeError):
+                trio.lowlevel.current_task()
+        with anyio.fail_after(60):
+            return await main()
+
+    return anyio.run(checked, backend=loop)
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+async def wait_for(check: Callable[[], bool], what: str, seconds: float = 20) -> None:
+    with anyio.fail_after(seconds):
+        while not check():
+            await anyio.sleep(0.02)
+
+
+def test_every_send_mode_stores_the_messages(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    topic = name("LoopSend")
+
+    async def main() -> list[bytes]:
+        async with Producer(name("PG"), namesrv=rocketmq_session_cluster.namesrv) as producer:
+            first = await producer.send(make_message(topic, "sync"))
+            assert first.send_status == SendStatus.SEND_OK
+            many = await gather([producer.send(make_message(topic, f"c{i}")) for i in range(16)])
+            assert {r.send_status for r in many} == {SendStatus.SEND_OK}
+            assert len({r.msg_id for r in many}) == 16
+            assert (await producer.send_async(make_message(topic, "async")).result()).send_status == SendStatus.SEND_OK
+            await producer.send_oneway(make_message(topic, "oneway"))
+            batch = await producer.send_batch([make_message(topic, f"b{i}") for i in range(3)])
+            assert batch.send_status == SendStatus.SEND_OK
+        return await drain(rocketmq_session_cluster, topic, 22)
+
+    bodies = run(loop, main)
+    assert sorted(bodies) == sorted([b"sync", b"async", b"oneway"] + [f"c{i}".encode() for i in range(16)]
+                                    + [f"b{i}".encode() for i in range(3)])
+
+
+async def gather(coros: list[Awaitable[Any]]) -> list[Any]:
+    """Run the awaitables concurrently on whichever loop runs (an anyio task group), results in order."""
+    out: list[Any] = [None] * len(coros)
+
+    async def one(i: int, c: Awaitable[Any]) -> None:
+        out[i] = await c
+
+    async with anyio.create_task_group() as group:
+        for i, c in enumerate(coros):
+            group.start_soon(one, i, c)
+    return out
+
+
+async def drain(cluster: Cluster, topic: str, count: int) -> list[bytes]:
+    """Every message of ``topic`` read back by a lite-pull consumer of a fresh group."""
+    consumer = LitePullConsumer(name("CGDrain"), namesrv=cluster.namesrv,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic)
+    got: list[bytes] = []
+    async with consumer:
+        with anyio.fail_after(30):
+            while len(got) < count:
+                got += [m.body for m in await consumer.poll(0.5)]
+    return got
+
+
+def test_a_push_consumer_consumes_every_message_and_commits_its_offsets(loop: str,
+                                                                       rocketmq_session_cluster: Cluster) -> None:
+    topic, group = name("LoopPush"), name("CGPush")
+    namesrv = rocketmq_session_cluster.namesrv
+
+    async def main() -> tuple[list[bytes], int]:
+        async with Producer(name("PG"), namesrv=namesrv) as producer:
+            for i in range(12):
+                await producer.send(make_message(topic, f"p{i}"))
+        got: list[bytes] = []
+
+        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+            await anyio.sleep(0)  # a coroutine listener runs on the consumer's own loop
+            got.extend(m.body for m in msgs)
+
+        consumer = PushConsumer(group, listener, namesrv=namesrv,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe(topic)
+        async with consumer:
+            await wait_for(lambda: len(got) >= 12, "consumed")
+        committed = sum(rocketmq_session_cluster.broker.offsets.table.get(f"{topic}@{group}", {}).values())
+        return got, committed
+
+    got, committed = run(loop, main)
+    assert sorted(got) == sorted(f"p{i}".encode() for i in range(12))
+    assert committed == 12  # shutdown persisted the offset after the last message of every queue
+
+
+def test_a_transaction_left_unknown_is_committed_by_the_brokers_check(loop: str,
+                                                                     rocketmq_session_cluster: Cluster) -> None:
+    topic = name("LoopTx")
+    checked: list[bytes] = []
+
+    def check(msg):  # type: ignore[no-untyped-def]
+        checked.append(msg.body)
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    async def main() -> list[bytes]:
+        async with TransactionProducer(name("TPG"), lambda m, a: LocalTransactionState.UNKNOW, check,
+                                       namesrv=rocketmq_session_cluster.namesrv) as producer:
+            result, state = await producer.send_in_transaction(make_message(topic, "half"))
+            assert result.send_status == SendStatus.SEND_OK and state == LocalTransactionState.UNKNOW
+            # the broker asks back over this client's own connection (CHECK_TRANSACTION_STATE)
+            await wait_for(lambda: bool(checked), "checked")
+        return await drain(rocketmq_session_cluster, topic, 1)
+
+    assert run(loop, main) == [b"half"] and checked == [b"half"]
+
+
+def test_request_reply_gets_the_consumers_answer(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    topic = name("LoopReq")
+    namesrv = rocketmq_session_cluster.namesrv
+
+    async def main() -> bytes:
+        async with Producer(name("Req"), namesrv=namesrv) as requester, \
+                Producer(name("Resp"), namesrv=namesrv) as responder:
+
+            async def answer(msgs, ctx):  # type: ignore[no-untyped-def]
+                for msg in msgs:
+                    if "REPLY_TO_CLIENT" in msg.properties:
+                        await responder.send(create_reply_message(msg, b"pong: " + msg.body))
+
+            await requester.send(make_message(topic, "warm up"))
+            consumer = PushConsumer(name("CGReq"), answer, namesrv=namesrv,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
+            consumer.subscribe(topic)
+            async with consumer:
+                await wait_for(lambda: bool(consumer.pq_table), "queues taken")
+                await anyio.sleep(0.5)
+                reply = await requester.request(make_message(topic, "ping"), timeout=10.0)
+        return reply.body
+
+    assert run(loop, main) == b"pong: ping"
+
+
+def test_a_cancelled_send_leaves_nothing_behind(loop: str, rocketmq_session_cluster: Cluster,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    topic = name("LoopCancel")
+
+    async def main() -> SendStatus:
+        async with Producer(name("PG"), namesrv=rocketmq_session_cluster.namesrv) as producer:
+            await producer.send(make_message(topic, "route"))
+            for _ in range(5):
+                with anyio.move_on_after(0.0005):  # given up while its answer is on the way
+                    await producer.send(make_message(topic, "cancelled"))
+            status = (await producer.send(make_message(topic, "after"))).send_status
+            remoting = producer.client.remoting
+            assert remoting is not None
+            # the waits given up are gone (the instance's own heartbeats may be in flight a moment)
+            await wait_for(lambda: remoting.pending_requests() == 0, "no waits left", seconds=2)
+            await anyio.sleep(0.2)  # the late answers arrive meanwhile
+            return status
+
+    with caplog.at_level("WARNING", logger="rocketpy.remoting"):
+        assert run(loop, main) == SendStatus.SEND_OK
+    assert "matches no request" not in caplog.text  # the late answers of given-up sends are expected
