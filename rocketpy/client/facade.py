@@ -27,6 +27,7 @@ import trio
 
 from ..codecs.message import Message, MessageExt
 from .lite_pull import LitePullConsumer
+from .loop_thread import LoopThread
 from .producer import Producer
 from .push_consumer import ConsumeContext, PushConsumer
 from .results import SendResult
@@ -149,17 +150,22 @@ class Hosted(Generic[C]):
 
 # -- blocking ------------------------------------------------------------------------------------------
 class BlockingProducer:
-    """``with BlockingProducer("group", namesrv=...) as p: p.send(msg)`` from plain threads."""
+    """``with BlockingProducer("group", namesrv=...) as p: p.send(msg)`` from plain threads.
 
-    def __init__(self, group: str, *, portal: TrioPortal | None = None, **kwargs: Any) -> None:
-        self._host: Hosted[Producer] = Hosted(Producer(group, **kwargs), portal)
-        self.producer: Producer = self._host.obj
+    The Producer runs natively on a shared asyncio loop thread (:class:`~rocketpy.client.loop_thread.LoopThread`):
+    a call is one hand-over to that thread, and the calls of many threads wake it once per burst. ``portal`` is
+    accepted for compatibility and not used."""
+
+    def __init__(self, group: str, *, portal: TrioPortal | None = None, loop: LoopThread | None = None,
+                 **kwargs: Any) -> None:
+        self.producer = Producer(group, **kwargs)
+        self._loop = loop or LoopThread.shared()
 
     def start(self) -> None:
-        self._host.start()
+        self._loop.run(self.producer.start)
 
     def shutdown(self) -> None:
-        self._host.shutdown()
+        self._loop.run(self.producer.shutdown)
 
     def __enter__(self) -> BlockingProducer:
         self.start()
@@ -169,20 +175,20 @@ class BlockingProducer:
         self.shutdown()
 
     def send(self, msg: Message, **kwargs: Any) -> SendResult:
-        return self._host.call("send", msg, **kwargs)  # type: ignore[no-any-return]
+        return self._loop.run(functools.partial(self.producer.send, msg, **kwargs))
 
     def send_oneway(self, msg: Message, **kwargs: Any) -> None:
-        self._host.call("send_oneway", msg, **kwargs)
+        self._loop.run(functools.partial(self.producer.send_oneway, msg, **kwargs))
 
     def send_batch(self, msgs: list[Message], **kwargs: Any) -> SendResult:
-        return self._host.call("send_batch", msgs, **kwargs)  # type: ignore[no-any-return]
+        return self._loop.run(functools.partial(self.producer.send_batch, msgs, **kwargs))
 
     def send_async(self, msg: Message, **kwargs: Any) -> concurrent.futures.Future[SendResult]:
         """A future of the result; ``future.add_done_callback`` gives Java-style callbacks."""
-        return self._host.portal.submit(self.producer.send, msg, **kwargs)
+        return self._loop.submit(functools.partial(self.producer.send, msg, **kwargs))
 
     def request(self, msg: Message, timeout: float = 3.0, **kwargs: Any) -> MessageExt:
-        return self._host.call("request", msg, timeout, **kwargs)  # type: ignore[no-any-return]
+        return self._loop.run(functools.partial(self.producer.request, msg, timeout, **kwargs))
 
 
 class BlockingPushConsumer:
