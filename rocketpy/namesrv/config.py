@@ -19,8 +19,14 @@ from ..javacompat.hashmap import concurrent_hashmap_order
 
 log = logging.getLogger("rocketpy.namesrv")
 
-#: keys UPDATE_NAMESRV_CONFIG may never change, whatever configBlackList says
+#: keys UPDATE_NAMESRV_CONFIG may never change, whatever configBlackList says (DefaultRequestProcessor's
+#: initConfigBlackList)
 ALWAYS_BLACK_LISTED = ("configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome")
+#: keys no remote update may change on our NameServer, though Java's would take them: the address and port
+#: it binds (saved, they take effect at the next start: ``listenHost=0.0.0.0`` binds every interface), and
+#: every ``tls.*`` key (key and certificate paths, passwords, modes)
+REMOTE_REFUSED_KEYS: dict[str, str] = {"listenHost": "an address to bind", "listenPort": "a port to bind"}
+REMOTE_REFUSED_PREFIX = "tls."
 
 
 def _home_file(name: str) -> str:
@@ -119,7 +125,19 @@ class NamesrvConfig:
         return {k: values[k] for k in concurrent_hashmap_order(values, 8)}
 
     def black_list(self) -> set[str]:
+        """Java's black list: its own four keys and those of ``configBlackList``."""
         return set(ALWAYS_BLACK_LISTED) | {k for k in self.config_black_list.split(";")}
+
+    def refused_key(self, props: Mapping[str, str]) -> str | None:
+        """The first key that makes UPDATE_NAMESRV_CONFIG refuse the whole update (NO_PERMISSION, as Java
+        refuses a black-listed key): one of :meth:`black_list`, of ours (``REMOTE_REFUSED_KEYS``, ``tls.*``),
+        or a key or value with a line break (it would be lines of its own in the file at the next start)."""
+        black = self.black_list() | REMOTE_REFUSED_KEYS.keys()
+        for key, value in props.items():
+            if (key in black or key.startswith(REMOTE_REFUSED_PREFIX) or properties.has_line_break(key)
+                    or properties.has_line_break(value)):
+                return key
+        return None
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, strict: bool = False) -> NamesrvConfig:
