@@ -27,6 +27,11 @@ ALWAYS_BLACK_LISTED = ("configBlackList", "configStorePath", "kvConfigPath", "ro
 #: every ``tls.*`` key (key and certificate paths, passwords, modes)
 REMOTE_REFUSED_KEYS: dict[str, str] = {"listenHost": "an address to bind", "listenPort": "a port to bind"}
 REMOTE_REFUSED_PREFIX = "tls."
+#: our key bounding an UPDATE_NAMESRV_CONFIG body, in bytes (0 or less: none, as Java): read from the file's
+#: extra keys (like serverMaxConnections), so that GET_NAMESRV_CONFIG lists it only when it is set. Reading
+#: a body of short lines takes about 0.5 s a MiB on the event loop.
+UPDATE_CONFIG_MAX_BODY_SIZE = "updateNamesrvConfigMaxBodySize"
+DEFAULT_UPDATE_CONFIG_MAX_BODY_SIZE = 64 * 1024
 
 
 def _home_file(name: str) -> str:
@@ -108,7 +113,8 @@ class NamesrvConfig:
                 raise properties.ConfigError(f"listenPort={text!r} is not a port number (0-65535)")
             setattr(self, f.name, value)
         # tls.* (Java's system properties) and our connection cap are read from ``extra`` at start
-        unknown = [k for k in unknown if not k.startswith("tls.") and k != "serverMaxConnections"]
+        unknown = [k for k in unknown
+                   if not k.startswith("tls.") and k not in ("serverMaxConnections", UPDATE_CONFIG_MAX_BODY_SIZE)]
         if unknown and warn_unknown:
             log.warning("unknown NameServer config keys (ignored): %s", ", ".join(sorted(unknown)))
         return unknown
@@ -127,6 +133,14 @@ class NamesrvConfig:
     def black_list(self) -> set[str]:
         """Java's black list: its own four keys and those of ``configBlackList``."""
         return set(ALWAYS_BLACK_LISTED) | {k for k in self.config_black_list.split(";")}
+
+    @property
+    def update_config_max_body_size(self) -> int:
+        """``updateNamesrvConfigMaxBodySize``: the default when it is not set or not a number."""
+        try:
+            return int(self.extra.get(UPDATE_CONFIG_MAX_BODY_SIZE, DEFAULT_UPDATE_CONFIG_MAX_BODY_SIZE))
+        except ValueError:
+            return DEFAULT_UPDATE_CONFIG_MAX_BODY_SIZE
 
     def refused_key(self, props: Mapping[str, str]) -> str | None:
         """The first key that makes UPDATE_NAMESRV_CONFIG refuse the whole update (NO_PERMISSION, as Java

@@ -288,6 +288,13 @@ async def update_namesrv_config(ctx: NamesrvContext, request: RemotingCommand) -
     ns = ctx.state
     log.info("updateConfig called by %s", ctx.remote_addr)
     if request.body is not None:
+        limit = ns.config.update_config_max_body_size
+        if 0 < limit < len(request.body):
+            cause = (f"UPDATE_NAMESRV_CONFIG body of {len(request.body)} bytes is over "
+                     f"updateNamesrvConfigMaxBodySize={limit}")
+            log.warning("process request refused: code %d from %s answered SYSTEM_ERROR: %s", request.code,
+                        ctx.remote_addr, cause)
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=cause)
         try:
             props = properties.parse_update(request.body)
         except properties.PropertiesError:

@@ -11,6 +11,8 @@ their files escaped.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from security_helpers import (
     BLACK_LIST_REMARK,
@@ -105,3 +107,20 @@ async def test_a_body_properties_load_refuses_is_answered_as_java_answers_it(tmp
     async with running_namesrv(namesrv_file(tmp_path)) as ns:
         answer = await invoke(ns.address, RequestCode.UPDATE_NAMESRV_CONFIG, b"a=\\uZZZZ")
     assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, "string2Properties error")
+
+
+async def test_a_namesrv_update_over_its_size_is_refused_unread(tmp_path, caplog):
+    """Reading a body of short lines takes about 0.5 s a MiB on the event loop: one 16 MiB frame held the
+    NameServer for seconds. Bodies over updateNamesrvConfigMaxBodySize (64 KiB; 0 lifts it, as Java, which
+    has no such bound) are answered SYSTEM_ERROR naming it, with one log line, and change nothing."""
+    body = b"orderMessageEnable=true\n" * 3000
+    async with running_namesrv(namesrv_file(tmp_path)) as ns:
+        with caplog.at_level(logging.WARNING, logger="rocketpy"):
+            answer = await invoke(ns.address, RequestCode.UPDATE_NAMESRV_CONFIG, body)
+        assert answer.code == ResponseCode.SYSTEM_ERROR
+        assert answer.remark == f"UPDATE_NAMESRV_CONFIG body of {len(body)} bytes is over " \
+                                "updateNamesrvConfigMaxBodySize=65536"
+        assert ns.config.order_message_enable is False
+    assert len([r for r in caplog.records if "process request refused: code 318" in r.getMessage()]) == 1
+    async with running_namesrv(namesrv_file(tmp_path, "updateNamesrvConfigMaxBodySize=0\n")) as ns:
+        assert (await invoke(ns.address, RequestCode.UPDATE_NAMESRV_CONFIG, body)).code == ResponseCode.SUCCESS
