@@ -55,9 +55,11 @@ def black_list(config: BrokerConfig) -> frozenset[str]:
 def refused_key(changes: Mapping[str, str], black: frozenset[str]) -> str | None:
     """The first key of an update that is refused as a whole (NO_PERMISSION, as Java refuses a black-listed
     key): one black-listed, or a key or value with a line break (written to the file, it would be lines of
-    its own at the next start: the way past the black list with ``deleteWhen=04\\nstorePathRootDir=/x``)."""
+    its own at the next start: the way past the black list with ``deleteWhen=04\\nstorePathRootDir=/x``);
+    every ``tls.*`` key is refused, whether the broker reads it or not."""
     for key, value in changes.items():
-        if key in black or properties.has_line_break(key) or properties.has_line_break(value):
+        if (key in black or key.startswith("tls.") or properties.has_line_break(key)
+                or properties.has_line_break(value)):
             return key
     return None
 
