@@ -25,9 +25,14 @@ from .java_defaults import JAVA_PROPERTIES, KNOWN_KEYS
 
 log = logging.getLogger("rocketpy.broker")
 
-#: keys of our own (not in Java): where to bind, who may change the config remotely, and
-#: the ACL file (Java's -Drocketmq.acl.plain.file; relative to rocketmqHome or absolute)
-ROCKETPY_KEYS = frozenset({"listenHost", "adminCredential", "vipChannelEnable", "aclPlainFile", "serverMaxConnections"})
+#: keys of our own (not in Java): where to bind, who may change the config remotely, the ACL file (Java's
+#: -Drocketmq.acl.plain.file; relative to rocketmqHome or absolute), and what one request may make the
+#: broker hold (:mod:`.config_limits`)
+ROCKETPY_KEYS = frozenset({
+    "listenHost", "adminCredential", "vipChannelEnable", "aclPlainFile", "serverMaxConnections",
+    "heartbeatMaxBodySize", "heartbeatMaxSubscriptions", "heartbeatMaxGroups", "lockBatchMqMaxBodySize",
+    "checkClientConfigMaxBodySize", "updateBrokerConfigMaxBodySize",
+})
 #: where this broker is stricter than Java's (see SECURITY.md): the ACL switches and the HA allow-list
 SECURITY_KEYS = frozenset({"aclStrictAdmin", "aclStrictBatchSend", "aclStrictReads", "haAllowedAddresses"})
 ROCKETPY_KEYS |= SECURITY_KEYS
@@ -89,6 +94,13 @@ class BrokerConfig:
     admin_credential: str = ""
     vip_channel_enable: bool = True
     slave_read_enable: bool = False
+    # -- what one request may make the broker hold (ours; 0 or less: no limit, as Java) -------------------
+    heartbeat_max_body_size: int = 4 * 1024 * 1024
+    heartbeat_max_subscriptions: int = 10_000
+    heartbeat_max_groups: int = 1_000
+    lock_batch_mq_max_body_size: int = 1024 * 1024
+    check_client_config_max_body_size: int = 64 * 1024
+    update_broker_config_max_body_size: int = 64 * 1024
     store: MessageStoreConfig = dataclasses.field(default_factory=MessageStoreConfig)
 
     @classmethod

@@ -21,14 +21,24 @@ from ..javacompat.hashmap import concurrent_hashmap_order
 
 log = logging.getLogger("rocketpy.namesrv")
 
-#: keys UPDATE_NAMESRV_CONFIG may never change, whatever configBlackList says (the allow-lists too: a
-#: request must not widen who may send it)
+#: keys UPDATE_NAMESRV_CONFIG may never change, whatever configBlackList says (DefaultRequestProcessor's
+#: initConfigBlackList, and the allow-lists: a request must not widen who may send it)
 ALWAYS_BLACK_LISTED = ("configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome",
                        "registerAllowedAddresses", "adminAllowedAddresses")
 #: the default of both allow-lists: this host and the networks a broker or a tool on another host of the
 #: deployment connects from (containers, pods, a LAN); ``rocketpy serve`` narrows it to loopback
 DEFAULT_ALLOWED_ADDRESSES = "loopback,private"
 ALLOW_LIST_KEYS = ("registerAllowedAddresses", "adminAllowedAddresses")
+#: keys no remote update may change on our NameServer, though Java's would take them: the address and port
+#: it binds (saved, they take effect at the next start: ``listenHost=0.0.0.0`` binds every interface), and
+#: every ``tls.*`` key (key and certificate paths, passwords, modes)
+REMOTE_REFUSED_KEYS: dict[str, str] = {"listenHost": "an address to bind", "listenPort": "a port to bind"}
+REMOTE_REFUSED_PREFIX = "tls."
+#: our key bounding an UPDATE_NAMESRV_CONFIG body, in bytes (0 or less: none, as Java): read from the file's
+#: extra keys (like serverMaxConnections), so that GET_NAMESRV_CONFIG lists it only when it is set. Reading
+#: a body of short lines takes about 0.5 s a MiB on the event loop.
+UPDATE_CONFIG_MAX_BODY_SIZE = "updateNamesrvConfigMaxBodySize"
+DEFAULT_UPDATE_CONFIG_MAX_BODY_SIZE = 64 * 1024
 
 
 def _home_file(name: str) -> str:
@@ -119,7 +129,8 @@ class NamesrvConfig:
                     raise properties.ConfigError(f"{key}: {exc}") from None
             setattr(self, f.name, value)
         # tls.* (Java's system properties) and our connection cap are read from ``extra`` at start
-        unknown = [k for k in unknown if not k.startswith("tls.") and k != "serverMaxConnections"]
+        unknown = [k for k in unknown
+                   if not k.startswith("tls.") and k not in ("serverMaxConnections", UPDATE_CONFIG_MAX_BODY_SIZE)]
         if unknown and warn_unknown:
             log.warning("unknown NameServer config keys (ignored): %s", ", ".join(sorted(unknown)))
         return unknown
@@ -136,7 +147,27 @@ class NamesrvConfig:
         return {k: values[k] for k in concurrent_hashmap_order(values, 8)}
 
     def black_list(self) -> set[str]:
+        """Java's black list: its own four keys and those of ``configBlackList``."""
         return set(ALWAYS_BLACK_LISTED) | {k for k in self.config_black_list.split(";")}
+
+    @property
+    def update_config_max_body_size(self) -> int:
+        """``updateNamesrvConfigMaxBodySize``: the default when it is not set or not a number."""
+        try:
+            return int(self.extra.get(UPDATE_CONFIG_MAX_BODY_SIZE, DEFAULT_UPDATE_CONFIG_MAX_BODY_SIZE))
+        except ValueError:
+            return DEFAULT_UPDATE_CONFIG_MAX_BODY_SIZE
+
+    def refused_key(self, props: Mapping[str, str]) -> str | None:
+        """The first key that makes UPDATE_NAMESRV_CONFIG refuse the whole update (NO_PERMISSION, as Java
+        refuses a black-listed key): one of :meth:`black_list`, of ours (``REMOTE_REFUSED_KEYS``, ``tls.*``),
+        or a key or value with a line break (it would be lines of its own in the file at the next start)."""
+        black = self.black_list() | REMOTE_REFUSED_KEYS.keys()
+        for key, value in props.items():
+            if (key in black or key.startswith(REMOTE_REFUSED_PREFIX) or properties.has_line_break(key)
+                    or properties.has_line_break(value)):
+                return key
+        return None
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, strict: bool = False) -> NamesrvConfig:

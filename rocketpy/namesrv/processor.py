@@ -34,7 +34,7 @@ from ..codecs.headers.namesrv import (
 )
 from ..javacompat import properties
 from ..javacompat.hashmap import concurrent_hashmap_order
-from ..remoting.dispatch import Dispatcher, Handler, RequestContext, java_decode_header
+from ..remoting.dispatch import Dispatcher, Handler, RequestContext, java_decode_header, one_line
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from .route_info import RouteView
 
@@ -288,12 +288,22 @@ async def update_namesrv_config(ctx: NamesrvContext, request: RemotingCommand) -
     ns = ctx.state
     log.info("updateConfig called by %s", ctx.remote_addr)
     if request.body is not None:
+        limit = ns.config.update_config_max_body_size
+        if 0 < limit < len(request.body):
+            cause = (f"UPDATE_NAMESRV_CONFIG body of {len(request.body)} bytes is over "
+                     f"updateNamesrvConfigMaxBodySize={limit}")
+            log.warning("process request refused: code %d from %s answered SYSTEM_ERROR: %s", request.code,
+                        ctx.remote_addr, cause)
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=cause)
         try:
-            props = properties.loads(request.body.decode("utf-8", errors="replace"))
+            props = properties.parse_update(request.body)
         except properties.PropertiesError:
             log.error("updateConfig string2Properties error %r", request.body[:200])
             return request.response(ResponseCode.SYSTEM_ERROR, remark="string2Properties error")
-        if ns.config.black_list() & props.keys():
+        refused = ns.config.refused_key(props)
+        if refused is not None:
+            log.warning("updateConfig refused, %s in the black list or with a line break (%d keys)",
+                        one_line(repr(refused), 200), len(props))
             return request.response(ResponseCode.NO_PERMISSION, remark="Can not update config in black list.")
         ns.update_config(props)
         await ns.save_config()

@@ -111,11 +111,12 @@ class NameServer:
         self.config.apply(accepted, warn_unknown=False)
 
     async def save_config(self) -> None:
-        """Write every setting to configStorePath from a worker thread (Java's string2File)."""
+        """Write every setting to configStorePath from a worker thread (Java's string2File), escaped
+        (:func:`properties.store`: every value comes back as it was at the next start)."""
         async with self._config_write_lock:  # one write at a time, each of the settings as they are then
             path = self.config.config_store_path
-            text = properties.dumps(self.config.to_properties())  # the snapshot, on the trio thread
-            await trio.to_thread.run_sync(_write_config, path, text.encode("utf-8"))
+            text = properties.store(self.config.to_properties())  # the snapshot, on the trio thread
+            await trio.to_thread.run_sync(_write_config, path, text.encode("ascii"))
 
     # -- lifecycle -------------------------------------------------------------------------
     def on_connection_closed(self, conn: Connection) -> None:

@@ -45,6 +45,7 @@ from rocketpy.remoting.tls import TlsConfig, connect_stream
 from rocketpy.testing import broker_client, running_broker
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import config_injection  # noqa: E402
 from golden_values import GoldenRequest, load_golden_requests, mutate_golden  # noqa: E402
 from server_process import ServerProcess, kv_config_path, memory_kib, start_servers, stop_server  # noqa: E402
 
@@ -361,6 +362,8 @@ class Stats:
         self.slow_probes = 0
         self.hogs: list[str] = []
         self.exits: dict[str, int] = {}
+        #: --mode config-injection: bodies sent, answers by server and code, changes seen
+        self.config: dict[str, Any] = {}
 
 
 def golden_frame(rng: random.Random, golden: list[GoldenRequest]) -> tuple[int, bytes]:
@@ -716,6 +719,7 @@ async def run(args: argparse.Namespace) -> int:
 
     procs: tuple[ServerProcess, ...] = ()
     workdir = Path(".")
+    config_files: dict[str, Path] = {}  # each server's config file (what UPDATE_*_CONFIG rewrites)
 
     async def fuzz(ns_addr: str, b_addr: str, servers: dict[str, int], objects: dict[str, Any] | None = None) -> None:
         nonlocal started
@@ -744,6 +748,10 @@ async def run(args: argparse.Namespace) -> int:
             inner.start_soon(checker, b_addr, stats, stop)
             inner.start_soon(prober, ns_addr, b_addr, stats, stop)
             last_report = time.monotonic()
+            if args.mode == "config-injection":  # 25 and 318 bodies, one at a time, each checked (config_injection)
+                injected = [config_injection.Server("broker", b_addr, config_files["broker"]),
+                            config_injection.Server("namesrv", ns_addr, config_files["namesrv"])]
+                stats.config = await config_injection.run(injected, args.duration, rng, findings.unique, out)
             async with trio.open_nursery() as workers:
                 limit = trio.Semaphore(args.concurrency)
 
@@ -753,7 +761,7 @@ async def run(args: argparse.Namespace) -> int:
                     finally:
                         limit.release()
 
-                while time.monotonic() - started < args.duration:
+                while args.mode == "requests" and time.monotonic() - started < args.duration:
                     await limit.acquire()
                     workers.start_soon(one, rng.choice(targets), rng.getrandbits(64))
                     if len(recent) > 2000:  # forget old peers
@@ -821,6 +829,7 @@ async def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="rocketpy-fuzz-") as tmp:
         if args.servers == "process":
             workdir = Path(tmp)
+            config_files.update(broker=workdir / "broker.conf", namesrv=workdir / "namesrv.properties")
             procs = await start_servers(workdir, traced=args.tracemalloc, heap=args.heap)
             ns_proc, b_proc = procs
             try:
@@ -856,6 +865,8 @@ async def run(args: argparse.Namespace) -> int:
                 restarted.update(await restarted_memory(workdir, traced=args.tracemalloc, heap=args.heap, out=out))
         else:
             time_dispatches(stats)
+            config_files.update(broker=Path(tmp) / "store" / "config" / "broker.properties",
+                                namesrv=Path(tmp) / "namesrv.properties")
             ns = NameServer(NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kv.json",
                                           config_store_path=f"{tmp}/namesrv.properties"))
             async with trio.open_nursery() as nursery:
@@ -889,6 +900,7 @@ async def run(args: argparse.Namespace) -> int:
         "exit_codes": stats.exits,
         "tracemalloc_growth": growth,
         "heap_growth": {name: heap_growth(r[0], r[-1]) for name, r in heaps.items() if len(r) > 1},
+        "config_injection": stats.config or None,
         "grown_tables": {
             name: {k: (v, census_at[f"{name} end"].get(k)) for k, v in sorted(census_at[f"{name} start"].items())
                    if census_at[f"{name} end"].get(k) != v}
@@ -934,6 +946,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--concurrency", type=int, default=8, help="fuzzing connections at once")
     ap.add_argument("--out", default="fuzz-out", help="findings and stats.json go here")
+    ap.add_argument("--mode", choices=["requests", "config-injection"], default="requests",
+                    help="requests: every code, fuzzed (the default); config-injection: UPDATE_BROKER_CONFIG and "
+                         "UPDATE_NAMESRV_CONFIG bodies trying to change a black-listed key, each checked in memory, "
+                         "in the file and in what a restart reads (config_injection.py)")
     ap.add_argument("--servers", choices=["inprocess", "process"], default="inprocess",
                     help="run the servers in this process (findings carry the guilty frames) or as their own "
                          "rocketpy namesrv / broker processes (their memory is measured alone; logs scanned)")

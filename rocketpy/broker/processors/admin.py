@@ -43,8 +43,7 @@ from ...codecs.headers import (
 )
 from ...codecs.message import decode_offset_msg_id
 from ...remoting import RemotingTimeoutError, java_decode_header
-from ...remoting.dispatch import describe_exception
-from ..config import SECURITY_KEYS
+from ...remoting.dispatch import describe_exception, one_line
 from ..groups import GROUP_MAX_LENGTH, legal_group_name
 from ..responses import NOT_SET_REMARK, error, respond
 from ..store_stats import disk_info, human_bytes
@@ -192,19 +191,15 @@ def get_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingC
     return respond(request, header={"version": version}, body=configuration.all_configs_text().encode())
 
 
-#: keys no remote update may change, whatever configBlackList says: paths and the home directory (the way
-#: into CVE-2023-33246 on Java brokers), and rocketpy's own credential
-ALWAYS_BLACK_LISTED = frozenset({"brokerConfigPath", "configBlackList", "storePathRootDir", "storePathCommitLog",
-                                 "rocketmqHome", "adminCredential"}) | SECURITY_KEYS  # a request must not loosen them
-
-
 async def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
-    """AdminBrokerProcessor.updateBrokerConfig: any key but those of ``configBlackList`` (and
-    ALWAYS_BLACK_LISTED), refused as a whole with NO_PERMISSION if one is named; keys the configuration
-    does not have are ignored (mergeIfExist). Who may call it is the ACL hook's business (an admin
-    account, when aclEnable=true); a broker with ``adminCredential`` set also wants that credential in
-    the request's ``adminCredential`` ext field. An update is persisted (the whole configuration, to
-    the file the broker was started with) before the answer, as Java does; a failed write is logged
+    """AdminBrokerProcessor.updateBrokerConfig: the body read as Properties.load reads it, then any key
+    but those of the black list (:func:`..configuration.black_list`: Java's, and the paths, bind addresses,
+    ACL file, credentials and TLS keys of ``REMOTE_REFUSED_KEYS``), and no key or value with a line
+    break; the whole request refused with NO_PERMISSION and Java's remark if one is named. Keys the
+    configuration does not have are ignored (mergeIfExist). Who may call it is the ACL hook's business (an
+    admin account, when aclEnable=true); a broker with ``adminCredential`` set also wants that credential
+    in the request's ``adminCredential`` ext field. An update is persisted (the whole configuration, to the
+    file the broker was started with, escaped) before the answer, as Java does; a failed write is logged
     and still answered SUCCESS, as Java's is."""
     broker = ctx.state
     secret = broker.config.admin_credential
@@ -215,15 +210,25 @@ async def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> 
     log.info("updateBrokerConfig called by %s", ctx.connection.remote_addr)
     from ...javacompat import properties
     from ...javacompat.properties import ConfigError
+    from ..config_limits import body_refusal
+    from ..configuration import black_list, refused_key
 
     if not request.body:  # null in Java (an empty body is not sent): nothing changed, nothing written
         return respond(request)
-    changes = properties.loads(request.body.decode("utf-8", "replace"))
-    black = {k.strip() for k in broker.config.props.get("configBlackList", "").split(";") if k.strip()}
-    if any(key in black or key in ALWAYS_BLACK_LISTED for key in changes):
-        log.warning("updateBrokerConfig refused, a key in the black list: %s", sorted(changes))
+    refused = body_refusal(ctx, request)
+    if refused is not None:
+        return refused
+    try:
+        changes = properties.parse_update(request.body)
+    except properties.PropertiesError:
+        log.error("string2Properties error")  # Java's line and answer (Properties.load threw)
+        return error(request, ResponseCode.SYSTEM_ERROR, "string2Properties error")
+    key = refused_key(changes, black_list(broker.config))
+    if key is not None:
+        log.warning("updateBrokerConfig refused, %s in the black list or with a line break (%d keys)",
+                    one_line(repr(key), 200), len(changes))
         return error(request, ResponseCode.NO_PERMISSION, "Can not update config in black list.")
-    log.info("updateBrokerConfig, new config: [%s] client: %s", changes,
+    log.info("updateBrokerConfig, new config: [%s] client: %s", one_line(repr(changes)),
              ctx.connection.remote_addr)
     configuration = broker.configuration
     async with configuration.lock:
