@@ -17,26 +17,26 @@ It does what the trio driver (client_connection.py) does, the asyncio way:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import math
 import ssl
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..codecs import DEFAULT_MAX_FRAME, CodecError, RemotingCommand
 from ..keyed_locks import KeyedLocks
+from .client import split_address
 from .client_connection import WRITE_CHUNK, Request, encode_request
-from .core import ConnectionCore, LaneFrame, encode_batch
+from .core import ConnectionCore, LaneFrame, ResponseFutureBase, encode_batch
 from .dispatch import Dispatcher, RequestContext
 from .errors import (
     ConnectionClosedError,
     RemotingConnectError,
     RemotingSendRequestError,
     RemotingTimeoutError,
-    fresh_error,
 )
+from .pool import ConnectionPool
 
 log = logging.getLogger("rocketpy.remoting")
 
@@ -72,49 +72,20 @@ class _Wait:
             self.future.set_exception(error)
 
 
-class AsyncioResponseFuture:
-    """A request sent without waiting (``request_async``, ``request_soon``) and the response it waits for: the
-    interface of the trio driver's ResponseFuture (``done``, ``response``, ``error``, callbacks, ``wait()``)."""
+class AsyncioResponseFuture(ResponseFutureBase):
+    """A request sent without waiting (``request_async``, ``request_soon``) on an asyncio connection and the
+    response it waits for: the trio driver's ResponseFuture on an asyncio Future, made only if someone waits."""
 
-    __slots__ = ("opaque", "request", "timeout", "response", "error", "done", "_callbacks", "_future")
+    __slots__ = ("_future",)
 
     def __init__(self, opaque: int, request: Any, timeout: float) -> None:
-        self.opaque = opaque
-        self.request = request
-        self.timeout = timeout
-        self.response: RemotingCommand | None = None
-        self.error: BaseException | None = None
-        self.done = False
-        self._callbacks: list[Callable[[AsyncioResponseFuture], Any]] = []
+        super().__init__(opaque, request, timeout)
         self._future: asyncio.Future[None] | None = None
 
-    def set_response(self, response: RemotingCommand) -> None:
-        if not self.done:
-            self.response = response
-            self._finish()
-
-    def set_error(self, error: BaseException) -> None:
-        if not self.done:
-            self.error = error
-            self._finish()
-
-    def add_done_callback(self, callback: Callable[[AsyncioResponseFuture], Any]) -> None:
-        if self.done:
-            callback(self)
-        else:
-            self._callbacks.append(callback)
-
-    def _finish(self) -> None:
-        self.done = True
-        self.request = None
+    def _wake(self) -> None:
+        self.request = None  # complete() read its code already; a heap entry must not keep the body
         if self._future is not None and not self._future.done():
             self._future.set_result(None)
-        for cb in self._callbacks:
-            try:
-                cb(self)
-            except Exception:
-                log.exception("response callback failed for opaque %d", self.opaque)
-        self._callbacks.clear()
 
     async def settled(self) -> None:
         """Wait until the future ends, whichever way."""
@@ -122,14 +93,6 @@ class AsyncioResponseFuture:
             if self._future is None:
                 self._future = asyncio.get_running_loop().create_future()
             await asyncio.shield(self._future)
-
-    async def wait(self) -> RemotingCommand:
-        """The response, or the error that ended the wait."""
-        await self.settled()
-        if self.error is not None:
-            raise fresh_error(self.error)
-        assert self.response is not None
-        return self.response
 
 
 class AsyncioConnection(asyncio.Protocol):
@@ -355,6 +318,10 @@ class AsyncioConnection(asyncio.Protocol):
         else:
             self.connection_lost(None)
 
+    def closed_future(self) -> asyncio.Future[None]:
+        """Done once the connection is gone (closed by either side)."""
+        return self._closed
+
     async def closed_wait(self) -> None:
         """Wait until the connection is gone (closed by either side)."""
         await asyncio.shield(self._closed)
@@ -382,41 +349,22 @@ async def open_connection(host: str, port: int, *, remote_addr: str | None = Non
     return conn
 
 
-def _split_address(addr: str) -> tuple[str, int]:
-    from .client import split_address
-
-    return split_address(addr)
-
-
-class AsyncioRemotingClient:
-    """Pooled outgoing connections on asyncio: the interface of the trio RemotingClient (invoke, oneway, async
-    requests, an RPC hook, TLS), for the client's upper layers to use on either loop."""
+class AsyncioRemotingClient(ConnectionPool[AsyncioConnection]):
+    """Pooled outgoing connections on asyncio: the trio RemotingClient's interface (pool.ConnectionPool), for
+    the client's upper layers to use on either loop."""
 
     def __init__(self, *, dispatcher: Dispatcher | None = None, state: Any = None,
                  connect_timeout: float = DEFAULT_TIMEOUT, max_frame: int = DEFAULT_MAX_FRAME,
                  close_on_timeout: bool = True, ssl_context: ssl.SSLContext | None = None,
                  rpc_hook: Callable[[RemotingCommand], None] | None = None) -> None:
+        super().__init__(close_on_timeout=close_on_timeout, rpc_hook=rpc_hook)
         self.dispatcher = dispatcher
         self.state = state
         self.connect_timeout = connect_timeout
         self.max_frame = max_frame
-        self._close_on_timeout = close_on_timeout
         self.ssl_context = ssl_context
-        self.rpc_hook = rpc_hook
         self._opaques = itertools.count(1)
-        self._pool: dict[str, AsyncioConnection] = {}
         self._connecting: KeyedLocks[str] = KeyedLocks(asyncio.Lock)
-        self.closed = False
-
-    @property
-    def close_on_timeout(self) -> bool:
-        return self._close_on_timeout
-
-    @close_on_timeout.setter
-    def close_on_timeout(self, value: bool) -> None:
-        self._close_on_timeout = value
-        for conn in self._pool.values():
-            conn.close_on_timeout = value
 
     async def connection(self, addr: str, timeout: float | None = None) -> AsyncioConnection:
         """The pooled connection to ``addr``, opened on first use."""
@@ -429,73 +377,15 @@ class AsyncioRemotingClient:
             conn = self._pool.get(addr)
             if conn is not None and not conn.closed:
                 return conn
-            host, port = _split_address(addr)
+            host, port = split_address(addr)
             limit = self.connect_timeout if timeout is None else min(timeout, self.connect_timeout)
             conn = await open_connection(host, port, remote_addr=addr, ssl_context=self.ssl_context, timeout=limit,
                                          max_frame=self.max_frame, opaques=self._opaques, dispatcher=self.dispatcher,
                                          state=self.state, close_on_timeout=self._close_on_timeout)
             self._pool[addr] = conn
+            conn.closed_future().add_done_callback(lambda _f: self._forget(addr, conn))
             return conn
 
-    def _hooked(self, request: Request) -> Request:
-        if self.rpc_hook is None:
-            return request
-        if not isinstance(request, RemotingCommand):
-            request = request.command()
-        self.rpc_hook(request)
-        return request
-
-    def invoke(self, addr: str, request: Request,
-               timeout: float = DEFAULT_TIMEOUT) -> Coroutine[Any, Any, RemotingCommand]:
-        """Send ``request`` to ``addr`` and return its response (the timeout covers connecting)."""
-        conn = self._pool.get(addr)
-        if conn is None or conn.closed or self.rpc_hook is not None:
-            return self._invoke(addr, request, timeout)
-        return conn.invoke(request, timeout)
-
-    async def _invoke(self, addr: str, request: Request, timeout: float) -> RemotingCommand:
-        conn = self._pool.get(addr)
-        remaining = timeout
-        if conn is None or conn.closed:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            conn = await self.connection(addr, timeout)
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise RemotingTimeoutError(f"invoke to {addr}: connecting used the whole {timeout} s")
-        return await conn.invoke(self._hooked(request), remaining)
-
-    def pending_requests(self) -> int:
-        """Requests sent on this client's connections and not yet answered, timed out or forgotten."""
-        return sum(len(conn.core.requests) for conn in self._pool.values())
-
-    def is_open(self, addr: str) -> bool:
-        conn = self._pool.get(addr)
-        return conn is not None and not conn.closed
-
-    def send_soon(self, addr: str, request: Request, timeout: float, callback: Callable[[Any], Any],
-                  *, now: bool = False) -> AsyncioResponseFuture | None:
-        conn = self._pool.get(addr)
-        if conn is None or conn.closed:
-            return None
-        return conn.request_soon(self._hooked(request), timeout, callback, now=now)
-
-    async def invoke_oneway(self, addr: str, request: Request) -> None:
-        conn = await self.connection(addr)
-        await conn.invoke_oneway(self._hooked(request))
-
-    async def invoke_async(self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT,
-                           callback: Callable[[AsyncioResponseFuture], Any] | None = None) -> AsyncioResponseFuture:
-        conn = await self.connection(addr, timeout)
-        return await conn.request_async(self._hooked(request), timeout, callback)
-
-    async def close_connection(self, addr: str) -> None:
-        conn = self._pool.pop(addr, None)
-        if conn is not None:
-            await conn.aclose()
-
-    async def aclose(self) -> None:
-        self.closed = True
-        for addr in list(self._pool):
-            with contextlib.suppress(Exception):
-                await self.close_connection(addr)
+    def _forget(self, addr: str, conn: AsyncioConnection) -> None:
+        if self._pool.get(addr) is conn:  # a closed connection leaves the pool, as the trio client's does
+            del self._pool[addr]

@@ -14,15 +14,15 @@ import logging
 import math
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ..codecs import DEFAULT_MAX_FRAME, CodecError, RemotingCommand
 from ..codecs.command import ONEWAY_FLAG
-from .core import CommandReader, ConnectionCore, LaneFrame, encode_batch
-from .errors import ConnectionClosedError, RemotingSendRequestError, RemotingTimeoutError, fresh_error
+from .core import CommandReader, ConnectionCore, LaneFrame, ResponseFutureBase, encode_batch
+from .errors import ConnectionClosedError, RemotingSendRequestError, RemotingTimeoutError
 
 if TYPE_CHECKING:
     from .dispatch import Dispatcher, RequestContext
@@ -72,60 +72,21 @@ def peer_address(stream: trio.abc.Stream) -> str:
     return f"stream-{id(stream):x}"
 
 
-class ResponseFuture:
-    """A request sent on a connection and the response it is waiting for."""
+class ResponseFuture(ResponseFutureBase):
+    """A request sent on a trio connection and the response it is waiting for."""
 
-    __slots__ = ("opaque", "request", "timeout", "response", "error", "_event", "_callbacks")
+    __slots__ = ("_event",)
 
     def __init__(self, opaque: int, request: RemotingCommand | None = None, timeout: float = math.inf) -> None:
-        self.opaque = opaque
-        self.request = request
-        self.timeout = timeout
-        self.response: RemotingCommand | None = None
-        self.error: BaseException | None = None
+        super().__init__(opaque, request, timeout)
         self._event = trio.Event()
-        self._callbacks: list[Callable[[ResponseFuture], Any]] = []
 
-    @property
-    def done(self) -> bool:
-        return self._event.is_set()
-
-    def set_response(self, response: RemotingCommand) -> None:
-        if not self.done:
-            self.response = response
-            self._finish()
-
-    def set_error(self, error: BaseException) -> None:
-        if not self.done:
-            self.error = error
-            self._finish()
-
-    def add_done_callback(self, callback: Callable[[ResponseFuture], Any]) -> None:
-        if self.done:
-            callback(self)
-        else:
-            self._callbacks.append(callback)
-
-    def _finish(self) -> None:
+    def _wake(self) -> None:
         self._event.set()
-        for cb in self._callbacks:
-            try:
-                cb(self)
-            except Exception:
-                log.exception("response callback failed for opaque %d", self.opaque)
-        self._callbacks.clear()
 
     async def settled(self) -> None:
         """Wait until the future ends, whichever way."""
         await self._event.wait()
-
-    async def wait(self) -> RemotingCommand:
-        """The response, or the error that ended the wait."""
-        await self._event.wait()
-        if self.error is not None:
-            raise fresh_error(self.error)  # each waiter its own: one object raised in each gathers their frames
-        assert self.response is not None
-        return self.response
 
 
 class Connection:

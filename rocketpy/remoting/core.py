@@ -32,8 +32,8 @@ from .errors import RemotingTimeoutError, fresh_error
 
 log = logging.getLogger("rocketpy.remoting")
 
-__all__ = ["AnswerFuture", "CodecError", "CommandReader", "ConnectionCore", "LaneFrame", "RequestTable", "Waiter",
-           "encode_batch"]
+__all__ = ["AnswerFuture", "CodecError", "CommandReader", "ConnectionCore", "LaneFrame", "RequestTable",
+           "ResponseFutureBase", "Waiter", "encode_batch"]
 
 #: the heap of deadlines is swept of finished waits when it is this long and mostly finished
 SWEEP_AT = 4096
@@ -167,6 +167,63 @@ class AnswerFuture(Protocol):
     def add_done_callback(self, callback: Callable[[Any], Any]) -> None: ...
 
     async def wait(self) -> RemotingCommand: ...
+
+
+class ResponseFutureBase:
+    """A request sent without waiting and the response it waits for: the Waiter the core completes, with
+    callbacks; a driver's subclass says how a task waiting on it is woken (:meth:`_wake`, :meth:`settled`)."""
+
+    __slots__ = ("opaque", "request", "timeout", "response", "error", "done", "_callbacks")
+
+    def __init__(self, opaque: int, request: Any = None, timeout: float = math.inf) -> None:
+        self.opaque = opaque
+        self.request = request
+        self.timeout = timeout
+        self.response: RemotingCommand | None = None
+        self.error: BaseException | None = None
+        self.done = False
+        self._callbacks: list[Callable[[Any], Any]] = []
+
+    def set_response(self, response: RemotingCommand) -> None:
+        if not self.done:
+            self.response = response
+            self._finish()
+
+    def set_error(self, error: BaseException) -> None:
+        if not self.done:
+            self.error = error
+            self._finish()
+
+    def add_done_callback(self, callback: Callable[[Any], Any]) -> None:
+        if self.done:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    def _finish(self) -> None:
+        self.done = True
+        self._wake()
+        for cb in self._callbacks:
+            try:
+                cb(self)
+            except Exception:
+                log.exception("response callback failed for opaque %d", self.opaque)
+        self._callbacks.clear()
+
+    def _wake(self) -> None:
+        """Wake whoever waits in :meth:`settled` (the driver's)."""
+
+    async def settled(self) -> None:
+        """Wait until the future ends, whichever way (the driver's)."""
+        raise NotImplementedError
+
+    async def wait(self) -> RemotingCommand:
+        """The response, or the error that ended the wait."""
+        await self.settled()
+        if self.error is not None:
+            raise fresh_error(self.error)  # each waiter its own: one object raised in each gathers their frames
+        assert self.response is not None
+        return self.response
 
 
 class RequestTable:
