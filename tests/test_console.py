@@ -318,7 +318,7 @@ async def test_trace_timeline_of_python_clients_with_enable_msg_trace():
 
 
 async def test_metrics_are_gathered_once_per_max_age(monkeypatch, virtual_clock):
-    from rocketpy.console import metrics
+    from rocketpy.console import metrics_cache
 
     calls: list[int] = []
 
@@ -327,8 +327,8 @@ async def test_metrics_are_gathered_once_per_max_age(monkeypatch, virtual_clock)
         await trio.sleep(1)  # a slow gathering: a second scrape meanwhile waits for it
         return str(len(calls)).encode()
 
-    monkeypatch.setattr(metrics, "render", fake_render)
-    cache = metrics.MetricsCache(max_age=10)
+    monkeypatch.setattr(metrics_cache, "render", fake_render)
+    cache = metrics_cache.MetricsCache(max_age=10)
     got: list[bytes] = []
 
     async def scrape() -> None:

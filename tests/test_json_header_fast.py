@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from rocketpy.accel import compiled
 from rocketpy.codecs import CodecError, RemotingCommand, SerializeType
 from rocketpy.codecs.codes import LanguageCode
-from rocketpy.remoting import connection
-from rocketpy.remoting.connection import CommandReader
+from rocketpy.remoting import core
+from rocketpy.remoting.core import CommandReader
 
 c_parse = compiled("parse_json_header")
 if c_parse is None:
@@ -136,8 +136,8 @@ _commands = st.builds(
 
 def _read_all(chunks: list[bytes], compiled_reader: bool) -> list[object]:
     """What a client's CommandReader gives for ``chunks`` fed one by one (a CodecError ends the stream)."""
-    saved = connection._read_frames
-    connection._read_frames = saved if compiled_reader else None
+    saved = core._read_frames
+    core._read_frames = saved if compiled_reader else None
     try:
         reader = CommandReader(max_frame=300)
         out: list[object] = []
@@ -150,7 +150,7 @@ def _read_all(chunks: list[bytes], compiled_reader: bool) -> list[object]:
         out.append(reader.buffered)
         return out
     finally:
-        connection._read_frames = saved
+        core._read_frames = saved
 
 
 @given(st.lists(_commands | st.binary(max_size=12), max_size=6), st.data())

@@ -32,7 +32,7 @@ from ..clock import now_ms
 from ..codecs.bodies import SubscriptionGroupConfig
 from ..codecs.bodies.register import PERM_READ_WRITE
 from ..codecs.message import MessageExt
-from . import metrics
+from . import metrics, metrics_cache
 from .auth import (
     MIN_PASSWORD,
     SESSION_COOKIE,
@@ -124,7 +124,7 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
 
     def set_session(response: Response, cookie: str, name: str = SESSION_COOKIE) -> None:
         response.set_cookie(name, cookie, max_age=SESSION_SECONDS, httponly=True, samesite="strict", secure=secure)
-    scrapes: dict[str, metrics.MetricsCache] = {}  # one per cluster
+    scrapes: dict[str, metrics_cache.MetricsCache] = {}  # one per cluster
     clusters = source if isinstance(source, Clusters) else Clusters.of(source, settings.other_namesrvs)
     choices = clusters.namesrvs
 
@@ -485,7 +485,7 @@ def build_app(settings: ConsoleSettings, source: ConsoleData | Clusters) -> Star
         if addr not in choices:
             return Response(f"# {addr} is not one of the console's NameServers\n", status_code=400,
                             media_type=metrics.CONTENT_TYPE)
-        scrape = scrapes.setdefault(addr, metrics.MetricsCache(settings.metrics_max_age))
+        scrape = scrapes.setdefault(addr, metrics_cache.MetricsCache(settings.metrics_max_age))
         try:
             return Response(await scrape.get(await clusters.get(addr)), media_type=metrics.CONTENT_TYPE)
         except ADMIN_ERRORS as exc:

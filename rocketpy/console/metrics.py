@@ -10,15 +10,11 @@ on a scrape (async), reused by the next scrapes for ``max_age`` seconds, and wri
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import trio
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-
-from .data import ConsoleData
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -272,27 +268,3 @@ def exposition(samples: Samples) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Once(families))  # type: ignore[arg-type]
     return generate_latest(registry)
-
-
-async def render(data: ConsoleData) -> bytes:
-    from .metrics_gather import gather
-
-    return exposition(await gather(data))
-
-
-class MetricsCache:
-    """One gathering at a time, reused for ``max_age`` seconds: scrapers (often several Prometheus
-    replicas) must not multiply the load on the brokers."""
-
-    def __init__(self, max_age: float = 10.0) -> None:
-        self.max_age = max_age
-        self.lock = trio.Lock()
-        self.text = b""
-        self.at = -math.inf
-
-    async def get(self, data: ConsoleData) -> bytes:
-        async with self.lock:
-            if trio.current_time() - self.at >= self.max_age:
-                self.text = await render(data)
-                self.at = trio.current_time()
-            return self.text
