@@ -21,7 +21,7 @@ pytest.importorskip("starlette")
 from rocketpy.client import ClientConfig, Producer, make_message  # noqa: E402
 from rocketpy.client.admin import Admin  # noqa: E402
 from rocketpy.console.data import ConsoleData  # noqa: E402
-from rocketpy.console.metrics import render  # noqa: E402
+from rocketpy.console.metrics_cache import render  # noqa: E402
 from rocketpy.console.testing import console_cluster, make_topic_and_groups  # noqa: E402
 from rocketpy.testing import free_broker_port  # noqa: E402
 
