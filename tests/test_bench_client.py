@@ -15,7 +15,7 @@ pytestmark = pytest.mark.timeout(120)
 def test_phases_without_java(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, str(TOOL), "--in-process", "--vs-java", "--java-ref", str(tmp_path), "--count", "40",
-         "--seconds", "20", "--batch", "8", "--senders", "4", "--window", "8"],
+         "--seconds", "20", "--batch", "8", "--senders", "4", "--window", "8", "--backlog", "2000"],
         capture_output=True, text=True, timeout=110, check=True).stdout
     lines = out.splitlines()
     assert lines[0].startswith("bench_client: no Java reference build") and "measuring ours alone" in lines[0]

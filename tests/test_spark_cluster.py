@@ -123,6 +123,7 @@ def test_store_audit_on_a_standalone_cluster(cluster, tmp_path):
     out = subprocess.run(
         [str(SPARK_SUBMIT), "--master", master_url]
         + ["--conf", "spark.ui.enabled=false", "--conf", "spark.executor.memory=512m"]
+        + ["--conf", "spark.sql.adaptive.enabled=false"]  # on a small store it only adds jobs
         + ["--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.sql.shuffle.partitions=2"]
         + [str(ROOT / "spark" / "jobs" / "store_audit.py"), str(STORE), "--out", str(tmp_path / "audit")]
         + ["--lake", str(tmp_path / "lake")],

@@ -39,26 +39,6 @@ CAPTURE_MANIFESTS = [json.loads(p.read_text()) for p in sorted(CAPTURES.glob("*.
 ADMIN_ORPHANS = STORE_MANIFEST["store"]["recordsPerTopic"]["Admin_T_golden"]
 
 
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need pyarrow and rocketpy
-    from rocketpy.spark.session import get_session
-
-    session = get_session(
-        "rocketpy-test-jobs",
-        "local[2]",
-        {
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-        },
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-
-
 def _key(f: dict) -> tuple:
     return (f["kind"], f["topic"], f["queue_id"], f["queue_offset"], f["commit_log_offset"])
 

@@ -341,25 +341,6 @@ def test_export_from_and_to_other_filesystems_reads_only_the_splits(counting_fs,
 # -- through Spark --------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from rocketpy.spark.session import get_session
-
-    session = get_session(
-        "rocketpy-test-lake",
-        "local[2,2]",  # a failed task is tried once more
-        {
-            "spark.sql.shuffle.partitions": "2",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-        },
-        log_level="ERROR",
-    )
-    yield session
-    session.stop()
-
-
 def test_spark_export_and_sql_over_the_lake(spark, tmp_path):
     result = export_store(str(STORE), str(tmp_path / "lake"), runner=spark_runner(spark))
     export_pcaps([str(CAPTURES)], str(tmp_path / "lake"), runner=spark_runner(spark))

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import struct
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -30,27 +29,6 @@ CAPTURES = GOLDEN / "captures"
 STORE = GOLDEN / "store-dump"
 CRASHED = GOLDEN / "store-dump-crashed"  # vendored from ../shared/store-dump-crashed
 STORE_MANIFEST = json.loads((STORE / "manifest.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def spark():
-    # Workers must run this interpreter: it has pyarrow and rocketpy.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from rocketpy.spark.session import get_session
-
-    session = get_session(
-        "rocketpy-test-sources",
-        "local[2]",
-        {
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-        },
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 # -- CommitLog ---------------------------------------------------------------------
