@@ -1522,7 +1522,8 @@ def read_frames(bytearray buf, Py_ssize_t pos, Py_ssize_t max_frame, make, dict 
 
 
 # =========================================================================================================
-# The client's fast paths (issue #28): a PULL body's records
+# The client's fast paths: a consumer decodes every record of every PULL body, so the per-record Python work
+# is paid per message (tools/bench/bench_decode.py gives the µs per message). First the records as fields
 # =========================================================================================================
 
 
@@ -1625,7 +1626,7 @@ def plain_records(bytes buf):
 
 
 # =========================================================================================================
-# The client's fast paths (issue #28): a consumer's PULL body straight to MessageExt objects
+# The client's fast paths: a consumer's PULL body straight to MessageExt objects, no field tuples between
 # =========================================================================================================
 
 
@@ -1856,7 +1857,7 @@ cdef class PulledDecoder:
         return out
 
 
-# --- client send (client6) ---
+# --- client send: a producer's frame, built per message on the sender's turn ---
 # ``send_frame`` (reference: ``client.send_frames.PreparedSend.frame``'s Python path, the template %-filled with
 # the fields, the properties' stdlib JSON string checked by ``_written_alike``, then the frame's prefix, flag and
 # opaque): a producer's SEND_MESSAGE_V2 frame in one call, or None where the reference decides (a value whose
@@ -2086,8 +2087,8 @@ def uniq_id_text(bytes prefix, uint32_t diff, uint32_t count):
     return buf[:n + 12].decode("ascii")
 
 
-# --- client answers (client7) ----------------------------------------------------------------------------
-# Issue #28: what a client does with each answer. ``_answer_text`` gives _json_header (above) one str object
+# --- client answers: every answer's header is read, so a cost per field is paid per message ---------------
+# What a client does with each answer. ``_answer_text`` gives _json_header (above) one str object
 # for each text that recurs in answers' headers (their keys, the language, a send answer's region and trace
 # flag): no decode, no new object and a hash already known, per field of every answer (the property tests of
 # ``tests/test_json_header_fast.py`` hold the readers to the reference). ``SendResultMaker`` makes the

@@ -42,7 +42,7 @@ _PROVIDERS = ("rocketpy.namesrv.cli", "rocketpy.store.cli", "rocketpy.sniffer.cl
               "rocketpy.spark.cli")
 
 
-def _add_providers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_providers(sub: argparse._SubParsersAction) -> None:
     import importlib
 
     for name in _PROVIDERS:

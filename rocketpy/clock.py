@@ -4,7 +4,7 @@ Every broker, NameServer and client timestamp reads :func:`now_ms`. Its source i
 clock unless a caller installs another for the current context with :func:`use_clock` (a
 ``contextvars`` value: the tasks and worker threads started from that context inherit it,
 other contexts keep the system clock). Tests use it to run servers on a virtual clock
-(``rocketpy.testing.follow_trio_clock`` with ``trio.testing.MockClock``).
+(``rocketpy.testing.clock_following`` with ``trio.testing.MockClock``).
 """
 
 from __future__ import annotations

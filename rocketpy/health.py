@@ -20,7 +20,7 @@ from .codecs import RemotingCommand, RequestCode, ResponseCode
 from .codecs.bodies import ClusterInfo, KVTable
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("health", help="probe a NameServer or broker: exit 0 when it answers, 1 when not")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("-n", "--namesrv", help="NameServer host:port")

@@ -109,16 +109,22 @@ async def test_producer_info_time_span_correction_and_consume_stats(tmp_path):
             await c.update_offset("GB", "TAdm", 0, 1)
             await c.update_offset("GC", "TAdm", 0, 2)
 
+            before = now_ms()
             r = await c.invoke(
                 RequestCode.QUERY_CONSUME_TIME_SPAN, QueryConsumeTimeSpanRequestHeader(topic="TAdm", group="GA")
             )
+            after = now_ms()
             spans = QueryConsumeTimeSpanBody.decode(r.body).consume_time_span_set
             assert len(spans) == broker.topics.get("TAdm").write_queue_nums
             q0 = spans[0]
             assert (
                 q0.message_queue.queue_id == 0 and 0 < q0.min_time_stamp <= q0.consume_time_stamp <= q0.max_time_stamp
             )
-            assert q0.delay_time >= 0  # one message left
+            # one message left, the last one: the delay is how long it has waited since it was stored
+            assert before - q0.max_time_stamp <= q0.delay_time <= after - q0.max_time_stamp
+            # the empty queues, as Java answers them: no offset committed (-1) is below the max offset (0), and the
+            # store time of offset -1 is -1, so the delay is the time now plus one
+            assert len(spans) > 1 and all(before + 1 <= s.delay_time <= after + 1 for s in spans[1:])
             r = await c.invoke(
                 RequestCode.QUERY_CONSUME_TIME_SPAN, QueryConsumeTimeSpanRequestHeader(topic="Nope", group="GA")
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import time
 from types import SimpleNamespace
 
 from rocketpy.broker.store_stats import StoreStats, human_bytes, next_morning_ms
@@ -159,14 +160,19 @@ async def test_runtime_info_has_every_key_java_reports(tmp_path):
     java_keys = {k for k in java_keys if not k.startswith("commitLogDiskRatio_")}
     async with running_broker(str(tmp_path)) as broker:
         async with broker_client(broker.address) as c:
+            began = time.perf_counter()
             for i in range(3):
                 await c.send("TKeys", f"m{i}".encode(), queue_id=0)
+            sends_ms = (time.perf_counter() - began) * 1000
             r = await c.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
             table = KVTable.decode(r.body).table
+        put_max_ms = broker.store_stats.latency.put_max_ms
     assert java_keys - table.keys() == set()
     assert table["sendThreadPoolQueueCapacity"] == "10000" and table["pullThreadPoolQueueCapacity"] == "100000"
     assert table["sendThreadPoolQueueHeadWaitTimeMills"].isdigit() and table["pageCacheLockTimeMills"] == "0"
-    assert int(table["putMessageEntireTimeMax"]) >= 0 and table["putLatency99"] == "0.00"
+    # the longest of the three puts, in whole milliseconds: within the time the sends took
+    assert table["putMessageEntireTimeMax"] == str(put_max_ms) and 0 <= put_max_ms <= sends_ms
+    assert table["putLatency99"] == "0.00"
     assert table["remainTransientStoreBufferNumbs"] == "2147483647"
 
 

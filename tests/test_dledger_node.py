@@ -188,24 +188,41 @@ async def test_a_reply_to_a_leader_that_went_away_and_an_unwritable_term_do_not_
     assert sent == []  # the vote that needed term 5 on disk did not go out
 
 
-async def test_a_leader_that_stops_reading_does_not_hold_the_followers_turns(tmp_path) -> None:
+async def test_a_leader_that_stops_reading_does_not_hold_the_followers_turns(virtual_clock, tmp_path) -> None:
     """Found by the mixed fault run: with a Java leader SIGSTOPped, our follower's answers filled the socket
     and the blocked write held the member's turns, so it never stood for election."""
     from rocketpy.codecs import RemotingCommand
     from rocketpy.codecs.dledger import PushEntryResponse
+    from rocketpy.dledger.member import Send
     from rocketpy.dledger.replication import PushReply
 
     class StoppedReader:
+        def __init__(self) -> None:
+            self.writes = 0
+
         async def reply_all(self, answers):  # type: ignore[no-untyped-def]
+            self.writes += 1
             await trio.sleep_forever()  # the peer's receive window is full
 
+    reader = StoppedReader()
     node = DLedgerNode(DLedgerConfig(group="g", self_id="n0", peers=peers()), MemoryLedger(), ledger_dir=None)
+    asked: list[Send] = []
+
+    async def ask(s: Send) -> None:
+        asked.append(s)
+
+    vote = Send("n1", None, 1)  # type: ignore[arg-type]
     async with trio.open_nursery() as nursery:
         node._nursery = nursery
+        node._ask = ask  # type: ignore[method-assign]
         request = RemotingCommand.request(51004, body=b"{}")
-        with trio.fail_after(5):
+        with trio.fail_after(5):  # virtual seconds: a turn held by a write would never end
             for _ in range(3):
-                await node._carry([PushReply((StoppedReader(), request), PushEntryResponse(code=200))])
+                await node._carry([PushReply((reader, request), PushEntryResponse(code=200))])
+            await node._carry([vote])  # the elector's next turn, with the three writes stuck
+            await trio.testing.wait_all_tasks_blocked()
+        assert reader.writes == 3  # each answer was written, by a task of its own
+        assert asked == [vote]
         nursery.cancel_scope.cancel()
 
 

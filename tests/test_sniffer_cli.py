@@ -64,11 +64,20 @@ def test_json_lines_carry_every_command_with_its_pairing(pcap: Path, capsys: pyt
     requests = Counter(f"{o['code']} {o['name']}" for o in objs if not o["is_response"])
     assert dict(requests) == traffic["requests"]
     by_request: dict[str, Counter[str]] = {}
+    waiting: dict[tuple[str, str, int], dict] = {}  # requests by (src, dst, opaque), as the lines come
     for o in objs:
-        if o["is_response"] and o["paired"]:
+        if not o["is_response"]:
+            if not o["is_oneway"]:
+                waiting[(o["src"], o["dst"], o["opaque"])] = o
+            continue
+        request = waiting.pop((o["dst"], o["src"], o["opaque"]), None)
+        assert o["paired"] is (request is not None)
+        if o["paired"]:
+            assert request is not None and o["request_code"] == request["code"]
             key = f"{o['request_code']} {request_code_name(o['request_code'])}"
             by_request.setdefault(key, Counter())[f"{o['code']} {o['name']}"] += 1
-            assert o["latency_ms"] >= 0
+            # both times are rounded to the microsecond, the latency to a thousandth of a millisecond
+            assert o["latency_ms"] == pytest.approx((o["ts"] - request["ts"]) * 1000, abs=0.0021)
     assert {k: dict(v) for k, v in by_request.items()} == traffic["responsesByRequest"]
     assert sum(o["is_response"] and not o["paired"] for o in objs) == traffic["unpairedResponses"]
 

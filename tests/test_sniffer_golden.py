@@ -154,6 +154,7 @@ def mutate(packets: Packets, fn: Callable[[list[int], Packets, random.Random], l
 def test_every_frame_found_paired_and_decoded(pcap: Path) -> None:
     traffic = manifest(pcap)["traffic"]
     frames, notes, pairer = sniff(pcap)
+    packet_ts = [ts for ts, _ in load(pcap)[1]]  # by capture frame number - 1
     assert notes == []
     assert len(frames) == traffic["frames"]
     assert all(fr.command is not None and fr.error is None for fr in frames)
@@ -164,7 +165,9 @@ def test_every_frame_found_paired_and_decoded(pcap: Path) -> None:
             assert fr.command.request_code == fr.request.command.code
             assert fr.command.opaque == fr.request.command.opaque
             assert (fr.src, fr.dst) == (fr.request.dst, fr.request.src)
-            assert fr.latency is not None and fr.latency >= 0
+            # the time between the packets that completed the request and its response, as dpkt reads them
+            assert fr.request.number < fr.number
+            assert fr.latency == packet_ts[fr.number - 1] - packet_ts[fr.request.number - 1]
     # requests without response: non-oneway requests still pending at the end
     unanswered = Counter(f"{fr.command.code} {request_code_name(fr.command.code)}" for fr in pairer.outstanding())
     assert dict(unanswered) == traffic["requestsWithoutResponse"]

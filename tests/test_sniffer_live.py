@@ -124,7 +124,9 @@ def test_sniff_command_on_loopback(capsys: pytest.CaptureFixture[str]) -> None:
     objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(objs) == 4
     assert {(o["name"], o["is_response"]) for o in objs} <= {("HEART_BEAT", False), ("SUCCESS", True)}
-    requests = {o["opaque"] for o in objs if not o["is_response"]}
+    requests = {o["opaque"]: o for o in objs if not o["is_response"]}
     paired = [o for o in objs if o["is_response"] and o["opaque"] in requests]
     assert paired, objs
-    assert all(o["latency_ms"] is not None and o["latency_ms"] >= 0 for o in paired)
+    for o in paired:  # the capture time between the request and its response (times rounded to the microsecond)
+        assert o["paired"] and o["request_name"] == "HEART_BEAT"
+        assert o["latency_ms"] == pytest.approx((o["ts"] - requests[o["opaque"]]["ts"]) * 1000, abs=0.0021)

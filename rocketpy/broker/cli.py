@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketpy.broker")
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("broker", help="run a broker compatible with RocketMQ 4.9.8 (reads broker.conf)")
     p.add_argument("-c", "--config", help="broker.conf (Java property keys)")
     p.add_argument("-n", "--namesrv", "--namesrv-addr", dest="namesrv_addr",

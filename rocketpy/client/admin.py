@@ -101,7 +101,7 @@ class Admin:
         async def call(addr: str) -> RemotingCommand:
             return check(await self.client.api.invoke(addr, req, self.timeout), addr)
 
-        return await self.client.namesrv_invoke(call)  # type: ignore[no-any-return]
+        return await self.client.namesrv_invoke(call)
 
     async def _broker(self, addr: str, code: int, header: Any = None, body: bytes | None = None,
                       ok: tuple[int, ...] = (), language: LanguageCode | None = None) -> RemotingCommand:

@@ -34,7 +34,7 @@ class DefaultsHelp(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("produce", help="send each stdin line as a message; print one JSON line per result",
                        formatter_class=DefaultsHelp)
     _namesrv(p)

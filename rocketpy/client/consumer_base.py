@@ -153,7 +153,7 @@ class ConsumerBase:
         try:
             self.offset_store = self._make_offset_store()
             await self.offset_store.load()
-            self.client.register_consumer(self.group, self)  # type: ignore[arg-type]
+            self.client.register_consumer(self.group, self)
         except BaseException:
             if self._own_client:
                 await release_instance(self.client, "consumer", self.group)

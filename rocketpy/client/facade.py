@@ -238,7 +238,7 @@ class BlockingLitePullConsumer:
         self.shutdown()
 
     def poll(self, timeout: float | None = None) -> list[MessageExt]:
-        return self._host.call("poll", timeout)  # type: ignore[no-any-return]
+        return self._host.call("poll", timeout)
 
     def commit(self) -> None:
         self._host.call("commit")

@@ -133,7 +133,7 @@ def process_queue_str(pq: Any) -> str:
             f"lastConsumeTimestamp={_human_ms(pq.last_consume_timestamp)}]")
 
 
-class JavaSet(list):  # type: ignore[type-arg]
+class JavaSet(list):
     """A java.util.Set for fastjson_pretty, which writes a Set on one line (``["a","b"]``), unlike a List."""
 
 

@@ -61,7 +61,7 @@ def build_dispatcher(instance: ClientInstance) -> Dispatcher:
         table = ResetOffsetBody.decode(req.body).offset_table if req.body else {}
         consumer = instance.consumers.get(h.group or "")
         if consumer is not None and hasattr(consumer, "reset_offset"):
-            await consumer.reset_offset(h.topic, table or {})  # type: ignore[attr-defined]
+            await consumer.reset_offset(h.topic, table or {})
         return None
 
     @d.route(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT)

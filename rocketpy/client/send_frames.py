@@ -25,7 +25,7 @@ from ..codecs.frame import FRAME_PREFIX_UNIT, encode_rocketmq_header, frame_part
 from ..codecs.headers import SendMessageRequestHeaderV2
 
 #: the stdlib's JSON string (quotes included), what JSONEncoder(ensure_ascii=False) writes
-_json_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_json_string = json.encoder.encode_basestring
 #: what the stdlib writes unlike fastjson (lower-case hex escapes; DEL, C1 controls and U+2028/9 left raw),
 #: the test RemotingCommand's encoder applies too: a header holding one is encoded the reference way
 _UNLIKE_FASTJSON = re.compile("\\\\u00[01][a-f]|[\x7f-\xa0\u2028\u2029]")

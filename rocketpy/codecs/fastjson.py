@@ -176,7 +176,7 @@ class _Lenient:
 # -- values that need a Java-side shape ---------------------------------------
 
 
-class ObjectKey(tuple):  # type: ignore[type-arg]
+class ObjectKey(tuple):
     """A map key that is a JSON object: fastjson writes a bean key (e.g. MessageQueue in
     ConsumeStats.offsetTable) as the bean itself. Hashable: a tuple of (name, value) pairs."""
 
@@ -198,7 +198,7 @@ class BeanKey(ObjectKey):
         return Bean((k, thaw(v)) for k, v in self)
 
 
-class ArrayKey(tuple):  # type: ignore[type-arg]
+class ArrayKey(tuple):
     """A map key that is a JSON array (a Java collection used as a key)."""
 
     __slots__ = ()
@@ -261,7 +261,7 @@ class StreamedMap:
             yield key(k), v
 
 
-class Bean(dict):  # type: ignore[type-arg]
+class Bean(dict):
     """The properties of a Java bean (JavaBeanSerializer), as opposed to a Java Map.
 
     Written like a map, except under PrettyFormat, where fastjson breaks the line after
@@ -270,7 +270,7 @@ class Bean(dict):  # type: ignore[type-arg]
     __slots__ = ()
 
 
-class CompactArray(list):  # type: ignore[type-arg]
+class CompactArray(list):
     """A JSON array from a Java Set or primitive array: PrettyFormat keeps it on one line
     (only java.util.List goes through fastjson's line-breaking ListSerializer)."""
 

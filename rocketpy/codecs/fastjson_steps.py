@@ -73,7 +73,7 @@ def _ws(text: str, pos: int) -> int:
 def _string(text: str, pos: int) -> tuple[str, int]:
     if text[pos] == '"':
         try:
-            return _scan_string(text, pos + 1, True)  # type: ignore[no-any-return]
+            return _scan_string(text, pos + 1, True)
         except (json.JSONDecodeError, ValueError) as exc:
             raise _fail(pos, str(exc)) from None
     end = text.find("'", pos + 1)
@@ -142,7 +142,7 @@ def _small(text: str, pos: int) -> tuple[JsonValue, int] | None:
     if _SMALL.match(text, pos, pos + SMALL) is None:
         return None
     try:
-        return _decoder.raw_decode(text, pos)  # type: ignore[no-any-return]
+        return _decoder.raw_decode(text, pos)
     except ValueError:  # not standard JSON (or bad): walked instead, as fastjson.loads falls back
         return None
 

@@ -132,7 +132,7 @@ _INT64 = struct.Struct(">q")
 def peek_size_magic(buf: bytes | bytearray | memoryview | Any, offset: int = 0) -> tuple[int, int]:
     """``(total_size, magic_code)`` of the record at ``offset``, read without checking either
     (struct.error when fewer than 8 bytes are there)."""
-    return _SIZE_MAGIC.unpack_from(buf, offset)  # type: ignore[return-value]
+    return _SIZE_MAGIC.unpack_from(buf, offset)
 
 
 def peek_store_timestamp(buf: bytes | bytearray | memoryview | Any, offset: int = 0) -> int:

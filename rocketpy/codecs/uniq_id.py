@@ -125,7 +125,7 @@ class UniqIdGenerator:
         if diff >= 0x80000000 and diff - (1 << 32) > -1_000_000:
             diff = 0  # a clock stepped back a little (NTP): Java clamps to 0
         if _uniq_id_text is not None:
-            return _uniq_id_text(self._prefix_bytes, diff, next(self._counter) & 0xFFFF)  # type: ignore[no-any-return]
+            return _uniq_id_text(self._prefix_bytes, diff, next(self._counter) & 0xFFFF)
         return self._format % (diff, next(self._counter) & 0xFFFF)
 
     __call__ = next_id

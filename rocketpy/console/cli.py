@@ -13,7 +13,7 @@ import trio
 DEFAULT_LISTEN = "127.0.0.1:8080"
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("console", help="web console and /metrics for a RocketMQ cluster (any 4.x NameServer)")
     p.add_argument("-n", "--namesrv", required=True, action="append",
                    help="NameServer address(es) of a cluster, host:port[;host:port]; repeat -n for more clusters "

@@ -266,5 +266,5 @@ def exposition(samples: Samples) -> bytes:
             family.add_metric(list(label_values), value)
         families.append(family)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Once(families))  # type: ignore[arg-type]
+    registry.register(_Once(families))
     return generate_latest(registry)

@@ -137,7 +137,7 @@ class Gathering:
         if resp is None:
             return None
         try:
-            return cls.decode(resp.body or b"{}")  # type: ignore[attr-defined, no-any-return]
+            return cls.decode(resp.body or b"{}")  # type: ignore[attr-defined]
         except ValueError:
             return None
 

@@ -82,7 +82,7 @@ async def run_console(
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
-    config.errorlog = logging.getLogger("rocketpy.console.http")  # type: ignore[assignment]
+    config.errorlog = logging.getLogger("rocketpy.console.http")
     if settings.tls_cert or settings.tls_key:
         if not (settings.tls_cert and settings.tls_key):
             raise ValueError("--tls-cert and --tls-key go together")

@@ -40,7 +40,7 @@ class ConsoleCluster:
 
     def run(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``await fn(*args)`` on the cluster's trio thread (threaded use only)."""
-        return self.portal.run(fn, *args)  # type: ignore[no-any-return]
+        return self.portal.run(fn, *args)
 
 
 @asynccontextmanager

@@ -16,7 +16,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..codecs.dledger import DLedgerEntry, DLedgerResponseCode, PushEntryRequest, PushEntryResponse, PushType
+from ..codecs.dledger import (
+    DLedgerEntry,
+    DLedgerEntryBean,
+    DLedgerResponseCode,
+    PushEntryRequest,
+    PushEntryResponse,
+    PushType,
+)
 from .ledger import Ledger, LedgerError
 from .member import MemberState, Role
 
@@ -91,7 +98,7 @@ def _entries(req: PushEntryRequest) -> list[DLedgerEntry]:
     return [] if req.entry is None else [DLedgerEntry.from_bean(req.entry)]
 
 
-def _entry_bean(entry: DLedgerEntry | None):  # type: ignore[no-untyped-def]
+def _entry_bean(entry: DLedgerEntry | None) -> DLedgerEntryBean | None:
     return None if entry is None else entry.to_bean()
 
 

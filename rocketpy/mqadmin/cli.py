@@ -19,7 +19,7 @@ from .credentials import acl_credentials, add_acl_options
 __all__ = ["add_commands", "add_parser", "add_parsers"]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     admin = sub.add_parser("admin", help="mqadmin's commands (updateTopic, topicList, clusterList, ...)")
     cmds = admin.add_subparsers(dest="admin_command", metavar="SUBCOMMAND")
     admin.set_defaults(func=_list_commands)
@@ -34,7 +34,7 @@ def _list_commands(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(cmds: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(cmds: argparse._SubParsersAction) -> None:
     """Every subcommand as a parser of ``cmds`` (``rocketpy admin``'s, or the ``mqadmin`` launcher's)."""
     for name, (help_text, options, fn) in COMMANDS.items():
         p = cmds.add_parser(name, help=help_text, description=help_text,

@@ -45,7 +45,7 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     configure_parser(sub.add_parser("namesrv", help="run a NameServer compatible with RocketMQ 4.9.8"))
 
 

@@ -89,7 +89,7 @@ def gated(code: int, handler: Handler) -> Handler:
 
         async def gate_async(ctx: NamesrvContext, request: RemotingCommand) -> Any:
             refused = _refusal(ctx, request, key)
-            return refused if refused is not None else await handler(ctx, request)  # type: ignore[misc]
+            return refused if refused is not None else await handler(ctx, request)
 
         return functools.wraps(handler)(gate_async)
 

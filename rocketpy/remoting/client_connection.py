@@ -244,12 +244,12 @@ class ClientConnection(Connection):
             if timer is not None and deadline < timer.deadline:
                 timer.deadline = deadline
 
-    async def invoke(self, request: Request, timeout: float) -> RemotingCommand:  # type: ignore[override]
+    async def invoke(self, request: Request, timeout: float) -> RemotingCommand:
         """Send ``request`` and wait up to ``timeout`` seconds for its response."""
         opaque = self.next_opaque()
         frame = encode_request(request, opaque) if isinstance(request, RemotingCommand) else request.frame(opaque)
         waiter = _Waiter(opaque, request, timeout, self.core.requests)
-        self._pending[opaque] = waiter  # type: ignore[assignment]
+        self._pending[opaque] = waiter
         self._arm(waiter, timeout)
         try:
             await self.post(frame)
@@ -264,13 +264,13 @@ class ClientConnection(Connection):
                 return result.unwrap()
             # parked here, not in a method of the waiter: a coroutine less for the answer to pass through
             waiter.task = trio.lowlevel.current_task()
-            return await trio.lowlevel.wait_task_rescheduled(waiter.abort)  # type: ignore[no-any-return]
+            return await trio.lowlevel.wait_task_rescheduled(waiter.abort)
         except RemotingTimeoutError:
             if self.close_on_timeout:
                 await self.aclose()
             raise
 
-    async def invoke_oneway(self, request: Request) -> None:  # type: ignore[override]
+    async def invoke_oneway(self, request: Request) -> None:
         await self.post(encode_request(request, self.next_opaque(), oneway=True))
 
     async def request_async(

@@ -246,8 +246,8 @@ class Dispatcher:
             return system_error(request, exc)
         if response is None or request.is_oneway:
             return None
-        fix_response(request, response)  # type: ignore[arg-type]
-        return response  # type: ignore[return-value]
+        fix_response(request, response)
+        return response
 
 
 def java_decode_header(request: RemotingCommand, cls: type[Any]) -> Any:

@@ -32,7 +32,7 @@ def parse_hostport(text: str, default_host: str = "127.0.0.1") -> tuple[str, int
     return host, int(port)
 
 
-def _endpoint(sock_addr: tuple) -> Endpoint:  # type: ignore[type-arg]
+def _endpoint(sock_addr: tuple) -> Endpoint:
     return str(sock_addr[0]), int(sock_addr[1])
 
 

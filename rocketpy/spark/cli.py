@@ -15,7 +15,7 @@ from typing import Any
 __all__ = ["add_parsers", "main"]
 
 
-def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     lake = subparsers.add_parser(
         "lake", help="decode a store or captures once into a Parquet lake (Spark tasks), then query it with SQL"
     )

@@ -21,7 +21,7 @@ from .walk import CorruptRegion, walk_commitlog, written_end
 __all__ = ["add_parsers", "add_store_parser", "message_to_dict"]
 
 
-def add_store_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_store_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``store check`` and ``store dump``."""
     store = subparsers.add_parser("store", help="inspect a RocketMQ store directory (read-only)")
     sub = store.add_subparsers(dest="store_command", required=True)

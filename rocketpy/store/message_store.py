@@ -7,7 +7,7 @@ where they run. The contract for an async (trio) broker:
   to their ConsumeQueue and the index right away, and return in microseconds. The
   bytes are in the page cache, not necessarily on disk.
 * ASYNC_FLUSH: run ``flush_commitlog`` periodically (every flushIntervalCommitLog
-  ms) in a worker thread; ``rocketpy.store.services.FlushCommitLogService`` does.
+  ms) in a worker thread; ``rocketpy.store.services.flush_commitlog_service`` does.
 * SYNC_FLUSH: acknowledge a send only after ``flush_until(result.flush_offset)``
   returned True. ``rocketpy.store.services.GroupCommitService`` batches the
   waiters of many sends into one msync from a worker thread (group commit), and

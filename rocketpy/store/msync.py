@@ -33,7 +33,7 @@ def _libc_msync() -> Callable[[int, int, int], int] | None:
         return None
     fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     fn.restype = ctypes.c_int
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 _msync = _libc_msync()

@@ -124,7 +124,7 @@ async def decode_heartbeat(body: bytes) -> HeartbeatData:
             try:
                 next(steps)
             except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+                return done.value
             await trio.sleep(0)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import construct as cs
 
-from ...codecs import RemotingCommand, ResponseCode
+from ...codecs import RemotingCommand, RequestCode, ResponseCode
 from ...codecs.codes import MessageConst, MessageSysFlag, MixAll, MQVersion, PermName, TopicSysFlag
 from ...codecs.headers import ConsumerSendMsgBackRequestHeader
 from ...codecs.headers.registry import V2_SEND_CODES
@@ -331,10 +331,15 @@ def send_response(
     return respond(request, code, remark, header=header, extra=send_extra(broker), fast=True)
 
 
+#: RequestCode.SEND_BATCH_MESSAGE (320, as in Java 4.9.8's RequestCode), bound once for the per-send check below.
+#: Java's SendMessageProcessor goes by the header's batch flag alone; its clients set the flag with this code.
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
+
+
 async def send_message(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand | None:
     broker = ctx.state
     h = SendHeader(request)
-    if h.batch or request.code == 320:
+    if h.batch or request.code == _SEND_BATCH_MESSAGE:
         return await _send_batch(broker, ctx, request, h)
     tc, err = msg_check(broker, ctx, request, h)
     if err is not None:

@@ -205,7 +205,7 @@ class SendLane:
                 born_host = attributes["born_host"] = host_bytes(host_of(ctx))
             except CodecError:
                 return None
-        return born_host  # type: ignore[no-any-return]
+        return born_host
 
     def hold_answer(self, ctx: BrokerContext, answer: bytes) -> None:
         """Keep a SYNC_FLUSH answer until the group commit covers what was appended (see settle)."""

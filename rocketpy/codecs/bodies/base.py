@@ -250,7 +250,7 @@ class JsonBody:
         super().__init_subclass__(**kwargs)
         if "extra" not in cls.__dict__.get("__annotations__", {}):
             cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), "extra": "dict[str, Any]"}
-            cls.extra = dataclasses.field(default_factory=dict, repr=False, compare=False)  # type: ignore[assignment]
+            cls.extra = dataclasses.field(default_factory=dict, repr=False, compare=False)
         dataclasses.dataclass(kw_only=True)(cls)
         specs = []
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]

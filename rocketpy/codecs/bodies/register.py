@@ -125,7 +125,7 @@ class RegisterBrokerBody(JsonBody):
     compressed_form: ClassVar[bool] = False
 
     @classmethod
-    def decode(cls, data: bytes | str, compressed: bool | None = None) -> RegisterBrokerBody:  # type: ignore[override]
+    def decode(cls, data: bytes | str, compressed: bool | None = None) -> RegisterBrokerBody:
         """Either form; ``compressed`` as the request header says, or None to tell by the bytes."""
         if compressed is None:
             compressed = isinstance(data, (bytes, bytearray, memoryview)) and _looks_compressed(bytes(data))
@@ -175,7 +175,7 @@ class RegisterBrokerBody(JsonBody):
         body.compressed_form = True  # type: ignore[misc]
         return body
 
-    def encode(self, compress: bool | None = None, **features: bool) -> bytes:  # type: ignore[override]
+    def encode(self, compress: bool | None = None, **features: bool) -> bytes:
         """RegisterBrokerBody.encode(compress); ``compress`` defaults to the decoded form."""
         if compress is None:
             compress = self.compressed_form

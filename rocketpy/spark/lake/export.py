@@ -31,8 +31,9 @@ from .store import LakeDir, file_stat
 from .tables import PCAP_TABLES, STORE_TABLES, message_columns
 from .tasks import Target, Task, run_task
 
-# Measured on a 2 GiB store on 2 cores (issue #23): 512 MiB splits beat 128 MiB ones, a task's
-# fixed cost (a Python worker, imports, a Parquet writer) being worth 30-60 MiB of decoding.
+# Measured on a 2 GiB store on 2 cores (tools/bench/bench_spark.py --split-size): 512 MiB splits beat
+# 128 MiB ones, a task's fixed cost (a Python worker, imports, a Parquet writer) being worth 30-60 MiB of
+# decoding.
 DEFAULT_SPLIT = 512 << 20
 
 KIND_TABLES = {
@@ -91,8 +92,8 @@ def run_in_process(
     return out
 
 
-# CPU per byte of each kind of task, relative to a CommitLog split's (measured on the bench's
-# 2 GiB store, issue #23): a ConsumeQueue or IndexFile byte costs 2.5-3 CommitLog bytes.
+# CPU per byte of each kind of task, relative to a CommitLog split's (measured on the 2 GiB store of
+# tools/bench/bench_spark.py): a ConsumeQueue or IndexFile byte costs 2.5-3 CommitLog bytes.
 COST_PER_BYTE = {"commitlog": 1.0, "consumequeue": 2.5, "index": 3.0, "pcap": 4.0}
 
 # Kinds a driver may decode itself while the Spark job runs: their tasks are small, and a
