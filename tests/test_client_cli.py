@@ -174,6 +174,23 @@ def test_admin_commands(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
     assert code == 1
 
 
+@pytest.mark.parametrize(("command", "topic"), [("updateTopic", "DefaultCluster"), ("updateTopic", "broker-a"),
+                                                ("updateTopic", "DefaultCluster_REPLY_TOPIC"),
+                                                ("deleteTopic", "broker-a"), ("deleteTopic", "DefaultCluster")])
+def test_admin_refuses_the_broker_own_system_topics(cluster: Cluster, capsys: pytest.CaptureFixture[str],
+                                                    command: str, topic: str) -> None:
+    # Java's TopicConfigManager adds the broker's cluster name, broker name and reply topic to TopicValidator's
+    # set: updateTopic -t DefaultCluster made the 16-queue cluster topic an 8-queue one here
+    broker = cluster.broker
+    before = broker.topics.get(topic)
+    assert before is not None
+    code = main(["admin", command, "-n", cluster.namesrv, "-c", "DefaultCluster", "-t", topic])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1
+    assert f"DESC: The topic[{topic}] is conflict with system topic." in err[0]
+    assert broker.topics.get(topic) == before
+
+
 def test_consumer_connection(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
                              capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     import threading

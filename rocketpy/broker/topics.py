@@ -76,6 +76,11 @@ class TopicConfigManager:
         self.system_topics.add(name)
         self.table[name] = new_topic(name, read, write, perm)
 
+    def is_system_topic(self, topic: str) -> bool:
+        """TopicValidator.isSystemTopic as this broker's Java twin answers it: the fixed set and ``rmq_sys_*``,
+        plus what its TopicConfigManager added (the cluster name, the broker name, the trace and reply topics)."""
+        return MixAll.is_system_topic(topic) or topic in self.system_topics
+
     # -- persistence -------------------------------------------------------------------
     def load(self) -> None:
         if self.path is None:

@@ -57,11 +57,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketpy.broker")
 
 
-def _check_topic_name(request: RemotingCommand, topic: str) -> RemotingCommand | None:
+def _check_topic_name(ctx: BrokerContext, request: RemotingCommand, topic: str) -> RemotingCommand | None:
     bad = validate_topic(topic)
     if bad is not None:
         return error(request, ResponseCode.SYSTEM_ERROR, bad)
-    if MixAll.is_system_topic(topic):
+    # this broker's names count too: `updateTopic -t DefaultCluster` rewrote the 16-queue cluster topic
+    if ctx.state.topics.is_system_topic(topic):
         return error(request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
     return None
 
@@ -82,7 +83,7 @@ async def update_and_create_topic(ctx: BrokerContext, request: RemotingCommand) 
     broker = ctx.state
     h = java_decode_header(request, CreateTopicRequestHeader)
     topic = h.topic or ""
-    err = _check_topic_name(request, topic)
+    err = _check_topic_name(ctx, request, topic)
     if err is not None:
         return err
     for name, value in (("readQueueNums", h.read_queue_nums), ("writeQueueNums", h.write_queue_nums), ("perm", h.perm)):
@@ -108,7 +109,7 @@ async def delete_topic(ctx: BrokerContext, request: RemotingCommand) -> Remoting
     broker = ctx.state
     h = java_decode_header(request, DeleteTopicRequestHeader)
     topic = h.topic or ""
-    err = _check_topic_name(request, topic)
+    err = _check_topic_name(ctx, request, topic)
     if err is not None:
         return err
     broker.topics.delete(topic)
