@@ -7,6 +7,7 @@ import io
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -291,3 +292,86 @@ def test_stats_tables_keep_boxes_on_a_terminal_and_show_names_as_data() -> None:
     stats.render(piped)
     text = piped.file.getvalue()  # type: ignore[attr-defined]
     assert not _has_box_characters(text) and "[red]T[/red]" in text
+
+
+class _RecordsOf:
+    """Stands in for live.LiveRecords (whose socket needs root): the records of a capture file, then the
+    silences a live capture yields between packets."""
+
+    def __init__(self, interface: str, *_: object) -> None:
+        from rocketpy.sniffer.pcap import PacketReader
+
+        with open(SYNC, "rb") as f:
+            self._records = list(PacketReader(f))
+        self.closed = False
+
+    def __enter__(self) -> _RecordsOf:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.closed = True
+
+    def __iter__(self) -> Iterator[tuple[float, int, bytes] | None]:
+        for record in self._records:
+            yield record
+            yield None
+
+
+def test_live_capture_is_written_with_w(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sniff -i IFACE -w FILE`` writes the packets of the commands it shows, as ``sniff -r`` does (it
+    ignored -w, silently)."""
+    from rocketpy.sniffer import live
+
+    monkeypatch.setattr(live, "LiveRecords", _RecordsOf)
+    written = tmp_path / "live.pcap"
+    rc, live_out, _ = run(capsys, "sniff", "-i", "lo", "--code", "310", "--json", "-w", str(written))
+    assert rc == 0 and written.exists()
+    rc, read_out, _ = run(capsys, "sniff", "-r", str(written), "--json")
+    shown = [(o["name"], o["opaque"]) for o in json_lines(live_out)]
+    assert rc == 0 and [(o["name"], o["opaque"]) for o in json_lines(read_out)] == shown and len(shown) == 20
+    run(capsys, "sniff", "-r", str(SYNC), "--code", "310", "-w", str(tmp_path / "file.pcap"))
+    assert (tmp_path / "file.pcap").read_bytes() == written.read_bytes()  # the same records as from the file
+
+
+def test_live_capture_that_cannot_start_writes_no_file(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocketpy.sniffer import live
+
+    def refuse(interface: str, *_: object) -> None:
+        raise live.CaptureError(f"capturing on {interface} needs root or CAP_NET_RAW")
+
+    monkeypatch.setattr(live, "LiveRecords", refuse)
+    rc, _, err = run(capsys, "sniff", "-i", "eth9", "-w", str(tmp_path / "x.pcap"))
+    assert rc == 2 and err == "rocketpy: capturing on eth9 needs root or CAP_NET_RAW\n"
+    assert not (tmp_path / "x.pcap").exists()
+
+
+def test_pcap_writer_keeps_one_link_type(tmp_path: Path) -> None:
+    """A classic pcap has one link type: a bare-IP record after Ethernet ones (``-i any`` with a tun device)
+    is written behind an Ethernet header, an Ethernet one in a bare-IP file without its own."""
+    from rocketpy.sniffer.packet import LINKTYPE_ETHERNET, LINKTYPE_RAW, parse_tcp
+    from rocketpy.sniffer.pcap import PacketReader, PcapWriter
+
+    with open(SYNC, "rb") as f:
+        ts, linktype, frame = next(iter(PacketReader(f)))
+    assert linktype == LINKTYPE_ETHERNET
+    ip = frame[14:]
+    expected = parse_tcp(ts, linktype, frame)
+    assert expected is not None
+    for first, second in (((LINKTYPE_ETHERNET, frame), (LINKTYPE_RAW, ip)),
+                          ((LINKTYPE_RAW, ip), (LINKTYPE_ETHERNET, frame))):
+        path = tmp_path / f"{first[0]}.pcap"
+        writer = PcapWriter(str(path))
+        writer.write(ts, *first)
+        writer.write(ts + 0.9999996, *second)
+        writer.write(ts, 1234, b"not IP")  # left out
+        writer.close()
+        with open(path, "rb") as f:
+            back = list(PacketReader(f))
+        assert [r[1] for r in back] == [first[0]] * 2
+        for rts, rlink, rframe in back:
+            got = parse_tcp(rts, rlink, rframe)
+            assert got is not None and (got.src, got.dst, got.seq, got.payload) == (
+                expected.src, expected.dst, expected.seq, expected.payload)
+        assert back[1][0] - back[0][0] == pytest.approx(0.999999, abs=1e-6)

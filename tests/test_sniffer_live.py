@@ -81,8 +81,8 @@ def test_live_capture_on_loopback_decodes_and_pairs() -> None:
     assert len(frames[1].command.body) == 70_000
 
 
-def test_sniff_command_on_loopback(capsys: pytest.CaptureFixture[str]) -> None:
-    """``rocketpy sniff -i lo``: requests repeat until the command has shown four commands (-c 4).
+def _sniff_loopback(capsys: pytest.CaptureFixture[str], *extra: str) -> list[dict]:
+    """``rocketpy sniff -i lo --json -c 4``: requests repeat until the command has shown four commands.
 
     The capture starts while the loop already runs, so the first exchange may be seen in part;
     what must hold is that a whole exchange is decoded and paired.
@@ -98,7 +98,7 @@ def test_sniff_command_on_loopback(capsys: pytest.CaptureFixture[str]) -> None:
     result: list[int] = []
     cli = threading.Thread(
         target=lambda: result.append(main(["sniff", "-i", "lo", "--port", str(port), "--json", "-c", "4",
-                                           "--duration", "20"])),
+                                           "--duration", "20", *extra])),
         daemon=True,
     )
     cli.start()
@@ -121,7 +121,11 @@ def test_sniff_command_on_loopback(capsys: pytest.CaptureFixture[str]) -> None:
         server.close()
         cli.join(20)
     assert result == [0]
-    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_sniff_command_on_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+    objs = _sniff_loopback(capsys)
     assert len(objs) == 4
     assert {(o["name"], o["is_response"]) for o in objs} <= {("HEART_BEAT", False), ("SUCCESS", True)}
     requests = {o["opaque"]: o for o in objs if not o["is_response"]}
@@ -130,3 +134,17 @@ def test_sniff_command_on_loopback(capsys: pytest.CaptureFixture[str]) -> None:
     for o in paired:  # the capture time between the request and its response (times rounded to the microsecond)
         assert o["paired"] and o["request_name"] == "HEART_BEAT"
         assert o["latency_ms"] == pytest.approx((o["ts"] - requests[o["opaque"]]["ts"]) * 1000, abs=0.0021)
+
+
+def test_sniff_on_loopback_writes_what_it_shows(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    """``-w FILE`` on a live capture: the file holds the packets of the commands shown (it was ignored)."""
+    import json
+
+    from rocketpy.sniffer.cli import main
+
+    written = tmp_path / "lo.pcap"
+    shown = _sniff_loopback(capsys, "-w", str(written))
+    assert main(["sniff", "-r", str(written), "--json"]) == 0
+    read = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(o["name"], o["opaque"]) for o in read] == [(o["name"], o["opaque"]) for o in shown]
+    assert len(read) == 4

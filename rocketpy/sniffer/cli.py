@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
 
 from rich.console import Console
@@ -16,8 +16,9 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.text import Text
 
 from ..cli import first_leaf
-from .pcap import CaptureFormatError, PacketReader
-from .reassembly import DEFAULT_PORTS, Tracker
+from .live import Record
+from .pcap import CaptureFormatError, PacketReader, PcapWriter
+from .reassembly import DEFAULT_PORTS, Endpoint, Tracker
 from .render import JsonOutput, LineOutput, NullOutput, Output
 from .session import FrameFilter, Session, parse_codes
 from .stats import Stats
@@ -52,7 +53,7 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("-c", "--count", type=int, metavar="N", help="stop after N shown commands")
     out.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (live, proxy)")
     out.add_argument("-w", "--write", metavar="FILE",
-                     help="also write the packets that carry a shown command to FILE (pcap; sniff -r only)")
+                     help="also write the packets that carry a shown command to FILE (pcap)")
     flt = p.add_argument_group("filters (repeatable or comma-separated; a response follows its request)")
     flt.add_argument(
         "--code",
@@ -174,43 +175,42 @@ def cmd_sniff(args: argparse.Namespace) -> int:
     return 0
 
 
-class _PcapWriter:
-    """Classic pcap out (``-w``): the records as read, in the link type of the first one."""
-
-    def __init__(self, path: str) -> None:
-        self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
-        self._linktype: int | None = None
-
-    def write(self, ts: float, linktype: int, data: bytes) -> None:
-        import struct
-
-        if self._linktype is None:
-            self._linktype = linktype
-            self._file.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, linktype))
-        sec = int(ts)
-        self._file.write(struct.pack("<IIII", sec, int(round((ts - sec) * 1e6)), len(data), len(data)) + data)
-
-    def close(self) -> None:
-        self._file.close()
-
-
-def _packets(reader: PacketReader, session: Session, writer: _PcapWriter | None) -> Any:
-    """The TCP packets of the capture; times count from its first record (as tshark), and with ``-w``
-    the records whose packet showed a command are written."""
+def _packets(records: Iterable[Record | None], session: Session, writer: PcapWriter | None) -> Any:
+    """The TCP packets of the records (a None, a live capture's moment of silence, passed on); times count
+    from the first record (as tshark), and with ``-w`` the records whose packet showed a command are written,
+    each connection's first one after its handshake (SYN, SYN-ACK), kept till then: without it a stream on a
+    port of no default is not known for RocketMQ when the file is read again."""
     from .packet import parse_tcp
 
-    for number, (ts, linktype, buf) in enumerate(reader, 1):
+    number = 0
+    handshakes: dict[tuple[Endpoint, Endpoint], list[Record]] = {}
+    for record in records:
+        if record is None:
+            yield None
+            continue
+        number += 1
+        ts, linktype, buf = record
         if number == 1 and isinstance(session.output, LineOutput):
             session.output.t0 = ts  # even when the first packets are filtered out
         pkt = parse_tcp(ts, linktype, buf, number)
         if pkt is None:
             continue
+        conn = (pkt.src, pkt.dst) if pkt.src < pkt.dst else (pkt.dst, pkt.src)
+        if writer is not None and pkt.syn:
+            kept = handshakes.setdefault(conn, [])
+            if len(kept) < 2:
+                kept.append(record)
         shown = session.shown
         try:
             yield pkt
         finally:  # also when the reader stops here (-c N reached): the last shown packet is written too
-            if writer is not None and session.shown > shown:
-                writer.write(ts, linktype, buf)
+            if writer is not None:
+                if session.shown > shown:
+                    for syn in handshakes.pop(conn, ()):
+                        writer.write(*syn)
+                    writer.write(ts, linktype, buf)
+                elif pkt.fin_or_rst:
+                    handshakes.pop(conn, None)
 
 
 def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int] | None) -> int:
@@ -224,7 +224,7 @@ def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int
     show = args.progress if args.progress is not None else (size is not None and sys.stderr.isatty())
     reader = PacketReader(stream)
     tracker = Tracker(ports)
-    writer = _PcapWriter(args.write) if args.write else None
+    writer = PcapWriter(args.write) if args.write else None
     try:
         if show and size:
             with Progress(
@@ -263,21 +263,27 @@ def _sniff_file(args: argparse.Namespace, session: Session, ports: frozenset[int
 
 
 def _sniff_live(args: argparse.Namespace, session: Session, ports: frozenset[int] | None) -> None:
-    from .live import capture
+    from . import live
 
     tracker = Tracker(ports)
     deadline = time.monotonic() + args.duration if args.duration else None
     which = f"ports {sorted(ports)}" if ports is not None else "any port"
-    Console(stderr=True, highlight=False).print(Text(f"capturing on {args.interface} ({which}), Ctrl-C stops"))
-    try:
-        for pkt in capture(args.interface):
-            if pkt is not None and (events := tracker.packet(pkt)):
-                session.events(events)
-                sys.stdout.flush()
-            if session.done or (deadline is not None and time.monotonic() >= deadline):
-                break
-    finally:
-        session.events(tracker.finish())
+    with live.LiveRecords(args.interface) as source:  # first: a capture that cannot start writes no file
+        writer = PcapWriter(args.write, flush=True) if args.write else None
+        Console(stderr=True, highlight=False).print(Text(f"capturing on {args.interface} ({which}), Ctrl-C stops"))
+        packets = _packets(source, session, writer)
+        try:
+            for pkt in packets:
+                if pkt is not None and (events := tracker.packet(pkt)):
+                    session.events(events)
+                    sys.stdout.flush()
+                if session.done or (deadline is not None and time.monotonic() >= deadline):
+                    break
+        finally:
+            packets.close()  # writes the packet that was being shown when the loop stopped
+            session.events(tracker.finish())
+            if writer is not None:
+                writer.close()
 
 
 def cmd_proxy(args: argparse.Namespace) -> int:

@@ -59,26 +59,39 @@ def _linktype(hatype: int) -> int | None:
     return None
 
 
-def capture(
-    interface: str,
-    stop: threading.Event | None = None,
-    ready: threading.Event | None = None,
-    poll: float = 0.2,
-) -> Iterator[Packet | None]:
-    """TCP segments seen on ``interface`` until ``stop`` is set.
+Record = tuple[float, int, bytes]
 
-    Yields None every ``poll`` seconds of silence, so the caller can check its own
-    limits. ``ready`` is set once the socket is capturing.
+
+class LiveRecords:
+    """Link-layer frames seen on an interface until ``stop`` is set, as (time, link type, bytes): what a
+    pcap record holds, so ``sniff -i IFACE -w FILE`` writes them as they came.
+
+    The socket is opened here (CaptureError before the caller makes anything of its own) and closed by
+    :meth:`close` (or leaving ``with``). Iterating yields None every ``poll`` seconds of silence, so the
+    caller can check its own limits; ``ready`` is set once the socket is capturing.
     """
-    sock = open_socket(interface)
-    sock.settimeout(poll)
-    number = 0
-    try:
-        if ready is not None:
-            ready.set()
-        while stop is None or not stop.is_set():
+
+    def __init__(self, interface: str, stop: threading.Event | None = None,
+                 ready: threading.Event | None = None, poll: float = 0.2) -> None:
+        self._sock = open_socket(interface)
+        self._sock.settimeout(poll)
+        self._stop, self._ready = stop, ready
+
+    def __enter__(self) -> LiveRecords:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __iter__(self) -> Iterator[Record | None]:
+        if self._ready is not None:
+            self._ready.set()
+        while self._stop is None or not self._stop.is_set():
             try:
-                buf, addr = sock.recvfrom(_RECV_SIZE)
+                buf, addr = self._sock.recvfrom(_RECV_SIZE)
             except TimeoutError:
                 yield None
                 continue
@@ -86,12 +99,25 @@ def capture(
             # loopback hands every packet over twice, outgoing then incoming: keep one
             if hatype == ARPHRD_LOOPBACK and pkttype == PACKET_OUTGOING:
                 continue
-            number += 1
             linktype = _linktype(hatype)
-            if linktype is None:
+            if linktype is not None:
+                yield time.time(), linktype, buf
+
+
+def capture(
+    interface: str,
+    stop: threading.Event | None = None,
+    ready: threading.Event | None = None,
+    poll: float = 0.2,
+) -> Iterator[Packet | None]:
+    """TCP segments seen on ``interface`` until ``stop`` is set (None every ``poll`` seconds of silence)."""
+    number = 0
+    with LiveRecords(interface, stop, ready, poll) as source:
+        for record in source:
+            if record is None:
+                yield None
                 continue
-            pkt = parse_tcp(time.time(), linktype, buf, number)
+            number += 1
+            pkt = parse_tcp(*record, number)
             if pkt is not None:
                 yield pkt
-    finally:
-        sock.close()

@@ -11,7 +11,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
-from .packet import Packet, parse_tcp
+from .packet import LINKTYPE_ETHERNET, LINKTYPE_RAW, Packet, network_offset, parse_tcp
 from .pairing import Pairer
 from .reassembly import DEFAULT_PORTS, CapturedFrame, Endpoint, HaUnit, StreamNote, Tracker
 
@@ -22,6 +22,7 @@ __all__ = [
     "CaptureFormatError",
     "HaUnit",
     "PacketReader",
+    "PcapWriter",
     "pair_responses",
     "read_events",
     "read_frames",
@@ -142,6 +143,49 @@ class PacketReader:
                 origlen = struct.unpack_from(endian + "I", block, 8)[0]
                 yield 0.0, interfaces[0][0], block[12 : 12 + min(origlen, blen - 16)]
         self.truncated = len(self._buf) - self._pos  # a block header cut short
+
+
+class PcapWriter:
+    """Classic pcap out (``sniff -w``), microsecond times, in the link type of the first record.
+
+    A classic file has one link type; a later record of another (``-i any`` sees Ethernet and bare-IP
+    devices, a pcapng may mix interfaces) is rewritten to it: its IP packet, behind an Ethernet header
+    of zero addresses when the file is Ethernet. One that is not IP is left out.
+    ``flush`` writes each record through (a live capture stopped by a signal keeps what it wrote)."""
+
+    def __init__(self, path: str, *, flush: bool = False) -> None:
+        self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self._flush = flush
+        self.linktype: int | None = None
+
+    def write(self, ts: float, linktype: int, data: bytes) -> None:
+        if self.linktype is None:
+            self.linktype = linktype
+            self._file.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, linktype))
+        elif linktype != self.linktype:
+            converted = _relink(linktype, data, self.linktype)
+            if converted is None:
+                return
+            data = converted
+        sec = int(ts)
+        usec = min(int(round((ts - sec) * 1e6)), 999_999)  # 0.9999996 is not 1000000 microseconds
+        self._file.write(struct.pack("<IIII", sec, usec, len(data), len(data)) + data)
+        if self._flush:
+            self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _relink(linktype: int, data: bytes, target: int) -> bytes | None:
+    """``data`` of ``linktype`` as a frame of ``target`` (Ethernet or bare IP), or None."""
+    found = network_offset(linktype, data)
+    if found is None or target not in (LINKTYPE_ETHERNET, LINKTYPE_RAW):
+        return None
+    off, ethertype = found
+    if target == LINKTYPE_RAW:
+        return data[off:]
+    return bytes(12) + struct.pack(">H", ethertype) + data[off:]
 
 
 def _if_tsresol(options: bytes, endian: str) -> float:
