@@ -323,3 +323,27 @@ async def test_transaction_discarded_after_check_max(tmp_path, virtual_clock):
                 "transactionId",
             ]
             assert checks[0].is_oneway
+
+
+def test_end_transaction_answers_the_final_put_as_java() -> None:
+    """EndTransactionProcessor.sendFinalMessage's table, not the send path's: a stored message is SUCCESS (its
+    half then marked done; FLUSH_DISK_TIMEOUT left it to be checked back and committed twice), the size
+    refusal names maxMessageSize (it said "128k"), the others their own remarks."""
+    from rocketpy.broker.processors.transaction import final_message_answer
+    from rocketpy.store.types import PutMessageResult
+    from rocketpy.store.types import PutMessageStatus as S
+
+    def answer(status: S) -> tuple[int, str | None]:
+        return final_message_answer(PutMessageResult(status), 1024)
+
+    for stored in (S.PUT_OK, S.FLUSH_DISK_TIMEOUT, S.FLUSH_SLAVE_TIMEOUT, S.SLAVE_NOT_AVAILABLE):
+        assert answer(stored) == (ResponseCode.SUCCESS, None)
+    illegal = ("The message is illegal, maybe msg body or properties length not matched. msg body length limit "
+               "1024B, msg properties length limit 32KB.")
+    assert answer(S.MESSAGE_ILLEGAL) == answer(S.PROPERTIES_SIZE_EXCEEDED) == (ResponseCode.MESSAGE_ILLEGAL, illegal)
+    assert answer(S.CREATE_MAPEDFILE_FAILED) == (ResponseCode.SYSTEM_ERROR, "Create mapped file failed.")
+    assert answer(S.SERVICE_NOT_AVAILABLE) == (ResponseCode.SERVICE_NOT_AVAILABLE, "Service not available now.")
+    assert answer(S.OS_PAGECACHE_BUSY) == (ResponseCode.SYSTEM_ERROR, "OS page cache busy, please try another machine")
+    assert answer(S.UNKNOWN_ERROR) == (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR")
+    assert answer(S.LMQ_CONSUME_QUEUE_NUM_EXCEEDED) == (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT")
+    assert final_message_answer(None, 1024) == (ResponseCode.SYSTEM_ERROR, "store putMessage return null")

@@ -40,6 +40,7 @@ from .config import ClientConfig
 from .errors import MQBrokerError, MQClientError, RequestTimeoutError
 from .fault import FaultStrategy
 from .instance import ClientInstance, acquire_instance, release_instance
+from .java_text import mq_str
 from .results import SendResult
 from .route import TopicPublishInfo
 from .send_frames import PreparedSend, SendFields, SendFrames
@@ -76,6 +77,19 @@ def select_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> Messa
     n = len(mqs)
     rem = abs(value) % n  # Java's % keeps the dividend's sign, then takes the absolute value
     return mqs[rem]
+
+
+def _invoke_id() -> int:
+    """What Java's sendDefaultImpl names one send's attempts by in its log lines (Random.nextLong)."""
+    return random.getrandbits(64) - (1 << 63)
+
+
+def _log_send_failure(invoke_id: int, rt: int, mq: MessageQueue, exc: Exception, *, resend: bool) -> None:
+    """DefaultMQProducerImpl's line for a failed attempt, saying what comes next: "resend at once" when an
+    attempt is left for a code that is retried (on another broker only if the topic has one), "throw exception"
+    otherwise. It said "retry on another broker" with one broker, and before codes no send retries."""
+    log.warning("sendKernelImpl exception, %s, InvokeID: %s, RT: %sms, Broker: %s: %s",
+                "resend at once" if resend else "throw exception", invoke_id, rt, mq_str(mq), exc)
 
 
 def select_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
@@ -416,9 +430,10 @@ class Producer:
     async def _send_default(self, msg: Message, timeout: float, times_total: int, *, oneway: bool = False,
                             batch_msgs: Sequence[Message] | None = None, begin: float | None = None,
                             tried: Sequence[str] = (), last_error: Exception | None = None,
-                            check: bool = False) -> SendResult | None:
+                            check: bool = False, invoke_id: int | None = None) -> SendResult | None:
         """``tried``: the brokers of attempts already made since ``begin`` (the last failed with ``last_error``);
-        ``check``: send()'s checks first (send returns this coroutine)."""
+        ``check``: send()'s checks first (send returns this coroutine); ``invoke_id``: what the log lines of
+        this send's failures name it (made on the first)."""
         if check:
             self._need_started()
             check_message(msg, self.max_message_size)
@@ -436,7 +451,7 @@ class Producer:
         last_broker: str | None = tried[-1] if tried else None
         result: SendResult | None = None
         brokers_sent: list[str] = list(tried)
-        for _ in range(times_total - len(tried)):
+        for attempt in range(len(tried), times_total):
             mq = self.fault.select(info, last_broker)
             last_broker = mq.broker_name
             brokers_sent.append(mq.broker_name or "")
@@ -456,11 +471,15 @@ class Producer:
                 if self.fault.enabled:  # the latency only matters to the fault strategy
                     self.fault.update(mq.broker_name or "", int((clock() - start) * 1000), False)
             except (RemotingError, MQClientError) as exc:
-                self.fault.update(mq.broker_name or "", int((clock() - start) * 1000), True)
+                rt = int((clock() - start) * 1000)
+                self.fault.update(mq.broker_name or "", rt, True)
                 last_error = exc
-                log.warning("send to %s failed, retry on another broker: %s", mq.broker_name, exc)
+                if invoke_id is None:
+                    invoke_id = _invoke_id()
                 if isinstance(exc, MQBrokerError) and exc.response_code not in RETRY_RESPONSE_CODES:
+                    _log_send_failure(invoke_id, rt, mq, exc, resend=False)
                     raise
+                _log_send_failure(invoke_id, rt, mq, exc, resend=attempt + 1 < times_total)
                 continue
             if oneway or result is None:
                 return result
@@ -606,13 +625,15 @@ class Producer:
                 result = ClientAPI.send_result(answer.response, addr, mq, uniq)
             except (RemotingError, MQClientError) as exc:
                 self.fault.update(broker, latency, True)
+                invoke_id = _invoke_id()
                 if isinstance(exc, MQBrokerError) and exc.response_code not in RETRY_RESPONSE_CODES:
+                    _log_send_failure(invoke_id, latency, mq, exc, resend=False)
                     future._finish(None, exc)
                     self._callback(on_exception, exc)
                 else:  # the other attempts, as _send_default makes them
-                    log.warning("send to %s failed, retry on another broker: %s", broker, exc)
+                    _log_send_failure(invoke_id, latency, mq, exc, resend=self.retry_times_async > 0)
                     self.client.spawn("async send", self._send_async_rest, msg, future, on_success, on_exception,
-                                      timeout, begin, broker, exc)
+                                      timeout, begin, broker, exc, invoke_id)
                 return
             if self.fault.enabled:
                 self.fault.update(broker, latency, False)
@@ -623,10 +644,10 @@ class Producer:
 
     async def _send_async_rest(self, msg: Message, future: SendFuture, on_success: Callable[[SendResult], Any] | None,
                                on_exception: Callable[[BaseException], Any] | None, timeout: float, begin: float,
-                               broker: str, error: Exception) -> None:
+                               broker: str, error: Exception, invoke_id: int) -> None:
         try:
             result = await self._send_default(msg, timeout, 1 + self.retry_times_async, begin=begin, tried=(broker,),
-                                              last_error=error)
+                                              last_error=error, invoke_id=invoke_id)
             assert result is not None
         except (RemotingError, MQClientError, trio.TooSlowError, TimeoutError) as exc:
             await _settle(future, None, exc, on_success, on_exception)

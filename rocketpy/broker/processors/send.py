@@ -271,10 +271,12 @@ def build_inner(
 
 
 def put_error(
-    result: PutMessageResult | None, disk_util: Callable[[], str] | None = None
+    result: PutMessageResult | None, disk_util: Callable[[], str] | None = None,
+    max_message_size: int = 4 * 1024 * 1024,
 ) -> tuple[int, str | None, bool]:
     """handlePutMessageResult: (code, remark, send ok); ``disk_util`` gives the store's disk use for the
-    SERVICE_NOT_AVAILABLE remark (MessageStore.disk_util)."""
+    SERVICE_NOT_AVAILABLE remark (MessageStore.disk_util), ``max_message_size`` the broker's
+    ``maxMessageSize`` for the MESSAGE_ILLEGAL one."""
     if result is None:
         return ResponseCode.SYSTEM_ERROR, "store putMessage return null", False
     s = result.status
@@ -292,7 +294,7 @@ def put_error(
         return (
             ResponseCode.MESSAGE_ILLEGAL,
             "the message is illegal, maybe msg body or properties length not matched. msg body length limit "
-            "128k, msg properties length limit 32k.",
+            f"{max_message_size}B, msg properties length limit 32KB.",
             False,
         )
     if s is PutMessageStatus.SERVICE_NOT_AVAILABLE:
@@ -317,7 +319,7 @@ def send_response(
     queue_id: int,
     transaction_id: str | None = None,
 ) -> RemotingCommand:
-    code, remark, ok = put_error(result, broker.store.disk_util)
+    code, remark, ok = put_error(result, broker.store.disk_util, broker.config.store.max_message_size)
     if not ok:
         return _send_error(broker, request, code, remark or "")
     assert result is not None and result.append is not None

@@ -9,8 +9,8 @@ from ...codecs import RemotingCommand, ResponseCode
 from ...codecs.codes import BrokerRole, MessageConst, MessageSysFlag
 from ...codecs.headers import EndTransactionRequestHeader
 from ...remoting import java_decode_header
+from ...store.types import PutMessageResult, PutMessageStatus
 from ..responses import error, respond
-from .send import put_error
 
 if TYPE_CHECKING:
     from ..context import BrokerContext
@@ -20,6 +20,33 @@ log = logging.getLogger("rocketpy.broker")
 _NOT = int(MessageSysFlag.TRANSACTION_NOT_TYPE)
 _COMMIT = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 _ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+
+
+#: EndTransactionProcessor.sendFinalMessage: a put that stored the message answers SUCCESS (its half is then
+#: marked done: FLUSH_DISK_TIMEOUT answered as a send answers it left the half to be checked back and committed
+#: twice), the others their own code and remark, which differ from the send path's
+_STORED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                     PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
+_FINAL_FAILURES = {
+    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (ResponseCode.SYSTEM_ERROR, "Create mapped file failed."),
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: (ResponseCode.SERVICE_NOT_AVAILABLE, "Service not available now."),
+    PutMessageStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR, "OS page cache busy, please try another machine"),
+    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+
+
+def final_message_answer(result: PutMessageResult | None, max_message_size: int) -> tuple[int, str | None]:
+    """(code, remark) of the committed message's put, as sendFinalMessage answers it."""
+    if result is None:
+        return ResponseCode.SYSTEM_ERROR, "store putMessage return null"
+    status = result.status
+    if status in _STORED:
+        return ResponseCode.SUCCESS, None
+    if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+        return ResponseCode.MESSAGE_ILLEGAL, (
+            "The message is illegal, maybe msg body or properties length not matched. msg body length limit "
+            f"{max_message_size}B, msg properties length limit 32KB.")
+    return _FINAL_FAILURES.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
 
 
 def _check_prepare(request: RemotingCommand, half: Any, h: EndTransactionRequestHeader) -> RemotingCommand | None:
@@ -55,7 +82,7 @@ async def end_transaction(ctx: BrokerContext, request: RemotingCommand) -> Remot
         msg.sys_flag = (msg.sys_flag & ~_ROLLBACK) | _COMMIT
         msg.prepared_transaction_offset = h.commit_log_offset or 0
         result = await broker.put_message(msg)
-        code, remark, ok = put_error(result)
+        code, remark = final_message_answer(result, broker.config.store.max_message_size)
         if code == ResponseCode.SUCCESS:
             await txs.write_op(half)
             return respond(request)
