@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextvars
 import logging
 import os
 import sys
@@ -66,6 +67,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the Java launcher a command runs as (``mqbroker``, ``mqadmin``: the ``_launcher`` default of its parser),
+#: whose name its messages then carry, as an operator typed it
+_launcher: contextvars.ContextVar[str | None] = contextvars.ContextVar("launcher", default=None)
+
+
+def command_label(command: str) -> str:
+    """How a message names ``command`` ("broker", "admin updateTopic"): ``rocketpy broker``, ``rocketpy admin
+    updateTopic``, or under a Java launcher its name in the subcommand's place (``mqbroker``, ``mqadmin
+    updateTopic``)."""
+    launcher = _launcher.get()
+    if launcher is None:
+        return f"rocketpy {command}"
+    _sub, _, rest = command.partition(" ")
+    return f"{launcher} {rest}" if rest else launcher
+
+
 def run_server(main: Callable[[], Awaitable[object]], command: str, what: str) -> int:
     """``trio.run(main)`` for a server command: an OSError (the port is taken, the store cannot be opened ...)
     is one line on stderr and status 1; a Ctrl-C while stopping is logged, not a traceback."""
@@ -92,7 +109,7 @@ def run_server(main: Callable[[], Awaitable[object]], command: str, what: str) -
         if isinstance(failure, ConfigFileUnreadable):
             what = "cannot start"  # the file is the cause, not the address
         logs.stop()  # the log lines queued before the failure go out first: this line is the last
-        print(f"rocketpy {command}: {what}: {failure}", file=sys.stderr)
+        print(f"{command_label(command)}: {what}: {failure}", file=sys.stderr)
         return 1
     return 0
 
@@ -146,6 +163,7 @@ def _mark_leaves(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run a parsed command: a closed pipe, Ctrl-C are quiet exits with the shell's status, not tracebacks."""
+    token = _launcher.set(getattr(args, "_launcher", None))
     try:
         return int(args.func(args) or 0)
     except BaseException as exc:
@@ -156,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
             return 130  # Ctrl-C: as the shell reports SIGINT, without a traceback
         raise
     finally:
+        _launcher.reset(token)
         logs.stop()  # a server command's log files: flushed and closed as it returns
 
 

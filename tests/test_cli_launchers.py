@@ -141,6 +141,45 @@ def test_mqbroker_prints_config_with_javas_sources(tmp_path: Path) -> None:
     assert len(every) > 150
 
 
+#: what Java 4.9.8's ``mqbroker -m`` prints (its @ImportantField fields of BrokerConfig, NettyServerConfig,
+#: NettyClientConfig and MessageStoreConfig, in declaration order), read from BrokerStartup's output
+JAVA_IMPORTANT = (
+    "namesrvAddr brokerIP1 brokerName brokerClusterName brokerId autoCreateTopicEnable autoCreateSubscriptionGroup "
+    "msgTraceTopicName traceTopicEnable rejectTransactionMessage fetchNamesrvAddrByAddressServer transactionTimeOut "
+    "transactionCheckMax transactionCheckInterval aclEnable storePathRootDir storePathCommitLog "
+    "storePathDLedgerCommitLog flushIntervalCommitLog commitIntervalCommitLog flushCommitLogTimed deleteWhen "
+    "fileReservedTime maxTransferBytesOnMessageInMemory maxTransferCountOnMessageInMemory "
+    "maxTransferBytesOnMessageInDisk maxTransferCountOnMessageInDisk accessMessageInMemoryMaxRatio messageIndexEnable "
+    "messageIndexSafe haMasterAddress brokerRole flushDiskType cleanFileForciblyEnable transientStorePoolEnable"
+).split()
+
+
+def test_mqbroker_m_prints_javas_important_fields_only(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=broker-x\n")
+    done = run("mqbroker", "-c", str(conf), "-m")
+    assert done.returncode == 0, done.stderr
+    assert [line.split("=", 1)[0] for line in done.stdout.splitlines()] == JAVA_IMPORTANT
+
+
+def test_launchers_name_themselves_in_their_errors(tmp_path: Path) -> None:
+    """Under mqbroker and mqadmin the one failure line names the launcher, as the operator typed it (they
+    said ``rocketpy broker:`` and ``rocketpy admin topicRoute:``); rocketpy's own commands keep their names."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"brokerName=b\nlistenPort=20x911\nfooBar=1\nstorePathRootDir={tmp_path / 'store'}\n")
+    done = run("mqbroker", "-c", str(conf), "--no-log-files")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["mqbroker: warning: unknown broker config key 'fooBar' ignored",
+                                        "mqbroker: bad config: listenPort='20x911' is not an integer"]
+    nobody = f"127.0.0.1:{free_port()}"
+    done = run("mqadmin", "topicRoute", "-n", nobody, "-t", "T")
+    assert done.returncode == 1 and done.stderr.startswith(f"mqadmin topicRoute: no name server answered: connect "
+                                                           f"to {nobody} failed"), done.stderr
+    done = subprocess.run([sys.executable, "-m", "rocketpy.cli", "admin", "topicRoute", "-n", nobody, "-t", "T"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr.startswith("rocketpy admin topicRoute: no name server answered")
+
+
 def test_logs_go_to_javas_files(tmp_path: Path) -> None:
     logs.setup("serve", log_dir=str(tmp_path), stream=False)
     try:

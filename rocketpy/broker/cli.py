@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .. import heap, logs
-from ..cli import run_server
+from ..cli import command_label, run_server
 from ..logs import add_log_options
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def _check_store_dirs(cfg: Any) -> None:
 
 
 def _fail(command: str, message: str) -> int:
-    print(f"rocketpy {command}: {message}", file=sys.stderr)
+    print(f"{command_label(command)}: {message}", file=sys.stderr)
     return 2
 
 
@@ -135,7 +135,7 @@ def run_broker(args: argparse.Namespace) -> int:
     advertise_listen_host(given)
     try:
         _warn_config("broker", given)
-        cfg = BrokerConfig.from_properties(given, strict=True)
+        cfg = BrokerConfig.from_properties(given, strict=True, log_unknown=False)
         if getattr(args, "print_config", False) or getattr(args, "print_important", False):
             return _print_config(cfg, important=not args.print_config)
         _check_store_dirs(cfg)
@@ -184,16 +184,19 @@ def mqbroker_parser() -> argparse.ArgumentParser:
                    help="Print important config items")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     add_log_options(p)
-    p.set_defaults(func=run_broker, host=None, port=None, store=None, no_vip=False)
+    p.set_defaults(func=run_broker, host=None, port=None, store=None, no_vip=False, _launcher="mqbroker")
     return p
 
 
 def _warn_config(command: str, given: dict[str, str]) -> None:
-    """ConfigError for what the broker refuses (see config_check); a stderr line per warning."""
+    """A stderr line per warning (unknown keys too), all before the ConfigError for what the broker refuses
+    (see config_check): printed here, not logged, so none comes after the fatal line."""
     from .config_check import check_given
 
-    for warning in check_given(given):
-        print(f"rocketpy {command}: warning: {warning}", file=sys.stderr, flush=True)
+    def warn(warning: str) -> None:
+        print(f"{command_label(command)}: warning: {warning}", file=sys.stderr, flush=True)
+
+    check_given(given, warn)
 
 
 def advertise_listen_host(given: dict[str, str]) -> None:
@@ -255,7 +258,7 @@ def serve_configs(args: Any) -> tuple[Any, Any]:
     if getattr(args, "no_vip", False):
         given["vipChannelEnable"] = "false"
     _warn_config("serve", given)
-    return ns, BrokerConfig.from_properties(given, strict=True)
+    return ns, BrokerConfig.from_properties(given, strict=True, log_unknown=False)
 
 
 def run_serve(args: argparse.Namespace) -> int:

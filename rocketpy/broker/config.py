@@ -18,6 +18,7 @@ from typing import Any
 
 from ..dledger.member import parse_peers
 from ..javacompat import properties
+from ..javacompat.lang import java_split, parse_java_int
 from ..javacompat.properties import ConfigError
 from ..remoting.tls import TLS_KEYS  # Java's system properties (TlsSystemConfig), accepted in broker.conf
 from ..store.config import BrokerRole, DelayLevels, MessageStoreConfig
@@ -105,18 +106,20 @@ class BrokerConfig:
 
     @classmethod
     def from_properties(
-        cls, given: Mapping[str, str] | None = None, *, strict: bool = False, **overrides: Any
+        cls, given: Mapping[str, str] | None = None, *, strict: bool = False, log_unknown: bool = True,
+        **overrides: Any
     ) -> BrokerConfig:
         """Java defaults, then ``given`` (file keys), then ``overrides`` (snake_case attributes).
 
         Java ignores a value it cannot parse; ``strict`` (a config file given to the CLI)
         raises ConfigError for it instead, and for periods a scheduler would refuse, so a
-        typo cannot silently start a broker on defaults or kill it minutes later.
+        typo cannot silently start a broker on defaults or kill it minutes later. Unknown keys are
+        logged unless ``log_unknown`` is false (the command line has printed them, config_check).
         """
         given = dict(given or {})
-        unknown = sorted(k for k in given if k not in KNOWN_KEYS and k not in ROCKETPY_KEYS and k not in TLS_KEYS)
-        for key in unknown:
-            log.warning("unknown broker config key %r ignored", key)
+        if log_unknown:
+            for key in sorted(k for k in given if k not in KNOWN_KEYS and k not in ROCKETPY_KEYS and k not in TLS_KEYS):
+                log.warning("unknown broker config key %r ignored", key)
         props = dict(JAVA_PROPERTIES)
         props["brokerName"] = socket.gethostname().split(".")[0] or "DEFAULT_BROKER"
         props["brokerIP1"] = props["brokerIP2"] = _local_address()
@@ -209,6 +212,10 @@ class BrokerConfig:
         for key, value in periods.items():
             if value <= 0:
                 raise ConfigError(f"{key}={value} must be a positive number of milliseconds")
+        _check_delete_when(store.delete_when)
+        if store.file_reserved_time < 0:
+            # Java takes it: every CommitLog file but the last would count as expired at the deleteWhen hour
+            raise ConfigError(f"fileReservedTime={store.file_reserved_time} must be 0 or more hours")
         try:
             DelayLevels(store.message_delay_level)
         except (ValueError, KeyError, IndexError) as exc:
@@ -254,6 +261,17 @@ class BrokerConfig:
     def properties_text(self) -> str:
         """GET_BROKER_CONFIG body: every Java key with its value, ``key=value`` lines."""
         return properties.dumps({k: v for k, v in self.props.items() if k in KNOWN_KEYS})
+
+
+def _check_delete_when(when: str) -> None:
+    """ConfigError unless ``deleteWhen`` is what UtilAll.isItTimeToDo can match: hours of the day, 0 to 23,
+    ';' between ("04", "01;02;03"). Java takes any text and its cleaning thread then fails on each run at
+    Integer.parseInt ("4am"), or never meets the hour ("25"): files are no longer deleted on time."""
+    hours = java_split(when, ";")
+    bad = next((h for h in hours if parse_java_int(h) not in range(24)), None)
+    if not hours or bad is not None:
+        why = f"{bad!r} is not an hour of the day (0-23)" if bad is not None else "it names no hour"
+        raise ConfigError(f"deleteWhen={when!r}: {why}; write the hours files are deleted at as 04, or 01;02;03")
 
 
 _JAVA_NAMES = {"broker_ip1": "brokerIP1", "listen_host": "listenHost"}

@@ -9,10 +9,11 @@ from what the file seems to say. Kept apart from the .properties reader on purpo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..codecs.codes import BrokerRole, FlushDiskType
 from ..javacompat.properties import ConfigError
+from ..remoting.tls import TLS_KEYS
 from .java_defaults import JAVA_PROPERTIES
 
 __all__ = ["IGNORED", "UNIMPLEMENTED", "check_given"]
@@ -41,9 +42,36 @@ _POSITIVE = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSl
 _BOOLEAN_KEYS = frozenset(k for k, v in JAVA_PROPERTIES if v in ("true", "false")) | {"vipChannelEnable"}
 
 
-def check_given(given: Mapping[str, str]) -> list[str]:
-    """ConfigError for settings this broker refuses; the warnings (one line each) for the rest."""
+def check_given(given: Mapping[str, str], warn: Callable[[str], None] | None = None) -> list[str]:
+    """The warnings (one line each) for ``given``; ConfigError for a setting this broker refuses. The warnings
+    are found first and each handed to ``warn`` before a refusal is raised, so a command line prints them
+    before its one fatal line (they came after it, from the log thread, on the same line)."""
     values = {k: v.strip() for k, v in given.items()}
+    warnings = _warnings(values)
+    for warning in warnings:
+        if warn is not None:
+            warn(warning)
+    _refuse(values)
+    return warnings
+
+
+def _warnings(values: Mapping[str, str]) -> list[str]:
+    from .config import ROCKETPY_KEYS
+    from .java_defaults import KNOWN_KEYS
+
+    warnings = [f"unknown broker config key {key!r} ignored" for key in sorted(values)
+                if key not in KNOWN_KEYS and key not in ROCKETPY_KEYS and key not in TLS_KEYS]
+    for key, (value, what) in IGNORED.items():
+        if values.get(key, "").lower() == value:
+            warnings.append(f"{key}={values[key]} ignored: rocketpy's broker does not implement {what}")
+    for key in sorted(values.keys() & _BOOLEAN_KEYS):
+        if values[key].lower() not in ("true", "false"):
+            warnings.append(f"{key}={values[key]} is not true or false: read as false "
+                            f"(as Java's Boolean.parseBoolean does)")
+    return warnings
+
+
+def _refuse(values: Mapping[str, str]) -> None:
     for key, (value, what) in UNIMPLEMENTED.items():
         if values.get(key, "").lower() == value:
             raise ConfigError(f"{key}={values[key]} asks for {what}, which rocketpy's broker does not implement; "
@@ -72,14 +100,5 @@ def check_given(given: Mapping[str, str]) -> list[str]:
             AllowList.parse(values["haAllowedAddresses"], keywords=("slaves",))
         except ValueError as exc:
             raise ConfigError(f"haAllowedAddresses: {exc}") from None
-    warnings = []
-    for key, (value, what) in IGNORED.items():
-        if values.get(key, "").lower() == value:
-            warnings.append(f"{key}={values[key]} ignored: rocketpy's broker does not implement {what}")
     if values.get("messageStorePlugIn"):
         raise ConfigError(f"messageStorePlugIn={values['messageStorePlugIn']}: Java store plug-ins cannot load here")
-    for key in sorted(values.keys() & _BOOLEAN_KEYS):
-        if values[key].lower() not in ("true", "false"):
-            warnings.append(f"{key}={values[key]} is not true or false: read as false "
-                            f"(as Java's Boolean.parseBoolean does)")
-    return warnings

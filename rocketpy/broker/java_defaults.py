@@ -198,15 +198,12 @@ KNOWN_KEYS: frozenset[str] = frozenset(k for k, _ in JAVA_PROPERTIES) | NULL_DEF
 
 #: the fields Java marks @ImportantField (BrokerConfig, then MessageStoreConfig): what ``mqbroker -m`` prints
 IMPORTANT_KEYS: tuple[str, ...] = (
-    "namesrvAddr", "brokerIP1", "brokerIP2", "brokerName", "brokerClusterName", "brokerId", "brokerPermission",
-    "autoCreateTopicEnable", "autoCreateSubscriptionGroup", "messageStorePlugIn", "msgTraceTopicName",
-    "traceTopicEnable", "rejectTransactionMessage", "fetchNamesrvAddrByAddressServer", "sendThreadPoolQueueCapacity",
-    "transactionTimeOut", "transactionCheckMax", "transactionCheckInterval", "aclEnable",
-    "storePathRootDir", "storePathCommitLog", "storePathDLedgerCommitLog", "flushIntervalCommitLog",
-    "commitIntervalCommitLog", "flushCommitLogTimed", "deleteWhen", "diskMaxUsedSpaceRatio", "fileReservedTime",
+    "namesrvAddr", "brokerIP1", "brokerName", "brokerClusterName", "brokerId", "autoCreateTopicEnable",
+    "autoCreateSubscriptionGroup", "msgTraceTopicName", "traceTopicEnable", "rejectTransactionMessage",
+    "fetchNamesrvAddrByAddressServer", "transactionTimeOut", "transactionCheckMax", "transactionCheckInterval",
+    "aclEnable", "storePathRootDir", "storePathCommitLog", "storePathDLedgerCommitLog", "flushIntervalCommitLog",
+    "commitIntervalCommitLog", "flushCommitLogTimed", "deleteWhen", "fileReservedTime",
     "maxTransferBytesOnMessageInMemory", "maxTransferCountOnMessageInMemory", "maxTransferBytesOnMessageInDisk",
-    "maxTransferCountOnMessageInDisk", "accessMessageInMemoryMaxRatio", "messageIndexEnable", "maxHashSlotNum",
-    "messageIndexSafe", "haListenPort", "haMasterAddress", "haSlaveFallbehindMax", "brokerRole", "flushDiskType",
-    "syncFlushTimeout", "cleanFileForciblyEnable", "warmMapedFileEnable", "transientStorePoolEnable",
-    "transientStorePoolSize",
+    "maxTransferCountOnMessageInDisk", "accessMessageInMemoryMaxRatio", "messageIndexEnable", "messageIndexSafe",
+    "haMasterAddress", "brokerRole", "flushDiskType", "cleanFileForciblyEnable", "transientStorePoolEnable",
 )

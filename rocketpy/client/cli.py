@@ -84,7 +84,9 @@ def _props(items: list[str]) -> dict[str, str]:
 
 def fail(command: str, message: str, status: int = 1) -> int:
     """One line on stderr, and the exit status."""
-    print(f"rocketpy {command}: {message}", file=sys.stderr, flush=True)
+    from ..cli import command_label
+
+    print(f"{command_label(command)}: {message}", file=sys.stderr, flush=True)
     return status
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import trio
 
+from ..cli import command_label
 from ..client.admin import Admin
 from ..client.errors import MQClientError
 from ..client.java_text import java_bool, java_hash_order, java_name, java_str, process_queue_str
@@ -355,7 +356,7 @@ async def consumer_status(admin: Admin, args: argparse.Namespace, out: Out) -> i
         try:
             info = await admin.consumer_running_info(group, conn.client_id or "", args.jstack)
         except MQClientError as exc:
-            print(f"rocketpy admin consumerStatus: {conn.client_id}: {exc}", file=sys.stderr)
+            print(f"{command_label('admin consumerStatus')}: {conn.client_id}: {exc}", file=sys.stderr)
             continue
         infos[conn.client_id or ""] = info
         path = f"{now}/{conn.client_id}"  # as mqadmin: relative to the working directory

@@ -34,6 +34,7 @@ class JavaUsageParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mqadmin", add_help=False)
+    parser.set_defaults(_launcher="mqadmin")  # failures name "mqadmin updateTopic", not "rocketpy admin ..."
     cmds = parser.add_subparsers(dest="admin_command", required=True, parser_class=JavaUsageParser)
     add_commands(cmds)
     return parser

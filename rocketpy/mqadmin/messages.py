@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..cli import command_label
 from ..client.admin import Admin
 from ..client.cli import message_json
 from ..client.errors import BadArgument, MQClientError
@@ -79,7 +80,7 @@ async def show_message(admin: Admin, out: Out, msg: MessageExt, offset_id: bool 
     try:
         tracks = await message_tracks(admin, msg)
     except MQClientError as exc:  # the message is shown; only what consumers did with it is unknown
-        print(f"rocketpy admin: cannot tell which groups consumed it: {exc}", file=sys.stderr)
+        print(f"{command_label('admin')}: cannot tell which groups consumed it: {exc}", file=sys.stderr)
         return data
     if not tracks:
         out.raw("\n\nWARN: No Consumer")
