@@ -47,7 +47,7 @@ def golden_body(path: Path) -> str:
 
 def test_entry_points_are_declared() -> None:
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    for name in ("mqnamesrv", "mqbroker", "mqadmin", "rocketpy"):
+    for name in ("mqnamesrv", "mqbroker", "mqadmin", "mqshutdown", "rocketpy"):
         module, func = scripts[name].split(":")
         assert callable(getattr(importlib.import_module(module), func)), name
 
