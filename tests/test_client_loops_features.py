@@ -1,0 +1,220 @@
+"""The client's features beyond plain sends and consumption, on both event loops (see test_client_loops.py):
+message trace, orderly push consumption, lite-pull assign and seek, broadcasting offsets, ACL-signed
+requests, TLS and namespaces. Each test body runs once under trio and once under asyncio against real
+in-process servers, and checks what a user relies on (what the brokers hold, what a listener got, what a
+refused client is told)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import loops
+import pytest
+from clusters import make_topic
+from loops import name, run, wait_for
+
+from rocketpy.client import (
+    ClientConfig,
+    ConsumeFromWhere,
+    LitePullConsumer,
+    OrderlyStatus,
+    Producer,
+    PushConsumer,
+    make_message,
+    select_by_hash,
+)
+from rocketpy.client.admin import Admin
+from rocketpy.codecs.bodies import MessageQueue
+from rocketpy.codecs.bodies.store_config import OffsetSerializeWrapper
+from rocketpy.codecs.codes import MessageModel, MixAll
+from rocketpy.codecs.trace import TraceRecord, decode_trace_data
+from rocketpy.pytest_plugin import Cluster
+
+pytestmark = pytest.mark.timeout(120)
+
+loop = loops.loop  # the fixture every test here takes: trio, then asyncio
+
+
+def fast(cluster: Cluster, **kw: object) -> ClientConfig:
+    """Client settings that make tests quick: frequent rebalance, route refresh and offset persistence."""
+    return ClientConfig(namesrv_addr=cluster.namesrv, rebalance_interval=1.0, persist_consumer_offset_interval=0.5,
+                        poll_name_server_interval=1.0, **kw)  # type: ignore[arg-type]
+
+
+# -- message trace --------------------------------------------------------------------------------------
+
+
+def test_message_trace_is_written_to_the_trace_topic(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    cluster = rocketmq_session_cluster
+    topic, pg, cg = name("LoopTrace"), name("PGTrace"), name("CGTrace")
+
+    async def main() -> tuple[str, list[TraceRecord]]:
+        seen: list[str] = []
+        async with Producer(pg, namesrv=cluster.namesrv, enable_msg_trace=True) as producer:
+            result = await producer.send(make_message(topic, "traced", tags="T1", keys="trace-key"))
+            consumer = PushConsumer(cg, lambda msgs, ctx: seen.extend(m.uniq_key for m in msgs), config=fast(cluster),
+                                    enable_msg_trace=True, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe(topic)
+            async with consumer:
+                await wait_for(lambda: result.msg_id in seen, "consumed")
+        # the dispatchers flushed at shutdown; the records are found by the traced message's id, as mqadmin
+        # queryMsgTraceById finds them (QUERY_MESSAGE on the trace topic's index)
+        records: list[TraceRecord] = []
+        async with Admin(cluster.namesrv) as admin:
+            with anyio.fail_after(20):
+                while {r.trace_type for r in records} != {"Pub", "SubBefore", "SubAfter"}:
+                    await anyio.sleep(0.05)
+                    found = await admin.query_messages(MixAll.RMQ_SYS_TRACE_TOPIC, result.msg_id)
+                    records = [r for m in found for r in decode_trace_data(m.body.decode())
+                               if r.msg_id == result.msg_id]
+        return result.msg_id, records
+
+    msg_id, records = run(loop, main)
+    by_type = {r.trace_type: r for r in records}
+    assert len(records) == 3
+    pub = by_type["Pub"]
+    assert (pub.group, pub.topic, pub.tags, pub.keys, pub.msg_type, pub.success) == \
+        (pg, topic, "T1", "trace-key", "Normal_Msg", True)
+    assert pub.store_host == cluster.broker_addr and pub.body_length == len(b"traced")
+    before, after = by_type["SubBefore"], by_type["SubAfter"]
+    assert before.group == cg == after.group and before.request_id == after.request_id
+    assert after.success and after.context_code == 0  # SUCCESS
+
+
+# -- orderly push consumption ---------------------------------------------------------------------------
+
+
+def test_orderly_consumption_keeps_each_queues_order(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    cluster = rocketmq_session_cluster
+    topic, group = name("LoopOrder"), name("CGOrder")
+
+    async def main() -> tuple[dict[int, list[int]], set[int], set[str], bool]:
+        await make_topic(cluster, topic, 4)
+        per_order: dict[int, list[int]] = {}
+        suspended: set[int] = set()
+
+        def listener(msgs, ctx):  # type: ignore[no-untyped-def]  # a plain function: run in a worker thread
+            for m in msgs:
+                order, seq = (int(x) for x in m.body.split(b":"))
+                if seq == 2 and order not in suspended:  # once per key: the batch comes again, in place
+                    suspended.add(order)
+                    ctx.suspend_current_queue_time = 0.05
+                    return OrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                per_order.setdefault(order, []).append(seq)
+            return OrderlyStatus.SUCCESS
+
+        async with Producer(name("PG"), namesrv=cluster.namesrv) as producer:
+            for seq in range(4):
+                for order in range(6):
+                    await producer.send(make_message(topic, f"{order}:{seq}"), selector=select_by_hash, arg=order)
+        consumer = PushConsumer(group, listener, orderly=True, config=fast(cluster),
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe(topic)
+        async with consumer:
+            await wait_for(lambda: sum(map(len, per_order.values())) == 24, "consumed")
+            held = cluster.broker.locks.table.get(group, {})
+            locked = {mq.queue_id for mq in held if mq.topic == topic}
+            owners = {e.client_id for mq, e in held.items() if mq.topic == topic}
+            assert owners == {consumer.client.client_id}
+        released = not any(mq.topic == topic for mq in cluster.broker.locks.table.get(group, {}))
+        return per_order, locked, owners, released
+
+    per_order, locked, _owners, released = run(loop, main)
+    assert per_order == {order: [0, 1, 2, 3] for order in range(6)}  # each key in order, none twice
+    assert locked == {0, 1, 2, 3}  # every queue consumed under the broker's lock
+    assert released  # and unlocked at shutdown
+
+
+# -- lite pull: assign, seek, commit --------------------------------------------------------------------
+
+
+def test_lite_pull_assign_seek_and_commit(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    cluster = rocketmq_session_cluster
+    topic, group = name("LoopSeek"), name("CGSeek")
+
+    async def main() -> None:
+        await make_topic(cluster, topic, 2)
+        consumer = LitePullConsumer(group, config=fast(cluster), auto_commit=False,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        async with consumer:
+            queues = sorted(await consumer.fetch_queues(topic), key=lambda q: q.queue_id)
+            assert [q.queue_id for q in queues] == [0, 1]
+            mq = queues[0]
+            async with Producer(name("PG"), namesrv=cluster.namesrv) as producer:
+                for i in range(8):
+                    await producer.send(make_message(topic, f"l{i}"), queue=mq)
+                await producer.send(make_message(topic, "other queue"), queue=queues[1])
+            await consumer.assign([mq])
+
+            async def poll_bodies(count: int) -> list[bytes]:
+                got: list[bytes] = []
+                with anyio.fail_after(20):
+                    while len(got) < count:
+                        got += [m.body for m in await consumer.poll(0.5)]
+                return got
+
+            assert await poll_bodies(8) == [f"l{i}".encode() for i in range(8)]  # queue 1 is not assigned
+            await consumer.seek(mq, 5)
+            assert await poll_bodies(3) == [b"l5", b"l6", b"l7"]
+            await consumer.seek_to_begin(mq)
+            assert (await poll_bodies(8))[:2] == [b"l0", b"l1"]
+            await consumer.seek(mq, 6)
+            assert (await poll_bodies(2)) == [b"l6", b"l7"]
+            await consumer.commit()
+            assert await consumer.committed(mq) == 8
+            await consumer.seek_to_end(mq)
+            assert await consumer.poll(0.3) == []
+        offsets = cluster.broker.offsets.table.get(f"{topic}@{group}", {})
+        assert offsets == {0: 8}  # committed on the broker for the assigned queue only
+
+    run(loop, main)
+
+
+# -- broadcasting: offsets in the local file ------------------------------------------------------------
+
+
+def test_broadcast_consumers_each_get_everything_and_keep_offsets_on_disk(loop: str, tmp_path: Path,
+                                                                          rocketmq_session_cluster: Cluster) -> None:
+    cluster = rocketmq_session_cluster
+    topic, group = name("LoopBc"), name("CGBc")
+
+    def consumer(i: int, into: list[bytes]) -> PushConsumer:
+        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+            into.extend(m.body for m in msgs)
+
+        c = PushConsumer(group, listener, config=fast(cluster, instance_name=f"{group}-{i}"),
+                         message_model=MessageModel.BROADCASTING, offset_store_dir=str(tmp_path),
+                         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        c.subscribe(topic)
+        return c
+
+    async def main() -> tuple[list[list[bytes]], list[bytes], str]:
+        await make_topic(cluster, topic, 2)
+        got: list[list[bytes]] = [[], []]
+        async with Producer(name("PG"), namesrv=cluster.namesrv) as producer:
+            for i in range(6):
+                await producer.send(make_message(topic, f"b{i}"))
+            first, second = consumer(0, got[0]), consumer(1, got[1])
+            async with first, second:
+                await wait_for(lambda: len(got[0]) >= 6 and len(got[1]) >= 6, "both consumed")
+            client_id = first.client.client_id
+            # the same client again: it goes on from the offsets in its file, so only the new messages come
+            for i in range(6, 8):
+                await producer.send(make_message(topic, f"b{i}"))
+            again: list[bytes] = []
+            async with consumer(0, again):
+                await wait_for(lambda: len(again) >= 2, "consumed after the restart")
+                await anyio.sleep(0.3)  # nothing older comes after them
+        return got, again, client_id
+
+    got, again, client_id = run(loop, main)
+    everything = sorted(f"b{i}".encode() for i in range(6))
+    assert sorted(got[0]) == everything == sorted(got[1])
+    assert sorted(again) == [b"b6", b"b7"]
+    text = (tmp_path / client_id / group / "offsets.json").read_text()
+    assert text.startswith('{\n\t"offsetTable":{{\n\t\t\t"brokerName":"broker-a",')  # Java's pretty fastjson
+    table = OffsetSerializeWrapper.decode(text).offset_table
+    assert sum(table.values()) == 8 and {mq.queue_id for mq in table} == {0, 1}
+    assert all(isinstance(mq, MessageQueue) and mq.topic == topic for mq in table)
+    assert f"{topic}@{group}" not in cluster.broker.offsets.table  # nothing committed to the broker
