@@ -6,12 +6,13 @@ refused client is told)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import loops
 import pytest
-from clusters import make_topic
+from clusters import make_topic, threaded_cluster
 from loops import name, run, wait_for
 
 from rocketpy.client import (
@@ -25,6 +26,8 @@ from rocketpy.client import (
     select_by_hash,
 )
 from rocketpy.client.admin import Admin
+from rocketpy.client.errors import MQBrokerError, MQClientError
+from rocketpy.codecs import ResponseCode
 from rocketpy.codecs.bodies import MessageQueue
 from rocketpy.codecs.bodies.store_config import OffsetSerializeWrapper
 from rocketpy.codecs.codes import MessageModel, MixAll
@@ -53,8 +56,9 @@ def test_message_trace_is_written_to_the_trace_topic(loop: str, rocketmq_session
         seen: list[str] = []
         async with Producer(pg, namesrv=cluster.namesrv, enable_msg_trace=True) as producer:
             result = await producer.send(make_message(topic, "traced", tags="T1", keys="trace-key"))
-            consumer = PushConsumer(cg, lambda msgs, ctx: seen.extend(m.uniq_key for m in msgs), config=fast(cluster),
-                                    enable_msg_trace=True, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer = PushConsumer(cg, lambda msgs, ctx: seen.extend(m.uniq_key for m in msgs),
+                                    config=fast(cluster), enable_msg_trace=True,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe(topic)
             async with consumer:
                 await wait_for(lambda: result.msg_id in seen, "consumed")
@@ -218,3 +222,114 @@ def test_broadcast_consumers_each_get_everything_and_keep_offsets_on_disk(loop: 
     assert sum(table.values()) == 8 and {mq.queue_id for mq in table} == {0, 1}
     assert all(isinstance(mq, MessageQueue) and mq.topic == topic for mq in table)
     assert f"{topic}@{group}" not in cluster.broker.offsets.table  # nothing committed to the broker
+
+
+# -- ACL: signed requests -------------------------------------------------------------------------------
+
+ACL_USER, ACL_SECRET = "LoopUser", "loopSecret1"
+PLAIN_ACL = f"""\
+accounts:
+  - accessKey: {ACL_USER}
+    secretKey: {ACL_SECRET}
+    admin: false
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+"""
+
+
+@pytest.fixture(scope="module")
+def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A broker with aclEnable=true and one account; loopback is in no white list, so every request is checked."""
+    home = tmp_path_factory.mktemp("acl-home")
+    (home / "conf").mkdir()
+    (home / "conf" / "plain_acl.yml").write_text(PLAIN_ACL)
+    with threaded_cluster(aclEnable="true", rocketmqHome=str(home)) as cluster:
+        yield cluster
+
+
+def test_acl_signed_clients_are_served_and_others_refused(loop: str, acl_cluster: Cluster) -> None:
+    cluster = acl_cluster
+    topic, group = name("LoopAcl"), name("CGAcl")
+    signed = fast(cluster, access_key=ACL_USER, secret_key=ACL_SECRET)
+
+    async def main() -> tuple[list[bytes], MQClientError, MQClientError, MQBrokerError]:
+        got: list[bytes] = []
+        async with Producer(name("PG"), config=signed) as producer:
+            for i in range(3):
+                await producer.send(make_message(topic, f"a{i}"))
+
+            async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+                got.extend(m.body for m in msgs)
+
+            consumer = PushConsumer(group, listener, config=signed,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe(topic)
+            async with consumer:
+                await wait_for(lambda: len(got) >= 3, "consumed")
+        async with Producer(name("PG"), namesrv=cluster.namesrv) as unsigned:
+            with pytest.raises(MQClientError) as no_key:
+                await unsigned.send(make_message(topic, "unsigned"))
+        wrong = fast(cluster, access_key=ACL_USER, secret_key="notTheSecret")
+        async with Producer(name("PG"), config=wrong) as bad:
+            with pytest.raises(MQClientError) as bad_signature:
+                await bad.send(make_message(topic, "wrong secret"))
+        lite = LitePullConsumer(name("CGAclBad"), config=wrong)
+        async with lite:
+            mq = (await lite.fetch_queues(topic))[0]  # the NameServer checks no ACL
+            await lite.assign([mq])
+            with pytest.raises(MQBrokerError) as refused_read:
+                await lite.seek_to_end(mq)
+        return got, no_key.value, bad_signature.value, refused_read.value
+
+    got, no_key, bad_signature, refused_read = run(loop, main)
+    assert sorted(got) == [b"a0", b"a1", b"a2"]
+    # Java's broker answers a request its ACL refuses with SYSTEM_ERROR and the AclException's text; the
+    # producer tries every attempt (SYSTEM_ERROR is a retried code), then reports that code
+    assert no_key.response_code == ResponseCode.SYSTEM_ERROR
+    assert "AclException: No accessKey is configured" in str(no_key)
+    assert bad_signature.response_code == ResponseCode.SYSTEM_ERROR
+    assert f"Check signature failed for accessKey={ACL_USER}" in str(bad_signature)
+    assert refused_read.response_code == ResponseCode.SYSTEM_ERROR
+    assert refused_read.remark is not None and f"Check signature failed for accessKey={ACL_USER}" in refused_read.remark
+    assert sum(cluster.broker.offsets.table.get(f"{topic}@{group}", {}).values()) == 3
+
+
+# -- TLS ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A broker whose port speaks TLS only (tls.server.mode=enforcing, Java's test-mode certificate); the
+    NameServer takes plain and TLS on one port (its default, permissive)."""
+    no_file = str(tmp_path_factory.mktemp("tls") / "none.properties")
+    with threaded_cluster(**{"tls.server.mode": "enforcing", "tls.config.file": no_file}) as cluster:
+        yield cluster
+
+
+def test_tls_clients_produce_and_consume_and_a_plain_one_is_refused(loop: str, tls_cluster: Cluster) -> None:
+    cluster = tls_cluster
+    topic, group = name("LoopTls"), name("CGTls")
+    over_tls = fast(cluster, use_tls=True)
+
+    async def main() -> tuple[list[bytes], MQClientError]:
+        got: list[bytes] = []
+        async with Producer(name("PG"), config=over_tls) as producer:
+            for i in range(3):
+                await producer.send(make_message(topic, f"t{i}"))
+
+            async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+                got.extend(m.body for m in msgs)
+
+            consumer = PushConsumer(group, listener, config=over_tls,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe(topic)
+            async with consumer:
+                await wait_for(lambda: len(got) >= 3, "consumed")
+        async with Producer(name("PG"), config=fast(cluster, mq_client_api_timeout=1.0)) as plain:
+            with pytest.raises(MQClientError) as refused:
+                await plain.send(make_message(topic, "plain"), timeout=3.0)
+        return got, refused.value
+
+    got, refused = run(loop, main)
+    assert sorted(got) == [b"t0", b"t1", b"t2"]
+    assert "Send [3] times, still failed" in str(refused)  # the enforcing broker closed each plain connection
