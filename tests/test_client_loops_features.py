@@ -1,8 +1,8 @@
 """The client's features beyond plain sends and consumption, on both event loops (see test_client_loops.py):
 message trace, orderly push consumption, lite-pull assign and seek, broadcasting offsets, ACL-signed
-requests, TLS and namespaces. Each test body runs once under trio and once under asyncio against real
-in-process servers, and checks what a user relies on (what the brokers hold, what a listener got, what a
-refused client is told)."""
+requests, TLS and namespaces (Java's ClientConfig.namespace). Each test body runs once under trio and once
+under asyncio against real in-process servers, and checks what a user relies on (what the brokers hold, what
+a listener got, what a refused client is told)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from loops import name, run, wait_for
 from rocketpy.client import (
     ClientConfig,
     ConsumeFromWhere,
+    ConsumeStatus,
     LitePullConsumer,
     OrderlyStatus,
     Producer,
@@ -333,3 +334,81 @@ def test_tls_clients_produce_and_consume_and_a_plain_one_is_refused(loop: str, t
     got, refused = run(loop, main)
     assert sorted(got) == [b"t0", b"t1", b"t2"]
     assert "Send [3] times, still failed" in str(refused)  # the enforcing broker closed each plain connection
+
+
+# -- namespaces -----------------------------------------------------------------------------------------
+
+NAMESPACE = "MQ_INST_loops"
+
+
+def test_a_namespace_prefixes_topics_and_groups_on_the_wire_only(loop: str,
+                                                                 rocketmq_session_cluster: Cluster) -> None:
+    cluster = rocketmq_session_cluster
+    topic, pg, cg, lg = name("LoopNs"), name("PGNs"), name("CGNs"), name("CGNsLite")
+    wire_topic, wire_group = f"{NAMESPACE}%{topic}", f"{NAMESPACE}%{cg}"
+    config = fast(cluster, namespace=NAMESPACE)
+
+    async def main() -> dict[str, object]:
+        seen: dict[str, object] = {}
+        got: list[tuple[str, bytes, int]] = []
+        selected: list[str] = []
+
+        def pick(queues, msg, arg):  # type: ignore[no-untyped-def]
+            selected.extend([msg.topic, *{q.topic for q in queues}])
+            return queues[0]
+
+        async with Producer(pg, config=config) as producer:
+            msg = make_message(topic, "n0")
+            result = await producer.send(msg)
+            seen["result topic"], seen["message topic"] = result.message_queue.topic, msg.topic
+            await producer.send(make_message(topic, "n1"), selector=pick)
+            seen["selected"] = selected
+            seen["producer group"] = producer.group
+
+            async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+                for m in msgs:
+                    got.append((m.topic, m.body, m.reconsume_times))
+                    if m.body == b"n0" and m.reconsume_times == 0:
+                        return ConsumeStatus.RECONSUME_LATER  # back through %RETRY%<namespace>%<group>
+                return ConsumeStatus.CONSUME_SUCCESS
+
+            consumer = PushConsumer(cg, listener, config=config,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer.subscribe(topic)
+            async with consumer:
+                await wait_for(lambda: len(got) >= 3, "consumed, n0 twice")
+                seen["consumer group"] = consumer.group
+                seen["registered"] = cluster.broker.consumers.get(wire_group) is not None
+                seen["subscribed"] = set(consumer.subscriptions)
+        lite = LitePullConsumer(lg, config=config, auto_commit=False)
+        async with lite:
+            queues = await lite.fetch_queues(topic)
+            mq = next(q for q in queues if q.queue_id == result.message_queue.queue_id)
+            await lite.assign([mq])
+            await lite.seek(mq, result.queue_offset)
+            with anyio.fail_after(20):
+                polled = []
+                while not polled:
+                    polled = await lite.poll(0.5)
+            await lite.commit()
+            seen["lite queues"] = {q.topic for q in queues}
+            seen["lite polled"] = (polled[0].topic, polled[0].body)
+            seen["lite next"] = (mq.queue_id, polled[-1].queue_offset + 1)
+            seen["lite committed"] = await lite.committed(mq)
+        seen["got"] = got
+        return seen
+
+    seen = run(loop, main)
+    assert seen["message topic"] == wire_topic and seen["result topic"] == topic  # as Java's: the message mutated
+    assert seen["selected"] == [topic, topic]  # the selector sees the user's names
+    assert seen["producer group"] == f"{NAMESPACE}%{pg}" and seen["consumer group"] == wire_group
+    assert seen["registered"] and seen["subscribed"] == {wire_topic, f"%RETRY%{NAMESPACE}%{cg}"}
+    assert sorted(seen["got"]) == [(topic, b"n0", 0), (topic, b"n0", 1), (topic, b"n1", 0)]  # type: ignore[type-var]
+    assert seen["lite queues"] == {topic} and seen["lite polled"] == (topic, b"n0")
+    broker = cluster.broker
+    assert wire_topic in broker.topics.table and topic not in broker.topics.table
+    assert f"%RETRY%{NAMESPACE}%{cg}" in broker.topics.table
+    assert sum(broker.offsets.table.get(f"{wire_topic}@{wire_group}", {}).values()) == 2
+    queue_id, next_offset = seen["lite next"]  # type: ignore[misc]
+    assert seen["lite committed"] == next_offset
+    assert broker.offsets.table.get(f"{wire_topic}@{NAMESPACE}%{lg}") == {queue_id: next_offset}
