@@ -361,6 +361,7 @@ def test_a_namespace_prefixes_topics_and_groups_on_the_wire_only(loop: str,
             msg = make_message(topic, "n0")
             result = await producer.send(msg)
             seen["result topic"], seen["message topic"] = result.message_queue.topic, msg.topic
+            seen["instance id"] = msg.properties.get("INSTANCE_ID")
             await producer.send(make_message(topic, "n1"), selector=pick)
             seen["selected"] = selected
             seen["producer group"] = producer.group
@@ -399,7 +400,8 @@ def test_a_namespace_prefixes_topics_and_groups_on_the_wire_only(loop: str,
         return seen
 
     seen = run(loop, main)
-    assert seen["message topic"] == wire_topic and seen["result topic"] == topic  # as Java's: the message mutated
+    # as Java's: the message keeps the user's topic and gets the namespace as INSTANCE_ID
+    assert seen["message topic"] == topic and seen["result topic"] == topic and seen["instance id"] == NAMESPACE
     assert seen["selected"] == [topic, topic]  # the selector sees the user's names
     assert seen["producer group"] == f"{NAMESPACE}%{pg}" and seen["consumer group"] == wire_group
     assert seen["registered"] and seen["subscribed"] == {wire_topic, f"%RETRY%{NAMESPACE}%{cg}"}

@@ -93,6 +93,7 @@ def select_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> Mes
 _WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _PREPARED = MessageConst.PROPERTY_TRANSACTION_PREPARED
+_INSTANCE_ID = MessageConst.PROPERTY_INSTANCE_ID
 _MESSAGE_TYPE = MessageConst.PROPERTY_MESSAGE_TYPE
 _REPLY = MixAll.REPLY_MESSAGE_FLAG
 #: a plain send's request code (SEND_MESSAGE_V2)
@@ -354,11 +355,15 @@ class Producer:
         return list(info.queues)
 
     # -- namespaces -----------------------------------------------------------------------------------
-    def _to_namespace(self, msg: Message, queue: MessageQueue | None) -> MessageQueue | None:
-        """The message's topic and the given queue in the namespace (DefaultMQProducer does it to the user's
-        message too: after a send its topic is the one on the wire)."""
-        msg.topic = with_namespace(self.namespace, msg.topic)
-        return None if queue is None else queue_with_namespace(self.namespace, queue)
+    def _to_namespace(self, msg: Message, queue: MessageQueue | None,
+                      instance_id: bool = True) -> tuple[Message, MessageQueue | None]:
+        """The message as it goes on the wire, a copy in the namespace, and the given queue in it. The user's
+        message keeps its topic (Java's sendKernelImpl gives it back after each attempt) and shares its
+        properties with the copy, so it gets the UNIQ_KEY, and INSTANCE_ID (the namespace), as Java's does."""
+        if instance_id:
+            msg.properties[_INSTANCE_ID] = self.namespace or ""
+        wire = dataclasses.replace(msg, topic=with_namespace(self.namespace, msg.topic))
+        return wire, None if queue is None else queue_with_namespace(self.namespace, queue)
 
     def _user_result(self, result: SendResult) -> SendResult:
         """The result's queue named without the namespace (MQClientAPIImpl.processSendResponse)."""
@@ -523,7 +528,7 @@ class Producer:
         for every send to pass through)."""
         timeout = self.send_timeout if timeout is None else timeout
         if self.namespace:
-            queue = self._to_namespace(msg, queue)
+            msg, queue = self._to_namespace(msg, queue)
         if queue is None and selector is None:
             # never None: only a oneway send gives no result
             return cast(Coroutine[Any, Any, SendResult],
@@ -563,7 +568,7 @@ class Producer:
         """Send without waiting for any answer."""
         self._need_started()
         if self.namespace:
-            queue = self._to_namespace(msg, queue)
+            msg, queue = self._to_namespace(msg, queue)
         check_message(msg, self.max_message_size)
         if queue is not None or selector is not None:
             mq = await self._pick(msg, queue, selector, arg)
@@ -590,7 +595,7 @@ class Producer:
         """
         self._need_started()
         if self.namespace:
-            queue = self._to_namespace(msg, queue)
+            msg, queue = self._to_namespace(msg, queue)
         future = SendFuture()
         timeout = self.send_timeout if timeout is None else timeout
         if queue is None and selector is None and self._send_async_now(msg, future, on_success, on_exception,
@@ -693,11 +698,12 @@ class Producer:
                          timeout: float | None = None) -> SendResult:
         """Send messages of one topic as one SEND_BATCH_MESSAGE (MessageBatch.generateFromList)."""
         self._need_started()
-        if self.namespace:
-            for m in msgs:
-                self._to_namespace(m, None)
+        if self.namespace:  # INSTANCE_ID goes on the batch, as sendKernelImpl puts it on the MessageBatch
+            msgs = [self._to_namespace(m, None, instance_id=False)[0] for m in msgs]
             queue = None if queue is None else queue_with_namespace(self.namespace, queue)
         batch = self.batch(msgs)
+        if self.namespace:
+            batch.properties[_INSTANCE_ID] = self.namespace or ""
         timeout = self.send_timeout if timeout is None else timeout
         if queue is not None:
             result = await self._send_kernel(batch, queue, timeout, batch_msgs=msgs)
