@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import loops
 import pytest
+import trustme
 from clusters import make_topic, threaded_cluster
 from loops import name, run, wait_for
 
@@ -34,6 +35,7 @@ from rocketpy.codecs.bodies.store_config import OffsetSerializeWrapper
 from rocketpy.codecs.codes import MessageModel, MixAll
 from rocketpy.codecs.trace import TraceRecord, decode_trace_data
 from rocketpy.pytest_plugin import Cluster
+from rocketpy.remoting.tls import TlsConfig
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -299,20 +301,50 @@ def test_acl_signed_clients_are_served_and_others_refused(loop: str, acl_cluster
 
 
 @pytest.fixture(scope="module")
-def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A broker whose port speaks TLS only (tls.server.mode=enforcing, Java's test-mode certificate); the
-    NameServer takes plain and TLS on one port (its default, permissive)."""
-    no_file = str(tmp_path_factory.mktemp("tls") / "none.properties")
-    with threaded_cluster(**{"tls.server.mode": "enforcing", "tls.config.file": no_file}) as cluster:
+def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """PEM files of a CA, a server certificate (127.0.0.1) and a client certificate it signed, and a file of
+    another CA."""
+    ca, other = trustme.CA(), trustme.CA()
+    server, client = ca.issue_cert("localhost", "127.0.0.1"), ca.issue_cert("client.example")
+    d = tmp_path_factory.mktemp("certs")
+    paths = {k: str(d / f"{k}.pem") for k in ("ca", "other_ca", "server", "server_key", "client", "client_key")}
+    ca.cert_pem.write_to_path(paths["ca"])
+    other.cert_pem.write_to_path(paths["other_ca"])
+    server.cert_chain_pems[0].write_to_path(paths["server"])
+    server.private_key_pem.write_to_path(paths["server_key"])
+    client.cert_chain_pems[0].write_to_path(paths["client"])
+    client.private_key_pem.write_to_path(paths["client_key"])
+    paths["none"] = str(d / "none.properties")
+    return paths
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(certs: dict[str, str]) -> Iterator[Cluster]:
+    """A NameServer and a broker whose ports speak TLS only (tls.server.mode=enforcing) with the CA's server
+    certificate; the broker asks every client for a certificate of that CA (need.client.auth=require)."""
+    server = {"tls.server.mode": "enforcing", "tls.test.mode.enable": "false", "tls.config.file": certs["none"],
+              "tls.server.certPath": certs["server"], "tls.server.keyPath": certs["server_key"]}
+    broker = {**server, "tls.server.need.client.auth": "require", "tls.server.authClient": "true",
+              "tls.server.trustCertPath": certs["ca"]}
+    with threaded_cluster(namesrv_props=server, **broker) as cluster:
         yield cluster
 
 
-def test_tls_clients_produce_and_consume_and_a_plain_one_is_refused(loop: str, tls_cluster: Cluster) -> None:
+def tls_client(certs: dict[str, str], trust: str = "ca", with_cert: bool = True) -> TlsConfig:
+    """The tls.client.* settings of a client that checks the servers' certificate against ``trust``."""
+    props = {"tls.test.mode.enable": "false", "tls.client.authServer": "true",
+             "tls.client.trustCertPath": certs[trust], "tls.config.file": certs["none"]}
+    if with_cert:
+        props |= {"tls.client.certPath": certs["client"], "tls.client.keyPath": certs["client_key"]}
+    return TlsConfig.from_properties(props)
+
+
+def test_tls_clients_produce_and_consume(loop: str, tls_cluster: Cluster, certs: dict[str, str]) -> None:
     cluster = tls_cluster
     topic, group = name("LoopTls"), name("CGTls")
-    over_tls = fast(cluster, use_tls=True)
+    over_tls = fast(cluster, use_tls=True, tls=tls_client(certs))
 
-    async def main() -> tuple[list[bytes], MQClientError]:
+    async def main() -> list[bytes]:
         got: list[bytes] = []
         async with Producer(name("PG"), config=over_tls) as producer:
             for i in range(3):
@@ -326,14 +358,43 @@ def test_tls_clients_produce_and_consume_and_a_plain_one_is_refused(loop: str, t
             consumer.subscribe(topic)
             async with consumer:
                 await wait_for(lambda: len(got) >= 3, "consumed")
-        async with Producer(name("PG"), config=fast(cluster, mq_client_api_timeout=1.0)) as plain:
-            with pytest.raises(MQClientError) as refused:
-                await plain.send(make_message(topic, "plain"), timeout=3.0)
-        return got, refused.value
+        return got
 
-    got, refused = run(loop, main)
-    assert sorted(got) == [b"t0", b"t1", b"t2"]
-    assert "Send [3] times, still failed" in str(refused)  # the enforcing broker closed each plain connection
+    assert sorted(run(loop, main)) == [b"t0", b"t1", b"t2"]
+
+
+@pytest.mark.parametrize("client", ["plain", "no certificate", "other CA"])
+def test_tls_servers_refuse_plain_and_unverified_clients(loop: str, client: str, tls_cluster: Cluster,
+                                                          certs: dict[str, str],
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    cluster = tls_cluster
+    topic = name("LoopTlsNo")
+    config = {
+        "plain": fast(cluster),
+        "no certificate": fast(cluster, use_tls=True, tls=tls_client(certs, with_cert=False)),
+        "other CA": fast(cluster, use_tls=True, tls=tls_client(certs, trust="other_ca")),
+    }[client]
+    config.mq_client_api_timeout = 1.0
+
+    async def main() -> str:
+        async with Producer(name("PG"), config=config) as producer:
+            with pytest.raises(MQClientError) as refused:
+                await producer.send(make_message(topic, "refused"), timeout=3.0)
+        return str(refused.value)
+
+    with caplog.at_level("WARNING", logger="rocketpy.client"):
+        text = run(loop, main)
+    route_failures = {r.getMessage().split(" failed: ", 1)[1] for r in caplog.records
+                      if r.getMessage().startswith("updateTopicRouteInfoFromNameServer")}
+    # one line each, worded alike by both drivers
+    if client == "no certificate":  # the NameServer serves it; the broker closes the connection after the handshake
+        assert text.startswith("Send [3] times, still failed") and \
+            text.endswith(f"connection to {cluster.broker_addr} closed"), text
+    else:  # no route: the NameServer's connection is closed (plain) or its certificate refused (another CA)
+        assert text == f"No route info of this topic: {topic}"
+        reason = "connection to {} closed" if client == "plain" else \
+            "connect to {} failed: TLS handshake failed: CERTIFICATE_VERIFY_FAILED"
+        assert route_failures == {"no name server answered: " + reason.format(cluster.namesrv)}, route_failures
 
 
 # -- namespaces -----------------------------------------------------------------------------------------
