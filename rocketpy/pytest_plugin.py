@@ -11,7 +11,8 @@ Installed with rocketpy (the ``pytest11`` entry point ``rocketpy``), so a projec
 - ``rocketmq_session_cluster``: one cluster for the whole session (faster; tests then share topics and groups).
 
 ``@pytest.mark.rocketmq(broker_names=("broker-a", "broker-b"), namesrv_props={...}, **props)`` sets the brokers,
-the NameServer's keys and the broker.conf keys (``props``) of ``rocketmq_cluster`` for one test. Topics are created on first use (``autoCreateTopicEnable``).
+the NameServer's keys and the broker.conf keys (``props``) of ``rocketmq_cluster`` for one test. Topics are created
+on first use (``autoCreateTopicEnable``).
 
 Nothing is imported from the servers until a fixture is used: the plugin costs unrelated test suites nothing.
 """
