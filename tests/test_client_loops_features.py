@@ -257,9 +257,11 @@ def test_acl_signed_clients_are_served_and_others_refused(loop: str, acl_cluster
 
     async def main() -> tuple[list[bytes], MQClientError, MQClientError, MQBrokerError]:
         got: list[bytes] = []
-        async with Producer(name("PG"), config=signed) as producer:
-            for i in range(3):
-                await producer.send(make_message(topic, f"a{i}"))
+        async with Producer(name("PG"), config=signed) as producer:  # every send mode signs its request
+            await producer.send(make_message(topic, "a0"))
+            await producer.send_async(make_message(topic, "a1")).result()
+            await producer.send_oneway(make_message(topic, "a2"))
+            await producer.send_batch([make_message(topic, "a3"), make_message(topic, "a4")])
 
             async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
                 got.extend(m.body for m in msgs)
@@ -268,7 +270,7 @@ def test_acl_signed_clients_are_served_and_others_refused(loop: str, acl_cluster
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
             consumer.subscribe(topic)
             async with consumer:
-                await wait_for(lambda: len(got) >= 3, "consumed")
+                await wait_for(lambda: len(got) >= 5, "consumed")
         async with Producer(name("PG"), namesrv=cluster.namesrv) as unsigned:
             with pytest.raises(MQClientError) as no_key:
                 await unsigned.send(make_message(topic, "unsigned"))
@@ -285,7 +287,7 @@ def test_acl_signed_clients_are_served_and_others_refused(loop: str, acl_cluster
         return got, no_key.value, bad_signature.value, refused_read.value
 
     got, no_key, bad_signature, refused_read = run(loop, main)
-    assert sorted(got) == [b"a0", b"a1", b"a2"]
+    assert sorted(got) == [b"a0", b"a1", b"a2", b"a3", b"a4"]
     # Java's broker answers a request its ACL refuses with SYSTEM_ERROR and the AclException's text; the
     # producer tries every attempt (SYSTEM_ERROR is a retried code), then reports that code
     assert no_key.response_code == ResponseCode.SYSTEM_ERROR
@@ -294,7 +296,7 @@ def test_acl_signed_clients_are_served_and_others_refused(loop: str, acl_cluster
     assert f"Check signature failed for accessKey={ACL_USER}" in str(bad_signature)
     assert refused_read.response_code == ResponseCode.SYSTEM_ERROR
     assert refused_read.remark is not None and f"Check signature failed for accessKey={ACL_USER}" in refused_read.remark
-    assert sum(cluster.broker.offsets.table.get(f"{topic}@{group}", {}).values()) == 3
+    assert sum(cluster.broker.offsets.table.get(f"{topic}@{group}", {}).values()) == 5
 
 
 # -- TLS ------------------------------------------------------------------------------------------------
