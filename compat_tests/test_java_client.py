@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from rocketpy.codecs import MQVersion, RequestCode, ResponseCode
 from rocketpy.codecs.bodies.route import TopicRouteData
 from rocketpy.namesrv.server import NameServer
@@ -93,3 +95,47 @@ async def test_java_produce_consume(
             assert m["properties"].get(key) == value, m
     assert len(consumed.result["messages"]) == N_MESSAGES
     assert consumed.shutdown_ok, consumed.describe()
+
+
+async def test_java_and_python_clients_name_a_namespace_alike(
+    java_classes: str, rocketpy_server: BrokerProcess, client_home: Path, run_id: str
+) -> None:
+    """Java's DefaultMQProducer(namespace, group) and ours with ClientConfig(namespace=...) meet on one topic,
+    ``<namespace>%<topic>`` on the broker (created under that name only: no auto-creation helps a wrong one),
+    and each side's consumer sees the other's messages under the user's topic, with INSTANCE_ID set."""
+    from rocketpy.client import ClientConfig, ConsumeFromWhere, Producer, PushConsumer, make_message
+
+    namespace, topic = f"MQ_INST_{run_id}", f"CompatJavaNs_{run_id}"
+    response = await create_topic(rocketpy_server.broker_addr, f"{namespace}%{topic}", QUEUES)
+    assert response.code == ResponseCode.SUCCESS, (response.code, response.remark)
+    await wait_for_route(rocketpy_server.namesrv_addr, f"{namespace}%{topic}")
+    produced = await run_java(java_classes, [*_produce_args(rocketpy_server.namesrv_addr, topic, run_id), namespace],
+                              client_home / "producer")
+    assert produced.result is not None and not produced.result.get("error"), produced.describe()
+    results = produced.result["results"]
+    assert [(r.get("status"), r.get("topic"), r.get("msg_topic")) for r in results] == \
+        [("SEND_OK", topic, topic)] * N_MESSAGES, produced.describe()
+
+    config = ClientConfig(namesrv_addr=rocketpy_server.namesrv_addr, namespace=namespace, rebalance_interval=1.0)
+    got: list[Any] = []
+    consumer = PushConsumer(f"CGPy_{run_id}", lambda msgs, ctx: got.extend(msgs), config=config,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic)
+    async with consumer:
+        with trio.fail_after(30):
+            while len(got) < N_MESSAGES:
+                await trio.sleep(0.05)
+    assert sorted(m.keys_string for m in got) == sorted(spec["keys"] for spec in _expected(run_id))
+    assert {(m.topic, m.properties.get("INSTANCE_ID")) for m in got} == {(topic, namespace)}
+
+    async with Producer(f"PGPy_{run_id}", config=config) as producer:
+        for i in range(N_MESSAGES):
+            result = await producer.send(make_message(topic, f"py {i}", keys=f"py-{run_id}-{i}"))
+            assert result.message_queue.topic == topic
+    consumed = await run_java(java_classes, ["consume", rocketpy_server.namesrv_addr, topic, f"CGJ_{run_id}",
+                                             str(2 * N_MESSAGES), run_id, "*", "40", namespace],
+                              client_home / "consumer")
+    assert consumed.result is not None and not consumed.result.get("error"), consumed.describe()
+    mine = [m for m in consumed.result["messages"] if m["keys"].startswith("py-")]
+    assert sorted(m["keys"] for m in mine) == sorted(f"py-{run_id}-{i}" for i in range(N_MESSAGES))
+    assert {(m["topic"], m["properties"].get("INSTANCE_ID")) for m in mine} == {(topic, namespace)}

@@ -10,8 +10,9 @@ Installed with rocketpy (the ``pytest11`` entry point ``rocketpy``), so a projec
 - ``rocketmq_namesrv``: just ``rocketmq_cluster.namesrv``.
 - ``rocketmq_session_cluster``: one cluster for the whole session (faster; tests then share topics and groups).
 
-``@pytest.mark.rocketmq(broker_names=("broker-a", "broker-b"), **props)`` sets the brokers and broker.conf keys
-(``props``) of ``rocketmq_cluster`` for one test. Topics are created on first use (``autoCreateTopicEnable``).
+``@pytest.mark.rocketmq(broker_names=("broker-a", "broker-b"), namesrv_props={...}, **props)`` sets the brokers,
+the NameServer's keys and the broker.conf keys (``props``) of ``rocketmq_cluster`` for one test. Topics are created
+on first use (``autoCreateTopicEnable``).
 
 Nothing is imported from the servers until a fixture is used: the plugin costs unrelated test suites nothing.
 """
@@ -62,10 +63,11 @@ class Cluster:
 @asynccontextmanager
 async def real_cluster(broker_names: tuple[str, ...] = ("broker-a",), *,
                        prepare: Callable[[BrokerController], Any] | None = None,
+                       namesrv_props: dict[str, str] | None = None,
                        **props: Any) -> AsyncIterator[Cluster]:
     """Our NameServer and broker(s) on 127.0.0.1 ports the OS picks, stores in a temporary directory, in the
-    running trio loop; ``props`` are broker.conf keys, ``prepare`` is called on each broker before it starts.
-    Everything stops on exit."""
+    running trio loop; ``props`` are broker.conf keys, ``namesrv_props`` namesrv.properties keys (the tls.*
+    settings among them), ``prepare`` is called on each broker before it starts. Everything stops on exit."""
     import trio
 
     from .broker.controller import BrokerController
@@ -76,6 +78,7 @@ async def real_cluster(broker_names: tuple[str, ...] = ("broker-a",), *,
     with tempfile.TemporaryDirectory(prefix="rocketpy-cluster-") as tmp:
         config = NamesrvConfig(listen_port=0, kv_config_path=f"{tmp}/kvConfig.json",
                                config_store_path=f"{tmp}/namesrv.properties")
+        config.apply(namesrv_props or {})
         async with trio.open_nursery() as nursery:
             ns = await nursery.start(NameServer(config).run, "127.0.0.1", 0)
             brokers, extras = [], []

@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import anyio
+
 from rocketpy import pytest_plugin as plugin
 from rocketpy.broker.controller import BrokerController
 from rocketpy.codecs import RemotingCommand, RequestCode
 from rocketpy.pytest_plugin import FAST_BROKER
 from rocketpy.remoting import RequestContext
-from rocketpy.testing import wait_until
 
 SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
 
@@ -83,7 +84,8 @@ def threaded_cluster(*, probe: bool = False, **opts: Any) -> Iterator[Cluster]:
 
 
 async def make_topic(c: Cluster, topic: str, queues: int) -> None:
-    """Create ``topic`` on every master through the admin API and wait until the NameServer routes it."""
+    """Create ``topic`` on every master through the admin API and wait until the NameServer routes it (on trio
+    or asyncio, whichever runs it)."""
     from rocketpy.client.admin import Admin
     from rocketpy.codecs.bodies import TopicConfig
 
@@ -92,11 +94,12 @@ async def make_topic(c: Cluster, topic: str, queues: int) -> None:
             await admin.create_topic(addr, TopicConfig(topic_name=topic, read_queue_nums=queues,
                                                        write_queue_nums=queues, perm=6))
 
-        async def routed() -> bool:
-            route = await admin.client.fetch_route(topic)
-            return route is not None and len(route.queue_datas or []) == len(c.brokers)
-
-        await wait_until(routed, timeout=10, tick=0.05)
+        with anyio.fail_after(10):
+            while True:
+                route = await admin.client.fetch_route(topic)
+                if route is not None and len(route.queue_datas or []) == len(c.brokers):
+                    return
+                await anyio.sleep(0.05)
 
 
 def committed_offsets(broker: BrokerController, group: str, topic: str) -> dict[int, int]:

@@ -6,18 +6,13 @@ user relies on (what was stored, consumed, committed, answered), not how the loo
 
 from __future__ import annotations
 
-import asyncio
-import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any
-
 import anyio
+import loops
 import pytest
-import trio
+from loops import drain, gather, name, run, wait_for
 
 from rocketpy.client import (
     ConsumeFromWhere,
-    LitePullConsumer,
     Producer,
     PushConsumer,
     create_reply_message,
@@ -29,34 +24,7 @@ from rocketpy.pytest_plugin import Cluster
 
 pytestmark = pytest.mark.timeout(120)
 
-
-@pytest.fixture(params=["trio", "asyncio"])
-def loop(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-def run(loop: str, main: Callable[[], Awaitable[Any]]) -> Any:
-    """``main()`` on the given loop, checking it really runs there (the asyncio run has no trio under it)."""
-
-    async def checked() -> Any:
-        if loop == "asyncio":
-            asyncio.get_running_loop()
-            with pytest.raises(RuntimeError):
-                trio.lowlevel.current_task()
-        with anyio.fail_after(60):
-            return await main()
-
-    return anyio.run(checked, backend=loop)
-
-
-def name(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
-
-
-async def wait_for(check: Callable[[], bool], what: str, seconds: float = 20) -> None:
-    with anyio.fail_after(seconds):
-        while not check():
-            await anyio.sleep(0.02)
+loop = loops.loop  # the fixture every test here takes: trio, then asyncio
 
 
 def test_every_send_mode_stores_the_messages(loop: str, rocketmq_session_cluster: Cluster) -> None:
@@ -78,32 +46,6 @@ def test_every_send_mode_stores_the_messages(loop: str, rocketmq_session_cluster
     bodies = run(loop, main)
     assert sorted(bodies) == sorted([b"sync", b"async", b"oneway"] + [f"c{i}".encode() for i in range(16)]
                                     + [f"b{i}".encode() for i in range(3)])
-
-
-async def gather(coros: list[Awaitable[Any]]) -> list[Any]:
-    """Run the awaitables concurrently on whichever loop runs (an anyio task group), results in order."""
-    out: list[Any] = [None] * len(coros)
-
-    async def one(i: int, c: Awaitable[Any]) -> None:
-        out[i] = await c
-
-    async with anyio.create_task_group() as group:
-        for i, c in enumerate(coros):
-            group.start_soon(one, i, c)
-    return out
-
-
-async def drain(cluster: Cluster, topic: str, count: int) -> list[bytes]:
-    """Every message of ``topic`` read back by a lite-pull consumer of a fresh group."""
-    consumer = LitePullConsumer(name("CGDrain"), namesrv=cluster.namesrv,
-                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    consumer.subscribe(topic)
-    got: list[bytes] = []
-    async with consumer:
-        with anyio.fail_after(30):
-            while len(got) < count:
-                got += [m.body for m in await consumer.poll(0.5)]
-    return got
 
 
 def test_a_push_consumer_consumes_every_message_and_commits_its_offsets(loop: str,

@@ -6,8 +6,12 @@ from typing import Any
 
 import trio
 
+from rocketpy.client.results import SendResult
 from rocketpy.client.trace import TraceDispatcher
+from rocketpy.codecs.bodies import MessageQueue
+from rocketpy.codecs.codes import SendStatus
 from rocketpy.codecs.message import Message
+from rocketpy.codecs.trace import decode_trace_data
 
 
 class SlowTraceProducer:
@@ -78,3 +82,13 @@ async def test_shutdown_is_bounded_by_its_timeout(virtual_clock: Any) -> None:
         await trace.aclose(timeout=3.0)
         assert trio.current_time() - before == 3.0
     assert producer.sent == [] and producer.shut_down
+
+
+def test_records_name_the_topic_without_its_namespace() -> None:
+    # Java's SendMessageTraceHookImpl: NamespaceUtil.withoutNamespace(topic); the traced message keeps its topic
+    trace = TraceDispatcher(FakeClient(None), "PG", producer_class=SlowTraceProducer)  # type: ignore[arg-type]
+    msg = Message(topic="MQ_INST_x%TTraced", body=b"b")
+    result = SendResult(SendStatus.SEND_OK, "MSG1", MessageQueue(topic="TTraced", broker_name="b", queue_id=0), 0)
+    trace.on_send(msg, result, "127.0.0.1:10911", 1, 0)
+    (record,) = decode_trace_data(trace._pending[0][0])
+    assert (record.trace_type, record.topic, record.group) == ("Pub", "TTraced", "PG")

@@ -10,6 +10,13 @@ from hypothesis import strategies as st
 
 from rocketpy.client.allocate import AllocateAveragely
 from rocketpy.client.fault import FaultStrategy, LatencyFaultTolerance, not_available_duration
+from rocketpy.client.namespace import (
+    queue_with_namespace,
+    queue_without_namespace,
+    strip_namespace,
+    with_namespace,
+    without_namespace,
+)
 from rocketpy.client.offset_store import LocalFileOffsetStore, ReadOffsetType
 from rocketpy.client.process_queue import ProcessQueue
 from rocketpy.client.producer import check_message, select_by_hash, wire_properties
@@ -201,3 +208,25 @@ def test_process_queue_remove_keeps_count_size_and_commit_offset(offsets: list[i
         assert (pq.msg_count, pq.msg_size) == (len(held), sum(held.values()))
         assert pq.first_offset() == (min(held) if held else None)
         assert pq.max_span() == (max(held) - min(held) if held else 0)
+
+
+def test_namespace_names_as_java_namespace_util() -> None:
+    # NamespaceUtilTest's cases (Java 4.9.8)
+    ns, other = "MQ_INST_XXX", "MQ_INST_XXX1"
+    assert with_namespace(ns, "TOPIC_XXX") == "MQ_INST_XXX%TOPIC_XXX"
+    assert with_namespace(ns, "MQ_INST_XXX%TOPIC_XXX") == "MQ_INST_XXX%TOPIC_XXX"  # already in it
+    assert with_namespace(ns, "%RETRY%GID_XXX") == "%RETRY%MQ_INST_XXX%GID_XXX"
+    assert with_namespace(ns, "%RETRY%MQ_INST_XXX%GID_XXX") == "%RETRY%MQ_INST_XXX%GID_XXX"
+    assert with_namespace(ns, "%DLQ%GID_XXX") == "%DLQ%MQ_INST_XXX%GID_XXX"
+    for system in ("rmq_sys_topic", "TBW102", "RMQ_SYS_TRACE_TOPIC", "CID_RMQ_SYS_TRANS", "SCHEDULE_TOPIC_XXXX"):
+        assert with_namespace(ns, system) == system
+    assert with_namespace(None, "TOPIC_XXX") == with_namespace("", "TOPIC_XXX") == "TOPIC_XXX"
+    assert without_namespace("MQ_INST_XXX%TOPIC_XXX", ns) == strip_namespace("MQ_INST_XXX%TOPIC_XXX") == "TOPIC_XXX"
+    assert without_namespace("%RETRY%MQ_INST_XXX%GID_XXX", ns) == "%RETRY%GID_XXX"
+    assert strip_namespace("%RETRY%MQ_INST_XXX%GID_XXX") == "%RETRY%GID_XXX"
+    assert without_namespace("%RETRY%MQ_INST_XXX%GID_XXX", other) == "%RETRY%MQ_INST_XXX%GID_XXX"  # not its own
+    assert without_namespace("TOPIC_XXX", ns) == strip_namespace("TOPIC_XXX") == "TOPIC_XXX"
+    mq = MessageQueue(topic="T", broker_name="b", queue_id=3)
+    wrapped = queue_with_namespace(ns, mq)
+    assert (wrapped.topic, wrapped.broker_name, wrapped.queue_id) == ("MQ_INST_XXX%T", "b", 3) and mq.topic == "T"
+    assert queue_without_namespace(ns, wrapped) == mq and queue_with_namespace(None, mq) is mq

@@ -67,6 +67,9 @@ class ClientConfig:
     access_key: str | None = None
     secret_key: str | None = None
     security_token: str | None = None
+    #: Java's namespace: the topics and groups of producers and consumers on this config are ``<namespace>%<name>``
+    #: on the wire (client.namespace); their users see the names without it
+    namespace: str | None = None
 
     def rpc_hook(self) -> AclClientRPCHook | None:
         """The request signer the credentials ask for, None without them."""

@@ -169,6 +169,9 @@ class ConsumeMessageConcurrentlyService:
                          consumer.group, request.message_queue)
                 continue
             live.append(request)
+            if consumer.namespace:  # every topic is named without it
+                reset_retry_topic(request.msgs, consumer.group, consumer.namespace)
+                continue
             for m in request.msgs:
                 if m.topic == retry:  # rare: the reset's work, once the request holds a retried message
                     reset_retry_topic(request.msgs, consumer.group)

@@ -20,6 +20,7 @@ from .config import ClientConfig
 from .errors import MQClientError
 from .hosting import TaskHost
 from .instance import ClientInstance, acquire_instance, release_instance
+from .namespace import with_namespace, without_namespace
 from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .rebalance import allocate_for, plan
@@ -33,8 +34,9 @@ def half_hour_ago() -> str:
     return datetime.fromtimestamp(now_ms() / 1000 - 1800).strftime("%Y%m%d%H%M%S")
 
 
-def reset_retry_topic(msgs: list[MessageExt], group: str) -> None:
-    """A message redelivered through the retry topic shows its original topic to the listener."""
+def reset_retry_topic(msgs: list[MessageExt], group: str, namespace: str | None = None) -> None:
+    """A message redelivered through the retry topic shows its original topic to the listener, and with a
+    namespace the topic is named without it (resetRetryAndNamespace)."""
     retry = MixAll.get_retry_topic(group)
     key = MessageConst.PROPERTY_RETRY_TOPIC
     for msg in msgs:
@@ -42,6 +44,8 @@ def reset_retry_topic(msgs: list[MessageExt], group: str) -> None:
             real = msg.properties.get(key)
             if real is not None:
                 msg.topic = real
+        if namespace:
+            msg.topic = without_namespace(msg.topic, namespace)
 
 
 @dataclass
@@ -83,6 +87,8 @@ class ConsumerBase:
             client = ClientInstance(config)
         self._config = config if config is not None else client.config
         self.client = client
+        #: the config's namespace (Java's ClientConfig.namespace): topics and the group get it on the wire
+        self.namespace = self._config.namespace
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp = consume_timestamp or half_hour_ago()
@@ -103,6 +109,7 @@ class ConsumerBase:
     # -- subscriptions ---------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str | None = "*") -> None:
         """Subscribe by tag expression: '*' for all, or 'TagA || TagB'."""
+        topic = with_namespace(self.namespace, topic)
         self.subscriptions[topic] = build_subscription(topic, expression or "*")
         if self.running:
             self.client.spawn("subscribe", self._after_subscribe, topic)
@@ -113,7 +120,7 @@ class ConsumerBase:
         self.client.rebalance_immediately()
 
     def unsubscribe(self, topic: str) -> None:
-        self.subscriptions.pop(topic, None)
+        self.subscriptions.pop(with_namespace(self.namespace, topic), None)
 
     # -- hooks the instance calls ---------------------------------------------------------------
     def consumer_data(self) -> ConsumerData:
@@ -140,6 +147,12 @@ class ConsumerBase:
         return self.offset_store.clone_table(topic) if self.offset_store else {}
 
     # -- lifecycle ---------------------------------------------------------------------------------
+    def _group_in_namespace(self) -> str:
+        """The group in the namespace (the consumers do it at start, as Java's do); the name the user gave."""
+        user_group = self.group
+        self.group = with_namespace(self.namespace, self.group)
+        return user_group
+
     def _make_offset_store(self) -> OffsetStore:
         if str(self.message_model) == MessageModel.BROADCASTING:
             return LocalFileOffsetStore(self.client.client_id, self.group, self.offset_store_dir)

@@ -169,6 +169,7 @@ class ClientInstance:
         producer = self.producers.get(MixAll.CLIENT_INNER_PRODUCER_GROUP)
         if producer is None:
             producer = producer_class(MixAll.CLIENT_INNER_PRODUCER_GROUP, client=self)
+            producer.namespace = None  # as Java's: it sends to retry topics already named in the namespace
             await producer.start()
         return producer
 

@@ -25,6 +25,7 @@ from .api import decode_pulled
 from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
 from .errors import MQClientError
 from .loop import ParkingLot
+from .namespace import queue_with_namespace, queue_without_namespace, with_namespace
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 
@@ -90,6 +91,7 @@ class LitePullConsumer(ConsumerBase):
     async def start(self) -> None:
         if self.running:
             return
+        self._group_in_namespace()
         # made on the loop that runs the consumer (the constructor may have run on another: a facade's)
         self._send, self._recv = anyio.create_memory_object_stream[tuple[MessageQueue, int, list[MessageExt]]](10**6)
         self._buffered = 0
@@ -122,6 +124,7 @@ class LitePullConsumer(ConsumerBase):
         if self.subscriptions and not self._manual:
             raise MQClientError("Subscribe and assign are mutually exclusive.")
         self._manual = True
+        queues = [self._queue(mq) for mq in queues]
         for mq in queues:
             self.subscriptions.setdefault(mq.topic or "", build_subscription(mq.topic or "", "*"))
         for mq in [mq for mq in self.assigned if mq not in queues]:
@@ -134,14 +137,19 @@ class LitePullConsumer(ConsumerBase):
                     await self._start_queue(mq)
 
     async def fetch_queues(self, topic: str) -> list[MessageQueue]:
-        """The readable queues of a topic (fetchMessageQueues)."""
+        """The readable queues of a topic (fetchMessageQueues), named as the user names them (no namespace)."""
         from .route import broker_addrs, subscribe_queues
 
+        topic = with_namespace(self.namespace, topic)
         route = await self.client.fetch_route(topic)
         if route is None:
             raise MQClientError(f"Can not find Message Queue for this topic, {topic}")
         self.client.broker_addr_table.update(broker_addrs(route))
-        return subscribe_queues(topic, route)
+        return [queue_without_namespace(self.namespace, mq) for mq in subscribe_queues(topic, route)]
+
+    def _queue(self, mq: MessageQueue) -> MessageQueue:
+        """A queue the user named, as it is on the wire (queueWithNamespace)."""
+        return queue_with_namespace(self.namespace, mq)
 
     #: Java's name (DefaultLitePullConsumer.fetchMessageQueues)
     fetch_message_queues = fetch_queues
@@ -235,7 +243,7 @@ class LitePullConsumer(ConsumerBase):
         ahead = self._pull_ahead(mq, a, sd)
         msgs = decode_pulled(body, sd.tags_set)
         if msgs:
-            reset_retry_topic(msgs, self.group)
+            reset_retry_topic(msgs, self.group, self.namespace)
             a.pq.put_messages(msgs)
             self._buffered += len(msgs)
             await self._send.send((mq, generation, msgs))
@@ -276,6 +284,7 @@ class LitePullConsumer(ConsumerBase):
 
     async def seek(self, mq: MessageQueue, offset: int) -> None:
         """Make ``offset`` the next message polled from ``mq``."""
+        mq = self._queue(mq)
         a = self.assigned.get(mq)
         if a is None:
             raise MQClientError(f"The message queue is not in assigned list, message queue: {mq}")
@@ -288,18 +297,20 @@ class LitePullConsumer(ConsumerBase):
             await self._start_queue(mq)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
+        mq = self._queue(mq)
         await self.seek(mq, await self.client.api.get_min_offset(await self._broker_of(mq), mq))
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
+        mq = self._queue(mq)
         await self.seek(mq, await self.client.api.get_max_offset(await self._broker_of(mq), mq))
 
     def pause(self, queues: list[MessageQueue]) -> None:
-        for mq in queues:
+        for mq in map(self._queue, queues):
             if mq in self.assigned:
                 self.assigned[mq].paused = True
 
     def resume(self, queues: list[MessageQueue]) -> None:
-        for mq in queues:
+        for mq in map(self._queue, queues):
             if mq in self.assigned:
                 self.assigned[mq].paused = False
 
@@ -316,7 +327,7 @@ class LitePullConsumer(ConsumerBase):
 
     async def committed(self, mq: MessageQueue) -> int:
         assert self.offset_store is not None
-        return await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        return await self.offset_store.read_offset(self._queue(mq), ReadOffsetType.READ_FROM_STORE)
 
     async def persist_offsets(self) -> None:
         if self.offset_store is not None:

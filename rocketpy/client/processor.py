@@ -20,6 +20,7 @@ from ..codecs.headers import (
 )
 from ..codecs.message import MessageExt, decode_message, decompress_body, string_to_properties
 from ..remoting import Dispatcher, RequestContext, java_decode_header
+from .namespace import without_namespace
 
 if TYPE_CHECKING:
     from .instance import ClientInstance
@@ -45,6 +46,7 @@ def build_dispatcher(instance: ClientInstance) -> Dispatcher:
             log.warning("checkTransactionState without a message body")
             return None
         msg = decode_message(req.body)
+        msg.topic = without_namespace(msg.topic, instance.config.namespace)  # the listener sees the user's name
         group = msg.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP)
         producer = instance.producers.get(group or "")
         check = getattr(producer, "check_transaction_state", None)
@@ -105,7 +107,8 @@ def build_dispatcher(instance: ClientInstance) -> Dispatcher:
             body = decompress_body(body)
             sys_flag &= ~int(MessageSysFlag.COMPRESSED_FLAG)
         msg = MessageExt(
-            topic=h.topic or "", body=body, flag=h.flag or 0, properties=string_to_properties(h.properties),
+            topic=without_namespace(h.topic or "", instance.config.namespace), body=body, flag=h.flag or 0,
+            properties=string_to_properties(h.properties),
             queue_id=h.queue_id or 0, sys_flag=sys_flag, born_timestamp=h.born_timestamp or 0,
             born_host=h.born_host or "127.0.0.1:0", store_host=h.store_host or "127.0.0.1:0",
             store_timestamp=h.store_timestamp, reconsume_times=h.reconsume_times or 0,

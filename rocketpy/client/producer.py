@@ -7,6 +7,7 @@ strategy away from the broker that just failed, within one overall timeout.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import operator
 import random
@@ -41,6 +42,12 @@ from .errors import MQBrokerError, MQClientError, RequestTimeoutError
 from .fault import FaultStrategy
 from .instance import ClientInstance, acquire_instance, release_instance
 from .java_text import mq_str
+from .namespace import (
+    queue_with_namespace,
+    queue_without_namespace,
+    with_namespace,
+    without_namespace,
+)
 from .results import SendResult
 from .route import TopicPublishInfo
 from .send_frames import PreparedSend, SendFields, SendFrames
@@ -100,6 +107,7 @@ def select_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> Mes
 _WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _PREPARED = MessageConst.PROPERTY_TRANSACTION_PREPARED
+_INSTANCE_ID = MessageConst.PROPERTY_INSTANCE_ID
 _MESSAGE_TYPE = MessageConst.PROPERTY_MESSAGE_TYPE
 _REPLY = MixAll.REPLY_MESSAGE_FLAG
 #: a plain send's request code (SEND_MESSAGE_V2)
@@ -261,6 +269,8 @@ class Producer:
             client = ClientInstance(config)
         self._config = config if config is not None else client.config
         self.client = client
+        #: the config's namespace (Java's ClientConfig.namespace): topics and the group get it on the wire
+        self.namespace = self._config.namespace
         self.send_timeout = send_timeout
         self.retry_times = retry_times
         self.retry_times_async = retry_times_async
@@ -286,6 +296,8 @@ class Producer:
     async def start(self) -> None:
         if self.started:
             return
+        user_group = self.group
+        self.group = with_namespace(self.namespace, self.group)  # at start, as DefaultMQProducer.start does
         if self._own_client:
             self.client = await acquire_instance(self._config, "producer", self.group, self.client)
             try:
@@ -297,8 +309,8 @@ class Producer:
             self.client.register_producer(self.group, self)
         self.publish_info.setdefault(self.create_topic_key, TopicPublishInfo())
         self.started = True
-        if self.enable_msg_trace:
-            self.trace = TraceDispatcher(self.client, self.group, self.customized_trace_topic, producer_class=Producer)
+        if self.enable_msg_trace:  # the records name the group as the user did (Java's dispatcher is made so)
+            self.trace = TraceDispatcher(self.client, user_group, self.customized_trace_topic, producer_class=Producer)
             await self.trace.start()
         with anyio.move_on_after(self.client.config.mq_client_api_timeout):
             await self.client.send_heartbeat_to_all_brokers()
@@ -346,10 +358,31 @@ class Producer:
         return self.publish_info[topic]
 
     async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """fetchPublishMessageQueues: the topic's queues, named as the user names them (without the namespace)."""
+        queues = await self._publish_queues(with_namespace(self.namespace, topic))
+        return [queue_without_namespace(self.namespace, q) for q in queues] if self.namespace else queues
+
+    async def _publish_queues(self, topic: str) -> list[MessageQueue]:
         info = await self.find_publish_info(topic)
         if not info.ok:
             raise MQClientError(f"No route info of this topic: {topic}", ResponseCode.TOPIC_NOT_EXIST)
         return list(info.queues)
+
+    # -- namespaces -----------------------------------------------------------------------------------
+    def _to_namespace(self, msg: Message, queue: MessageQueue | None,
+                      instance_id: bool = True) -> tuple[Message, MessageQueue | None]:
+        """The message as it goes on the wire, a copy in the namespace, and the given queue in it. The user's
+        message keeps its topic (Java's sendKernelImpl gives it back after each attempt) and shares its
+        properties with the copy, so it gets the UNIQ_KEY, and INSTANCE_ID (the namespace), as Java's does."""
+        if instance_id:
+            msg.properties[_INSTANCE_ID] = self.namespace or ""
+        wire = dataclasses.replace(msg, topic=with_namespace(self.namespace, msg.topic))
+        return wire, None if queue is None else queue_with_namespace(self.namespace, queue)
+
+    def _user_result(self, result: SendResult) -> SendResult:
+        """The result's queue named without the namespace (MQClientAPIImpl.processSendResponse)."""
+        result.message_queue = queue_without_namespace(self.namespace, result.message_queue)
+        return result
 
     # -- the kernel: one attempt on one queue ----------------------------------------------------
     def _send_frames(self) -> SendFrames:
@@ -404,7 +437,7 @@ class Producer:
         if self.trace is not None and batch_msgs is None:
             born = fields.born_timestamp
             self.trace.on_send(msg, result, addr, now_ms() - born, born)
-        return result
+        return self._user_result(result) if self.namespace else result
 
     def _request(self, msg: Message, mq: MessageQueue, batch: bool) -> tuple[PreparedSend, SendFields, str | None]:
         """The send request of ``msg`` to ``mq`` (sendKernelImpl's header and body), its fields and UNIQ_KEY."""
@@ -468,6 +501,8 @@ class Producer:
                     request, _fields, uniq = self._request(msg, mq, False)
                     result = ClientAPI.send_result(await self.client.api.remoting.invoke(addr, request, remaining),
                                                    addr, mq, uniq)
+                    if self.namespace:
+                        self._user_result(result)
                 if self.fault.enabled:  # the latency only matters to the fault strategy
                     self.fault.update(mq.broker_name or "", int((clock() - start) * 1000), False)
             except (RemotingError, MQClientError) as exc:
@@ -511,6 +546,8 @@ class Producer:
         the queue (ordered sends). Unpinned, the coroutine to await is the retry loop's own (a coroutine less
         for every send to pass through)."""
         timeout = self.send_timeout if timeout is None else timeout
+        if self.namespace:
+            msg, queue = self._to_namespace(msg, queue)
         if queue is None and selector is None:
             # never None: only a oneway send gives no result
             return cast(Coroutine[Any, Any, SendResult],
@@ -532,9 +569,15 @@ class Producer:
             if queue.topic != msg.topic:
                 raise MQClientError(f"message's topic not equal mq's topic: {msg.topic} != {queue.topic}")
             return queue
-        queues = await self.fetch_publish_queues(msg.topic)
+        queues = await self._publish_queues(msg.topic)
         assert selector is not None
-        mq = selector(queues, msg, arg)
+        if self.namespace:  # the selector sees the user's names (sendSelectImpl's userMessage)
+            user_msg = dataclasses.replace(msg, topic=without_namespace(msg.topic, self.namespace))
+            mq = selector([queue_without_namespace(self.namespace, q) for q in queues], user_msg, arg)
+            if mq is not None:
+                mq = queue_with_namespace(self.namespace, mq)
+        else:
+            mq = selector(queues, msg, arg)
         if mq is None:
             raise MQClientError("select message queue return null.")
         return mq
@@ -543,6 +586,8 @@ class Producer:
                           selector: MessageQueueSelector | None = None, arg: Any = None) -> None:
         """Send without waiting for any answer."""
         self._need_started()
+        if self.namespace:
+            msg, queue = self._to_namespace(msg, queue)
         check_message(msg, self.max_message_size)
         if queue is not None or selector is not None:
             mq = await self._pick(msg, queue, selector, arg)
@@ -568,6 +613,8 @@ class Producer:
         ``retry_times_async`` times on other brokers.
         """
         self._need_started()
+        if self.namespace:
+            msg, queue = self._to_namespace(msg, queue)
         future = SendFuture()
         timeout = self.send_timeout if timeout is None else timeout
         if queue is None and selector is None and self._send_async_now(msg, future, on_success, on_exception,
@@ -623,6 +670,8 @@ class Producer:
                     raise answer.error
                 assert answer.response is not None
                 result = ClientAPI.send_result(answer.response, addr, mq, uniq)
+                if self.namespace:
+                    self._user_result(result)
             except (RemotingError, MQClientError) as exc:
                 self.fault.update(broker, latency, True)
                 invoke_id = _invoke_id()
@@ -670,7 +719,12 @@ class Producer:
                          timeout: float | None = None) -> SendResult:
         """Send messages of one topic as one SEND_BATCH_MESSAGE (MessageBatch.generateFromList)."""
         self._need_started()
+        if self.namespace:  # INSTANCE_ID goes on the batch, as sendKernelImpl puts it on the MessageBatch
+            msgs = [self._to_namespace(m, None, instance_id=False)[0] for m in msgs]
+            queue = None if queue is None else queue_with_namespace(self.namespace, queue)
         batch = self.batch(msgs)
+        if self.namespace:
+            batch.properties[_INSTANCE_ID] = self.namespace or ""
         timeout = self.send_timeout if timeout is None else timeout
         if queue is not None:
             result = await self._send_kernel(batch, queue, timeout, batch_msgs=msgs)

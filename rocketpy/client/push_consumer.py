@@ -35,6 +35,7 @@ from .consumer_base import ConsumerBase, PullAhead, reset_retry_topic
 from .consumer_stats import ConsumerStats
 from .errors import MQClientError
 from .listener import ConsumeContext, ConsumeStatus, Listener, OrderlyStatus
+from .namespace import with_namespace
 from .process_queue import LOCK_INTERVAL, ProcessQueue
 from .producer import Producer
 from .trace import CONTEXT_EXCEPTION, CONTEXT_FAILED, CONTEXT_SUCCESS, TraceDispatcher
@@ -158,6 +159,7 @@ class PushConsumer(ConsumerBase):
             return
         if self.listener is None:
             raise MQClientError("messageListener is null")
+        user_group = self._group_in_namespace()
         # made on the loop that runs the consumer (the constructor may have run on another: a facade's)
         self._limiter = anyio.CapacityLimiter(self._limiter.total_tokens)
         self._idle = anyio.Event()
@@ -169,8 +171,8 @@ class PushConsumer(ConsumerBase):
             self.consume_service = ConsumeMessageConcurrentlyService(self)
         await self._start_common()
         assert self.nursery is not None
-        if self.enable_msg_trace:
-            self.trace = TraceDispatcher(self.client, self.group, self.customized_trace_topic, producer_class=Producer)
+        if self.enable_msg_trace:  # the records name the group as the user did (Java's dispatcher is made so)
+            self.trace = TraceDispatcher(self.client, user_group, self.customized_trace_topic, producer_class=Producer)
             await self.trace.start()
         if self.orderly and str(self.message_model) == MessageModel.CLUSTERING:
             self.nursery.start_soon(self._lock_loop)
@@ -416,6 +418,8 @@ class PushConsumer(ConsumerBase):
             addr = self.client.master_addr(broker_name) if broker_name else msg.store_host
             if addr is None:
                 addr = msg.store_host
+            # the listener saw the topic without the namespace: the broker is told the real one
+            msg.topic = with_namespace(self.namespace, msg.topic)
             await self.client.api.send_message_back(addr, msg, self.group, delay_level, self.max_reconsume,
                                                     broker_name)
             return True
@@ -460,7 +464,7 @@ class PushConsumer(ConsumerBase):
                 msgs = pq.take_messages(self.consume_batch_size)
                 if not msgs:
                     return
-                reset_retry_topic(msgs, self.group)
+                reset_retry_topic(msgs, self.group, self.namespace)
                 ctx = ConsumeContext(mq)
                 began = time.perf_counter()
                 try:
@@ -608,7 +612,7 @@ class PushConsumer(ConsumerBase):
 
     async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
         mq = MessageQueue(topic=msg.topic, broker_name=broker_name, queue_id=msg.queue_id)
-        reset_retry_topic([msg], self.group)
+        reset_retry_topic([msg], self.group, self.namespace)
         start = time.monotonic()
         result = ConsumeMessageDirectlyResult(order=self.orderly, auto_commit=True)
         try:

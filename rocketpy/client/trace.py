@@ -20,6 +20,7 @@ import anyio
 from ..clock import now_ms
 from ..codecs.codes import MessageConst, MixAll
 from ..codecs.trace import TraceRecord, encode_pub, encode_sub_after, encode_sub_before
+from .namespace import strip_namespace
 
 if TYPE_CHECKING:
     from ..codecs.message import Message, MessageExt
@@ -71,6 +72,7 @@ class TraceDispatcher:
     # -- lifecycle ----------------------------------------------------------------------------------
     async def start(self) -> None:
         self._producer = self._producer_class(INNER_TRACE_PRODUCER_PREFIX + self.group, client=self.client)
+        self._producer.namespace = None  # as Java's trace producer: a customized trace topic is used as given
         await self._producer.start()
         assert self.client.nursery is not None
         self.client.nursery.start_soon(self._run)
@@ -131,8 +133,8 @@ class TraceDispatcher:
         if msg.topic == self.trace_topic:
             return
         r = TraceRecord("Pub", result.msg_id or "", born_ms, result.region_id or self.region, self.group,
-                        topic=msg.topic, tags=_java(msg.tags), keys=_java(msg.keys_string), store_host=store_host,
-                        body_length=len(msg.body), cost_time=cost_ms, msg_type=_msg_type(msg),
+                        topic=strip_namespace(msg.topic), tags=_java(msg.tags), keys=_java(msg.keys_string),
+                        store_host=store_host, body_length=len(msg.body), cost_time=cost_ms, msg_type=_msg_type(msg),
                         offset_msg_id=result.offset_msg_id or "", success=True)
         self._add(encode_pub(r), [r.msg_id, *msg.keys])
 

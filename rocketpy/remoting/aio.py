@@ -37,6 +37,7 @@ from .errors import (
     RemotingTimeoutError,
 )
 from .pool import ConnectionPool
+from .tls import describe_tls_error
 
 log = logging.getLogger("rocketpy.remoting")
 
@@ -336,16 +337,31 @@ class AsyncioConnection(asyncio.Protocol):
 async def open_connection(host: str, port: int, *, remote_addr: str | None = None,
                           ssl_context: ssl.SSLContext | None = None, timeout: float = DEFAULT_TIMEOUT,
                           **kwargs: Any) -> AsyncioConnection:
-    """A connected :class:`AsyncioConnection` to ``host:port`` (TLS with ``ssl_context``)."""
+    """A connected :class:`AsyncioConnection` to ``host:port`` (TLS with ``ssl_context``). The TCP connection
+    and the TLS handshake are two steps, so a failed handshake is told as the trio driver tells it (``TLS
+    handshake failed: <SSL reason>``), not as a refused connection."""
     loop = asyncio.get_running_loop()
     addr = remote_addr or f"{host}:{port}"
+    transport: asyncio.Transport | None = None
     try:
         async with asyncio.timeout(timeout):
-            _transport, conn = await loop.create_connection(
-                lambda: AsyncioConnection(addr, **kwargs), host, port, ssl=ssl_context,
-                server_hostname=host if ssl_context is not None else None)
-    except (OSError, TimeoutError, ssl.SSLError) as exc:
+            transport, conn = await loop.create_connection(lambda: AsyncioConnection(addr, **kwargs), host, port)
+            if ssl_context is not None:
+                try:
+                    tls = await loop.start_tls(transport, conn, ssl_context, server_hostname=host)
+                except OSError as exc:  # ssl.SSLError among them
+                    raise ConnectionError(f"TLS handshake failed: {describe_tls_error(exc)}") from None
+                if tls is None:  # the transport closed under the handshake
+                    raise ConnectionError("TLS handshake failed: connection closed")
+                conn.transport = tls
+    except (OSError, TimeoutError) as exc:
+        if transport is not None:
+            transport.abort()
         raise RemotingConnectError(f"connect to {addr} failed: {exc or 'timeout'}") from exc
+    except BaseException:  # cancelled mid-connect: the socket must not leak
+        if transport is not None:
+            transport.abort()
+        raise
     return conn
 
 

@@ -1,7 +1,7 @@
 // Driver of the official Java client (rocketmq-client 4.9.x) for the compat tests.
 // Compiled at test time against ROCKETMQ_JAVA_CLASSPATH. Usage:
-//   java CompatClient produce NAMESRV TOPIC GROUP COUNT RUN_ID TAG_PREFIX
-//   java CompatClient consume NAMESRV TOPIC GROUP EXPECT RUN_ID EXPRESSION TIMEOUT_S
+//   java CompatClient produce NAMESRV TOPIC GROUP COUNT RUN_ID TAG_PREFIX [NAMESPACE]
+//   java CompatClient consume NAMESRV TOPIC GROUP EXPECT RUN_ID EXPRESSION TIMEOUT_S [NAMESPACE]
 // Messages are made as compat_tests/harness.py sample_messages() makes them; the result is
 // printed as one line "RESULT {json}", then "SHUTDOWN ok" once the client has shut down.
 
@@ -47,7 +47,7 @@ public class CompatClient {
     static void produce(String[] a) throws Exception {
         String namesrv = a[1], topic = a[2], group = a[3], runId = a[5], prefix = a[6];
         int count = Integer.parseInt(a[4]);
-        DefaultMQProducer producer = new DefaultMQProducer(group);
+        DefaultMQProducer producer = a.length > 7 ? new DefaultMQProducer(a[7], group) : new DefaultMQProducer(group);
         producer.setNamesrvAddr(namesrv);
         producer.setSendMsgTimeout(5000);
         producer.start();
@@ -60,6 +60,7 @@ public class CompatClient {
             try {
                 SendResult r = producer.send(msg);
                 results.add("{\"status\":" + q(r.getSendStatus().name()) + ",\"msg_id\":" + q(r.getMsgId())
+                        + ",\"topic\":" + q(r.getMessageQueue().getTopic()) + ",\"msg_topic\":" + q(msg.getTopic())
                         + ",\"offset_msg_id\":" + q(r.getOffsetMsgId())
                         + ",\"queue_id\":" + r.getMessageQueue().getQueueId()
                         + ",\"broker_name\":" + q(r.getMessageQueue().getBrokerName())
@@ -80,7 +81,8 @@ public class CompatClient {
         long timeout = Long.parseLong(a[7]);
         List<String> got = new ArrayList<>();
         CountDownLatch latch = new CountDownLatch(expect);
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        DefaultMQPushConsumer consumer = a.length > 8 ? new DefaultMQPushConsumer(a[8], group)
+                : new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
         consumer.subscribe(topic, expression);
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
