@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from typing import Any
 
 import pytest
 
@@ -70,5 +71,18 @@ def test_errors_and_cancellations_reach_the_caller() -> None:
             return threading.current_thread().name == "rocketpy-asyncio"
 
         assert loop_thread.run(where)
+
+        # a call that fails before it starts (its coroutine function raises when called) reaches its caller,
+        # and the calls handed over with it still run
+        def not_a_coroutine_function() -> Any:
+            raise TypeError("bad arguments")
+
+        bad = loop_thread.submit(not_a_coroutine_function)
+        good = loop_thread.submit(where)
+        with pytest.raises(TypeError, match="bad arguments"):
+            bad.result(timeout=5)
+        assert good.result(timeout=5)
+        with pytest.raises(TypeError, match="bad arguments"):
+            loop_thread.run(not_a_coroutine_function)
     finally:
         loop_thread.close()
