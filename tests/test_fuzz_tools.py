@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -330,3 +331,66 @@ async def test_the_restart_sample_measures_both_servers_on_what_the_run_left_and
     assert all(m["RssAnon"] > 0 for m in memory.values())
     assert len(stopped) == 2 and None not in stopped
     assert not (tmp_path / "broker.snap.heap.0").exists()
+
+
+def _second_loopback_address() -> bool:
+    """127.0.0.2 reaches a loopback listener (Linux routes all of 127/8 to lo)."""
+    import socket
+
+    try:
+        with socket.socket() as listener, socket.socket() as client:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen()
+            client.bind(("127.0.0.2", 0))
+            client.connect(listener.getsockname())
+        return True
+    except OSError:
+        return False
+
+
+needs_127_0_0_2 = pytest.mark.skipif(not _second_loopback_address(), reason="127.0.0.2 does not reach loopback")
+
+
+async def _acl_escalation_run(tmp_path: Path, guards: str, seconds: float) -> tuple[int, dict[str, Any]]:
+    import argparse
+    import json
+
+    _load("fuzz_servers")  # (its folder on sys.path while it imports acl_escalation and server_process)
+    acl = sys.modules["acl_escalation"]
+    args = argparse.Namespace(seed=46, duration=seconds, servers="inprocess", guards=guards)
+    code = await acl.run(args, tmp_path)
+    return code, json.loads((tmp_path / "stats.json").read_text())[-1]
+
+
+@needs_127_0_0_2
+@pytest.mark.timeout(180)
+async def test_the_acl_escalation_mode_gets_nowhere_against_our_servers(tmp_path: Path) -> None:
+    """--mode acl-escalation against the servers as they start by default: every attempt of the issue was
+    sent and refused, nothing changed, exit 0."""
+    code, stats = await _acl_escalation_run(tmp_path, "on", 4)
+    assert (code, stats["escalations"], stats["unique_findings"], stats["tracebacks"]) == (0, 0, [], [])
+    attempts = stats["attempts"]
+    assert len(attempts) == 15 and all(a["sent"] >= 1 and a["escalations"] == 0 for a in attempts.values())
+    for name, entry in attempts.items():
+        assert not any(answer.startswith("0 SUCCESS") for answer in entry["answers"]), (name, entry["answers"])
+        if name.startswith("NameServer"):
+            assert all(a.startswith("16 NO_PERMISSION") for a in entry["answers"]), entry["answers"]
+    assert set(attempts["HA port from an unknown address"]["answers"]) == {"closed, nothing sent"}
+
+
+@needs_127_0_0_2
+@pytest.mark.timeout(240)
+async def test_the_acl_escalation_mode_finds_the_escalations_with_the_guards_off(tmp_path: Path) -> None:
+    """--guards off (aclStrictAdmin, aclStrictBatchSend, aclStrictReads false, every allow-list *: Java's
+    behaviour): the mode can fail. One round; the attempts that get through Java whatever their random values
+    are all found, and the run exits 1."""
+    code, stats = await _acl_escalation_run(tmp_path, "off", 0)
+    assert code == 1 and stats["rounds"] == 1
+    found = {key.split(": ")[1] for key in stats["unique_findings"]}
+    always = {
+        "UPDATE_AND_CREATE_ACL_CONFIG (50)", "DELETE_ACL_CONFIG (51)", "SEND_BATCH_MESSAGE into a denied topic",
+        "VIEW_MESSAGE_BY_ID of a denied topic", "GET_MAX_OFFSET of a denied topic", "HA port from an unknown address",
+        *(f"NameServer {c} from an unknown address" for c in ("REGISTER_BROKER", "PUT_KV_CONFIG", "DELETE_KV_CONFIG",
+                                                             "WIPE_WRITE_PERM_OF_BROKER", "DELETE_TOPIC_IN_NAMESRV")),
+    }  # fmt: skip
+    assert always <= found, always - found

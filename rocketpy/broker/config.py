@@ -32,7 +32,7 @@ log = logging.getLogger("rocketpy.broker")
 ROCKETPY_KEYS = frozenset({
     "listenHost", "adminCredential", "vipChannelEnable", "aclPlainFile", "serverMaxConnections",
     "heartbeatMaxBodySize", "heartbeatMaxSubscriptions", "heartbeatMaxGroups", "lockBatchMqMaxBodySize",
-    "checkClientConfigMaxBodySize", "updateBrokerConfigMaxBodySize",
+    "checkClientConfigMaxBodySize", "updateBrokerConfigMaxBodySize", "subscriptionGroupMaxBodySize",
 })
 #: where this broker is stricter than Java's (see SECURITY.md): the ACL switches and the HA allow-list
 SECURITY_KEYS = frozenset({"aclStrictAdmin", "aclStrictBatchSend", "aclStrictReads", "haAllowedAddresses"})
@@ -102,6 +102,8 @@ class BrokerConfig:
     lock_batch_mq_max_body_size: int = 1024 * 1024
     check_client_config_max_body_size: int = 64 * 1024
     update_broker_config_max_body_size: int = 64 * 1024
+    #: a SubscriptionGroupConfig is some 350 bytes; each one taken is kept in subscriptionGroup.json
+    subscription_group_max_body_size: int = 64 * 1024
     store: MessageStoreConfig = dataclasses.field(default_factory=MessageStoreConfig)
 
     @classmethod

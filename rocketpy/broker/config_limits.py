@@ -33,6 +33,8 @@ BODY_LIMITS: dict[int, str] = {
     RequestCode.UNLOCK_BATCH_MQ: "lock_batch_mq_max_body_size",
     RequestCode.CHECK_CLIENT_CONFIG: "check_client_config_max_body_size",
     RequestCode.UPDATE_BROKER_CONFIG: "update_broker_config_max_body_size",
+    # the only subscription-group request of 4.9.8 with a body (DELETE_SUBSCRIPTIONGROUP has a header only)
+    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: "subscription_group_max_body_size",
 }
 
 

@@ -34,11 +34,26 @@ ALLOW_LIST_KEYS = ("registerAllowedAddresses", "adminAllowedAddresses")
 #: every ``tls.*`` key (key and certificate paths, passwords, modes)
 REMOTE_REFUSED_KEYS: dict[str, str] = {"listenHost": "an address to bind", "listenPort": "a port to bind"}
 REMOTE_REFUSED_PREFIX = "tls."
-#: our key bounding an UPDATE_NAMESRV_CONFIG body, in bytes (0 or less: none, as Java): read from the file's
-#: extra keys (like serverMaxConnections), so that GET_NAMESRV_CONFIG lists it only when it is set. Reading
-#: a body of short lines takes about 0.5 s a MiB on the event loop.
-UPDATE_CONFIG_MAX_BODY_SIZE = "updateNamesrvConfigMaxBodySize"
-DEFAULT_UPDATE_CONFIG_MAX_BODY_SIZE = 64 * 1024
+#: our keys bounding what one request may make the NameServer hold (0 or less: no limit, as Java), with their
+#: defaults: read from the file's extra keys (like serverMaxConnections), so that GET_NAMESRV_CONFIG lists
+#: one only when it is set; :mod:`.limits` says which request each bounds.
+LIMITS: dict[str, int] = {
+    # reading a body of short lines takes about 0.5 s a MiB on the event loop
+    "updateNamesrvConfigMaxBodySize": 64 * 1024,
+    # a real broker's registration (measured on ours, 4.9.8's JSON, the default compressedRegister=false):
+    # 10,000 topics of 20-character names are a body of 1,681,402 bytes, of 127 (Java's longest) 3,821,402
+    # bytes, decoded in 0.08 and 0.11 s; compressed, 25,426 and 29,397 bytes inflating to 410,350 and
+    # 1,480,350. 8 MiB takes some 50,000 topics of usual names (2.2 times the longest-named 10,000) and, as
+    # the bound of a compressed body once inflated, some 200,000 (100,000 plain are 16,801,402 bytes, over
+    # the 16 MiB frame Java's NameServer reads).
+    "registerBrokerMaxBodySize": 8 * 1024 * 1024,
+    # 5 times the 10,000 above, as many as 8 MiB of plain JSON holds; 1,000,000 topics of 8-character names
+    # compressed are 2,612,114 bytes on the wire, 29,000,053 inflated (within the 64 MiB cap of before),
+    # 8.8 s of decoding on the event loop and a route table to match
+    "registerBrokerMaxTopics": 50_000,
+    # a DataVersion is some 40 bytes
+    "queryDataVersionMaxBodySize": 64 * 1024,
+}
 
 
 def _home_file(name: str) -> str:
@@ -110,6 +125,11 @@ class NamesrvConfig:
         for key, text in props.items():
             f = settings.get(key)
             if f is None:
+                if strict and key in LIMITS:
+                    try:
+                        int(text.strip())
+                    except ValueError:
+                        raise properties.ConfigError(f"{key}={text!r} is not an integer") from None
                 unknown.append(key)
                 self.extra[key] = text
                 continue
@@ -130,7 +150,7 @@ class NamesrvConfig:
             setattr(self, f.name, value)
         # tls.* (Java's system properties) and our connection cap are read from ``extra`` at start
         unknown = [k for k in unknown
-                   if not k.startswith("tls.") and k not in ("serverMaxConnections", UPDATE_CONFIG_MAX_BODY_SIZE)]
+                   if not k.startswith("tls.") and k != "serverMaxConnections" and k not in LIMITS]
         if unknown and warn_unknown:
             log.warning("unknown NameServer config keys (ignored): %s", ", ".join(sorted(unknown)))
         return unknown
@@ -150,13 +170,13 @@ class NamesrvConfig:
         """Java's black list: its own four keys and those of ``configBlackList``."""
         return set(ALWAYS_BLACK_LISTED) | {k for k in self.config_black_list.split(";")}
 
-    @property
-    def update_config_max_body_size(self) -> int:
-        """``updateNamesrvConfigMaxBodySize``: the default when it is not set or not a number."""
+    def limit(self, key: str) -> int:
+        """One of :data:`LIMITS`: the file's (or a remote update's) value, the default when it is not set or
+        not a number."""
         try:
-            return int(self.extra.get(UPDATE_CONFIG_MAX_BODY_SIZE, DEFAULT_UPDATE_CONFIG_MAX_BODY_SIZE))
+            return int(self.extra.get(key, LIMITS[key]))
         except ValueError:
-            return DEFAULT_UPDATE_CONFIG_MAX_BODY_SIZE
+            return LIMITS[key]
 
     def refused_key(self, props: Mapping[str, str]) -> str | None:
         """The first key that makes UPDATE_NAMESRV_CONFIG refuse the whole update (NO_PERMISSION, as Java

@@ -10,7 +10,13 @@ import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..codecs import CodecError, MQVersion, RemotingCommand, RequestCode, ResponseCode
-from ..codecs.bodies.register import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper, body_crc32
+from ..codecs.bodies.register import (
+    DataVersion,
+    RegisterBodyOverLimit,
+    RegisterBrokerBody,
+    TopicConfigSerializeWrapper,
+    body_crc32,
+)
 from ..codecs.bodies.registry import route_data_features
 from ..codecs.bodies.route import BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData
 from ..codecs.headers.namesrv import (
@@ -36,6 +42,7 @@ from ..javacompat import properties
 from ..javacompat.hashmap import concurrent_hashmap_order
 from ..remoting.dispatch import Dispatcher, Handler, RequestContext, java_decode_header, one_line
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
+from .limits import BODY_LIMITS, MAX_TOPICS, body_refusal, inflated_cause, refuse, topics_cause
 from .route_info import RouteView
 
 if TYPE_CHECKING:
@@ -119,6 +126,9 @@ def query_data_version(ctx: NamesrvContext, request: RemotingCommand) -> Remotin
     routes = ctx.state.routes
     if request.body is None:
         raise RequestFailed("QUERY_DATA_VERSION without a DataVersion body")  # Java fails the same way
+    refused = body_refusal(ctx, request)
+    if refused is not None:
+        return refused
     version = DataVersion.decode(request.body)
     changed = routes.is_broker_topic_config_changed(h.broker_addr, version)
     if not changed:
@@ -129,8 +139,16 @@ def query_data_version(ctx: NamesrvContext, request: RemotingCommand) -> Remotin
 
 
 def register_broker(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand:
+    """DefaultRequestProcessor.registerBroker(WithFilterServer), within the limits of :mod:`.limits`: a body
+    over registerBrokerMaxBodySize is refused undecoded, a compressed one inflating past it or holding more
+    than registerBrokerMaxTopics topics as soon as that shows, a plain one of too many topics before any is
+    filed."""
     ns = ctx.state
     h = java_decode_header(request, RegisterBrokerRequestHeader)
+    refused = body_refusal(ctx, request)
+    if refused is not None:
+        return refused
+    max_topics = ns.config.limit(MAX_TOPICS)
     if h.body_crc32 and body_crc32(request.body) != h.body_crc32:
         log.warning("receive registerBroker request,crc32 not match,from %s", ctx.remote_addr)
         return request.response(
@@ -143,8 +161,14 @@ def register_broker(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCo
         if with_filter_servers:
             filter_servers = []
     elif with_filter_servers:
+        max_inflated = ns.config.limit(BODY_LIMITS[RequestCode.REGISTER_BROKER])
         try:
-            body = RegisterBrokerBody.decode(request.body, h.compressed)
+            body = RegisterBrokerBody.decode(request.body, h.compressed, max_inflated=max_inflated,
+                                             max_topics=max_topics)
+        except RegisterBodyOverLimit as over:
+            if over.what == "topics":
+                return refuse(ctx, request, topics_cause(over.amount, max_topics))
+            return refuse(ctx, request, inflated_cause(over.amount, max_inflated))
         except (CodecError, ValueError) as exc:
             raise RequestFailed(f"Failed to decode RegisterBrokerBody: {exc}") from exc
         wrapper = body.topic_config_serialize_wrapper or TopicConfigSerializeWrapper()
@@ -152,6 +176,9 @@ def register_broker(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCo
     else:
         # before V3_0_11 the body is the topic config wrapper itself
         wrapper = TopicConfigSerializeWrapper.decode(request.body)
+        count = len(wrapper.topic_config_table or ())
+        if 0 < max_topics < count:
+            return refuse(ctx, request, topics_cause(count, max_topics))
     topics = wrapper.topic_config_table
     if topics:
         # the Java side iterates the ConcurrentHashMap it parsed into
@@ -288,13 +315,9 @@ async def update_namesrv_config(ctx: NamesrvContext, request: RemotingCommand) -
     ns = ctx.state
     log.info("updateConfig called by %s", ctx.remote_addr)
     if request.body is not None:
-        limit = ns.config.update_config_max_body_size
-        if 0 < limit < len(request.body):
-            cause = (f"UPDATE_NAMESRV_CONFIG body of {len(request.body)} bytes is over "
-                     f"updateNamesrvConfigMaxBodySize={limit}")
-            log.warning("process request refused: code %d from %s answered SYSTEM_ERROR: %s", request.code,
-                        ctx.remote_addr, cause)
-            return request.response(ResponseCode.SYSTEM_ERROR, remark=cause)
+        too_big = body_refusal(ctx, request)
+        if too_big is not None:
+            return too_big
         try:
             props = properties.parse_update(request.body)
         except properties.PropertiesError:

@@ -45,6 +45,7 @@ from rocketpy.remoting.tls import TlsConfig, connect_stream
 from rocketpy.testing import broker_client, running_broker
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import acl_escalation  # noqa: E402
 import config_injection  # noqa: E402
 from golden_values import GoldenRequest, load_golden_requests, mutate_golden  # noqa: E402
 from server_process import ServerProcess, kv_config_path, memory_kib, start_servers, stop_server  # noqa: E402
@@ -688,6 +689,8 @@ def census(root: Any, depth: int = 2, prefix: str = "", seen: set[int] | None = 
 async def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.mode == "acl-escalation":  # servers of its own (ACL on, narrowed lists), no checker
+        return await acl_escalation.run(args, out)
     recent: dict[str, deque] = {}
     findings = Findings(out, recent)
     logging.getLogger().addHandler(findings)
@@ -942,14 +945,19 @@ def tuple_addr(addr: str) -> tuple[str, int]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--duration", type=float, default=60.0, help="seconds to fuzz")
+    ap.add_argument("--duration", "--seconds", type=float, default=60.0, help="seconds to fuzz")
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--concurrency", type=int, default=8, help="fuzzing connections at once")
     ap.add_argument("--out", default="fuzz-out", help="findings and stats.json go here")
-    ap.add_argument("--mode", choices=["requests", "config-injection"], default="requests",
+    ap.add_argument("--mode", choices=["requests", "config-injection", "acl-escalation"], default="requests",
                     help="requests: every code, fuzzed (the default); config-injection: UPDATE_BROKER_CONFIG and "
                          "UPDATE_NAMESRV_CONFIG bodies trying to change a black-listed key, each checked in memory, "
-                         "in the file and in what a restart reads (config_injection.py)")
+                         "in the file and in what a restart reads (config_injection.py); acl-escalation: a normal "
+                         "ACL account and an address outside the lists try the escalations of issue #46, each "
+                         "checked through an admin account and the files (acl_escalation.py)")
+    ap.add_argument("--guards", choices=["on", "off"], default="on",
+                    help="with --mode acl-escalation: the servers' guards as by default (on) or all at Java's "
+                         "behaviour (off: the attempts must get through)")
     ap.add_argument("--servers", choices=["inprocess", "process"], default="inprocess",
                     help="run the servers in this process (findings carry the guilty frames) or as their own "
                          "rocketpy namesrv / broker processes (their memory is measured alone; logs scanned)")

@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from rocketpy.testing import free_port
+from rocketpy.testing import free_broker_port, free_port
 
 #: the /proc/PID/status lines reported, in KiB
 MEMORY_KEYS = ("VmRSS", "RssAnon", "RssFile")
@@ -160,12 +160,14 @@ def kv_config_path(workdir: Path) -> Path:
     return workdir / "namesrv" / "kvConfig.json"
 
 
-async def start_servers(workdir: Path, traced: bool = False, heap: bool = False) -> tuple[ServerProcess, ServerProcess]:
+async def start_servers(workdir: Path, traced: bool = False, heap: bool = False, *,
+                        broker_extra: dict[str, str] | None = None,
+                        namesrv_extra: dict[str, str] | None = None) -> tuple[ServerProcess, ServerProcess]:
     """A NameServer and a broker registered with it, each its own ``python -m rocketpy.cli`` process
     logging to ``workdir/<name>.log``; ``traced``: under traced_server.py (tracemalloc, SIGUSR1 dumps
     a snapshot to ``workdir/<name>.snap.<n>``); ``heap``: under traced_server.py, SIGUSR2 reports the C
-    heap."""
-    ns_port, broker_port = free_port(), free_port()
+    heap. ``broker_extra``, ``namesrv_extra``: more settings of their files."""
+    ns_port, broker_port = free_port(), free_broker_port()  # (the broker's HA port is its port + 1)
     store = workdir / "store"
     store.mkdir(parents=True, exist_ok=True)
     conf = workdir / "broker.conf"
@@ -184,13 +186,15 @@ async def start_servers(workdir: Path, traced: bool = False, heap: bool = False)
                 # the SQL92 filters of consumers gone are kept this long (Java's default, a day, would
                 # outlast the run): forgotten by the after-expiry sample, as the queue locks are
                 f"filterDataCleanTimeSpan={FILTER_DATA_CLEAN_MS}",
+                *(f"{k}={v}" for k, v in (broker_extra or {}).items()),
             ]
         )
         + "\n"
     )
     kv_config_path(workdir).parent.mkdir(exist_ok=True)
     ns_conf = workdir / "namesrv.properties"
-    ns_conf.write_text(f"kvConfigPath={kv_config_path(workdir)}\nconfigStorePath={ns_conf}\n")
+    extra = "".join(f"{k}={v}\n" for k, v in (namesrv_extra or {}).items())
+    ns_conf.write_text(f"kvConfigPath={kv_config_path(workdir)}\nconfigStorePath={ns_conf}\n{extra}")
     commands = {
         "namesrv": ["namesrv", "-c", str(ns_conf), "--listen", f"127.0.0.1:{ns_port}"],
         "broker": ["broker", "-c", str(conf), "--host", "127.0.0.1", "-p", str(broker_port), "--no-vip"],

@@ -44,6 +44,7 @@ from ...codecs.headers import (
 from ...codecs.message import decode_offset_msg_id
 from ...remoting import RemotingTimeoutError, java_decode_header
 from ...remoting.dispatch import describe_exception, one_line
+from ..config_limits import body_refusal
 from ..groups import GROUP_MAX_LENGTH, legal_group_name
 from ..responses import NOT_SET_REMARK, error, respond
 from ..store_stats import disk_info, human_bytes
@@ -126,6 +127,9 @@ def get_all_topic_config(ctx: BrokerContext, request: RemotingCommand) -> Remoti
 
 async def update_and_create_subscription_group(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand:
     broker = ctx.state
+    refused = body_refusal(ctx, request)
+    if refused is not None:
+        return refused
     if request.body:
         cfg = SubscriptionGroupConfig.decode(request.body)
         if cfg.group_name is None:
@@ -211,7 +215,6 @@ async def update_broker_config(ctx: BrokerContext, request: RemotingCommand) -> 
     log.info("updateBrokerConfig called by %s", ctx.connection.remote_addr)
     from ...javacompat import properties
     from ...javacompat.properties import ConfigError
-    from ..config_limits import body_refusal
     from ..configuration import black_list, refused_key
 
     if not request.body:  # null in Java (an empty body is not sent): nothing changed, nothing written

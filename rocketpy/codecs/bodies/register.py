@@ -99,8 +99,22 @@ class TopicConfigSerializeWrapper(JsonBody):
     data_version: DataVersion | None = bfield(obj(DataVersion), factory=DataVersion)
 
 
-#: a compressed body may not inflate beyond this (a frame of 16 MiB could otherwise expand to GiBs)
+#: a compressed body may not inflate beyond this (a frame of 16 MiB could otherwise expand to GiBs), whatever
+#: the NameServer's registerBrokerMaxBodySize says
 MAX_INFLATED_REGISTER_BODY = 64 * 1024 * 1024
+
+
+class RegisterBodyOverLimit(CodecError):
+    """A RegisterBrokerBody over a limit its reader was given: ``what`` is "inflated" (``amount``: the
+    bytes it would inflate past) or "topics" (``amount``: its topic count)."""
+
+    def __init__(self, what: str, amount: int) -> None:
+        self.what = what
+        self.amount = amount
+        if what == "inflated":
+            super().__init__(f"RegisterBrokerBody: inflates past {amount} bytes")
+        else:
+            super().__init__(f"RegisterBrokerBody: {amount} topics")
 
 
 class RegisterBrokerBody(JsonBody):
@@ -125,15 +139,23 @@ class RegisterBrokerBody(JsonBody):
     compressed_form: ClassVar[bool] = False
 
     @classmethod
-    def decode(cls, data: bytes | str, compressed: bool | None = None) -> RegisterBrokerBody:
-        """Either form; ``compressed`` as the request header says, or None to tell by the bytes."""
+    def decode(cls, data: bytes | str, compressed: bool | None = None, *, max_inflated: int | None = None,
+               max_topics: int = 0) -> RegisterBrokerBody:
+        """Either form; ``compressed`` as the request header says, or None to tell by the bytes.
+        ``max_inflated`` and ``max_topics``: see :meth:`decode_compressed` (``max_topics`` is checked for
+        the plain form too, once decoded)."""
         if compressed is None:
             compressed = isinstance(data, (bytes, bytearray, memoryview)) and _looks_compressed(bytes(data))
         if not compressed:
-            return cls.from_json(fastjson.loads(data))
+            body = cls.from_json(fastjson.loads(data))
+            wrapper = body.topic_config_serialize_wrapper
+            count = len(wrapper.topic_config_table or ()) if wrapper is not None else 0
+            if 0 < max_topics < count:
+                raise RegisterBodyOverLimit("topics", count)
+            return body
         if isinstance(data, str):
             raise CodecError("a compressed RegisterBrokerBody is bytes")
-        return cls.decode_compressed(bytes(data))
+        return cls.decode_compressed(bytes(data), max_inflated=max_inflated, max_topics=max_topics)
 
     @classmethod
     def decode_body(cls, data: bytes, compressed: bool | None = None) -> RegisterBrokerBody:
@@ -142,21 +164,29 @@ class RegisterBrokerBody(JsonBody):
         return cls.decode(data, compressed)
 
     @classmethod
-    def decode_compressed(cls, data: bytes) -> RegisterBrokerBody:
-        """RegisterBrokerBody.decode(data, true)."""
+    def decode_compressed(cls, data: bytes, *, max_inflated: int | None = None,
+                          max_topics: int = 0) -> RegisterBrokerBody:
+        """RegisterBrokerBody.decode(data, true). A stream inflating past ``max_inflated`` bytes (at most,
+        and by default, MAX_INFLATED_REGISTER_BODY) raises RegisterBodyOverLimit("inflated", bytes read so
+        far), a topic count over ``max_topics`` (0: none) RegisterBodyOverLimit("topics", count) before any
+        topic is read."""
+        cap = MAX_INFLATED_REGISTER_BODY
+        limit = cap if max_inflated is None or not 0 < max_inflated < cap else max_inflated
         inflater = zlib.decompressobj()
         try:
-            raw = inflater.decompress(data, MAX_INFLATED_REGISTER_BODY)
+            raw = inflater.decompress(data, limit)
         except zlib.error as exc:
             raise CodecError(f"RegisterBrokerBody: bad deflate stream: {exc}") from None
         if inflater.unconsumed_tail:
-            raise CodecError(f"RegisterBrokerBody: inflates past {MAX_INFLATED_REGISTER_BODY} bytes")
+            raise RegisterBodyOverLimit("inflated", limit)
         reader = _Reader(raw)
         version = DataVersion.decode(reader.chunk())
         table: dict[str, TopicConfig] = {}
         count = reader.int32()
         if count < 0:
             raise CodecError(f"RegisterBrokerBody: negative topic count {count}")
+        if 0 < max_topics < count:
+            raise RegisterBodyOverLimit("topics", count)
         for _ in range(count):
             chunk = reader.chunk()
             try:
@@ -277,6 +307,7 @@ class RegisterBrokerResult(JsonBody):
 
 __all__ = [
     "DataVersion",
+    "RegisterBodyOverLimit",
     "RegisterBrokerBody",
     "RegisterBrokerResult",
     "TopicConfig",
