@@ -419,7 +419,7 @@ NAMESRV_CASES = FRAMING_CASES + [
     Case(
         "REGISTER_BROKER with a 10 MB body",
         lambda: register_frame(body=b"{" * (10 * 1024 * 1024)),
-        (SE, "RegisterBrokerBody"),
+        (SE, "is over registerBrokerMaxBodySize"),
     ),
     Case(
         "PULL_MESSAGE to a NameServer",

@@ -190,8 +190,9 @@ async def test_a_real_broker_of_10000_topics_registers(tmp_path, compressed):
             broker.topics.table.update(topics(10_000, 127))
             size = len(broker.outer._request().body or b"")
             broker.config.namesrv_addr = ns.address
+            before = broker.outer.registrations  # the broker's own periodic registration may run as well
             await broker.outer.register_all()
-            assert broker.outer.registrations == 1
+            assert broker.outer.registrations > before
             await wait_until(lambda: "broker-a" in ns.routes.broker_addr_table)
             assert sum(1 for t in ns.routes.topic_queue_table if len(t) == 127) == 10_000
     limit = NamesrvConfig().limit("registerBrokerMaxBodySize")
