@@ -194,6 +194,17 @@ def test_live_capture_without_privilege_says_so(capsys: pytest.CaptureFixture[st
     rc, _, err = run(capsys, "sniff", "-i", "lo")
     assert rc == 2
     assert "CAP_NET_RAW" in err and "rocketpy proxy" in err
+    assert "capturing on" not in err  # nothing was captured
+
+
+def test_a_wrong_interface_is_one_line_before_anything_is_captured(capsys: pytest.CaptureFixture[str]) -> None:
+    """``sniff -i nosuchif0`` said "capturing on nosuchif0 (any port), Ctrl-C stops" before its error; the name
+    is checked first (privileged or not), and the error is the only line."""
+    rc, out, err = run(capsys, "sniff", "-i", "nosuchif0")
+    assert rc == 2 and out == ""
+    assert err.splitlines() == [err.strip()], err
+    assert "'nosuchif0': no such interface" in err and " lo" in err  # the interfaces there are
+    assert "capturing on" not in err
 
 
 def test_terminal_output_is_coloured_and_notes_show_inline() -> None:

@@ -33,11 +33,17 @@ def open_socket(interface: str) -> socket.socket:
             "live capture needs Linux AF_PACKET sockets; elsewhere pipe a capture in: "
             "tcpdump -i IFACE -w - 'tcp port 9876 or tcp port 10911' | rocketpy sniff -r -"
         )
+    if interface != "any":
+        try:
+            socket.if_nametoindex(interface)  # a wrong name is said as such, with or without the privilege
+        except OSError:
+            known = ", ".join(name for _index, name in socket.if_nameindex())
+            raise CaptureError(f"cannot capture on {interface!r}: no such interface (here: {known}, any)") from None
     try:
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     except PermissionError:
         raise CaptureError(
-            f"capturing on {interface} needs root or CAP_NET_RAW "
+            f"live capture on {interface} needs root or CAP_NET_RAW "
             "(sudo setcap cap_net_raw+ep on the python binary), "
             "or run `rocketpy proxy --listen HOST:PORT --upstream HOST:PORT`, which needs no privilege"
         ) from None
