@@ -109,7 +109,7 @@ def run_server(main: Callable[[], Awaitable[object]], command: str, what: str) -
         if isinstance(failure, ConfigFileUnreadable):
             what = "cannot start"  # the file is the cause, not the address
         logs.stop()  # the log lines queued before the failure go out first: this line is the last
-        print(f"{command_label(command)}: {what}: {failure}", file=sys.stderr)
+        logs.say(f"{command_label(command)}: {what}: {failure}", sys.stderr)
         return 1
     return 0
 

@@ -23,6 +23,7 @@ import os
 import queue
 import sys
 from datetime import datetime
+from typing import TextIO
 
 #: Java's ``${user.home}/logs/rocketmqlogs``; ROCKETMQ_LOG_DIR moves it (as ``-Duser.home`` moves Java's)
 LOG_DIR_ENV = "ROCKETMQ_LOG_DIR"
@@ -53,6 +54,16 @@ BROKER_ROUTES = {
 NAMESRV_ROUTES = {"rocketpy.namesrv": "namesrv.log", "rocketpy.remoting": "namesrv.log"}
 
 _JAVA_LEVEL = {"WARNING": "WARN", "CRITICAL": "ERROR"}
+
+
+def say(line: str, stream: TextIO | None = None) -> None:
+    """Write one line of a server command's own (its boot line, a warning, its last word) in one write, and
+    flush it. ``print`` writes the text and the newline apart, and where nothing buffers them (the image sets
+    PYTHONUNBUFFERED) the listener thread's log lines, on stderr, came in between when stdout and stderr went
+    to one file: "... listening on 127.0.0.1:9876" ran into the next log line, the newline after it."""
+    out = stream if stream is not None else sys.stdout
+    out.write(line + "\n")
+    out.flush()
 
 
 def default_log_dir() -> str:

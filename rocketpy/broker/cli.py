@@ -88,7 +88,7 @@ def _check_store_dirs(cfg: Any) -> None:
 
 
 def _fail(command: str, message: str) -> int:
-    print(f"{command_label(command)}: {message}", file=sys.stderr)
+    logs.say(f"{command_label(command)}: {message}", sys.stderr)
     return 2
 
 
@@ -149,8 +149,8 @@ def run_broker(args: argparse.Namespace) -> int:
                 nursery.start_soon(_until_signal, signals, nursery.cancel_scope, broker)
                 await nursery.start(broker.run, None)
                 heap.own_process()
-                print(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}, "
-                      f"registered as {broker.broker_addr}", flush=True)
+                logs.say(f"broker {cfg.broker_name} serving on {cfg.listen_host}:{cfg.listen_port}, "
+                         f"registered as {broker.broker_addr}")
 
     return run_server(main, "broker", f"cannot run on {cfg.listen_host}:{cfg.listen_port}")
 
@@ -194,7 +194,7 @@ def _warn_config(command: str, given: dict[str, str]) -> None:
     from .config_check import check_given
 
     def warn(warning: str) -> None:
-        print(f"{command_label(command)}: warning: {warning}", file=sys.stderr, flush=True)
+        logs.say(f"{command_label(command)}: warning: {warning}", sys.stderr)
 
     check_given(given, warn)
 
@@ -295,15 +295,14 @@ def run_serve(args: argparse.Namespace) -> int:
                     inner.start_soon(_until_signal, signals, inner.cancel_scope, broker)
                     await inner.start(broker.run, None)
                     heap.own_process()
-                    print(
+                    logs.say(
                         f"rocketpy serve: NameServer {ns_cfg.listen_host}:{ns_cfg.listen_port}, "
                         f"broker {broker_cfg.broker_name} {broker.broker_addr}, "
-                        f"store {broker_cfg.store.store_path_root_dir}",
-                        flush=True,
+                        f"store {broker_cfg.store.store_path_root_dir}"
                     )
                     if console_settings is not None:
                         url = await inner.start(run_console, console_settings, args.console_listen)
-                        print(f"rocketpy serve: console {url}", flush=True)
+                        logs.say(f"rocketpy serve: console {url}")
                 outer.cancel_scope.cancel()
 
     return run_server(main, "serve", "cannot run")

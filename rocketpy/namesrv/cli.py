@@ -72,7 +72,7 @@ async def serve_until_signal(server: NameServer) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
             heap.own_process()
-            print(f"The Name Server boot success. serializeType=JSON, listening on {server.address}", flush=True)
+            logs.say(f"The Name Server boot success. serializeType=JSON, listening on {server.address}")
             log.info("The Name Server boot success. serializeType=JSON")
             async for signum in signals:
                 log.info("signal %s: shutting down", signal.Signals(signum).name)
@@ -86,10 +86,10 @@ def run_cli(args: argparse.Namespace) -> int:
     try:
         config = load_config(args)
     except OSError as exc:
-        print(f"cannot read config file: {exc}", file=sys.stderr)
+        logs.say(f"cannot read config file: {exc}", sys.stderr)
         return 2
     except ConfigError as exc:
-        print(f"bad config file {args.config_file}: {exc}", file=sys.stderr)
+        logs.say(f"bad config file {args.config_file}: {exc}", sys.stderr)
         return 2
     if args.print_config:
         for key, value in config.to_properties().items():
@@ -99,14 +99,14 @@ def run_cli(args: argparse.Namespace) -> int:
     try:
         server.kv.load()
     except KVConfigError as exc:
-        print(exc, file=sys.stderr)
+        logs.say(str(exc), sys.stderr)
         return 3
     status = 0
     try:
         trio.run(serve_until_signal, server)
     except* OSError as group:
         first = first_leaf(group)  # nurseries nest: name the OSError itself
-        print(f"cannot listen on {config.listen_host}:{config.listen_port}: {first}", file=sys.stderr)
+        logs.say(f"cannot listen on {config.listen_host}:{config.listen_port}: {first}", sys.stderr)
         status = 1
     except* KeyboardInterrupt:
         log.info("stopped")  # a second Ctrl-C while stopping, handed back by trio's signal receiver
