@@ -159,6 +159,25 @@ def test_a_cancelled_wait_is_forgotten_and_its_answer_dropped() -> None:
     assert wait.response is None and len(core.requests) == 0
 
 
+def test_answers_to_what_was_in_flight_when_the_connection_closed_are_expected(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A consumer's shutdown closes its connections with pulls in flight: an answer to one of them that the
+    reader still hands in after the close is no stray (no warning); an answer to an opaque never sent still is."""
+    core = ConnectionCore("broker:10911")
+    pulls = [send(core, 0.0, timeout=30.0) for _ in range(3)]
+    core.close(ConnectionClosedError("connection to broker:10911 closed"))
+    assert all(isinstance(w.error, ConnectionClosedError) for w in pulls)
+    with caplog.at_level("DEBUG", logger="rocketpy.remoting"):
+        core.receive(answer(pulls[0].opaque) + answer(pulls[2].opaque))
+        assert not [r for r in caplog.records if r.levelname == "WARNING"], caplog.text
+        assert caplog.text.count("matches no request") == 2  # still said, at debug level
+        caplog.clear()
+        core.receive(answer(99))  # never sent on this connection
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "response with opaque 99 from broker:10911 matches no request")]
+    assert all(w.response is None for w in pulls)
+
+
 def test_finished_waits_do_not_pile_up_in_the_deadline_heap() -> None:
     core = ConnectionCore("broker:10911")
     for i in range(3 * SWEEP_AT):

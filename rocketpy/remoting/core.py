@@ -275,10 +275,14 @@ class RequestTable:
         answer, if it comes, is dropped without a warning."""
         if waiter is None or self.pending.get(opaque) is waiter:
             if self.pending.pop(opaque, None) is not None:
-                forgotten = self._forgotten
-                if len(forgotten) >= FORGOTTEN_KEPT:
-                    del forgotten[next(iter(forgotten))]
-                forgotten[opaque] = None
+                self._expect(opaque)
+
+    def _expect(self, opaque: int) -> None:
+        """An answer to ``opaque`` may still come and is no stray: dropped quietly (the last FORGOTTEN_KEPT)."""
+        forgotten = self._forgotten
+        if len(forgotten) >= FORGOTTEN_KEPT:
+            del forgotten[next(iter(forgotten))]
+        forgotten[opaque] = None
 
     def complete(self, response: RemotingCommand) -> bool:
         """Hand ``response`` to the wait for its opaque; False (and a log line) when none waits."""
@@ -328,6 +332,9 @@ class RequestTable:
         self.pending.clear()  # the same dict for the connection's life: drivers keep a reference to it
         self._deadlines.clear()
         for waiter in waiters:
+            # what was in flight as the connection went (a consumer's pulls at its shutdown): an answer the
+            # reader still hands in is expected; one to an opaque never sent still warns
+            self._expect(waiter.opaque)
             waiter.set_error(fresh_error(error))
 
 
