@@ -302,6 +302,34 @@ def test_trace_transaction_rollback_and_check(spark):
     assert kinds.index("check_transaction") < kinds.index("stored")
 
 
+def _shifted(pcap: Path, out: Path, us: int) -> Path:
+    """A copy of a classic pcap with every record's time moved by ``us`` microseconds."""
+    data = bytearray(pcap.read_bytes())
+    assert data[:4] == b"\xd4\xc3\xb2\xa1"  # little-endian, microseconds
+    pos = 24
+    while pos + 16 <= len(data):
+        sec, usec, incl, _ = struct.unpack_from("<IIII", data, pos)
+        total = sec * 1_000_000 + usec + us
+        struct.pack_into("<II", data, pos, total // 1_000_000, total % 1_000_000)
+        pos += 16 + incl
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_trace_puts_a_record_stored_in_its_send_s_millisecond_after_the_send(spark, tmp_path):
+    """The broker stamps milliseconds, the capture microseconds: moved 0.8 ms later, the golden capture has the
+    third message sent at .069428 and the store has it at .069000. It was listed stored, then sent."""
+    from datetime import timedelta
+
+    sync = next(m for m in CAPTURE_MANIFESTS if m.get("scenario") == "ProducerSync")
+    third = sync["produced"][2]  # sent at .068628 in the capture, stored at .069 (the first two 13 ms apart)
+    capture = _shifted(CAPTURES / "01-ProducerSync.pcap", tmp_path / "sync.pcap", 800)
+    t = message_trace.run(spark, [third["uniqKey"]], captures=[str(capture)], store=str(STORE))
+    sent, stored = t.of("sent")[0]["time"], t.of("stored")[0]["time"]
+    assert stored < sent < stored + timedelta(milliseconds=1)  # the tie: one millisecond, the send later in it
+    assert [e["event"] for e in t.events] == ["sent", "stored", "send_result", "pulled"]
+
+
 def test_trace_finds_dlq_copies(spark, tmp_path):
     uniq = "AB" * 16
     base = {"body": b"x", "properties": {"UNIQ_KEY": uniq, "KEYS": "dead-letter"}}

@@ -4,7 +4,9 @@ A message is known by several names: the client-made id (UNIQ_KEY, what producer
 log as msgId), the offset msg id the broker answers a send with (store host +
 CommitLog offset), and its keys. Any of them is a starting point. The trace first
 widens the given names to every UNIQ_KEY they reach (a retried copy keeps the UNIQ_KEY
-and names the first copy in ORIGIN_MESSAGE_ID), then lists every event, by time:
+and names the first copy in ORIGIN_MESSAGE_ID), then lists every event, by time (a store
+record, stamped in milliseconds, after the capture event of its millisecond that made the
+broker write it: see :func:`in_causal_order`):
 
 * ``sent``: a SEND request carrying it (client, producer group, topic, queue), with
   ``send_result`` for the broker's answer (status, offset msg id, queue offset);
@@ -90,6 +92,51 @@ def _store_stage(topic: str | None) -> str:
     if topic == "RMQ_SYS_TRANS_HALF_TOPIC":
         return "half"
     return "stored"
+
+
+#: the capture events that make the broker write a store record of each stage (a send, a send-back for a
+#: retry, a commit); what the schedule's timer writes later has no cause in the capture
+_STORE_CAUSES = {
+    "stored": ("sent", "end_transaction"),
+    "half": ("sent",),
+    "scheduled": ("sent", "sent_back"),
+    "retry": ("sent_back",),
+    "dlq": ("sent_back",),
+}
+
+
+def _millisecond(t: Any) -> Any:
+    return t.replace(microsecond=t.microsecond - t.microsecond % 1000)
+
+
+def in_causal_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events by time, a store record among the capture events of its millisecond where it belongs.
+
+    The broker stamps a record in milliseconds, the capture its packets in microseconds: a message sent at
+    .123456 and stored in the same millisecond has a store time of .123000, before its own send. So a record
+    goes right after the first capture event of its millisecond that made the broker write it (its send, the
+    consumer's send-back, the commit), and before the others of that millisecond (the send's answer, a pull)
+    when none did. Events of one time keep the order they were found in (records by CommitLog offset)."""
+    causes: dict[tuple[Any, str], Any] = {}
+    for e in events:
+        t = e["time"]
+        if t is not None and e["event"] not in _STORE_CAUSES:
+            at = (_millisecond(t), e["event"])
+            causes[at] = min(t, causes.get(at, t))
+
+    def key(item: tuple[int, dict[str, Any]]) -> tuple[Any, ...]:
+        found, e = item
+        t = e["time"]
+        if t is None:
+            return (1, 0, 0, found)
+        kinds = _STORE_CAUSES.get(e["event"])
+        if kinds is None:
+            return (0, t, 0, found)
+        ms = _millisecond(t)
+        made_by = [causes[(ms, k)] for k in kinds if (ms, k) in causes]
+        return (0, min(made_by), 1, found) if made_by else (0, ms, -1, found)
+
+    return [e for _, e in sorted(enumerate(events), key=key)]
 
 
 def _matches(spark_f: Any, uniq_col: Any, id_col: Any, keys_col: Any, names: list[str], keys: list[str]) -> Any:
@@ -312,9 +359,7 @@ def _trace(spark: Any, names: list[str], keys: list[str], recs: Any, frames: Any
     for e in events:
         for c in EVENT_COLUMNS:
             e.setdefault(c, None)
-    # Stable sort on time alone: events at the same millisecond keep the order they were
-    # found in (store records by CommitLog offset, capture events by capture time).
-    events.sort(key=lambda e: (e["time"] is None, e["time"] or 0))
+    events = in_causal_order(events)
     result = TraceResult(ids=names, keys=keys, uniq_keys=uniq_keys, events=events)
     if out:
         from pyspark.sql.types import (
