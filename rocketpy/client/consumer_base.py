@@ -182,6 +182,11 @@ class ConsumerBase:
     async def _stop_common(self) -> None:
         with anyio.CancelScope(shield=True) as scope:
             scope.deadline = anyio.current_time() + 5
+            # a rebalance under way ends first (the next one sees the consumer stopped): asked after the
+            # unregister, the broker answers its consumer list "no consumer for this group", two warnings
+            with anyio.move_on_after(3):
+                async with self._rebalance_lock:
+                    pass
             try:
                 await self.persist_offsets()
             except Exception as exc:
@@ -198,6 +203,8 @@ class ConsumerBase:
         if not self.running:
             return
         async with self._rebalance_lock:
+            if not self.running:  # stopped while it waited for the one before
+                return
             changed = False
             for topic in list(self.subscriptions):
                 queues = self.topic_queues.get(topic)
