@@ -176,3 +176,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if here in item.path.parents:
             item.add_marker(pytest.mark.slow)
+
+
+def _first_skip(exc: BaseException | None) -> BaseException | None:
+    """The pytest.skip raised inside ``exc`` (an exception group of a trio test), if there is one."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _first_skip(inner)
+            if found is not None:
+                return found
+        return None
+    return exc if isinstance(exc, pytest.skip.Exception) else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """A test body that skips (a third-party client missing) keeps its reason in ``-rs``: pytest-trio 0.8 catches
+    the group its run raises and skips again with no message, so those tests said only "Skipped"."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or call.excinfo is None or not isinstance(report.longrepr, tuple):
+        return
+    raised = call.excinfo.value
+    if isinstance(raised, pytest.skip.Exception) and not raised.msg:
+        original = _first_skip(raised.__context__)
+        if original is not None and getattr(original, "msg", ""):
+            report.longrepr = (str(item.path), item.location[1] + 1, f"Skipped: {original.msg}")
