@@ -22,4 +22,7 @@ async def main() -> None:
             print(f"{result.send_status} {result.msg_id}")
 
 
-asyncio.run(main())
+try:
+    asyncio.run(main())
+except KeyboardInterrupt:  # Ctrl-C: main() was cancelled and the producer shut down on the way out
+    print("interrupted")

@@ -13,10 +13,13 @@ NAMESRV = os.environ.get("ROCKETMQ_NAMESRV", "127.0.0.1:9876")
 if "-n" in sys.argv:
     NAMESRV = sys.argv[sys.argv.index("-n") + 1]
 
-with BlockingProducer("example_blocking_producer", namesrv=NAMESRV) as producer:
-    for i in range(5):
-        result = producer.send(make_message("ExampleTopic", f"blocking {i}"))
-        print(f"{result.send_status} {result.msg_id}")
-    future = producer.send_async(make_message("ExampleTopic", "blocking async"))
-    future.add_done_callback(lambda f: print("callback:", f.result().send_status))
-    future.result()
+try:
+    with BlockingProducer("example_blocking_producer", namesrv=NAMESRV) as producer:
+        for i in range(5):
+            result = producer.send(make_message("ExampleTopic", f"blocking {i}"))
+            print(f"{result.send_status} {result.msg_id}")
+        future = producer.send_async(make_message("ExampleTopic", "blocking async"))
+        future.add_done_callback(lambda f: print("callback:", f.result().send_status))
+        future.result()
+except KeyboardInterrupt:  # Ctrl-C: leaving `with` has shut the producer down
+    print("interrupted")

@@ -45,4 +45,8 @@ async def main() -> None:
     print(f"both consumers got all 3 messages; offsets in {consumers[0].offset_store.path}")
 
 
-trio.run(main)
+try:
+    # Ctrl-C raised in main() only, at an await: the `async with` blocks shut the clients down on the way out
+    trio.run(main, restrict_keyboard_interrupt_to_checkpoints=True)
+except KeyboardInterrupt:
+    print("interrupted")

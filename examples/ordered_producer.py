@@ -25,4 +25,8 @@ async def main() -> None:
                 print(f"order {order_id} {step} -> queue {result.message_queue.queue_id}")
 
 
-trio.run(main)
+try:
+    # Ctrl-C raised in main() only, at an await: the `async with` blocks shut the clients down on the way out
+    trio.run(main, restrict_keyboard_interrupt_to_checkpoints=True)
+except KeyboardInterrupt:
+    print("interrupted")

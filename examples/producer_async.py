@@ -36,4 +36,8 @@ async def main() -> None:
             print(f"future: {result.send_status} queue={result.message_queue.queue_id}")
 
 
-trio.run(main)
+try:
+    # Ctrl-C raised in main() only, at an await: the `async with` blocks shut the clients down on the way out
+    trio.run(main, restrict_keyboard_interrupt_to_checkpoints=True)
+except KeyboardInterrupt:
+    print("interrupted")

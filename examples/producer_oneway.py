@@ -22,4 +22,8 @@ async def main() -> None:
         print("sent 5 oneway messages")
 
 
-trio.run(main)
+try:
+    # Ctrl-C raised in main() only, at an await: the `async with` blocks shut the clients down on the way out
+    trio.run(main, restrict_keyboard_interrupt_to_checkpoints=True)
+except KeyboardInterrupt:
+    print("interrupted")

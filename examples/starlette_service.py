@@ -119,4 +119,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:  # Ctrl-C: main() was cancelled, the server and the clients stopped on the way out
+        print("interrupted")

@@ -29,6 +29,8 @@ EXPECT = {
     "request_reply.py": "reply: pong: ping",
     "asyncio_producer.py": "SEND_OK",
     "blocking_producer.py": "callback: SEND_OK",
+    "blocking_consumer.py": "pull: all polled",
+    "asyncio_consumer.py": "all consumed",
     "starlette_service.py": "every order consumed",
 }
 

@@ -109,6 +109,12 @@ class MessageExt(Message):
     ``body`` holds the bytes exactly as stored (compressed when ``sys_flag`` has
     COMPRESSED_FLAG); :meth:`decompressed_body` gives the application payload.
     Hosts are ``"ip:port"`` strings.
+
+    Ids: :attr:`msg_id` is the offset msg id (store host + CommitLog offset), what Java's MessageExt.getMsgId
+    gives on the broker, and so here wherever a stored message is read, consumers included. Java's consumers
+    get a MessageClientExt instead, whose getMsgId is the UNIQ_KEY, the id the producer's SendResult gave:
+    that is :attr:`client_msg_id` here (Java's getOffsetMsgId is :attr:`offset_msg_id`, the same as
+    :attr:`msg_id`). Match a consumed message with its send by ``client_msg_id``.
     """
 
     queue_id: int = 0
@@ -149,7 +155,8 @@ class MessageExt(Message):
 
     @property
     def msg_id(self) -> str:
-        """The offset msg id: store host + CommitLog offset (MessageExt.getMsgId on the broker)."""
+        """The offset msg id: store host + CommitLog offset (MessageExt.getMsgId on the broker). Not what Java's
+        consumer-side getMsgId gives (the UNIQ_KEY): that is :attr:`client_msg_id`."""
         ip, port = parse_host(self.store_host)
         return offset_msg_id(ip, port, self.commit_log_offset)
 
