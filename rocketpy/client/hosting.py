@@ -12,6 +12,7 @@ asyncio an anyio task group, which has the same ``start_soon``, ``start`` and ``
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -27,6 +28,44 @@ def failure_text(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(failure_text(e) for e in exc.exceptions)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+@trio.lowlevel.enable_ki_protection
+async def _ki_protected(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    await fn(*args)
+
+
+@trio.lowlevel.enable_ki_protection
+async def _ki_protected_start(fn: Callable[..., Awaitable[Any]], *args: Any,
+                              task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+    await fn(*args, task_status=task_status)
+
+
+class KIProtectedNursery:
+    """A host's trio nursery whose tasks run protected from KeyboardInterrupt.
+
+    Trio raises a Ctrl-C's KeyboardInterrupt in whatever unprotected code is running, a hosted task's too; from
+    there it went up the host's nursery and out of its system task, and trio ended the run with TrioInternalError
+    (a listener that held the CPU made it so at every Ctrl-C). Protected, the hosted tasks leave it to the main
+    task, at its next ``await``: the caller's ``async with`` then shuts the client down."""
+
+    __slots__ = ("_nursery",)
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+
+    @property
+    def cancel_scope(self) -> trio.CancelScope:
+        return self._nursery.cancel_scope
+
+    def __getattr__(self, name: str) -> Any:  # child_tasks, parent_task: the nursery's own
+        return getattr(self._nursery, name)
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: object = None) -> None:
+        self._nursery.start_soon(_ki_protected, fn, *args, name=name if name is not None else fn)
+
+    async def start(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: object = None) -> Any:
+        return await self._nursery.start(_ki_protected_start, fn, *args, name=name if name is not None else fn)
 
 
 class TaskHost:
@@ -56,7 +95,7 @@ class TaskHost:
     async def _run(self) -> None:
         try:
             async with trio.open_nursery() if is_trio() else anyio.create_task_group() as nursery:
-                self.nursery = nursery
+                self.nursery = KIProtectedNursery(nursery) if isinstance(nursery, trio.Nursery) else nursery
                 self._ready.set()
                 await self._stop.wait()
                 nursery.cancel_scope.cancel()
@@ -82,4 +121,4 @@ class TaskHost:
             await self._done.wait()
 
 
-__all__ = ["TaskHost", "failure_text"]
+__all__ = ["KIProtectedNursery", "TaskHost", "failure_text"]

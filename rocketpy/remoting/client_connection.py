@@ -323,6 +323,9 @@ class ClientConnection(Connection):
             self._write_now()
         return future
 
+    # the tasks a connection starts for itself are KI-protected as the client's hosted tasks are
+    # (client.hosting.KIProtectedNursery): a Ctrl-C goes to the main task, not up a system task
+    @trio.lowlevel.enable_ki_protection
     async def _flush_soon(self) -> None:
         try:
             await self._flush()
@@ -333,6 +336,7 @@ class ClientConnection(Connection):
             if self.closed:
                 self.core.outbox.clear()
 
+    @trio.lowlevel.enable_ki_protection
     async def _expire_loop(self) -> None:
         """End every wait whose deadline passed with RemotingTimeoutError, as Java's scanResponseTable does."""
         requests = self.core.requests

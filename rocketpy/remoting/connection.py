@@ -262,6 +262,7 @@ class Connection:
             except RuntimeError:  # the connection's nursery is closing
                 pass
 
+    @trio.lowlevel.enable_ki_protection  # a task of its own (see client.hosting.KIProtectedNursery)
     async def _send_tail(self) -> None:
         try:
             await self.send_bytes(b"")
@@ -503,6 +504,7 @@ class Connection:
             log.warning("responses to %s lost: %s", self.remote_addr, failed)
             await self.aclose()
 
+    @trio.lowlevel.enable_ki_protection  # a task of its own on a client (see client.hosting.KIProtectedNursery)
     async def handle_batch(
         self, dispatcher: Dispatcher, context: RequestContext, requests: list[RemotingCommand | LaneFrame]
     ) -> None:
