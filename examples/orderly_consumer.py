@@ -49,7 +49,7 @@ async def main() -> None:
 
 
 try:
-    # Ctrl-C raised in main() only, at an await: the `async with` blocks shut the clients down on the way out
+    # Ctrl-C raised in main() at an await: the `async with` blocks shut the clients down on the way out
     trio.run(main, restrict_keyboard_interrupt_to_checkpoints=True)
 except KeyboardInterrupt:
     print("interrupted")
