@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import threading
+import time
 
 import pytest
 import trio
@@ -78,6 +80,55 @@ async def test_timeouts_fire_by_deadline_and_late_answers_are_dropped(
     assert [(b, round(t - t0, 2)) for b, t in ended] == [("slow", 0.6), ("slow", 2.0)]
     await trio.sleep(10)  # the answers arrive after their waits ended: ignored
     assert (await conn.invoke(RemotingCommand.request(ECHO, body=b"after"), 1)).body == b"after"
+
+
+def _answer_when_told(server: socket.socket, go: threading.Event, answered: threading.Event) -> None:
+    """A peer on a thread of its own: answers each request once ``go`` is set, whatever our loop does."""
+    conn, _ = server.accept()
+    reader = CommandReader()
+    with conn:
+        while data := conn.recv(65536):
+            for cmd in reader.feed(data):
+                assert isinstance(cmd, RemotingCommand)
+                go.wait(5)
+                go.clear()
+                conn.sendall(cmd.response(0, body=cmd.body).encode())
+            answered.set()
+
+
+async def test_an_answer_in_the_socket_when_the_loop_was_held_past_the_deadline_is_taken(
+        nursery: trio.Nursery, caplog: pytest.LogCaptureFixture) -> None:
+    """A listener that keeps the CPU holds the event loop; a request's answer comes in time meanwhile, and the
+    loop is back only after the request's deadline. The reader and the timer then woke in the same turn, and in
+    about half such turns the wait timed out first (a RemotingTimeoutError, then "response with opaque N ...
+    matches no request" for the answer that had been there all along)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    go, answered = threading.Event(), threading.Event()
+    threading.Thread(target=_answer_when_told, args=(server, go, answered), daemon=True).start()
+    stream = await trio.open_tcp_stream("127.0.0.1", server.getsockname()[1])
+    conn = ClientConnection(stream, "peer:1")
+    nursery.start_soon(conn.run, None, RequestContext(connection=conn, remote_addr="peer:1"))
+    got: list[bytes | None] = []
+
+    async def ask(body: bytes) -> None:
+        try:
+            got.append((await conn.invoke(RemotingCommand.request(ECHO, body=body), 0.05)).body)
+        except RemotingTimeoutError:
+            raise AssertionError(f"timed out at {body!r}") from None
+
+    with caplog.at_level("WARNING", logger="rocketpy.remoting"):
+        for i in range(12):
+            answered.clear()
+            async with trio.open_nursery() as asks:
+                asks.start_soon(ask, b"%d" % i)
+                await wait_until(lambda: len(conn.core.requests) == 1 and not conn.core.outbox, timeout=5, tick=0)
+                go.set()  # sent: the peer answers while the loop is held (blocking, on purpose)
+                assert answered.wait(5)
+                time.sleep(0.1)  # and past the request's 50 ms
+            assert got[-1] == b"%d" % i
+    assert "matches no request" not in caplog.text
+    await conn.aclose()
+    server.close()
 
 
 async def test_cancelled_wait_leaves_the_connection_usable(

@@ -341,7 +341,15 @@ class ClientConnection(Connection):
         """End every wait whose deadline passed with RemotingTimeoutError, as Java's scanResponseTable does."""
         requests = self.core.requests
         while True:
-            requests.expire(trio.current_time())
+            now = trio.current_time()
+            if requests.next_deadline <= now:
+                # after the loop was held (a listener that kept the CPU) the timer may come before the reader gets
+                # what came in time: they timed out with their answers in the socket, and those answers then warned
+                # "matches no request". Two turns first: one I/O poll after this wake, and the reader it woke has
+                # read (a turn's tasks run in random order); then the waits still open end
+                for _ in range(2):
+                    await trio.lowlevel.checkpoint()
+                requests.expire(now)
             # with answers in milliseconds and timeouts of seconds, the timer seldom fires at all
             with trio.CancelScope(deadline=requests.next_deadline) as self._timer:
                 await trio.sleep_forever()
