@@ -51,10 +51,22 @@ def spark() -> Iterator[object]:
     session.stop()
 
 
+#: the modules of the layers that have a compiled fast path beside a Python reference (codecs, remoting,
+#: store, broker, client decoding): marked ``pure``, which CI runs a second time with ROCKETPY_PURE=1 so that
+#: the references are known to work alone (under a minute in two workers)
+PURE_PREFIXES = (
+    "test_frame", "test_header", "test_bod", "test_message", "test_record", "test_codec", "test_json_header",
+    "test_store", "test_commitlog", "test_consume", "test_flush", "test_index", "test_send", "test_remoting",
+    "test_client_conn", "test_hotpath", "test_speedups", "test_pulled",
+)
+
+
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
     for item in items:
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+        if item.path.parent.name == "tests" and item.path.name.startswith(PURE_PREFIXES):
+            item.add_marker(pytest.mark.pure)
     # The Spark modules first: xdist's worksteal hands each worker a contiguous run of the list and
     # steals from its end, so they stay on one worker (one JVM, the session fixture shared) while the
     # other worker and the steals share out the quick tests; last, they left one worker busy alone.
