@@ -7,11 +7,15 @@ locks, connections) from the broker itself.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
+import loops
 import pytest
 import trio
-from clusters import Cluster, committed_offsets, make_topic, real_cluster
+from clusters import Cluster, committed_offsets, make_topic, real_cluster, threaded_cluster
+from loops import name, run
 
 from rocketpy.client import (
     ClientConfig,
@@ -42,6 +46,22 @@ def fast(c: Cluster, **kw: object) -> ClientConfig:
 
 async def wait_for(pred, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
     await wait_until(pred, timeout=timeout, tick=0.02)
+
+
+loop = loops.loop  # the tests that take it run once under trio and once under asyncio (issue #45)
+
+
+@pytest.fixture(scope="module")
+def probed() -> Iterator[Cluster]:
+    """One probed broker on its own thread, for the both-loops tests (each leaves ``fail_sends`` at 0)."""
+    with threaded_cluster(probe=True) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def probed_two() -> Iterator[Cluster]:
+    with threaded_cluster(probe=True, broker_names=("broker-a", "broker-b")) as c:
+        yield c
 
 
 async def stored(c: Cluster, topic: str) -> list[MessageExt]:
@@ -104,29 +124,42 @@ async def test_ordered_send_by_hash() -> None:
         assert [r.message_queue.queue_id for r in results] == [0, 1, 2] * 3
 
 
-async def test_retry_on_another_broker_after_failure() -> None:
-    async with real_cluster(("broker-a", "broker-b"), probe=True) as c:
-        await make_topic(c, "TopicR", 2)
-        async with Producer("PG", client=None, config=fast(c), send_latency_fault_enable=True) as p:
-            await p.send(make_message("TopicR", "warm"))
+def test_retry_on_another_broker_after_failure(loop: str, probed_two: Cluster) -> None:
+    c, topic = probed_two, name("TopicR")
+
+    async def main() -> None:
+        await make_topic(c, topic, 2)
+        async with Producer(name("PG"), client=None, config=fast(c), send_latency_fault_enable=True) as p:
+            await p.send(make_message(topic, "warm"))
             c.probes[0].fail_sends = 100
-            results = [await p.send(make_message("TopicR", f"r{i}")) for i in range(6)]
-            assert {r.message_queue.broker_name for r in results} == {"broker-b"}
-            # the failed broker is in quarantine: later sends do not even try it
-            tried_a = c.probes[0].fail_sends
-            for i in range(4):
-                await p.send(make_message("TopicR", f"s{i}"))
-            assert c.probes[0].fail_sends == tried_a
+            try:
+                results = [await p.send(make_message(topic, f"r{i}")) for i in range(6)]
+                assert {r.message_queue.broker_name for r in results} == {"broker-b"}
+                # the failed broker is in quarantine: later sends do not even try it
+                tried_a = c.probes[0].fail_sends
+                for i in range(4):
+                    await p.send(make_message(topic, f"s{i}"))
+                assert c.probes[0].fail_sends == tried_a
+            finally:
+                c.probes[0].fail_sends = 0
+
+    run(loop, main)
 
 
-async def test_send_fails_after_retries() -> None:
+def test_send_fails_after_retries(loop: str, probed: Cluster) -> None:
     from rocketpy.client import MQClientError
 
-    async with real_cluster(probe=True) as c:
-        c.probe.fail_sends = 10
-        async with Producer("PG", namesrv=c.namesrv) as p:
-            with pytest.raises(MQClientError, match="Send \\[3\\] times"):
-                await p.send(make_message("TopicF", "x"))
+    async def main() -> None:
+        probed.probe.fail_sends = 10
+        try:
+            async with Producer(name("PG"), namesrv=probed.namesrv) as p:
+                with pytest.raises(MQClientError, match="Send \\[3\\] times"):
+                    await p.send(make_message(name("TopicF"), "x"))
+            assert probed.probe.fail_sends == 7  # three attempts, no more
+        finally:
+            probed.probe.fail_sends = 0
+
+    run(loop, main)
 
 
 async def test_send_failure_lines_say_what_comes_next(caplog: pytest.LogCaptureFixture) -> None:
@@ -159,34 +192,37 @@ async def test_send_failure_lines_say_what_comes_next(caplog: pytest.LogCaptureF
             assert len(lines) == 1 and lines[0].startswith("sendKernelImpl exception, throw exception, InvokeID: ")
 
 
-async def test_push_consumer_with_retry() -> None:
-    async with real_cluster(probe=True) as c:
-        await make_topic(c, "TopicP", 4)
-        seen: list[tuple[bytes, int]] = []
+def test_push_consumer_with_retry(loop: str, probed: Cluster) -> None:
+    c, topic, group = probed, name("TopicP"), name("CG")
+    seen: list[tuple[bytes, int]] = []
 
-        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-            for m in msgs:
-                seen.append((m.body, m.reconsume_times))
-                assert m.topic == "TopicP"
-                if m.body == b"m3" and m.reconsume_times < 2:
-                    return ConsumeStatus.RECONSUME_LATER
-            return ConsumeStatus.CONSUME_SUCCESS
+    async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+        for m in msgs:
+            seen.append((m.body, m.reconsume_times))
+            assert m.topic == topic
+            if m.body == b"m3" and m.reconsume_times < 2:
+                return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus.CONSUME_SUCCESS
 
-        async with Producer("PG", namesrv=c.namesrv) as p:
+    async def main() -> None:
+        await make_topic(c, topic, 4)
+        async with Producer(name("PG"), namesrv=c.namesrv) as p:
             for i in range(8):
-                await p.send(make_message("TopicP", f"m{i}", tags="TagA" if i % 4 else "TagB"))
-            consumer = PushConsumer("CG", listener, config=fast(c),
+                await p.send(make_message(topic, f"m{i}", tags="TagA" if i % 4 else "TagB"))
+            consumer = PushConsumer(group, listener, config=fast(c),
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-            consumer.subscribe("TopicP", "TagA")
+            consumer.subscribe(topic, "TagA")
             async with consumer:
-                await wait_for(lambda: len(seen) >= 8)
-        bodies = Counter(b for b, _ in seen)
-        assert set(bodies) == {b"m1", b"m2", b"m3", b"m5", b"m6", b"m7"}
-        assert bodies[b"m3"] == 3 and sorted(t for b, t in seen if b == b"m3") == [0, 1, 2]
-        back = c.probe.of(RequestCode.CONSUMER_SEND_MSG_BACK)
-        assert len(back) == 2 and back[0].ext_fields["group"] == "CG" and back[0].ext_fields["delayLevel"] == "0"
-        # offsets committed to the broker for every queue of the topic
-        assert sum(committed_offsets(c.broker, "CG", "TopicP").values()) == 8
+                await loops.wait_for(lambda: len(seen) >= 8, "consumed and redelivered")
+
+    run(loop, main)
+    bodies = Counter(b for b, _ in seen)
+    assert set(bodies) == {b"m1", b"m2", b"m3", b"m5", b"m6", b"m7"}
+    assert bodies[b"m3"] == 3 and sorted(t for b, t in seen if b == b"m3") == [0, 1, 2]
+    back = [r for r in c.probe.of(RequestCode.CONSUMER_SEND_MSG_BACK) if r.ext_fields["group"] == group]
+    assert len(back) == 2 and back[0].ext_fields["delayLevel"] == "0"
+    # offsets committed to the broker for every queue of the topic
+    assert sum(committed_offsets(c.broker, group, topic).values()) == 8
 
 
 async def test_a_rebalance_under_way_ends_before_the_shutdown_unregisters(  # type: ignore[no-untyped-def]
@@ -228,54 +264,61 @@ async def test_a_rebalance_under_way_ends_before_the_shutdown_unregisters(  # ty
         caplog.text
 
 
-async def test_rebalance_join_and_leave_no_loss_no_dup(virtual_clock) -> None:  # type: ignore[no-untyped-def]
-    async with real_cluster() as c:
-        await make_topic(c, "TopicRb", 8)
-        got: dict[str, list[bytes]] = {"A": [], "B": []}
+def test_rebalance_join_and_leave_no_loss_no_dup(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    c, topic, group = rocketmq_session_cluster, name("TopicRb"), name("CGR")
+    got: dict[str, list[bytes]] = {"A": [], "B": []}
 
-        def listener_for(name):  # type: ignore[no-untyped-def]
-            async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-                got[name].extend(m.body for m in msgs)
-            return listener
+    def listener_for(who):  # type: ignore[no-untyped-def]
+        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+            got[who].extend(m.body for m in msgs)
+        return listener
 
-        def total() -> int:
-            return len(got["A"]) + len(got["B"])
+    def total() -> int:
+        return len(got["A"]) + len(got["B"])
 
-        async def settle(consumers) -> None:  # type: ignore[no-untyped-def]
-            # the group agrees on a split: every queue owned exactly once
-            def split_ok() -> bool:
-                owned = [mq for cons in consumers for mq in cons.pq_table if mq.topic == "TopicRb"]
-                return len(owned) == 8 and len(set(owned)) == 8
-            await wait_for(split_ok)
-            await trio.sleep(0.3)  # virtual: and it holds
+    def committed() -> int:
+        return sum(committed_offsets(c.broker, group, topic).values())
 
-        async with Producer("PG", namesrv=c.namesrv) as p:
+    async def settle(consumers) -> None:  # type: ignore[no-untyped-def]
+        # the group agrees on a split: every queue owned exactly once
+        def split_ok() -> bool:
+            owned = [mq for cons in consumers for mq in cons.pq_table if mq.topic == topic]
+            return len(owned) == 8 and len(set(owned)) == 8
+        await loops.wait_for(split_ok, "split agreed")
+        await anyio.sleep(0.3)  # and it holds
+
+    async def main() -> None:
+        await make_topic(c, topic, 8)
+        async with Producer(name("PG"), namesrv=c.namesrv) as p:
             async def send(n: int, start: int) -> None:
                 for i in range(start, start + n):
-                    await p.send(make_message("TopicRb", f"x{i}"))
+                    await p.send(make_message(topic, f"x{i}"))
 
-            a = PushConsumer("CGR", listener_for("A"), config=fast(c))
-            a.subscribe("TopicRb")
+            a = PushConsumer(group, listener_for("A"), config=fast(c))
+            a.subscribe(topic)
             async with a:
                 await settle([a])
                 await send(40, 0)
-                await wait_for(lambda: total() == 40)
-                await trio.sleep(1.2)  # virtual: offsets reach the broker before the split changes
-                b = PushConsumer("CGR", listener_for("B"), config=fast(c))
-                b.subscribe("TopicRb")
+                await loops.wait_for(lambda: total() == 40, "40 consumed")
+                # the offsets reach the broker before the split changes (else the new owner starts over)
+                await loops.wait_for(lambda: committed() == 40, "40 committed")
+                b = PushConsumer(group, listener_for("B"), config=fast(c))
+                b.subscribe(topic)
                 async with b:
                     await settle([a, b])
                     assert len(a.pq_table) and len(b.pq_table)
                     await send(40, 40)
-                    await wait_for(lambda: total() == 80)
+                    await loops.wait_for(lambda: total() == 80, "80 consumed")
                     assert got["B"], "the new consumer got its share"
-                    await trio.sleep(1.2)  # virtual: offsets reach the broker before b leaves
+                    await loops.wait_for(lambda: committed() == 80, "80 committed")
                 # b left: a takes every queue back
                 await settle([a])
                 await send(40, 80)
-                await wait_for(lambda: total() == 120)
-        everything = got["A"] + got["B"]
-        assert len(everything) == 120 and len(set(everything)) == 120
+                await loops.wait_for(lambda: total() == 120, "120 consumed")
+
+    run(loop, main)
+    everything = got["A"] + got["B"]
+    assert len(everything) == 120 and len(set(everything)) == 120
 
 
 async def test_orderly_consumer_locks_and_order() -> None:
