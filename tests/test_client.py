@@ -59,6 +59,13 @@ def probed() -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="module")
+def probed_small() -> Iterator[Cluster]:
+    """A probed broker that takes bodies of 1 KiB at most."""
+    with threaded_cluster(probe=True, maxMessageSize="1024") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
 def probed_two() -> Iterator[Cluster]:
     with threaded_cluster(probe=True, broker_names=("broker-a", "broker-b")) as c:
         yield c
@@ -162,7 +169,8 @@ def test_send_fails_after_retries(loop: str, probed: Cluster) -> None:
     run(loop, main)
 
 
-async def test_send_failure_lines_say_what_comes_next(caplog: pytest.LogCaptureFixture) -> None:
+def test_send_failure_lines_say_what_comes_next(loop: str, probed_small: Cluster,
+                                                caplog: pytest.LogCaptureFixture) -> None:
     """DefaultMQProducerImpl's words for a failed attempt: "resend at once" when one is left (the only broker
     again: it said "retry on another broker"), "throw exception" for a code no send is retried after, whose
     remark names the broker's maxMessageSize as Java's does (it said "128k")."""
@@ -170,26 +178,30 @@ async def test_send_failure_lines_say_what_comes_next(caplog: pytest.LogCaptureF
 
     from rocketpy.client import MQBrokerError
 
-    async with real_cluster(probe=True, maxMessageSize="1024") as c:
-        async with Producer("PG", namesrv=c.namesrv) as p:
-            await p.send(make_message("TopicL", "warm"))
+    c, topic = probed_small, name("TopicL")
+
+    async def main() -> None:
+        async with Producer(name("PG"), namesrv=c.namesrv) as p:
+            await p.send(make_message(topic, "warm"))
             c.probe.fail_sends = 1
             with caplog.at_level(logging.WARNING, logger="rocketpy.client"):
-                result = await p.send(make_message("TopicL", "x"))
+                result = await p.send(make_message(topic, "x"))
             assert result.message_queue.broker_name == "broker-a"
             lines = [r.getMessage() for r in caplog.records if r.name == "rocketpy.client"]
             assert len(lines) == 1 and lines[0].startswith("sendKernelImpl exception, resend at once, InvokeID: ")
-            assert ", Broker: MessageQueue [topic=TopicL, brokerName=broker-a, queueId=" in lines[0]
+            assert f", Broker: MessageQueue [topic={topic}, brokerName=broker-a, queueId=" in lines[0]
             assert "another broker" not in caplog.text
             caplog.clear()
             with caplog.at_level(logging.WARNING, logger="rocketpy.client"):
                 with pytest.raises(MQBrokerError) as refused:
-                    await p.send(make_message("TopicL", b"x" * 2000))
+                    await p.send(make_message(topic, b"x" * 2000))
             assert refused.value.response_code == 13
             assert ("DESC: the message is illegal, maybe msg body or properties length not matched. msg body length "
                     "limit 1024B, msg properties length limit 32KB.") in str(refused.value)
             lines = [r.getMessage() for r in caplog.records if r.name == "rocketpy.client"]
             assert len(lines) == 1 and lines[0].startswith("sendKernelImpl exception, throw exception, InvokeID: ")
+
+    run(loop, main)
 
 
 def test_push_consumer_with_retry(loop: str, probed: Cluster) -> None:
