@@ -86,49 +86,53 @@ async def stored(c: Cluster, topic: str) -> list[MessageExt]:
     return out
 
 
-async def test_send_modes_and_wire_format() -> None:
-    async with real_cluster(probe=True) as c:
-        async with Producer("PG", namesrv=c.namesrv) as p:
-            r = await p.send(make_message("TopicA", "hello", tags="TagA", keys=["k1", "k2"],
+def test_send_modes_and_wire_format(loop: str, probed: Cluster) -> None:
+    c, topic, group = probed, name("TopicA"), name("PG")
+    messages: list[MessageExt] = []
+
+    async def main() -> None:
+        async with Producer(group, namesrv=c.namesrv) as p:
+            r = await p.send(make_message(topic, "hello", tags="TagA", keys=["k1", "k2"],
                                           properties={"color": "red"}))
             assert r.send_status == SendStatus.SEND_OK and r.msg_id and len(r.msg_id) == 32
-            big = make_message("TopicA", b"x" * 5000)
+            big = make_message(topic, b"x" * 5000)
             r2 = await p.send(big)
-            await p.send_oneway(make_message("TopicA", "oneway"))
+            await p.send_oneway(make_message(topic, "oneway"))
             got = []
-            fut = p.send_async(make_message("TopicA", "async"), on_success=got.append)
+            fut = p.send_async(make_message(topic, "async"), on_success=got.append)
             r3 = await fut.result()
             assert got == [r3]
-            rb = await p.send_batch([make_message("TopicA", f"b{i}", tags="B") for i in range(3)])
+            rb = await p.send_batch([make_message(topic, f"b{i}", tags="B") for i in range(3)])
             assert len(rb.msg_id.split(",")) == 3
-        messages: list[MessageExt] = []
-
-        async def all_stored() -> bool:
-            nonlocal messages
-            messages = await stored(c, "TopicA")
-            return len(messages) >= 7
-
-        await wait_until(all_stored, timeout=10, tick=0.05)
-        sends = c.probe.of(RequestCode.SEND_MESSAGE_V2)
+        with anyio.fail_after(10):
+            while len(messages) < 7:
+                await anyio.sleep(0.05)
+                messages[:] = await stored(c, topic)
+        sends = [s for s in c.probe.of(RequestCode.SEND_MESSAGE_V2) if s.ext_fields["a"] == group]
         first = sends[0].ext_fields
         # the V2 short header, properties in Java HashMap order, WAIT and UNIQ_KEY added, as Java sends them
-        assert first["a"] == "PG" and first["b"] == "TopicA" and first["c"] == "TBW102" and first["d"] == "4"
+        assert first["b"] == topic and first["c"] == "TBW102" and first["d"] == "4"
         assert first["i"].split("\x02")[0].split("\x01")[0] in {"KEYS", "color", "UNIQ_KEY", "WAIT", "TAGS"}
         assert "KEYS\x01k1 k2" in first["i"] and f"UNIQ_KEY\x01{r.msg_id}" in first["i"]
         assert len(messages) == 7
         big_stored = next(m for m in messages if m.msg_id == r2.offset_msg_id)
         assert big_stored.sys_flag == 0x301 and decompress_body(big_stored.body) == b"x" * 5000
-        assert c.probe.of(RequestCode.SEND_BATCH_MESSAGE)
+        assert any(b.ext_fields["a"] == group for b in c.probe.of(RequestCode.SEND_BATCH_MESSAGE))
+
+    run(loop, main)
 
 
-async def test_ordered_send_by_hash() -> None:
-    async with real_cluster() as c:
-        await make_topic(c, "TopicO", 4)
-        async with Producer("PG", namesrv=c.namesrv) as p:
-            results = [await p.send(make_message("TopicO", f"o{i}"), selector=select_by_hash, arg=i % 3)
-                       for i in range(9)]
-        # Java: abs(Integer.hashCode() % 4); order id 0,1,2 -> queues 0,1,2
-        assert [r.message_queue.queue_id for r in results] == [0, 1, 2] * 3
+def test_ordered_send_by_hash(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    c, topic = rocketmq_session_cluster, name("TopicO")
+
+    async def main() -> list[int]:
+        await make_topic(c, topic, 4)
+        async with Producer(name("PG"), namesrv=c.namesrv) as p:
+            return [(await p.send(make_message(topic, f"o{i}"), selector=select_by_hash, arg=i % 3))
+                    .message_queue.queue_id for i in range(9)]
+
+    # Java: abs(Integer.hashCode() % 4); order id 0,1,2 -> queues 0,1,2
+    assert run(loop, main) == [0, 1, 2] * 3
 
 
 def test_retry_on_another_broker_after_failure(loop: str, probed_two: Cluster) -> None:
@@ -425,58 +429,65 @@ async def test_lite_pull_assign_seek_commit() -> None:
         assert pulls[0].ext_fields["sysFlag"] == "22"
 
 
-async def test_lite_pull_subscribe() -> None:
-    async with real_cluster() as c:
-        await make_topic(c, "TopicLs", 2)
-        async with Producer("PG", namesrv=c.namesrv) as p:
+def test_lite_pull_subscribe(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    c, topic, group = rocketmq_session_cluster, name("TopicLs"), name("CGLS")
+    got: list[bytes] = []
+
+    async def main() -> None:
+        await make_topic(c, topic, 2)
+        async with Producer(name("PG"), namesrv=c.namesrv) as p:
             for i in range(6):
-                await p.send(make_message("TopicLs", f"s{i}", tags="T"))
-        lp = LitePullConsumer("CGLS", config=fast(c), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-        lp.subscribe("TopicLs", "T")
+                await p.send(make_message(topic, f"s{i}", tags="T"))
+        lp = LitePullConsumer(group, config=fast(c), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        lp.subscribe(topic, "T")
         async with lp:
-            got: list[bytes] = []
-            with trio.fail_after(10):
+            with anyio.fail_after(10):
                 while len(got) < 6:
-                    got += [m.body for m in await lp.poll(1.0)]
-        assert sorted(got) == [f"s{i}".encode() for i in range(6)]
-        assert sum(committed_offsets(c.broker, "CGLS", "TopicLs").values()) == 6
+                    got.extend(m.body for m in await lp.poll(1.0))
+
+    run(loop, main)
+    assert sorted(got) == [f"s{i}".encode() for i in range(6)]
+    assert sum(committed_offsets(c.broker, group, topic).values()) == 6
 
 
-async def test_transactions_commit_rollback_and_check(virtual_clock) -> None:  # type: ignore[no-untyped-def]
-    async with real_cluster(probe=True) as c:
-        await make_topic(c, "TopicTx", 4)
-        checks: list[str] = []
+def test_transactions_commit_rollback_and_check(loop: str, probed: Cluster) -> None:
+    c, topic, group = probed, name("TopicTx"), name("TPG")
+    checks: list[str] = []
+    got: list[bytes] = []
 
-        def execute(msg, arg):  # type: ignore[no-untyped-def]
-            return arg
+    def execute(msg, arg):  # type: ignore[no-untyped-def]
+        return arg
 
-        def check(msg):  # type: ignore[no-untyped-def]
-            checks.append(msg.properties["KEYS"])
-            return LocalTransactionState.COMMIT_MESSAGE
+    def check(msg):  # type: ignore[no-untyped-def]
+        checks.append(msg.properties["KEYS"])
+        return LocalTransactionState.COMMIT_MESSAGE
 
-        async with TransactionProducer("TPG", execute, check, namesrv=c.namesrv) as tp:
+    async def collect(msgs, ctx):  # type: ignore[no-untyped-def]
+        got.extend(m.body for m in msgs)
+
+    async def main() -> list[MessageExt]:
+        await make_topic(c, topic, 4)
+        async with TransactionProducer(group, execute, check, namesrv=c.namesrv) as tp:
             for state in ("COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW"):
-                r, s = await tp.send_in_transaction(make_message("TopicTx", state, keys=f"tx-{state}"), state)
-                assert r.send_status == SendStatus.SEND_OK and s == state
-            await wait_for(lambda: checks == ["tx-UNKNOW"])
-            got: list[bytes] = []
-
-            async def collect(msgs, ctx):  # type: ignore[no-untyped-def]
-                got.extend(m.body for m in msgs)
-
-            consumer = PushConsumer("CGTx", collect, config=fast(c),
+                r, st = await tp.send_in_transaction(make_message(topic, state, keys=f"tx-{state}"), state)
+                assert r.send_status == SendStatus.SEND_OK and st == state
+            await loops.wait_for(lambda: checks == ["tx-UNKNOW"], "checked")
+            consumer = PushConsumer(name("CGTx"), collect, config=fast(c),
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-            consumer.subscribe("TopicTx")
+            consumer.subscribe(topic)
             async with consumer:
-                await wait_for(lambda: len(got) >= 2)
-                await trio.sleep(0.3)  # virtual: the rolled back one does not come later either
-        # consumers see the committed and the checked-then-committed message, never the rolled back one
-        assert sorted(got) == [b"COMMIT_MESSAGE", b"UNKNOW"]
-        assert sorted(m.body for m in await stored(c, "TopicTx")) == [b"COMMIT_MESSAGE", b"UNKNOW"]
-        assert checks == ["tx-UNKNOW"]
-        ends = [r.ext_fields for r in c.probe.of(RequestCode.END_TRANSACTION)]
-        assert [e["commitOrRollback"] for e in ends] == ["8", "12", "0", "8"]
-        assert [e["fromTransactionCheck"] for e in ends] == ["false", "false", "false", "true"]
+                await loops.wait_for(lambda: len(got) >= 2, "consumed")
+                await anyio.sleep(0.7)  # two check passes (300 ms): the rolled back one does not come later either
+        return await stored(c, topic)
+
+    in_store = run(loop, main)
+    # consumers see the committed and the checked-then-committed message, never the rolled back one
+    assert sorted(got) == [b"COMMIT_MESSAGE", b"UNKNOW"]
+    assert sorted(m.body for m in in_store) == [b"COMMIT_MESSAGE", b"UNKNOW"]
+    assert checks == ["tx-UNKNOW"]
+    ends = [r.ext_fields for r in c.probe.of(RequestCode.END_TRANSACTION) if r.ext_fields["producerGroup"] == group]
+    assert [e["commitOrRollback"] for e in ends] == ["8", "12", "0", "8"]
+    assert [e["fromTransactionCheck"] for e in ends] == ["false", "false", "false", "true"]
 
 
 async def test_request_reply() -> None:
@@ -495,46 +506,52 @@ async def test_request_reply() -> None:
         assert c.probe.of(RequestCode.SEND_REPLY_MESSAGE_V2)
 
 
-async def test_request_timeout() -> None:
+def test_request_timeout(loop: str, rocketmq_session_cluster: Cluster) -> None:
     from rocketpy.client import RequestTimeoutError
 
-    async with real_cluster() as c:
-        async with Producer("PG", namesrv=c.namesrv) as p:
+    async def main() -> None:
+        async with Producer(name("PG"), namesrv=rocketmq_session_cluster.namesrv) as p:
             with pytest.raises(RequestTimeoutError):
-                await p.request(make_message("TopicNobody", "ping"), timeout=0.3)
+                await p.request(make_message(name("TopicNobody"), "ping"), timeout=0.3)
+
+    run(loop, main)
 
 
-async def test_broker_initiated_requests() -> None:
+def test_broker_initiated_requests(loop: str, rocketmq_session_cluster: Cluster) -> None:
     """GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY and RESET_CONSUMER_CLIENT_OFFSET, relayed by the
     broker from an admin, reach the consumer."""
-    async with real_cluster() as c:
-        await make_topic(c, "TopicBi", 2)
-        seen: list[bytes] = []
+    c, topic, group = rocketmq_session_cluster, name("TopicBi"), name("CGBi")
+    seen: list[bytes] = []
 
-        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-            seen.extend(m.body for m in msgs)
+    async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+        seen.extend(m.body for m in msgs)
 
-        async with Producer("PG", namesrv=c.namesrv) as p, Admin(c.namesrv) as admin:
-            sent = [await p.send(make_message("TopicBi", f"bi{i}")) for i in range(4)]
-            consumer = PushConsumer("CGBi", listener, config=fast(c),
+    async def main() -> None:
+        await make_topic(c, topic, 2)
+        async with Producer(name("PG"), namesrv=c.namesrv) as p, Admin(c.namesrv) as admin:
+            sent = [await p.send(make_message(topic, f"bi{i}")) for i in range(4)]
+            consumer = PushConsumer(group, listener, config=fast(c),
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-            consumer.subscribe("TopicBi")
+            consumer.subscribe(topic)
             async with consumer:
-                await wait_for(lambda: len(seen) == 4)
+                await loops.wait_for(lambda: len(seen) == 4, "consumed")
                 # the retry topic's queue is rebalanced in on its own schedule: wait for it, not for luck
-                await wait_for(lambda: any(mq.topic == "%RETRY%CGBi" for mq in consumer.pq_table))
+                await loops.wait_for(lambda: any(mq.topic == f"%RETRY%{group}" for mq in consumer.pq_table),
+                                     "retry queue taken")
                 client_id = consumer.client.client_id
-                info = await admin.consumer_running_info("CGBi", client_id)
+                info = await admin.consumer_running_info(group, client_id)
                 assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
-                assert {mq.topic for mq in info.mq_table} == {"TopicBi", "%RETRY%CGBi"}
-                result = await admin.consume_message_directly("CGBi", client_id, sent[0].offset_msg_id or "")
+                assert {mq.topic for mq in info.mq_table} == {topic, f"%RETRY%{group}"}
+                result = await admin.consume_message_directly(group, client_id, sent[0].offset_msg_id or "")
                 assert str(result.consume_result) == "CR_SUCCESS" and len(seen) == 5 and seen[-1] == b"bi0"
                 # reset to the start: everything is consumed again (as Java's, the broker resets only a group
                 # with an offset on every queue)
-                await wait_for(lambda: len(committed_offsets(c.broker, "CGBi", "TopicBi")) == 2)
-                table = await admin.reset_offset_by_time("CGBi", "TopicBi", 0)
+                await loops.wait_for(lambda: len(committed_offsets(c.broker, group, topic)) == 2, "committed")
+                table = await admin.reset_offset_by_time(group, topic, 0)
                 assert sorted(table.values()) == [0, 0]
-                await wait_for(lambda: len(seen) == 9)
+                await loops.wait_for(lambda: len(seen) == 9, "consumed again")
+
+    run(loop, main)
 
 
 @pytest.mark.parametrize("kind", ["lite_pull", "push"])
