@@ -241,24 +241,26 @@ def test_push_consumer_with_retry(loop: str, probed: Cluster) -> None:
     assert sum(committed_offsets(c.broker, group, topic).values()) == 8
 
 
-async def test_a_rebalance_under_way_ends_before_the_shutdown_unregisters(  # type: ignore[no-untyped-def]
-        virtual_clock, caplog, monkeypatch) -> None:
+def test_a_rebalance_under_way_ends_before_the_shutdown_unregisters(  # type: ignore[no-untyped-def]
+        loop: str, rocketmq_session_cluster: Cluster, caplog, monkeypatch) -> None:
     """Ctrl-C two seconds into examples/push_consumer_retry.py: its first rebalance asked for the group's
     consumers after the shutdown had unregistered it, and the broker's answer ("no consumer for this group")
     made two warnings of a normal shutdown. The shutdown now lets the rebalance under way end first."""
-    async with real_cluster() as c:
-        await make_topic(c, "TopicStopRb", 4)
+    c, topic, group = rocketmq_session_cluster, name("TopicStopRb"), name("CGStopRb")
 
-        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-            pass
+    async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+        pass
 
-        consumer = PushConsumer("CGStopRb", listener, config=fast(c))
-        consumer.subscribe("TopicStopRb")
+    consumer = PushConsumer(group, listener, config=fast(c))
+    consumer.subscribe(topic)
+
+    async def main() -> None:
+        await make_topic(c, topic, 4)
         await consumer.start()
-        await wait_for(lambda: sum(mq.topic == "TopicStopRb" for mq in consumer.pq_table) == 4)
+        await loops.wait_for(lambda: sum(mq.topic == topic for mq in consumer.pq_table) == 4, "queues taken")
         client = consumer.client
         real_find = client.find_consumer_ids
-        asked, answer = trio.Event(), trio.Event()
+        asked, answer = anyio.Event(), anyio.Event()
 
         async def slow_find(topic: str, group: str) -> list[str]:  # a broker slow to answer
             asked.set()
@@ -267,14 +269,16 @@ async def test_a_rebalance_under_way_ends_before_the_shutdown_unregisters(  # ty
 
         monkeypatch.setattr(client, "find_consumer_ids", slow_find)
         caplog.set_level("WARNING", logger="rocketpy.client")
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(consumer.do_rebalance)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(consumer.do_rebalance)
             await asked.wait()
-            nursery.start_soon(consumer.shutdown)
+            tasks.start_soon(consumer.shutdown)
             # the shutdown has unregistered the group (as it did), or waits for the rebalance (as it does now)
-            await wait_for(lambda: "CGStopRb" not in client.consumers
-                           or consumer._rebalance_lock.statistics().tasks_waiting > 0)
+            await loops.wait_for(lambda: group not in client.consumers
+                                 or consumer._rebalance_lock.statistics().tasks_waiting > 0, "shutdown under way")
             answer.set()
+
+    run(loop, main)
     assert not consumer.running
     assert "no consumer for this group" not in caplog.text and "consumer id list failed" not in caplog.text, \
         caplog.text
