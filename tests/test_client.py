@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import loops
@@ -21,7 +20,6 @@ from rocketpy.client import (
     ClientConfig,
     ConsumeStatus,
     LitePullConsumer,
-    OrderlyStatus,
     Producer,
     PushConsumer,
     TransactionProducer,
@@ -32,8 +30,7 @@ from rocketpy.client import (
 from rocketpy.client.admin import Admin
 from rocketpy.codecs import RequestCode
 from rocketpy.codecs.bodies import MessageQueue
-from rocketpy.codecs.bodies.store_config import OffsetSerializeWrapper
-from rocketpy.codecs.codes import ConsumeFromWhere, LocalTransactionState, MessageModel, SendStatus
+from rocketpy.codecs.codes import ConsumeFromWhere, LocalTransactionState, SendStatus
 from rocketpy.codecs.message import MessageExt, decompress_body
 from rocketpy.testing import wait_until
 
@@ -341,83 +338,18 @@ def test_rebalance_join_and_leave_no_loss_no_dup(loop: str, rocketmq_session_clu
     assert len(everything) == 120 and len(set(everything)) == 120
 
 
-async def test_orderly_consumer_locks_and_order() -> None:
-    async with real_cluster(probe=True) as c:
-        await make_topic(c, "TopicOrd", 4)
-        per_order: dict[int, list[int]] = {}
-        failed_once: set[int] = set()
+def test_lite_pull_assign_seek_commit(loop: str, probed: Cluster) -> None:
+    """The wire side of tests/test_client_loops_features.py's assign/seek/commit test: a lite consumer's pulls
+    carry Java's lite-pull flag (sysFlag 22: suspend, subscription, lite pull)."""
+    c, topic, group = probed, name("TopicLp"), name("CGL")
 
-        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-            for m in msgs:
-                order, seq = (int(x) for x in m.body.split(b":"))
-                if seq == 2 and order not in failed_once:
-                    failed_once.add(order)
-                    ctx.suspend_current_queue_time = 0.05
-                    return OrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-                per_order.setdefault(order, []).append(seq)
-            return OrderlyStatus.SUCCESS
-
-        async with Producer("PG", namesrv=c.namesrv) as p:
-            for seq in range(5):
-                for order in range(6):
-                    await p.send(make_message("TopicOrd", f"{order}:{seq}"), selector=select_by_hash, arg=order)
-            consumer = PushConsumer("CGO", listener, orderly=True, config=fast(c),
-                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-            consumer.subscribe("TopicOrd")
-            async with consumer:
-                await wait_for(lambda: sum(len(v) for v in per_order.values()) == 30)
-                mine = {mq: pq for mq, pq in consumer.pq_table.items() if mq.topic == "TopicOrd"}
-                assert len(mine) == 4 and all(pq.locked for pq in mine.values())
-                held = c.broker.locks.table.get("CGO", {})
-                assert {mq.queue_id for mq in held} == {0, 1, 2, 3}
-                assert {e.client_id for e in held.values()} == {consumer.client.client_id}
-        assert all(v == [0, 1, 2, 3, 4] for v in per_order.values())
-        assert len(consumer._mq_locks) == 0  # no queue's consume lock kept once nothing consumes it
-        assert not c.broker.locks.table.get("CGO"), "locks released at shutdown"
-        assert c.probe.of(RequestCode.LOCK_BATCH_MQ)
-
-
-async def test_broadcast_offsets_on_disk(tmp_path: Path) -> None:
-    async with real_cluster(probe=True) as c:
-        await make_topic(c, "TopicBc", 2)
-        counts = [0, 0]
-
-        def listener_for(i):  # type: ignore[no-untyped-def]
-            async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-                counts[i] += len(msgs)
-            return listener
-
-        async with Producer("PG", namesrv=c.namesrv) as p:
-            for i in range(6):
-                await p.send(make_message("TopicBc", f"b{i}"))
-            cons = [PushConsumer("CGB", listener_for(i), config=fast(c, instance_name=f"bc{i}"),
-                                 message_model=MessageModel.BROADCASTING, offset_store_dir=str(tmp_path),
-                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-                    for i in range(2)]
-            for x in cons:
-                x.subscribe("TopicBc")
-            async with cons[0], cons[1]:
-                await wait_for(lambda: counts == [6, 6])
-            client_id = cons[0].client.client_id
-        path = tmp_path / client_id / "CGB" / "offsets.json"
-        text = path.read_text()
-        # Java's format: pretty fastjson with MessageQueue objects as keys (not standard JSON)
-        assert text.startswith('{\n\t"offsetTable":{{\n\t\t\t"brokerName":"broker-a",')
-        table = OffsetSerializeWrapper.decode(text).offset_table
-        assert sum(table.values()) == 6 and {mq.queue_id for mq in table} == {0, 1}
-        updates = c.probe.of(RequestCode.UPDATE_CONSUMER_OFFSET)
-        assert not any(r.ext_fields.get("consumerGroup") == "CGB" for r in updates)
-        assert not committed_offsets(c.broker, "CGB", "TopicBc")
-
-
-async def test_lite_pull_assign_seek_commit() -> None:
-    async with real_cluster(probe=True) as c:
-        await make_topic(c, "TopicLp", 1)
-        async with Producer("PG", namesrv=c.namesrv) as p:
+    async def main() -> None:
+        await make_topic(c, topic, 1)
+        async with Producer(name("PG"), namesrv=c.namesrv) as p:
             for i in range(10):
-                await p.send(make_message("TopicLp", f"l{i}"))
-        mq = MessageQueue(topic="TopicLp", broker_name="broker-a", queue_id=0)
-        async with LitePullConsumer("CGL", config=fast(c), auto_commit=False,
+                await p.send(make_message(topic, f"l{i}"))
+        mq = MessageQueue(topic=topic, broker_name="broker-a", queue_id=0)
+        async with LitePullConsumer(group, config=fast(c), auto_commit=False,
                                     consume_from_where="CONSUME_FROM_FIRST_OFFSET") as lp:
             await lp.assign([mq])
             got: list[bytes] = []
@@ -429,8 +361,10 @@ async def test_lite_pull_assign_seek_commit() -> None:
             assert [m.body for m in again][:1] == [b"l7"]
             await lp.commit()
             assert await lp.committed(mq) == again[-1].queue_offset + 1
-        pulls = c.probe.of(RequestCode.PULL_MESSAGE)
-        assert pulls[0].ext_fields["sysFlag"] == "22"
+
+    run(loop, main)
+    pulls = [r for r in c.probe.of(RequestCode.PULL_MESSAGE) if r.ext_fields["consumerGroup"] == group]
+    assert pulls[0].ext_fields["sysFlag"] == "22"
 
 
 def test_lite_pull_subscribe(loop: str, rocketmq_session_cluster: Cluster) -> None:
