@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import anyio
+import clusters
 import loops
 import pytest
 import trio
@@ -49,23 +50,13 @@ loop = loops.loop  # the tests that take it run once under trio and once under a
 
 
 @pytest.fixture(scope="module")
-def probed() -> Iterator[Cluster]:
-    """One probed broker on its own thread, for the both-loops tests (each leaves ``fail_sends`` at 0)."""
-    with threaded_cluster(probe=True) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def probed_small() -> Iterator[Cluster]:
     """A probed broker that takes bodies of 1 KiB at most."""
     with threaded_cluster(probe=True, maxMessageSize="1024") as c:
         yield c
 
 
-@pytest.fixture(scope="module")
-def probed_two() -> Iterator[Cluster]:
-    with threaded_cluster(probe=True, broker_names=("broker-a", "broker-b")) as c:
-        yield c
+probed, probed_two = clusters.probed, clusters.probed_two
 
 
 async def stored(c: Cluster, topic: str) -> list[MessageExt]:
