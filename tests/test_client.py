@@ -1,7 +1,9 @@
 """The Python client against our NameServer and real broker: sends, consumers, transactions, request-reply.
 
-What the client sent is read from the broker's probe (tests/clusters.py); the broker's view (offsets,
-locks, connections) from the broker itself.
+Every test runs once under trio and once under asyncio (the ``loop`` fixture of tests/loops.py), against
+brokers on a thread of their own (the session cluster, or a module's probed one). What the client sent is read
+from the broker's probe (tests/clusters.py); the broker's view (offsets, locks, connections) from the broker
+itself. The orderly and broadcasting consumers are in tests/test_client_loops_features.py.
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ import anyio
 import clusters
 import loops
 import pytest
-import trio
-from clusters import Cluster, committed_offsets, make_topic, real_cluster, threaded_cluster
+from clusters import Cluster, committed_offsets, make_topic, threaded_cluster
 from loops import name, run
 
 from rocketpy.client import (
@@ -33,7 +34,6 @@ from rocketpy.codecs import RequestCode
 from rocketpy.codecs.bodies import MessageQueue
 from rocketpy.codecs.codes import ConsumeFromWhere, LocalTransactionState, SendStatus
 from rocketpy.codecs.message import MessageExt, decompress_body
-from rocketpy.testing import wait_until
 
 
 def fast(c: Cluster, **kw: object) -> ClientConfig:
@@ -42,11 +42,7 @@ def fast(c: Cluster, **kw: object) -> ClientConfig:
                         poll_name_server_interval=1.0, **kw)  # type: ignore[arg-type]
 
 
-async def wait_for(pred, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    await wait_until(pred, timeout=timeout, tick=0.02)
-
-
-loop = loops.loop  # the tests that take it run once under trio and once under asyncio (issue #45)
+loop = loops.loop  # every test here takes it: it runs once under trio and once under asyncio (issue #45)
 
 
 @pytest.fixture(scope="module")
@@ -419,20 +415,24 @@ def test_transactions_commit_rollback_and_check(loop: str, probed: Cluster) -> N
     assert [e["fromTransactionCheck"] for e in ends] == ["false", "false", "false", "true"]
 
 
-async def test_request_reply() -> None:
-    async with real_cluster(probe=True) as c:
-        await make_topic(c, "TopicReq", 1)
-        async with Producer("PG", namesrv=c.namesrv) as requester, Producer("RPG", namesrv=c.namesrv) as responder:
+def test_request_reply(loop: str, probed: Cluster) -> None:
+    c, topic, group = probed, name("TopicReq"), name("RPG")
+
+    async def main() -> bytes:
+        await make_topic(c, topic, 1)
+        async with Producer(name("PG"), namesrv=c.namesrv) as requester, \
+                Producer(group, namesrv=c.namesrv) as responder:
             async def serve(msgs, ctx):  # type: ignore[no-untyped-def]
                 for m in msgs:
                     await responder.send(create_reply_message(m, b"pong:" + m.body))
 
-            consumer = PushConsumer("CGReq", serve, config=fast(c))
-            consumer.subscribe("TopicReq")
+            consumer = PushConsumer(name("CGReq"), serve, config=fast(c))
+            consumer.subscribe(topic)
             async with consumer:
-                reply = await requester.request(make_message("TopicReq", "ping"), timeout=5.0)
-        assert reply.body == b"pong:ping"
-        assert c.probe.of(RequestCode.SEND_REPLY_MESSAGE_V2)
+                return (await requester.request(make_message(topic, "ping"), timeout=5.0)).body
+
+    assert run(loop, main) == b"pong:ping"
+    assert any(r.ext_fields["a"] == group for r in c.probe.of(RequestCode.SEND_REPLY_MESSAGE_V2))
 
 
 def test_request_timeout(loop: str, rocketmq_session_cluster: Cluster) -> None:
@@ -483,55 +483,68 @@ def test_broker_initiated_requests(loop: str, rocketmq_session_cluster: Cluster)
     run(loop, main)
 
 
+def _tasks() -> set[int]:
+    return {t.id for t in anyio.get_running_tasks()}  # every task of the run, trio's system tasks too
+
+
 @pytest.mark.parametrize("kind", ["lite_pull", "push"])
-async def test_consumer_started_inside_a_timeout_shuts_down_outside_it(kind: str) -> None:
-    """start() under move_on_after and shutdown() after it: the consumer's tasks are hosted, so trio's
+def test_consumer_started_inside_a_timeout_shuts_down_outside_it(loop: str, kind: str,
+                                                                rocketmq_session_cluster: Cluster) -> None:
+    """start() under move_on_after and shutdown() after it: the consumer's tasks are hosted, so the loop's
     cancel-scope stack stays intact, the consumer still pulls in between, and shutdown ends them."""
-    async with real_cluster() as c:
-        await make_topic(c, "TopicScope", 1)
-        async with Producer("PG", namesrv=c.namesrv) as p:
+    c, topic, group = rocketmq_session_cluster, name("TopicScope"), name("CGScope")
+
+    async def main() -> None:
+        await make_topic(c, topic, 1)
+        async with Producer(name("PG"), namesrv=c.namesrv) as p:
             for i in range(3):
-                await p.send(make_message("TopicScope", f"m{i}"))
+                await p.send(make_message(topic, f"m{i}"))
+        before = _tasks()
         got: list[bytes] = []
         consumer: LitePullConsumer | PushConsumer
         if kind == "lite_pull":
-            consumer = LitePullConsumer("CGScope", config=fast(c),
+            consumer = LitePullConsumer(group, config=fast(c),
                                         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
         else:
             async def listener(msgs, _ctx):  # type: ignore[no-untyped-def]
                 got.extend(m.body for m in msgs)
                 return ConsumeStatus.CONSUME_SUCCESS
 
-            consumer = PushConsumer("CGScope", listener, config=fast(c),
+            consumer = PushConsumer(group, listener, config=fast(c),
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-        consumer.subscribe("TopicScope", "*")
-        with trio.move_on_after(30):
+        consumer.subscribe(topic, "*")
+        with anyio.move_on_after(30):
             await consumer.start()
-        assert consumer.nursery is not None
+        assert consumer.nursery is not None and _tasks() - before
         if isinstance(consumer, LitePullConsumer):
-            with trio.fail_after(15):
+            with anyio.fail_after(15):
                 while len(got) < 3:
                     got += [m.body for m in await consumer.poll(1.0)]
         else:
-            await wait_until(lambda: len(got) >= 3, timeout=15, tick=0.02)
+            await loops.wait_for(lambda: len(got) >= 3, "consumed", seconds=15)
         assert sorted(got) == [b"m0", b"m1", b"m2"]
-        hosted = consumer.nursery
         await consumer.shutdown()
-        assert not consumer.running and not hosted.child_tasks
+        assert not consumer.running
+        assert not _tasks() - before  # the hosted tasks ended with the shutdown
         # the surrounding scopes still work: a cancel scope opened now is honoured
-        with trio.move_on_after(0.01) as scope:
-            await trio.sleep_forever()
+        with anyio.move_on_after(0.01) as scope:
+            await anyio.sleep_forever()
         assert scope.cancelled_caught
 
+    run(loop, main)
 
-async def test_client_instance_started_inside_a_timeout_closes_outside_it() -> None:
+
+def test_client_instance_started_inside_a_timeout_closes_outside_it(loop: str,
+                                                                    rocketmq_session_cluster: Cluster) -> None:
     from rocketpy.client.instance import ClientInstance
 
-    async with real_cluster() as c:
-        instance = ClientInstance(fast(c))
-        with trio.move_on_after(30):
+    async def main() -> None:
+        before = _tasks()
+        instance = ClientInstance(fast(rocketmq_session_cluster))
+        with anyio.move_on_after(30):
             await instance.start()
-        nursery = instance.nursery
-        assert instance.running and nursery is not None and nursery.child_tasks
+        assert instance.running and instance.nursery is not None and _tasks() - before
         await instance.aclose()
-        assert not instance.running and not nursery.child_tasks
+        assert not instance.running and not _tasks() - before
+
+    run(loop, main)
