@@ -4,6 +4,9 @@ Each test runs once under trio and once under asyncio (issue #45), against probe
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import anyio
 import clusters
 import loops
@@ -67,21 +70,28 @@ def test_async_send_retries_on_another_broker(loop: str, probed_two: Cluster) ->
     assert left < 100  # some went to broker-a first, then on to broker-b
 
 
+@asynccontextmanager
+async def failing(probed: Cluster) -> AsyncIterator[tuple[Producer, str]]:
+    """A producer with its route and connection, whose broker then fails the next ten sends (none after)."""
+    topic = name("TopicAf")
+    async with Producer(name("PGA"), namesrv=probed.namesrv) as p:
+        await p.send(make_message(topic, "warm"))
+        probed.probe.fail_sends = 10
+        try:
+            yield p, topic
+        finally:
+            probed.probe.fail_sends = 0
+
+
 def test_async_send_fails_after_retries(loop: str, probed: Cluster) -> None:
     async def main() -> None:
-        topic = name("TopicAf")
-        async with Producer(name("PGA"), namesrv=probed.namesrv) as p:
-            await p.send(make_message(topic, "warm"))
-            probed.probe.fail_sends = 10
-            try:
-                failed: list[BaseException] = []
-                future = p.send_async(make_message(topic, "x"), on_exception=failed.append)
-                with pytest.raises(MQClientError, match="Send \\[3\\] times"):
-                    await future.result()
-                assert len(failed) == 1 and isinstance(failed[0], MQClientError)
-                assert probed.probe.fail_sends == 7  # three attempts
-            finally:
-                probed.probe.fail_sends = 0
+        async with failing(probed) as (p, topic):
+            failed: list[BaseException] = []
+            future = p.send_async(make_message(topic, "x"), on_exception=failed.append)
+            with pytest.raises(MQClientError, match="Send \\[3\\] times"):
+                await future.result()
+            assert len(failed) == 1 and isinstance(failed[0], MQClientError)
+            assert probed.probe.fail_sends == 7  # three attempts
 
     run(loop, main)
 
@@ -98,26 +108,20 @@ def test_a_failed_send_raises_a_copy_to_each_waiter(loop: str, probed: Cluster) 
     raised: list[MQClientError] = []
 
     async def main() -> BaseException:
-        topic = name("TopicAc")
-        async with Producer(name("PGA"), namesrv=probed.namesrv) as p:
-            await p.send(make_message(topic, "warm"))
-            probed.probe.fail_sends = 10
-            try:
-                future = p.send_async(make_message(topic, "x"))
+        async with failing(probed) as (p, topic):
+            future = p.send_async(make_message(topic, "x"))
 
-                async def wait() -> None:
-                    with pytest.raises(MQClientError) as info:
-                        await future.result()
-                    raised.append(info.value)
+            async def wait() -> None:
+                with pytest.raises(MQClientError) as info:
+                    await future.result()
+                raised.append(info.value)
 
-                await wait()
-                assert future.error is not None
-                # what the caller keeps holds no frames (the failed send's, whose closures hold the future)
-                assert _frames(future.error.__traceback__) == 0
-                await gather([wait() for _ in range(3)])
-                await wait()
-            finally:
-                probed.probe.fail_sends = 0
+            await wait()
+            assert future.error is not None
+            # what the caller keeps holds no frames (the failed send's, whose closures hold the future)
+            assert _frames(future.error.__traceback__) == 0
+            await gather([wait() for _ in range(3)])
+            await wait()
         return future.error
 
     error = run(loop, main)
