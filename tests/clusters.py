@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
+import pytest
 
 from rocketpy import pytest_plugin as plugin
 from rocketpy.broker.controller import BrokerController
@@ -83,6 +84,21 @@ def threaded_cluster(*, probe: bool = False, **opts: Any) -> Iterator[Cluster]:
         yield Cluster(c.namesrv, c.brokers, c.extras)
 
 
+@pytest.fixture(scope="module")
+def probed() -> Iterator[Cluster]:
+    """One probed broker on its own thread, for the tests that run on both loops (each test that sets
+    ``fail_sends`` leaves it at 0); a module takes it with ``probed = clusters.probed``."""
+    with threaded_cluster(probe=True) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def probed_two() -> Iterator[Cluster]:
+    """Two probed brokers (broker-a, broker-b) on their own thread."""
+    with threaded_cluster(probe=True, broker_names=("broker-a", "broker-b")) as c:
+        yield c
+
+
 async def make_topic(c: Cluster, topic: str, queues: int) -> None:
     """Create ``topic`` on every master through the admin API and wait until the NameServer routes it (on trio
     or asyncio, whichever runs it)."""
@@ -116,5 +132,5 @@ def consumer_ids(broker: BrokerController, group: str) -> set[str]:
     return set(info.client_ids) if info is not None else set()
 
 
-__all__ = ["FAST_BROKER", "BrokerProbe", "Cluster", "committed_offsets", "consumer_ids", "make_topic", "producer_ids",
-           "real_cluster", "threaded_cluster"]
+__all__ = ["FAST_BROKER", "BrokerProbe", "Cluster", "committed_offsets", "consumer_ids", "make_topic", "probed",
+           "probed_two", "producer_ids", "real_cluster", "threaded_cluster"]

@@ -6,9 +6,12 @@ user relies on (what was stored, consumed, committed, answered), not how the loo
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import anyio
 import loops
 import pytest
+from clusters import make_topic
 from loops import drain, gather, name, run, wait_for
 
 from rocketpy.client import (
@@ -144,3 +147,49 @@ def test_a_cancelled_send_leaves_nothing_behind(loop: str, rocketmq_session_clus
     with caplog.at_level("WARNING", logger="rocketpy.remoting"):
         assert run(loop, main) == SendStatus.SEND_OK
     assert "matches no request" not in caplog.text  # the late answers of given-up sends are expected
+
+
+def test_consume_from_where_for_a_new_group_and_a_group_with_offsets(loop: str,
+                                                                    rocketmq_session_cluster: Cluster) -> None:
+    """RebalancePushImpl.computePullFromWhere as a user sees it: a group's committed offset wins whatever the
+    setting, and a new group starts at 0 whatever its setting while the queue's first message is still in memory
+    (Java's broker answers offset 0 then, not "no offset", so the last offset and a timestamp past the last
+    message do not apply: ConsumerManageProcessor.queryConsumerOffset)."""
+    c, topic = rocketmq_session_cluster, name("LoopWhere")
+
+    async def consume(group: str, where: ConsumeFromWhere, count: int, **kw: str) -> list[bytes]:
+        got: list[bytes] = []
+
+        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+            got.extend(m.body for m in msgs)
+
+        consumer = PushConsumer(group, listener, namesrv=c.namesrv, consume_from_where=where, **kw)
+        consumer.subscribe(topic)
+        async with consumer:
+            await wait_for(lambda: any(mq.topic == topic for mq in consumer.pq_table), "queue taken")
+            await wait_for(lambda: len(got) >= count, f"{count} consumed")
+            await anyio.sleep(0.3)  # and no more come
+        return got
+
+    async def send(*bodies: str) -> None:
+        async with Producer(name("PG"), namesrv=c.namesrv) as producer:
+            for body in bodies:
+                await producer.send(make_message(topic, body))
+
+    async def main() -> None:
+        await make_topic(c, topic, 1)
+        await send("a", "b", "c")
+        first, last, later = name("CGFirst"), name("CGLast"), name("CGLater")
+        assert await consume(first, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, 3) == [b"a", b"b", b"c"]
+        assert await consume(last, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, 3) == [b"a", b"b", b"c"]
+        future = datetime.now() + timedelta(hours=1)
+        assert await consume(later, ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, 3,
+                             consume_timestamp=future.strftime("%Y%m%d%H%M%S")) == [b"a", b"b", b"c"]
+        await send("d", "e")
+        # each group resumes from its committed offset: the new messages only, none again, none lost
+        for group, where in [(first, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET),
+                             (last, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET),
+                             (later, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)]:
+            assert await consume(group, where, 2) == [b"d", b"e"], group
+
+    run(loop, main)

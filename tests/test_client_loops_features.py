@@ -124,6 +124,7 @@ def test_orderly_consumption_keeps_each_queues_order(loop: str, rocketmq_session
             locked = {mq.queue_id for mq in held if mq.topic == topic}
             owners = {e.client_id for mq, e in held.items() if mq.topic == topic}
             assert owners == {consumer.client.client_id}
+        assert not consumer._mq_locks  # no queue's consume lock kept once nothing consumes it
         released = not any(mq.topic == topic for mq in cluster.broker.locks.table.get(group, {}))
         return per_order, locked, owners, released
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import trio
-from clusters import Cluster, committed_offsets, make_topic, real_cluster
+import anyio
+import loops
+from clusters import Cluster, committed_offsets, make_topic
 from hypothesis import given
 from hypothesis import strategies as st
+from loops import name, run
 
 from rocketpy.client import ClientConfig, LitePullConsumer, Producer, PushConsumer, make_message
 from rocketpy.client.api import ClientAPI, PreparedPull
@@ -27,7 +29,6 @@ from rocketpy.codecs.codes import ConsumeFromWhere
 from rocketpy.codecs.headers import PullMessageRequestHeader
 from rocketpy.codecs.message import MessageExt
 from rocketpy.remoting.client_connection import encode_request
-from rocketpy.testing import wait_until
 
 MQ = MessageQueue(topic="T", broker_name="broker-a", queue_id=0)
 
@@ -106,70 +107,86 @@ def fast(c: Cluster) -> ClientConfig:
                         poll_name_server_interval=1.0)
 
 
+loop = loops.loop  # the tests that take it run once under trio and once under asyncio (issue #45)
+
+
 async def _fill(c: Cluster, topic: str, count: int) -> None:
-    async with Producer("PGA", namesrv=c.namesrv) as p:
+    async with Producer(name("PGA"), namesrv=c.namesrv) as p:
         for i in range(0, count, 10):
             await p.send_batch([make_message(topic, f"m{j}") for j in range(i, i + 10)])
 
 
-async def test_push_pipelined_keeps_the_thresholds_and_commits_only_consumed(virtual_clock) -> None:  # type: ignore[no-untyped-def]
-    async with real_cluster() as c:
-        await make_topic(c, "TopicPa", 1)
-        await _fill(c, "TopicPa", 300)
-        gate = trio.Event()
-        seen: list[int] = []
-        held: list[int] = []
-        early: list[tuple[int, int]] = []
+def test_push_pipelined_keeps_the_thresholds_and_commits_only_consumed(loop: str,
+                                                                       rocketmq_session_cluster: Cluster) -> None:
+    c, topic, group = rocketmq_session_cluster, name("TopicPa"), name("CGPA")
+    seen: list[int] = []
+    held: list[int] = []
+    early: list[tuple[int, int]] = []
+
+    def committed() -> int:
+        return committed_offsets(c.broker, group, topic).get(0, 0)
+
+    async def main() -> None:
+        await make_topic(c, topic, 1)
+        await _fill(c, topic, 300)
+        gate = anyio.Event()
 
         async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
             await gate.wait()
             pq = next(iter(consumer.pq_table.values()))
             held.append(pq.msg_count)
-            committed = committed_offsets(c.broker, "CGPA", "TopicPa").get(0, 0)
-            if committed > msgs[0].queue_offset:
-                early.append((committed, msgs[0].queue_offset))
+            if committed() > msgs[0].queue_offset:
+                early.append((committed(), msgs[0].queue_offset))
             seen.extend(m.queue_offset for m in msgs)
 
-        consumer = PushConsumer("CGPA", listener, config=fast(c), pull_batch_size=8, pull_threshold_for_queue=40,
+        def held_now() -> int:
+            return next(iter(consumer.pq_table.values())).msg_count if consumer.pq_table else 0
+
+        consumer = PushConsumer(group, listener, config=fast(c), pull_batch_size=8, pull_threshold_for_queue=40,
                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-        consumer.subscribe("TopicPa")
+        consumer.subscribe(topic)
         async with consumer:
-            await wait_until(lambda: consumer.pq_table and next(iter(consumer.pq_table.values())).msg_count > 0,
-                             timeout=20)
-            await trio.sleep(3)  # the listener blocked: the queue fills up to the flow control, no further
-            pq = next(iter(consumer.pq_table.values()))
-            assert 40 - 8 < pq.msg_count <= 40 + 8
-            assert committed_offsets(c.broker, "CGPA", "TopicPa").get(0, 0) == 0  # nothing consumed, nothing committed
+            await loops.wait_for(lambda: held_now() > 40 - 8, "filled up to the flow control")
+            await anyio.sleep(0.5)  # the listener blocked: ten looks of the flow control (50 ms), no further
+            assert 40 - 8 < held_now() <= 40 + 8
+            assert committed() == 0  # nothing consumed, nothing committed
             gate.set()
-            await wait_until(lambda: len(seen) >= 300, timeout=30)
-            await wait_until(lambda: committed_offsets(c.broker, "CGPA", "TopicPa").get(0) == 300, timeout=10)
-        assert sorted(seen) == list(range(300))
-        assert max(held) <= 40 + 8
-        assert early == []  # a message's offset is committed only after it is consumed
+            await loops.wait_for(lambda: len(seen) >= 300, "all consumed", seconds=30)
+            await loops.wait_for(lambda: committed() == 300, "all committed")
+
+    run(loop, main)
+    assert sorted(seen) == list(range(300))
+    assert max(held) <= 40 + 8
+    assert early == []  # a message's offset is committed only after it is consumed
 
 
-async def test_lite_pull_ahead_answer_is_dropped_when_paused_meanwhile(virtual_clock) -> None:  # type: ignore[no-untyped-def]
-    async with real_cluster() as c:
-        await make_topic(c, "TopicLa", 1)
-        await _fill(c, "TopicLa", 200)
-        mq = MessageQueue(topic="TopicLa", broker_name="broker-a", queue_id=0)
-        async with LitePullConsumer("CGLA", config=fast(c), pull_batch_size=10,
+def test_lite_pull_ahead_answer_is_dropped_when_paused_meanwhile(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    c, topic = rocketmq_session_cluster, name("TopicLa")
+    got: list[int] = []
+
+    async def main() -> None:
+        await make_topic(c, topic, 1)
+        await _fill(c, topic, 200)
+        mq = MessageQueue(topic=topic, broker_name=c.broker.config.broker_name, queue_id=0)
+        async with LitePullConsumer(name("CGLA"), config=fast(c), pull_batch_size=10,
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET) as lp:
             await lp.assign([mq])
-            got = [m.queue_offset for m in await lp.poll(5.0)]
+            got.extend(m.queue_offset for m in await lp.poll(5.0))
             # the first answer's pull ahead is on its way: paused now, the queue takes nothing from it
             lp.pause([mq])
             fetched = lp.pq_table[mq].msg_count
             while msgs := await lp.poll(1.0):
-                got += [m.queue_offset for m in msgs]
+                got.extend(m.queue_offset for m in msgs)
             assert len(got) == 10 + fetched
-            await trio.sleep(2)
+            await anyio.sleep(1.2)  # past the paused queue's next look (1 s, Java's delay when paused)
             assert await lp.poll(0.5) == []  # paused: nothing more, not even the answer of the pull ahead
             lp.resume([mq])
-            with trio.fail_after(20):
+            with anyio.fail_after(20):
                 while len(got) < 200:
-                    got += [m.queue_offset for m in await lp.poll(1.0)]
-        assert got == list(range(200))  # no message skipped or repeated by the dropped answer
+                    got.extend(m.queue_offset for m in await lp.poll(1.0))
+
+    run(loop, main)
+    assert got == list(range(200))  # no message skipped or repeated by the dropped answer
 
 
 _longs = st.integers(-(2**63), 2**63 - 1)

@@ -14,9 +14,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 
+import anyio
+import loops
 import pytest
 import trio
 from clusters import Cluster, committed_offsets, make_topic, real_cluster
+from loops import name, run
 
 from rocketpy.client import ClientConfig, ConsumeStatus, Producer, PushConsumer, make_message
 from rocketpy.client.offset_store import OffsetStore
@@ -30,8 +33,11 @@ QUEUES = 4
 PER_QUEUE = 50
 
 
+loop = loops.loop  # the tests that take it run once under trio and once under asyncio (issue #45)
+
+
 async def _fill(c: Cluster, topic: str, queues: int, per_queue: int) -> None:
-    async with Producer("PGO", namesrv=c.namesrv) as p:
+    async with Producer(name("PGO"), namesrv=c.namesrv) as p:
         for q in range(queues):
             mq = MessageQueue(topic=topic, broker_name="broker-a", queue_id=q)
             for i in range(0, per_queue, 20):
@@ -140,72 +146,83 @@ async def test_slow_listener_consumes_in_pull_order_and_commits_the_lowest_in_fl
         assert ahead == []
 
 
-async def test_batches_of_consume_batch_size_in_pull_order(virtual_clock, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    async with real_cluster() as c:
-        await make_topic(c, "TopicPB", 2)
-        await _fill(c, "TopicPB", 2, 60)
-        watch = Watch(monkeypatch)
-        batches: list[list[tuple[int, int]]] = []
+def test_batches_of_consume_batch_size_in_pull_order(loop: str, rocketmq_session_cluster: Cluster,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    c, topic, group = rocketmq_session_cluster, name("TopicPB"), name("CGPB")
+    batches: list[list[tuple[int, int]]] = []
+    watch = Watch(monkeypatch)
 
-        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-            batches.append([(m.queue_id, m.queue_offset) for m in msgs])
-            await trio.sleep(0.5)
+    async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+        batches.append([(m.queue_id, m.queue_offset) for m in msgs])
+        await anyio.sleep(0.05)  # slow enough that requests wait their turn in the FIFO
 
-        consumer = PushConsumer("CGPB", listener, config=_config(c), consume_concurrency=3, pull_batch_size=10,
+    async def main() -> None:
+        await make_topic(c, topic, 2)
+        await _fill(c, topic, 2, 60)
+        consumer = PushConsumer(group, listener, config=_config(c), consume_concurrency=3, pull_batch_size=10,
                                 consume_batch_size=4, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-        consumer.subscribe("TopicPB")
+        consumer.subscribe(topic)
         async with consumer:
-            await wait_until(lambda: sum(map(len, batches)) >= 120, timeout=60, tick=0.1)
-            await wait_until(lambda: committed_offsets(c.broker, "CGPB", "TopicPB") == {0: 60, 1: 60}, timeout=10)
-        assert [m for b in batches for m in b] == watch.order
-        # a pull answer of 10 cut into requests of 4, 4 and 2 messages of one queue
-        assert sorted(Counter(map(len, batches)).items()) == [(2, 12), (4, 24)]
-        assert all(len({q for q, _o in b}) == 1 for b in batches)
+            await loops.wait_for(lambda: sum(map(len, batches)) >= 120, "consumed", seconds=60)
+            await loops.wait_for(lambda: committed_offsets(c.broker, group, topic) == {0: 60, 1: 60}, "committed")
+
+    run(loop, main)
+    assert [m for b in batches for m in b] == watch.order
+    # a pull answer of 10 cut into requests of 4, 4 and 2 messages of one queue
+    assert sorted(Counter(map(len, batches)).items()) == [(2, 12), (4, 24)]
+    assert all(len({q for q, _o in b}) == 1 for b in batches)
 
 
-async def test_ack_index_redelivers_the_rest_of_a_batch(virtual_clock) -> None:  # type: ignore[no-untyped-def]
-    async with real_cluster() as c:
-        await make_topic(c, "TopicPK", 1)
-        await _fill(c, "TopicPK", 1, 6)
-        seen: list[bytes] = []
-        partial = True
+def test_ack_index_redelivers_the_rest_of_a_batch(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    c, topic, group = rocketmq_session_cluster, name("TopicPK"), name("CGPK")
+    seen: list[bytes] = []
+    partial = True
 
-        async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-            nonlocal partial
-            seen.extend(m.body for m in msgs)
-            if partial and len(msgs) == 3:
-                partial = False
-                ctx.ack_index = 0  # only the first of the three: the other two come again, through the retry topic
-            return ConsumeStatus.CONSUME_SUCCESS
+    async def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+        nonlocal partial
+        seen.extend(m.body for m in msgs)
+        if partial and len(msgs) == 3:
+            partial = False
+            ctx.ack_index = 0  # only the first of the three: the other two come again, through the retry topic
+        return ConsumeStatus.CONSUME_SUCCESS
 
-        consumer = PushConsumer("CGPK", listener, config=_config(c), consume_batch_size=3,
+    consumer = PushConsumer(group, listener, config=_config(c), consume_batch_size=3,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic)
+
+    async def main() -> None:
+        await make_topic(c, topic, 1)
+        await _fill(c, topic, 1, 6)
+        async with consumer:
+            await loops.wait_for(lambda: len(seen) >= 8, "consumed and redelivered", seconds=60)
+            await loops.wait_for(lambda: committed_offsets(c.broker, group, topic) == {0: 6}, "committed")
+
+    run(loop, main)
+    assert sorted(seen) == sorted([f"0:{i}".encode() for i in range(6)] + [b"0:1", b"0:2"])
+    assert consumer.consumed_failed == 2
+
+
+def test_blocking_listener_takes_the_requests_in_pull_order(loop: str, rocketmq_session_cluster: Cluster) -> None:
+    c, topic, group = rocketmq_session_cluster, name("TopicPT"), name("CGPT")
+    lock = threading.Lock()
+    started: list[int] = []
+
+    def listener(msgs, ctx):  # type: ignore[no-untyped-def]
+        with lock:
+            started.extend(m.queue_offset for m in msgs)
+        time.sleep(0.02)  # slow: one request a trip to a worker thread, as a Java consume thread takes one
+
+    async def main() -> None:
+        await make_topic(c, topic, 1)
+        await _fill(c, topic, 1, 80)
+        consumer = PushConsumer(group, listener, config=_config(c), consume_concurrency=4, pull_batch_size=32,
                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-        consumer.subscribe("TopicPK")
+        consumer.subscribe(topic)
         async with consumer:
-            await wait_until(lambda: len(seen) >= 8, timeout=60, tick=0.1)
-            await wait_until(lambda: committed_offsets(c.broker, "CGPK", "TopicPK") == {0: 6}, timeout=10)
-        assert sorted(seen) == sorted([f"0:{i}".encode() for i in range(6)] + [b"0:1", b"0:2"])
-        assert consumer.consumed_failed == 2
+            await loops.wait_for(lambda: len(started) >= 80, "consumed", seconds=30)
+            await loops.wait_for(lambda: committed_offsets(c.broker, group, topic) == {0: 80}, "committed")
 
-
-async def test_blocking_listener_takes_the_requests_in_pull_order() -> None:
-    async with real_cluster() as c:
-        await make_topic(c, "TopicPT", 1)
-        await _fill(c, "TopicPT", 1, 80)
-        lock = threading.Lock()
-        started: list[int] = []
-
-        def listener(msgs, ctx):  # type: ignore[no-untyped-def]
-            with lock:
-                started.extend(m.queue_offset for m in msgs)
-            time.sleep(0.02)  # slow: one request a trip to a worker thread, as a Java consume thread takes one
-
-        consumer = PushConsumer("CGPT", listener, config=_config(c), consume_concurrency=4, pull_batch_size=32,
-                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-        consumer.subscribe("TopicPT")
-        async with consumer:
-            await wait_until(lambda: len(started) >= 80, timeout=30, tick=0.02)
-            await wait_until(lambda: committed_offsets(c.broker, "CGPT", "TopicPT") == {0: 80}, timeout=10)
-        assert sorted(started) == list(range(80))
-        # four threads take the head of the FIFO in turn: a message starts at most three places early or late
-        assert all(abs(offset - i) < 4 for i, offset in enumerate(started)), started
+    run(loop, main)
+    assert sorted(started) == list(range(80))
+    # four threads take the head of the FIFO in turn: a message starts at most three places early or late
+    assert all(abs(offset - i) < 4 for i, offset in enumerate(started)), started
