@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..codecs import RemotingCommand, ResponseCode
 from ..codecs.bodies import HeartbeatData
 from ..codecs.codes import RequestCode
-from ..remoting.dispatch import one_line
+from ..remoting.dispatch import body_over_limit, log_refusal
 from .responses import error
 
 if TYPE_CHECKING:
@@ -46,21 +46,17 @@ def key_of(attr: str) -> str:
 
 def refuse(ctx: BrokerContext, request: RemotingCommand, cause: str) -> RemotingCommand:
     """SYSTEM_ERROR with ``cause`` as its remark, and one log line (the dispatcher's for a refused request)."""
-    log.warning("process request refused: code %d from %s answered SYSTEM_ERROR: %s", request.code,
-                ctx.remote_addr, one_line(cause))
+    log_refusal(log, ctx.remote_addr, request, cause)
     return error(request, ResponseCode.SYSTEM_ERROR, cause)
 
 
 def body_refusal(ctx: BrokerContext, request: RemotingCommand) -> RemotingCommand | None:
     """The refusal of a request whose body is over its code's limit; None when it is within it."""
     attr = BODY_LIMITS.get(request.code)
-    if attr is None or not request.body:
+    if attr is None:
         return None
-    limit: int = getattr(ctx.state.config, attr)
-    if 0 < limit < len(request.body):
-        name = RequestCode(request.code).name
-        return refuse(ctx, request, f"{name} body of {len(request.body)} bytes is over {key_of(attr)}={limit}")
-    return None
+    cause = body_over_limit(request, key_of(attr), getattr(ctx.state.config, attr))
+    return None if cause is None else refuse(ctx, request, cause)
 
 
 def heartbeat_refusal(config: BrokerConfig, data: HeartbeatData) -> str | None:

@@ -14,7 +14,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..codecs import RemotingCommand, RequestCode, ResponseCode
-from ..remoting.dispatch import one_line
+from ..remoting.dispatch import body_over_limit, log_refusal
 
 if TYPE_CHECKING:
     from .processor import NamesrvContext
@@ -33,21 +33,17 @@ MAX_TOPICS = "registerBrokerMaxTopics"
 
 def refuse(ctx: NamesrvContext, request: RemotingCommand, cause: str) -> RemotingCommand:
     """SYSTEM_ERROR with ``cause`` as its remark, and one log line."""
-    log.warning("process request refused: code %d from %s answered SYSTEM_ERROR: %s", request.code,
-                ctx.remote_addr, one_line(cause))
+    log_refusal(log, ctx.remote_addr, request, cause)
     return request.response(ResponseCode.SYSTEM_ERROR, remark=cause)
 
 
 def body_refusal(ctx: NamesrvContext, request: RemotingCommand) -> RemotingCommand | None:
     """The refusal of a request whose body is over its code's limit; None when it is within it."""
     key = BODY_LIMITS.get(request.code)
-    if key is None or not request.body:
+    if key is None:
         return None
-    limit = ctx.state.config.limit(key)
-    if 0 < limit < len(request.body):
-        name = RequestCode(request.code).name
-        return refuse(ctx, request, f"{name} body of {len(request.body)} bytes is over {key}={limit}")
-    return None
+    cause = body_over_limit(request, key, ctx.state.config.limit(key))
+    return None if cause is None else refuse(ctx, request, cause)
 
 
 def topics_cause(count: int, limit: int) -> str:

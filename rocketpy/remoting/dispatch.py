@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import trio
 
-from ..codecs import RemotingCommand, ResponseCode, SerializeType
+from ..codecs import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from ..codecs.command import RESPONSE_FLAG
 from ..codecs.headers.registry import REQUEST_HEADERS
 from .errors import RemotingError
@@ -137,15 +137,24 @@ def one_line(text: str, limit: int = LOG_CAUSE_CHARS) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+def log_refusal(logger: logging.Logger, remote_addr: str, request: RemotingCommand, cause: str) -> None:
+    """The one line of a request refused (bad input, a limit passed) and answered SYSTEM_ERROR for ``cause``."""
+    logger.warning("process request refused: code %d from %s answered SYSTEM_ERROR: %s", request.code,
+                   remote_addr, one_line(cause))
+
+
+def body_over_limit(request: RemotingCommand, key: str, limit: int) -> str | None:
+    """Why ``request``'s body is refused under the limit ``key`` of ``limit`` bytes (0 or less lifts it), or
+    None when it is within it."""
+    if request.body and 0 < limit < len(request.body):
+        return f"{RequestCode(request.code).name} body of {len(request.body)} bytes is over {key}={limit}"
+    return None
+
+
 def log_handler_error(ctx: RequestContext, request: RemotingCommand, exc: Exception) -> None:
     """One line for a refusal of bad input; the traceback for anything else (a bug to fix)."""
     if isinstance(exc, REFUSALS):
-        log.warning(
-            "process request refused: code %d from %s answered SYSTEM_ERROR: %s",
-            request.code,
-            ctx.remote_addr,
-            one_line(describe_exception(exc)),
-        )
+        log_refusal(log, ctx.remote_addr, request, describe_exception(exc))
     else:
         log.exception("process request exception: code %d from %s", request.code, ctx.remote_addr)
 
