@@ -27,7 +27,7 @@ def test_health_probes(capsys: pytest.CaptureFixture[str]) -> None:
         err = capsys.readouterr().err
         assert err == f"rocketpy health: broker {c.broker_addr}: the broker refuses writes (brokerPermission)\n"
     gone = f"127.0.0.1:{free_port()}"
-    # the refusal comes at once; the timeout only has to outlast a busy machine (4 workers on 2 cores once
-    # took over 2 s to get here and answered "no answer in time" instead)
+    # the refusal comes at once; the timeout only has to outlast a busy machine: with 2 s, one CI run (four
+    # workers on two cores) answered "no answer in time" instead; what held it was not found
     assert main(["health", "-n", gone, "--timeout", "10"]) == 1
     assert capsys.readouterr().err.startswith(f"rocketpy health: namesrv {gone}: connect to {gone} failed")
